@@ -1,0 +1,164 @@
+// Command privrec trains, evaluates and audits differentially private
+// recommenders. Run "privrec help" for the list of commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+// command is one subcommand. run gets the arguments after the command name.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, out io.Writer) error
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+// usageError marks a command-line mistake (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
+
+// exitError carries a specific exit status (e.g. audit violations exit 1
+// after printing their report).
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func main() {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches and maps errors to exit statuses: 0 ok, 1 failure, 2 usage.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printHelp(stderr)
+		return 2
+	}
+	name := args[0]
+	if name == "-h" || name == "--help" || name == "-help" {
+		name = "help"
+	}
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "privrec: unknown command %q\n\n", name)
+		printHelp(stderr)
+		return 2
+	}
+	err := c.run(ctx, args[1:], stdout)
+	if err == nil {
+		return 0
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "privrec %s: %v\n", name, err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "Run 'privrec %s --help' for usage.\n", name)
+		return 2
+	}
+	if errors.Is(err, context.Canceled) {
+		return 130
+	}
+	return 1
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprint(w, `privrec — differentially private recommendation.
+
+Usage: privrec COMMAND [flags]
+
+Commands:
+`)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-11s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprint(w, `
+Every command takes --help, which explains it with a worked example, and
+every command that prints results takes --json for a machine-readable object.
+Privacy noise comes from crypto/rand unless --seed is given (experiments only).
+`)
+}
+
+// newFlags makes a flag set whose --help prints the synopsis, a worked
+// example and the flags.
+func newFlags(name, synopsis, example string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: privrec %s\n\n%s\n", name, strings.TrimSpace(synopsis))
+		if example != "" {
+			fmt.Fprintf(w, "\nExample:\n%s\n", example)
+		}
+		fmt.Fprint(w, "\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags and rejects stray positional arguments unless allowed.
+func parse(fs *flag.FlagSet, args []string, positional bool) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	if !positional && fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+func init() {
+	register(&command{name: "help", summary: "list commands, or explain one: privrec help COMMAND", run: func(ctx context.Context, args []string, out io.Writer) error {
+		if len(args) > 0 {
+			c, ok := commands[args[0]]
+			if !ok {
+				return usagef("unknown command %q", args[0])
+			}
+			return c.run(ctx, []string{"--help"}, out)
+		}
+		printHelp(out)
+		return nil
+	}})
+	register(&command{name: "version", summary: "print the version", run: func(ctx context.Context, args []string, out io.Writer) error {
+		fs := newFlags("version", "Print privrec's version.", "  privrec version")
+		if err := parse(fs, args, false); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "privrec %s\n", version)
+		return nil
+	}})
+}

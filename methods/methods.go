@@ -1,0 +1,130 @@
+// Package methods is the registry of training methods: each solver package
+// registers its methods (name, flags, trainer) here, and the command line
+// and the experiment runner find them by name. It is the one place that
+// ties data, solver, mechanism and model together.
+package methods
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/ratings"
+)
+
+// Common is what every method receives besides its own flags.
+type Common struct {
+	// Epsilon and Delta are the requested privacy parameters (ignored by
+	// non-private methods).
+	Epsilon, Delta float64
+	// Noise is the random source for the privacy noise: noise.Secure()
+	// unless the user asked for a seeded experiment.
+	Noise *noise.Source
+	// Rand is the source for non-privacy randomness (initialisation,
+	// shuffling); seeded from Seed so runs are repeatable.
+	Rand *noise.Source
+	Seed uint64
+	// Workers bounds parallelism (0 = GOMAXPROCS).
+	Workers int
+	Log     *slog.Logger
+	// Progress, when non-nil, is told how far a long run has got.
+	Progress func(done, total int)
+}
+
+// Result is what a trainer returns.
+type Result struct {
+	// Model is set by matrix methods.
+	Model *model.Model
+	// Save writes a model of another kind (e.g. a tensor model); nil for
+	// matrix methods, whose Model.Save is used.
+	Save func(path string) error
+	// Guarantee is the privacy guarantee of what is released.
+	Guarantee privacy.Guarantee
+	// Info holds extra facts for the train report (iterations, objective,
+	// tuning notes); keys become JSON fields.
+	Info map[string]any
+}
+
+// SaveTo writes the result's model.
+func (r *Result) SaveTo(path string) error {
+	if r.Save != nil {
+		return r.Save(path)
+	}
+	if r.Model == nil {
+		return fmt.Errorf("method produced no model")
+	}
+	return r.Model.Save(path)
+}
+
+// Trainer trains one method on a rating matrix.
+type Trainer interface {
+	Train(ctx context.Context, data *ratings.Matrix, c Common) (*Result, error)
+}
+
+// TrainerFunc adapts a function to Trainer.
+type TrainerFunc func(ctx context.Context, data *ratings.Matrix, c Common) (*Result, error)
+
+// Train calls f.
+func (f TrainerFunc) Train(ctx context.Context, data *ratings.Matrix, c Common) (*Result, error) {
+	return f(ctx, data, c)
+}
+
+// Method describes one trainable method.
+type Method struct {
+	Name    string
+	Summary string
+	// Seed names the paper the method comes from (e.g. "000"), if any.
+	Seed string
+	// Private is false for non-private baselines.
+	Private bool
+	// Flags registers the method's own flags on fs and returns a trainer
+	// that reads them once fs is parsed. Several methods may register the
+	// same flag names; only the chosen method's flags are registered.
+	Flags func(fs *flag.FlagSet) Trainer
+}
+
+var registry = map[string]*Method{}
+
+// Register adds a method; it panics on a duplicate name (a programming error
+// caught by any test that imports the registering packages).
+func Register(m *Method) {
+	if _, dup := registry[m.Name]; dup {
+		panic("methods: duplicate method " + m.Name)
+	}
+	registry[m.Name] = m
+}
+
+// Lookup finds a method by name.
+func Lookup(name string) (*Method, error) {
+	m, ok := registry[name]
+	if !ok {
+		names := Names()
+		return nil, fmt.Errorf("unknown method %q (known: %v)", name, names)
+	}
+	return m, nil
+}
+
+// Names lists the registered methods in order.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// All returns the registered methods sorted by name.
+func All() []*Method {
+	out := make([]*Method, 0, len(registry))
+	for _, n := range Names() {
+		out = append(out, registry[n])
+	}
+	return slices.Clip(out)
+}

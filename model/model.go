@@ -1,0 +1,261 @@
+// Package model is the low-rank model every matrix method produces:
+// factors (or, for output perturbation, a dense completed matrix), biases,
+// the transformations applied to the training data, the method and its
+// parameters, a fingerprint of the training data and the privacy
+// Guarantee. Models are saved in a documented, versioned file format
+// (docs/MODEL_FORMAT.md): read, predict and recommend work on any model.
+package model
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/privrec/privrec/privacy"
+)
+
+// Output says what a model's score means.
+type Output string
+
+const (
+	// Ratings: the score, after the inverse transformation, is a predicted rating.
+	Ratings Output = "rating"
+	// Signs: the score is a latent value whose sign predicts like (+1) or dislike (−1).
+	Signs Output = "sign"
+)
+
+// Transform records what was done to the training ratings before the
+// solver saw them; predictions undo it and eval/recommend apply it to
+// their input.
+type Transform struct {
+	// Binarise, when set, mapped a rating v to +1 if v > Threshold, else −1.
+	Binarise  bool    `json:"binarise,omitempty"`
+	Threshold float64 `json:"threshold,omitempty"`
+	// Scale, when set, mapped [FromMin, FromMax] linearly onto [ToMin, ToMax].
+	Scale *Scale `json:"scale,omitempty"`
+	// UserCentred: each user's mean (on the scaled values) was subtracted;
+	// the means are the model's UserBias.
+	UserCentred bool `json:"user_centred,omitempty"`
+	// MaxPerUser is the cap ξ on ratings per user (0 = none).
+	MaxPerUser int `json:"max_per_user,omitempty"`
+	// TopItems is the N of a most-rated-items restriction (0 = none); the
+	// kept items are the model's Items.
+	TopItems int `json:"top_items,omitempty"`
+	// DataMin and DataMax are the rating scale predictions are clamped to
+	// (both 0: no clamp).
+	DataMin float64 `json:"data_min,omitempty"`
+	DataMax float64 `json:"data_max,omitempty"`
+	// DataMean is the training mean on the original scale (the default
+	// relevance threshold for top-k metrics).
+	DataMean float64 `json:"data_mean"`
+}
+
+// Scale is a linear map of the rating scale.
+type Scale struct {
+	FromMin, FromMax, ToMin, ToMax float64
+}
+
+// Apply maps v from the original scale.
+func (s *Scale) Apply(v float64) float64 {
+	return (v-s.FromMin)/(s.FromMax-s.FromMin)*(s.ToMax-s.ToMin) + s.ToMin
+}
+
+// Invert maps v back to the original scale.
+func (s *Scale) Invert(v float64) float64 {
+	return (v-s.ToMin)/(s.ToMax-s.ToMin)*(s.FromMax-s.FromMin) + s.FromMin
+}
+
+// Model is a trained low-rank (or dense) users × items model.
+type Model struct {
+	Method      string         `json:"method"`
+	Params      map[string]any `json:"params,omitempty"`
+	Guarantee   privacy.Guarantee
+	Fingerprint string    `json:"fingerprint"`
+	Transform   Transform `json:"transform"`
+	Output      Output    `json:"output"`
+
+	Users []string `json:"-"`
+	Items []string `json:"-"`
+
+	// Rank is the number of factor columns; U is users × Rank and V is
+	// items × Rank, both row-major.
+	Rank int
+	U, V []float64
+	// Dense, when non-nil, is the users × items score matrix (row-major)
+	// used instead of the factors (output perturbation releases one).
+	Dense []float64
+
+	Offset   float64
+	UserBias []float64 // per user (nil: zero)
+	ItemBias []float64 // per item (nil: zero)
+
+	// SeenPtr/SeenItems list, per user, the items rated in training
+	// (CSR), so that recommendations exclude them.
+	SeenPtr   []int64
+	SeenItems []int32
+
+	userIndex, itemIndex map[string]int32
+}
+
+// NumUsers is the number of users the model knows.
+func (m *Model) NumUsers() int { return len(m.Users) }
+
+// NumItems is the number of items the model knows.
+func (m *Model) NumItems() int { return len(m.Items) }
+
+// Validate checks that the arrays match the shape.
+func (m *Model) Validate() error {
+	nu, ni := len(m.Users), len(m.Items)
+	if m.Dense != nil {
+		if len(m.Dense) != nu*ni {
+			return fmt.Errorf("model: dense scores have %d values, want %d × %d", len(m.Dense), nu, ni)
+		}
+	} else if m.Rank < 0 || len(m.U) != nu*m.Rank || len(m.V) != ni*m.Rank {
+		return fmt.Errorf("model: factor sizes %d and %d do not match %d users, %d items, rank %d", len(m.U), len(m.V), nu, ni, m.Rank)
+	}
+	if m.UserBias != nil && len(m.UserBias) != nu {
+		return fmt.Errorf("model: %d user biases for %d users", len(m.UserBias), nu)
+	}
+	if m.ItemBias != nil && len(m.ItemBias) != ni {
+		return fmt.Errorf("model: %d item biases for %d items", len(m.ItemBias), ni)
+	}
+	if m.SeenPtr != nil {
+		if len(m.SeenPtr) != nu+1 || m.SeenPtr[nu] != int64(len(m.SeenItems)) {
+			return fmt.Errorf("model: seen-item lists do not match %d users", nu)
+		}
+		for _, it := range m.SeenItems {
+			if it < 0 || int(it) >= ni {
+				return fmt.Errorf("model: seen item index %d out of range", it)
+			}
+		}
+	}
+	for _, arr := range [][]float64{m.U, m.V, m.Dense, m.UserBias, m.ItemBias} {
+		for _, x := range arr {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("model: holds a non-finite value")
+			}
+		}
+	}
+	return nil
+}
+
+func (m *Model) index() {
+	if m.userIndex != nil {
+		return
+	}
+	m.userIndex = make(map[string]int32, len(m.Users))
+	for i, u := range m.Users {
+		m.userIndex[u] = int32(i)
+	}
+	m.itemIndex = make(map[string]int32, len(m.Items))
+	for i, it := range m.Items {
+		m.itemIndex[it] = int32(i)
+	}
+}
+
+// UserIndex returns the dense index of an external user ID.
+func (m *Model) UserIndex(id string) (int32, bool) {
+	m.index()
+	u, ok := m.userIndex[id]
+	return u, ok
+}
+
+// ItemIndex returns the dense index of an external item ID.
+func (m *Model) ItemIndex(id string) (int32, bool) {
+	m.index()
+	i, ok := m.itemIndex[id]
+	return i, ok
+}
+
+// Score is the model's value for (u, i) on the solver's (transformed) scale.
+func (m *Model) Score(u, i int32) float64 {
+	var s float64
+	if m.Dense != nil {
+		s = m.Dense[int(u)*len(m.Items)+int(i)]
+	} else {
+		r := m.Rank
+		uu, vv := m.U[int(u)*r:int(u)*r+r], m.V[int(i)*r:int(i)*r+r]
+		for k := range r {
+			s += uu[k] * vv[k]
+		}
+	}
+	s += m.Offset
+	if m.UserBias != nil {
+		s += m.UserBias[u]
+	}
+	if m.ItemBias != nil {
+		s += m.ItemBias[i]
+	}
+	return s
+}
+
+// Predict is the model's prediction for (u, i): a rating on the original
+// scale (clamped to it) for rating models, or the latent score for sign
+// models.
+func (m *Model) Predict(u, i int32) float64 {
+	s := m.Score(u, i)
+	if m.Output == Signs {
+		return s
+	}
+	if m.Transform.Scale != nil {
+		s = m.Transform.Scale.Invert(s)
+	}
+	t := m.Transform
+	if t.DataMin != 0 || t.DataMax != 0 {
+		s = min(max(s, t.DataMin), t.DataMax)
+	}
+	return s
+}
+
+// Seen returns the items user u rated in training (nil when not recorded).
+func (m *Model) Seen(u int32) []int32 {
+	if m.SeenPtr == nil {
+		return nil
+	}
+	return m.SeenItems[m.SeenPtr[u]:m.SeenPtr[u+1]]
+}
+
+// Recommendation is one recommended item.
+type Recommendation struct {
+	Item  string  `json:"item"`
+	Score float64 `json:"score"`
+}
+
+// Recommend returns the k items with the highest predictions for user u,
+// excluding items u rated in training and any in exclude.
+func (m *Model) Recommend(u int32, k int, exclude []int32) []Recommendation {
+	skip := make(map[int32]bool, len(exclude))
+	for _, i := range m.Seen(u) {
+		skip[i] = true
+	}
+	for _, i := range exclude {
+		skip[i] = true
+	}
+	type cand struct {
+		i int32
+		s float64
+	}
+	cands := make([]cand, 0, len(m.Items))
+	for i := range int32(len(m.Items)) {
+		if !skip[i] {
+			cands = append(cands, cand{i, m.Predict(u, i)})
+		}
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		if a.s != b.s {
+			if a.s > b.s {
+				return -1
+			}
+			return 1
+		}
+		return int(a.i - b.i)
+	})
+	if k > len(cands) {
+		k = len(cands)
+	}
+	out := make([]Recommendation, k)
+	for j := range k {
+		out[j] = Recommendation{Item: m.Items[cands[j].i], Score: cands[j].s}
+	}
+	return out
+}

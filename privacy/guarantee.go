@@ -1,0 +1,154 @@
+// Package privacy holds what privrec promises to the people in the data:
+// the Guarantee every model and released dataset carries. Its
+// subpackages provide the randomness (noise), the mechanisms that carry
+// their guarantee (mechanism), composition (accountant) and the empirical
+// audit (audit).
+package privacy
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Unit is what one neighbouring dataset differs in.
+type Unit string
+
+// Notion is where the noise is added and who may see what.
+type Notion string
+
+// Status says how the guarantee is backed.
+type Status string
+
+const (
+	// UnitEntry: neighbours differ in one rating.
+	UnitEntry Unit = "entry"
+	// UnitUser: neighbours differ in all ratings of one user.
+	UnitUser Unit = "user"
+
+	// Central: a trusted curator adds the noise.
+	Central Notion = "central"
+	// Joint: each user's own output may depend on her data; everyone else's
+	// outputs are DP in it.
+	Joint Notion = "joint"
+	// Local: randomised on the user's side before collection.
+	Local Notion = "local"
+
+	// Proven follows from a standard theorem whose conditions the code enforces.
+	Proven Status = "proven"
+	// AsClaimed is the source paper's claim that the standard proof does not cover.
+	AsClaimed Status = "as-claimed"
+	// None: something is released without noise.
+	None Status = "none"
+)
+
+// Guarantee is the differential-privacy statement attached to a model or a
+// released dataset. Epsilon is +Inf when nothing is promised.
+type Guarantee struct {
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+	// Rho is the zCDP parameter when zCDP is the native accounting (0 otherwise).
+	Rho    float64 `json:"rho,omitempty"`
+	Unit   Unit    `json:"unit"`
+	Notion Notion  `json:"notion"`
+	Status Status  `json:"status"`
+	// ClaimedEpsilon is the source paper's ε where it differs from Epsilon (0 otherwise).
+	ClaimedEpsilon float64 `json:"claimed_epsilon,omitempty"`
+	Note           string  `json:"note,omitempty"`
+	// Reproducible is true when the noise came from a seeded stream (an
+	// experiment), which must never be used for a real release.
+	Reproducible bool `json:"reproducible_noise,omitempty"`
+}
+
+// NoPrivacy is the guarantee of a method that adds no noise.
+func NoPrivacy(unit Unit, note string) Guarantee {
+	return Guarantee{Epsilon: math.Inf(1), Unit: unit, Notion: Central, Status: None, Note: note}
+}
+
+// Private reports whether the guarantee promises anything (finite ε and a status other than none).
+func (g Guarantee) Private() bool {
+	return g.Status != None && !math.IsInf(g.Epsilon, 1) && !math.IsNaN(g.Epsilon)
+}
+
+type guaranteeJSON struct {
+	Epsilon        *float64 `json:"epsilon"`
+	Delta          float64  `json:"delta"`
+	Rho            float64  `json:"rho,omitempty"`
+	Unit           Unit     `json:"unit"`
+	Notion         Notion   `json:"notion"`
+	Status         Status   `json:"status"`
+	ClaimedEpsilon float64  `json:"claimed_epsilon,omitempty"`
+	Note           string   `json:"note,omitempty"`
+	Reproducible   bool     `json:"reproducible_noise,omitempty"`
+}
+
+// MarshalJSON writes an infinite ε as null (JSON has no infinity).
+func (g Guarantee) MarshalJSON() ([]byte, error) {
+	j := guaranteeJSON{Delta: g.Delta, Rho: g.Rho, Unit: g.Unit, Notion: g.Notion, Status: g.Status,
+		ClaimedEpsilon: g.ClaimedEpsilon, Note: g.Note, Reproducible: g.Reproducible}
+	if !math.IsInf(g.Epsilon, 0) && !math.IsNaN(g.Epsilon) {
+		e := g.Epsilon
+		j.Epsilon = &e
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads null ε as +Inf.
+func (g *Guarantee) UnmarshalJSON(b []byte) error {
+	var j guaranteeJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*g = Guarantee{Epsilon: math.Inf(1), Delta: j.Delta, Rho: j.Rho, Unit: j.Unit, Notion: j.Notion, Status: j.Status,
+		ClaimedEpsilon: j.ClaimedEpsilon, Note: j.Note, Reproducible: j.Reproducible}
+	if j.Epsilon != nil {
+		g.Epsilon = *j.Epsilon
+	}
+	return nil
+}
+
+// String renders the guarantee in plain words.
+func (g Guarantee) String() string {
+	var b strings.Builder
+	who := map[Unit]string{UnitEntry: "any single rating", UnitUser: "all the ratings of any one user"}[g.Unit]
+	if who == "" {
+		who = string(g.Unit)
+	}
+	if !g.Private() {
+		fmt.Fprintf(&b, "No differential-privacy guarantee (status %s)", g.Status)
+		if g.ClaimedEpsilon > 0 {
+			fmt.Fprintf(&b, "; the source paper claims ε = %g", g.ClaimedEpsilon)
+		}
+		b.WriteString(".")
+	} else {
+		params := fmt.Sprintf("ε = %.4g", g.Epsilon)
+		if g.Delta > 0 {
+			params += fmt.Sprintf(", δ = %.3g", g.Delta)
+		}
+		if g.Rho > 0 {
+			params += fmt.Sprintf(" (from ρ = %.4g zCDP)", g.Rho)
+		}
+		notion := map[Notion]string{
+			Central: "central differential privacy (a trusted curator added the noise)",
+			Joint:   "joint differential privacy (each user's own recommendations use her data; what anyone else sees is private in it)",
+			Local:   "local differential privacy (randomised on the user's device before collection)",
+		}[g.Notion]
+		if notion == "" {
+			notion = string(g.Notion)
+		}
+		fmt.Fprintf(&b, "(%s) %s protecting %s; status %s", params, notion, who, g.Status)
+		if g.ClaimedEpsilon > 0 && g.ClaimedEpsilon != g.Epsilon {
+			fmt.Fprintf(&b, "; the source paper claims ε = %g", g.ClaimedEpsilon)
+		}
+		b.WriteString(".")
+	}
+	if g.Note != "" {
+		b.WriteString(" ")
+		b.WriteString(g.Note)
+	}
+	if g.Reproducible {
+		b.WriteString(" WARNING: the noise came from a seeded, reproducible stream; this is an experiment, not a release.")
+	}
+	return b.String()
+}

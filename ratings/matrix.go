@@ -1,0 +1,223 @@
+package ratings
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Matrix is an immutable sparse users × items rating matrix held in two
+// views: user-major (CSR) and item-major (CSC). Within a row, items are in
+// increasing index order; within a column, users are in increasing order.
+type Matrix struct {
+	Users, Items *IDs
+
+	rowPtr []int64
+	rowCol []int32
+	rowVal []float32
+	rowT   []int64 // timestamps aligned with the user-major view; nil if absent
+
+	colPtr []int64
+	colRow []int32
+	colVal []float32
+}
+
+// NumUsers, NumItems and Len give the shape and the number of ratings.
+func (m *Matrix) NumUsers() int { return len(m.rowPtr) - 1 }
+
+// NumItems is the number of items (columns).
+func (m *Matrix) NumItems() int { return len(m.colPtr) - 1 }
+
+// Len is the number of ratings.
+func (m *Matrix) Len() int { return len(m.rowCol) }
+
+// HasTime reports whether ratings carry timestamps.
+func (m *Matrix) HasTime() bool { return m.rowT != nil }
+
+// UserRow returns the items and values user u rated, in item order. The
+// slices alias the store: do not modify them.
+func (m *Matrix) UserRow(u int32) (items []int32, values []float32) {
+	a, b := m.rowPtr[u], m.rowPtr[u+1]
+	return m.rowCol[a:b:b], m.rowVal[a:b:b]
+}
+
+// UserTimes returns the timestamps of user u's ratings, aligned with
+// UserRow; nil when the data has no timestamps.
+func (m *Matrix) UserTimes(u int32) []int64 {
+	if m.rowT == nil {
+		return nil
+	}
+	a, b := m.rowPtr[u], m.rowPtr[u+1]
+	return m.rowT[a:b:b]
+}
+
+// ItemCol returns the users who rated item i and their values, in user order.
+func (m *Matrix) ItemCol(i int32) (users []int32, values []float32) {
+	a, b := m.colPtr[i], m.colPtr[i+1]
+	return m.colRow[a:b:b], m.colVal[a:b:b]
+}
+
+// UserCount is the number of ratings of user u.
+func (m *Matrix) UserCount(u int32) int { return int(m.rowPtr[u+1] - m.rowPtr[u]) }
+
+// ItemCount is the number of ratings of item i.
+func (m *Matrix) ItemCount(i int32) int { return int(m.colPtr[i+1] - m.colPtr[i]) }
+
+// Get returns the rating of (u, i) and whether it exists (binary search in the row).
+func (m *Matrix) Get(u, i int32) (float32, bool) {
+	items, vals := m.UserRow(u)
+	k, ok := slices.BinarySearch(items, i)
+	if !ok {
+		return 0, false
+	}
+	return vals[k], true
+}
+
+// Entry is one rating in dense indices.
+type Entry struct {
+	User, Item int32
+	Value      float32
+	Time       int64
+}
+
+// All calls f for every rating in user-major order; it stops early if f returns false.
+func (m *Matrix) All(f func(Entry) bool) {
+	for u := range int32(m.NumUsers()) {
+		a, b := m.rowPtr[u], m.rowPtr[u+1]
+		for k := a; k < b; k++ {
+			e := Entry{User: u, Item: m.rowCol[k], Value: m.rowVal[k]}
+			if m.rowT != nil {
+				e.Time = m.rowT[k]
+			}
+			if !f(e) {
+				return
+			}
+		}
+	}
+}
+
+// Entries returns every rating in user-major order (allocates Len() entries).
+func (m *Matrix) Entries() []Entry {
+	out := make([]Entry, 0, m.Len())
+	m.All(func(e Entry) bool { out = append(out, e); return true })
+	return out
+}
+
+// Values returns the user-major value array (aliases the store; read only).
+func (m *Matrix) Values() []float32 { return m.rowVal }
+
+// Mean is the mean of all ratings (0 for an empty matrix).
+func (m *Matrix) Mean() float64 {
+	if m.Len() == 0 {
+		return 0
+	}
+	var s float64
+	for _, v := range m.rowVal {
+		s += float64(v)
+	}
+	return s / float64(m.Len())
+}
+
+// Range returns the smallest and largest rating (NaN, NaN for an empty matrix).
+func (m *Matrix) Range() (lo, hi float64) {
+	if m.Len() == 0 {
+		return math.NaN(), math.NaN()
+	}
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, v := range m.rowVal {
+		lo = math.Min(lo, float64(v))
+		hi = math.Max(hi, float64(v))
+	}
+	return lo, hi
+}
+
+// Density is Len / (users × items).
+func (m *Matrix) Density() float64 {
+	c := float64(m.NumUsers()) * float64(m.NumItems())
+	if c == 0 {
+		return 0
+	}
+	return float64(m.Len()) / c
+}
+
+// Bytes is the memory held by the store's arrays (not counting ID maps).
+func (m *Matrix) Bytes() int64 {
+	n := int64(len(m.rowCol))
+	b := 8*int64(len(m.rowPtr)+len(m.colPtr)) + 12*n*2
+	if m.rowT != nil {
+		b += 8 * n
+	}
+	return b
+}
+
+// String summarises the shape.
+func (m *Matrix) String() string {
+	return fmt.Sprintf("%d users × %d items, %d ratings", m.NumUsers(), m.NumItems(), m.Len())
+}
+
+// FromCSR builds a Matrix from a user-major layout it takes ownership of:
+// rowPtr has NumUsers+1 offsets, rowCol and rowVal the item indices (sorted
+// and distinct within each row) and values, rowT optional timestamps (nil
+// or aligned). users and items may be nil, in which case sequential IDs
+// 1..n are used. It builds the item-major view with a counting sort, so the
+// peak memory is the two views and nothing more.
+func FromCSR(users, items *IDs, nItems int, rowPtr []int64, rowCol []int32, rowVal []float32, rowT []int64) (*Matrix, error) {
+	nUsers := len(rowPtr) - 1
+	if nUsers < 0 || rowPtr[0] != 0 || rowPtr[nUsers] != int64(len(rowCol)) || len(rowVal) != len(rowCol) {
+		return nil, fmt.Errorf("ratings: inconsistent CSR arrays")
+	}
+	if rowT != nil && len(rowT) != len(rowCol) {
+		return nil, fmt.Errorf("ratings: %d timestamps for %d ratings", len(rowT), len(rowCol))
+	}
+	if users == nil {
+		users = Sequential(nUsers)
+	}
+	if items == nil {
+		items = Sequential(nItems)
+	}
+	if users.Len() != nUsers || items.Len() != nItems {
+		return nil, fmt.Errorf("ratings: ID maps (%d users, %d items) do not match the shape %d × %d", users.Len(), items.Len(), nUsers, nItems)
+	}
+	m := &Matrix{Users: users, Items: items, rowPtr: rowPtr, rowCol: rowCol, rowVal: rowVal, rowT: rowT}
+	colPtr := make([]int64, nItems+1)
+	for u := range nUsers {
+		a, b := rowPtr[u], rowPtr[u+1]
+		if a > b {
+			return nil, fmt.Errorf("ratings: row offsets decrease at user %d", u)
+		}
+		prev := int32(-1)
+		for k := a; k < b; k++ {
+			c := rowCol[k]
+			if c < 0 || int(c) >= nItems {
+				return nil, fmt.Errorf("ratings: item index %d out of range at user %d", c, u)
+			}
+			if c <= prev {
+				return nil, fmt.Errorf("ratings: items of user %d are not sorted and distinct", u)
+			}
+			prev = c
+			colPtr[c+1]++
+		}
+	}
+	for i := range nItems {
+		colPtr[i+1] += colPtr[i]
+	}
+	m.colPtr = colPtr
+	m.colRow = make([]int32, len(rowCol))
+	m.colVal = make([]float32, len(rowCol))
+	next := slices.Clone(colPtr[:nItems])
+	for u := range nUsers {
+		for k := rowPtr[u]; k < rowPtr[u+1]; k++ {
+			c := rowCol[k]
+			p := next[c]
+			m.colRow[p] = int32(u)
+			m.colVal[p] = rowVal[k]
+			next[c]++
+		}
+	}
+	return m, nil
+}
+
+// CSR exposes the user-major arrays (read only), e.g. for binary encoding.
+func (m *Matrix) CSR() (rowPtr []int64, rowCol []int32, rowVal []float32, rowT []int64) {
+	return m.rowPtr, m.rowCol, m.rowVal, m.rowT
+}
