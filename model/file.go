@@ -255,3 +255,33 @@ func Load(path string) (*Model, error) {
 	return m, nil
 }
 
+
+// PeekKind returns the kind recorded in a model file's header without
+// reading its arrays (so eval can dispatch to the right reader).
+func PeekKind(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	magic := make([]byte, len(Magic))
+	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != Magic {
+		return "", fmt.Errorf("%s: not a privrec model file (bad magic)", path)
+	}
+	var n uint32
+	if err := binary.Read(br, binary.LittleEndian, &n); err != nil || n > 1<<30 {
+		return "", fmt.Errorf("%s: corrupt model header", path)
+	}
+	hb := make([]byte, n)
+	if _, err := io.ReadFull(br, hb); err != nil {
+		return "", fmt.Errorf("%s: reading header: %w", path, err)
+	}
+	var h struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(hb, &h); err != nil {
+		return "", fmt.Errorf("%s: decoding header: %w", path, err)
+	}
+	return h.Kind, nil
+}
