@@ -66,6 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printHelp(stderr)
 		return 2
 	}
+	helpOut = stdout
 	err := c.run(ctx, args[1:], stdout)
 	if err == nil {
 		return 0
@@ -127,10 +128,18 @@ func newFlags(name, synopsis, example string) *flag.FlagSet {
 	return fs
 }
 
+// helpOut receives --help text (stdout; run sets it so tests can capture it).
+var helpOut io.Writer = os.Stdout
+
 // parse parses flags and rejects stray positional arguments unless allowed.
+// --help prints the usage on stdout; a bad flag is a usage error whose
+// message points to --help rather than dumping every flag.
 func parse(fs *flag.FlagSet, args []string, positional bool) error {
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(helpOut)
+			fs.Usage()
 			return err
 		}
 		return usageError{err.Error()}
