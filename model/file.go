@@ -255,7 +255,6 @@ func Load(path string) (*Model, error) {
 	return m, nil
 }
 
-
 // PeekKind returns the kind recorded in a model file's header without
 // reading its arrays (so eval can dispatch to the right reader).
 func PeekKind(path string) (string, error) {

@@ -30,7 +30,7 @@ func writeRatings(t *testing.T, dir, name string, keep func(u, i int) bool) stri
 			if (u+i)%3 == 0 || !keep(u, i) {
 				continue
 			}
-			r := 1 + (u%3)+(i%3)
+			r := 1 + (u % 3) + (i % 3)
 			fmt.Fprintf(&b, "%d\t%d\t%d\t%d\n", u, i, r, 880000000+u*100+i)
 		}
 	}
