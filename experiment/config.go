@@ -1,0 +1,250 @@
+// Package experiment runs privacy–accuracy sweeps: datasets × methods × ε
+// grid × runs (× one swept parameter), in parallel, writing every finished
+// run to results.csv at once so an interrupted sweep resumes where it
+// stopped; then summarises the runs (summary.csv), draws the figures
+// (package plots) and writes report.md beside the source papers' claims.
+// It also holds the named reproductions of the papers' figures.
+package experiment
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// Config is a sweep. It is read from JSON (see docs/EXPERIMENTS.md).
+type Config struct {
+	// Name identifies the sweep; it is part of every run's seed.
+	Name string `json:"name"`
+	// Title heads the report.
+	Title string `json:"title,omitempty"`
+	// Description is a paragraph for the report (setup, what the paper did).
+	Description string `json:"description,omitempty"`
+	Datasets    []DataSpec   `json:"datasets"`
+	Methods     []MethodSpec `json:"methods"`
+	// Epsilons is the ε grid for private methods; non-private methods run
+	// once per dataset, sweep value and run.
+	Epsilons []float64 `json:"epsilons"`
+	// Delta is passed to every method (default 1e-6).
+	Delta float64 `json:"delta,omitempty"`
+	// Runs is the number of repetitions per cell (default 1).
+	Runs int `json:"runs,omitempty"`
+	// Sweep, when set, is a further parameter swept over its Values.
+	Sweep *Sweep `json:"sweep,omitempty"`
+	// Metric is what the figures plot: rmse, mae, accuracy or are.
+	Metric string `json:"metric"`
+	// K > 0 adds top-k metrics to every evaluation.
+	K int `json:"k,omitempty"`
+	// LogX / LogY put the figure axes on a log scale (as the paper did).
+	LogX bool `json:"log_x,omitempty"`
+	LogY bool `json:"log_y,omitempty"`
+	// Claims are the source paper's statements about this figure, quoted
+	// in the report beside our numbers.
+	Claims []string `json:"claims,omitempty"`
+	// Paper cites the source ("seed 000, Fig. 2").
+	Paper string `json:"paper,omitempty"`
+}
+
+// DataSpec says where a dataset comes from and how it is split.
+type DataSpec struct {
+	// Name labels the dataset in results and figures.
+	Name string `json:"name"`
+	// Source is "file" or the name of a registered generator (see
+	// RegisterGenerator; e.g. "onebit-synthetic").
+	Source string `json:"source"`
+	// Path and Format name a ratings file (Source "file"); Test, when set,
+	// is a canonical test file, otherwise Holdout of the ratings are held
+	// out at random per run. Column picks the uci-rc column.
+	Path    string  `json:"path,omitempty"`
+	Test    string  `json:"test,omitempty"`
+	Format  string  `json:"format,omitempty"`
+	Column  string  `json:"column,omitempty"`
+	Holdout float64 `json:"holdout,omitempty"`
+	// TopItems > 0 keeps the most-rated items (before splitting);
+	// CapPerUser > 0 keeps at most that many training ratings per user.
+	TopItems   int `json:"top_items,omitempty"`
+	CapPerUser int `json:"cap_per_user,omitempty"`
+	// Rescale, when set to [lo, hi], maps the observed rating range
+	// linearly onto it (seed 001 rescales Jester to 0–5).
+	Rescale []float64 `json:"rescale,omitempty"`
+	// Params are generator parameters (sizes, observation ratio, …).
+	Params map[string]float64 `json:"params,omitempty"`
+	// Strings are generator options that are not numbers (e.g. link).
+	Strings map[string]string `json:"strings,omitempty"`
+}
+
+// MethodSpec is one line of the figures: a registered method with flags.
+type MethodSpec struct {
+	// Method is the registered name (privrec train --method).
+	Method string `json:"method"`
+	// Label names the line (default Method); labels must be unique.
+	Label string `json:"label,omitempty"`
+	// Flags are the method's own flags, name → value, as on the command line.
+	Flags map[string]string `json:"flags,omitempty"`
+	// Epsilons, when set, replaces the sweep's ε grid for this method.
+	Epsilons []float64 `json:"epsilons,omitempty"`
+}
+
+// Sweep is a further swept parameter.
+type Sweep struct {
+	// Name of the parameter: a generator parameter (Target "data") or a
+	// method flag (Target "flag").
+	Name   string    `json:"name"`
+	Target string    `json:"target"`
+	Values []float64 `json:"values"`
+	// Label for figure axes (default Name).
+	Label string `json:"label,omitempty"`
+}
+
+// LabelOf returns the method spec's label.
+func (m MethodSpec) LabelOf() string {
+	if m.Label != "" {
+		return m.Label
+	}
+	return m.Method
+}
+
+// Metrics are the metric names a config may plot.
+var Metrics = []string{"rmse", "mae", "accuracy", "are", "precision_at_k", "recall_at_k", "ndcg_at_k"}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
+
+// LoadConfig reads a JSON config; unknown fields are errors (a typo must
+// not silently change a sweep).
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading experiment config: %w", err)
+	}
+	c, err := ParseConfig(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseConfig decodes and validates a JSON config.
+func ParseConfig(b []byte) (*Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("decoding config: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Validate checks the config and fills defaults (Runs 1, Delta 1e-6).
+func (c *Config) Validate() error {
+	if !nameRE.MatchString(c.Name) {
+		return fmt.Errorf("config name %q: use letters, digits, '.', '_', '+', '-'", c.Name)
+	}
+	if c.Runs == 0 {
+		c.Runs = 1
+	}
+	if c.Runs < 0 {
+		return fmt.Errorf("runs must be positive, got %d", c.Runs)
+	}
+	if c.Delta == 0 {
+		c.Delta = 1e-6
+	}
+	if !(c.Delta > 0 && c.Delta < 1) {
+		return fmt.Errorf("delta must be in (0, 1), got %g", c.Delta)
+	}
+	if len(c.Datasets) == 0 {
+		return fmt.Errorf("no datasets")
+	}
+	if len(c.Methods) == 0 {
+		return fmt.Errorf("no methods")
+	}
+	known := false
+	for _, m := range Metrics {
+		known = known || m == c.Metric
+	}
+	if !known {
+		return fmt.Errorf("metric %q: want one of %s", c.Metric, strings.Join(Metrics, ", "))
+	}
+	checkEps := func(where string, es []float64) error {
+		for _, e := range es {
+			if !(e > 0) || math.IsInf(e, 0) {
+				return fmt.Errorf("%s: ε must be positive and finite, got %g", where, e)
+			}
+		}
+		return nil
+	}
+	if err := checkEps("epsilons", c.Epsilons); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, d := range c.Datasets {
+		if !nameRE.MatchString(d.Name) {
+			return fmt.Errorf("dataset name %q: use letters, digits, '.', '_', '+', '-'", d.Name)
+		}
+		if seen["d:"+d.Name] {
+			return fmt.Errorf("dataset %q listed twice", d.Name)
+		}
+		seen["d:"+d.Name] = true
+		switch {
+		case d.Source == "file":
+			if d.Path == "" {
+				return fmt.Errorf("dataset %q: source file needs a path", d.Name)
+			}
+			if d.Test == "" && !(d.Holdout > 0 && d.Holdout < 1) {
+				return fmt.Errorf("dataset %q: give a test file or a holdout fraction in (0, 1)", d.Name)
+			}
+		case d.Source == "":
+			return fmt.Errorf("dataset %q: source is required (file or a generator: %s)", d.Name, strings.Join(Generators(), ", "))
+		}
+		if d.Rescale != nil && (len(d.Rescale) != 2 || !(d.Rescale[0] < d.Rescale[1])) {
+			return fmt.Errorf("dataset %q: rescale wants [lo, hi] with lo < hi", d.Name)
+		}
+	}
+	for _, m := range c.Methods {
+		l := m.LabelOf()
+		if m.Method == "" {
+			return fmt.Errorf("a method entry has no method name")
+		}
+		if strings.ContainsAny(l, "|\n") {
+			return fmt.Errorf("method label %q may not contain '|' or a newline", l)
+		}
+		if seen["m:"+l] {
+			return fmt.Errorf("method label %q listed twice; give each a distinct label", l)
+		}
+		seen["m:"+l] = true
+		if err := checkEps("method "+l, m.Epsilons); err != nil {
+			return err
+		}
+	}
+	if s := c.Sweep; s != nil {
+		if s.Name == "" || len(s.Values) == 0 {
+			return fmt.Errorf("sweep needs a name and values")
+		}
+		if s.Target != "data" && s.Target != "flag" {
+			return fmt.Errorf("sweep target %q: want data or flag", s.Target)
+		}
+	}
+	return nil
+}
+
+// epsFor is the ε grid of a method.
+func (c *Config) epsFor(m MethodSpec) []float64 {
+	if len(m.Epsilons) > 0 {
+		return m.Epsilons
+	}
+	return c.Epsilons
+}
+
+// sweepValues returns the swept values, or one NaN when nothing is swept.
+func (c *Config) sweepValues() []float64 {
+	if c.Sweep == nil {
+		return []float64{math.NaN()}
+	}
+	return c.Sweep.Values
+}

@@ -1,0 +1,489 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/plots"
+)
+
+// Cell is the summary of the runs of one dataset × method × sweep value × ε.
+type Cell struct {
+	Dataset, Method, Label string
+	Value, Epsilon         float64 // NaN when not swept / non-private
+	// Mean, SD (sample standard deviation) and N per metric.
+	Mean, SD map[string]float64
+	N        map[string]int
+	Seconds  float64 // mean training time
+	// The guarantee reported by the method (its numbers from the first
+	// run; they are the same for every run of a cell).
+	GEpsilon, GDelta, GClaimed float64
+	GUnit, GNotion, GStatus    string
+	GNote                      string
+}
+
+// Summarise groups rows into cells in a stable order (dataset, label in
+// config order, value, ε).
+func Summarise(c *Config, rows []*Row) []*Cell {
+	byKey := map[string]*Cell{}
+	vals := map[string]map[string][]float64{}
+	var order []string
+	for _, r := range rows {
+		k := strings.Join([]string{r.Dataset, r.Label, fmtF(r.Value), fmtF(r.Epsilon)}, "|")
+		cell := byKey[k]
+		if cell == nil {
+			cell = &Cell{Dataset: r.Dataset, Method: r.Method, Label: r.Label, Value: r.Value, Epsilon: r.Epsilon,
+				Mean: map[string]float64{}, SD: map[string]float64{}, N: map[string]int{},
+				GEpsilon: r.GEpsilon, GDelta: r.GDelta, GClaimed: r.GClaimed, GUnit: r.GUnit, GNotion: r.GNotion,
+				GStatus: r.GStatus, GNote: r.GNote}
+			byKey[k] = cell
+			vals[k] = map[string][]float64{}
+			order = append(order, k)
+		}
+		for m, v := range r.Metrics {
+			vals[k][m] = append(vals[k][m], v)
+		}
+		vals[k]["seconds"] = append(vals[k]["seconds"], r.Seconds)
+	}
+	out := make([]*Cell, 0, len(order))
+	for _, k := range order {
+		cell := byKey[k]
+		for m, xs := range vals[k] {
+			mean, sd := meanSD(xs)
+			if m == "seconds" {
+				cell.Seconds = mean
+				continue
+			}
+			cell.Mean[m], cell.SD[m], cell.N[m] = mean, sd, len(xs)
+		}
+		out = append(out, cell)
+	}
+	dsIdx, mIdx := map[string]int{}, map[string]int{}
+	for i, d := range c.Datasets {
+		dsIdx[d.Name] = i
+	}
+	for i, m := range c.Methods {
+		mIdx[m.LabelOf()] = i
+	}
+	less := func(a, b float64) bool { // NaN first
+		if math.IsNaN(a) || math.IsNaN(b) {
+			return math.IsNaN(a) && !math.IsNaN(b)
+		}
+		return a < b
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Dataset != b.Dataset {
+			return dsIdx[a.Dataset] < dsIdx[b.Dataset]
+		}
+		if a.Label != b.Label {
+			return mIdx[a.Label] < mIdx[b.Label]
+		}
+		if a.Value != b.Value && !(math.IsNaN(a.Value) && math.IsNaN(b.Value)) {
+			return less(a.Value, b.Value)
+		}
+		return less(a.Epsilon, b.Epsilon)
+	})
+	return out
+}
+
+// meanSD returns the mean and the sample standard deviation (NaN for one value).
+func meanSD(xs []float64) (mean, sd float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if len(xs) < 2 {
+		return mean, math.NaN()
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss / float64(len(xs)-1))
+}
+
+// WriteSummary writes summary.csv: one line per cell and metric.
+func WriteSummary(w io.Writer, c *Config, cells []*Cell) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"dataset", "method", "label", "param", "value", "epsilon", "metric", "mean", "sd", "n", "seconds",
+		"g_epsilon", "g_delta", "g_unit", "g_notion", "g_status", "g_claimed_epsilon"})
+	for _, cell := range cells {
+		ms := make([]string, 0, len(cell.Mean))
+		for m := range cell.Mean {
+			ms = append(ms, m)
+		}
+		sort.Strings(ms)
+		for _, m := range ms {
+			cw.Write([]string{cell.Dataset, cell.Method, cell.Label, c.paramName(), fmtF(cell.Value), fmtF(cell.Epsilon), m,
+				fmtF(cell.Mean[m]), fmtF(cell.SD[m]), fmt.Sprint(cell.N[m]), fmtF(cell.Seconds),
+				fmtF(cell.GEpsilon), fmtF(cell.GDelta), cell.GUnit, cell.GNotion, cell.GStatus, fmtF(cell.GClaimed)})
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func writeConfigCopy(c *Config, dir string) error {
+	return model.WriteFileAtomic(filepath.Join(dir, "config.json"), func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(c)
+	})
+}
+
+// WriteOutputs reads dir/results.csv and writes summary.csv, the figures
+// (PNG and SVG) and report.md for the runs of config c.
+func WriteOutputs(c *Config, dir string) error {
+	rows, _, err := ReadResults(filepath.Join(dir, "results.csv"))
+	if err != nil {
+		return err
+	}
+	jobs, err := Plan(c)
+	if err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, j := range jobs {
+		want[j.key] = true
+	}
+	var mine []*Row
+	for _, r := range rows {
+		if want[r.Key] {
+			mine = append(mine, r)
+		}
+	}
+	cells := Summarise(c, mine)
+	if err := model.WriteFileAtomic(filepath.Join(dir, "summary.csv"), func(w io.Writer) error {
+		return WriteSummary(w, c, cells)
+	}); err != nil {
+		return fmt.Errorf("writing summary: %w", err)
+	}
+	figs, err := writeFigures(c, cells, dir)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	writeReport(&buf, c, cells, figs, len(mine), len(jobs))
+	if err := model.WriteFileAtomic(filepath.Join(dir, "report.md"), func(w io.Writer) error {
+		_, err := w.Write(buf.Bytes())
+		return err
+	}); err != nil {
+		return fmt.Errorf("writing report: %w", err)
+	}
+	return nil
+}
+
+// metricName is how a metric is called on axes and in tables.
+func metricName(m string) string {
+	switch m {
+	case "rmse":
+		return "RMSE"
+	case "mae":
+		return "MAE"
+	case "accuracy":
+		return "sign accuracy"
+	case "are":
+		return "ARE = ‖M̂−M‖²_F / ‖M‖²_F"
+	}
+	return m
+}
+
+// higherBetter says which way a metric improves (for legend placement).
+func higherBetter(m string) bool {
+	return m == "accuracy" || strings.HasSuffix(m, "_at_k")
+}
+
+// figure is a written figure for the report.
+type figure struct {
+	file, caption string
+}
+
+// privacyLabel names the unit and notion of the private methods in cells.
+func privacyLabel(cells []*Cell) string {
+	set := map[string]bool{}
+	var out []string
+	for _, cell := range cells {
+		if cell.GStatus == "none" || cell.GUnit == "" || math.IsNaN(cell.Epsilon) {
+			continue
+		}
+		unit := map[string]string{"entry": "per-rating", "user": "per-user"}[cell.GUnit]
+		if unit == "" {
+			unit = cell.GUnit
+		}
+		s := unit + " " + cell.GNotion + " DP"
+		if !set[s] {
+			set[s] = true
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return "no private method"
+	}
+	return strings.Join(out, "; ")
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+func writeFigures(c *Config, cells []*Cell, dir string) ([]figure, error) {
+	var figs []figure
+	metric := c.Metric
+	sweepLabel := ""
+	if c.Sweep != nil {
+		sweepLabel = c.Sweep.Label
+		if sweepLabel == "" {
+			sweepLabel = c.Sweep.Name
+		}
+	}
+	for _, d := range c.Datasets {
+		for _, v := range c.sweepValues() {
+			var sel []*Cell
+			for _, cell := range cells {
+				if cell.Dataset == d.Name && sameValue(cell.Value, v) {
+					sel = append(sel, cell)
+				}
+			}
+			f := plots.Figure{
+				XLabel: "privacy parameter ε", YLabel: metricName(metric), LogX: c.LogX, LogY: c.LogY,
+				LegendTop: !higherBetter(metric),
+			}
+			title := fmt.Sprintf("%s: %s vs ε", d.Name, metricName(metric))
+			if metric == "are" {
+				title = fmt.Sprintf("%s: ARE vs ε", d.Name)
+			}
+			if !math.IsNaN(v) {
+				title += fmt.Sprintf(" (%s = %g)", sweepLabel, v)
+			}
+			f.Title = title + "\n" + privacyLabel(sel)
+			for _, m := range c.Methods {
+				s := plots.Series{Label: m.LabelOf()}
+				for _, cell := range sel {
+					mean, ok := cell.Mean[metric]
+					if cell.Label != m.LabelOf() || !ok {
+						continue
+					}
+					s.Flat = math.IsNaN(cell.Epsilon)
+					if s.Flat {
+						s.Label += " (non-private)"
+					}
+					s.X = append(s.X, cell.Epsilon)
+					s.Mean = append(s.Mean, mean)
+					s.SD = append(s.SD, cell.SD[metric])
+				}
+				if len(s.X) > 0 {
+					f.Series = append(f.Series, s)
+				}
+			}
+			if len(f.Series) == 0 {
+				continue
+			}
+			base := "fig-" + sanitize(d.Name)
+			if !math.IsNaN(v) {
+				base += "-" + sanitize(c.Sweep.Name) + "-" + sanitize(fmtF(v))
+			}
+			if _, err := f.Save(filepath.Join(dir, base)); err != nil {
+				return nil, err
+			}
+			figs = append(figs, figure{file: base, caption: title})
+		}
+		// With a swept parameter: the metric against it, one line per ε, per private method.
+		if c.Sweep != nil && len(c.Sweep.Values) > 1 {
+			for _, m := range c.Methods {
+				var sel []*Cell
+				for _, cell := range cells {
+					if cell.Dataset == d.Name && cell.Label == m.LabelOf() {
+						sel = append(sel, cell)
+					}
+				}
+				if len(sel) == 0 || math.IsNaN(sel[0].Epsilon) {
+					continue
+				}
+				epsSet := map[float64]bool{}
+				var epss []float64
+				for _, cell := range sel {
+					if !epsSet[cell.Epsilon] {
+						epsSet[cell.Epsilon] = true
+						epss = append(epss, cell.Epsilon)
+					}
+				}
+				sort.Float64s(epss)
+				epss = thin(epss, 5)
+				title := fmt.Sprintf("%s, %s: %s vs %s", d.Name, m.LabelOf(), metricName(metric), sweepLabel)
+				if metric == "are" {
+					title = fmt.Sprintf("%s, %s: ARE vs %s", d.Name, m.LabelOf(), sweepLabel)
+				}
+				f := plots.Figure{Title: title + "\n" + privacyLabel(sel), XLabel: sweepLabel, YLabel: metricName(metric),
+					LogY: c.LogY, LegendTop: !higherBetter(metric)}
+				for _, e := range epss {
+					s := plots.Series{Label: fmt.Sprintf("ε = %g", e)}
+					for _, cell := range sel {
+						if mean, ok := cell.Mean[metric]; ok && cell.Epsilon == e {
+							s.X = append(s.X, cell.Value)
+							s.Mean = append(s.Mean, mean)
+							s.SD = append(s.SD, cell.SD[metric])
+						}
+					}
+					f.Series = append(f.Series, s)
+				}
+				// Non-private lines for reference.
+				for _, nm := range c.Methods {
+					s := plots.Series{Label: nm.LabelOf() + " (non-private)"}
+					for _, cell := range cells {
+						if mean, ok := cell.Mean[metric]; ok && cell.Dataset == d.Name && cell.Label == nm.LabelOf() && math.IsNaN(cell.Epsilon) {
+							s.X = append(s.X, cell.Value)
+							s.Mean = append(s.Mean, mean)
+							s.SD = append(s.SD, cell.SD[metric])
+						}
+					}
+					if len(s.X) > 0 {
+						f.Series = append(f.Series, s)
+					}
+				}
+				base := "fig-" + sanitize(d.Name) + "-" + sanitize(m.LabelOf()) + "-vs-" + sanitize(c.Sweep.Name)
+				if _, err := f.Save(filepath.Join(dir, base)); err != nil {
+					return nil, err
+				}
+				figs = append(figs, figure{file: base, caption: title})
+			}
+		}
+	}
+	return figs, nil
+}
+
+func sameValue(a, b float64) bool {
+	return a == b || (math.IsNaN(a) && math.IsNaN(b))
+}
+
+// thin keeps at most n values spread over xs (first and last included).
+func thin(xs []float64, n int) []float64 {
+	if len(xs) <= n {
+		return xs
+	}
+	out := make([]float64, 0, n)
+	for i := range n {
+		out = append(out, xs[i*(len(xs)-1)/(n-1)])
+	}
+	return out
+}
+
+func fmtMetric(mean, sd float64, n int) string {
+	if math.IsNaN(sd) {
+		return fmt.Sprintf("%.4f (n=%d)", mean, n)
+	}
+	return fmt.Sprintf("%.4f ± %.4f (n=%d)", mean, sd, n)
+}
+
+func writeReport(w io.Writer, c *Config, cells []*Cell, figs []figure, have, want int) {
+	title := c.Title
+	if title == "" {
+		title = "Experiment " + c.Name
+	}
+	fmt.Fprintf(w, "# %s\n\n", title)
+	if c.Paper != "" {
+		fmt.Fprintf(w, "Source: %s.\n\n", c.Paper)
+	}
+	if c.Description != "" {
+		fmt.Fprintf(w, "%s\n\n", c.Description)
+	}
+	fmt.Fprintf(w, "Runs recorded: %d of %d; %d run(s) per cell; δ = %g; metric: %s. ", have, want, c.Runs, c.Delta, metricName(c.Metric))
+	fmt.Fprint(w, "Privacy noise came from a seeded stream (an experiment, not a release). ")
+	fmt.Fprint(w, "Mean ± sample standard deviation over runs; bands in the figures are ±1 sd.\n\n")
+	if len(c.Claims) > 0 {
+		fmt.Fprint(w, "## The paper's claims\n\n")
+		for _, cl := range c.Claims {
+			fmt.Fprintf(w, "> %s\n>\n", cl)
+		}
+		fmt.Fprint(w, "\n")
+	}
+	fmt.Fprint(w, "## Figures\n\n")
+	for _, f := range figs {
+		fmt.Fprintf(w, "![%s](%s.png)\n\n([SVG](%s.svg))\n\n", strings.ReplaceAll(f.caption, "\n", " "), f.file, f.file)
+	}
+	fmt.Fprint(w, "## Guarantees\n\n")
+	fmt.Fprint(w, "What each method's released model provably gives at the requested ε (first ε of the grid and last).\n\n")
+	fmt.Fprint(w, "| method | requested ε | provable ε | δ | unit | notion | status | paper's ε |\n|---|---|---|---|---|---|---|---|\n")
+	seen := map[string]int{}
+	for _, cell := range cells {
+		seen[cell.Label]++
+	}
+	shown := map[string]int{}
+	for _, cell := range cells {
+		shown[cell.Label]++
+		n := shown[cell.Label]
+		if n != 1 && n != seen[cell.Label] {
+			continue
+		}
+		if !math.IsNaN(cell.Value) && n != 1 {
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", cell.Label, orDash(cell.Epsilon), orDash(cell.GEpsilon),
+			orDash(cell.GDelta), cell.GUnit, cell.GNotion, cell.GStatus, orDash(cell.GClaimed))
+	}
+	notes := map[string]string{}
+	for _, cell := range cells {
+		if cell.GNote != "" {
+			notes[cell.Label] = cell.GNote
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprint(w, "\nNotes:\n\n")
+		for _, m := range c.Methods {
+			if n := notes[m.LabelOf()]; n != "" {
+				fmt.Fprintf(w, "- **%s**: %s\n", m.LabelOf(), n)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\n## Numbers (%s)\n\n", metricName(c.Metric))
+	for _, d := range c.Datasets {
+		for _, v := range c.sweepValues() {
+			head := "### " + d.Name
+			if !math.IsNaN(v) {
+				head += fmt.Sprintf(", %s = %g", c.paramName(), v)
+			}
+			fmt.Fprintf(w, "%s\n\n| method | ε | %s | seconds/run |\n|---|---|---|---|\n", head, metricName(c.Metric))
+			for _, cell := range cells {
+				if cell.Dataset != d.Name || !sameValue(cell.Value, v) {
+					continue
+				}
+				mean, ok := cell.Mean[c.Metric]
+				val := "—"
+				if ok {
+					val = fmtMetric(mean, cell.SD[c.Metric], cell.N[c.Metric])
+				}
+				eps := orDash(cell.Epsilon)
+				if math.IsNaN(cell.Epsilon) {
+					eps = "non-private"
+				}
+				fmt.Fprintf(w, "| %s | %s | %s | %.3g |\n", cell.Label, eps, val, cell.Seconds)
+			}
+			fmt.Fprint(w, "\n")
+		}
+	}
+	fmt.Fprint(w, "Files: results.csv (one row per run, with each run's seed and guarantee), summary.csv (mean, sd, n per cell), config.json.\n")
+}
+
+func orDash(x float64) string {
+	if math.IsNaN(x) || x == 0 {
+		return "—"
+	}
+	if math.IsInf(x, 1) {
+		return "∞"
+	}
+	return fmt.Sprintf("%.4g", x)
+}
+

@@ -1,0 +1,474 @@
+package experiment
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/privacy/noise"
+)
+
+// Options control a sweep.
+type Options struct {
+	// Out is the output directory (created if needed).
+	Out string
+	// DataDir resolves relative dataset paths.
+	DataDir string
+	// Workers is the number of runs trained at once (0: GOMAXPROCS).
+	Workers int
+	// Progress, when non-nil, gets a progress line with an ETA.
+	Progress io.Writer
+	// Log gets warnings about failed runs (default slog.Default()).
+	Log *slog.Logger
+	// NoOutputs skips summary, figures and report (tests of the runner).
+	NoOutputs bool
+}
+
+// job is one run to do.
+type job struct {
+	key      string
+	ds       int
+	method   MethodSpec
+	private  bool
+	value    float64
+	eps      float64
+	run      int
+	splitKey string
+	seed     uint64
+	dataSeed uint64
+}
+
+// deriveSeed hashes the parts into a seed: the same cell and run always
+// get the same seed, whatever else the config holds or the order runs
+// happen in.
+func deriveSeed(parts ...string) uint64 {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	s := binary.LittleEndian.Uint64(h[:8])
+	if s == 0 {
+		s = 1
+	}
+	return s
+}
+
+// Plan lists the runs of a config in a fixed order; it checks that every
+// method is registered and that its flags parse.
+func Plan(c *Config) ([]job, error) {
+	var missing []string
+	priv := map[string]bool{}
+	for _, m := range c.Methods {
+		reg, err := methods.Lookup(m.Method)
+		if err != nil {
+			missing = append(missing, m.Method)
+			continue
+		}
+		priv[m.Method] = reg.Private
+		if _, _, err := trainerFor(m, c.Sweep, c.sweepValues()[0]); err != nil {
+			return nil, err
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("method(s) %s not registered in this build of privrec (registered: %s)",
+			strings.Join(missing, ", "), strings.Join(methods.Names(), ", "))
+	}
+	if s := c.Sweep; s != nil && s.Target == "flag" {
+		any := false
+		for _, m := range c.Methods {
+			fs := flag.NewFlagSet("", flag.ContinueOnError)
+			reg, _ := methods.Lookup(m.Method)
+			reg.Flags(fs)
+			any = any || fs.Lookup(s.Name) != nil
+		}
+		if !any {
+			return nil, fmt.Errorf("swept flag --%s is not a flag of any method in the config", s.Name)
+		}
+	}
+	var jobs []job
+	for di, d := range c.Datasets {
+		for _, v := range c.sweepValues() {
+			for run := range c.Runs {
+				splitKey := strings.Join([]string{d.Name, c.paramName(), fmtF(v), fmt.Sprint(run)}, "|")
+				dataSeed := deriveSeed(c.Name, "data", splitKey)
+				for _, m := range c.Methods {
+					eps := c.epsFor(m)
+					if !priv[m.Method] {
+						eps = []float64{math.NaN()}
+					}
+					for _, e := range eps {
+						pv := ""
+						if c.Sweep != nil {
+							pv = c.Sweep.Name + "=" + fmtF(v)
+						}
+						key := strings.Join([]string{d.Name, m.LabelOf(), pv, "eps=" + fmtF(e), fmt.Sprint(run)}, "|")
+						jobs = append(jobs, job{key: key, ds: di, method: m, private: priv[m.Method], value: v, eps: e, run: run,
+							splitKey: splitKey, dataSeed: dataSeed, seed: deriveSeed(c.Name, "run", key)})
+					}
+				}
+			}
+		}
+	}
+	return jobs, nil
+}
+
+func (c *Config) paramName() string {
+	if c.Sweep == nil {
+		return ""
+	}
+	return c.Sweep.Name
+}
+
+// trainerFor registers a method's flags and parses the spec's values (and
+// the swept flag, if any) into them.
+func trainerFor(m MethodSpec, s *Sweep, v float64) (methods.Trainer, *methods.Method, error) {
+	reg, err := methods.Lookup(m.Method)
+	if err != nil {
+		return nil, nil, err
+	}
+	fs := flag.NewFlagSet(m.Method, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	tr := reg.Flags(fs)
+	names := make([]string, 0, len(m.Flags))
+	for k := range m.Flags {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var args []string
+	for _, k := range names {
+		args = append(args, "--"+k+"="+m.Flags[k])
+	}
+	if s != nil && s.Target == "flag" && fs.Lookup(s.Name) != nil {
+		if _, set := m.Flags[s.Name]; set {
+			return nil, nil, fmt.Errorf("method %s: flag --%s is both set and swept", m.LabelOf(), s.Name)
+		}
+		args = append(args, "--"+s.Name+"="+fmtF(v))
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, fmt.Errorf("method %s: flags %v: %w", m.LabelOf(), args, err)
+	}
+	return tr, reg, nil
+}
+
+// splitCache shares one run's data among the methods and ε values that use
+// it, and forgets it once the last of them has finished.
+type splitCache struct {
+	mu      sync.Mutex
+	entries map[string]*splitEntry
+}
+
+type splitEntry struct {
+	once    sync.Once
+	split   *Split
+	err     error
+	pending int
+}
+
+func (sc *splitCache) get(ctx context.Context, c *Config, j job, dataDir string) (*Split, error) {
+	sc.mu.Lock()
+	e := sc.entries[j.splitKey]
+	sc.mu.Unlock()
+	e.once.Do(func() {
+		d := c.Datasets[j.ds]
+		if c.Sweep != nil && c.Sweep.Target == "data" {
+			d = d.withParam(c.Sweep.Name, j.value)
+		}
+		g, err := generator(d.Source)
+		if err != nil {
+			e.err = err
+			return
+		}
+		e.split, e.err = g(ctx, d, j.dataSeed, dataDir)
+		if e.err != nil {
+			e.err = fmt.Errorf("dataset %s: %w", d.Name, e.err)
+		}
+	})
+	return e.split, e.err
+}
+
+func (sc *splitCache) done(j job) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	e := sc.entries[j.splitKey]
+	e.pending--
+	if e.pending == 0 {
+		delete(sc.entries, j.splitKey)
+	}
+}
+
+// Run runs the sweep into opt.Out: it skips runs already in results.csv,
+// appends each finished run at once, and then writes summary.csv, the
+// figures and report.md from all runs of the config. Failed runs are
+// logged and not recorded (re-running retries them); Run then returns an
+// error naming how many failed.
+func Run(ctx context.Context, c *Config, opt Options) error {
+	if opt.Log == nil {
+		opt.Log = slog.Default()
+	}
+	jobs, err := Plan(c)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
+		return fmt.Errorf("creating output directory: %w", err)
+	}
+	if err := writeConfigCopy(c, opt.Out); err != nil {
+		return err
+	}
+	resPath := filepath.Join(opt.Out, "results.csv")
+	rows, torn, err := ReadResults(resPath)
+	if err != nil {
+		return err
+	}
+	if torn {
+		opt.Log.Warn("results.csv ended in a partly written line (interrupted run); dropping it", "file", resPath)
+	}
+	done := map[string]bool{}
+	for _, r := range rows {
+		done[r.Key] = true
+	}
+	var todo []job
+	for _, j := range jobs {
+		if !done[j.key] {
+			todo = append(todo, j)
+		}
+	}
+	w, err := openResults(resPath, torn)
+	if err != nil {
+		return err
+	}
+	runErr := runJobs(ctx, c, opt, todo, len(jobs)-len(todo), len(jobs), w)
+	if err := w.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("closing results: %w", err)
+	}
+	if opt.NoOutputs || errors.Is(runErr, context.Canceled) {
+		return runErr
+	}
+	if err := WriteOutputs(c, opt.Out); err != nil {
+		return errors.Join(runErr, err)
+	}
+	return runErr
+}
+
+func runJobs(ctx context.Context, c *Config, opt Options, todo []job, skipped, total int, w *resultsWriter) error {
+	if len(todo) == 0 {
+		if opt.Progress != nil {
+			fmt.Fprintf(opt.Progress, "experiment %s: all %d runs already done\n", c.Name, total)
+		}
+		return nil
+	}
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, len(todo))
+	inner := max(1, runtime.GOMAXPROCS(0)/workers)
+	cache := &splitCache{entries: map[string]*splitEntry{}}
+	for _, j := range todo {
+		e := cache.entries[j.splitKey]
+		if e == nil {
+			e = &splitEntry{}
+			cache.entries[j.splitKey] = e
+		}
+		e.pending++
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan job)
+	var (
+		mu       sync.Mutex
+		finished int
+		failed   int
+		errs     []error
+		fatal    error
+	)
+	start := time.Now()
+	progress := func(last bool) {
+		if opt.Progress == nil {
+			return
+		}
+		mu.Lock()
+		f, n := finished, failed
+		mu.Unlock()
+		el := time.Since(start)
+		eta := "?"
+		if f > 0 {
+			eta = (time.Duration(float64(el) / float64(f) * float64(len(todo)-f))).Round(time.Second).String()
+		}
+		pct := 100 * float64(skipped+f) / float64(total)
+		line := fmt.Sprintf("\rexperiment %s: %d/%d runs (%.0f%%)", c.Name, skipped+f, total, pct)
+		if skipped > 0 {
+			line += fmt.Sprintf(", %d resumed", skipped)
+		}
+		if n > 0 {
+			line += fmt.Sprintf(", %d failed", n)
+		}
+		line += fmt.Sprintf(", elapsed %s, ETA %s   ", el.Round(time.Second), eta)
+		if last {
+			line += "\n"
+		}
+		fmt.Fprint(opt.Progress, line)
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	stopTick := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-tick.C:
+				progress(false)
+			case <-stopTick:
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range ch {
+				row, err := runOne(ctx, c, opt, j, cache, inner)
+				cache.done(j)
+				if err == nil {
+					err = w.Append(row)
+					if err != nil {
+						mu.Lock()
+						fatal = err
+						mu.Unlock()
+						cancel()
+					}
+				}
+				mu.Lock()
+				if err != nil && ctx.Err() == nil {
+					failed++
+					if len(errs) < 5 {
+						errs = append(errs, fmt.Errorf("%s: %w", j.key, err))
+					}
+					opt.Log.Warn("run failed", "run", j.key, "err", err)
+				} else if err == nil {
+					finished++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, j := range todo {
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case ch <- j:
+		case <-ctx.Done():
+		}
+	}
+	close(ch)
+	wg.Wait()
+	close(stopTick)
+	progress(true)
+	if fatal != nil {
+		return fatal
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d runs failed (not recorded; re-run to retry): %w", failed, len(todo), errors.Join(errs...))
+	}
+	return nil
+}
+
+// runOne trains and evaluates one run.
+func runOne(ctx context.Context, c *Config, opt Options, j job, cache *splitCache, workers int) (*Row, error) {
+	split, err := cache.get(ctx, c, j, opt.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	tr, _, err := trainerFor(j.method, c.Sweep, j.value)
+	if err != nil {
+		return nil, err
+	}
+	eps := j.eps
+	if math.IsNaN(eps) {
+		eps = 1 // ignored by non-private methods; what privrec train passes by default
+	}
+	cm := methods.Common{
+		Epsilon: eps, Delta: c.Delta, Seed: j.seed, Workers: workers,
+		Rand: noise.Seeded(j.seed),
+		// Experiments use a seeded noise stream so runs are repeatable;
+		// the guarantee is marked Reproducible below.
+		Noise: noise.Seeded(j.seed ^ 0x6e6f697365),
+		Log:   opt.Log.With("run", j.key),
+	}
+	t0 := time.Now()
+	res, err := tr.Train(ctx, split.Train, cm)
+	if err != nil {
+		return nil, fmt.Errorf("training: %w", err)
+	}
+	secs := time.Since(t0).Seconds()
+	g := res.Guarantee
+	g.Reproducible = true
+	eo := methods.EvalOptions{K: c.K, Truth: split.Truth}
+	var rep *methods.Report
+	if res.Model != nil {
+		res.Model.Guarantee = g
+		rep, err = methods.EvaluateModel(ctx, res.Model, split.Test, eo)
+	} else {
+		rep, err = evalSaved(ctx, res, split, eo, opt.Out)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("evaluating: %w", err)
+	}
+	row := &Row{Key: j.key, Dataset: c.Datasets[j.ds].Name, Method: j.method.Method, Label: j.method.LabelOf(),
+		Param: c.paramName(), Value: j.value, Epsilon: j.eps, Run: j.run, Seed: j.seed,
+		Metrics: reportMetrics(rep), N: rep.N, Seconds: secs,
+		GEpsilon: g.Epsilon, GDelta: g.Delta, GRho: g.Rho, GUnit: string(g.Unit), GNotion: string(g.Notion),
+		GStatus: string(g.Status), GClaimed: g.ClaimedEpsilon, GNote: g.Note}
+	if row.GClaimed == 0 {
+		row.GClaimed = math.NaN()
+	}
+	return row, nil
+}
+
+// evalSaved evaluates a model of another kind through its saved file.
+func evalSaved(ctx context.Context, res *methods.Result, split *Split, eo methods.EvalOptions, dir string) (*methods.Report, error) {
+	f, err := os.CreateTemp(dir, ".model-*")
+	if err != nil {
+		return nil, fmt.Errorf("temporary model file: %w", err)
+	}
+	path := f.Name()
+	f.Close()
+	defer os.Remove(path)
+	if err := res.SaveTo(path); err != nil {
+		return nil, fmt.Errorf("saving model: %w", err)
+	}
+	return methods.EvaluateFile(ctx, path, split.Test, eo)
+}
+
+func reportMetrics(r *methods.Report) map[string]float64 {
+	m := map[string]float64{}
+	set := func(name string, v *float64) {
+		if v != nil {
+			m[name] = *v
+		}
+	}
+	set("rmse", r.RMSE)
+	set("mae", r.MAE)
+	set("accuracy", r.Accuracy)
+	set("are", r.ARE)
+	set("precision_at_k", r.Precision)
+	set("recall_at_k", r.Recall)
+	set("ndcg_at_k", r.NDCG)
+	return m
+}
