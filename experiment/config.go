@@ -23,7 +23,7 @@ type Config struct {
 	// Title heads the report.
 	Title string `json:"title,omitempty"`
 	// Description is a paragraph for the report (setup, what the paper did).
-	Description string `json:"description,omitempty"`
+	Description string       `json:"description,omitempty"`
 	Datasets    []DataSpec   `json:"datasets"`
 	Methods     []MethodSpec `json:"methods"`
 	// Epsilons is the ε grid for private methods; non-private methods run

@@ -486,4 +486,3 @@ func orDash(x float64) string {
 	}
 	return fmt.Sprintf("%.4g", x)
 }
-
