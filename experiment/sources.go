@@ -1,0 +1,221 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/privrec/privrec/ratingio"
+	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/synth"
+	"github.com/privrec/privrec/transform"
+)
+
+// The built-in data sources: rating files, and the seed papers' synthetic
+// setups (package synth).
+func init() {
+	RegisterGenerator("onebit-synthetic", oneBitSource)
+	RegisterGenerator("rankone-synthetic", rankOneSource)
+	RegisterGenerator("lowrank-synthetic", lowRankSource)
+}
+
+// MissingDataError says which dataset file is missing and where to get it.
+type MissingDataError struct {
+	Path, Dataset, Hint string
+}
+
+func (e *MissingDataError) Error() string {
+	msg := fmt.Sprintf("dataset %s: file %s not found", e.Dataset, e.Path)
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
+}
+
+// Where to get the files the reproductions read, by file name.
+var dataHints = map[string]string{
+	"u1.base":          "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
+	"u1.test":          "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
+	"ua.base":          "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
+	"ua.test":          "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
+	"ub.base":          "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
+	"ub.test":          "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
+	"u.data":           "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
+	"ratings.dat":      "MovieLens 1M from https://grouplens.org/datasets/movielens/1m/ (unzip into DATA-DIR/ml-1m/)",
+	"ratings.tsv":      "MovieLens 1M as TSV user item rating (see ../shared/data/README.md) in DATA-DIR/ml-1m/",
+	"rating_final.csv": "UCI restaurant & consumer data (CC BY 4.0) from https://archive.ics.uci.edu/dataset/232 into DATA-DIR/restaurant-consumer/",
+	"jester_5k.tsv":    "Jester (5,000-user sample of Dataset 1) from https://eigentaste.berkeley.edu/dataset/ as TSV user joke rating in DATA-DIR/jester/",
+}
+
+func resolve(dir, path string) string {
+	if filepath.IsAbs(path) || dir == "" {
+		return path
+	}
+	return filepath.Join(dir, path)
+}
+
+// fileCache keeps each ratings file read once per process.
+var fileCache sync.Map // key → *fileEntry
+
+type fileEntry struct {
+	once sync.Once
+	m    *ratings.Matrix
+	err  error
+}
+
+func readCached(dataset, path, format, column string) (*ratings.Matrix, error) {
+	key := path + "\x00" + format + "\x00" + column
+	v, _ := fileCache.LoadOrStore(key, &fileEntry{})
+	e := v.(*fileEntry)
+	e.once.Do(func() {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			e.err = &MissingDataError{Path: path, Dataset: dataset, Hint: dataHints[filepath.Base(path)]}
+			return
+		}
+		e.m, e.err = ratingio.ReadFile(path, ratingio.Options{Format: format, Column: column})
+		if e.err != nil {
+			e.err = fmt.Errorf("dataset %s: %w", dataset, e.err)
+		}
+	})
+	return e.m, e.err
+}
+
+// fileSource reads a ratings file and splits it: a canonical test file, or
+// a random hold-out per run; then the optional item restriction, rescaling
+// and per-user cap of the spec.
+func fileSource(ctx context.Context, d DataSpec, seed uint64, dataDir string) (*Split, error) {
+	all, err := readCached(d.Name, resolve(dataDir, d.Path), d.Format, d.Column)
+	if err != nil {
+		return nil, err
+	}
+	var train, test *ratings.Matrix
+	if d.Test != "" {
+		if test, err = readCached(d.Name, resolve(dataDir, d.Test), d.Format, d.Column); err != nil {
+			return nil, err
+		}
+		train = all
+	}
+	if d.TopItems > 0 {
+		// Restrict before splitting so the test set asks about kept items only.
+		all = transform.TopItems(all, d.TopItems)
+		if test != nil {
+			train = all
+			keep := map[string]bool{}
+			for _, n := range train.Items.Names() {
+				keep[n] = true
+			}
+			test = test.Filter(func(e ratings.Entry) bool { return keep[test.Items.Name(e.Item)] })
+		}
+	}
+	if d.Rescale != nil {
+		scaled, sc := transform.MinMax(all, d.Rescale[0], d.Rescale[1])
+		all = scaled
+		if test != nil {
+			train = all
+			test = test.MapValues(func(e ratings.Entry) float32 { return float32(sc.Apply(float64(e.Value))) })
+		}
+	}
+	if test == nil {
+		train, test = transform.HoldOut(all, d.Holdout, seed)
+	}
+	if d.CapPerUser > 0 {
+		train = transform.CapPerUser(train, d.CapPerUser, seed^0xca9)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &Split{Train: train, Test: test}, nil
+}
+
+// emptyLike is a matrix with m's IDs and no ratings.
+func emptyLike(m *ratings.Matrix) *ratings.Matrix {
+	return m.Filter(func(ratings.Entry) bool { return false })
+}
+
+// denseTruth turns factors into a matrix holding every entry (for ARE).
+func denseTruth(f *synth.Factors, users, items *ratings.IDs) (*ratings.Matrix, error) {
+	r, c := f.Dims()
+	rowPtr := make([]int64, r+1)
+	col := make([]int32, 0, r*c)
+	val := make([]float32, 0, r*c)
+	for i := range r {
+		for j := range c {
+			col = append(col, int32(j))
+			val = append(val, float32(f.At(i, j)))
+		}
+		rowPtr[i+1] = int64(len(col))
+	}
+	return ratings.FromCSR(users, items, c, rowPtr, col, val, nil)
+}
+
+// oneBitSource is seed 000's synthetic setup: params rows, cols, rank,
+// alpha, obs (observed fraction), sigma; strings link (probit|logistic).
+// All observed signs train; ARE is measured against the whole M.
+func oneBitSource(ctx context.Context, d DataSpec, seed uint64, _ string) (*Split, error) {
+	cfg := synth.OneBitDefaults()
+	cfg.Rows = int(d.param("rows", float64(cfg.Rows)))
+	cfg.Cols = int(d.param("cols", float64(cfg.Cols)))
+	cfg.Rank = int(d.param("rank", float64(cfg.Rank)))
+	cfg.Alpha = d.param("alpha", cfg.Alpha)
+	cfg.ObsFrac = d.param("obs", cfg.ObsFrac)
+	cfg.Sigma = d.param("sigma", cfg.Sigma)
+	link, err := synth.ParseLink(d.str("link", string(cfg.Link)))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Link = link
+	data, err := synth.OneBit(cfg, seed)
+	if err != nil {
+		return nil, err
+	}
+	truth, err := denseTruth(data.Truth, data.Observed.Users, data.Observed.Items)
+	if err != nil {
+		return nil, err
+	}
+	return &Split{Train: data.Observed, Test: emptyLike(data.Observed), Truth: truth}, nil
+}
+
+// rankOneSource is seed 001's synthetic setup: params users, items,
+// per_user, noise, holdout (default 0.01, as the paper).
+func rankOneSource(ctx context.Context, d DataSpec, seed uint64, _ string) (*Split, error) {
+	cfg := synth.RankOneDefaults()
+	cfg.Users = int(d.param("users", float64(cfg.Users)))
+	cfg.Items = int(d.param("items", float64(cfg.Items)))
+	cfg.PerUser = int(d.param("per_user", float64(cfg.PerUser)))
+	cfg.Noise = d.param("noise", cfg.Noise)
+	data, err := synth.RankOne(ctx, cfg, seed)
+	if err != nil {
+		return nil, err
+	}
+	train, test := transform.HoldOut(data.Observed, d.param("holdout", 0.01), seed^0x401d)
+	return &Split{Train: train, Test: test}, nil
+}
+
+// lowRankSource is the generating process of seeds 002/003: params users,
+// items, rank, obs, noise, levels, holdout (default 0.1). The truth Θ is
+// kept for ARE when it is small enough (≤ 4 M entries).
+func lowRankSource(ctx context.Context, d DataSpec, seed uint64, _ string) (*Split, error) {
+	cfg := synth.LowRankDefaults()
+	cfg.Users = int(d.param("users", float64(cfg.Users)))
+	cfg.Items = int(d.param("items", float64(cfg.Items)))
+	cfg.Rank = int(d.param("rank", float64(cfg.Rank)))
+	cfg.ObsFrac = d.param("obs", cfg.ObsFrac)
+	cfg.Noise = d.param("noise", cfg.Noise)
+	cfg.Levels = int(d.param("levels", float64(cfg.Levels)))
+	data, err := synth.LowRank(cfg, seed)
+	if err != nil {
+		return nil, err
+	}
+	train, test := transform.HoldOut(data.Observed, d.param("holdout", 0.1), seed^0x10d)
+	s := &Split{Train: train, Test: test}
+	if r, c := data.Truth.Dims(); r*c <= 4<<20 {
+		if s.Truth, err = denseTruth(data.Truth, data.Observed.Users, data.Observed.Items); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
