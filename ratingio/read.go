@@ -4,83 +4,280 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/privrec/privrec/ratings"
 )
 
-// ReadFile reads a ratings file (gzip transparently) in the given format.
-// (Interim version: tsv and movielens-100k only; the parallel readers for
-// every format replace it.)
+// ReadFile reads a ratings file (gzip transparently) in the given format;
+// see ReadContext.
 func ReadFile(path string, opt Options) (*ratings.Matrix, error) {
+	return ReadFileContext(context.Background(), path, opt)
+}
+
+// ReadFileContext is ReadFile with a context: cancelling it stops the read.
+func ReadFileContext(ctx context.Context, path string, opt Options) (*ratings.Matrix, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
-	var r io.Reader = br
+	return ReadContext(ctx, f, path, opt)
+}
+
+// ReadContext reads ratings from r; name is the file name used in errors
+// and for format detection. Gzip-compressed input is recognised by its
+// magic bytes, the binary format by its own, and a UTF-8 byte-order mark at
+// the start is skipped. Text is cut into blocks of whole lines that are
+// parsed on all cores; the first bad line (in file order) is reported as a
+// *ParseError.
+func ReadContext(ctx context.Context, r io.Reader, name string, opt Options) (*ratings.Matrix, error) {
+	size := int64(-1) // stream length, when known (binary format checks)
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			if off, err := f.Seek(0, io.SeekCurrent); err == nil {
+				size = st.Size() - off
+			}
+		}
+	}
+	br := bufio.NewReaderSize(r, 1<<16)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gz, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, &ParseError{File: name, Reason: "bad gzip header: " + err.Error(), Err: err}
+		}
+		defer gz.Close()
+		size = -1
+		br = bufio.NewReaderSize(gz, 1<<16)
+	}
+	if magic, _ := br.Peek(len(binaryMagic)); string(magic) == binaryMagic {
+		if opt.Format != "" && opt.Format != "auto" && opt.Format != "binary" {
+			return nil, &ParseError{File: name, Reason: fmt.Sprintf("this is a privrec binary ratings file, not %s", opt.Format)}
+		}
+		return readBinary(ctx, br, name, opt, size)
+	}
+	if opt.Format == "binary" {
+		return nil, &ParseError{File: name, Reason: "not a privrec binary ratings file (bad magic)"}
+	}
+	return readText(ctx, br, name, opt)
+}
+
+// blockSize is the size of the blocks of lines handed to the parsers
+// (a variable so tests can exercise block boundaries).
+var blockSize = 4 << 20
+
+// blocks cuts a stream into blocks that end at a line break (the last one
+// at end of input).
+type blocks struct {
+	r     io.Reader
+	carry []byte
+	eof   bool
+	free  chan []byte
+}
+
+// next returns the next block, nil at the end of input.
+func (b *blocks) next() ([]byte, error) {
+	var buf []byte
+	select {
+	case buf = <-b.free:
+		buf = buf[:0]
+	default:
+		buf = make([]byte, 0, blockSize+blockSize/4)
+	}
+	buf = append(buf, b.carry...)
+	b.carry = b.carry[:0]
+	for {
+		if b.eof {
+			if len(buf) == 0 {
+				return nil, nil
+			}
+			return buf, nil
+		}
+		if len(buf) >= blockSize {
+			if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+				b.carry = append(b.carry, buf[i+1:]...)
+				return buf[:i+1], nil
+			}
+		}
+		if cap(buf)-len(buf) < blockSize/4 {
+			buf = growBuf(buf, max(blockSize, cap(buf)))
+		}
+		n, err := b.r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			b.eof = true
+		} else if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func growBuf(b []byte, n int) []byte {
+	nb := make([]byte, len(b), len(b)+n)
+	copy(nb, b)
+	return nb
+}
+
+// firstLine returns the first non-blank line of data (BOM and CR removed)
+// and its 1-based line number, or ok=false.
+func firstLine(data []byte) (line []byte, no int64, ok bool) {
+	data = bytes.TrimPrefix(data, bom)
+	for len(data) > 0 {
+		no++
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			line, data = data, nil
+		} else {
+			line, data = data[:i], data[i+1:]
+		}
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		if len(line) > 0 {
+			return line, no, true
+		}
+	}
+	return nil, 0, false
+}
+
+func readText(ctx context.Context, r io.Reader, name string, opt Options) (*ratings.Matrix, error) {
+	bl := &blocks{r: r}
+	first, err := bl.next()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	// The first block must hold the first non-blank line whole.
+	for {
+		if _, _, ok := firstLine(first); ok || bl.eof {
+			break
+		}
+		more, err := bl.next()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		first = append(first, more...)
+	}
+	line1, no1, ok := firstLine(first)
+	if !ok {
+		return nil, &ParseError{File: name, Reason: "empty file: no ratings"}
+	}
+	s, err := newSpec(&opt, name, line1, no1)
+	if err != nil {
+		return nil, err
+	}
+
+	workers := runtime.GOMAXPROCS(0)
+	bl.free = make(chan []byte, workers+2)
+	work := make(chan *chunk, workers)
+	var stopAt atomic.Int64 // lowest chunk index with an error
+	stopAt.Store(1<<62 - 1)
+	var wg sync.WaitGroup
+	for range workers {
+		go func() {
+			for c := range work {
+				if int64(c.idx) < stopAt.Load() {
+					s.parse(c)
+					if c.err != nil {
+						for {
+							cur := stopAt.Load()
+							if int64(c.idx) >= cur || stopAt.CompareAndSwap(cur, int64(c.idx)) {
+								break
+							}
+						}
+					}
+				}
+				if !c.first {
+					select {
+					case bl.free <- c.data:
+					default:
+					}
+				}
+				c.data = nil
+				wg.Done()
+			}
+		}()
+	}
+	var chunks []*chunk
+	line := int64(1)
+	data := first
+	for data != nil {
+		if err := ctx.Err(); err != nil {
+			break
+		}
+		if int64(len(chunks)) > stopAt.Load() {
+			break
+		}
+		c := &chunk{idx: len(chunks), data: data, firstLine: line, first: len(chunks) == 0}
+		line += int64(bytes.Count(data, []byte{'\n'}))
+		chunks = append(chunks, c)
+		wg.Add(1)
+		work <- c
+		data, err = bl.next()
+		if err != nil {
+			break
+		}
+	}
+	close(work)
+	wg.Wait()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, c := range chunks {
+		if c.err != nil {
+			c.err.File = name
+			return nil, c.err
+		}
+		n += len(c.user)
+	}
+	if n == 0 {
+		reason := "empty file: no ratings"
+		if s.header {
+			reason = "no ratings after the header line"
+		}
+		return nil, &ParseError{File: name, Reason: reason}
+	}
+	return assemble(name, chunks, s.hasTime, opt.Duplicates)
+}
+
+// Detect names the format of a file as ReadFile with Format "auto" would:
+// "binary" by its magic bytes, otherwise from the file name and the first
+// non-blank line (after gunzipping). It fails when that is ambiguous.
+func Detect(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var r io.Reader = bufio.NewReaderSize(f, 1<<16)
+	if magic, _ := r.(*bufio.Reader).Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		gz, err := gzip.NewReader(r)
+		if err != nil {
+			return "", &ParseError{File: path, Reason: "bad gzip header: " + err.Error(), Err: err}
 		}
 		defer gz.Close()
 		r = gz
 	}
-	switch opt.Format {
-	case "", "auto", "tsv", "movielens-100k":
-	default:
-		return nil, fmt.Errorf("%s: format %q not yet supported", path, opt.Format)
+	head := make([]byte, 1<<16)
+	n, err := io.ReadFull(r, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	b := ratings.NewBuilder(opt.Duplicates)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	var line int64
-	nf := -1
-	for sc.Scan() {
-		line++
-		s := bytes.TrimRight(sc.Bytes(), "\r")
-		if len(s) == 0 {
-			continue
-		}
-		fields := bytes.Split(s, []byte{'\t'})
-		if nf < 0 {
-			nf = len(fields)
-		}
-		if len(fields) != nf || (nf != 3 && nf != 4) {
-			return nil, fmt.Errorf("%s:%d: want 3 or 4 tab-separated fields, found %d", path, line, len(fields))
-		}
-		v, err := strconv.ParseFloat(string(fields[2]), 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: column 3: %q is not a number", path, line, fields[2])
-		}
-		if opt.HasScale && (v < opt.Min || v > opt.Max) {
-			return nil, fmt.Errorf("%s:%d: column 3: %v outside the declared scale [%v, %v]", path, line, v, opt.Min, opt.Max)
-		}
-		var ts int64
-		if nf == 4 {
-			ts, err = strconv.ParseInt(string(fields[3]), 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s:%d: column 4: %q is not an integer timestamp", path, line, fields[3])
-			}
-		}
-		if err := b.AddTimed(string(fields[0]), string(fields[1]), v, ts, nf == 4, line); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
+	head = head[:n]
+	if bytes.HasPrefix(head, []byte(binaryMagic)) {
+		return "binary", nil
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	line, _, ok := firstLine(head)
+	if !ok {
+		return "", &ParseError{File: path, Reason: "empty file: no ratings"}
 	}
-	if b.Len() == 0 {
-		return nil, fmt.Errorf("%s: empty file (no ratings)", path)
-	}
-	m, err := b.Build()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return m, nil
+	return detect(path, line)
 }

@@ -1,0 +1,300 @@
+package ratingio
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"math"
+	"unsafe"
+
+	"github.com/privrec/privrec/ratings"
+)
+
+// The binary format (version 1; docs/DATA.md has the full layout): a
+// 64-byte header, the user and item names, zero padding to a multiple of 8,
+// the user-major arrays exactly as ratings.Matrix holds them (row offsets
+// int64, item indices int32, values float32, optional timestamps int64),
+// all little-endian, and a CRC-32C of everything before it. Reading is one
+// bulk copy per array plus the item-major view.
+const (
+	binaryMagic   = "PRVRRATS"
+	binaryVersion = 1
+	headerSize    = 64
+	flagTime      = 1
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// bytesOf views a slice of fixed-size numbers as bytes (no copy).
+func bytesOf[T int32 | int64 | float32](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
+}
+
+// swapBytes reverses each size-byte word (only on big-endian hosts).
+func swapBytes(b []byte, size int) {
+	for i := 0; i+size <= len(b); i += size {
+		for j, k := i, i+size-1; j < k; j, k = j+1, k-1 {
+			b[j], b[k] = b[k], b[j]
+		}
+	}
+}
+
+// WriteBinary writes m in privrec's binary ratings format.
+func WriteBinary(w io.Writer, m *ratings.Matrix) error {
+	crc := crc32.New(castagnoli)
+	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<20)
+	if err := writeBinary(bw, m); err != nil {
+		return fmt.Errorf("ratingio: writing binary: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("ratingio: writing binary: %w", err)
+	}
+	var sum [4]byte
+	binary.LittleEndian.PutUint32(sum[:], crc.Sum32())
+	if _, err := w.Write(sum[:]); err != nil {
+		return fmt.Errorf("ratingio: writing binary: %w", err)
+	}
+	return nil
+}
+
+func namesBytes(ids *ratings.IDs) []byte {
+	var out []byte
+	for _, n := range ids.Names() {
+		out = binary.AppendUvarint(out, uint64(len(n)))
+		out = append(out, n...)
+	}
+	return out
+}
+
+func writeBinary(w *bufio.Writer, m *ratings.Matrix) error {
+	rowPtr, rowCol, rowVal, rowT := m.CSR()
+	un, in := namesBytes(m.Users), namesBytes(m.Items)
+	var h [headerSize]byte
+	copy(h[:], binaryMagic)
+	le := binary.LittleEndian
+	le.PutUint32(h[8:], binaryVersion)
+	if rowT != nil {
+		le.PutUint32(h[12:], flagTime)
+	}
+	le.PutUint64(h[16:], uint64(m.NumUsers()))
+	le.PutUint64(h[24:], uint64(m.NumItems()))
+	le.PutUint64(h[32:], uint64(m.Len()))
+	le.PutUint64(h[40:], uint64(len(un)))
+	le.PutUint64(h[48:], uint64(len(in)))
+	w.Write(h[:])
+	w.Write(un)
+	w.Write(in)
+	w.Write(make([]byte, pad8(len(un)+len(in))))
+	arrays := []struct {
+		b    []byte
+		size int
+	}{{bytesOf(rowPtr), 8}, {bytesOf(rowCol), 4}, {bytesOf(rowVal), 4}, {bytesOf(rowT), 8}}
+	for _, a := range arrays {
+		b := a.b
+		if !littleEndian {
+			b = append([]byte(nil), b...)
+			swapBytes(b, a.size)
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func pad8(n int) int { return (8 - n%8) % 8 }
+
+// crcReader hashes what it reads.
+type crcReader struct {
+	r io.Reader
+	h hash.Hash32
+}
+
+func (c *crcReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.h.Write(p[:n])
+	return n, err
+}
+
+// readArray reads n numbers. When the stream length is known (checked
+// against the header beforehand) it allocates once and reads in place;
+// otherwise it grows the slice as data arrives, so a corrupt header cannot
+// make it allocate more than the stream holds (times two).
+func readArray[T int32 | int64 | float32](ctx context.Context, r io.Reader, n uint64, known bool) ([]T, error) {
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	const piece = 1 << 24 // bytes per read call, so cancellation is checked
+	var s []T
+	if known {
+		s = make([]T, n)
+	} else {
+		s = make([]T, 0, min(n, uint64(piece/size)))
+	}
+	for done := uint64(0); done < n; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		k := min(n-done, uint64(piece/size))
+		if !known {
+			if uint64(cap(s)) < done+k {
+				ns := make([]T, done, min(n, max(2*uint64(cap(s)), done+k)))
+				copy(ns, s)
+				s = ns
+			}
+			s = s[:done+k]
+		}
+		b := bytesOf(s[done : done+k])
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, err
+		}
+		if !littleEndian {
+			swapBytes(b, size)
+		}
+		done += k
+	}
+	return s, nil
+}
+
+func readNames(r io.Reader, size uint64, count uint64, known bool) ([]string, error) {
+	if !known && size > 1<<32 {
+		return nil, errors.New("name section larger than 4 GiB")
+	}
+	buf := make([]byte, 0, min(size, 1<<20))
+	for uint64(len(buf)) < size {
+		k := min(size-uint64(len(buf)), 1<<20)
+		buf = append(buf, make([]byte, k)...)
+		if _, err := io.ReadFull(r, buf[uint64(len(buf))-k:]); err != nil {
+			return nil, err
+		}
+	}
+	names := make([]string, 0, min(count, size))
+	for len(buf) > 0 {
+		l, k := binary.Uvarint(buf)
+		if k <= 0 || l > uint64(len(buf)-k) {
+			return nil, errors.New("corrupt name section")
+		}
+		names = append(names, string(buf[k:k+int(l)]))
+		buf = buf[k+int(l):]
+	}
+	if uint64(len(names)) != count {
+		return nil, fmt.Errorf("name section holds %d names, header says %d", len(names), count)
+	}
+	return names, nil
+}
+
+// readBinary reads the binary format; size is the stream's length in
+// bytes, or -1 if unknown.
+func readBinary(ctx context.Context, r io.Reader, name string, opt Options, size int64) (*ratings.Matrix, error) {
+	bad := func(format string, a ...any) error {
+		return &ParseError{File: name, Reason: "binary ratings file: " + fmt.Sprintf(format, a...)}
+	}
+	cr := &crcReader{r: r, h: crc32.New(castagnoli)}
+	var h [headerSize]byte
+	if _, err := io.ReadFull(cr, h[:]); err != nil {
+		return nil, bad("truncated header: %v", err)
+	}
+	le := binary.LittleEndian
+	if v := le.Uint32(h[8:]); v != binaryVersion {
+		return nil, bad("version %d; this privrec reads version %d", v, binaryVersion)
+	}
+	flags := le.Uint32(h[12:])
+	if flags&^flagTime != 0 {
+		return nil, bad("unknown flags %#x", flags)
+	}
+	hasTime := flags&flagTime != 0
+	nU, nI, nnz := le.Uint64(h[16:]), le.Uint64(h[24:]), le.Uint64(h[32:])
+	uLen, iLen := le.Uint64(h[40:]), le.Uint64(h[48:])
+	const limit = 1 << 40
+	if nU > maxIndex || nI > maxIndex || nnz > limit || uLen > limit || iLen > limit {
+		return nil, bad("implausible header (users %d, items %d, ratings %d)", nU, nI, nnz)
+	}
+	per := uint64(8)
+	if hasTime {
+		per = 16
+	}
+	names := uLen + iLen
+	want := headerSize + names + uint64(pad8(int(names%8))) + 8*(nU+1) + per*nnz + 4
+	known := size >= 0
+	if known && uint64(size) != want {
+		return nil, bad("the header implies %d bytes but the file has %d (truncated or corrupt)", want, size)
+	}
+	uNames, err := readNames(cr, uLen, nU, known)
+	if err != nil {
+		return nil, bad("user names: %v", err)
+	}
+	iNames, err := readNames(cr, iLen, nI, known)
+	if err != nil {
+		return nil, bad("item names: %v", err)
+	}
+	if _, err := io.ReadFull(cr, make([]byte, pad8(int(names%8)))); err != nil {
+		return nil, bad("truncated: %v", err)
+	}
+	rowPtr, err := readArray[int64](ctx, cr, nU+1, known)
+	if err != nil {
+		return nil, wrapCtx(err, bad("row offsets: %v", err))
+	}
+	rowCol, err := readArray[int32](ctx, cr, nnz, known)
+	if err != nil {
+		return nil, wrapCtx(err, bad("item indices: %v", err))
+	}
+	rowVal, err := readArray[float32](ctx, cr, nnz, known)
+	if err != nil {
+		return nil, wrapCtx(err, bad("values: %v", err))
+	}
+	var rowT []int64
+	if hasTime {
+		if rowT, err = readArray[int64](ctx, cr, nnz, known); err != nil {
+			return nil, wrapCtx(err, bad("timestamps: %v", err))
+		}
+	}
+	sum := cr.h.Sum32()
+	var tail [4]byte
+	if _, err := io.ReadFull(r, tail[:]); err != nil {
+		return nil, bad("missing checksum: %v", err)
+	}
+	if le.Uint32(tail[:]) != sum {
+		return nil, bad("checksum mismatch (corrupt file)")
+	}
+	if n, _ := r.Read(tail[:1]); n != 0 {
+		return nil, bad("trailing data after the checksum")
+	}
+	for k, v := range rowVal {
+		f := float64(v)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, bad("rating %d is %v", k, v)
+		}
+		if opt.HasScale && (v < float32(opt.Min) || v > float32(opt.Max)) {
+			return nil, bad("rating %d (%v) is outside the declared scale %v:%v", k, v, opt.Min, opt.Max)
+		}
+	}
+	users, err := ratings.IDsFrom(uNames)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	items, err := ratings.IDsFrom(iNames)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	m, err := ratings.FromCSR(users, items, int(nI), rowPtr, rowCol, rowVal, rowT)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	return m, nil
+}
+
+func wrapCtx(err, other error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return other
+}

@@ -1,0 +1,262 @@
+package ratingio
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// chunk is a block of whole lines parsed by one goroutine into keyed
+// ratings. Identifier keys are either the identifier's integer value or
+// strKey|index into the chunk's own dictionary; they become global dense
+// indices when the chunks are assembled in file order.
+type chunk struct {
+	idx       int
+	data      []byte
+	firstLine int64 // line number of data's first line
+	first     bool  // the file's first block (holds the header, if any)
+
+	user, item []uint64
+	val        []float32
+	t          []int64
+	line       []int32 // line of each record, relative to firstLine
+
+	udict, idict dict
+	maxU, maxI   uint64 // largest integer keys (for the interning tables)
+
+	// netflix: the last "MovieID:" key seen in this chunk
+	curItem uint64
+	hasItem bool
+
+	fields [][]byte
+	err    *ParseError
+}
+
+// dict interns the identifiers of one chunk that are not canonical integers.
+type dict struct {
+	index map[string]uint32
+	names []string
+}
+
+func (d *dict) key(b []byte) uint64 {
+	if d.index == nil {
+		d.index = make(map[string]uint32)
+	}
+	if k, ok := d.index[string(b)]; ok { // no allocation: map lookup by string(bytes)
+		return strKey | uint64(k)
+	}
+	k := uint32(len(d.names))
+	s := string(b)
+	d.names = append(d.names, s)
+	d.index[s] = k
+	return strKey | uint64(k)
+}
+
+// idKey turns an identifier field into a key.
+func (c *chunk) idKey(b []byte, d *dict, max *uint64, col int, field string) (uint64, *lineError) {
+	b = trimSpace(b)
+	if v, ok := canonUint(b); ok {
+		if v > *max {
+			*max = v
+		}
+		return v, nil
+	}
+	if len(b) == 0 {
+		return 0, errField(col, field, "empty identifier")
+	}
+	if b[0] == '"' {
+		return 0, errField(col, field, "quoted fields are not supported: %s", quoteField(b))
+	}
+	return d.key(b), nil
+}
+
+// value parses a rating field and checks the declared scale.
+func (s *spec) value(b []byte, col int) (float32, *lineError) {
+	v, reason := parseRating(trimSpace(b))
+	if reason != "" {
+		return 0, errField(col, "rating", "%s", reason)
+	}
+	if s.hasScale && (v < s.lo || v > s.hi) {
+		return 0, errField(col, "rating", "rating %v is outside the declared scale %v:%v", v, s.lo, s.hi)
+	}
+	return v, nil
+}
+
+// parse fills c from c.data, stopping at the first bad line.
+func (s *spec) parse(c *chunk) {
+	data := c.data
+	if c.first && bytes.HasPrefix(data, bom) {
+		data = data[len(bom):]
+	}
+	skip := c.first && s.header
+	est := bytes.Count(data, []byte{'\n'}) + 1
+	if s.kind == kindJester {
+		est *= 16
+	}
+	c.user = make([]uint64, 0, est)
+	c.item = make([]uint64, 0, est)
+	c.val = make([]float32, 0, est)
+	c.line = make([]int32, 0, est)
+	if s.hasTime {
+		c.t = make([]int64, 0, est)
+	}
+	if c.fields == nil {
+		c.fields = make([][]byte, 0, max(s.nf, 4)+1)
+	}
+	rel := int32(-1)
+	for len(data) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			line, data = data, nil
+		}
+		rel++
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+		if len(line) == 0 {
+			continue
+		}
+		if skip {
+			skip = false
+			continue
+		}
+		var le *lineError
+		switch s.kind {
+		case kindTriples:
+			le = s.triple(c, line, rel)
+		case kindNetflix:
+			le = s.netflix(c, line, rel)
+		case kindJester:
+			le = s.jester(c, line, rel)
+		}
+		if le != nil {
+			c.err = &ParseError{Line: c.firstLine + int64(rel), Column: le.column, Field: le.field, Reason: le.reason}
+			return
+		}
+	}
+}
+
+var bom = []byte("\xef\xbb\xbf")
+
+func (s *spec) fieldCount(n int) *lineError {
+	return errField(0, "", "wrong field count: want %d fields separated by %q, found %d", s.nf, s.sep, n)
+}
+
+func (s *spec) triple(c *chunk, line []byte, rel int32) *lineError {
+	f := split(line, s.sep, c.fields[:0])
+	c.fields = f[:0]
+	if len(f) != s.nf {
+		return s.fieldCount(len(f))
+	}
+	u, le := c.idKey(f[s.user], &c.udict, &c.maxU, s.user+1, "user")
+	if le != nil {
+		return le
+	}
+	it, le := c.idKey(f[s.item], &c.idict, &c.maxI, s.item+1, "item")
+	if le != nil {
+		return le
+	}
+	v, le := s.value(f[s.rating], s.rating+1)
+	if le != nil {
+		return le
+	}
+	if s.hasTime {
+		ts, ok := parseInt(trimSpace(f[s.time]))
+		if !ok {
+			return errField(s.time+1, "time", "%s is not an integer timestamp", quoteField(f[s.time]))
+		}
+		c.t = append(c.t, ts)
+	}
+	c.user = append(c.user, u)
+	c.item = append(c.item, it)
+	c.val = append(c.val, v)
+	c.line = append(c.line, rel)
+	return nil
+}
+
+func (s *spec) netflix(c *chunk, line []byte, rel int32) *lineError {
+	if line[len(line)-1] == ':' && bytes.IndexByte(line, ',') < 0 {
+		k, le := c.idKey(line[:len(line)-1], &c.idict, &c.maxI, 1, "item")
+		if le != nil {
+			return le
+		}
+		c.curItem, c.hasItem = k, true
+		return nil
+	}
+	f := split(line, s.sep, c.fields[:0])
+	c.fields = f[:0]
+	if len(f) != 3 {
+		return errField(0, "", "want a \"MovieID:\" line or CustomerID,Rating,YYYY-MM-DD; found %d comma-separated fields", len(f))
+	}
+	item := unresolvedKey
+	if c.hasItem {
+		item = c.curItem
+	} else if c.first {
+		return errField(0, "", "rating line before any \"MovieID:\" line")
+	}
+	u, le := c.idKey(f[0], &c.udict, &c.maxU, 1, "user")
+	if le != nil {
+		return le
+	}
+	v, le := s.value(f[1], 2)
+	if le != nil {
+		return le
+	}
+	ts, ok := parseDate(trimSpace(f[2]))
+	if !ok {
+		return errField(3, "time", "%s is not a date YYYY-MM-DD", quoteField(f[2]))
+	}
+	c.user = append(c.user, u)
+	c.item = append(c.item, item)
+	c.val = append(c.val, v)
+	c.t = append(c.t, ts)
+	c.line = append(c.line, rel)
+	return nil
+}
+
+// jesterMissing is the Jester code for "not rated".
+const jesterMissing = 99
+
+func (s *spec) jester(c *chunk, line []byte, rel int32) *lineError {
+	f := split(line, s.sep, c.fields[:0])
+	c.fields = f[:0]
+	if len(f) != s.nf {
+		return s.fieldCount(len(f))
+	}
+	count, ok := parseInt(trimSpace(f[0]))
+	if !ok || count < 0 {
+		return errField(1, "count", "%s is not a count of ratings", quoteField(f[0]))
+	}
+	// The user is the line number: Jester rows carry no user ID.
+	u := uint64(c.firstLine + int64(rel))
+	if u > c.maxU {
+		c.maxU = u
+	}
+	n := int64(0)
+	for j := 1; j < len(f); j++ {
+		v, reason := parseRating(trimSpace(f[j]))
+		if reason != "" {
+			return errField(j+1, "rating", "%s", reason)
+		}
+		if v == jesterMissing {
+			continue
+		}
+		if s.hasScale && (v < s.lo || v > s.hi) {
+			return errField(j+1, "rating", "rating %v is outside the declared scale %v:%v", v, s.lo, s.hi)
+		}
+		it := uint64(j)
+		if it > c.maxI {
+			c.maxI = it
+		}
+		c.user = append(c.user, u)
+		c.item = append(c.item, it)
+		c.val = append(c.val, v)
+		c.line = append(c.line, rel)
+		n++
+	}
+	if n != count {
+		return errField(1, "count", "the row says it has %s ratings but has %d (99 = not rated)", strconv.FormatInt(count, 10), n)
+	}
+	return nil
+}
