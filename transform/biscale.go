@@ -36,7 +36,7 @@ func (b *BiScaling) Invert(u, i int32, x float64) float64 {
 }
 
 // DefaultBiScaleIters is the sweep limit BiScale uses for iters ≤ 0.
-const DefaultBiScaleIters = 100
+const DefaultBiScaleIters = 500
 
 // biScaleTol is the parameter change below which BiScale stops.
 const biScaleTol = 1e-9
@@ -53,7 +53,8 @@ const biScaleTol = 1e-9
 // others: column means 0 (β), row means 0 (α), row variances 1 (τ), column
 // variances 1 (γ); after each sweep it makes the α average 0 (the model
 // does not identify α+c, β−c). It stops when no parameter moves by more
-// than 1e-9 (relative for scales) or after iters sweeps (iters ≤ 0: 100).
+// than 1e-9 (relative for scales) or after iters sweeps (iters ≤ 0:
+// DefaultBiScaleIters).
 //
 // Convergence: each equation is solved exactly given the others, like the
 // Sinkhorn iteration for scaling; we know no convergence proof for every
