@@ -1,0 +1,542 @@
+package recovery
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// factors is a low-rank matrix Σ_c s_c u_c v_cᵀ (U, V with orthonormal
+// columns when produced by svt).
+type factors struct {
+	U, V *mat.Dense // nil when rank 0
+	S    []float64
+}
+
+func (f factors) rank() int { return len(f.S) }
+
+// scaledU returns U·diag(S) as a new matrix.
+func (f factors) scaledU() *mat.Dense {
+	r, c := f.U.Dims()
+	a := mat.NewDense(r, c, nil)
+	a.Copy(f.U)
+	for j := range c {
+		for i := range r {
+			a.Set(i, j, a.At(i, j)*f.S[j])
+		}
+	}
+	return a
+}
+
+type solver struct {
+	p *Problem
+	o Options
+	// alpha, beta: per-entry affine model E[Z | present] = α + β·θ (nil
+	// for the plain estimator: α = 0, β = 1).
+	alpha, beta []float64
+	mu          float64
+	step        float64 // 1 / Lipschitz constant = 1 / max β²
+	// rows per worker
+	chunks [][2]int
+	cur    factors
+	iters  int
+}
+
+func newSolver(p *Problem, o Options) *solver {
+	s := &solver{p: p, o: o, step: 1}
+	w := o.Workers
+	per := (p.Rows + w - 1) / w
+	for lo := 0; lo < p.Rows; lo += per {
+		s.chunks = append(s.chunks, [2]int{lo, min(p.Rows, lo+per)})
+	}
+	return s
+}
+
+// parallel runs f on each row chunk.
+func (s *solver) parallel(f func(w, lo, hi int)) {
+	var wg sync.WaitGroup
+	for w, c := range s.chunks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(w, c[0], c[1])
+		}()
+	}
+	wg.Wait()
+}
+
+// ratedRates estimates, from the presence of reports, the probability that
+// each user (row) and item (column) has a true rating, debiased for the
+// mechanism's removals and inventions and shrunk toward the global rate by
+// their sampling variance (empirical Bayes). It also returns the estimated
+// number of true ratings.
+func (s *solver) ratedRates() (pu, pi []float64, sHat float64) {
+	p := s.p
+	m := p.Model
+	gap := m.PresentRated - m.PresentMissing
+	rowCnt := make([]float64, p.Rows)
+	colCnt := make([]float64, p.Cols)
+	for i := range p.Rows {
+		rowCnt[i] = float64(p.Ptr[i+1] - p.Ptr[i])
+		for k := p.Ptr[i]; k < p.Ptr[i+1]; k++ {
+			colCnt[p.Col[k]]++
+		}
+	}
+	total := float64(p.TotalRows) * float64(p.TotalCols)
+	global := (float64(len(p.Z))/total - m.PresentMissing) / gap
+	global = math.Min(1, math.Max(1/total, global))
+	sHat = global * total
+	shrink := func(cnt []float64, cells float64) []float64 {
+		raw := make([]float64, len(cnt))
+		nv := make([]float64, len(cnt))
+		var mean, meanNV float64
+		for i, c := range cnt {
+			f := c / cells
+			raw[i] = (f - m.PresentMissing) / gap
+			nv[i] = math.Max(f*(1-f), 1/cells) / cells / (gap * gap)
+			mean += raw[i]
+			meanNV += nv[i]
+		}
+		mean /= float64(len(cnt))
+		meanNV /= float64(len(cnt))
+		var v float64
+		for _, r := range raw {
+			v += (r - mean) * (r - mean)
+		}
+		v /= float64(max(1, len(cnt)-1))
+		tau2 := math.Max(0, v-meanNV)
+		out := make([]float64, len(cnt))
+		for i, r := range raw {
+			sh := global
+			if tau2 > 0 {
+				sh = global + tau2/(tau2+nv[i])*(r-global)
+			}
+			out[i] = math.Min(1, math.Max(1e-4, sh))
+		}
+		return out
+	}
+	return shrink(rowCnt, float64(p.TotalCols)), shrink(colCnt, float64(p.TotalRows)), sHat
+}
+
+func (s *solver) setPlain() { s.alpha, s.beta, s.mu, s.step = nil, nil, 0, 1 }
+
+// setDebiased computes α, β for every present report from the estimated
+// rating probabilities.
+func (s *solver) setDebiased(pu, pi []float64) {
+	p := s.p
+	m := p.Model
+	glob := 0.0
+	for _, v := range pu {
+		glob += v
+	}
+	glob /= float64(len(pu))
+	s.alpha = make([]float64, len(p.Z))
+	s.beta = make([]float64, len(p.Z))
+	maxB := 0.0
+	var sb, sbz float64
+	for i := range p.Rows {
+		for k := p.Ptr[i]; k < p.Ptr[i+1]; k++ {
+			pij := math.Min(1-1e-6, math.Max(1e-6, pu[i]*pi[p.Col[k]]/glob))
+			w := pij * m.PresentRated / (pij*m.PresentRated + (1-pij)*m.PresentMissing)
+			s.alpha[k] = w*m.MeanRatedA + (1-w)*m.MeanMissing
+			s.beta[k] = w * m.MeanRatedB
+			maxB = math.Max(maxB, s.beta[k])
+			sb += s.beta[k] * s.beta[k]
+			sbz += s.beta[k] * (p.Z[k] - s.alpha[k])
+		}
+	}
+	s.mu = sbz / sb
+	s.step = 1 / (maxB * maxB)
+}
+
+// expectedNoiseNorm is the debiased estimator's residual target: the
+// expected ‖P_Ω(Z − E[Z | Θ])‖_F from the mechanism's variances, plus the
+// true ratings' own deviation ρ0 from the low-rank Θ (the ρ0 of Theorem 3),
+// with the spread of the rated/missing mixture estimated by moments.
+func (s *solver) expectedNoiseNorm(rho0 float64) float64 {
+	p := s.p
+	m := p.Model
+	var num, den float64
+	ws := make([]float64, len(p.Z))
+	for k, z := range p.Z {
+		w := s.beta[k] / m.MeanRatedB
+		ws[k] = w
+		d := z - m.MeanMissing
+		num += d*d - w*m.NoiseVar - (1-w)*m.NoiseVarMissing
+		den += w
+	}
+	spread := math.Max(0, num/den) // E_w[(a1 + b1θ − a0)²]
+	var v float64
+	for _, w := range ws {
+		v += w*(m.NoiseVar+m.MeanRatedB*m.MeanRatedB*rho0*rho0) + (1-w)*m.NoiseVarMissing + w*(1-w)*spread
+	}
+	return math.Sqrt(v)
+}
+
+// residual computes, at the matrix A·Bᵀ (A nil: zero), the per-report
+// gradient weights g = β(Z − α − β(μ + Y)) and returns the loss
+// ½Σ(Z − α − β(μ + Y))².
+func (s *solver) residual(A, B *mat.Dense, g []float64) float64 {
+	p := s.p
+	var r int
+	var ad, bd []float64
+	if A != nil {
+		_, r = A.Dims()
+		ad, bd = A.RawMatrix().Data, B.RawMatrix().Data
+	}
+	losses := make([]float64, len(s.chunks))
+	s.parallel(func(w, lo, hi int) {
+		var loss float64
+		for i := lo; i < hi; i++ {
+			ai := ad[i*r : i*r+r]
+			for k := p.Ptr[i]; k < p.Ptr[i+1]; k++ {
+				y := 0.0
+				if r > 0 {
+					bj := bd[int(p.Col[k])*r : int(p.Col[k])*r+r]
+					for c, a := range ai {
+						y += a * bj[c]
+					}
+				}
+				var e float64
+				if s.beta == nil {
+					e = p.Z[k] - y
+					g[k] = e
+				} else {
+					e = p.Z[k] - s.alpha[k] - s.beta[k]*(s.mu+y)
+					g[k] = s.beta[k] * e
+				}
+				loss += e * e
+			}
+		}
+		losses[w] = loss / 2
+	})
+	var l float64
+	for _, v := range losses {
+		l += v
+	}
+	return l
+}
+
+// op is G = A·Bᵀ + t·S, S the sparse matrix of g on Ω.
+type op struct {
+	s    *solver
+	A, B *mat.Dense
+	g    []float64
+	t    float64
+}
+
+// mul returns G·X (X is Cols × q).
+func (o op) mul(X *mat.Dense) *mat.Dense {
+	p := o.s.p
+	_, q := X.Dims()
+	out := mat.NewDense(p.Rows, q, nil)
+	if o.A != nil {
+		var C mat.Dense
+		C.Mul(o.B.T(), X)
+		out.Mul(o.A, &C)
+	}
+	od, xd := out.RawMatrix().Data, X.RawMatrix().Data
+	o.s.parallel(func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			oi := od[i*q : i*q+q]
+			for k := p.Ptr[i]; k < p.Ptr[i+1]; k++ {
+				gk := o.t * o.g[k]
+				xj := xd[int(p.Col[k])*q : int(p.Col[k])*q+q]
+				for c, x := range xj {
+					oi[c] += gk * x
+				}
+			}
+		}
+	})
+	return out
+}
+
+// mulT returns Gᵀ·Y (Y is Rows × q).
+func (o op) mulT(Y *mat.Dense) *mat.Dense {
+	p := o.s.p
+	_, q := Y.Dims()
+	acc := make([][]float64, len(o.s.chunks))
+	yd := Y.RawMatrix().Data
+	o.s.parallel(func(w, lo, hi int) {
+		a := make([]float64, p.Cols*q)
+		for i := lo; i < hi; i++ {
+			yi := yd[i*q : i*q+q]
+			for k := p.Ptr[i]; k < p.Ptr[i+1]; k++ {
+				gk := o.t * o.g[k]
+				aj := a[int(p.Col[k])*q : int(p.Col[k])*q+q]
+				for c, y := range yi {
+					aj[c] += gk * y
+				}
+			}
+		}
+		acc[w] = a
+	})
+	out := mat.NewDense(p.Cols, q, acc[0])
+	od := out.RawMatrix().Data
+	for _, a := range acc[1:] {
+		for k, v := range a {
+			od[k] += v
+		}
+	}
+	if o.A != nil {
+		var D mat.Dense
+		D.Mul(o.A.T(), Y)
+		var BD mat.Dense
+		BD.Mul(o.B, &D)
+		out.Add(out, &BD)
+	}
+	return out
+}
+
+// orth returns an orthonormal basis of the columns of X (thin QR).
+func orth(X *mat.Dense) *mat.Dense {
+	r, c := X.Dims()
+	var qr mat.QR
+	qr.Factorize(X)
+	var Q mat.Dense
+	qr.QTo(&Q)
+	return mat.DenseCopyOf(Q.Slice(0, r, 0, c))
+}
+
+// topSVD approximates the top q singular triplets of G by randomized
+// subspace iteration started from warm (Cols × k, may be nil) plus random
+// columns; power extra iterations refine it.
+func (s *solver) topSVD(g op, warm *mat.Dense, q, power int) (U *mat.Dense, S []float64, V *mat.Dense) {
+	p := s.p
+	q = min(q, p.Rows, p.Cols)
+	X := mat.NewDense(p.Cols, q, nil)
+	k := 0
+	if warm != nil {
+		_, k = warm.Dims()
+		k = min(k, q)
+		X.Slice(0, p.Cols, 0, k).(*mat.Dense).Copy(warm.Slice(0, p.Cols, 0, k))
+	}
+	for i := range p.Cols {
+		for c := k; c < q; c++ {
+			X.Set(i, c, s.o.Rand.NormFloat64())
+		}
+	}
+	Q := orth(g.mul(X))
+	for range power {
+		W := orth(g.mulT(Q))
+		Q = orth(g.mul(W))
+	}
+	W := g.mulT(Q) // = Gᵀ Q = V Σ Uₛᵀ
+	var svd mat.SVD
+	if !svd.Factorize(W, mat.SVDThin) {
+		return nil, nil, nil
+	}
+	var Uw, Vw mat.Dense
+	svd.UTo(&Uw)
+	svd.VTo(&Vw)
+	S = svd.Values(nil)
+	U = mat.NewDense(p.Rows, len(S), nil)
+	U.Mul(Q, &Vw)
+	return U, S, &Uw
+}
+
+// svt returns the singular value soft-thresholding of g's operator at tau.
+func (s *solver) svt(g op, warm *mat.Dense, tau float64, power int) factors {
+	q := max(s.cur.rank()+5, 8)
+	q = min(q, s.o.MaxRank+5)
+	U, S, V := s.topSVD(g, warm, q, power)
+	if U == nil {
+		return factors{}
+	}
+	k := 0
+	for k < len(S) && S[k] > tau && k < s.o.MaxRank {
+		k++
+	}
+	if k == 0 {
+		return factors{}
+	}
+	f := factors{U: mat.DenseCopyOf(U.Slice(0, s.p.Rows, 0, k)), V: mat.DenseCopyOf(V.Slice(0, s.p.Cols, 0, k)), S: make([]float64, k)}
+	for c := range k {
+		f.S[c] = S[c] - tau
+	}
+	return f
+}
+
+func nuclear(f factors) float64 {
+	var t float64
+	for _, v := range f.S {
+		t += v
+	}
+	return t
+}
+
+// updateMu sets the unpenalised offset to its exact minimiser given L.
+func (s *solver) updateMu(g []float64) {
+	if s.beta == nil {
+		return
+	}
+	var A, B *mat.Dense
+	if s.cur.rank() > 0 {
+		A, B = s.cur.scaledU(), s.cur.V
+	}
+	// g = β(Z − α − β(μ + L)); the minimiser is μ + Σg/Σβ².
+	s.residual(A, B, g)
+	var sg, sb float64
+	for k, b := range s.beta {
+		sg += g[k]
+		sb += b * b
+	}
+	s.mu += sg / sb
+}
+
+// solve runs FISTA with adaptive restart for one λ from the current iterate.
+func (s *solver) solve(ctx context.Context, lambda float64, g []float64) (loss float64, err error) {
+	s.updateMu(g)
+	tau := lambda * s.step
+	prev := s.cur
+	var A, B *mat.Dense
+	if s.cur.rank() > 0 {
+		A, B = s.cur.scaledU(), s.cur.V
+	}
+	loss = s.residual(A, B, g)
+	F := lambda*nuclear(s.cur) + loss
+	tk := 1.0
+	restarts := 0
+	for it := range s.o.MaxIter {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		tn := (1 + math.Sqrt(1+4*tk*tk)) / 2
+		theta := (tk - 1) / tn
+		A, B = nil, nil
+		switch {
+		case s.cur.rank() > 0 && prev.rank() > 0 && theta > 0:
+			a1, a0 := s.cur.scaledU(), prev.scaledU()
+			a1.Scale(1+theta, a1)
+			a0.Scale(-theta, a0)
+			A, B = &mat.Dense{}, &mat.Dense{}
+			A.Augment(a1, a0)
+			B.Augment(s.cur.V, prev.V)
+		case s.cur.rank() > 0:
+			A, B = s.cur.scaledU(), s.cur.V
+		}
+		s.residual(A, B, g)
+		power := 0
+		if it == 0 {
+			power = 2
+		}
+		var warm *mat.Dense
+		if s.cur.rank() > 0 {
+			warm = s.cur.V
+		}
+		next := s.svt(op{s: s, A: A, B: B, g: g, t: s.step}, warm, tau, power)
+		var nA, nB *mat.Dense
+		if next.rank() > 0 {
+			nA, nB = next.scaledU(), next.V
+		}
+		nloss := s.residual(nA, nB, g)
+		nF := lambda*nuclear(next) + nloss
+		s.iters++
+		if nF > F*(1+1e-12) {
+			// Adaptive restart (O'Donoghue & Candès): drop the momentum
+			// and take a plain proximal-gradient step from the current point.
+			tk = 1
+			prev = s.cur
+			restarts++
+			if restarts > 3 {
+				break
+			}
+			continue
+		}
+		restarts = 0
+		prev, s.cur = s.cur, next
+		tk = tn
+		done := F-nF <= s.o.Tol*math.Max(nF, 1e-300)
+		F, loss = nF, nloss
+		if done && it > 2 {
+			break
+		}
+	}
+	return loss, nil
+}
+
+// lambdaMax is the smallest λ for which L = 0 solves the penalised problem
+// at the current μ: the largest singular value of the gradient at 0.
+func (s *solver) lambdaMax(g []float64) float64 {
+	s.residual(nil, nil, g)
+	_, S, _ := s.topSVD(op{s: s, g: g, t: 1}, nil, 4, 6)
+	if len(S) == 0 {
+		return 0
+	}
+	return S[0] * 1.0001
+}
+
+// search finds λ whose residual meets the target (or uses a fixed λ).
+func (s *solver) search(ctx context.Context, target, fixed float64, res *Result) error {
+	g := make([]float64, len(s.p.Z))
+	s.updateMu(g)
+	r0 := math.Sqrt(2 * s.residual(nil, nil, g))
+	res.ZNorm = r0
+	finish := func(lambda, loss float64) {
+		res.Lambda, res.Residual, res.Iterations, res.Offset = lambda, math.Sqrt(2*loss), s.iters, s.mu
+		res.Rank = s.cur.rank()
+		if res.Rank > 0 {
+			U := s.cur.scaledU()
+			res.U = append([]float64(nil), U.RawMatrix().Data...)
+			res.V = append([]float64(nil), s.cur.V.RawMatrix().Data...)
+		}
+		res.Zero = res.Rank == 0
+	}
+	if fixed > 0 {
+		loss, err := s.solve(ctx, fixed, g)
+		if err != nil {
+			return err
+		}
+		finish(fixed, loss)
+		return nil
+	}
+	if target >= r0 {
+		finish(s.lambdaMax(g), r0*r0/2)
+		s.o.Log.Info("recovery: the residual target is met by the zero matrix", "target", target, "norm", r0)
+		return nil
+	}
+	lmax := s.lambdaMax(g)
+	hi, lo := lmax, 0.0
+	var loLoss, loMu float64
+	var loF factors
+	lambda := lmax
+	for lambda > lmax*1e-8 {
+		lambda *= 0.5
+		loss, err := s.solve(ctx, lambda, g)
+		if err != nil {
+			return err
+		}
+		r := math.Sqrt(2 * loss)
+		s.o.Log.Debug("recovery: path", "lambda", lambda, "residual", r, "target", target, "rank", s.cur.rank())
+		if r <= target {
+			lo, loLoss, loF, loMu = lambda, loss, s.cur, s.mu
+			break
+		}
+		hi = lambda
+	}
+	if lo == 0 {
+		return fmt.Errorf("recovery: no λ ≥ %.3g reaches the residual target %.4g (rank cap %d too low?)", lambda, target, s.o.MaxRank)
+	}
+	for range 8 {
+		if math.Abs(math.Sqrt(2*loLoss)-target) <= 1e-3*target {
+			break
+		}
+		mid := math.Sqrt(lo * hi)
+		loss, err := s.solve(ctx, mid, g)
+		if err != nil {
+			return err
+		}
+		if math.Sqrt(2*loss) <= target {
+			lo, loLoss, loF, loMu = mid, loss, s.cur, s.mu
+		} else {
+			hi = mid
+			s.cur, s.mu = loF, loMu
+		}
+	}
+	s.cur, s.mu = loF, loMu
+	finish(lo, loLoss)
+	return nil
+}

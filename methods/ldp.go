@@ -1,0 +1,145 @@
+package methods
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/privrec/privrec/ldp"
+	"github.com/privrec/privrec/ldp/recovery"
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/ratings"
+)
+
+// Local-DP rating collection (seeds 002/003): the data these methods train
+// on are the randomized reports written by `privrec collect`, never true
+// ratings. Training is post-processing of locally private data, so the
+// model carries the collection's guarantee.
+func init() {
+	for _, mech := range []ldp.Mechanism{ldp.Laplace, ldp.RR} {
+		name := "ldp-laplace"
+		summary := "recover ratings collected with the modified Laplace mechanism (nuclear-norm recovery, Eq. 4)"
+		if mech == ldp.RR {
+			name = "ldp-rr"
+			summary = "recover ratings collected with randomized response over {missing, 1…d} (nuclear-norm recovery, Eq. 4)"
+		}
+		Register(&Method{
+			Name: name, Summary: summary, Seed: "003", Private: true,
+			Flags: func(fs *flag.FlagSet) Trainer { return ldpFlags(fs, mech) },
+		})
+	}
+}
+
+func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
+	collected := fs.String("collected", "", "the collected file whose header gives mechanism, ε, scale and population size (usually the --data file)")
+	scaleFlag := fs.String("rating-scale", "", "original rating scale MIN:MAX when there is no --collected header")
+	levels := fs.Int("levels", 0, "number of rating levels d (RR) when there is no --collected header")
+	users := fs.Int("population-users", 0, "users the clients covered, when there is no header (0: users in the data)")
+	items := fs.Int("population-items", 0, "items the clients covered, when there is no header (0: items in the data)")
+	debias := fs.Bool("debias", false, "use the debiased recovery (knows the mechanism's means and rates of removed and invented ratings)")
+	rho := fs.Float64("rho", 0, "plain recovery: residual bound ρ in report units (0: Theorem 3 of seed 003)")
+	gamma := fs.Float64("gamma", 0.05, "Theorem 3 tolerance γ (the bound holds with probability ≥ 1 − γ)")
+	rho0 := fs.Float64("rho0", 0, "Theorem 3 noise level ρ0 of the true ratings, report units (0: 0.225 of the rating range, i.e. 0.45 normalised / 0.9 level for d = 5)")
+	lambda := fs.Float64("lambda", 0, "fix the nuclear-norm multiplier λ instead of searching for ρ")
+	maxRank := fs.Int("max-rank", 60, "largest rank of the recovered matrix")
+	maxIter := fs.Int("max-iter", 300, "proximal-gradient iterations per λ")
+	return TrainerFunc(func(ctx context.Context, data *ratings.Matrix, c Common) (*Result, error) {
+		var h ldp.Header
+		if *collected != "" {
+			f, err := os.Open(*collected)
+			if err != nil {
+				return nil, fmt.Errorf("--collected: %w", err)
+			}
+			h, err = ldp.ParseHeader(f)
+			f.Close()
+			if err != nil {
+				return nil, fmt.Errorf("--collected %s: %w", *collected, err)
+			}
+			if h.Mechanism != mech {
+				return nil, fmt.Errorf("--collected %s was made with mechanism %s, not %s", *collected, h.Mechanism, mech)
+			}
+		} else {
+			if *scaleFlag == "" {
+				return nil, fmt.Errorf("give --collected FILE (the collect header) or --rating-scale MIN:MAX")
+			}
+			lo, hi, ok := strings.Cut(*scaleFlag, ":")
+			a, err1 := strconv.ParseFloat(lo, 64)
+			b, err2 := strconv.ParseFloat(hi, 64)
+			if !ok || err1 != nil || err2 != nil || !(a < b) {
+				return nil, fmt.Errorf("--rating-scale %q: want MIN:MAX with MIN < MAX", *scaleFlag)
+			}
+			h = ldp.Header{Mechanism: mech, Epsilon: c.Epsilon, Scale: ldp.Scale{Min: a, Max: b, Levels: *levels},
+				Users: *users, Items: *items}
+		}
+		if h.Users == 0 {
+			h.Users = data.NumUsers()
+		}
+		if h.Items == 0 {
+			h.Items = data.NumItems()
+		}
+		if data.NumUsers() > h.Users || data.NumItems() > h.Items {
+			return nil, fmt.Errorf("the data have %d users × %d items, more than the collected population %d × %d",
+				data.NumUsers(), data.NumItems(), h.Users, h.Items)
+		}
+		rnd, err := ldp.New(h.Mechanism, h.Epsilon, h.Scale)
+		if err != nil {
+			return nil, err
+		}
+		if *maxRank < 1 || *maxIter < 1 || *rho < 0 || *lambda < 0 || !(*gamma > 0 && *gamma < 1) || *rho0 < 0 {
+			return nil, fmt.Errorf("--max-rank and --max-iter must be positive, --rho, --rho0 and --lambda non-negative, 0 < --gamma < 1")
+		}
+		p, err := recovery.NewProblem(data, h)
+		if err != nil {
+			return nil, err
+		}
+		opt := recovery.Options{Debias: *debias, Rho: *rho, Gamma: *gamma, Rho0: *rho0, Lambda: *lambda,
+			MaxRank: *maxRank, MaxIter: *maxIter, Workers: c.Workers, Rand: c.Rand, Log: c.Log}
+		res, err := recovery.Recover(ctx, p, opt)
+		if err != nil {
+			return nil, err
+		}
+		name := "ldp-laplace"
+		if mech == ldp.RR {
+			name = "ldp-rr"
+		}
+		m := model.New(name, data)
+		// The service cannot know which items a user really rated (reports
+		// include invented ratings and miss removed ones), so nothing is
+		// excluded from recommendations.
+		m.SeenPtr = make([]int64, data.NumUsers()+1)
+		m.SeenItems = []int32{}
+		om := rnd.Model()
+		to := func(v float64) float64 { return om.ToReport(v) }
+		m.Transform.Scale = &model.Scale{FromMin: h.Scale.Min, FromMax: h.Scale.Max, ToMin: to(h.Scale.Min), ToMax: to(h.Scale.Max)}
+		m.Transform.DataMin, m.Transform.DataMax = h.Scale.Min, h.Scale.Max
+		m.Transform.DataMean = math.Min(h.Scale.Max, math.Max(h.Scale.Min, om.FromReport(res.Offset)))
+		if !*debias {
+			m.Transform.DataMean = (h.Scale.Min + h.Scale.Max) / 2
+		}
+		m.Rank, m.U, m.V, m.Offset = res.Rank, res.U, res.V, res.Offset
+		if m.U == nil {
+			m.U, m.V = []float64{}, []float64{}
+		}
+		m.Params = map[string]any{"debias": *debias, "rho": res.Rho, "lambda": res.Lambda, "gamma": *gamma,
+			"collected_epsilon": h.Epsilon, "mechanism": string(h.Mechanism)}
+		g := rnd.PerRating()
+		pu := rnd.PerUser(h.Items)
+		g.Note = fmt.Sprintf("Post-processing of ratings randomized on the users' devices. %s Per user (all %d items of her vector): ε = %.6g.", g.Note, h.Items, pu.Epsilon)
+		if c.Epsilon != h.Epsilon && *collected != "" {
+			c.Log.Info("ldp: ε comes from the collected file's header, not --epsilon", "header_epsilon", h.Epsilon, "flag_epsilon", c.Epsilon)
+		}
+		if h.Reproducible {
+			g.Reproducible = true
+		}
+		info := map[string]any{
+			"per_rating_epsilon": h.Epsilon, "per_user_epsilon": pu.Epsilon, "per_user_guarantee": pu,
+			"rho": res.Rho, "residual": res.Residual, "lambda": res.Lambda, "rank": res.Rank, "iterations": res.Iterations,
+			"zero_solution": res.Zero, "estimated_true_ratings": math.Round(res.SEstimate), "report_norm": res.ZNorm,
+		}
+		return &Result{Model: m, Guarantee: g, Info: info}, nil
+	})
+}
