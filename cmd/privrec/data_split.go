@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/privrec/privrec/ratingio"
+	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/transform"
+)
+
+func init() {
+	registerData(&command{name: "split", summary: "split ratings into canonical train/test TSV files (random or per-user hold-out)", run: runDataSplit})
+}
+
+const dataSplitSynopsis = `
+Split a ratings file into a training and a test file, both in canonical TSV
+(user \t item \t rating [\t time], the original IDs), ready for
+'privrec train --format tsv' and 'privrec eval --format tsv'.
+
+Exactly one of:
+  --holdout FRAC   hold out a uniformly random FRAC of all ratings
+                   (exactly round(FRAC × ratings) of them)
+  --per-user K     hold out K uniformly chosen ratings of every user; a user
+                   with at most K ratings keeps them all in train
+
+Optionally, before splitting (the setup of seed 001):
+  --top-items N    keep only the N most-rated items (ties: first seen)
+  --cap XI         keep a uniform random sample of at most XI ratings per user
+
+The split is a deterministic function of the data and --seed: the same
+input and seed give the same files. Both files are written only if
+everything succeeds (through temporary files renamed into place).`
+
+const dataSplitExample = `  privrec data split --in u.data --format movielens-100k --holdout 0.2 --seed 7 \
+      --train ml.train.tsv --test ml.test.tsv
+  privrec data split --in ratings.dat --format movielens --top-items 400 --cap 80 \
+      --holdout 0.01 --seed 1 --train train.tsv --test test.tsv --json`
+
+type splitReport struct {
+	In          string   `json:"in"`
+	Train       string   `json:"train"`
+	Test        string   `json:"test"`
+	Seed        uint64   `json:"seed"`
+	Holdout     *float64 `json:"holdout,omitempty"`
+	PerUser     *int     `json:"per_user,omitempty"`
+	TopItems    int      `json:"top_items,omitempty"`
+	Cap         int      `json:"cap,omitempty"`
+	Users       int      `json:"users"`
+	Items       int      `json:"items"`
+	Ratings     int      `json:"ratings"`
+	TrainRating int      `json:"train_ratings"`
+	TestRatings int      `json:"test_ratings"`
+	TestUsers   int      `json:"test_users"`
+}
+
+func runDataSplit(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("data split --in FILE (--holdout FRAC | --per-user K) --seed S --train OUT --test OUT [--json]", dataSplitSynopsis, dataSplitExample)
+	var d dataFlags
+	d.add(fs, "in")
+	holdout := fs.Float64("holdout", 0, "fraction of all ratings to hold out, in (0, 1)")
+	perUser := fs.Int("per-user", 0, "number of ratings to hold out per user (users with ≤ K ratings keep all)")
+	seed := fs.Uint64("seed", 0, "seed of the random choices (the split is reproducible for a seed)")
+	topItems := fs.Int("top-items", 0, "before splitting, keep only the N most-rated items (0: all)")
+	capXi := fs.Int("cap", 0, "before splitting, keep at most XI random ratings per user (0: no cap)")
+	trainPath := fs.String("train", "", "where to write the training ratings (TSV)")
+	testPath := fs.String("test", "", "where to write the held-out ratings (TSV)")
+	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
+	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	set := setFlags(fs)
+	switch {
+	case set["holdout"] == set["per-user"]:
+		return usagef("give exactly one of --holdout and --per-user")
+	case set["holdout"] && !(*holdout > 0 && *holdout < 1):
+		return usagef("--holdout %v: want a fraction in (0, 1)", *holdout)
+	case set["per-user"] && *perUser < 1:
+		return usagef("--per-user %d: want K ≥ 1", *perUser)
+	case *topItems < 0:
+		return usagef("--top-items %d: want N ≥ 0", *topItems)
+	case *capXi < 0:
+		return usagef("--cap %d: want XI ≥ 0", *capXi)
+	case *trainPath == "" || *testPath == "":
+		return usagef("--train and --test are required")
+	case sameFile(*trainPath, *testPath):
+		return usagef("--train and --test name the same file")
+	case d.path != "" && (sameFile(d.path, *trainPath) || sameFile(d.path, *testPath)):
+		return usagef("--train and --test must differ from --in")
+	}
+	m, err := d.read("in")
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rep := splitReport{In: d.path, Train: *trainPath, Test: *testPath, Seed: *seed, TopItems: *topItems, Cap: *capXi}
+	m = transform.TopItems(m, *topItems)
+	m = transform.CapPerUser(m, *capXi, *seed)
+	var train, test *ratings.Matrix
+	if set["holdout"] {
+		rep.Holdout = holdout
+		train, test = transform.HoldOut(m, *holdout, *seed)
+	} else {
+		rep.PerUser = perUser
+		train, test = transform.HoldOutPerUser(m, *perUser, *seed)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err = writeFilesAtomic(
+		outFile{*trainPath, func(w io.Writer) error { return ratingio.WriteTSV(w, train) }},
+		outFile{*testPath, func(w io.Writer) error { return ratingio.WriteTSV(w, test) }},
+	)
+	if err != nil {
+		return err
+	}
+	rep.Users, rep.Items, rep.Ratings = m.NumUsers(), m.NumItems(), m.Len()
+	rep.TrainRating, rep.TestRatings = train.Len(), test.Len()
+	for u := range int32(test.NumUsers()) {
+		if test.UserCount(u) > 0 {
+			rep.TestUsers++
+		}
+	}
+	if *jsonOut {
+		return writeJSON(out, rep)
+	}
+	fmt.Fprintf(out, "%d ratings (%d users × %d items) → %s: %d train, %s: %d test (%d users with test ratings)\n",
+		rep.Ratings, rep.Users, rep.Items, rep.Train, rep.TrainRating, rep.Test, rep.TestRatings, rep.TestUsers)
+	return nil
+}
+
+// setFlags returns the names of the flags given on the command line.
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// sameFile reports whether two paths name the same file (after cleaning,
+// or by identity when both exist).
+func sameFile(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
+// outFile is one file a command writes.
+type outFile struct {
+	path  string
+	write func(io.Writer) error
+}
+
+// writeFilesAtomic writes every file to a temporary file in its target
+// directory and renames them into place only when all writes succeeded,
+// so a failure leaves no output (and no partial file) behind.
+func writeFilesAtomic(files ...outFile) (err error) {
+	tmps := make([]string, 0, len(files))
+	defer func() {
+		if err != nil {
+			for _, t := range tmps {
+				os.Remove(t)
+			}
+		}
+	}()
+	for _, f := range files {
+		tf, err := os.CreateTemp(filepath.Dir(f.path), ".privrec-*")
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", f.path, err)
+		}
+		tmps = append(tmps, tf.Name())
+		werr := f.write(tf)
+		cerr := tf.Close()
+		if werr != nil || cerr != nil {
+			return fmt.Errorf("writing %s: %w", f.path, errors.Join(werr, cerr))
+		}
+		if err := os.Chmod(tf.Name(), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", f.path, err)
+		}
+	}
+	for k, f := range files {
+		if err := os.Rename(tmps[k], f.path); err != nil {
+			// Files renamed before this one are complete; the rest are removed.
+			tmps = tmps[k:]
+			return fmt.Errorf("writing %s: %w", f.path, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+
+	"github.com/privrec/privrec/ratingio"
+	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/synth"
+)
+
+func init() {
+	registerData(&command{name: "synth", summary: "generate a seed paper's synthetic ratings (and the true matrix)", run: runDataSynth})
+}
+
+const dataSynthSynopsis = `
+Generate the synthetic data of a seed paper, with the paper's parameters as
+defaults, deterministically for --seed. --out gets the observed ratings as
+canonical TSV (users and items named 1..n); --truth, if given, gets every
+entry of the true matrix (user \t item \t value), which
+'privrec eval --truth' uses for ARE = ‖M̂−M‖²_F/‖M‖²_F.
+
+Setups:
+  onebit   seed 000: M = M1 M2ᵀ (U[−½,½] factors, rank --rank) scaled to
+           ‖M‖∞ = --alpha; a uniform --obs share of entries observed as
+           signs ±1 through a --link (probit with --sigma, or logistic).
+           Defaults: 100 × 100, rank 1, alpha 1, obs 0.15, probit, sigma 1.
+  jointdp  seed 001: rank-one Y* = u vᵀ with ‖Y*‖∞ = 1; every user rates
+           --per-user distinct uniform items, value Y*_ij (+ N(0, --noise²)).
+           Defaults: 500000 users × 400 items, 80 per user (40 M ratings),
+           noise 0. (The full truth is then 200 M lines: give --truth only
+           for smaller sizes unless you mean it.)
+  ldp      seeds 002/003: low-rank Θ (N(0,1) factors, rank --rank) scaled to
+           ‖Θ‖∞ = 1, a uniform --obs share observed as
+           X = clamp(Θ + U[−noise, noise], −1, 1), so |X − Θ| ≤ --noise;
+           --levels d maps both to the scale 1..d and rounds X (the input of
+           randomized response). The papers run no experiments, so these
+           defaults are ours: 1000 × 500, rank 5, obs 0.1, noise 0.1.
+
+Only the flags of the chosen setup may be given. Both files are written
+only if everything succeeds.`
+
+const dataSynthExample = `  privrec data synth --setup onebit --link logistic --seed 3 \
+      --out onebit.tsv --truth onebit.truth.tsv
+  privrec train --data onebit.tsv --format tsv --method onebit-inp --epsilon 4 --out ob.model
+  privrec eval --model ob.model --data onebit.tsv --format tsv --truth onebit.truth.tsv
+  privrec data synth --setup jointdp --users 50000 --seed 1 --out r1.tsv --json`
+
+// synthFlags lists which parameter flags each setup accepts.
+var synthFlags = map[string][]string{
+	"onebit":  {"users", "items", "rank", "alpha", "obs", "link", "sigma"},
+	"jointdp": {"users", "items", "per-user", "noise"},
+	"ldp":     {"users", "items", "rank", "obs", "noise", "levels"},
+}
+
+type synthReport struct {
+	Setup    string         `json:"setup"`
+	Seed     uint64         `json:"seed"`
+	Params   map[string]any `json:"params"`
+	Users    int            `json:"users"`
+	Items    int            `json:"items"`
+	Ratings  int            `json:"ratings"`
+	Density  float64        `json:"density"`
+	Min      float64        `json:"rating_min"`
+	Max      float64        `json:"rating_max"`
+	TruthMax float64        `json:"truth_max_abs"`
+	Out      string         `json:"out"`
+	Truth    string         `json:"truth,omitempty"`
+}
+
+func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("data synth --setup onebit|jointdp|ldp [params] --seed S --out FILE [--truth FILE] [--json]", dataSynthSynopsis, dataSynthExample)
+	setup := fs.String("setup", "", "onebit (seed 000), jointdp (seed 001) or ldp (seeds 002/003)")
+	seed := fs.Uint64("seed", 0, "seed (the data is a deterministic function of setup, parameters and seed)")
+	users := fs.Int("users", 0, "number of users / rows d1 (0: the setup's default)")
+	items := fs.Int("items", 0, "number of items / columns d2 (0: the setup's default)")
+	rank := fs.Int("rank", 0, "rank of the truth (onebit, ldp; 0: default)")
+	alpha := fs.Float64("alpha", 0, "onebit: ‖M‖∞ (0: default 1)")
+	obs := fs.Float64("obs", 0, "onebit, ldp: observed fraction of entries (0: default)")
+	link := fs.String("link", "probit", "onebit: probit or logistic")
+	sigma := fs.Float64("sigma", 0, "onebit probit: noise scale σ (0: default 1)")
+	perUser := fs.Int("per-user", 0, "jointdp: ratings per user (0: default 80)")
+	noiseLevel := fs.Float64("noise", 0, "jointdp: Gaussian noise σ on ratings; ldp: bound ρ0 on |X − Θ| (default 0 and 0.1)")
+	levels := fs.Int("levels", 0, "ldp: discrete rating scale 1..d (0: continuous in [−1, 1])")
+	outPath := fs.String("out", "", "where to write the observed ratings (TSV)")
+	truthPath := fs.String("truth", "", "where to write every entry of the true matrix (TSV; optional)")
+	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
+	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	allowed, ok := synthFlags[*setup]
+	if !ok {
+		return usagef("--setup %q: want onebit, jointdp or ldp", *setup)
+	}
+	set := setFlags(fs)
+	for _, name := range []string{"users", "items", "rank", "alpha", "obs", "link", "sigma", "per-user", "noise", "levels"} {
+		if set[name] && !slices.Contains(allowed, name) {
+			return usagef("--%s does not apply to --setup %s", name, *setup)
+		}
+	}
+	if *outPath == "" {
+		return usagef("--out is required")
+	}
+	if *truthPath != "" && sameFile(*outPath, *truthPath) {
+		return usagef("--out and --truth name the same file")
+	}
+	for _, c := range []struct {
+		name string
+		bad  bool
+	}{
+		{"users", *users < 0}, {"items", *items < 0}, {"rank", *rank < 0}, {"alpha", *alpha < 0},
+		{"obs", *obs < 0 || *obs > 1}, {"sigma", *sigma < 0}, {"per-user", *perUser < 0},
+		{"noise", *noiseLevel < 0}, {"levels", *levels < 0 || *levels == 1},
+	} {
+		if c.bad {
+			return usagef("--%s: value out of range (see --help)", c.name)
+		}
+	}
+	orDefault := func(v, d int) int {
+		if v > 0 {
+			return v
+		}
+		return d
+	}
+	orDefaultF := func(name string, v, d float64) float64 {
+		if set[name] {
+			return v
+		}
+		return d
+	}
+
+	rep := synthReport{Setup: *setup, Seed: *seed, Out: *outPath, Truth: *truthPath}
+	var obsM *ratings.Matrix
+	var truth *synth.Factors
+	switch *setup {
+	case "onebit":
+		c := synth.OneBitDefaults()
+		c.Rows, c.Cols, c.Rank = orDefault(*users, c.Rows), orDefault(*items, c.Cols), orDefault(*rank, c.Rank)
+		c.Alpha = orDefaultF("alpha", *alpha, c.Alpha)
+		c.ObsFrac = orDefaultF("obs", *obs, c.ObsFrac)
+		c.Sigma = orDefaultF("sigma", *sigma, c.Sigma)
+		l, err := synth.ParseLink(*link)
+		if err != nil {
+			return usagef("--link: %v", err)
+		}
+		c.Link = l
+		d, err := synth.OneBit(c, *seed)
+		if err != nil {
+			return err
+		}
+		obsM, truth = d.Observed, d.Truth
+		rep.Params = map[string]any{"d1": c.Rows, "d2": c.Cols, "rank": c.Rank, "alpha": c.Alpha, "obs": c.ObsFrac, "link": string(c.Link), "sigma": c.Sigma}
+	case "jointdp":
+		c := synth.RankOneDefaults()
+		c.Users, c.Items, c.PerUser = orDefault(*users, c.Users), orDefault(*items, c.Items), orDefault(*perUser, c.PerUser)
+		c.Noise = orDefaultF("noise", *noiseLevel, c.Noise)
+		d, err := synth.RankOne(ctx, c, *seed)
+		if err != nil {
+			return err
+		}
+		obsM, truth = d.Observed, d.Truth
+		rep.Params = map[string]any{"users": c.Users, "items": c.Items, "per_user": c.PerUser, "noise": c.Noise}
+	case "ldp":
+		c := synth.LowRankDefaults()
+		c.Users, c.Items, c.Rank = orDefault(*users, c.Users), orDefault(*items, c.Items), orDefault(*rank, c.Rank)
+		c.ObsFrac = orDefaultF("obs", *obs, c.ObsFrac)
+		c.Noise = orDefaultF("noise", *noiseLevel, c.Noise)
+		c.Levels = *levels
+		d, err := synth.LowRank(c, *seed)
+		if err != nil {
+			return err
+		}
+		obsM, truth = d.Observed, d.Truth
+		rep.Params = map[string]any{"users": c.Users, "items": c.Items, "rank": c.Rank, "obs": c.ObsFrac, "noise": c.Noise, "levels": c.Levels}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	files := []outFile{{*outPath, func(w io.Writer) error { return ratingio.WriteTSV(w, obsM) }}}
+	if *truthPath != "" {
+		files = append(files, outFile{*truthPath, func(w io.Writer) error { return writeTruthTSV(ctx, w, truth) }})
+	}
+	if err := writeFilesAtomic(files...); err != nil {
+		return err
+	}
+	rep.Users, rep.Items, rep.Ratings, rep.Density = obsM.NumUsers(), obsM.NumItems(), obsM.Len(), obsM.Density()
+	rep.Min, rep.Max = obsM.Range()
+	rep.TruthMax = truth.MaxAbs()
+	if *jsonOut {
+		return writeJSON(out, rep)
+	}
+	fmt.Fprintf(out, "%s (seed %d): %d users × %d items, %d ratings (density %.4f) → %s\n",
+		rep.Setup, rep.Seed, rep.Users, rep.Items, rep.Ratings, rep.Density, rep.Out)
+	if rep.Truth != "" {
+		fmt.Fprintf(out, "true matrix (‖·‖∞ = %.4g, every entry) → %s\n", rep.TruthMax, rep.Truth)
+	}
+	return nil
+}
+
+// writeTruthTSV writes every entry of t as "user \t item \t value" with
+// users and items named 1..n (as in the observed file), values with the
+// fewest digits that read back to the same float32 (the precision of the
+// rating store).
+func writeTruthTSV(ctx context.Context, w io.Writer, t *synth.Factors) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	rows, cols := t.Dims()
+	buf := make([]byte, 0, 64)
+	row := make([]float64, cols)
+	for i := range rows {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		for j := range cols {
+			row[j] = t.At(i, j)
+		}
+		ui := strconv.Itoa(i + 1)
+		for j, v := range row {
+			buf = append(buf[:0], ui...)
+			buf = append(buf, '\t')
+			buf = strconv.AppendInt(buf, int64(j+1), 10)
+			buf = append(buf, '\t')
+			buf = strconv.AppendFloat(buf, float64(float32(v)), 'g', -1, 32)
+			buf = append(buf, '\n')
+			if _, err := bw.Write(buf); err != nil {
+				return fmt.Errorf("writing truth: %w", err)
+			}
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing truth: %w", err)
+	}
+	return nil
+}
