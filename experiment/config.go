@@ -75,6 +75,10 @@ type DataSpec struct {
 	Params map[string]float64 `json:"params,omitempty"`
 	// Strings are generator options that are not numbers (e.g. link).
 	Strings map[string]string `json:"strings,omitempty"`
+	// MethodFlags are flags given to every method that has them when it
+	// runs on this dataset (e.g. the link that generated synthetic data, or
+	// a binarisation threshold); a method spec's own Flags win.
+	MethodFlags map[string]string `json:"method_flags,omitempty"`
 }
 
 // MethodSpec is one line of the figures: a registered method with flags.
@@ -87,6 +91,27 @@ type MethodSpec struct {
 	Flags map[string]string `json:"flags,omitempty"`
 	// Epsilons, when set, replaces the sweep's ε grid for this method.
 	Epsilons []float64 `json:"epsilons,omitempty"`
+	// Datasets, when set, restricts the method to the named datasets.
+	Datasets []string `json:"datasets,omitempty"`
+	// Collect, when set to a local-DP mechanism ("laplace" or "rr"),
+	// first randomizes the training ratings at the run's ε exactly as
+	// users' devices would (privrec collect; the rating scale is detected
+	// from the data) and trains on what the service would receive, passing
+	// the collected file's header with --collected.
+	Collect string `json:"collect,omitempty"`
+}
+
+// runsOn says whether the method runs on dataset name.
+func (m MethodSpec) runsOn(name string) bool {
+	if len(m.Datasets) == 0 {
+		return true
+	}
+	for _, d := range m.Datasets {
+		if d == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Sweep is a further swept parameter.
@@ -220,6 +245,14 @@ func (c *Config) Validate() error {
 		seen["m:"+l] = true
 		if err := checkEps("method "+l, m.Epsilons); err != nil {
 			return err
+		}
+		if m.Collect != "" && m.Collect != "laplace" && m.Collect != "rr" {
+			return fmt.Errorf("method %s: collect %q: want laplace or rr", l, m.Collect)
+		}
+		for _, d := range m.Datasets {
+			if !seen["d:"+d] {
+				return fmt.Errorf("method %s: unknown dataset %q", l, d)
+			}
 		}
 	}
 	if s := c.Sweep; s != nil {

@@ -353,3 +353,29 @@ func TestResultsRoundTrip(t *testing.T) {
 		t.Fatalf("round trip changed the row: %+v", q)
 	}
 }
+
+func TestDatasetMethodFlagsAndRestriction(t *testing.T) {
+	c := testConfig()
+	c.Datasets = append(c.Datasets, DataSpec{Name: "toy2", Source: "test-synth", MethodFlags: map[string]string{"shift": "100", "no-such-flag": "1"}})
+	c.Methods[0].Datasets = []string{"toy2"}
+	c.Runs, c.Epsilons = 1, []float64{1}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	rows := byKey(runToDir(t, c, t.TempDir()))
+	if rows["toy|noisy||eps=1|0"] != nil {
+		t.Fatal("noisy ran on toy, which it is restricted away from")
+	}
+	// toy2 shifts every prediction by 100 (clamped to the data range), so
+	// its RMSE is far above toy's; the spec's own shift (0.5) wins for "shifted".
+	n2, s1, s2 := rows["toy2|noisy||eps=1|0"], rows["toy|shifted||eps=1|0"], rows["toy2|shifted||eps=1|0"]
+	if n2 == nil || s1 == nil || s2 == nil {
+		t.Fatalf("missing rows: %v", rows)
+	}
+	if n2.Metrics["rmse"] < 1.5 {
+		t.Errorf("dataset method flag not applied: RMSE %g", n2.Metrics["rmse"])
+	}
+	if s2.Metrics["rmse"] > 1.5 {
+		t.Errorf("dataset flag overrode the method's own flag: RMSE %g", s2.Metrics["rmse"])
+	}
+}

@@ -406,7 +406,7 @@ func writeReport(w io.Writer, c *Config, cells []*Cell, figs []figure, have, wan
 	if len(c.Claims) > 0 {
 		fmt.Fprint(w, "## The paper's claims\n\n")
 		for _, cl := range c.Claims {
-			fmt.Fprintf(w, "> %s\n>\n", cl)
+			fmt.Fprintf(w, "> %s\n\n", cl)
 		}
 		fmt.Fprint(w, "\n")
 	}
@@ -417,20 +417,28 @@ func writeReport(w io.Writer, c *Config, cells []*Cell, figs []figure, have, wan
 	fmt.Fprint(w, "## Guarantees\n\n")
 	fmt.Fprint(w, "What each method's released model provably gives at the requested ε (first ε of the grid and last).\n\n")
 	fmt.Fprint(w, "| method | requested ε | provable ε | δ | unit | notion | status | paper's ε |\n|---|---|---|---|---|---|---|---|\n")
-	seen := map[string]int{}
+	// One row per method at the smallest and the largest ε (the numbers
+	// do not depend on the dataset or the swept value for these methods).
+	lo, hi := map[string]*Cell{}, map[string]*Cell{}
 	for _, cell := range cells {
-		seen[cell.Label]++
+		if l := lo[cell.Label]; l == nil || cell.Epsilon < l.Epsilon {
+			lo[cell.Label] = cell
+		}
+		if h := hi[cell.Label]; h == nil || cell.Epsilon > h.Epsilon {
+			hi[cell.Label] = cell
+		}
 	}
-	shown := map[string]int{}
-	for _, cell := range cells {
-		shown[cell.Label]++
-		n := shown[cell.Label]
-		if n != 1 && n != seen[cell.Label] {
-			continue
+	var gcells []*Cell
+	for _, m := range c.Methods {
+		l := m.LabelOf()
+		if lo[l] != nil {
+			gcells = append(gcells, lo[l])
 		}
-		if !math.IsNaN(cell.Value) && n != 1 {
-			continue
+		if hi[l] != nil && hi[l] != lo[l] && hi[l].Epsilon != lo[l].Epsilon {
+			gcells = append(gcells, hi[l])
 		}
+	}
+	for _, cell := range gcells {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", cell.Label, orDash(cell.Epsilon), orDash(cell.GEpsilon),
 			orDash(cell.GDelta), cell.GUnit, cell.GNotion, cell.GStatus, orDash(cell.GClaimed))
 	}

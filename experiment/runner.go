@@ -1,6 +1,8 @@
 package experiment
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -18,8 +20,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/methods"
 	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/ratingio"
+	"github.com/privrec/privrec/ratings"
 )
 
 // Options control a sweep.
@@ -76,8 +81,13 @@ func Plan(c *Config) ([]job, error) {
 			continue
 		}
 		priv[m.Method] = reg.Private
-		if _, _, err := trainerFor(m, c.Sweep, c.sweepValues()[0]); err != nil {
-			return nil, err
+		for _, d := range c.Datasets {
+			if !m.runsOn(d.Name) {
+				continue
+			}
+			if _, _, err := trainerFor(m, d, c.Sweep, c.sweepValues()[0]); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if len(missing) > 0 {
@@ -103,6 +113,9 @@ func Plan(c *Config) ([]job, error) {
 				splitKey := strings.Join([]string{d.Name, c.paramName(), fmtF(v), fmt.Sprint(run)}, "|")
 				dataSeed := deriveSeed(c.Name, "data", splitKey)
 				for _, m := range c.Methods {
+					if !m.runsOn(d.Name) {
+						continue
+					}
 					eps := c.epsFor(m)
 					if !priv[m.Method] {
 						eps = []float64{math.NaN()}
@@ -130,9 +143,9 @@ func (c *Config) paramName() string {
 	return c.Sweep.Name
 }
 
-// trainerFor registers a method's flags and parses the spec's values (and
-// the swept flag, if any) into them.
-func trainerFor(m MethodSpec, s *Sweep, v float64) (methods.Trainer, *methods.Method, error) {
+// trainerFor registers a method's flags and parses into them the spec's
+// values, the dataset's method flags the method has, and the swept flag.
+func trainerFor(m MethodSpec, d DataSpec, s *Sweep, v float64, extra ...string) (methods.Trainer, *methods.Method, error) {
 	reg, err := methods.Lookup(m.Method)
 	if err != nil {
 		return nil, nil, err
@@ -149,12 +162,23 @@ func trainerFor(m MethodSpec, s *Sweep, v float64) (methods.Trainer, *methods.Me
 	for _, k := range names {
 		args = append(args, "--"+k+"="+m.Flags[k])
 	}
+	dnames := make([]string, 0, len(d.MethodFlags))
+	for k := range d.MethodFlags {
+		if _, own := m.Flags[k]; !own && fs.Lookup(k) != nil {
+			dnames = append(dnames, k)
+		}
+	}
+	sort.Strings(dnames)
+	for _, k := range dnames {
+		args = append(args, "--"+k+"="+d.MethodFlags[k])
+	}
 	if s != nil && s.Target == "flag" && fs.Lookup(s.Name) != nil {
 		if _, set := m.Flags[s.Name]; set {
 			return nil, nil, fmt.Errorf("method %s: flag --%s is both set and swept", m.LabelOf(), s.Name)
 		}
 		args = append(args, "--"+s.Name+"="+fmtF(v))
 	}
+	args = append(args, extra...)
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, fmt.Errorf("method %s: flags %v: %w", m.LabelOf(), args, err)
 	}
@@ -395,10 +419,6 @@ func runOne(ctx context.Context, c *Config, opt Options, j job, cache *splitCach
 	if err != nil {
 		return nil, err
 	}
-	tr, _, err := trainerFor(j.method, c.Sweep, j.value)
-	if err != nil {
-		return nil, err
-	}
 	eps := j.eps
 	if math.IsNaN(eps) {
 		eps = 1 // ignored by non-private methods; what privrec train passes by default
@@ -409,10 +429,24 @@ func runOne(ctx context.Context, c *Config, opt Options, j job, cache *splitCach
 		// Experiments use a seeded noise stream so runs are repeatable;
 		// the guarantee is marked Reproducible below.
 		Noise: noise.Seeded(j.seed ^ 0x6e6f697365),
-		Log:   opt.Log.With("run", j.key),
+		Log:   slog.New(quietHandler{opt.Log.Handler()}).With("run", j.key),
+	}
+	train := split.Train
+	var extra []string
+	if j.method.Collect != "" {
+		path, collected, err := collect(ctx, train, j.method.Collect, eps, cm.Noise, opt.Out, workers)
+		if err != nil {
+			return nil, fmt.Errorf("local-DP collection: %w", err)
+		}
+		defer os.Remove(path)
+		train, extra = collected, []string{"--collected=" + path}
+	}
+	tr, _, err := trainerFor(j.method, c.Datasets[j.ds], c.Sweep, j.value, extra...)
+	if err != nil {
+		return nil, err
 	}
 	t0 := time.Now()
-	res, err := tr.Train(ctx, split.Train, cm)
+	res, err := tr.Train(ctx, train, cm)
 	if err != nil {
 		return nil, fmt.Errorf("training: %w", err)
 	}
@@ -439,6 +473,56 @@ func runOne(ctx context.Context, c *Config, opt Options, j job, cache *splitCach
 		row.GClaimed = math.NaN()
 	}
 	return row, nil
+}
+
+// collect randomizes the training ratings as users' devices would and
+// reads back what the service receives; the file (with its header) stays
+// for the trainer's --collected until the caller removes it.
+func collect(ctx context.Context, m *ratings.Matrix, mech string, eps float64, src *noise.Source, dir string, workers int) (string, *ratings.Matrix, error) {
+	mc, err := ldp.ParseMechanism(mech)
+	if err != nil {
+		return "", nil, err
+	}
+	rnd, err := ldp.New(mc, eps, ldp.DetectScale(m))
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := os.CreateTemp(dir, ".collected-*.tsv")
+	if err != nil {
+		return "", nil, fmt.Errorf("temporary file: %w", err)
+	}
+	path := f.Name()
+	bw := bufio.NewWriter(f)
+	_, err = ldp.Collect(ctx, bw, m, rnd, src, workers)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return "", nil, err
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		os.Remove(path)
+		return "", nil, fmt.Errorf("reading collected ratings: %w", err)
+	}
+	// The header is "# key=value" lines (ldp.Header), which the trainer
+	// reads from the file itself; the ratings reader gets the data lines.
+	var data bytes.Buffer
+	for _, line := range bytes.SplitAfter(raw, []byte("\n")) {
+		if !bytes.HasPrefix(line, []byte("#")) {
+			data.Write(line)
+		}
+	}
+	got, err := ratingio.ReadContext(ctx, &data, path, ratingio.Options{Format: "tsv", Cols: "user=0,item=1,rating=2"})
+	if err != nil {
+		os.Remove(path)
+		return "", nil, fmt.Errorf("reading collected ratings: %w", err)
+	}
+	return path, got, nil
 }
 
 // evalSaved evaluates a model of another kind through its saved file.
@@ -471,4 +555,20 @@ func reportMetrics(r *methods.Report) map[string]float64 {
 	set("recall_at_k", r.Recall)
 	set("ndcg_at_k", r.NDCG)
 	return m
+}
+
+// quietHandler passes on warnings and errors only: a sweep's runs would
+// otherwise bury the progress line under their informational logs.
+type quietHandler struct{ slog.Handler }
+
+func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+
+func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{h.Handler.WithGroup(name)}
 }

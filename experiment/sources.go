@@ -38,17 +38,17 @@ func (e *MissingDataError) Error() string {
 
 // Where to get the files the reproductions read, by file name.
 var dataHints = map[string]string{
-	"u1.base":          "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
-	"u1.test":          "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
-	"ua.base":          "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
-	"ua.test":          "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
-	"ub.base":          "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
-	"ub.test":          "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
-	"u.data":           "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
-	"ratings.dat":      "MovieLens 1M from https://grouplens.org/datasets/movielens/1m/ (unzip into DATA-DIR/ml-1m/)",
-	"ratings.tsv":      "MovieLens 1M as TSV user item rating (see ../shared/data/README.md) in DATA-DIR/ml-1m/",
-	"rating_final.csv": "UCI restaurant & consumer data (CC BY 4.0) from https://archive.ics.uci.edu/dataset/232 into DATA-DIR/restaurant-consumer/",
-	"jester_5k.tsv":    "Jester (5,000-user sample of Dataset 1) from https://eigentaste.berkeley.edu/dataset/ as TSV user joke rating in DATA-DIR/jester/",
+	"u1.base":              "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
+	"u1.test":              "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
+	"ua.base":              "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
+	"ua.test":              "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
+	"ub.base":              "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
+	"ub.test":              "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
+	"u.data":               "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
+	"ratings.dat":          "MovieLens 1M from https://grouplens.org/datasets/movielens/1m/ (unzip into DATA-DIR/ml-1m/)",
+	"ratings.tsv":          "MovieLens 1M from https://grouplens.org/datasets/movielens/1m/ as TSV user item rating in DATA-DIR/ml-1m/ (see ../shared/data/ml-1m/README.md)",
+	"rating_final.csv":     "UCI restaurant & consumer data (CC BY 4.0) from https://archive.ics.uci.edu/dataset/232 into DATA-DIR/restaurant-consumer/",
+	"jester5k_ratings.tsv": "Jester Dataset 1 from https://eigentaste.berkeley.edu/dataset/ (its 5,000-user sample) as TSV user joke rating in DATA-DIR/jester/ (see ../shared/data/jester/README.md)",
 }
 
 func resolve(dir, path string) string {

@@ -81,7 +81,7 @@ func (f *Figure) Plot() (*plot.Plot, error) {
 		}
 	}
 	if math.IsInf(xmin, 1) { // only flat series
-		xmin, xmax = 0, 1
+		xmin, xmax = 1, 10
 	}
 	for k, s := range f.Series {
 		if len(s.X) == 0 {

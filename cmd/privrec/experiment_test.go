@@ -1,0 +1,74 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestExperimentCommand(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sweep.json")
+	os.WriteFile(cfg, []byte(`{
+  "name": "cli",
+  "datasets": [{"name": "small", "source": "lowrank-synthetic",
+    "params": {"users": 60, "items": 40, "rank": 2, "obs": 0.3, "levels": 5, "holdout": 0.2}}],
+  "methods": [{"method": "bias"}, {"method": "global-mean"}],
+  "epsilons": [1],
+  "runs": 2,
+  "metric": "rmse"
+}`), 0o644)
+	out := filepath.Join(dir, "out")
+	stdout, stderr, code := runCLI(t, "experiment", "--config", cfg, "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "report.md") {
+		t.Fatalf("stdout %q", stdout)
+	}
+	res, _ := os.ReadFile(filepath.Join(out, "results.csv"))
+	if n := strings.Count(string(res), "\n"); n != 5 {
+		t.Fatalf("results.csv has %d lines, want header + 4 runs", n)
+	}
+	for _, f := range []string{"results.csv", "summary.csv", "report.md", "fig-small.png", "fig-small.svg"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	// Resuming does nothing new.
+	_, stderr, code = runCLI(t, "experiment", "--config", cfg, "--out", out)
+	res2, _ := os.ReadFile(filepath.Join(out, "results.csv"))
+	if code != 0 || string(res2) != string(res) {
+		t.Fatalf("resume: exit %d, %s; results changed: %v", code, stderr, string(res2) != string(res))
+	}
+	// A config typo is an error naming the field.
+	os.WriteFile(cfg, []byte(`{"name": "x", "epsilon": [1]}`), 0o644)
+	if _, stderr, code = runCLI(t, "experiment", "--config", cfg, "--out", out); code != 1 || !strings.Contains(stderr, "epsilon") {
+		t.Fatalf("typo: exit %d, %s", code, stderr)
+	}
+}
+
+func TestReproduceCommand(t *testing.T) {
+	stdout, _, code := runCLI(t, "reproduce", "--list")
+	if code != 0 {
+		t.Fatalf("list exit %d", code)
+	}
+	for _, name := range []string{"000-fig1", "000-fig2", "000-fig3", "000-fig4", "000-fig5", "001-fig2a", "001-fig2b", "001-fig2c", "003-rmse", "004-fig4"} {
+		if !strings.Contains(stdout, name) {
+			t.Errorf("--list lacks %s", name)
+		}
+	}
+	if _, stderr, code := runCLI(t, "reproduce", "no-such"); code != 2 || !strings.Contains(stderr, "unknown reproduction") {
+		t.Errorf("unknown name: exit %d, %s", code, stderr)
+	}
+	// A missing data file is named, with where to get it.
+	_, stderr, code := runCLI(t, "reproduce", "000-fig2", "--data-dir", t.TempDir(), "--out", t.TempDir())
+	if code != 1 || !strings.Contains(stderr, "u1.base") || !strings.Contains(stderr, "grouplens.org") {
+		t.Errorf("missing data: exit %d, %s", code, stderr)
+	}
+	stdout, _, code = runCLI(t, "reproduce", "000-fig3", "--print-config")
+	if code != 0 || !strings.Contains(stdout, `"name": "000-fig3-quick"`) {
+		t.Errorf("print-config: exit %d, %s", code, stdout)
+	}
+}

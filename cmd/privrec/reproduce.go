@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/privrec/privrec/experiment"
+)
+
+func init() {
+	register(&command{name: "reproduce", summary: "reproduce a seed paper's figure: privrec reproduce --list", run: runReproduce})
+}
+
+const reproduceSynopsis = `
+Run one named reproduction of a seed paper's figure as an experiment (see
+'privrec experiment --help'): results.csv, summary.csv, figures and a
+report.md with our numbers beside the paper's claims. --scale quick runs in
+minutes with fewer runs and ε values; --scale paper uses the paper's grid
+and number of runs. Real data is read from --data-dir (never embedded); a
+missing file is an error naming the file and where to get it. Re-running
+the same command resumes an interrupted reproduction.`
+
+func runReproduce(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("reproduce NAME --out DIR [--scale quick|paper] [--data-dir DIR]\n       privrec reproduce --list", reproduceSynopsis,
+		`  privrec reproduce --list
+  privrec reproduce 000-fig3 --out repro/000-fig3
+  privrec reproduce 001-fig2c --scale paper --data-dir ~/data --out repro/001-fig2c`)
+	list := fs.Bool("list", false, "list the named reproductions")
+	outDir := fs.String("out", "", "output directory (default repro/NAME-SCALE)")
+	scale := fs.String("scale", "quick", "quick or paper")
+	dataDir := fs.String("data-dir", defaultDataDir(), "directory holding the real datasets (ml-100k/, ml-1m/, jester/, restaurant-consumer/)")
+	workers := fs.Int("workers", 0, "runs trained at once (0: all cores)")
+	printConfig := fs.Bool("print-config", false, "print the experiment config as JSON and stop (a starting point for privrec experiment)")
+	jsonOut := fs.Bool("json", false, "print a JSON summary on stdout")
+	// NAME may come before or after the flags.
+	var name string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if err := parse(fs, args, true); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		if name != "" || fs.NArg() > 1 {
+			return usagef("give one reproduction name")
+		}
+		name = fs.Arg(0)
+	}
+	if *list {
+		return listReproductions(out, *jsonOut)
+	}
+	if name == "" {
+		return usagef("name a reproduction (privrec reproduce --list shows them)")
+	}
+	r, err := experiment.LookupReproduction(name)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	cfg, err := r.Config(*scale)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if *printConfig {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(cfg)
+	}
+	if err := r.CheckData(*dataDir); err != nil {
+		return err
+	}
+	if _, err := experiment.Plan(cfg); err != nil {
+		return fmt.Errorf("reproduction %s cannot run yet: %w", name, err)
+	}
+	dir := *outDir
+	if dir == "" {
+		dir = filepath.Join("repro", cfg.Name)
+	}
+	return runSweep(ctx, cfg, dir, *dataDir, *workers, false, *jsonOut, out)
+}
+
+func listReproductions(out io.Writer, jsonOut bool) error {
+	rs := experiment.Reproductions()
+	if jsonOut {
+		type item struct {
+			Name    string   `json:"name"`
+			Paper   string   `json:"paper"`
+			Summary string   `json:"summary"`
+			Files   []string `json:"files,omitempty"`
+			Ready   bool     `json:"ready"`
+			Missing string   `json:"missing,omitempty"`
+		}
+		var items []item
+		for _, r := range rs {
+			it := item{Name: r.Name, Paper: r.Paper, Summary: r.Summary, Files: r.Files(), Ready: true}
+			if cfg, err := r.Config("quick"); err != nil {
+				it.Ready, it.Missing = false, err.Error()
+			} else if _, err := experiment.Plan(cfg); err != nil {
+				it.Ready, it.Missing = false, err.Error()
+			}
+			items = append(items, it)
+		}
+		return writeJSON(out, items)
+	}
+	fmt.Fprintln(out, "Named reproductions (privrec reproduce NAME --out DIR [--scale quick|paper]):")
+	for _, r := range rs {
+		status := ""
+		if cfg, err := r.Config("quick"); err == nil {
+			if _, err := experiment.Plan(cfg); err != nil {
+				status = "  [not runnable in this build: " + err.Error() + "]"
+			}
+		}
+		fmt.Fprintf(out, "  %-10s %s — %s%s\n", r.Name, r.Paper, r.Summary, status)
+		if files := r.Files(); len(files) > 0 {
+			fmt.Fprintf(out, "             reads: %s\n", strings.Join(files, ", "))
+		}
+	}
+	return nil
+}
