@@ -18,6 +18,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/privrec/privrec/ratings"
 )
@@ -73,9 +74,14 @@ func selectK(r *rand.Rand, mark bitset, base int64, n, k int) {
 // partition splits m by a mark over its user-major positions: marked
 // ratings go to the second matrix, the rest to the first. Both keep m's ID
 // maps and shape.
+// The two parts are built concurrently.
 func partition(m *ratings.Matrix, mark bitset) (unmarked, marked *ratings.Matrix) {
 	nm := mark.count()
-	return subset(m, mark, false, m.Len()-nm), subset(m, mark, true, nm)
+	var wg sync.WaitGroup
+	wg.Go(func() { marked = subset(m, mark, true, nm) })
+	unmarked = subset(m, mark, false, m.Len()-nm)
+	wg.Wait()
+	return unmarked, marked
 }
 
 // subset returns the ratings of m whose mark equals want (size of them),
