@@ -260,7 +260,6 @@ func writeFigures(c *Config, cells []*Cell, dir string) ([]figure, error) {
 			}
 			f := plots.Figure{
 				XLabel: "privacy parameter ε", YLabel: metricName(metric), LogX: c.LogX, LogY: c.LogY,
-				LegendTop: !higherBetter(metric),
 			}
 			title := fmt.Sprintf("%s: %s vs ε", d.Name, metricName(metric))
 			if metric == "are" {
@@ -278,8 +277,8 @@ func writeFigures(c *Config, cells []*Cell, dir string) ([]figure, error) {
 						continue
 					}
 					s.Flat = math.IsNaN(cell.Epsilon)
-					if s.Flat {
-						s.Label += " (non-private)"
+					if s.Flat && !strings.Contains(s.Label, "non-private") {
+						s.Label = m.LabelOf() + " (non-private)"
 					}
 					s.X = append(s.X, cell.Epsilon)
 					s.Mean = append(s.Mean, mean)
@@ -328,7 +327,7 @@ func writeFigures(c *Config, cells []*Cell, dir string) ([]figure, error) {
 					title = fmt.Sprintf("%s, %s: ARE vs %s", d.Name, m.LabelOf(), sweepLabel)
 				}
 				f := plots.Figure{Title: title + "\n" + privacyLabel(sel), XLabel: sweepLabel, YLabel: metricName(metric),
-					LogY: c.LogY, LegendTop: !higherBetter(metric)}
+					LogY: c.LogY}
 				for _, e := range epss {
 					s := plots.Series{Label: fmt.Sprintf("ε = %g", e)}
 					for _, cell := range sel {
@@ -342,7 +341,10 @@ func writeFigures(c *Config, cells []*Cell, dir string) ([]figure, error) {
 				}
 				// Non-private lines for reference.
 				for _, nm := range c.Methods {
-					s := plots.Series{Label: nm.LabelOf() + " (non-private)"}
+					s := plots.Series{Label: nm.LabelOf()}
+					if !strings.Contains(s.Label, "non-private") {
+						s.Label += " (non-private)"
+					}
 					for _, cell := range cells {
 						if mean, ok := cell.Mean[metric]; ok && cell.Dataset == d.Name && cell.Label == nm.LabelOf() && math.IsNaN(cell.Epsilon) {
 							s.X = append(s.X, cell.Value)

@@ -1,26 +1,31 @@
 // Package plots draws privrec's figures with gonum/plot: a metric against a
 // swept parameter (usually ε), one line per method with a ±1 standard
-// deviation band, written as PNG and SVG.
+// deviation band, the legend beside the plot, written as PNG and SVG.
 package plots
 
 import (
 	"errors"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // Series is one line of a figure: the mean of a metric at each x with its
-// standard deviation. A series with Flat set (a non-private baseline, which
-// does not depend on x) has one point and is drawn as a dashed horizontal
-// line with its band across the whole x range.
+// standard deviation (nil: no band). A series with Flat set (a non-private
+// baseline, which does not depend on x) has one point and is drawn as a
+// dashed horizontal line with its band across the whole x range.
 type Series struct {
 	Label string
 	X     []float64
@@ -34,12 +39,12 @@ type Figure struct {
 	Title, XLabel, YLabel string
 	// LogX and LogY put an axis on a log scale (all values must be positive).
 	LogX, LogY bool
-	// LegendTop puts the legend at the top right (default bottom right):
-	// choose the corner the curves leave empty.
-	LegendTop bool
-	Series    []Series
-	// Width and Height of the image (default 16 cm × 11 cm).
+	Series     []Series
+	// Width and Height of the image (default 18 cm × 10 cm); the legend
+	// takes the right quarter.
 	Width, Height vg.Length
+	// DPI of the PNG (default 120).
+	DPI int
 }
 
 // palette is the Okabe–Ito colour-blind-safe palette.
@@ -57,27 +62,37 @@ var palette = []color.RGBA{
 // Colour returns the i-th colour of the figure palette.
 func Colour(i int) color.RGBA { return palette[i%len(palette)] }
 
-// Plot builds the gonum plot.
-func (f *Figure) Plot() (*plot.Plot, error) {
+var shapes = []draw.GlyphDrawer{
+	draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{},
+	draw.RingGlyph{}, draw.BoxGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{},
+}
+
+// build makes the plot and, separately, its legend (drawn beside the plot
+// so that it hides no curve).
+func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 	if len(f.Series) == 0 {
-		return nil, errors.New("plots: figure has no series")
+		return nil, nil, errors.New("plots: figure has no series")
 	}
 	p := plot.New()
+	leg := plot.NewLegend()
 	p.Title.Text = f.Title
 	p.X.Label.Text = f.XLabel
 	p.Y.Label.Text = f.YLabel
 	p.Add(plotter.NewGrid())
-	// The x range of the whole figure, for flat series.
+	// The x range of the whole figure, for flat series, and the x values
+	// (ticks on a log axis go at the values themselves).
 	xmin, xmax := math.Inf(1), math.Inf(-1)
+	xset := map[float64]bool{}
 	for _, s := range f.Series {
 		if len(s.X) != len(s.Mean) || (s.SD != nil && len(s.SD) != len(s.Mean)) {
-			return nil, fmt.Errorf("plots: series %q has %d x, %d means, %d sds", s.Label, len(s.X), len(s.Mean), len(s.SD))
+			return nil, nil, fmt.Errorf("plots: series %q has %d x, %d means, %d sds", s.Label, len(s.X), len(s.Mean), len(s.SD))
 		}
 		if s.Flat {
 			continue
 		}
 		for _, x := range s.X {
 			xmin, xmax = math.Min(xmin, x), math.Max(xmax, x)
+			xset[x] = true
 		}
 	}
 	if math.IsInf(xmin, 1) { // only flat series
@@ -96,24 +111,26 @@ func (f *Figure) Plot() (*plot.Plot, error) {
 			}
 			xs, ms, sds = []float64{xmin, xmax}, []float64{m, m}, []float64{sd, sd}
 		}
-		if f.LogX || f.LogY {
-			for i := range xs {
-				if (f.LogX && xs[i] <= 0) || (f.LogY && ms[i] <= 0) {
-					return nil, fmt.Errorf("plots: series %q has a non-positive value on a log axis", s.Label)
-				}
+		for i := range xs {
+			if (f.LogX && !(xs[i] > 0)) || (f.LogY && !(ms[i] > 0)) {
+				return nil, nil, fmt.Errorf("plots: series %q has a non-positive value on a log axis", s.Label)
 			}
 		}
 		if sds != nil {
 			band := make(plotter.XYs, 0, 2*len(xs))
 			for i := range xs {
-				band = append(band, plotter.XY{X: xs[i], Y: clampLog(ms[i]+sds[i], f.LogY, ms[i])})
+				band = append(band, plotter.XY{X: xs[i], Y: ms[i] + sds[i]})
 			}
 			for i := len(xs) - 1; i >= 0; i-- {
-				band = append(band, plotter.XY{X: xs[i], Y: clampLog(ms[i]-sds[i], f.LogY, ms[i])})
+				lo := ms[i] - sds[i]
+				if f.LogY && lo <= 0 {
+					lo = ms[i] / 10 // keep the band's lower edge on a log axis
+				}
+				band = append(band, plotter.XY{X: xs[i], Y: lo})
 			}
 			poly, err := plotter.NewPolygon(band)
 			if err != nil {
-				return nil, fmt.Errorf("plots: band of %q: %w", s.Label, err)
+				return nil, nil, fmt.Errorf("plots: band of %q: %w", s.Label, err)
 			}
 			// color.RGBA is premultiplied: a translucent fill needs NRGBA.
 			poly.Color = color.NRGBA{R: col.R, G: col.G, B: col.B, A: 48}
@@ -126,57 +143,64 @@ func (f *Figure) Plot() (*plot.Plot, error) {
 		}
 		line, err := plotter.NewLine(pts)
 		if err != nil {
-			return nil, fmt.Errorf("plots: line of %q: %w", s.Label, err)
+			return nil, nil, fmt.Errorf("plots: line of %q: %w", s.Label, err)
 		}
 		line.Color = col
 		line.Width = vg.Points(1.6)
 		if s.Flat {
 			line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 			p.Add(line)
-			p.Legend.Add(s.Label, line)
+			leg.Add(s.Label, line)
 			continue
 		}
 		sc, err := plotter.NewScatter(pts)
 		if err != nil {
-			return nil, fmt.Errorf("plots: points of %q: %w", s.Label, err)
+			return nil, nil, fmt.Errorf("plots: points of %q: %w", s.Label, err)
 		}
 		sc.Color = col
 		sc.Shape = shapes[k%len(shapes)]
 		sc.Radius = vg.Points(2.8)
 		p.Add(line, sc)
-		p.Legend.Add(s.Label, line, sc)
+		leg.Add(s.Label, line, sc)
 	}
 	if f.LogX {
 		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Tick.Marker = valueTicks(xset)
 	}
 	if f.LogY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	}
-	p.Legend.Top = f.LegendTop
+	leg.Top, leg.Left = true, true
+	leg.ThumbnailWidth = vg.Points(22)
+	return p, &leg, nil
+}
+
+// valueTicks labels a log axis at the plotted values (a handful of ε
+// values reads better than bare powers of ten), falling back to log ticks
+// for many values.
+func valueTicks(xset map[float64]bool) plot.Ticker {
+	if len(xset) == 0 || len(xset) > 10 {
+		return plot.LogTicks{Prec: -1}
+	}
+	var ticks plot.ConstantTicks
+	for x := range xset {
+		ticks = append(ticks, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', 4, 64)})
+	}
+	sort.Slice(ticks, func(i, j int) bool { return ticks[i].Value < ticks[j].Value })
+	return ticks
+}
+
+// Plot returns the gonum plot with the legend inside it (for callers that
+// compose their own figures).
+func (f *Figure) Plot() (*plot.Plot, error) {
+	p, leg, err := f.build()
+	if err != nil {
+		return nil, err
+	}
+	p.Legend = *leg
 	p.Legend.Left = false
-	p.Legend.XOffs = -vg.Points(6)
-	if f.LegendTop {
-		p.Legend.YOffs = -vg.Points(6)
-	} else {
-		p.Legend.YOffs = vg.Points(6)
-	}
-	p.Legend.ThumbnailWidth = vg.Points(22)
 	return p, nil
-}
-
-var shapes = []draw.GlyphDrawer{
-	draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{},
-	draw.RingGlyph{}, draw.BoxGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{},
-}
-
-// clampLog keeps the lower edge of a band positive on a log axis.
-func clampLog(v float64, log bool, mean float64) float64 {
-	if log && v <= 0 {
-		return mean / 10
-	}
-	return v
 }
 
 func sortByX(s Series) (xs, ms, sds []float64) {
@@ -202,30 +226,104 @@ func sortByX(s Series) (xs, ms, sds []float64) {
 	return xs, ms, sds
 }
 
+// Draw renders the figure onto a canvas: the plot on the left three
+// quarters, the legend at the top of the right quarter.
+func (f *Figure) Draw(c draw.Canvas) error {
+	p, leg, err := f.build()
+	if err != nil {
+		return err
+	}
+	w := c.Max.X - c.Min.X
+	legendW := w / 4
+	p.Draw(draw.Crop(c, 0, -legendW, 0, 0))
+	// Align the legend's top with the plot area (below the title).
+	top := p.Title.TextStyle.Height(p.Title.Text) + p.Title.Padding + vg.Points(8)
+	leg.Draw(draw.Crop(c, w-legendW+vg.Points(8), 0, 0, -top))
+	return nil
+}
+
+func (f *Figure) size() (vg.Length, vg.Length, int) {
+	w, h, dpi := f.Width, f.Height, f.DPI
+	if w == 0 {
+		w = 18 * vg.Centimeter
+	}
+	if h == 0 {
+		h = 10 * vg.Centimeter
+	}
+	if dpi == 0 {
+		dpi = 120
+	}
+	return w, h, dpi
+}
+
+// WritePNG writes the figure as PNG.
+func (f *Figure) WritePNG(out io.Writer) error {
+	w, h, dpi := f.size()
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi))
+	dc := draw.New(img)
+	// A white background: transparent PNGs read badly in dark viewers.
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	if err := f.Draw(dc); err != nil {
+		return err
+	}
+	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(out)
+	return err
+}
+
+// WriteSVG writes the figure as SVG.
+func (f *Figure) WriteSVG(out io.Writer) error {
+	w, h, _ := f.size()
+	svg := vgsvg.New(w, h)
+	if err := f.Draw(draw.New(svg)); err != nil {
+		return err
+	}
+	_, err := svg.WriteTo(out)
+	return err
+}
+
 // Save writes the figure to base.png and base.svg (or the listed formats,
-// given as extensions without the dot) and returns the files written.
+// "png" and "svg") and returns the files written.
 func (f *Figure) Save(base string, formats ...string) ([]string, error) {
 	if len(formats) == 0 {
 		formats = []string{"png", "svg"}
 	}
-	p, err := f.Plot()
-	if err != nil {
-		return nil, err
-	}
-	w, h := f.Width, f.Height
-	if w == 0 {
-		w = 16 * vg.Centimeter
-	}
-	if h == 0 {
-		h = 11 * vg.Centimeter
-	}
 	var out []string
 	for _, ext := range formats {
 		path := base + "." + ext
-		if err := p.Save(w, h, path); err != nil {
-			return out, fmt.Errorf("plots: writing %s: %w", filepath.Base(path), err)
+		var write func(io.Writer) error
+		switch ext {
+		case "png":
+			write = f.WritePNG
+		case "svg":
+			write = f.WriteSVG
+		default:
+			return out, fmt.Errorf("plots: unknown format %q (want png or svg)", ext)
+		}
+		if err := writeFile(path, write); err != nil {
+			return out, err
 		}
 		out = append(out, path)
 	}
 	return out, nil
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	tmp := path + ".tmp"
+	fh, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("plots: %w", err)
+	}
+	err = write(fh)
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("plots: writing %s: %w", filepath.Base(path), err)
+	}
+	return nil
 }
