@@ -120,19 +120,27 @@ func (l *local) update(b *Broadcast, t int, eta, k, L float64) {
 
 // addGram returns A_iᵀA_i to the global component by adding it to one
 // worker's share of the Aggregate (upper triangle; a user's items are
-// sorted, so col ≥ row).
-func (l *local) addGram(g *gramPart) {
+// sorted, so col ≥ row). buf is scratch space for her residual row.
+func (l *local) addGram(g *gramPart, buf []float64) []float64 {
 	n := g.n
-	for p, ip := range l.items {
-		ap := l.resid(p)
+	a := buf[:0]
+	for q := range l.items {
+		a = append(a, l.resid(q))
+	}
+	items := l.items
+	for p, ip := range items {
+		ap := a[p]
 		if ap == 0 {
 			continue
 		}
 		row := g.upper[int(ip)*n : int(ip)*n+n]
-		for q := p; q < len(l.items); q++ {
-			row[l.items[q]] += ap * l.resid(q)
+		aq := a[p:]
+		iq := items[p:len(aq)+p]
+		for q, it := range iq {
+			row[it] += ap * aq[q]
 		}
 	}
+	return a
 }
 
 // ---------------------------------------------------------------------
@@ -297,6 +305,7 @@ func PrivateFrankWolfe(ctx context.Context, p *Problem, o DPFWOptions) (*DPFWRes
 		agg.reset()
 		err := parallel(ctx, ch, func(w, lo, hi int) error {
 			var obj float64
+			var buf []float64
 			for i := lo; i < hi; i++ {
 				if i%4096 == 0 && ctx.Err() != nil {
 					return ctx.Err()
@@ -306,7 +315,7 @@ func PrivateFrankWolfe(ctx context.Context, p *Problem, o DPFWOptions) (*DPFWRes
 					l.update(last, t-1, eta, o.K, o.L)
 				}
 				if !final {
-					l.addGram(&agg.parts[w])
+					buf = l.addGram(&agg.parts[w], buf)
 				}
 				for q := range l.y {
 					r := l.resid(q)

@@ -66,13 +66,14 @@ func PrivateSVD(ctx context.Context, p *Problem, o DPSVDOptions) (*DPSVDResult, 
 	// Local: each user adds Π_L(x_i)ᵀΠ_L(x_i) (a zero iterate makes
 	// local.addGram return exactly that, up to sign, which cancels).
 	err = parallel(ctx, ch, func(w, lo, hi int) error {
+		var buf []float64
 		for i := lo; i < hi; i++ {
 			if i%4096 == 0 && ctx.Err() != nil {
 				return ctx.Err()
 			}
 			a, b := p.Ptr[i], p.Ptr[i+1]
 			l := local{items: p.Cols[a:b], vals: p.Vals[a:b], scale: scales[i], y: make([]float64, b-a)}
-			l.addGram(&agg.parts[w])
+			buf = l.addGram(&agg.parts[w], buf)
 		}
 		return nil
 	})

@@ -74,16 +74,16 @@ type FWResult struct {
 	Steps []float64
 }
 
-// sparseResidual is A = P_Ω(Y − Y*) held as Y on Ω (y) and the targets.
+// sparseResidual is A = P_Ω(Y − Y*) held on Ω (res); Y on Ω is res + Y*.
 type sparseResidual struct {
 	p      *Problem
-	y      []float64
+	res    []float64
 	chunks [][2]int
 	parts  [][]float64 // per-worker n-vectors
 	tmp    []float64   // per-user m-vector
 }
 
-func (r *sparseResidual) a(k int64) float64 { return r.y[k] - float64(r.p.Vals[k]) }
+func (r *sparseResidual) a(k int64) float64 { return r.res[k] }
 
 // gramMul computes dst = AᵀA·x with one streaming pass over Ω per worker,
 // each worker summing into its own n-vector. It never forms AᵀA or Y.
@@ -141,7 +141,10 @@ func FrankWolfe(ctx context.Context, p *Problem, o FWOptions) (*FWResult, error)
 		rnd = noise.Seeded(1)
 	}
 	ch := p.chunks(workers(o.Workers))
-	r := &sparseResidual{p: p, y: make([]float64, p.Len()), chunks: ch, parts: make([][]float64, len(ch))}
+	r := &sparseResidual{p: p, res: make([]float64, p.Len()), chunks: ch, parts: make([][]float64, len(ch))}
+	for k, x := range p.Vals {
+		r.res[k] = -float64(x) // Y = 0
+	}
 	for w := range r.parts {
 		r.parts[w] = make([]float64, p.N)
 	}
@@ -175,7 +178,7 @@ func FrankWolfe(ctx context.Context, p *Problem, o FWOptions) (*FWResult, error)
 				}
 				u[i] = s / lam
 				for k := a; k < b; k++ {
-					d := -o.K*u[i]*v[p.Cols[k]] - r.y[k]
+					d := -o.K*u[i]*v[p.Cols[k]] - (r.res[k] + float64(p.Vals[k]))
 					rd += r.a(k) * d
 					dd += d * d
 				}
@@ -204,8 +207,9 @@ func FrankWolfe(ctx context.Context, p *Problem, o FWOptions) (*FWResult, error)
 			for i := lo; i < hi; i++ {
 				g := -o.K * u[i]
 				for k := p.Ptr[i]; k < p.Ptr[i+1]; k++ {
-					r.y[k] = (1-eta)*r.y[k] + eta*g*v[p.Cols[k]]
-					a := r.a(k)
+					// Y ← (1−η)Y + η g v, so A ← (1−η)A − η Y* + η g v.
+					a := (1-eta)*r.res[k] - eta*float64(p.Vals[k]) + eta*g*v[p.Cols[k]]
+					r.res[k] = a
 					obj += a * a
 				}
 			}

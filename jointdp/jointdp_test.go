@@ -69,12 +69,12 @@ func TestGramMulNeverDensifiesButMatchesDense(t *testing.T) {
 	p, _ := rankOne(300, 40, 7, 3)
 	for _, w := range []int{1, 2, 3} {
 		ch := p.chunks(w)
-		r := &sparseResidual{p: p, y: make([]float64, p.Len()), chunks: ch, parts: make([][]float64, len(ch))}
+		r := &sparseResidual{p: p, res: make([]float64, p.Len()), chunks: ch, parts: make([][]float64, len(ch))}
 		for i := range r.parts {
 			r.parts[i] = make([]float64, p.N)
 		}
-		for k := range r.y {
-			r.y[k] = float64(k%5) / 7
+		for k := range r.res {
+			r.res[k] = float64(k%5)/7 - float64(p.Vals[k])
 		}
 		A := mat.NewDense(p.M, p.N, nil)
 		for i := range p.M {
