@@ -135,7 +135,7 @@ func (l *local) addGram(g *gramPart, buf []float64) []float64 {
 		}
 		row := g.upper[int(ip)*n : int(ip)*n+n]
 		aq := a[p:]
-		iq := items[p:len(aq)+p]
+		iq := items[p : len(aq)+p]
 		for q, it := range iq {
 			row[it] += ap * aq[q]
 		}
