@@ -76,14 +76,14 @@ func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("data synth --setup onebit|jointdp|ldp [params] --seed S --out FILE [--truth FILE] [--json]", dataSynthSynopsis, dataSynthExample)
 	setup := fs.String("setup", "", "onebit (seed 000), jointdp (seed 001) or ldp (seeds 002/003)")
 	seed := fs.Uint64("seed", 0, "seed (the data is a deterministic function of setup, parameters and seed)")
-	users := fs.Int("users", 0, "number of users / rows d1 (0: the setup's default)")
-	items := fs.Int("items", 0, "number of items / columns d2 (0: the setup's default)")
-	rank := fs.Int("rank", 0, "rank of the truth (onebit, ldp; 0: default)")
-	alpha := fs.Float64("alpha", 0, "onebit: ‖M‖∞ (0: default 1)")
-	obs := fs.Float64("obs", 0, "onebit, ldp: observed fraction of entries (0: default)")
+	users := fs.Int("users", 0, "number of users / rows d1 (default: the setup's)")
+	items := fs.Int("items", 0, "number of items / columns d2 (default: the setup's)")
+	rank := fs.Int("rank", 0, "rank of the truth (onebit, ldp; default 1 onebit, 5 ldp)")
+	alpha := fs.Float64("alpha", 0, "onebit: ‖M‖∞ = α (default 1)")
+	obs := fs.Float64("obs", 0, "onebit, ldp: observed fraction of entries (default 0.15 onebit, 0.1 ldp)")
 	link := fs.String("link", "probit", "onebit: probit or logistic")
-	sigma := fs.Float64("sigma", 0, "onebit probit: noise scale σ (0: default 1)")
-	perUser := fs.Int("per-user", 0, "jointdp: ratings per user (0: default 80)")
+	sigma := fs.Float64("sigma", 0, "onebit probit: noise scale σ (default 1)")
+	perUser := fs.Int("per-user", 0, "jointdp: ratings per user (default 80)")
 	noiseLevel := fs.Float64("noise", 0, "jointdp: Gaussian noise σ on ratings; ldp: bound ρ0 on |X − Θ| (default 0 and 0.1)")
 	levels := fs.Int("levels", 0, "ldp: discrete rating scale 1..d (0: continuous in [−1, 1])")
 	outPath := fs.String("out", "", "where to write the observed ratings (TSV)")
@@ -120,8 +120,8 @@ func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
 			return usagef("--%s: value out of range (see --help)", c.name)
 		}
 	}
-	orDefault := func(v, d int) int {
-		if v > 0 {
+	orDefaultI := func(name string, v, d int) int {
+		if set[name] {
 			return v
 		}
 		return d
@@ -139,7 +139,7 @@ func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
 	switch *setup {
 	case "onebit":
 		c := synth.OneBitDefaults()
-		c.Rows, c.Cols, c.Rank = orDefault(*users, c.Rows), orDefault(*items, c.Cols), orDefault(*rank, c.Rank)
+		c.Rows, c.Cols, c.Rank = orDefaultI("users", *users, c.Rows), orDefaultI("items", *items, c.Cols), orDefaultI("rank", *rank, c.Rank)
 		c.Alpha = orDefaultF("alpha", *alpha, c.Alpha)
 		c.ObsFrac = orDefaultF("obs", *obs, c.ObsFrac)
 		c.Sigma = orDefaultF("sigma", *sigma, c.Sigma)
@@ -156,7 +156,7 @@ func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
 		rep.Params = map[string]any{"d1": c.Rows, "d2": c.Cols, "rank": c.Rank, "alpha": c.Alpha, "obs": c.ObsFrac, "link": string(c.Link), "sigma": c.Sigma}
 	case "jointdp":
 		c := synth.RankOneDefaults()
-		c.Users, c.Items, c.PerUser = orDefault(*users, c.Users), orDefault(*items, c.Items), orDefault(*perUser, c.PerUser)
+		c.Users, c.Items, c.PerUser = orDefaultI("users", *users, c.Users), orDefaultI("items", *items, c.Items), orDefaultI("per-user", *perUser, c.PerUser)
 		c.Noise = orDefaultF("noise", *noiseLevel, c.Noise)
 		d, err := synth.RankOne(ctx, c, *seed)
 		if err != nil {
@@ -166,7 +166,7 @@ func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
 		rep.Params = map[string]any{"users": c.Users, "items": c.Items, "per_user": c.PerUser, "noise": c.Noise}
 	case "ldp":
 		c := synth.LowRankDefaults()
-		c.Users, c.Items, c.Rank = orDefault(*users, c.Users), orDefault(*items, c.Items), orDefault(*rank, c.Rank)
+		c.Users, c.Items, c.Rank = orDefaultI("users", *users, c.Users), orDefaultI("items", *items, c.Items), orDefaultI("rank", *rank, c.Rank)
 		c.ObsFrac = orDefaultF("obs", *obs, c.ObsFrac)
 		c.Noise = orDefaultF("noise", *noiseLevel, c.Noise)
 		c.Levels = *levels
