@@ -5,15 +5,14 @@ import (
 	"math"
 
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
-// NOTE (interim): the brief asks for the per-rating randomizers of
-// privacy/mechanism (ModifiedLaplace, KaryRR). That package did not exist
-// when this was written, so the two randomizers are implemented here, on
-// the privacy/noise samplers (Bernoulli, Laplace, IntN). When
-// privacy/mechanism lands, the per-cell step below (randomizeCell) should
-// delegate to it; the vector-level API of this package stays the same.
+// The per-cell randomizers are privacy/mechanism's ModifiedLaplace
+// (lattice-snapped exact Laplace noise) and KaryRR, which carry and
+// validate their own guarantees; this file applies them to whole vectors
+// over the item set and describes their output for the service.
 
 // ModifiedLaplace is the modified Laplace mechanism of seed 003
 // (Definition 2) on ratings normalised to [−1, 1].
@@ -22,6 +21,7 @@ type ModifiedLaplace struct {
 	scale Scale
 	keep  float64 // q = e^{ε/2}/(e^{ε/2}+1)
 	b     float64 // Laplace scale 2/ε
+	mech  *mechanism.ModifiedLaplace
 }
 
 // NewModifiedLaplace returns the mechanism for per-rating ε on the rating
@@ -33,8 +33,11 @@ func NewModifiedLaplace(eps float64, sc Scale) (*ModifiedLaplace, error) {
 	if err := sc.validate(); err != nil {
 		return nil, err
 	}
-	h := math.Exp(eps / 2)
-	return &ModifiedLaplace{eps: eps, scale: sc, keep: h / (h + 1), b: 2 / eps}, nil
+	mech, err := mechanism.NewModifiedLaplace(eps)
+	if err != nil {
+		return nil, fmt.Errorf("ldp: %w", err)
+	}
+	return &ModifiedLaplace{eps: eps, scale: sc, keep: mech.Zeta(), b: mech.Scale(), mech: mech}, nil
 }
 
 // Mechanism implements Randomizer.
@@ -57,18 +60,15 @@ func (m *ModifiedLaplace) KeepProbability() float64 { return m.keep }
 func (m *ModifiedLaplace) NoiseScale() float64 { return m.b }
 
 // Cell randomizes one cell: x is a normalised rating in [−1, 1] or Missing.
-func (m *ModifiedLaplace) Cell(s *noise.Source, x float64) float64 {
-	zeta := noise.Bernoulli(s, m.keep)
-	if IsMissing(x) {
-		if zeta {
-			return Missing
-		}
-		return noise.Laplace(s, m.b)
+func (m *ModifiedLaplace) Cell(s *noise.Source, x float64) (float64, error) {
+	v, present, err := m.mech.Randomize(s, x, !IsMissing(x))
+	if err != nil {
+		return 0, err
 	}
-	if !zeta {
-		return Missing
+	if !present {
+		return Missing, nil
 	}
-	return x + noise.Laplace(s, m.b)
+	return v, nil
 }
 
 // Randomize implements Randomizer.
@@ -77,26 +77,32 @@ func (m *ModifiedLaplace) Randomize(s *noise.Source, in, out []float64) error {
 		return fmt.Errorf("ldp: output length %d, want %d", len(out), len(in))
 	}
 	for j, v := range in {
-		if IsMissing(v) {
-			out[j] = m.Cell(s, Missing)
-			continue
+		x := Missing
+		if !IsMissing(v) {
+			if math.IsInf(v, 0) || v < m.scale.Min || v > m.scale.Max {
+				return fmt.Errorf("ldp: item %d: rating %v outside the scale [%v, %v]", j, v, m.scale.Min, m.scale.Max)
+			}
+			x = math.Max(-1, math.Min(1, m.scale.Normalise(v)))
 		}
-		if math.IsInf(v, 0) || v < m.scale.Min || v > m.scale.Max {
-			return fmt.Errorf("ldp: item %d: rating %v outside the scale [%v, %v]", j, v, m.scale.Min, m.scale.Max)
+		r, err := m.Cell(s, x)
+		if err != nil {
+			return fmt.Errorf("ldp: item %d: %w", j, err)
 		}
-		out[j] = m.Cell(s, m.scale.Normalise(v))
+		out[j] = r
 	}
 	return nil
 }
 
 // PerRating implements Randomizer.
-func (m *ModifiedLaplace) PerRating() privacy.Guarantee {
-	return guarantees("Modified Laplace mechanism (seed 003, Theorem 1)", m.eps, 1, false)
-}
+func (m *ModifiedLaplace) PerRating() privacy.Guarantee { return m.mech.Guarantee() }
 
 // PerUser implements Randomizer.
 func (m *ModifiedLaplace) PerUser(n int) privacy.Guarantee {
-	return guarantees("Modified Laplace mechanism (seed 003, Theorem 1)", m.eps, n, true)
+	g, err := m.mech.UserGuarantee(n)
+	if err != nil {
+		return guarantees("Modified Laplace mechanism (seed 003, Theorem 1)", m.eps, n, true)
+	}
+	return g
 }
 
 // Model implements Randomizer.
@@ -117,6 +123,7 @@ type RandomizedResponse struct {
 	scale Scale
 	d     int
 	keep  float64 // e^ε/(e^ε+d)
+	mech  *mechanism.KaryRR
 }
 
 // NewRandomizedResponse returns the mechanism for per-rating ε on the
@@ -131,8 +138,11 @@ func NewRandomizedResponse(eps float64, sc Scale) (*RandomizedResponse, error) {
 	if sc.Levels < 2 {
 		return nil, fmt.Errorf("ldp: randomized response needs a discrete rating scale (levels ≥ 2)")
 	}
-	e := math.Exp(eps)
-	return &RandomizedResponse{eps: eps, scale: sc, d: sc.Levels, keep: e / (e + float64(sc.Levels))}, nil
+	mech, err := mechanism.NewKaryRR(eps, sc.Levels)
+	if err != nil {
+		return nil, fmt.Errorf("ldp: %w", err)
+	}
+	return &RandomizedResponse{eps: eps, scale: sc, d: sc.Levels, keep: mech.OutputProbability(1, 1), mech: mech}, nil
 }
 
 // Mechanism implements Randomizer.
@@ -152,16 +162,8 @@ func (m *RandomizedResponse) KeepProbability() float64 { return m.keep }
 
 // Cell randomizes one value w ∈ {0, …, d} (0 = missing) and returns the
 // reported value in the same coding.
-func (m *RandomizedResponse) Cell(s *noise.Source, w int) int {
-	if noise.Bernoulli(s, m.keep) {
-		return w
-	}
-	// One of the d other values, uniformly.
-	o := s.IntN(m.d)
-	if o >= w {
-		o++
-	}
-	return o
+func (m *RandomizedResponse) Cell(s *noise.Source, w int) (int, error) {
+	return m.mech.Randomize(s, w)
 }
 
 // Randomize implements Randomizer: reports are 1-based levels (Missing for 0).
@@ -178,7 +180,11 @@ func (m *RandomizedResponse) Randomize(s *noise.Source, in, out []float64) error
 			}
 			w = k
 		}
-		if r := m.Cell(s, w); r == 0 {
+		r, err := m.Cell(s, w)
+		if err != nil {
+			return fmt.Errorf("ldp: item %d: %w", j, err)
+		}
+		if r == 0 {
 			out[j] = Missing
 		} else {
 			out[j] = float64(r)
@@ -188,13 +194,15 @@ func (m *RandomizedResponse) Randomize(s *noise.Source, in, out []float64) error
 }
 
 // PerRating implements Randomizer.
-func (m *RandomizedResponse) PerRating() privacy.Guarantee {
-	return guarantees(fmt.Sprintf("Randomized response over {missing, 1…%d} (seed 003, Theorem 2)", m.d), m.eps, 1, false)
-}
+func (m *RandomizedResponse) PerRating() privacy.Guarantee { return m.mech.Guarantee() }
 
 // PerUser implements Randomizer.
 func (m *RandomizedResponse) PerUser(n int) privacy.Guarantee {
-	return guarantees(fmt.Sprintf("Randomized response over {missing, 1…%d} (seed 003, Theorem 2)", m.d), m.eps, n, true)
+	g, err := m.mech.UserGuarantee(n)
+	if err != nil {
+		return guarantees(fmt.Sprintf("Randomized response over {missing, 1…%d} (seed 003, Theorem 2)", m.d), m.eps, n, true)
+	}
+	return g
 }
 
 // Model implements Randomizer (report units: levels 1…d).

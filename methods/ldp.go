@@ -47,6 +47,7 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 	lambda := fs.Float64("lambda", 0, "fix the nuclear-norm multiplier λ instead of searching for ρ")
 	maxRank := fs.Int("max-rank", 60, "largest rank of the recovered matrix")
 	maxIter := fs.Int("max-iter", 300, "proximal-gradient iterations per λ")
+	damping := fs.Float64("damping", 0, "debiased recovery: shrinkage of user and item biases, in pseudo-ratings (0: noise variance / (ρ0/2)²)")
 	return TrainerFunc(func(ctx context.Context, data *ratings.Matrix, c Common) (*Result, error) {
 		var h ldp.Header
 		if *collected != "" {
@@ -89,15 +90,15 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 		if err != nil {
 			return nil, err
 		}
-		if *maxRank < 1 || *maxIter < 1 || *rho < 0 || *lambda < 0 || !(*gamma > 0 && *gamma < 1) || *rho0 < 0 {
-			return nil, fmt.Errorf("--max-rank and --max-iter must be positive, --rho, --rho0 and --lambda non-negative, 0 < --gamma < 1")
+		if *maxRank < 1 || *maxIter < 1 || *rho < 0 || *lambda < 0 || !(*gamma > 0 && *gamma < 1) || *rho0 < 0 || *damping < 0 {
+			return nil, fmt.Errorf("--max-rank and --max-iter must be positive, --rho, --rho0 and --lambda non-negative, --damping non-negative, 0 < --gamma < 1")
 		}
 		p, err := recovery.NewProblem(data, h)
 		if err != nil {
 			return nil, err
 		}
 		opt := recovery.Options{Debias: *debias, Rho: *rho, Gamma: *gamma, Rho0: *rho0, Lambda: *lambda,
-			MaxRank: *maxRank, MaxIter: *maxIter, Workers: c.Workers, Rand: c.Rand, Log: c.Log}
+			MaxRank: *maxRank, MaxIter: *maxIter, Damping: *damping, Workers: c.Workers, Rand: c.Rand, Log: c.Log}
 		res, err := recovery.Recover(ctx, p, opt)
 		if err != nil {
 			return nil, err
@@ -121,6 +122,7 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 			m.Transform.DataMean = (h.Scale.Min + h.Scale.Max) / 2
 		}
 		m.Rank, m.U, m.V, m.Offset = res.Rank, res.U, res.V, res.Offset
+		m.UserBias, m.ItemBias = res.UserBias, res.ItemBias
 		if m.U == nil {
 			m.U, m.V = []float64{}, []float64{}
 		}

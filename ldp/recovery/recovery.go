@@ -128,6 +128,11 @@ type Options struct {
 	// Tol is the relative objective change that stops them (default 1e-5).
 	MaxIter int
 	Tol     float64
+	// Damping shrinks the debiased estimator's user and item biases toward
+	// 0: pseudo-observations of weight β² = 1. Default (0): the expected
+	// noise variance per report over a prior bias variance (ρ0/2)², i.e.
+	// ridge regression with that prior.
+	Damping float64
 	// Workers bounds parallelism (0 = 2).
 	Workers int
 	Rand    *noise.Source
@@ -165,9 +170,11 @@ func (o *Options) defaults(p *Problem) {
 	}
 }
 
-// Result is a recovered matrix μ + U·Vᵀ in report units.
+// Result is a recovered matrix μ + b_u + b_i + U·Vᵀ in report units (the
+// biases only for the debiased estimator).
 type Result struct {
-	Offset float64
+	Offset             float64
+	UserBias, ItemBias []float64
 	Rank   int
 	// U is Rows × Rank (scaled by the singular values), V is Cols × Rank.
 	U, V []float64
@@ -185,6 +192,9 @@ type Result struct {
 // At returns the recovered value of cell (i, j) in report units.
 func (r *Result) At(i, j int) float64 {
 	v := r.Offset
+	if r.UserBias != nil {
+		v += r.UserBias[i] + r.ItemBias[j]
+	}
 	for c := range r.Rank {
 		v += r.U[i*r.Rank+c] * r.V[j*r.Rank+c]
 	}
@@ -204,6 +214,12 @@ func Recover(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	if o.Debias {
 		s.setDebiased(pu, pi)
 		target = s.expectedNoiseNorm(o.Rho0)
+		if o.Damping == 0 {
+			// Ridge for the biases: noise variance per report over a prior
+			// bias variance (ρ0/2)², so they shrink to 0 as noise grows.
+			perReport := target * target / float64(len(p.Z))
+			s.damping = perReport / (o.Rho0 * o.Rho0 / 4)
+		}
 	} else {
 		s.setPlain()
 		target = o.Rho

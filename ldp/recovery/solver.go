@@ -38,6 +38,10 @@ type solver struct {
 	// for the plain estimator: α = 0, β = 1).
 	alpha, beta []float64
 	mu          float64
+	// bu, bi: user and item biases of the debiased model (nil for plain),
+	// damped toward 0 by damping pseudo-observations.
+	bu, bi  []float64
+	damping float64
 	step        float64 // 1 / Lipschitz constant = 1 / max β²
 	// rows per worker
 	chunks [][2]int
@@ -46,7 +50,7 @@ type solver struct {
 }
 
 func newSolver(p *Problem, o Options) *solver {
-	s := &solver{p: p, o: o, step: 1}
+	s := &solver{p: p, o: o, step: 1, damping: o.Damping}
 	w := o.Workers
 	per := (p.Rows + w - 1) / w
 	for lo := 0; lo < p.Rows; lo += per {
@@ -150,6 +154,8 @@ func (s *solver) setDebiased(pu, pi []float64) {
 	}
 	s.mu = sbz / sb
 	s.step = 1 / (maxB * maxB)
+	s.bu = make([]float64, p.Rows)
+	s.bi = make([]float64, p.Cols)
 }
 
 // expectedNoiseNorm is the debiased estimator's residual target: the
@@ -205,7 +211,7 @@ func (s *solver) residual(A, B *mat.Dense, g []float64) float64 {
 					e = p.Z[k] - y
 					g[k] = e
 				} else {
-					e = p.Z[k] - s.alpha[k] - s.beta[k]*(s.mu+y)
+					e = p.Z[k] - s.alpha[k] - s.beta[k]*(s.mu+s.bu[i]+s.bi[p.Col[k]]+y)
 					g[k] = s.beta[k] * e
 				}
 				loss += e * e
@@ -377,14 +383,38 @@ func (s *solver) updateMu(g []float64) {
 	if s.cur.rank() > 0 {
 		A, B = s.cur.scaledU(), s.cur.V
 	}
-	// g = β(Z − α − β(μ + L)); the minimiser is μ + Σg/Σβ².
-	s.residual(A, B, g)
-	var sg, sb float64
-	for k, b := range s.beta {
-		sg += g[k]
-		sb += b * b
+	// g = β(Z − α − β(μ + b_u + b_i + L)). Exact block minimisation:
+	// μ (unpenalised), then the damped user and item biases.
+	p := s.p
+	for range 2 {
+		s.residual(A, B, g)
+		var sg, sb float64
+		for k, b := range s.beta {
+			sg += g[k]
+			sb += b * b
+		}
+		s.mu += sg / sb
+		s.residual(A, B, g)
+		for i := range p.Rows {
+			var sg, sb float64
+			for k := p.Ptr[i]; k < p.Ptr[i+1]; k++ {
+				sg += g[k]
+				sb += s.beta[k] * s.beta[k]
+			}
+			// new b = (Σβ·(e + β·b_old)) / (Σβ² + damping)
+			s.bu[i] = (sg + sb*s.bu[i]) / (sb + s.damping)
+		}
+		s.residual(A, B, g)
+		sgi := make([]float64, p.Cols)
+		sbi := make([]float64, p.Cols)
+		for k, c := range p.Col {
+			sgi[c] += g[k]
+			sbi[c] += s.beta[k] * s.beta[k]
+		}
+		for j := range p.Cols {
+			s.bi[j] = (sgi[j] + sbi[j]*s.bi[j]) / (sbi[j] + s.damping)
+		}
 	}
-	s.mu += sg / sb
 }
 
 // solve runs FISTA with adaptive restart for one λ from the current iterate.
@@ -484,6 +514,7 @@ func (s *solver) search(ctx context.Context, target, fixed float64, res *Result)
 			res.V = append([]float64(nil), s.cur.V.RawMatrix().Data...)
 		}
 		res.Zero = res.Rank == 0
+		res.UserBias, res.ItemBias = s.bu, s.bi
 	}
 	if fixed > 0 {
 		loss, err := s.solve(ctx, fixed, g)
