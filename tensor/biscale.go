@@ -82,20 +82,29 @@ func BiScaleDays(t *Tensor, iters int) (*Tensor, *Scaling, error) {
 			cn[ci[n]]++
 		}
 		rs, cs := make([]float64, len(rows)), make([]float64, len(cols))
+		rw, cw := make([]float64, len(rows)), make([]float64, len(cols))
 		for range iters {
+			// centres: weighted means that make every row's and column's
+			// scaled entries sum to zero (Hastie et al.'s biScale)
 			clear(rs)
+			clear(rw)
 			for n, e := range idx {
-				rs[ri[n]] += t.Val[e] - mu - beta[ci[n]]
+				w := 1 / gamma[ci[n]]
+				rs[ri[n]] += w * (t.Val[e] - mu - beta[ci[n]])
+				rw[ri[n]] += w
 			}
 			for r := range alpha {
-				alpha[r] = rs[r] / rn[r]
+				alpha[r] = rs[r] / rw[r]
 			}
 			clear(cs)
+			clear(cw)
 			for n, e := range idx {
-				cs[ci[n]] += t.Val[e] - mu - alpha[ri[n]]
+				w := 1 / tau[ri[n]]
+				cs[ci[n]] += w * (t.Val[e] - mu - alpha[ri[n]])
+				cw[ci[n]] += w
 			}
 			for c := range beta {
-				beta[c] = cs[c] / cn[c]
+				beta[c] = cs[c] / cw[c]
 			}
 			clear(rs)
 			for n, e := range idx {

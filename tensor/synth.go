@@ -38,9 +38,12 @@ type SynthConfig struct {
 	Kind Kind
 	Dims [3]int
 	Rank int
-	// SNR is ‖X̃‖_F / ‖N‖_F in expectation: the noise is i.i.d.
-	// N(0, σ²) with σ = ‖X̃‖_F / (SNR·√(n1 n2 n3)). The seed says only
-	// "SNR is one"; this amplitude-ratio reading is ours. 0 or +Inf: no noise.
+	// SNR is sd(X̃)/σ: the noise is i.i.d. N(0, σ²) with σ the standard
+	// deviation of the scaled true entries divided by SNR. The seed says only
+	// "SNR is one"; this reading is ours. (Measuring the signal by ‖X̃‖_F
+	// instead would count the arbitrary offset of the min–max scaling as
+	// signal: noise 8× the signal's spread, and a constant predictor beats
+	// every model.) 0 or +Inf: no noise.
 	SNR float64
 	// Missing is the fraction of all n1 n2 n3 entries left unobserved.
 	Missing float64
@@ -158,9 +161,13 @@ func Synthesize(c SynthConfig, src *noise.Source) (*Synth, error) {
 	}
 	var sigma float64
 	if c.SNR > 0 && !math.IsInf(c.SNR, 1) {
-		var ss float64
+		var mean, ss float64
 		for _, v := range truth {
-			ss += v * v
+			mean += v
+		}
+		mean /= float64(len(truth))
+		for _, v := range truth {
+			ss += (v - mean) * (v - mean)
 		}
 		sigma = math.Sqrt(ss/float64(len(truth))) / c.SNR
 	}

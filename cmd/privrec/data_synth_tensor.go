@@ -22,7 +22,7 @@ func runSynthTensor(ctx context.Context, args []string, out io.Writer) error {
 Generate the synthetic tensor of seed 004 (§5.1): rank-d CP with N(0, 1)
 factors whose columns have unit length (or Tucker with orthonormal factors
 and an N(0, 1) core), min–max scaled to [0, 1], plus Gaussian noise at
---snr (‖X̃‖_F/‖N‖_F), with a --missing fraction of entries unobserved and the
+--snr (sd of the true entries / noise sd), with a --missing fraction of entries unobserved and the
 observed ones split --train-frac / rest. --train gets the noisy training
 entries; --test gets the noise-free true values at the held-out positions
 (the seed's RMSE is against the truth).
@@ -38,7 +38,7 @@ item ID carries the day as a tag, "item@day"; train tensor methods with
 	kind := fs.String("kind", "cp", "decomposition: cp or tucker")
 	dims := fs.String("dims", "20,20,20", "n1,n2,n3")
 	rank := fs.Int("rank", 3, "rank d")
-	snr := fs.Float64("snr", 1, "signal-to-noise ratio ‖X̃‖_F/‖N‖_F (0: no noise)")
+	snr := fs.Float64("snr", 1, "signal-to-noise ratio sd(X̃)/σ (0: no noise)")
 	missing := fs.Float64("missing", 0.5, "fraction of all entries unobserved")
 	trainFrac := fs.Float64("train-frac", 0.8, "share of observed entries for training")
 	seed := fs.Uint64("seed", 1, "random seed (the data are reproducible per seed)")

@@ -1,0 +1,57 @@
+package completion
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/ratingio"
+	"github.com/privrec/privrec/tensor"
+)
+
+// mlShaped is a tensor of MovieLens-100K's ua.base shape: 943 × 1682 × 215
+// with 90 570 entries at random positions (values 1..5).
+func mlShaped(b *testing.B) *tensor.Tensor {
+	if dir := os.Getenv("PRIVREC_ML100K"); dir != "" {
+		m, err := ratingio.ReadFile(filepath.Join(dir, "ua.base"), ratingio.Options{Format: "movielens-100k"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t, _, err := tensor.FromRatings(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return t
+	}
+	src := noise.Seeded(1)
+	t := tensor.New([3]int{943, 1682, 215}, 90570)
+	seen := map[[3]int32]bool{}
+	for t.Len() < 90570 {
+		p := [3]int32{int32(src.IntN(943)), int32(src.IntN(1682)), int32(src.IntN(215))}
+		if !seen[p] {
+			seen[p] = true
+			t.Add(p[0], p[1], p[2], float64(1+src.IntN(5)))
+		}
+	}
+	return t
+}
+
+// Benchmark100Passes: 100 passes of rank-3 SGD over ua.base-sized data on 2
+// goroutines (targets: CP ≤ 1 s, Tucker ≤ 3 s). Set PRIVREC_ML100K to the
+// ml-100k folder to use the real ua.base.
+func Benchmark100Passes(b *testing.B) {
+	t := mlShaped(b)
+	for _, kind := range []tensor.Kind{tensor.CP, tensor.Tucker} {
+		b.Run(string(kind), func(b *testing.B) {
+			cfg := Defaults(kind)
+			cfg.InitScale = 0.1
+			for b.Loop() {
+				if _, _, err := Train(context.Background(), t, cfg, noise.Seeded(1), nil, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
