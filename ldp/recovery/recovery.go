@@ -175,7 +175,7 @@ func (o *Options) defaults(p *Problem) {
 type Result struct {
 	Offset             float64
 	UserBias, ItemBias []float64
-	Rank   int
+	Rank               int
 	// U is Rows × Rank (scaled by the singular values), V is Cols × Rank.
 	U, V []float64
 	// Lambda is the multiplier used; Rho the residual target; Residual the

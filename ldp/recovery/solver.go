@@ -42,7 +42,7 @@ type solver struct {
 	// damped toward 0 by damping pseudo-observations.
 	bu, bi  []float64
 	damping float64
-	step        float64 // 1 / Lipschitz constant = 1 / max β²
+	step    float64 // 1 / Lipschitz constant = 1 / max β²
 	// rows per worker
 	chunks [][2]int
 	cur    factors
