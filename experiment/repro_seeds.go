@@ -119,9 +119,10 @@ func init() {
 			{Method: "fw", Label: "FW (non-private)"},
 			{Method: "dpfw", Label: "private FW"},
 			{Method: "mm", Label: "McSherry–Mironov"},
+			{Method: "dpsvd", Label: "private SVD"},
 		}
 	}
-	const jointDesc = " Per-user mean centring (free of privacy cost); δ = 10⁻⁶; 1 % of ratings held out at random; RMSE. " +
+	const jointDesc = " Per-user mean centring (free of privacy cost); the rating scale given to McSherry–Mironov is public knowledge; δ = 10⁻⁶; 1 % of ratings held out at random; RMSE. " +
 		"The paper cross-validates the nuclear-norm bound k and the number of iterations T on the data, which costs privacy; we fix them instead (the methods' defaults)."
 	addRepro(&Reproduction{
 		Name: "001-fig2a", Paper: "seed 001 (joint-DP matrix completion), Fig. 2(a)",
@@ -131,7 +132,8 @@ func init() {
 				Title:       "Seed 001, Fig. 2(a): RMSE vs ε on synthetic rank-one data",
 				Description: "Y* = u vᵀ with ‖Y*‖∞ = 1, n = 400 items, 80 ratings per user; the paper uses m = 500 000 users (the quick scale uses 20 000)." + jointDesc,
 				Datasets: []DataSpec{{Name: "synthetic", Source: "rankone-synthetic",
-					Params: map[string]float64{"users": pick(paper, 20000.0, 500000.0), "items": 400, "per_user": 80, "holdout": 0.01}}},
+					Params:      map[string]float64{"users": pick(paper, 20000.0, 500000.0), "items": 400, "per_user": 80, "holdout": 0.01},
+					MethodFlags: map[string]string{"rating-min": "-1", "rating-max": "1"}}},
 				Methods:  jointMethods(),
 				Epsilons: pick(paper, []float64{0.5, 2, 10}, []float64{0.1, 0.2, 0.5, 1, 2, 5, 10, 20}),
 				Runs:     pick(paper, 1, 10),
@@ -151,7 +153,7 @@ func init() {
 				Title:       "Seed 001, Fig. 2(b): RMSE vs ε on Jester",
 				Description: "Jester Dataset 1 has ≈ 73 K users; we have its public 5 000-user sample (jester5k), 100 jokes, ratings rescaled to 0–5; no per-user cap (as the paper for Jester)." + jointDesc,
 				Datasets: []DataSpec{{Name: "Jester-5k", Source: "file", Path: "jester/jester5k_ratings.tsv", Format: "tsv",
-					Holdout: 0.01, Rescale: []float64{0, 5}}},
+					Holdout: 0.01, Rescale: []float64{0, 5}, MethodFlags: map[string]string{"rating-min": "0", "rating-max": "5"}}},
 				Methods:  jointMethods(),
 				Epsilons: pick(paper, []float64{0.5, 2, 10}, []float64{0.1, 0.2, 0.5, 1, 2, 5, 10, 20}),
 				Runs:     pick(paper, 1, 10),
@@ -171,7 +173,7 @@ func init() {
 				Description: "The paper uses MovieLens-10M restricted to the 400 most-rated movies (≈ 70 K users); we have MovieLens-1M (6 040 users) and restrict it the same way. " +
 					"At most ξ = 80 training ratings per user." + jointDesc,
 				Datasets: []DataSpec{{Name: "ML-1M-top400", Source: "file", Path: "ml-1m/ratings.tsv", Format: "tsv",
-					Holdout: 0.01, TopItems: 400, CapPerUser: 80}},
+					Holdout: 0.01, TopItems: 400, CapPerUser: 80, MethodFlags: map[string]string{"rating-min": "1", "rating-max": "5"}}},
 				Methods:  jointMethods(),
 				Epsilons: pick(paper, []float64{0.5, 2, 10}, []float64{0.1, 0.2, 0.5, 1, 2, 5, 10, 20}),
 				Runs:     pick(paper, 1, 10),

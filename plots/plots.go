@@ -173,8 +173,11 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 	}
 	leg.Top, leg.Left = true, true
 	leg.ThumbnailWidth = vg.Points(22)
+	leg.TextStyle.Font.Size = vg.Points(11)
 	return p, &leg, nil
 }
+
+func legendLabel(s Series) string { return s.Label }
 
 // valueTicks labels a log axis at the plotted values (a handful of ε
 // values reads better than bare powers of ten), falling back to log ticks
@@ -234,7 +237,12 @@ func (f *Figure) Draw(c draw.Canvas) error {
 		return err
 	}
 	w := c.Max.X - c.Min.X
-	legendW := w / 4
+	// The legend column is as wide as its longest label (at most half).
+	var widest vg.Length
+	for _, s := range f.Series {
+		widest = max(widest, leg.TextStyle.Width(legendLabel(s)))
+	}
+	legendW := min(widest+leg.ThumbnailWidth+vg.Points(24), w/2)
 	p.Draw(draw.Crop(c, 0, -legendW, 0, 0))
 	// Align the legend's top with the plot area (below the title).
 	top := p.Title.TextStyle.Height(p.Title.Text) + p.Title.Padding + vg.Points(8)
