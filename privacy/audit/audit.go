@@ -38,12 +38,18 @@ const (
 	Equals
 	// IsMissing is {y is NaN}: the mechanism released "missing".
 	IsMissing
+	// Custom is {In(y)} for a caller-supplied predicate (e.g. a
+	// floating-point artefact a precision attack looks for).
+	Custom
 )
 
 // Event is one candidate event, fixed before sampling.
 type Event struct {
 	Kind Kind
 	T    float64
+	// In and Name define a Custom event.
+	In   func(y float64) bool
+	Name string
 }
 
 func (e Event) String() string {
@@ -56,6 +62,8 @@ func (e Event) String() string {
 		return fmt.Sprintf("y = %.4g", e.T)
 	case IsMissing:
 		return "y missing"
+	case Custom:
+		return e.Name
 	}
 	return "?"
 }
@@ -92,12 +100,33 @@ type Result struct {
 // successes in n trials: lower is the largest p with P(Bin(n,p) ≥ k) ≤ α,
 // upper the smallest p with P(Bin(n,p) ≤ k) ≤ α.
 func ClopperPearson(k, n int, alpha float64) (lower, upper float64) {
-	if k > 0 {
-		lower = mathext.InvRegIncBeta(float64(k), float64(n-k+1), alpha)
+	if n <= 0 || k < 0 || k > n {
+		return 0, 1
 	}
-	upper = 1
-	if k < n {
-		upper = mathext.InvRegIncBeta(float64(k+1), float64(n-k), 1-alpha)
+	nf := float64(n)
+	// Both bounds are lower quantiles of a Beta distribution (the upper
+	// bound by the symmetry k ↔ n−k), which InvRegIncBeta computes
+	// accurately even for tiny α; k = 0 and k = n have closed forms.
+	lowerOf := func(k int) float64 {
+		switch k {
+		case 0:
+			return 0
+		case n:
+			return math.Exp(math.Log(alpha) / nf)
+		}
+		return mathext.InvRegIncBeta(float64(k), nf-float64(k)+1, alpha)
+	}
+	lower = lowerOf(k)
+	if k == 0 {
+		upper = -math.Expm1(math.Log(alpha) / nf)
+	} else {
+		upper = 1 - lowerOf(n-k)
+	}
+	if math.IsNaN(lower) || lower < 0 {
+		lower = 0
+	}
+	if math.IsNaN(upper) || upper > 1 {
+		upper = 1
 	}
 	return lower, upper
 }
@@ -108,6 +137,11 @@ func ClopperPearson(k, n int, alpha float64) (lower, upper float64) {
 func Run(ctx context.Context, spec Spec, n int, confidence float64, src *noise.Source) (Result, error) {
 	if spec.Sample == nil || len(spec.Events) == 0 {
 		return Result{}, errors.New("audit: spec needs a sampler and at least one event")
+	}
+	for _, e := range spec.Events {
+		if e.Kind == Custom && e.In == nil {
+			return Result{}, errors.New("audit: custom event without a predicate")
+		}
 	}
 	if n < 10 {
 		return Result{}, fmt.Errorf("audit: %d samples per side are too few", n)
@@ -198,6 +232,12 @@ func countEvents(ys []float64, events []Event) []int {
 			c[i] = upperIdx - lowerIdx
 		case IsMissing:
 			c[i] = missing
+		case Custom:
+			for _, y := range ys {
+				if e.In(y) {
+					c[i]++
+				}
+			}
 		}
 	}
 	return c

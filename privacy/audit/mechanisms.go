@@ -80,7 +80,7 @@ func For(name string, eps, delta float64, o Options) (Spec, error) {
 			}
 			return 0
 		}
-		spec.Events = []Event{{Equals, 1}, {Equals, 0}}
+		spec.Events = []Event{{Kind: Equals, T: 1}, {Kind: Equals, T: 0}}
 	case "krr":
 		m, err := mechanism.NewKaryRR(built, o.Values)
 		if err != nil {
@@ -94,7 +94,7 @@ func For(name string, eps, delta float64, o Options) (Spec, error) {
 			return float64(v)
 		}
 		for v := range o.Values + 1 {
-			spec.Events = append(spec.Events, Event{Equals, float64(v)})
+			spec.Events = append(spec.Events, Event{Kind: Equals, T: float64(v)})
 		}
 	case "modlaplace":
 		m, err := mechanism.NewModifiedLaplace(built)
@@ -109,7 +109,7 @@ func For(name string, eps, delta float64, o Options) (Spec, error) {
 			}
 			return y
 		}
-		spec.Events = append(tails(-1, 1, b/2), Event{IsMissing, 0})
+		spec.Events = append(tails(-1, 1, b/2), Event{Kind: IsMissing})
 	case "l2laplace":
 		m, err := mechanism.NewL2Laplace(built, l2, o.Dim)
 		if err != nil {
@@ -137,7 +137,7 @@ func For(name string, eps, delta float64, o Options) (Spec, error) {
 func tails(lo, hi, step float64) []Event {
 	var ev []Event
 	for k := -2; k <= 8; k++ {
-		ev = append(ev, Event{AtLeast, hi + float64(k)*step}, Event{AtMost, lo - float64(k)*step})
+		ev = append(ev, Event{Kind: AtLeast, T: hi + float64(k)*step}, Event{Kind: AtMost, T: lo - float64(k)*step})
 	}
 	return ev
 }
