@@ -1,0 +1,202 @@
+package jointdp_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/ratingio"
+	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/synth"
+	"github.com/privrec/privrec/transform"
+)
+
+// TestTables regenerates the RMSE-versus-ε tables of docs/jointdp.md. It
+// is skipped unless JOINTDP_TABLES names a data set:
+//
+//	JOINTDP_TABLES=synthetic [JOINTDP_USERS=500000] go test -run Tables -v -timeout 3h ./jointdp
+//	JOINTDP_TABLES=jester    JOINTDP_DATA=/work/shared/data go test -run Tables -v ./jointdp
+//	JOINTDP_TABLES=ml1m      JOINTDP_DATA=/work/shared/data go test -run Tables -v ./jointdp
+//
+// JOINTDP_RUNS sets the number of runs per cell (default 3), JOINTDP_EPS
+// the ε grid (comma-separated), JOINTDP_METHODS the methods
+// (comma-separated), JOINTDP_ARGS_<METHOD> overrides a
+// method's flags (space-separated). Real data are read from JOINTDP_DATA
+// and never needed by ordinary tests.
+func TestTables(t *testing.T) {
+	which := os.Getenv("JOINTDP_TABLES")
+	if which == "" {
+		t.Skip("set JOINTDP_TABLES=synthetic|jester|ml1m to regenerate the tables")
+	}
+	ctx := context.Background()
+	runs := envInt("JOINTDP_RUNS", 3)
+	eps := []float64{0.5, 1, 2, 5, 10, 20}
+	if s := os.Getenv("JOINTDP_EPS"); s != "" {
+		eps = nil
+		for _, f := range strings.Split(s, ",") {
+			x, err := strconv.ParseFloat(f, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eps = append(eps, x)
+		}
+	}
+	var data *ratings.Matrix
+	var args map[string]string
+	switch which {
+	case "synthetic":
+		cfg := synth.RankOneDefaults()
+		cfg.Users = envInt("JOINTDP_USERS", cfg.Users)
+		d, err := synth.RankOne(ctx, cfg, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = d.Observed
+		// k = ‖Y*‖_* of the truth, as the paper does for its synthetic set.
+		var nu, nv float64
+		for i := range d.Truth.U.RawMatrix().Rows {
+			nu += d.Truth.U.At(i, 0) * d.Truth.U.At(i, 0)
+		}
+		for j := range d.Truth.V.RawMatrix().Rows {
+			nv += d.Truth.V.At(j, 0) * d.Truth.V.At(j, 0)
+		}
+		k := math.Sqrt(nu * nv)
+		args = map[string]string{
+			"fw":    fmt.Sprintf("--nuclear %g --iterations 40 --center=false", k),
+			"dpfw":  fmt.Sprintf("--nuclear %g --iterations 10 --clip 3 --center=false --step 2/(t+1)", k),
+			"dpsvd": "--rank 1 --clip 3 --center=false",
+			"mm":    "--rank 1 --rating-min -1 --rating-max 1",
+		}
+	case "jester":
+		m, err := ratingio.ReadFile(filepath.Join(os.Getenv("JOINTDP_DATA"), "jester", "jester5k_ratings.tsv"), ratingio.Options{Format: "tsv"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = m.MapValues(func(e ratings.Entry) float32 { return (e.Value + 10) / 4 }) // −10..10 → 0..5
+		args = map[string]string{
+			"fw":    "--nuclear 2000 --iterations 60",
+			"dpfw":  "--nuclear 2000 --iterations 10 --clip 6 --max-per-user 0 --step 2/(t+1)",
+			"dpsvd": "--rank 2 --clip 6 --max-per-user 0",
+			"mm":    "--rank 2 --max-per-user 0 --rating-min 0 --rating-max 5",
+		}
+	case "ml1m":
+		m, err := ratingio.ReadFile(filepath.Join(os.Getenv("JOINTDP_DATA"), "ml-1m", "ratings.tsv"), ratingio.Options{Format: "tsv"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = transform.TopItems(m, 400)
+		args = map[string]string{
+			"fw":    "--nuclear 8000 --iterations 60",
+			"dpfw":  "--nuclear 8000 --iterations 10 --clip 5 --step 2/(t+1)",
+			"dpsvd": "--rank 2 --clip 5",
+			"mm":    "--rank 2 --rating-min 1 --rating-max 5",
+		}
+	default:
+		t.Fatalf("unknown JOINTDP_TABLES %q", which)
+	}
+	for name := range args {
+		if s := os.Getenv("JOINTDP_ARGS_" + strings.ToUpper(name)); s != "" {
+			args[name] = s
+		}
+	}
+	t.Logf("%s: %d users × %d items, %d ratings; %d runs per cell", which, data.NumUsers(), data.NumItems(), data.Len(), runs)
+	type cell struct{ sum, sum2 float64 }
+	res := map[string]map[float64]*cell{}
+	order := []string{"fw", "dpfw", "dpsvd", "mm"}
+	if s := os.Getenv("JOINTDP_METHODS"); s != "" {
+		order = strings.Split(s, ",")
+	}
+	for _, name := range order {
+		res[name] = map[float64]*cell{}
+		t.Logf("%s flags: %s", name, args[name])
+	}
+	for run := range runs {
+		train, test := transform.HoldOut(data, 0.01, uint64(100+run))
+		for _, name := range order {
+			grid := eps
+			if name == "fw" {
+				grid = []float64{math.Inf(1)}
+			}
+			for _, e := range grid {
+				start := time.Now()
+				rmse, g, err := trainEval(ctx, name, args[name], train, test, e, uint64(1000*run+7))
+				if err != nil {
+					t.Fatalf("%s ε=%g: %v", name, e, err)
+				}
+				c := res[name][e]
+				if c == nil {
+					c = &cell{}
+					res[name][e] = c
+				}
+				c.sum += rmse
+				c.sum2 += rmse * rmse
+				t.Logf("run %d %s ε=%g: RMSE %.4f (%.1f s) [proven ε %.4g]", run, name, e, rmse, time.Since(start).Seconds(), g)
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n| method |")
+	for _, e := range eps {
+		fmt.Fprintf(&b, " ε = %g |", e)
+	}
+	fmt.Fprintf(&b, "\n|---|%s\n", strings.Repeat("---|", len(eps)))
+	for _, name := range order {
+		fmt.Fprintf(&b, "| %s |", name)
+		for _, e := range eps {
+			c := res[name][e]
+			if name == "fw" {
+				c = res[name][math.Inf(1)]
+			}
+			n := float64(runs)
+			mean := c.sum / n
+			sd := math.Sqrt(math.Max(c.sum2/n-mean*mean, 0))
+			fmt.Fprintf(&b, " %.4f ± %.4f |", mean, sd)
+		}
+		b.WriteString("\n")
+	}
+	t.Log(b.String())
+}
+
+func trainEval(ctx context.Context, name, args string, train, test *ratings.Matrix, eps float64, seed uint64) (float64, float64, error) {
+	m, err := methods.Lookup(name)
+	if err != nil {
+		return 0, 0, err
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	tr := m.Flags(fs)
+	if err := fs.Parse(strings.Fields(args)); err != nil {
+		return 0, 0, err
+	}
+	if math.IsInf(eps, 1) {
+		eps = 1
+	}
+	c := methods.Common{Epsilon: eps, Delta: 1e-6, Seed: seed, Workers: 2,
+		Rand: noise.Seeded(seed), Noise: noise.Seeded(seed ^ 0x6e6f697365)}
+	r, err := tr.Train(ctx, train, c)
+	if err != nil {
+		return 0, 0, err
+	}
+	rep, err := methods.EvaluateModel(ctx, r.Model, test, methods.EvalOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	return *rep.RMSE, r.Guarantee.Epsilon, nil
+}
+
+func envInt(key string, def int) int {
+	if s := os.Getenv(key); s != "" {
+		if v, err := strconv.Atoi(s); err == nil {
+			return v
+		}
+	}
+	return def
+}
