@@ -79,10 +79,14 @@ func NewRandomizedResponseClaimed(p1, p2, claimedEps float64) (*RandomizedRespon
 }
 
 // Theorem1Holds is seed 000's condition 1 − p2·e^ε ≤ p1 ≤ (1 − p2)·e^ε
-// (necessary, not sufficient, for ε-DP; see RandomizedResponse).
+// (necessary, not sufficient, for ε-DP; see RandomizedResponse), with a
+// relative tolerance of 1e-12 for float rounding at the boundary (the
+// symmetric p = 1/(1+e^ε) sits exactly on it). It only checks a paper's
+// claim; guarantees are computed exactly from the probabilities.
 func Theorem1Holds(p1, p2, eps float64) bool {
 	e := math.Exp(eps)
-	return 1-p2*e <= p1 && p1 <= (1-p2)*e
+	const tol = 1e-12
+	return 1-p2*e <= p1*(1+tol) && p1 <= (1-p2)*e*(1+tol)
 }
 
 // rrEpsilon is max |ln| of the likelihood ratios, rounded up.
