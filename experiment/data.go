@@ -87,3 +87,13 @@ func (d DataSpec) withParam(name string, v float64) DataSpec {
 	d.Params = p
 	return d
 }
+
+// Generate makes one run's data for a dataset spec (any source) with the
+// given seed.
+func Generate(ctx context.Context, d DataSpec, seed uint64, dataDir string) (*Split, error) {
+	g, err := generator(d.Source)
+	if err != nil {
+		return nil, err
+	}
+	return g(ctx, d, seed, dataDir)
+}

@@ -434,7 +434,7 @@ func runOne(ctx context.Context, c *Config, opt Options, j job, cache *splitCach
 	train := split.Train
 	var extra []string
 	if j.method.Collect != "" {
-		path, collected, err := collect(ctx, train, j.method.Collect, eps, cm.Noise, opt.Out, workers)
+		path, collected, err := Collect(ctx, train, j.method.Collect, eps, cm.Noise, opt.Out, workers)
 		if err != nil {
 			return nil, fmt.Errorf("local-DP collection: %w", err)
 		}
@@ -475,10 +475,12 @@ func runOne(ctx context.Context, c *Config, opt Options, j job, cache *splitCach
 	return row, nil
 }
 
-// collect randomizes the training ratings as users' devices would and
-// reads back what the service receives; the file (with its header) stays
-// for the trainer's --collected until the caller removes it.
-func collect(ctx context.Context, m *ratings.Matrix, mech string, eps float64, src *noise.Source, dir string, workers int) (string, *ratings.Matrix, error) {
+// Collect randomizes ratings with a local-DP mechanism ("laplace" or
+// "rr") at ε exactly as users' devices would (ldp.Collect, the rating
+// scale detected from m) into a file in dir, and reads back what the
+// service receives. The file (with its header, for a trainer's
+// --collected) stays until the caller removes it.
+func Collect(ctx context.Context, m *ratings.Matrix, mech string, eps float64, src *noise.Source, dir string, workers int) (string, *ratings.Matrix, error) {
 	mc, err := ldp.ParseMechanism(mech)
 	if err != nil {
 		return "", nil, err

@@ -72,3 +72,19 @@ func TestReproduceCommand(t *testing.T) {
 		t.Errorf("print-config: exit %d, %s", code, stdout)
 	}
 }
+
+func TestDemo(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := runCLI(t, "demo", "--out", dir, "--seed", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"Restaurant ratings", "Private model", "non-private", "Top 3", "Synthetic ratings", "privacy-accuracy.png", "WARNING: the noise came from a seeded"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, "privacy-accuracy.png")); err != nil || st.Size() < 1000 {
+		t.Errorf("plot missing: %v", err)
+	}
+}
