@@ -1,0 +1,20 @@
+// Package onebit is one-bit matrix completion with differential privacy
+// (seed 000: "one-bit matrix completion with input, objective, gradient
+// and output perturbation", building on Davenport et al., "1-bit matrix
+// completion").
+//
+// A d1 × d2 matrix M is seen only through signs Y_ij = +1 with probability
+// h(M_ij), −1 otherwise, on an observed set Ω. The estimator minimises the
+// negative log-likelihood over C = {‖X‖_* ≤ τ, ‖X‖_∞ ≤ α} with the spectral
+// projected gradient method (Barzilai–Borwein step, non-monotone line
+// search). The projection onto C is Dykstra's alternating projection between
+// the nuclear-norm ball (a partial SVD grown until the soft threshold is
+// passed) and the box; the returned point is exactly feasible.
+//
+// Five mechanisms wrap the solver: Clear (no noise), InP (randomised response
+// on the observed signs, fitted with the adjusted link), ObjP (a random
+// linear term in the objective), GraP (Laplace noise on clamped gradients for
+// a fixed number of iterations) and OutP (Laplace noise on the completed
+// matrix). Each reports the guarantee the code provably gives, and the
+// paper's claimed ε where the two differ (see Guarantee and docs/onebit.md).
+package onebit

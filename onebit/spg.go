@@ -1,0 +1,428 @@
+package onebit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Problem is a one-bit completion problem: a D1 × D2 matrix observed as signs
+// Y[k] ∈ {−1, +1} at (Rows[k], Cols[k]).
+type Problem struct {
+	D1, D2     int
+	Rows, Cols []int32
+	Y          []float64
+}
+
+// Validate checks shapes, indices and that every sign is ±1.
+func (p *Problem) Validate() error {
+	if p.D1 <= 0 || p.D2 <= 0 {
+		return fmt.Errorf("onebit: empty %d × %d problem", p.D1, p.D2)
+	}
+	if len(p.Rows) != len(p.Y) || len(p.Cols) != len(p.Y) {
+		return fmt.Errorf("onebit: %d rows, %d columns and %d signs", len(p.Rows), len(p.Cols), len(p.Y))
+	}
+	if len(p.Y) == 0 {
+		return errors.New("onebit: no observations")
+	}
+	for k, y := range p.Y {
+		if y != 1 && y != -1 {
+			return fmt.Errorf("onebit: observation %d has sign %g, want ±1", k, y)
+		}
+		if r, c := p.Rows[k], p.Cols[k]; r < 0 || int(r) >= p.D1 || c < 0 || int(c) >= p.D2 {
+			return fmt.Errorf("onebit: observation %d at (%d, %d) outside %d × %d", k, r, c, p.D1, p.D2)
+		}
+	}
+	return nil
+}
+
+// Options configure the SPG solver.
+type Options struct {
+	Link       Link
+	Tau, Alpha float64
+	// MaxIter bounds SPG iterations (default 500); with Gradient set it is
+	// the exact number of iterations.
+	MaxIter int
+	// OptTol stops when the projected step ‖P(X − αg) − X‖_∞ (α the spectral
+	// step) falls below it (default 1e-4).
+	OptTol float64
+	// ProgTol stops when the objective changes by less than ProgTol times its
+	// size (default 1e-9).
+	ProgTol float64
+	// Memory is the non-monotone line search's window (default 10).
+	Memory int
+	// Linear, when set (one value per observation), adds Σ Linear[k]·X_k to
+	// the objective (objective perturbation).
+	Linear []float64
+	// Gradient, when set, replaces each iteration's gradient on Ω (in place)
+	// before it is used: gradient perturbation. The solver then takes
+	// exactly MaxIter steps X ← P(X − γ g̃) with the spectral step γ computed
+	// from the perturbed gradients only, no line search and no
+	// data-dependent stopping, so every decision is post-processing of the
+	// perturbed gradients.
+	Gradient func(iter int, g []float64) error
+	// ProjTol and FullSVD configure the projection (see Projector).
+	ProjTol float64
+	FullSVD bool
+	// Rand is the non-private randomness for the subspace iteration's start
+	// vectors (required).
+	Rand func() float64
+	// Progress, when set, is told after each iteration.
+	Progress func(done, total int)
+}
+
+// Solution is the solver's result.
+type Solution struct {
+	// X is the final iterate, D1 × D2 row-major, in C.
+	X []float64
+	// Factors, when non-nil, is a low-rank form of X: X = U diag(S) Vᵀ.
+	Factors *triplets
+	// Iterations taken, final Objective, final projected step ‖d‖_∞.
+	Iterations int
+	Objective  float64
+	ProjStep   float64
+	// Stop says why the solver stopped.
+	Stop string
+	// Projection statistics.
+	Projections, Sweeps, DykstraIters, Fallbacks int
+}
+
+// Rank is the number of factor columns (0 if no factorisation is held).
+func (s *Solution) Rank() int {
+	if s.Factors == nil {
+		return 0
+	}
+	return len(s.Factors.S)
+}
+
+// objective evaluates f and its gradient on Ω at the values xo (X on Ω).
+func objective(p *Problem, link Link, lin, xo, g []float64) float64 {
+	var f float64
+	for k, x := range xo {
+		fk, gk := link.Loss(x, p.Y[k])
+		if lin != nil {
+			fk += lin[k] * x
+			gk += lin[k]
+		}
+		f += fk
+		if g != nil {
+			g[k] = gk
+		}
+	}
+	return f
+}
+
+// Solve minimises the negative log-likelihood of the observed signs over C
+// by the spectral projected gradient method (Birgin, Martínez and Raydan's
+// SPG as used by Davenport et al.): a Barzilai–Borwein step α, the projected
+// direction d = P_C(X − αg) − X, and a non-monotone Armijo backtracking
+// along d (quadratic interpolation, reference value the largest of the last
+// Memory objectives). Iterates stay in C (convex combinations of points of
+// C).
+func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if opt.Link == nil {
+		return nil, errors.New("onebit: no link")
+	}
+	if opt.Rand == nil {
+		return nil, errors.New("onebit: Options.Rand is required")
+	}
+	if opt.MaxIter <= 0 {
+		opt.MaxIter = 500
+	}
+	if opt.OptTol <= 0 {
+		opt.OptTol = 1e-4
+	}
+	if opt.ProgTol <= 0 {
+		opt.ProgTol = 1e-9
+	}
+	if opt.Memory <= 0 {
+		opt.Memory = 10
+	}
+	if opt.Linear != nil && len(opt.Linear) != len(p.Y) {
+		return nil, fmt.Errorf("onebit: %d linear terms for %d observations", len(opt.Linear), len(p.Y))
+	}
+	pr, err := NewProjector(p.D1, p.D2, opt.Tau, opt.Alpha, opt.Rand)
+	if err != nil {
+		return nil, err
+	}
+	if opt.ProjTol > 0 {
+		pr.Tol = opt.ProjTol
+	}
+	pr.FullSVD = opt.FullSVD
+	n, m := p.D1*p.D2, len(p.Y)
+	idx := make([]int, m)
+	for k := range m {
+		idx[k] = int(p.Rows[k])*p.D2 + int(p.Cols[k])
+	}
+	x := make([]float64, n)  // iterate, starts at 0 ∈ C
+	z := make([]float64, n)  // x − αg, then its projection
+	xo := make([]float64, m) // x on Ω
+	xn := make([]float64, m) // trial point on Ω
+	g := make([]float64, m)
+	gn := make([]float64, m)
+	f := objective(p, opt.Link, opt.Linear, xo, g)
+	sol := &Solution{X: x}
+	history := []float64{f}
+	alpha := 1.0
+	var factors *triplets
+	if opt.Gradient != nil {
+		return solveNoisy(ctx, p, opt, pr, idx)
+	}
+	for it := 0; it < opt.MaxIter; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		copy(z, x)
+		for k := range m {
+			z[idx[k]] -= alpha * g[k]
+		}
+		tr, scale, err := pr.Project(z, z)
+		if err != nil {
+			return nil, err
+		}
+		// d = z − x; its size is the stationarity measure.
+		var dInf, dd, gtd float64
+		for i := range n {
+			d := z[i] - x[i]
+			dInf = math.Max(dInf, math.Abs(d))
+			dd += d * d
+		}
+		for k := range m {
+			gtd += g[k] * (z[idx[k]] - xo[k])
+		}
+		sol.ProjStep = dInf
+		if dInf < opt.OptTol {
+			sol.Stop = fmt.Sprintf("projected step %.3g below %.3g", dInf, opt.OptTol)
+			sol.Iterations = it
+			break
+		}
+		if gtd > -1e-12*math.Max(1, math.Abs(f)) {
+			// An inexact projection can give a non-descent direction:
+			// tighten it and retry before giving up.
+			if tighten(pr) {
+				it--
+				continue
+			}
+			sol.Stop = "directional derivative no longer negative"
+			sol.Iterations = it
+			break
+		}
+		ref := slices.Max(history)
+		t := 1.0
+		var fn float64
+		ok := false
+		for ls := 0; ls < 50; ls++ {
+			for k := range m {
+				xn[k] = xo[k] + t*(z[idx[k]]-xo[k])
+			}
+			fn = objective(p, opt.Link, opt.Linear, xn, gn)
+			if fn <= ref+1e-4*t*gtd && !math.IsNaN(fn) {
+				ok = true
+				break
+			}
+			// Quadratic interpolation, safeguarded to [0.1t, 0.5t].
+			tq := -gtd * t * t / (2 * (fn - f - t*gtd))
+			if math.IsNaN(tq) || tq < 0.1*t {
+				tq = 0.1 * t
+			} else if tq > 0.5*t {
+				tq = 0.5 * t
+			}
+			t = tq
+			if t*dInf < 1e-14 {
+				break
+			}
+		}
+		if !ok {
+			if tighten(pr) {
+				it--
+				continue
+			}
+			sol.Stop = "line search failed"
+			sol.Iterations = it
+			break
+		}
+		// x ← x + t d; s = t d; y = gn − g.
+		var sty float64
+		for k := range m {
+			sty += (xn[k] - xo[k]) * (gn[k] - g[k])
+		}
+		sts := t * t * dd
+		if t == 1 {
+			copy(x, z)
+			factors = lowRankOf(tr, scale)
+		} else {
+			for i := range n {
+				x[i] += t * (z[i] - x[i])
+			}
+			factors = nil
+		}
+		copy(xo, xn)
+		g, gn = gn, g
+		fOld := f
+		f = fn
+		history = append(history, f)
+		if len(history) > opt.Memory {
+			history = history[1:]
+		}
+		alpha = bbStep(sts, sty)
+		sol.Iterations = it + 1
+		if opt.Progress != nil {
+			opt.Progress(it+1, opt.MaxIter)
+		}
+		if math.Abs(fOld-f) < opt.ProgTol*math.Max(1, math.Abs(f)) {
+			sol.Stop = "objective change below tolerance"
+			break
+		}
+	}
+	if sol.Stop == "" {
+		sol.Stop = "iteration limit"
+	}
+	sol.X = x
+	sol.Objective = f
+	sol.Factors = factors
+	sol.Projections, sol.Sweeps, sol.DykstraIters, sol.Fallbacks = pr.NuclearProjections, pr.Sweeps, pr.DykstraIters, pr.Fallbacks
+	return sol, nil
+}
+
+// solveNoisy is gradient perturbation's loop: exactly MaxIter steps
+// X ← P_C(X − γ g̃) with g̃ the perturbed gradient and γ the spectral step
+// computed from the iterates and perturbed gradients only.
+func solveNoisy(ctx context.Context, p *Problem, opt Options, pr *Projector, idx []int) (*Solution, error) {
+	n, m := p.D1*p.D2, len(p.Y)
+	x := make([]float64, n)
+	z := make([]float64, n)
+	xo := make([]float64, m)
+	xoPrev := make([]float64, m)
+	g := make([]float64, m)
+	gPrev := make([]float64, m)
+	sol := &Solution{}
+	alpha := 1.0
+	var sts float64
+	var factors *triplets
+	for it := range opt.MaxIter {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		objective(p, opt.Link, opt.Linear, xo, g)
+		if err := opt.Gradient(it, g); err != nil {
+			return nil, err
+		}
+		if it > 0 {
+			var sty float64
+			for k := range m {
+				sty += (xo[k] - xoPrev[k]) * (g[k] - gPrev[k])
+			}
+			alpha = bbStep(sts, sty)
+		}
+		copy(z, x)
+		for k := range m {
+			z[idx[k]] -= alpha * g[k]
+		}
+		tr, scale, err := pr.Project(z, z)
+		if err != nil {
+			return nil, err
+		}
+		sts = 0
+		var dInf float64
+		for i := range n {
+			d := z[i] - x[i]
+			sts += d * d
+			dInf = math.Max(dInf, math.Abs(d))
+		}
+		copy(xoPrev, xo)
+		copy(gPrev, g)
+		x, z = z, x
+		for k := range m {
+			xo[k] = x[idx[k]]
+		}
+		factors = lowRankOf(tr, scale)
+		sol.Iterations = it + 1
+		sol.ProjStep = dInf
+		if opt.Progress != nil {
+			opt.Progress(it+1, opt.MaxIter)
+		}
+	}
+	sol.Stop = "fixed number of iterations (gradient perturbation)"
+	sol.X = x
+	sol.Factors = factors
+	sol.Objective = math.NaN() // not computed: it would be an un-noised statistic
+	sol.Projections, sol.Sweeps, sol.DykstraIters, sol.Fallbacks = pr.NuclearProjections, pr.Sweeps, pr.DykstraIters, pr.Fallbacks
+	return sol, nil
+}
+
+// bbStep is the Barzilai–Borwein step sᵀs/sᵀy, reset to 1 when the
+// curvature estimate is not positive or the step leaves [1e-10, 1e10].
+func bbStep(sts, sty float64) float64 {
+	if !(sty > 0) {
+		return 1
+	}
+	a := sts / sty
+	if !(a >= 1e-10 && a <= 1e10) {
+		return 1
+	}
+	return a
+}
+
+// lowRankOf turns a projection's factors and scale into X's factors; nil if
+// the projection did not produce a low-rank form.
+func lowRankOf(t triplets, scale float64) *triplets {
+	if t.U == nil {
+		return nil
+	}
+	s := make([]float64, len(t.S))
+	for i, v := range t.S {
+		s[i] = v * scale
+	}
+	return &triplets{U: t.U, S: s, V: t.V}
+}
+
+// tighten makes the projection more exact (Dykstra tolerance ÷10, twice
+// the iterations), down to 1e-6; it reports whether it could.
+func tighten(pr *Projector) bool {
+	if pr.Tol <= 1e-6 {
+		return false
+	}
+	pr.Tol /= 10
+	pr.MaxDykstra *= 2
+	pr.Tightened++
+	return true
+}
+
+// FactorsUV returns X = U Vᵀ with U = U_s √S (D1 × rank) and V = V_s √S
+// (D2 × rank), row-major, from the solver's low-rank form, or from a
+// truncated SVD of X (singular values below 1e-10·σ₁ dropped) when the last
+// step was not a full projection step.
+func (s *Solution) FactorsUV(d1, d2 int) (rank int, u, v []float64, err error) {
+	t := s.Factors
+	if t == nil {
+		full, ok := fullSVD(mat.NewDense(d1, d2, append([]float64(nil), s.X...)))
+		if !ok {
+			return 0, nil, nil, errors.New("onebit: SVD of the solution failed")
+		}
+		k := 0
+		for k < len(full.S) && full.S[k] > 1e-10*full.S[0] {
+			k++
+		}
+		t = &triplets{U: sliceCols(full.U, k), S: full.S[:k], V: sliceCols(full.V, k)}
+	}
+	rank = len(t.S)
+	u = make([]float64, d1*rank)
+	v = make([]float64, d2*rank)
+	for j, sv := range t.S {
+		r := math.Sqrt(sv)
+		for i := range d1 {
+			u[i*rank+j] = t.U.At(i, j) * r
+		}
+		for i := range d2 {
+			v[i*rank+j] = t.V.At(i, j) * r
+		}
+	}
+	return rank, u, v, nil
+}
