@@ -1,6 +1,7 @@
 package noise
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -107,5 +108,43 @@ func BenchmarkMatMul1000(b *testing.B) {
 	var c mat.Dense
 	for b.Loop() {
 		c.Mul(a, a)
+	}
+}
+
+// countingSource counts 64-bit draws, to report draws per sample: a cost
+// measure that does not depend on machine load.
+type countingSource struct {
+	r *rand.ChaCha8
+	n int
+}
+
+func (c *countingSource) Uint64() uint64 { c.n++; return c.r.Uint64() }
+
+func drawsPerSample(f func(s *Source)) float64 {
+	c := &countingSource{r: rand.NewChaCha8([32]byte{1})}
+	s := &Source{r: rand.New(c)}
+	const n = 200000
+	for range n {
+		f(s)
+	}
+	return float64(c.n) / n
+}
+
+func BenchmarkDrawsPerSample(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		f    func(s *Source)
+	}{
+		{"DiscreteLaplace2^40", func(s *Source) { DiscreteLaplace(s, 1<<40, 1) }},
+		{"DiscreteGaussian2^28", func(s *Source) { DiscreteGaussian(s, 1<<28) }},
+		{"BernoulliExp1/3", func(s *Source) { BernoulliExp(s, 1, 3) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var d float64
+			for b.Loop() {
+				d = drawsPerSample(c.f)
+			}
+			b.ReportMetric(d, "draws/sample")
+		})
 	}
 }

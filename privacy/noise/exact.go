@@ -46,7 +46,7 @@ func bernoulliExpFrac(s *Source, num, den uint64) bool {
 	for {
 		var a bool
 		if hi, dk := bits.Mul64(den, k); hi == 0 {
-			a = s.uniformBelow(dk) < num
+			a = num >= dk || s.uniformBelow(dk) < num // γ/k = 1 needs no draw
 		} else {
 			a = s.uniformBelow(k) == 0 && s.bernoulliFrac(num, den)
 		}
