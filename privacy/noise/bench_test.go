@@ -1,7 +1,6 @@
 package noise
 
 import (
-	"math/rand/v2"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -111,23 +110,23 @@ func BenchmarkMatMul1000(b *testing.B) {
 	}
 }
 
-// countingSource counts 64-bit draws, to report draws per sample: a cost
-// measure that does not depend on machine load.
-type countingSource struct {
-	r *rand.ChaCha8
-	n int
-}
-
-func (c *countingSource) Uint64() uint64 { c.n++; return c.r.Uint64() }
-
+// drawsPerSample counts 64-bit ChaCha8 draws per sample — a cost measure
+// that does not depend on machine load — by replaying the seeded stream
+// until it reaches the sampler's next output.
 func drawsPerSample(f func(s *Source)) float64 {
-	c := &countingSource{r: rand.NewChaCha8([32]byte{1})}
-	s := &Source{r: rand.New(c)}
 	const n = 200000
+	s := Seeded(1)
 	for range n {
 		f(s)
 	}
-	return float64(c.n) / n
+	// Count draws by replaying the same seeded stream until it matches.
+	ref := Seeded(1)
+	next := s.c.Uint64()
+	var k int
+	for ref.c.Uint64() != next {
+		k++
+	}
+	return float64(k) / n
 }
 
 func BenchmarkDrawsPerSample(b *testing.B) {

@@ -13,10 +13,6 @@ import (
 // is random and, for the Gaussian, depends weakly on the output; see
 // docs/PRIVACY.md ("timing").
 
-// uniformBelow returns a uniform integer in [0, n), n ≥ 1 (Lemire's method
-// in math/rand/v2: unbiased).
-func (s *Source) uniformBelow(n uint64) uint64 { return s.r.Uint64N(n) }
-
 // bernoulliFrac returns true with probability num/den exactly (0 ≤ num ≤ den, den ≥ 1).
 func (s *Source) bernoulliFrac(num, den uint64) bool { return s.uniformBelow(den) < num }
 
@@ -93,7 +89,7 @@ func DiscreteLaplace(s *Source, num, den uint64) int64 {
 		if y > math.MaxInt64 {
 			continue
 		}
-		if s.Uint64()&1 == 1 {
+		if s.coin() {
 			if y == 0 {
 				continue
 			}
