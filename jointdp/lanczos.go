@@ -64,7 +64,7 @@ func topEigen(ctx context.Context, op symOp, n int, start []float64, rnd *noise.
 		if err := ctx.Err(); err != nil {
 			return 0, nil, err
 		}
-		th, ritz, res, err := lanczosRun(ctx, op, v, o.Steps)
+		th, ritz, res, err := lanczosRun(ctx, op, v, o.Steps, o.Tol)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -78,9 +78,10 @@ func topEigen(ctx context.Context, op symOp, n int, start []float64, rnd *noise.
 	return theta, v, nil
 }
 
-// lanczosRun runs up to k Lanczos steps from q1 and returns the top Ritz
-// value, its (unit) Ritz vector and the residual norm estimate β_k·|s_k|.
-func lanczosRun(ctx context.Context, op symOp, q1 []float64, k int) (float64, []float64, float64, error) {
+// lanczosRun runs up to k Lanczos steps from q1, stopping early once the
+// top Ritz pair's residual estimate β_j·|s_j| is at most tol·|θ|, and
+// returns the top Ritz value, its (unit) Ritz vector and that estimate.
+func lanczosRun(ctx context.Context, op symOp, q1 []float64, k int, tol float64) (float64, []float64, float64, error) {
 	n := len(q1)
 	Q := make([][]float64, 0, k)
 	q := make([]float64, n)
@@ -122,7 +123,7 @@ func lanczosRun(ctx context.Context, op symOp, q1 []float64, k int) (float64, []
 			lastBeta = 0 // invariant subspace: the Ritz pair is exact
 			break
 		}
-		if j == k-1 {
+		if j == k-1 || (j >= 2 && b*math.Abs(s[len(s)-1]) <= tol*math.Abs(th)) {
 			break
 		}
 		beta = append(beta, b)
