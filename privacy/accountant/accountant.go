@@ -100,7 +100,9 @@ func BasicApproxComposition(eps, delta []float64) (float64, float64, error) {
 			}
 		}
 		se = up(se + eps[i])
-		sd = up(sd + delta[i])
+		if delta[i] > 0 {
+			sd = up(sd + delta[i])
+		}
 	}
 	return se, math.Min(sd, 1), nil
 }

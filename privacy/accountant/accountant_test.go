@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync"
 	"testing"
+
+	"github.com/privrec/privrec/privacy"
 )
 
 // Golden values were computed independently with mpmath at 40 digits
@@ -261,5 +263,61 @@ func TestRDPMatchesZCDP(t *testing.T) {
 	e2, _ := ZCDPToApprox(r1+r2, 1e-6)
 	if math.Abs(e1-e2) > 1e-3*e2 {
 		t.Errorf("RDP conversion %g vs zCDP tight %g", e1, e2)
+	}
+}
+
+func TestCompose(t *testing.T) {
+	pure := privacy.Guarantee{Epsilon: 0.1, Unit: privacy.UnitUser, Notion: privacy.Joint, Status: privacy.Proven}
+	gauss := privacy.Guarantee{Epsilon: 1, Delta: 1e-6, Rho: 0.02, Unit: privacy.UnitUser, Notion: privacy.Central, Status: privacy.Proven}
+	// 50 pure parts of 0.1: basic 5; zCDP ρ = 50·0.005 = 0.25 → tight ε at 1e-6.
+	parts := make([]privacy.Guarantee, 50)
+	for i := range parts {
+		parts[i] = pure
+	}
+	g, err := Compose(1e-6, parts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := ZCDPToApprox(0.25, 1e-6)
+	if math.Abs(g.Epsilon-want) > 1e-12 || g.Delta != 1e-6 || math.Abs(g.Rho-0.25) > 1e-12 || g.Notion != privacy.Joint {
+		t.Errorf("50 × pure 0.1: %+v, want ε %g", g, want)
+	}
+	// Without a δ the pure composition stays pure.
+	g, _ = Compose(0, parts...)
+	if math.Abs(g.Epsilon-5) > 1e-12 || g.Delta != 0 {
+		t.Errorf("pure composition %+v", g)
+	}
+	// Mixed with a Gaussian: notion central, ρ added.
+	g, _ = Compose(1e-5, pure, gauss)
+	if g.Notion != privacy.Central || math.Abs(g.Rho-(0.005+0.02)) > 1e-12 {
+		t.Errorf("mixed %+v", g)
+	}
+	// An unprotected part makes the whole unprotected; a claim is carried.
+	claimed := pure
+	claimed.Status, claimed.ClaimedEpsilon, claimed.Epsilon = privacy.AsClaimed, 0.05, 0.2
+	g, _ = Compose(0, pure, claimed)
+	if g.Status != privacy.AsClaimed || math.Abs(g.ClaimedEpsilon-0.15) > 1e-12 || math.Abs(g.Epsilon-0.3) > 1e-12 {
+		t.Errorf("claimed %+v", g)
+	}
+	g, _ = Compose(0, pure, privacy.NoPrivacy(privacy.UnitUser, "raw"))
+	if g.Private() || g.Status != privacy.None {
+		t.Errorf("with an unprotected part: %+v", g)
+	}
+	if _, err := Compose(0, pure, privacy.Guarantee{Epsilon: 1, Unit: privacy.UnitEntry, Status: privacy.Proven}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unit mismatch: %v", err)
+	}
+}
+
+func TestBasicApproxComposition(t *testing.T) {
+	e, d, err := BasicApproxComposition([]float64{0.5, 0.25}, []float64{0, 0})
+	if err != nil || e != 0.75 || d != 0 {
+		t.Errorf("pure parts: ε %g δ %g err %v", e, d, err)
+	}
+	e, d, _ = BasicApproxComposition([]float64{0.5, 0.25}, []float64{1e-6, 2e-6})
+	if e < 0.75 || d < 3e-6 || d > 3e-6*(1+1e-15) {
+		t.Errorf("approx parts: ε %g δ %g", e, d)
+	}
+	if _, _, err := BasicApproxComposition([]float64{1}, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("length mismatch: %v", err)
 	}
 }
