@@ -33,6 +33,17 @@ func invalid(format string, a ...any) error {
 // privacy cost so that floating-point rounding errs on the safe side.
 func up(x float64) float64 { return math.Nextafter(x, math.Inf(1)) }
 
+// addUp returns a + b rounded toward +Inf: exact when the float sum is
+// exact (Knuth's TwoSum error term), one ulp up otherwise.
+func addUp(a, b float64) float64 {
+	s := a + b
+	bb := s - a
+	if e := (a - (s - bb)) + (b - bb); e > 0 {
+		return up(s)
+	}
+	return s
+}
+
 // down returns x rounded one ulp toward −Inf.
 func down(x float64) float64 { return math.Nextafter(x, math.Inf(-1)) }
 
@@ -78,7 +89,7 @@ func BasicComposition(eps ...float64) (float64, error) {
 		if err := CheckEpsilon(e); err != nil {
 			return 0, err
 		}
-		s = up(s + e)
+		s = addUp(s, e)
 	}
 	return s, nil
 }
@@ -99,9 +110,9 @@ func BasicApproxComposition(eps, delta []float64) (float64, float64, error) {
 				return 0, 0, err
 			}
 		}
-		se = up(se + eps[i])
+		se = addUp(se, eps[i])
 		if delta[i] > 0 {
-			sd = up(sd + delta[i])
+			sd = addUp(sd, delta[i])
 		}
 	}
 	return se, math.Min(sd, 1), nil
@@ -177,7 +188,7 @@ func ZCDPCompose(rhos ...float64) (float64, error) {
 		if err := CheckRho(r); err != nil {
 			return 0, err
 		}
-		s = up(s + r)
+		s = addUp(s, r)
 	}
 	return s, nil
 }
@@ -446,7 +457,7 @@ func ScheduleRho(sens float64, sigmas []float64) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		s = up(s + r)
+		s = addUp(s, r)
 	}
 	return s, nil
 }

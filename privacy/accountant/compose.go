@@ -55,9 +55,9 @@ func Compose(delta float64, parts ...privacy.Guarantee) (privacy.Guarantee, erro
 		if math.IsNaN(g.Epsilon) || g.Epsilon < 0 || math.IsNaN(g.Delta) || g.Delta < 0 || g.Delta >= 1 || math.IsNaN(g.Rho) || g.Rho < 0 {
 			return privacy.Guarantee{}, invalid("part %d has invalid parameters %+v", i, g)
 		}
-		sumEps = up(sumEps + g.Epsilon)
+		sumEps = addUp(sumEps, g.Epsilon)
 		if g.Delta > 0 {
-			sumDelta = up(sumDelta + g.Delta)
+			sumDelta = addUp(sumDelta, g.Delta)
 		}
 		c := g.Epsilon
 		if g.ClaimedEpsilon > 0 {
@@ -66,9 +66,9 @@ func Compose(delta float64, parts ...privacy.Guarantee) (privacy.Guarantee, erro
 		claimed += c
 		switch {
 		case g.Rho > 0:
-			rho = up(rho + g.Rho)
+			rho = addUp(rho, g.Rho)
 		case g.Delta == 0:
-			rho = up(rho + up(g.Epsilon*g.Epsilon/2))
+			rho = addUp(rho, up(g.Epsilon*g.Epsilon/2))
 		default:
 			zcdp = false
 		}
