@@ -106,7 +106,7 @@ func (b *blocks) next() ([]byte, error) {
 				return buf[:i+1], nil
 			}
 		}
-		if cap(buf)-len(buf) < blockSize/4 {
+		if cap(buf)-len(buf) < max(blockSize/4, 16) {
 			buf = growBuf(buf, max(blockSize, cap(buf)))
 		}
 		n, err := b.r.Read(buf[len(buf):cap(buf)])

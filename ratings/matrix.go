@@ -3,7 +3,9 @@ package ratings
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
 )
 
 // Matrix is an immutable sparse users × items rating matrix held in two
@@ -179,42 +181,100 @@ func FromCSR(users, items *IDs, nItems int, rowPtr []int64, rowCol []int32, rowV
 		return nil, fmt.Errorf("ratings: ID maps (%d users, %d items) do not match the shape %d × %d", users.Len(), items.Len(), nUsers, nItems)
 	}
 	m := &Matrix{Users: users, Items: items, rowPtr: rowPtr, rowCol: rowCol, rowVal: rowVal, rowT: rowT}
-	colPtr := make([]int64, nItems+1)
-	for u := range nUsers {
-		a, b := rowPtr[u], rowPtr[u+1]
-		if a > b {
-			return nil, fmt.Errorf("ratings: row offsets decrease at user %d", u)
-		}
-		prev := int32(-1)
-		for k := a; k < b; k++ {
-			c := rowCol[k]
-			if c < 0 || int(c) >= nItems {
-				return nil, fmt.Errorf("ratings: item index %d out of range at user %d", c, u)
-			}
-			if c <= prev {
-				return nil, fmt.Errorf("ratings: items of user %d are not sorted and distinct", u)
-			}
-			prev = c
-			colPtr[c+1]++
-		}
-	}
-	for i := range nItems {
-		colPtr[i+1] += colPtr[i]
-	}
-	m.colPtr = colPtr
-	m.colRow = make([]int32, len(rowCol))
-	m.colVal = make([]float32, len(rowCol))
-	next := slices.Clone(colPtr[:nItems])
-	for u := range nUsers {
-		for k := rowPtr[u]; k < rowPtr[u+1]; k++ {
-			c := rowCol[k]
-			p := next[c]
-			m.colRow[p] = int32(u)
-			m.colVal[p] = rowVal[k]
-			next[c]++
-		}
+	if err := m.buildColumns(nItems); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// buildColumns checks the user-major arrays and builds the item-major view
+// with a counting sort. Large matrices are split into user ranges of equal
+// rating counts, one per core: each range counts its own items, the counts
+// give every range its own write offsets inside each column (ranges in user
+// order, so columns stay sorted by user), and the ranges scatter in
+// parallel. The extra memory is one count array per range.
+func (m *Matrix) buildColumns(nItems int) error {
+	rowPtr, rowCol, rowVal := m.rowPtr, m.rowCol, m.rowVal
+	nUsers := len(rowPtr) - 1
+	n := len(rowCol)
+	parts := 1
+	if n >= 1<<16 && nItems <= n/4 {
+		parts = max(1, min(runtime.GOMAXPROCS(0), 8))
+	}
+	bounds := make([]int, parts+1)
+	for p := 1; p < parts; p++ {
+		b, _ := slices.BinarySearch(rowPtr, int64(n)*int64(p)/int64(parts))
+		bounds[p] = max(bounds[p-1], min(b, nUsers))
+	}
+	bounds[parts] = nUsers
+	counts := make([][]int64, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			cnt := make([]int64, nItems)
+			counts[p] = cnt
+			for u := bounds[p]; u < bounds[p+1]; u++ {
+				a, b := rowPtr[u], rowPtr[u+1]
+				if a < 0 || a > b || b > int64(n) {
+					errs[p] = fmt.Errorf("ratings: row offsets decrease at user %d", u)
+					return
+				}
+				prev := int32(-1)
+				for _, c := range rowCol[a:b] {
+					if c < 0 || int(c) >= nItems {
+						errs[p] = fmt.Errorf("ratings: item index %d out of range at user %d", c, u)
+						return
+					}
+					if c <= prev {
+						errs[p] = fmt.Errorf("ratings: items of user %d are not sorted and distinct", u)
+						return
+					}
+					prev = c
+					cnt[c]++
+				}
+			}
+		}(p)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	colPtr := make([]int64, nItems+1)
+	for i := range nItems {
+		off := colPtr[i]
+		for p := range parts {
+			c := counts[p][i]
+			counts[p][i] = off // becomes range p's next write position in column i
+			off += c
+		}
+		colPtr[i+1] = off
+	}
+	m.colPtr = colPtr
+	m.colRow = make([]int32, n)
+	m.colVal = make([]float32, n)
+	for p := range parts {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			next := counts[p]
+			for u := bounds[p]; u < bounds[p+1]; u++ {
+				a, b := rowPtr[u], rowPtr[u+1]
+				for k, c := range rowCol[a:b] {
+					q := next[c]
+					m.colRow[q] = int32(u)
+					m.colVal[q] = rowVal[a+int64(k)]
+					next[c] = q + 1
+				}
+			}
+		}(p)
+	}
+	wg.Wait()
+	return nil
 }
 
 // CSR exposes the user-major arrays (read only), e.g. for binary encoding.
