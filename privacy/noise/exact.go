@@ -56,11 +56,15 @@ func bernoulliExpFrac(s *Source, num, den uint64) bool {
 // DiscreteLaplace returns an exact sample of the discrete Laplace
 // (two-sided geometric) distribution on the integers with scale t = num/den:
 // P(z) ∝ exp(−|z|/t) (CKS 2020, Algorithm 2). num and den must be positive
-// num above MaxDiscreteLaplaceScale is coarsened toward more noise. The sample is exact except on
+// num above MaxDiscreteLaplaceScale is coarsened toward more noise; num = 0
+// returns 0 and den = 0 (an infinite scale) panics, a programming error. The sample is exact except on
 // an event of probability below exp(−2^15) (an intermediate that would
 // overflow 64 bits, on which the draw restarts).
 func DiscreteLaplace(s *Source, num, den uint64) int64 {
-	if num == 0 || den == 0 {
+	if den == 0 {
+		panic("noise: DiscreteLaplace with an infinite scale (den = 0)")
+	}
+	if num == 0 {
 		return 0
 	}
 	for num > MaxDiscreteLaplaceScale {

@@ -41,6 +41,8 @@ import (
 //
 // Non-finite inputs: NaN is rounded to 0 and ±Inf (and anything beyond
 // ±2^62·g) saturates; mechanisms reject such inputs before they get here.
+// A scale that is not finite or is below 2^-960 releases NaN, never the
+// input.
 
 // Bernoulli returns true with probability p. The probability realised is
 // RealizedBernoulli(p) = ⌈p·2^53⌉/2^53 exactly (within 2^-53 of p).
@@ -119,7 +121,9 @@ func latticeIndex(x, g float64) int64 {
 	return int64(v)
 }
 
-func validScale(scale float64) bool { return scale > 0 && !math.IsInf(scale, 0) }
+// validScale accepts finite scales ≥ 2^-960 (so that the grid, at least
+// scale·2^-40, stays a normal float).
+func validScale(scale float64) bool { return scale >= 0x1p-960 && !math.IsInf(scale, 0) }
 
 // Laplace returns one Laplace noise value of the given scale, on the
 // lattice LaplaceGrid(scale): g·Z with Z discrete Laplace. To release x
