@@ -89,7 +89,7 @@ func (b *blocks) next() ([]byte, error) {
 	case buf = <-b.free:
 		buf = buf[:0]
 	default:
-		buf = make([]byte, 0, blockSize+blockSize/4)
+		buf = make([]byte, 0, min(blockSize+blockSize/4, 1<<16)) // grows for big inputs
 	}
 	buf = append(buf, b.carry...)
 	b.carry = b.carry[:0]
@@ -106,8 +106,8 @@ func (b *blocks) next() ([]byte, error) {
 				return buf[:i+1], nil
 			}
 		}
-		if cap(buf)-len(buf) < max(blockSize/4, 16) {
-			buf = growBuf(buf, max(blockSize, cap(buf)))
+		if cap(buf)-len(buf) < min(max(blockSize/4, 16), 1<<16) {
+			buf = growBuf(buf, max(cap(buf), 16))
 		}
 		n, err := b.r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
