@@ -75,7 +75,9 @@ type Spec struct {
 	Mechanism      string
 	ClaimedEpsilon float64
 	Delta          float64
-	// Sample draws one output of the mechanism on input side (0 or 1).
+	// Sample draws one output of the mechanism on input side (0 or 1). It
+	// is called from two goroutines at once (one per side), each with its
+	// own source, so it must not share mutable state between calls.
 	Sample func(src *noise.Source, side int) float64
 	Events []Event
 }

@@ -115,9 +115,9 @@ func For(name string, eps, delta float64, o Options) (Spec, error) {
 		if err != nil {
 			return Spec{}, err
 		}
-		x := make([]float64, o.Dim)
+		dim := o.Dim
 		spec.Sample = func(src *noise.Source, side int) float64 {
-			clear(x)
+			x := make([]float64, dim) // per call: the two sides run concurrently
 			x[0] = float64(side)
 			if err := m.Release(src, x); err != nil {
 				return math.NaN()
