@@ -44,7 +44,7 @@ func bernoulliExpFrac(s *Source, num, den uint64) bool {
 		if hi, dk := bits.Mul64(den, k); hi == 0 {
 			a = num >= dk || s.uniformBelow(dk) < num // γ/k = 1 needs no draw
 		} else {
-			a = s.uniformBelow(k) == 0 && s.bernoulliFrac(num, den)
+			a = (k == 1 || s.uniformBelow(k) == 0) && s.bernoulliFrac(num, den)
 		}
 		if !a {
 			return k&1 == 1
@@ -169,24 +169,6 @@ func (a u128) sub(b u128) u128 {
 	return u128{hi, lo}
 }
 
-// uniformBelow128 returns a uniform value in [0, n), n > 0, by masking to
-// n's bit length and rejecting (acceptance ≥ 1/2).
-func (s *Source) uniformBelow128(n u128) u128 {
-	if n.hi == 0 {
-		return u128{0, s.uniformBelow(n.lo)}
-	}
-	mask := uint64(1)<<bits.Len64(n.hi) - 1
-	if bits.Len64(n.hi) == 64 {
-		mask = math.MaxUint64
-	}
-	for {
-		v := u128{s.Uint64() & mask, s.Uint64()}
-		if v.less(n) {
-			return v
-		}
-	}
-}
-
 // bernoulliExp128 is Bernoulli(exp(−num/den)) for 128-bit num, den > 0.
 func bernoulliExp128(s *Source, num, den u128) bool {
 	for den.less(num) {
@@ -198,10 +180,57 @@ func bernoulliExp128(s *Source, num, den u128) bool {
 	// γ = num/den ∈ [0, 1]: Bernoulli(γ/k) = Bernoulli(1/k) ∧ Bernoulli(γ).
 	k := uint64(1)
 	for {
-		if !(s.uniformBelow(k) == 0 && s.uniformBelow128(den).less(num)) {
+		if !((k == 1 || s.uniformBelow(k) == 0) && s.bernoulli128(num, den)) {
 			return k&1 == 1
 		}
 		k++
+	}
+}
+
+// bernoulli128 returns true with probability num/den (num ≤ den, den > 0)
+// by drawing r uniform in [0, den) and testing r < num, lazily: the top 64
+// bits of r usually decide both the rejection (r ≥ den) and the test, and
+// the low bits are drawn only on a tie (probability ≈ 2^-63).
+func (s *Source) bernoulli128(num, den u128) bool {
+	L := 64 + bits.Len64(den.hi)
+	if den.hi == 0 {
+		return s.uniformBelow(den.lo) < num.lo
+	}
+	shift := uint(L - 64) // 1..64
+	top := func(x u128) uint64 {
+		if shift == 64 {
+			return x.hi
+		}
+		return x.hi<<(64-shift) | x.lo>>shift
+	}
+	topDen, topNum := top(den), top(num)
+	for {
+		rh := s.Uint64()
+		switch {
+		case rh > topDen:
+			continue // r ≥ den: reject
+		case rh < topNum:
+			return true // r < num ≤ den
+		case rh > topNum && rh < topDen:
+			return false // num ≤ r < den
+		}
+		// Tie on the top bits: draw the low bits and compare exactly.
+		var low uint64
+		if shift == 64 {
+			low = s.Uint64()
+		} else {
+			low = s.Uint64() & (1<<shift - 1)
+		}
+		var r u128
+		if shift == 64 {
+			r = u128{rh, low}
+		} else {
+			r = u128{rh >> (64 - shift), rh<<shift | low}
+		}
+		if !r.less(den) {
+			continue
+		}
+		return r.less(num)
 	}
 }
 

@@ -264,3 +264,34 @@ func TestL2Laplace(t *testing.T) {
 		t.Errorf("mean radius %g, want %g", m, d*scale)
 	}
 }
+
+// The lazy 128-bit Bernoulli(num/den): frequencies for ratios whose top
+// bits tie and whose dens span the shift range (4.42 sd, ≈1e-5 each).
+func TestBernoulli128(t *testing.T) {
+	const n = 125000
+	s := Seeded(16)
+	for _, c := range []struct{ num, den u128 }{
+		{u128{0, 1}, u128{0, 3}},
+		{u128{1, 0}, u128{3, 0}},
+		{u128{1 << 40, 5}, u128{1<<40 + 1, 0}},     // tie on the top bits
+		{u128{1 << 62, 0}, u128{1<<63 + 1<<62, 7}}, // shift 64
+		{u128{0, 1 << 63}, u128{1, 0}},             // 1/2 with den = 2^64
+	} {
+		k := 0
+		for range n {
+			if s.bernoulli128(c.num, c.den) {
+				k++
+			}
+		}
+		p := (float64(c.num.hi)*0x1p64 + float64(c.num.lo)) / (float64(c.den.hi)*0x1p64 + float64(c.den.lo))
+		if got := float64(k) / n; math.Abs(got-p) > 4.42*math.Sqrt(p*(1-p)/n)+1e-9 {
+			t.Errorf("Bernoulli(%v/%v) frequency %g, want %g", c.num, c.den, got, p)
+		}
+	}
+	// Exhaustive small check of the tie path: num = den means always true.
+	for range 1000 {
+		if !s.bernoulli128(u128{5, 9}, u128{5, 9}) {
+			t.Fatal("Bernoulli(1) returned false")
+		}
+	}
+}
