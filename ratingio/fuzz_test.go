@@ -76,7 +76,9 @@ func FuzzJesterWide(f *testing.F) {
 
 func FuzzUCIRC(f *testing.F) {
 	addSeeds(f, "userID,placeID,rating,food_rating,service_rating\nU1077,135085,2,2,2\nU1077,135038,2,2,1\n", "userID,placeID,rating\nU1,1,0\n", "U1,1,2,2,2\n")
-	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, "rating_final.csv", data, Options{Format: "uci-rc", Column: "food"}) })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRead(t, "rating_final.csv", data, Options{Format: "uci-rc", Column: "food"})
+	})
 }
 
 func FuzzTSV(f *testing.F) {
