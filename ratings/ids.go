@@ -2,9 +2,11 @@
 // user-major and an item-major view, and the maps between external
 // identifiers (any string) and the dense indices solvers work with.
 //
-// A rating costs 12 bytes per view (an int32 index on each side and a
-// float32 value) plus int64 offsets per user and per item; optional
-// timestamps add 8 bytes. Rows and columns are exposed as sub-slices of the
+// A rating costs 8 bytes per view (the int32 index of the other side and a
+// float32 value; the row or column it sits in is implicit in the offsets),
+// 16 bytes for both views, plus int64 offsets per user and per item;
+// optional timestamps add 8 bytes. 100 M ratings with both views and 1 M
+// users take 1.7 GB resident (BenchmarkHold100M). Rows and columns are exposed as sub-slices of the
 // store, so iterating one user's row or one item's column allocates nothing.
 package ratings
 

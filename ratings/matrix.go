@@ -145,7 +145,7 @@ func (m *Matrix) Density() float64 {
 // Bytes is the memory held by the store's arrays (not counting ID maps).
 func (m *Matrix) Bytes() int64 {
 	n := int64(len(m.rowCol))
-	b := 8*int64(len(m.rowPtr)+len(m.colPtr)) + 12*n*2
+	b := 8*int64(len(m.rowPtr)+len(m.colPtr)) + 8*n*2 // index + value, per view
 	if m.rowT != nil {
 		b += 8 * n
 	}
