@@ -29,8 +29,9 @@ import (
 //
 // JOINTDP_RUNS sets the number of runs per cell (default 3), JOINTDP_EPS
 // the ε grid (comma-separated), JOINTDP_METHODS the methods
-// (comma-separated), JOINTDP_ARGS_<METHOD> overrides a
-// method's flags (space-separated). Real data are read from JOINTDP_DATA
+// (comma-separated), JOINTDP_ARGS_<ROW> overrides a row's flags
+// (space-separated; ROW is the row label upper-cased with "/" → "_", e.g.
+// JOINTDP_ARGS_DPFW_TUNED). Real data are read from JOINTDP_DATA
 // and never needed by ordinary tests.
 func TestTables(t *testing.T) {
 	which := os.Getenv("JOINTDP_TABLES")
@@ -51,7 +52,7 @@ func TestTables(t *testing.T) {
 		}
 	}
 	var data *ratings.Matrix
-	var args map[string]string
+	var args map[string]string // row label → flags; the method is the label up to "/"
 	switch which {
 	case "synthetic":
 		cfg := synth.RankOneDefaults()
@@ -71,10 +72,11 @@ func TestTables(t *testing.T) {
 		}
 		k := math.Sqrt(nu * nv)
 		args = map[string]string{
-			"fw":    fmt.Sprintf("--nuclear %g --iterations 40 --center=false", k),
-			"dpfw":  fmt.Sprintf("--nuclear %g --iterations 10 --clip 3 --center=false --step 2/(t+1)", k),
-			"dpsvd": "--rank 1 --clip 3 --center=false",
-			"mm":    "--rank 1 --rating-min -1 --rating-max 1",
+			"fw":         fmt.Sprintf("--nuclear %g --iterations 40 --center=false", k),
+			"dpfw/paper": fmt.Sprintf("--nuclear %g --iterations 10 --clip 3 --center=false", k),
+			"dpfw/tuned": fmt.Sprintf("--nuclear %g --iterations 5 --clip 4 --center=false --step 2/(t+1) --bias-scale 0", k),
+			"dpsvd":      "--rank 1 --clip 3 --center=false",
+			"mm":         "--rank 1 --rating-min -1 --rating-max 1",
 		}
 	case "jester":
 		m, err := ratingio.ReadFile(filepath.Join(os.Getenv("JOINTDP_DATA"), "jester", "jester5k_ratings.tsv"), ratingio.Options{Format: "tsv"})
@@ -83,10 +85,11 @@ func TestTables(t *testing.T) {
 		}
 		data = m.MapValues(func(e ratings.Entry) float32 { return (e.Value + 10) / 4 }) // −10..10 → 0..5
 		args = map[string]string{
-			"fw":    "--nuclear 2000 --iterations 60",
-			"dpfw":  "--nuclear 2000 --iterations 10 --clip 6 --max-per-user 0 --step 2/(t+1)",
-			"dpsvd": "--rank 2 --clip 6 --max-per-user 0",
-			"mm":    "--rank 2 --max-per-user 0 --rating-min 0 --rating-max 5",
+			"fw":         "--nuclear 1500 --iterations 60",
+			"dpfw/paper": "--nuclear 1500 --iterations 10 --clip 6 --max-per-user 0",
+			"dpfw/tuned": "--nuclear 1500 --iterations 5 --clip 6 --max-per-user 0 --step 2/(t+1) --bias-scale 0",
+			"dpsvd":      "--rank 2 --clip 6 --max-per-user 0",
+			"mm":         "--rank 2 --max-per-user 0 --rating-min 0 --rating-max 5",
 		}
 	case "ml1m":
 		m, err := ratingio.ReadFile(filepath.Join(os.Getenv("JOINTDP_DATA"), "ml-1m", "ratings.tsv"), ratingio.Options{Format: "tsv"})
@@ -95,25 +98,27 @@ func TestTables(t *testing.T) {
 		}
 		data = transform.TopItems(m, 400)
 		args = map[string]string{
-			"fw":    "--nuclear 8000 --iterations 60",
-			"dpfw":  "--nuclear 8000 --iterations 10 --clip 5 --step 2/(t+1)",
-			"dpsvd": "--rank 2 --clip 5",
-			"mm":    "--rank 2 --rating-min 1 --rating-max 5",
+			"fw":         "--nuclear 3000 --iterations 60",
+			"dpfw/paper": "--nuclear 3000 --iterations 10 --clip 5",
+			"dpfw/tuned": "--nuclear 3000 --iterations 5 --clip 5 --step 2/(t+1) --bias-scale 0",
+			"dpsvd":      "--rank 2 --clip 5",
+			"mm":         "--rank 2 --rating-min 1 --rating-max 5",
 		}
 	default:
 		t.Fatalf("unknown JOINTDP_TABLES %q", which)
 	}
-	for name := range args {
-		if s := os.Getenv("JOINTDP_ARGS_" + strings.ToUpper(name)); s != "" {
-			args[name] = s
-		}
-	}
 	t.Logf("%s: %d users × %d items, %d ratings; %d runs per cell", which, data.NumUsers(), data.NumItems(), data.Len(), runs)
 	type cell struct{ sum, sum2 float64 }
 	res := map[string]map[float64]*cell{}
-	order := []string{"fw", "dpfw", "dpsvd", "mm"}
+	order := []string{"fw", "dpfw/paper", "dpfw/tuned", "dpsvd", "mm"}
 	if s := os.Getenv("JOINTDP_METHODS"); s != "" {
 		order = strings.Split(s, ",")
+	}
+	for _, name := range order {
+		key := strings.NewReplacer("/", "_").Replace(strings.ToUpper(name))
+		if s := os.Getenv("JOINTDP_ARGS_" + key); s != "" {
+			args[name] = s
+		}
 	}
 	for _, name := range order {
 		res[name] = map[float64]*cell{}
@@ -166,12 +171,13 @@ func TestTables(t *testing.T) {
 	t.Log(b.String())
 }
 
-func trainEval(ctx context.Context, name, args string, train, test *ratings.Matrix, eps float64, seed uint64) (float64, float64, error) {
+func trainEval(ctx context.Context, label, args string, train, test *ratings.Matrix, eps float64, seed uint64) (float64, float64, error) {
+	name, _, _ := strings.Cut(label, "/")
 	m, err := methods.Lookup(name)
 	if err != nil {
 		return 0, 0, err
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs := flag.NewFlagSet(label, flag.ContinueOnError)
 	tr := m.Flags(fs)
 	if err := fs.Parse(strings.Fields(args)); err != nil {
 		return 0, 0, err
