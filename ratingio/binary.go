@@ -19,13 +19,17 @@ import (
 // 64-byte header, the user and item names, zero padding to a multiple of 8,
 // the user-major arrays exactly as ratings.Matrix holds them (row offsets
 // int64, item indices int32, values float32, optional timestamps int64),
-// all little-endian, and a CRC-32C of everything before it. Reading is one
-// bulk copy per array plus the item-major view.
+// then the item-major view (column offsets int64, user indices int32,
+// values float32), all little-endian, and a CRC-32C of everything before
+// it. Reading is one bulk copy per array plus linear checks: storing the
+// item-major view (8 bytes per rating) saves rebuilding it, a random-access
+// scatter that costs more than reading it.
 const (
 	binaryMagic   = "PRVRRATS"
 	binaryVersion = 1
 	headerSize    = 64
-	flagTime      = 1
+	flagTime      = 1 // timestamps follow the values
+	flagColumns   = 2 // the item-major view follows
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -78,14 +82,17 @@ func namesBytes(ids *ratings.IDs) []byte {
 
 func writeBinary(w *bufio.Writer, m *ratings.Matrix) error {
 	rowPtr, rowCol, rowVal, rowT := m.CSR()
+	colPtr, colRow, colVal := m.CSC()
 	un, in := namesBytes(m.Users), namesBytes(m.Items)
 	var h [headerSize]byte
 	copy(h[:], binaryMagic)
 	le := binary.LittleEndian
 	le.PutUint32(h[8:], binaryVersion)
+	flags := uint32(flagColumns)
 	if rowT != nil {
-		le.PutUint32(h[12:], flagTime)
+		flags |= flagTime
 	}
+	le.PutUint32(h[12:], flags)
 	le.PutUint64(h[16:], uint64(m.NumUsers()))
 	le.PutUint64(h[24:], uint64(m.NumItems()))
 	le.PutUint64(h[32:], uint64(m.Len()))
@@ -98,7 +105,8 @@ func writeBinary(w *bufio.Writer, m *ratings.Matrix) error {
 	arrays := []struct {
 		b    []byte
 		size int
-	}{{bytesOf(rowPtr), 8}, {bytesOf(rowCol), 4}, {bytesOf(rowVal), 4}, {bytesOf(rowT), 8}}
+	}{{bytesOf(rowPtr), 8}, {bytesOf(rowCol), 4}, {bytesOf(rowVal), 4}, {bytesOf(rowT), 8},
+		{bytesOf(colPtr), 8}, {bytesOf(colRow), 4}, {bytesOf(colVal), 4}}
 	for _, a := range arrays {
 		b := a.b
 		if !littleEndian {
@@ -178,13 +186,14 @@ func readNames(r io.Reader, size uint64, count uint64, known bool) ([]string, er
 		}
 	}
 	names := make([]string, 0, min(count, size))
-	for len(buf) > 0 {
-		l, k := binary.Uvarint(buf)
-		if k <= 0 || l > uint64(len(buf)-k) {
+	all := string(buf) // one allocation; the names are substrings of it
+	for p := 0; p < len(all); {
+		l, k := binary.Uvarint(buf[p:])
+		if k <= 0 || l > uint64(len(all)-p-k) {
 			return nil, errors.New("corrupt name section")
 		}
-		names = append(names, string(buf[k:k+int(l)]))
-		buf = buf[k+int(l):]
+		names = append(names, all[p+k:p+k+int(l)])
+		p += k + int(l)
 	}
 	if uint64(len(names)) != count {
 		return nil, fmt.Errorf("name section holds %d names, header says %d", len(names), count)
@@ -208,10 +217,10 @@ func readBinary(ctx context.Context, r io.Reader, name string, opt Options, size
 		return nil, bad("version %d; this privrec reads version %d", v, binaryVersion)
 	}
 	flags := le.Uint32(h[12:])
-	if flags&^flagTime != 0 {
+	if flags&^(flagTime|flagColumns) != 0 {
 		return nil, bad("unknown flags %#x", flags)
 	}
-	hasTime := flags&flagTime != 0
+	hasTime, hasCols := flags&flagTime != 0, flags&flagColumns != 0
 	nU, nI, nnz := le.Uint64(h[16:]), le.Uint64(h[24:]), le.Uint64(h[32:])
 	uLen, iLen := le.Uint64(h[40:]), le.Uint64(h[48:])
 	const limit = 1 << 40
@@ -224,6 +233,9 @@ func readBinary(ctx context.Context, r io.Reader, name string, opt Options, size
 	}
 	names := uLen + iLen
 	want := headerSize + names + uint64(pad8(int(names%8))) + 8*(nU+1) + per*nnz + 4
+	if hasCols {
+		want += 8*(nI+1) + 8*nnz
+	}
 	known := size >= 0
 	if known && uint64(size) != want {
 		return nil, bad("the header implies %d bytes but the file has %d (truncated or corrupt)", want, size)
@@ -257,6 +269,20 @@ func readBinary(ctx context.Context, r io.Reader, name string, opt Options, size
 			return nil, wrapCtx(err, bad("timestamps: %v", err))
 		}
 	}
+	var colPtr []int64
+	var colRow []int32
+	var colVal []float32
+	if hasCols {
+		if colPtr, err = readArray[int64](ctx, cr, nI+1, known); err != nil {
+			return nil, wrapCtx(err, bad("column offsets: %v", err))
+		}
+		if colRow, err = readArray[int32](ctx, cr, nnz, known); err != nil {
+			return nil, wrapCtx(err, bad("user indices: %v", err))
+		}
+		if colVal, err = readArray[float32](ctx, cr, nnz, known); err != nil {
+			return nil, wrapCtx(err, bad("column values: %v", err))
+		}
+	}
 	sum := cr.h.Sum32()
 	var tail [4]byte
 	if _, err := io.ReadFull(r, tail[:]); err != nil {
@@ -268,12 +294,16 @@ func readBinary(ctx context.Context, r io.Reader, name string, opt Options, size
 	if n, _ := r.Read(tail[:1]); n != 0 {
 		return nil, bad("trailing data after the checksum")
 	}
+	lo, hi := float32(math.Inf(-1)), float32(math.Inf(1))
+	if opt.HasScale {
+		lo, hi = float32(opt.Min), float32(opt.Max)
+	}
 	for k, v := range rowVal {
-		f := float64(v)
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, bad("rating %d is %v", k, v)
-		}
-		if opt.HasScale && (v < float32(opt.Min) || v > float32(opt.Max)) {
+		if math.Float32bits(v)&0x7f800000 == 0x7f800000 || v < lo || v > hi { // NaN or ±Inf, or off the scale
+			f := float64(v)
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return nil, bad("rating %d is %v", k, v)
+			}
 			return nil, bad("rating %d (%v) is outside the declared scale %v:%v", k, v, opt.Min, opt.Max)
 		}
 	}
@@ -285,7 +315,12 @@ func readBinary(ctx context.Context, r io.Reader, name string, opt Options, size
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	m, err := ratings.FromCSR(users, items, int(nI), rowPtr, rowCol, rowVal, rowT)
+	var m *ratings.Matrix
+	if hasCols {
+		m, err = ratings.FromViews(users, items, rowPtr, rowCol, rowVal, rowT, colPtr, colRow, colVal)
+	} else {
+		m, err = ratings.FromCSR(users, items, int(nI), rowPtr, rowCol, rowVal, rowT)
+	}
 	if err != nil {
 		return nil, bad("%v", err)
 	}

@@ -281,3 +281,91 @@ func (m *Matrix) buildColumns(nItems int) error {
 func (m *Matrix) CSR() (rowPtr []int64, rowCol []int32, rowVal []float32, rowT []int64) {
 	return m.rowPtr, m.rowCol, m.rowVal, m.rowT
 }
+
+// CSC exposes the item-major arrays (read only), e.g. for binary encoding.
+func (m *Matrix) CSC() (colPtr []int64, colRow []int32, colVal []float32) {
+	return m.colPtr, m.colRow, m.colVal
+}
+
+// FromViews builds a Matrix from both views, taking ownership of the
+// arrays, without recomputing the item-major view (which is most of the
+// cost of FromCSR). It checks everything that could make a later access
+// fail: offsets, index ranges, order within rows and columns, and that
+// every user and item has as many ratings in one view as in the other. It
+// does not check that the values agree entry by entry, so use it only with
+// views taken from a Matrix (CSR and CSC) and kept intact, e.g. in a
+// checksummed file.
+func FromViews(users, items *IDs, rowPtr []int64, rowCol []int32, rowVal []float32, rowT []int64, colPtr []int64, colRow []int32, colVal []float32) (*Matrix, error) {
+	nUsers, nItems, n := len(rowPtr)-1, len(colPtr)-1, len(rowCol)
+	if nUsers < 0 || nItems < 0 || len(rowVal) != n || len(colRow) != n || len(colVal) != n || (rowT != nil && len(rowT) != n) {
+		return nil, fmt.Errorf("ratings: inconsistent view lengths")
+	}
+	if users == nil {
+		users = Sequential(nUsers)
+	}
+	if items == nil {
+		items = Sequential(nItems)
+	}
+	if users.Len() != nUsers || items.Len() != nItems {
+		return nil, fmt.Errorf("ratings: ID maps (%d users, %d items) do not match the shape %d × %d", users.Len(), items.Len(), nUsers, nItems)
+	}
+	var perItem, perUser []int64
+	var errRows, errCols error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		perItem, errRows = checkView(rowPtr, rowCol, nItems, "user")
+	}()
+	go func() {
+		defer wg.Done()
+		perUser, errCols = checkView(colPtr, colRow, nUsers, "item")
+	}()
+	wg.Wait()
+	if errRows != nil {
+		return nil, errRows
+	}
+	if errCols != nil {
+		return nil, errCols
+	}
+	for i := range nItems {
+		if perItem[i] != colPtr[i+1]-colPtr[i] {
+			return nil, fmt.Errorf("ratings: item %d has %d ratings in the user-major view and %d in the item-major view", i, perItem[i], colPtr[i+1]-colPtr[i])
+		}
+	}
+	for u := range nUsers {
+		if perUser[u] != rowPtr[u+1]-rowPtr[u] {
+			return nil, fmt.Errorf("ratings: user %d has %d ratings in the user-major view and %d in the item-major view", u, rowPtr[u+1]-rowPtr[u], perUser[u])
+		}
+	}
+	return &Matrix{Users: users, Items: items, rowPtr: rowPtr, rowCol: rowCol, rowVal: rowVal, rowT: rowT, colPtr: colPtr, colRow: colRow, colVal: colVal}, nil
+}
+
+// checkView checks one compressed view (offsets, indices of the other side
+// in [0, other), strictly increasing within each line) and counts how often
+// each index of the other side occurs.
+func checkView(ptr []int64, idx []int32, other int, what string) ([]int64, error) {
+	n := int64(len(idx))
+	if ptr[0] != 0 || ptr[len(ptr)-1] != n {
+		return nil, fmt.Errorf("ratings: %s offsets do not span the %d ratings", what, n)
+	}
+	cnt := make([]int64, other)
+	for l := range len(ptr) - 1 {
+		a, b := ptr[l], ptr[l+1]
+		if a < 0 || a > b || b > n {
+			return nil, fmt.Errorf("ratings: %s offsets decrease at %s %d", what, what, l)
+		}
+		prev := int32(-1)
+		for _, c := range idx[a:b] {
+			if c < 0 || int(c) >= other {
+				return nil, fmt.Errorf("ratings: index %d out of range at %s %d", c, what, l)
+			}
+			if c <= prev {
+				return nil, fmt.Errorf("ratings: indices of %s %d are not sorted and distinct", what, l)
+			}
+			prev = c
+			cnt[c]++
+		}
+	}
+	return cnt, nil
+}
