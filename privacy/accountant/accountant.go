@@ -461,3 +461,22 @@ func ScheduleRho(sens float64, sigmas []float64) (float64, error) {
 	}
 	return s, nil
 }
+
+// LaplaceRDP is the Rényi curve of the Laplace mechanism with ε = Δ₁/b
+// (Mironov 2017, Prop. 6):
+//
+//	ε(α) = (1/(α−1)) · ln( α/(2α−1) · e^{(α−1)ε} + (α−1)/(2α−1) · e^{−αε} ),
+//
+// evaluated in log space and rounded up; it never exceeds ε.
+func LaplaceRDP(eps float64) (RDP, error) {
+	if err := CheckEpsilon(eps); err != nil {
+		return nil, err
+	}
+	return func(a float64) float64 {
+		// ln(p·e^x + q·e^y) with x = (α−1)ε, y = −αε, x > y.
+		x, y := (a-1)*eps, -a*eps
+		p, q := a/(2*a-1), (a-1)/(2*a-1)
+		l := x + math.Log(p+q*math.Exp(y-x))
+		return math.Min(eps, up(up(l)/(a-1)))
+	}, nil
+}

@@ -321,3 +321,36 @@ func TestBasicApproxComposition(t *testing.T) {
 		t.Errorf("length mismatch: %v", err)
 	}
 }
+
+func TestLaplaceRDP(t *testing.T) {
+	c, err := LaplaceRDP(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Increasing in α, below ε, → ε as α → ∞, and ≈ ε²/2·α-ish near 1
+	// (KL divergence of Laplace: ε + e^{−ε} − 1 at α → 1).
+	prev := 0.0
+	for _, a := range []float64{1.001, 1.5, 2, 5, 20, 1000} {
+		v := c(a)
+		if v < prev || v > 1 {
+			t.Errorf("ε(%g) = %g", a, v)
+		}
+		prev = v
+	}
+	if kl := 1 + math.Exp(-1) - 1; math.Abs(c(1.000001)-kl) > 1e-4 {
+		t.Errorf("ε(1+) = %g, want KL %g", c(1.000001), kl)
+	}
+	if math.Abs(c(1e6)-1) > 1e-4 {
+		t.Errorf("ε(∞) = %g, want 1", c(1e6))
+	}
+	// Composing 100 Laplace(ε=0.1) through Rényi beats basic composition.
+	c01, _ := LaplaceRDP(0.1)
+	curves := make([]RDP, 100)
+	for i := range curves {
+		curves[i] = c01
+	}
+	e, err := RDPToApprox(ComposeRDP(curves...), 1e-6, nil)
+	if err != nil || e >= 10 {
+		t.Errorf("100 × 0.1 via Rényi: %g (%v)", e, err)
+	}
+}
