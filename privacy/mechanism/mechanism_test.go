@@ -357,3 +357,48 @@ func TestValidation(t *testing.T) {
 }
 
 var _ = []Mechanism{&Laplace{}, &Gaussian{}, &L2Laplace{}, &RandomizedResponse{}, &KaryRR{}, &ModifiedLaplace{}}
+
+// discreteGaussianDelta is an upper bound on the exact δ(ε) of the
+// discrete Gaussian (CKS 2020, Theorem 7), computed here a second way by
+// direct summation of the pmf: the bound must never be below it, and at
+// lattice-like scales (σ ≈ 2^20) it must be tight (its slack is O(1/σ) per
+// tail).
+func TestDiscreteGaussianDeltaBound(t *testing.T) {
+	exactDelta := func(eps, sens, sigma float64) float64 {
+		s2 := sigma * sigma
+		// The normaliser: summed for small σ; for large σ, σ√(2π) is exact
+		// to double precision (Poisson summation: the correction is
+		// 2e^{−2π²σ²}).
+		norm := sigma * math.Sqrt(2*math.Pi)
+		if sigma < 100 {
+			norm = 0
+			for z := -int(40 * sigma); z <= int(40*sigma); z++ {
+				norm += math.Exp(-float64(z*z) / (2 * s2))
+			}
+		}
+		tail := func(a float64) float64 { // P[Y > a], summed from the far end for accuracy
+			var p float64
+			for z := int(math.Floor(a)) + int(13*sigma); z > int(math.Floor(a)); z-- {
+				p += math.Exp(-float64(z*z) / (2 * s2))
+			}
+			return p / norm
+		}
+		return tail(eps*s2/sens-sens/2) - math.Exp(eps)*tail(eps*s2/sens+sens/2)
+	}
+	for _, c := range []struct {
+		eps, sens, sigma float64
+		tight            bool
+	}{
+		{1, 1, 4, false}, {0.5, 3, 20, false}, {2, 2, 10, false}, {0.1, 1, 50, false},
+		{1, 281078, 1 << 20, true}, // ≈ the analytic Gaussian for (1, 1e-5) on a 2^20 lattice
+	} {
+		exact := exactDelta(c.eps, c.sens, c.sigma)
+		bound := discreteGaussianDelta(c.eps, c.sens, c.sigma)
+		if bound < exact {
+			t.Errorf("%+v: bound %g below the exact %g", c, bound, exact)
+		}
+		if c.tight && bound > exact*1.001 {
+			t.Errorf("%+v: bound %g not tight (exact %g)", c, bound, exact)
+		}
+	}
+}
