@@ -196,12 +196,16 @@ func (m *KaryRR) Randomize(src *noise.Source, value int) (int, error) {
 	if value < 0 || value > m.d {
 		return 0, fmt.Errorf("%w: rating category %d outside {0 (missing), 1..%d}", ErrData, value, m.d)
 	}
-	if noise.Bernoulli(src, m.keep) {
-		return value, nil
-	}
+	// Draw both the coin and the replacement every time, so that the work
+	// done (and the time taken) does not reveal whether the rating was
+	// kept — which, with the output, would reveal the rating.
+	keep := noise.Bernoulli(src, m.keep)
 	j := src.IntN(m.d) // one of the d others
 	if j >= value {
 		j++
+	}
+	if keep {
+		return value, nil
 	}
 	return j, nil
 }
