@@ -185,7 +185,7 @@ func readNames(r io.Reader, size uint64, count uint64, known bool) ([]string, er
 			return nil, err
 		}
 	}
-	names := make([]string, 0, min(count, size))
+	names := make([]string, 0, min(count, uint64(len(buf)))) // each name takes at least one byte
 	all := string(buf) // one allocation; the names are substrings of it
 	for p := 0; p < len(all); {
 		l, k := binary.Uvarint(buf[p:])
