@@ -186,7 +186,7 @@ func readNames(r io.Reader, size uint64, count uint64, known bool) ([]string, er
 		}
 	}
 	names := make([]string, 0, min(count, uint64(len(buf)))) // each name takes at least one byte
-	all := string(buf) // one allocation; the names are substrings of it
+	all := string(buf)                                       // one allocation; the names are substrings of it
 	for p := 0; p < len(all); {
 		l, k := binary.Uvarint(buf[p:])
 		if k <= 0 || l > uint64(len(all)-p-k) {
