@@ -71,6 +71,41 @@ func (g Guarantee) Private() bool {
 	return g.Status != None && !math.IsInf(g.Epsilon, 1) && !math.IsNaN(g.Epsilon)
 }
 
+// Validate checks that the guarantee is well formed: a known unit, notion
+// and status; ε ≥ 0 (or +Inf), 0 ≤ δ < 1, ρ ≥ 0, none of them NaN; a
+// proven or as-claimed guarantee has a finite ε; a claimed ε is finite and
+// non-negative.
+func (g Guarantee) Validate() error {
+	switch g.Unit {
+	case UnitEntry, UnitUser:
+	default:
+		return fmt.Errorf("guarantee: unknown unit %q", g.Unit)
+	}
+	switch g.Notion {
+	case Central, Joint, Local:
+	default:
+		return fmt.Errorf("guarantee: unknown notion %q", g.Notion)
+	}
+	switch g.Status {
+	case Proven, AsClaimed, None:
+	default:
+		return fmt.Errorf("guarantee: unknown status %q", g.Status)
+	}
+	switch {
+	case math.IsNaN(g.Epsilon) || g.Epsilon < 0:
+		return fmt.Errorf("guarantee: ε = %v", g.Epsilon)
+	case math.IsNaN(g.Delta) || g.Delta < 0 || g.Delta >= 1:
+		return fmt.Errorf("guarantee: δ = %v", g.Delta)
+	case math.IsNaN(g.Rho) || g.Rho < 0 || math.IsInf(g.Rho, 0):
+		return fmt.Errorf("guarantee: ρ = %v", g.Rho)
+	case math.IsNaN(g.ClaimedEpsilon) || g.ClaimedEpsilon < 0 || math.IsInf(g.ClaimedEpsilon, 0):
+		return fmt.Errorf("guarantee: claimed ε = %v", g.ClaimedEpsilon)
+	case g.Status != None && math.IsInf(g.Epsilon, 1):
+		return fmt.Errorf("guarantee: status %s with an infinite ε", g.Status)
+	}
+	return nil
+}
+
 type guaranteeJSON struct {
 	Epsilon        *float64 `json:"epsilon"`
 	Delta          float64  `json:"delta"`

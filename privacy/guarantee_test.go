@@ -84,3 +84,31 @@ func FuzzGuaranteeJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestGuaranteeValidate(t *testing.T) {
+	ok := Guarantee{Epsilon: 1, Delta: 1e-6, Rho: 0.1, Unit: UnitUser, Notion: Joint, Status: Proven}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("valid guarantee rejected: %v", err)
+	}
+	if err := NoPrivacy(UnitEntry, "").Validate(); err != nil {
+		t.Errorf("NoPrivacy rejected: %v", err)
+	}
+	bad := []func(g *Guarantee){
+		func(g *Guarantee) { g.Unit = "row" },
+		func(g *Guarantee) { g.Notion = "" },
+		func(g *Guarantee) { g.Status = "maybe" },
+		func(g *Guarantee) { g.Epsilon = math.NaN() },
+		func(g *Guarantee) { g.Epsilon = -1 },
+		func(g *Guarantee) { g.Epsilon = math.Inf(1) },
+		func(g *Guarantee) { g.Delta = 1 },
+		func(g *Guarantee) { g.Rho = math.NaN() },
+		func(g *Guarantee) { g.ClaimedEpsilon = math.Inf(1) },
+	}
+	for i, f := range bad {
+		g := ok
+		f(&g)
+		if g.Validate() == nil {
+			t.Errorf("case %d: %+v accepted", i, g)
+		}
+	}
+}

@@ -38,8 +38,11 @@ const (
 type Norm string
 
 const (
-	L1   Norm = "l1"
-	L2   Norm = "l2"
+	// L1 is Σ|Δᵢ| (Laplace).
+	L1 Norm = "l1"
+	// L2 is √ΣΔᵢ² (Gaussian, ℓ2 Laplace).
+	L2 Norm = "l2"
+	// LInf is max|Δᵢ|.
 	LInf Norm = "linf"
 )
 
