@@ -384,3 +384,24 @@ func TestDPFWWithoutNoiseIsFrankWolfe(t *testing.T) {
 		}
 	}
 }
+
+func FuzzLocalRow(f *testing.F) {
+	// LocalRow takes a user's own (untrusted) ratings: it must reject bad
+	// input with an error, never panic.
+	ps := &PublicState{N: 4, K: 2, L: 1, T: 2, Step: StepConst, Broadcasts: []Broadcast{
+		{V: []float64{0.5, 0.5, 0.5, 0.5}, Lambda: 1}, {V: []float64{1, 0, 0, 0}, Lambda: 2}}}
+	f.Add([]byte{0, 2, 3}, 1.5)
+	f.Add([]byte{3, 1}, -2.0)
+	f.Fuzz(func(t *testing.T, raw []byte, x float64) {
+		items := make([]int32, len(raw))
+		vals := make([]float32, len(raw))
+		for q, b := range raw {
+			items[q] = int32(b) - 2
+			vals[q] = float32(x) * float32(q+1)
+		}
+		row, err := LocalRow(ps, items, vals)
+		if err == nil && len(row) != ps.T {
+			t.Fatalf("row of length %d", len(row))
+		}
+	})
+}

@@ -1,4 +1,4 @@
-package jointdp_test
+package methods_test
 
 import (
 	"context"
@@ -23,9 +23,9 @@ import (
 // TestTables regenerates the RMSE-versus-ε tables of docs/jointdp.md. It
 // is skipped unless JOINTDP_TABLES names a data set:
 //
-//	JOINTDP_TABLES=synthetic [JOINTDP_USERS=500000] go test -run Tables -v -timeout 3h ./jointdp
-//	JOINTDP_TABLES=jester    JOINTDP_DATA=/work/shared/data go test -run Tables -v ./jointdp
-//	JOINTDP_TABLES=ml1m      JOINTDP_DATA=/work/shared/data go test -run Tables -v ./jointdp
+//	JOINTDP_TABLES=synthetic [JOINTDP_USERS=500000] go test -run Tables -v -timeout 3h ./methods
+//	JOINTDP_TABLES=jester    JOINTDP_DATA=/work/shared/data go test -run Tables -v ./methods
+//	JOINTDP_TABLES=ml1m      JOINTDP_DATA=/work/shared/data go test -run Tables -v ./methods
 //
 // JOINTDP_RUNS sets the number of runs per cell (default 3), JOINTDP_EPS
 // the ε grid (comma-separated), JOINTDP_METHODS the methods
