@@ -50,6 +50,9 @@ while still claiming ε: the audit should catch it.`,
 	if *samples < 1000 || *samples > 100_000_000 {
 		return usagef("--samples %d must be between 1000 and 10^8", *samples)
 	}
+	if !(*conf > 0 && *conf < 1) {
+		return usagef("--confidence %v must be between 0 and 1", *conf)
+	}
 	if *name == "gaussian" && *delta == 0 {
 		*delta = 1e-5
 	}

@@ -42,6 +42,8 @@ func TestAuditCommand(t *testing.T) {
 		{"audit", "--mechanism", "laplace", "--epsilon", "NaN"},
 		{"audit", "--mechanism", "laplace", "--delta", "1e-5"},
 		{"audit", "--mechanism", "rr", "--samples", "5"},
+		{"audit", "--mechanism", "rr", "--confidence", "1"},
+		{"audit", "--mechanism", "krr", "--values", "-3"},
 	} {
 		if _, _, code := runCLI(t, args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
