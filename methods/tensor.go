@@ -148,7 +148,7 @@ func trainTensor(ctx context.Context, data *ratings.Matrix, c Common, name strin
 	if err != nil {
 		return nil, err
 	}
-	g := cfg.Guarantee(train.Len())
+	g := info.Guarantee
 	if opt.BiScale && cfg.Mechanism != completion.NoMechanism {
 		inner := g
 		g = privacy.Guarantee{Epsilon: math.Inf(1), Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.None, ClaimedEpsilon: c.Epsilon,

@@ -28,10 +28,13 @@ package completion
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
 
+	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/tensor"
 )
@@ -194,6 +197,8 @@ type Info struct {
 	ClippedFraction float64 `json:"clipped_fraction,omitempty"`
 	// TrainRMSE is the fit to the (possibly noisy) training values.
 	TrainRMSE float64 `json:"train_rmse"`
+	// Guarantee is what the run provably gives (Config.Guarantee).
+	Guarantee privacy.Guarantee `json:"-"`
 }
 
 // Train fits a model to t. rnd drives initialisation and shuffling, nz the
@@ -212,36 +217,57 @@ func Train(ctx context.Context, t *tensor.Tensor, cfg Config, rnd, nz *noise.Sou
 	if rnd == nil || (cfg.Mechanism != NoMechanism && nz == nil) {
 		return nil, nil, fmt.Errorf("completion: missing random source")
 	}
+	cal, err := cfg.calibrate(t.Dims, t.Len())
+	if err != nil {
+		return nil, nil, err
+	}
 	m := initModel(cfg, t.Dims, rnd)
 	info := &Info{}
 	data := t
 	if cfg.Mechanism == IP {
-		data, info.NoiseScale = PerturbInput(t, cfg.Lo, cfg.Hi, cfg.Epsilon, cfg.ClampNoisy, nz)
-		info.Sensitivity = cfg.Hi - cfg.Lo
+		if data, err = PerturbInput(t, cfg.Lo, cfg.Hi, cfg.ClampNoisy, cal.ip, nz); err != nil {
+			return nil, nil, err
+		}
+		info.Sensitivity, info.NoiseScale = cfg.Hi-cfg.Lo, cal.ip.Scale()
 	}
-	var err error
 	if cfg.Mechanism == DPSGD {
-		err = trainDPSGD(ctx, data, cfg, m, rnd, nz, info, progress)
+		err = trainDPSGD(ctx, data, cfg, cal, m, rnd, nz, info, progress)
 	} else {
-		err = trainSGD(ctx, data, cfg, m, rnd, nz, info, progress)
+		err = trainSGD(ctx, data, cfg, cal, m, rnd, nz, info, progress)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	if cfg.Mechanism == OP {
-		info.Sensitivity = OPSensitivity(cfg)
-		info.NoiseScale = info.Sensitivity / cfg.Epsilon
-		PerturbOutput(m, info.Sensitivity, cfg.Epsilon, nz)
+		info.Sensitivity, info.NoiseScale = OPSensitivity(cfg), cal.op.Scale()
+		if err := PerturbOutput(m, cal.op, nz); err != nil {
+			return nil, nil, err
+		}
 	}
 	for _, f := range [][]float64{m.A, m.B, m.C, m.G} {
 		for _, v := range f {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, nil, fmt.Errorf("completion: SGD diverged (non-finite parameters); lower the learning rate%s", map[bool]string{true: " or raise ε", false: ""}[cfg.Mechanism != NoMechanism])
+				return nil, nil, errDiverged(cfg)
 			}
 		}
 	}
+	if info.Guarantee, err = cfg.guarantee(cal, t); err != nil {
+		return nil, nil, err
+	}
+	if cfg.Mechanism == DPSGD {
+		info.Rho = info.Guarantee.Rho
+	}
 	info.TrainRMSE = m.RMSE(data)
 	return m, info, nil
+}
+
+// errDiverged is the error of a run whose parameters became non-finite.
+func errDiverged(cfg Config) error {
+	hint := ""
+	if cfg.Mechanism != NoMechanism {
+		hint = " or raise ε"
+	}
+	return fmt.Errorf("completion: SGD diverged (non-finite parameters); lower the learning rate%s", hint)
 }
 
 func initModel(cfg Config, dims [3]int, rnd *noise.Source) *Model {
@@ -262,50 +288,41 @@ func initModel(cfg Config, dims [3]int, rnd *noise.Source) *Model {
 }
 
 // PerturbInput is IP (seed Algorithm 1): every observed value is clamped
-// into [lo, hi] (so one value can change by at most Δ = hi − lo) and gets
-// independent Laplace noise of scale Δ/ε; with clamp, the noisy value is
-// clamped back into [lo, hi]. It returns the noisy copy and the scale.
-//
-// TODO(privacy-core): draw from privacy/mechanism's snapped Laplace once it
-// lands; noise.Laplace is a plain floating-point sampler (Mironov 2012).
-func PerturbInput(t *tensor.Tensor, lo, hi, eps float64, clamp bool, nz *noise.Source) (*tensor.Tensor, float64) {
-	scale := (hi - lo) / eps
+// into [lo, hi] (so one value can change by at most Δ = hi − lo) and
+// released through mech, a lattice Laplace mechanism calibrated to Δ for
+// at least t.Len() coordinates; with clamp, the noisy value is clamped back
+// into [lo, hi] (post-processing). It returns the noisy copy.
+func PerturbInput(t *tensor.Tensor, lo, hi float64, clamp bool, mech *mechanism.Laplace, nz *noise.Source) (*tensor.Tensor, error) {
 	out := t.Clone()
 	for e, v := range out.Val {
-		v = min(max(v, lo), hi) + noise.Laplace(nz, scale)
-		if clamp {
-			v = min(max(v, lo), hi)
-		}
-		out.Val[e] = v
+		out.Val[e] = min(max(v, lo), hi)
 	}
-	return out, scale
+	if err := mech.Release(nz, out.Val); err != nil {
+		return nil, fmt.Errorf("completion: input perturbation: %w", err)
+	}
+	if clamp {
+		for e, v := range out.Val {
+			out.Val[e] = min(max(v, lo), hi)
+		}
+	}
+	return out, nil
 }
 
 // OPSensitivity is the seed's output-perturbation sensitivity
 // Δ = 2·τ·L·η (Lemma 3 with τ passes, L = Clip, η = LR).
 func OPSensitivity(cfg Config) float64 { return 2 * float64(cfg.Passes) * cfg.Clip * cfg.LR }
 
-// PerturbOutput is OP's release step (seed Algorithm 3): ℓ2-Laplace noise
-// with density ∝ exp(−ε‖n‖/Δ) is added to every row of C.
-func PerturbOutput(m *Model, delta, eps float64, nz *noise.Source) {
+// PerturbOutput is OP's release step (seed Algorithm 3): every row of C is
+// released through mech, an ℓ2 Laplace mechanism (density ∝ exp(−ε‖n‖/Δ))
+// of dimension m.Rank.
+func PerturbOutput(m *Model, mech *mechanism.L2Laplace, nz *noise.Source) error {
 	d := m.Rank
-	dir := make([]float64, d)
 	for k := range m.Dims[2] {
-		addL2Laplace(nz, m.C[k*d:k*d+d], dir, delta/eps)
+		if err := mech.Release(nz, m.C[k*d:k*d+d]); err != nil {
+			return fmt.Errorf("completion: output perturbation of row %d of C: %w", k, err)
+		}
 	}
-}
-
-// addL2Laplace adds noise with density ∝ exp(−‖n‖₂/scale): a Gamma(d, scale)
-// radius in a uniform direction. It is noise.AddL2Laplace with a caller
-// buffer, because GP draws one vector per update (millions per run).
-// TODO(privacy-core): switch to privacy/mechanism's ℓ2 Laplace once it has
-// an allocation-free form.
-func addL2Laplace(nz *noise.Source, x, dir []float64, scale float64) {
-	noise.Sphere(nz, dir)
-	r := noise.Gamma(nz, float64(len(x)), scale)
-	for i := range x {
-		x[i] += r * dir[i]
-	}
+	return nil
 }
 
 // clipTo shortens g to ℓ2 norm at most c (g ← g / max(1, ‖g‖/c)) and
@@ -325,9 +342,18 @@ func clipTo(g []float64, c float64) bool {
 	return true
 }
 
-// plan is the stratified visiting order: blocks[b] lists entry indices of
+// entry is one training value with its position, packed so that a
+// block's entries are read sequentially after they are shuffled in place
+// (shuffling indices into the tensor's coordinate slices instead costs a
+// cache miss per entry on MovieLens-sized data).
+type entry struct {
+	i, j, k int32
+	v       float64
+}
+
+// plan is the stratified visiting order: blocks[b] holds the entries of
 // block b = 4·g1 + 2·g2 + g3, where g_m is the half of mode m.
-type plan struct{ blocks [8][]int32 }
+type plan struct{ blocks [8][]entry }
 
 // strata pairs blocks that share no index in any mode.
 var strata = [4][2]int{{0, 7}, {1, 6}, {2, 5}, {3, 4}}
@@ -362,7 +388,7 @@ func makePlan(t *tensor.Tensor) *plan {
 		if t.K[e] >= cut[2] {
 			b++
 		}
-		p.blocks[b] = append(p.blocks[b], int32(e))
+		p.blocks[b] = append(p.blocks[b], entry{t.I[e], t.J[e], t.K[e], t.Val[e]})
 	}
 	return p
 }
@@ -370,156 +396,238 @@ func makePlan(t *tensor.Tensor) *plan {
 // worker holds one goroutine's scratch space.
 type worker struct {
 	cfg      Config
-	t        *tensor.Tensor
 	m        *Model
 	g        []float64 // this block's copy of the core (Tucker)
 	ga, gb   []float64
-	gc, dir  []float64
+	gc       []float64
 	tq       []float64
 	rnd, nz  *noise.Source
+	gp       *mechanism.L2Laplace // GP's per-update release of C's gradient row
 	clipped  int
-	gpScale  float64
 	clipRows bool
 }
 
-func newWorker(cfg Config, t *tensor.Tensor, m *Model) *worker {
+func newWorker(cfg Config, m *Model, gp *mechanism.L2Laplace) *worker {
 	d := cfg.Rank
-	w := &worker{cfg: cfg, t: t, m: m, ga: make([]float64, d), gb: make([]float64, d), gc: make([]float64, d),
-		dir: make([]float64, d), tq: make([]float64, d*d)}
+	w := &worker{cfg: cfg, m: m, ga: make([]float64, d), gb: make([]float64, d), gc: make([]float64, d),
+		tq: make([]float64, d*d), gp: gp}
 	if cfg.Kind == tensor.Tucker {
 		w.g = make([]float64, d*d*d)
 	}
 	w.clipRows = cfg.Mechanism == GP || cfg.Mechanism == OP
-	if cfg.Mechanism == GP {
-		w.gpScale = 2 * cfg.Clip / cfg.Epsilon
-	}
 	return w
 }
 
 // run processes one block in a random order.
-func (w *worker) run(ctx context.Context, block []int32) error {
+func (w *worker) run(ctx context.Context, block []entry) error {
 	w.rnd.Shuffle(len(block), func(a, b int) { block[a], block[b] = block[b], block[a] })
-	for n, e := range block {
-		if n&4095 == 0 && ctx.Err() != nil {
-			return ctx.Err()
+	for lo := 0; lo < len(block); lo += 4096 {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		if w.cfg.Kind == tensor.CP {
-			w.stepCP(int(e))
-		} else {
-			w.stepTucker(int(e))
+		chunk := block[lo:min(lo+4096, len(block))]
+		var err error
+		switch {
+		case w.cfg.Kind == tensor.CP:
+			err = w.runCP(chunk)
+		case w.cfg.Rank == 3:
+			err = w.runTucker3(chunk)
+		default:
+			err = w.runTucker(chunk)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// finishC applies C's gradient row (already holding e·∂x̂/∂c − λc negated
-// as a descent direction's opposite): GP and OP clip it, GP adds noise.
-func (w *worker) updateC(c []float64) {
-	g := w.gc // gradient of the loss (to be subtracted)
+// updateC applies the gradient row g of c (the loss's gradient, to be
+// subtracted): GP and OP clip it, GP releases it through the ℓ2 Laplace
+// mechanism.
+func (w *worker) updateC(c, g []float64) error {
 	if w.clipRows {
 		if clipTo(g, w.cfg.Clip) {
 			w.clipped++
 		}
-		if w.gpScale > 0 {
-			addL2Laplace(w.nz, g, w.dir, w.gpScale)
+		if w.gp != nil {
+			if err := w.gp.Release(w.nz, g); err != nil {
+				if errors.Is(err, mechanism.ErrData) {
+					return errDiverged(w.cfg)
+				}
+				return fmt.Errorf("completion: gradient perturbation: %w", err)
+			}
 		}
 	}
 	eta := w.cfg.LR
 	for r := range c {
 		c[r] -= eta * g[r]
 	}
+	return nil
 }
 
-func (w *worker) stepCP(e int) {
-	t, m, d := w.t, w.m, w.cfg.Rank
-	i, j, k := int(t.I[e]), int(t.J[e]), int(t.K[e])
-	a, b, c := m.A[i*d:i*d+d], m.B[j*d:j*d+d], m.C[k*d:k*d+d]
-	var pred float64
-	for r := range d {
-		pred += a[r] * b[r] * c[r]
-	}
-	err := t.Val[e] - pred
+func (w *worker) runCP(block []entry) error {
+	m, d := w.m, w.cfg.Rank
 	lam, eta := w.cfg.Lambda, w.cfg.LR
-	for r := range d {
-		w.gc[r] = -err*a[r]*b[r] + lam*c[r]
-		ga := -err*b[r]*c[r] + lam*a[r]
-		gb := -err*a[r]*c[r] + lam*b[r]
-		a[r] -= eta * ga
-		b[r] -= eta * gb
-	}
-	w.updateC(c)
-}
-
-func (w *worker) stepTucker(e int) {
-	t, m, d := w.t, w.m, w.cfg.Rank
-	i, j, k := int(t.I[e]), int(t.J[e]), int(t.K[e])
-	a, b, c := m.A[i*d:i*d+d], m.B[j*d:j*d+d], m.C[k*d:k*d+d]
-	G := w.g
-	// tq[p,q] = Σ_t g_pqt c_t
-	for pq := range d * d {
-		var s float64
-		row := G[pq*d : pq*d+d]
+	gc := w.gc[:d]
+	for _, x := range block {
+		a, b, c := m.A[int(x.i)*d:][:d], m.B[int(x.j)*d:][:d], m.C[int(x.k)*d:][:d]
+		var pred float64
 		for r := range d {
-			s += row[r] * c[r]
+			pred += a[r] * b[r] * c[r]
 		}
-		w.tq[pq] = s
-	}
-	var pred float64
-	for p := range d {
-		var s float64
-		for q := range d {
-			s += w.tq[p*d+q] * b[q]
+		err := x.v - pred
+		for r := range d {
+			gc[r] = -err*a[r]*b[r] + lam*c[r]
+			ga := -err*b[r]*c[r] + lam*a[r]
+			gb := -err*a[r]*c[r] + lam*b[r]
+			a[r] -= eta * ga
+			b[r] -= eta * gb
 		}
-		w.ga[p] = s // ∂x̂/∂a_p
-		pred += a[p] * s
-	}
-	for q := range d {
-		var s float64
-		for p := range d {
-			s += a[p] * w.tq[p*d+q]
-		}
-		w.gb[q] = s // ∂x̂/∂b_q
-	}
-	clear(w.gc)
-	for p := range d {
-		for q := range d {
-			ab := a[p] * b[q]
-			row := G[(p*d+q)*d : (p*d+q)*d+d]
-			for r := range d {
-				w.gc[r] += ab * row[r] // ∂x̂/∂c_t
-			}
+		if err := w.updateC(c, gc); err != nil {
+			return err
 		}
 	}
-	err := t.Val[e] - pred
-	lo, lg, eta := w.cfg.Lambda, w.cfg.LambdaG, w.cfg.LR
-	// core update uses the old a, b, c
-	for p := range d {
-		for q := range d {
-			ab := err * a[p] * b[q]
-			row := G[(p*d+q)*d : (p*d+q)*d+d]
-			for r := range d {
-				row[r] -= eta * (-ab*c[r] + lg*row[r])
-			}
-		}
-	}
-	for r := range d {
-		w.gc[r] = -err*w.gc[r] + lo*c[r]
-		a[r] -= eta * (-err*w.ga[r] + lo*a[r])
-		b[r] -= eta * (-err*w.gb[r] + lo*b[r])
-	}
-	w.updateC(c)
+	return nil
 }
 
-func trainSGD(ctx context.Context, t *tensor.Tensor, cfg Config, m *Model, rnd, nz *noise.Source, info *Info, progress func(done, total int)) error {
+// runTucker is the Tucker step for any rank. One sweep over the core
+// gives t_pq = Σ_t g_pqt c_t, ∂x̂/∂c and the prediction; a second applies
+// the core's update. The partial derivatives use the old a, b, c and G:
+//
+//	∂x̂/∂a_p = Σ_q t_pq b_q,  ∂x̂/∂b_q = Σ_p a_p t_pq,
+//	∂x̂/∂c_t = Σ_pq a_p b_q g_pqt,  ∂x̂/∂g_pqt = a_p b_q c_t.
+func (w *worker) runTucker(block []entry) error {
+	m, d := w.m, w.cfg.Rank
+	G, tq := w.g[:d*d*d], w.tq[:d*d]
+	ga, gb, gc := w.ga[:d], w.gb[:d], w.gc[:d]
+	lo, eta := w.cfg.Lambda, w.cfg.LR
+	decayG := 1 - eta*w.cfg.LambdaG
+	for _, x := range block {
+		a, b, c := m.A[int(x.i)*d:][:d], m.B[int(x.j)*d:][:d], m.C[int(x.k)*d:][:d]
+		clear(gc)
+		var pred float64
+		for p := range d {
+			for q := range d {
+				ab := a[p] * b[q]
+				row := G[(p*d+q)*d:][:d]
+				var s float64
+				for r, g := range row {
+					s += g * c[r]
+					gc[r] += ab * g
+				}
+				tq[p*d+q] = s
+				pred += ab * s
+			}
+		}
+		for p := range d {
+			var s float64
+			for q := range d {
+				s += tq[p*d+q] * b[q]
+			}
+			ga[p] = s
+		}
+		for q := range d {
+			var s float64
+			for p := range d {
+				s += a[p] * tq[p*d+q]
+			}
+			gb[q] = s
+		}
+		err := x.v - pred
+		ee := eta * err
+		for p := range d {
+			for q := range d {
+				f := ee * a[p] * b[q]
+				row := G[(p*d+q)*d:][:d]
+				for r := range row {
+					row[r] = decayG*row[r] + f*c[r]
+				}
+			}
+		}
+		for r := range d {
+			gc[r] = -err*gc[r] + lo*c[r]
+			a[r] -= eta * (-err*ga[r] + lo*a[r])
+			b[r] -= eta * (-err*gb[r] + lo*b[r])
+		}
+		if err := w.updateC(c, gc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runTucker3 is runTucker for rank 3 (the seed's setting) written out on
+// fixed-size arrays, so that the compiler drops the bounds checks and keeps
+// the 27 core values and the partial sums in registers and L1. Every sum is
+// formed in the same order as in runTucker, so both give bit-identical
+// models (tested).
+func (w *worker) runTucker3(block []entry) error {
+	m := w.m
+	G := (*[27]float64)(w.g)
+	gcs := w.gc[:3]
+	lo, eta := w.cfg.Lambda, w.cfg.LR
+	decayG := 1 - eta*w.cfg.LambdaG
+	for _, x := range block {
+		a := (*[3]float64)(m.A[int(x.i)*3:][:3])
+		b := (*[3]float64)(m.B[int(x.j)*3:][:3])
+		c := (*[3]float64)(m.C[int(x.k)*3:][:3])
+		var tq [9]float64
+		var gc [3]float64
+		var pred float64
+		for p := range 3 {
+			for q := range 3 {
+				ab := a[p] * b[q]
+				o := (p*3 + q) * 3
+				g0, g1, g2 := G[o], G[o+1], G[o+2]
+				s := g0*c[0] + g1*c[1] + g2*c[2]
+				gc[0] += ab * g0
+				gc[1] += ab * g1
+				gc[2] += ab * g2
+				tq[p*3+q] = s
+				pred += ab * s
+			}
+		}
+		var ga, gb [3]float64
+		for p := range 3 {
+			ga[p] = tq[p*3]*b[0] + tq[p*3+1]*b[1] + tq[p*3+2]*b[2]
+		}
+		for q := range 3 {
+			gb[q] = a[0]*tq[q] + a[1]*tq[3+q] + a[2]*tq[6+q]
+		}
+		err := x.v - pred
+		ee := eta * err
+		for p := range 3 {
+			for q := range 3 {
+				f := ee * a[p] * b[q]
+				o := (p*3 + q) * 3
+				G[o] = decayG*G[o] + f*c[0]
+				G[o+1] = decayG*G[o+1] + f*c[1]
+				G[o+2] = decayG*G[o+2] + f*c[2]
+			}
+		}
+		for r := range 3 {
+			gcs[r] = -err*gc[r] + lo*c[r]
+			a[r] -= eta * (-err*ga[r] + lo*a[r])
+			b[r] -= eta * (-err*gb[r] + lo*b[r])
+		}
+		if err := w.updateC(c[:], gcs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func trainSGD(ctx context.Context, t *tensor.Tensor, cfg Config, cal *calibration, m *Model, rnd, nz *noise.Source, info *Info, progress func(done, total int)) error {
 	p := makePlan(t)
-	ws := [2]*worker{newWorker(cfg, t, m), newWorker(cfg, t, m)}
+	ws := [2]*worker{newWorker(cfg, m, cal.gp), newWorker(cfg, m, cal.gp)}
 	parallel := cfg.Workers != 1
 	for pass := range cfg.Passes {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		for _, s := range rnd.Perm(len(strata)) {
-			for h, w := range ws {
+			for _, w := range ws {
 				w.rnd = rnd.Split()
 				if cfg.Mechanism == GP {
 					w.nz = nz.Split()
@@ -527,17 +635,12 @@ func trainSGD(ctx context.Context, t *tensor.Tensor, cfg Config, m *Model, rnd, 
 				if w.g != nil {
 					copy(w.g, m.G)
 				}
-				_ = h
 			}
 			var errs [2]error
 			if parallel {
 				var wg sync.WaitGroup
 				for h, w := range ws {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						errs[h] = w.run(ctx, p.blocks[strata[s][h]])
-					}()
+					wg.Go(func() { errs[h] = w.run(ctx, p.blocks[strata[s][h]]) })
 				}
 				wg.Wait()
 			} else {
@@ -566,7 +669,7 @@ func trainSGD(ctx context.Context, t *tensor.Tensor, cfg Config, m *Model, rnd, 
 	}
 	if cfg.Mechanism == GP {
 		info.Sensitivity = 2 * cfg.Clip
-		info.NoiseScale = ws[0].gpScale
+		info.NoiseScale = cal.gp.Scale()
 	}
 	return nil
 }

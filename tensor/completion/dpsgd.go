@@ -2,9 +2,12 @@ package completion
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"sync"
 
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/tensor"
 )
@@ -23,24 +26,22 @@ import (
 // changed entry lies in exactly one batch, whose clipped sum moves by at
 // most 2·Clip in ℓ2; every other batch sum is a function of the data it
 // contains and of earlier noisy releases. One pass is therefore a Gaussian
-// release with ρ = (2·Clip)²/(2σ²Clip²) = 2/σ² (zCDP, adaptive parallel
-// composition over disjoint batches), τ passes give ρ = 2τ/σ², and the
-// whole trajectory — every factor and the core — is post-processing.
-
-// DPSGDSigma is the noise multiplier that makes τ passes ρ-zCDP.
-func DPSGDSigma(passes int, rho float64) float64 { return math.Sqrt(2 * float64(passes) / rho) }
-
-func trainDPSGD(ctx context.Context, t *tensor.Tensor, cfg Config, m *Model, rnd, nz *noise.Source, info *Info, progress func(done, total int)) error {
-	rho := ZCDPForEpsDelta(cfg.Epsilon, cfg.Delta)
-	sigma := DPSGDSigma(cfg.Passes, rho)
+// release with ρ = (2·Clip)²/(2σ²) (zCDP, adaptive parallel composition
+// over disjoint batches; privacy/mechanism's lattice Gaussian, whose ρ also
+// prices the rounding), τ passes compose to τ·ρ (privacy/accountant), and
+// the whole trajectory — every factor and the core — is post-processing.
+// σ is calibrated so that the τ passes' ρ converts to the requested (ε, δ)
+// by the tight conversion.
+func trainDPSGD(ctx context.Context, t *tensor.Tensor, cfg Config, cal *calibration, m *Model, rnd, nz *noise.Source, info *Info, progress func(done, total int)) error {
+	mech := cal.sgd
 	n := t.Len()
 	batch := cfg.Batch
 	if batch == 0 || batch > n {
 		batch = n
 	}
-	info.Sigma, info.Rho, info.Batch = sigma, rho, batch
+	info.Sigma, info.Batch = mech.Sigma()/cfg.Clip, batch
 	info.Sensitivity = 2 * cfg.Clip
-	info.NoiseScale = sigma * cfg.Clip
+	info.NoiseScale = mech.Sigma()
 	d := cfg.Rank
 	nA, nB, nC := len(m.A), len(m.B), len(m.C)
 	total := nA + nB + nC + len(m.G)
@@ -119,9 +120,12 @@ func trainDPSGD(ctx context.Context, t *tensor.Tensor, cfg Config, m *Model, rnd
 			for x := range sum {
 				sum[x] += acc[1][x]
 			}
-			// TODO(privacy-core): privacy/mechanism's discrete Gaussian on a
-			// lattice once it lands; noise.AddGaussian is a float sampler.
-			noise.AddGaussian(nz, sum, sigma*cfg.Clip)
+			if err := mech.Release(nz, sum); err != nil {
+				if errors.Is(err, mechanism.ErrData) {
+					return errDiverged(cfg)
+				}
+				return fmt.Errorf("completion: DP-SGD noise: %w", err)
+			}
 			eta := cfg.LR
 			for x := range nA {
 				m.A[x] -= eta * sum[x]

@@ -3,79 +3,198 @@ package completion
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/accountant"
+	"github.com/privrec/privrec/privacy/mechanism"
+	"github.com/privrec/privrec/tensor"
 )
 
-// ZCDPForEpsDelta is the largest ρ whose zCDP guarantee converts to
-// (ε, δ)-DP by the simple bound ε = ρ + 2√(ρ ln(1/δ)) (Bun & Steinke 2016,
-// Prop. 1.3): ρ = (√(ln(1/δ) + ε) − √(ln(1/δ)))².
-//
-// TODO(privacy-core): switch to privacy/accountant's calibration with the
-// tight conversion once it lands (it allows a larger ρ, so less noise).
-func ZCDPForEpsDelta(eps, delta float64) float64 {
-	l := math.Log(1 / delta)
-	r := math.Sqrt(l+eps) - math.Sqrt(l)
-	// round toward the safe side (a smaller ρ means more noise): the
-	// relative margin covers the floating-point error of this formula and
-	// of EpsilonOfZCDP, so the reported ε never exceeds the requested one.
-	return r * r * (1 - 1e-12)
+// calibration holds the mechanisms of one configuration on one training
+// tensor. Train draws its noise from them and Guarantee reads their
+// guarantees, so what is printed is what was added.
+type calibration struct {
+	ip *mechanism.Laplace   // IP: one coordinate per training value
+	gp *mechanism.L2Laplace // GP: one release per update of a row of C
+	op *mechanism.L2Laplace // OP: one release per row of C
+	// DP-SGD: one Gaussian release per batch; a pass's batches are
+	// disjoint, so a pass costs one release's ρ.
+	sgd          *mechanism.Gaussian
+	sgdPassRho   float64
+	sgdTargetRho float64
 }
 
-// EpsilonOfZCDP converts ρ-zCDP to ε at δ by the same simple bound.
-// TODO(privacy-core): privacy/accountant's tight conversion.
-func EpsilonOfZCDP(rho, delta float64) float64 {
-	return math.Nextafter(rho+2*math.Sqrt(rho*math.Log(1/delta)), math.Inf(1))
+// sens is a sensitivity under the relation of every mechanism here: one
+// rating's value is replaced.
+func sens(v float64, n mechanism.Norm) mechanism.Sensitivity {
+	return mechanism.Sensitivity{Value: v, Norm: n, Relation: mechanism.ReplaceOne, Unit: privacy.UnitEntry}
 }
 
-// Guarantee states what a trained configuration provably gives, for
-// neighbouring datasets that differ in the value of one rating (the set of
-// observed positions is treated as public: every mechanism here releases a
-// model whose shape and update pattern depend on it). nTrain is the number
-// of training entries.
-//
-//   - none: no noise, status none.
-//   - IP: ε-DP, proven (each value clamped to [Lo, Hi], Laplace (Hi−Lo)/ε,
-//     training is post-processing).
-//   - GP, OP: the seed releases A, B (and the Tucker core) without noise,
-//     so the full model has status none; the note gives the guarantee of C
-//     alone: the seed's claim, and what can be proven.
-//   - DP-SGD: (ε, δ) from ρ-zCDP, proven.
-func (c Config) Guarantee(nTrain int) privacy.Guarantee {
-	const who = "Neighbouring data differ in the value of one rating; which (user, item, day) positions are rated is treated as public."
+// numParams is the number of model parameters on a tensor of the given shape.
+func (c Config) numParams(dims [3]int) int {
+	n := (dims[0] + dims[1] + dims[2]) * c.Rank
+	if c.Kind == tensor.Tucker {
+		n += c.Rank * c.Rank * c.Rank
+	}
+	return n
+}
+
+// calibrate builds the mechanisms for a training tensor with dims and
+// nTrain entries.
+func (c Config) calibrate(dims [3]int, nTrain int) (*calibration, error) {
+	cal := &calibration{}
+	var err error
 	switch c.Mechanism {
 	case IP:
-		return privacy.Guarantee{Epsilon: c.Epsilon, Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.Proven,
-			Note: fmt.Sprintf("Input perturbation: every training value is clamped to [%g, %g] and gets Laplace noise of scale %g/ε before training; the model is post-processing. %s", c.Lo, c.Hi, c.Hi-c.Lo, who)}
+		cal.ip, err = mechanism.NewLaplace(c.Epsilon, sens(c.Hi-c.Lo, mechanism.L1), max(nTrain, 1))
 	case GP:
-		steps := float64(c.Passes) * float64(nTrain)
+		cal.gp, err = mechanism.NewL2Laplace(c.Epsilon, sens(2*c.Clip, mechanism.L2), c.Rank)
+	case OP:
+		cal.op, err = mechanism.NewL2Laplace(c.Epsilon, sens(OPSensitivity(c), mechanism.L2), c.Rank)
+	case DPSGD:
+		// ρ for (ε, δ) by the tight conversion, spread evenly over the passes.
+		if cal.sgdTargetRho, err = accountant.RhoForApprox(c.Epsilon, c.Delta); err != nil {
+			break
+		}
+		perPass := cal.sgdTargetRho / float64(c.Passes)
+		dim := c.numParams(dims)
+		var sigma float64
+		if sigma, err = mechanism.GaussianSigma(perPass, 2*c.Clip, dim); err != nil {
+			break
+		}
+		if cal.sgd, err = mechanism.NewGaussianSigma(sigma, c.Delta, sens(2*c.Clip, mechanism.L2), dim); err != nil {
+			break
+		}
+		cal.sgdPassRho = cal.sgd.Rho()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("completion: calibrating %s noise: %w", c.Mechanism, err)
+	}
+	return cal, nil
+}
+
+// repeat is n copies of x (for the accountant's variadic compositions).
+func repeat(x float64, n int) []float64 { return slices.Repeat([]float64{x}, n) }
+
+// Guarantee states what a configuration trained on t provably gives, for
+// neighbouring datasets that differ in the value of one rating (the set of
+// observed positions is treated as public: every mechanism here releases a
+// model whose shape and update pattern depend on it). All arithmetic is
+// privacy/accountant's and the per-release guarantees are
+// privacy/mechanism's.
+//
+//   - none: no noise, status none.
+//   - IP: ε-DP, proven (each value clamped to [Lo, Hi], lattice Laplace
+//     (Hi−Lo)/ε, training is post-processing).
+//   - GP, OP: the seed releases A, B (and the Tucker core) without noise,
+//     so the full model has status none; the note gives the guarantee of C
+//     alone: the seed's claim, and what can be proven (basic composition
+//     over every noisy step for GP; over the rows of C, each moved by its
+//     slice's entries, for OP).
+//   - DP-SGD: ρ-zCDP composed over the passes, (ε, δ) by the tight
+//     conversion, proven.
+func (c Config) Guarantee(t *tensor.Tensor) (privacy.Guarantee, error) {
+	if err := c.Validate(); err != nil {
+		return privacy.Guarantee{}, err
+	}
+	if c.Mechanism == NoMechanism {
+		return privacy.NoPrivacy(privacy.UnitEntry, "Non-private tensor completion: the factors are fitted to the raw ratings without noise."), nil
+	}
+	cal, err := c.calibrate(t.Dims, t.Len())
+	if err != nil {
+		return privacy.Guarantee{}, err
+	}
+	return c.guarantee(cal, t)
+}
+
+func (c Config) guarantee(cal *calibration, t *tensor.Tensor) (privacy.Guarantee, error) {
+	const who = "Neighbouring data differ in the value of one rating; which (user, item, day) positions are rated is treated as public."
+	nTrain := t.Len()
+	wrap := func(err error) (privacy.Guarantee, error) {
+		return privacy.Guarantee{}, fmt.Errorf("completion: composing the %s guarantee: %w", c.Mechanism, err)
+	}
+	switch c.Mechanism {
+	case IP:
+		g := cal.ip.Guarantee()
+		g.Note = fmt.Sprintf("Input perturbation: every training value is clamped to [%g, %g] and released with Laplace noise of scale %.4g (ε = %g per rating); the model is post-processing. %s %s",
+			c.Lo, c.Hi, cal.ip.Scale(), c.Epsilon, who, g.Note)
+		return g, nil
+	case GP:
+		step := cal.gp.Guarantee().Epsilon
+		// Every noisy step can differ between neighbours (the un-noised A, B
+		// carry the change into later gradients), each is ε-DP with the
+		// clip: basic composition over one pass's steps, then over passes.
+		perPass, err := accountant.BasicComposition(repeat(step, nTrain)...)
+		if err != nil {
+			return wrap(err)
+		}
+		all, err := accountant.BasicComposition(repeat(perPass, c.Passes)...)
+		if err != nil {
+			return wrap(err)
+		}
+		// The seed's reading: the changed rating is visited once per pass.
+		visits, err := accountant.BasicComposition(repeat(step, c.Passes)...)
+		if err != nil {
+			return wrap(err)
+		}
 		return privacy.Guarantee{Epsilon: math.Inf(1), Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.None,
 			ClaimedEpsilon: c.Epsilon,
 			Note: fmt.Sprintf("Gradient perturbation as seed 004 calibrates it: only C's gradient rows are clipped (m = %g) and noised (ℓ2 Laplace, Δ = 2m, per-step ε = %g); "+
 				"the released A, B%s are computed without noise, so the model as a whole has no DP guarantee. "+
 				"C alone: the seed claims ε = %g for the whole run, independent of the number of passes; that proof does not compose the %d passes. "+
-				"Each pass visits the changed rating once, so counting passes gives ε = %d·%g = %g — but the un-noised A and B carry the change into every later step, "+
-				"so what can be proven for C alone is basic composition over all %.0f noisy steps, ε = %.4g. %s",
-				c.Clip, c.Epsilon, coreText(c), c.Epsilon, c.Passes, c.Passes, c.Epsilon, float64(c.Passes)*c.Epsilon, steps, steps*c.Epsilon, who)}
+				"Each pass visits the changed rating once, so counting passes gives ε = %.4g — but the un-noised A and B carry the change into every later step, "+
+				"so what can be proven for C alone is basic composition over all %d passes × %d noisy steps, ε = %.4g. %s",
+				c.Clip, step, coreText(c), c.Epsilon, c.Passes, visits, c.Passes, nTrain, all, who)}, nil
 	case OP:
+		// Row k of C is moved by the τ visits of each of the n_k entries of
+		// slice k, by at most 2Lη each: sensitivity n_k·Δ, so n_k·ε; the
+		// rows are composed.
+		counts := make([]int, t.Dims[2])
+		for _, k := range t.K {
+			counts[k]++
+		}
+		var rows []float64
+		for _, n := range counts {
+			if n == 0 {
+				continue
+			}
+			g, err := cal.op.GuaranteeFor(n)
+			if err != nil {
+				return wrap(err)
+			}
+			rows = append(rows, g.Epsilon)
+		}
+		all, err := accountant.BasicComposition(rows...)
+		if err != nil {
+			return wrap(err)
+		}
 		return privacy.Guarantee{Epsilon: math.Inf(1), Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.None,
 			ClaimedEpsilon: c.Epsilon,
 			Note: fmt.Sprintf("Output perturbation as seed 004 calibrates it: ℓ2 Laplace noise with Δ = 2τLη = %g is added to the rows of C only; "+
 				"the released A, B%s carry no noise, so the model as a whole has no DP guarantee. "+
 				"C alone: the seed claims ε = %g from Wu et al.'s bound for convex permutation SGD, which does not apply (the tensor objective is not convex and C's updates depend on A and B, trained on the same data). "+
-				"What can be proven with C's gradient rows clipped to L = %g: each of the %d training entries moves its row of C by at most 2Lη per visit, so C alone is (%d·ε = %.4g)-DP. %s",
-				OPSensitivity(c), coreText(c), c.Epsilon, c.Clip, nTrain, nTrain, float64(nTrain)*c.Epsilon, who)}
+				"What can be proven with C's gradient rows clipped to L = %g: each of the %d training entries moves its row of C by at most 2Lη per visit, so row k is (n_k·ε)-DP and C alone, composed over its rows, is ε = %.4g. %s",
+				OPSensitivity(c), coreText(c), c.Epsilon, c.Clip, nTrain, all, who)}, nil
 	case DPSGD:
-		rho := ZCDPForEpsDelta(c.Epsilon, c.Delta)
-		return privacy.Guarantee{Epsilon: EpsilonOfZCDP(rho, c.Delta), Delta: c.Delta, Rho: rho, Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.Proven,
-			Note: fmt.Sprintf("DP-SGD over all parameters: each entry's gradient clipped to %g, Gaussian noise σ = %.4g·%g on every parameter per batch, %d passes of disjoint batches, ρ = 2·passes/σ² zCDP. %s",
-				c.Clip, DPSGDSigma(c.Passes, rho), c.Clip, c.Passes, who)}
+		rho, err := accountant.ZCDPCompose(repeat(cal.sgdPassRho, c.Passes)...)
+		if err != nil {
+			return wrap(err)
+		}
+		eps, err := accountant.ZCDPToApprox(rho, c.Delta)
+		if err != nil {
+			return wrap(err)
+		}
+		return privacy.Guarantee{Epsilon: eps, Delta: c.Delta, Rho: rho, Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.Proven,
+			Note: fmt.Sprintf("DP-SGD over all parameters: each entry's gradient clipped to %g (Δ = %g between neighbours), lattice Gaussian noise σ = %.4g on every parameter per batch, "+
+				"%d passes of disjoint batches, ρ = %.4g per pass, composed ρ = %.4g zCDP, (ε, δ) by the tight conversion. %s",
+				c.Clip, 2*c.Clip, cal.sgd.Sigma(), c.Passes, cal.sgdPassRho, rho, who)}, nil
 	}
-	return privacy.NoPrivacy(privacy.UnitEntry, "Non-private tensor completion: the factors are fitted to the raw ratings without noise.")
+	return privacy.NoPrivacy(privacy.UnitEntry, "Non-private tensor completion: the factors are fitted to the raw ratings without noise."), nil
 }
 
 func coreText(c Config) string {
-	if c.Kind == "tucker" {
+	if c.Kind == tensor.Tucker {
 		return " and the core tensor"
 	}
 	return ""
