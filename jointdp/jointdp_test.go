@@ -1,7 +1,11 @@
 package jointdp
 
 import (
+	"path/filepath"
+
 	"context"
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/ratings"
 	"math"
 	"testing"
 
@@ -404,4 +408,113 @@ func FuzzLocalRow(f *testing.F) {
 			t.Fatalf("row of length %d", len(row))
 		}
 	})
+}
+
+func TestPublicStateSurvivesModelFile(t *testing.T) {
+	p, truth := rankOne(300, 12, 5, 8)
+	r, err := PrivateFrankWolfe(context.Background(), p, DPFWOptions{K: nuclearTruth(p, truth), T: 4, L: 2, Epsilon: 3, Delta: 1e-6, Noise: noise.Seeded(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lams := make([]float64, len(r.Public.Broadcasts))
+	for i, b := range r.Public.Broadcasts {
+		lams[i] = b.Lambda
+	}
+	m := &model.Model{Method: "dpfw", Output: model.Ratings, Rank: r.Rank, U: r.U, V: r.V,
+		Users: ratings.Sequential(p.M).Names(), Items: ratings.Sequential(p.N).Names(),
+		Params:    map[string]any{"nuclear": r.Public.K, "clip": r.Public.L, "iterations": r.Public.T, "step": r.Public.Step, "lambda_biased": lams},
+		Guarantee: r.Guarantee}
+	path := filepath.Join(t.TempDir(), "m.model")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := model.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := PublicStateFromModel(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 150, 299} {
+		items, vals := p.Row(i)
+		row, err := LocalRow(ps, items, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s := range row {
+			if math.Abs(row[s]-r.U[i*r.Rank+s]) > 1e-9*(1+math.Abs(row[s])) {
+				t.Fatalf("user %d: recomputed %v, trained %v", i, row[s], r.U[i*r.Rank+s])
+			}
+		}
+	}
+	back.Method = "fw"
+	if _, err := PublicStateFromModel(back); err == nil {
+		t.Error("accepted a non-dpfw model")
+	}
+}
+
+func TestAggregateSensitivity(t *testing.T) {
+	// Replace one user's row by an adversarial one and replay the same
+	// public broadcasts: the Frobenius distance between the two sums
+	// Σ_i A_iᵀA_i must stay within dpfwSensitivity(L) at every iteration
+	// (the bound the noise is calibrated to). Deterministic.
+	const n, T, L, k = 6, 8, 1.5, 50.0
+	rnd := noise.Seeded(4)
+	bs := make([]Broadcast, T)
+	for t := range bs {
+		v := make([]float64, n)
+		noise.Sphere(rnd, v)
+		bs[t] = Broadcast{V: v, Lambda: 0.05 + rnd.Float64()} // small λ̂: large steps
+	}
+	gram := func(items []int32, vals []float32, t int) []float64 {
+		scale := 1.0
+		if nr := rowNorm(vals); nr > L {
+			scale = L / nr
+		}
+		l := local{items: items, vals: vals, scale: scale, y: make([]float64, len(items)), coef: make([]float64, T)}
+		for s := 1; s <= t; s++ {
+			eta, _ := stepSize(StepClassic, s, T)
+			l.update(&bs[s-1], s, eta, k, L)
+		}
+		g := gramPart{n: n, upper: make([]float64, n*n)}
+		l.addGram(&g, nil)
+		return g.upper
+	}
+	worst := 0.0
+	for trial := range 200 {
+		// Two arbitrary rows for the replaced user.
+		mk := func() ([]int32, []float32) {
+			var items []int32
+			var vals []float32
+			for j := range int32(n) {
+				if rnd.Float64() < 0.6 {
+					items = append(items, j)
+					vals = append(vals, float32((rnd.Float64()*2-1)*float64(1+trial%7)))
+				}
+			}
+			return items, vals
+		}
+		ia, va := mk()
+		ib, vb := mk()
+		for t := 0; t <= T; t++ {
+			ga, gb := gram(ia, va, t), gram(ib, vb, t)
+			var d2 float64
+			for i := range n {
+				for j := i; j < n; j++ {
+					d := ga[i*n+j] - gb[i*n+j]
+					if i == j {
+						d2 += d * d
+					} else {
+						d2 += 2 * d * d // both triangles of the symmetric difference
+					}
+				}
+			}
+			worst = math.Max(worst, math.Sqrt(d2))
+		}
+	}
+	if worst > dpfwSensitivity(L)*(1+1e-12) {
+		t.Fatalf("observed Frobenius change %v exceeds Δ = %v", worst, dpfwSensitivity(L))
+	}
+	t.Logf("largest observed change %.3f of Δ = %.3f", worst, dpfwSensitivity(L))
 }
