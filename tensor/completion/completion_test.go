@@ -255,6 +255,42 @@ func TestTucker3MatchesGeneral(t *testing.T) {
 	}
 }
 
+// shuffle is uniform: over 240 000 shuffles of 4 entries each of the 24
+// orders has probability 1/24; the χ² statistic with 23 degrees of
+// freedom exceeds 49.7 with probability 1e-3 (false-failure rate).
+func TestShuffleUniform(t *testing.T) {
+	src := noise.Seeded(11)
+	var counts [24]int
+	block := make([]entry, 4)
+	const n = 240000
+	for range n {
+		for x := range block {
+			block[x] = entry{i: int32(x)}
+		}
+		shuffle(src, block)
+		// Lehmer code of the permutation
+		code := 0
+		for x := range 4 {
+			smaller := 0
+			for y := x + 1; y < 4; y++ {
+				if block[y].i < block[x].i {
+					smaller++
+				}
+			}
+			code = code*(4-x) + smaller
+		}
+		counts[code]++
+	}
+	var chi2 float64
+	for _, c := range counts {
+		d := float64(c) - n/24.0
+		chi2 += d * d / (n / 24.0)
+	}
+	if chi2 > 49.7 {
+		t.Errorf("χ² = %.1f over the 24 orders (counts %v)", chi2, counts)
+	}
+}
+
 // GP clips C's gradient rows and OP's Lipschitz clip holds.
 func TestClipTo(t *testing.T) {
 	g := []float64{3, 4}
