@@ -226,6 +226,12 @@ func TestDPFWGuarantee(t *testing.T) {
 			if math.Abs(r.Sigmas[0]-PaperSigma(2, tc.T, tc.eps, 1e-6)) > 1e-12 || g.ClaimedEpsilon != tc.eps {
 				t.Errorf("paper calibration: σ %v, claimed %v", r.Sigmas[0], g.ClaimedEpsilon)
 			}
+			t.Logf("paper σ, claimed ε = %g, T = %d: proven ε = %.4f for replace-one neighbours", tc.eps, tc.T, g.Epsilon)
+			// At ε = 20 the paper's σ does not give ε = 20 for replace-one
+			// neighbours (ρ = 7.24; the simple conversion alone gives 27).
+			if tc.eps == 20 && !(g.Epsilon > 20) {
+				t.Errorf("expected the proven ε to exceed the claimed 20, got %v", g.Epsilon)
+			}
 		}
 		if tc.cal == CalDecay && !(r.Sigmas[0] > r.Sigmas[len(r.Sigmas)-1]) {
 			t.Errorf("decay schedule not decreasing: %v", r.Sigmas)
