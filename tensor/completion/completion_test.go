@@ -128,9 +128,9 @@ func TestGuaranteeNotes(t *testing.T) {
 		mech Mechanism
 		want string
 	}{
-		{GP, fmt.Sprintf("%d passes × %d noisy steps, ε = %.4g", 100, n, 100*float64(n)*0.5)},
-		{GP, fmt.Sprintf("counting passes gives ε = %.4g", 50.0)},
-		{OP, fmt.Sprintf("composed over its rows, is ε = %.4g", float64(n)*0.5)},
+		{GP, fmt.Sprintf("%d passes × %d noisy steps, ε = %.6g", 100, n, 100*float64(n)*0.5)},
+		{GP, fmt.Sprintf("counting passes gives ε = %.6g", 50.0)},
+		{OP, fmt.Sprintf("composed over its rows, is ε = %.6g", float64(n)*0.5)},
 	} {
 		cfg := Defaults(tensor.CP)
 		cfg.Mechanism, cfg.Epsilon = c.mech, 0.5

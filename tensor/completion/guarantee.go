@@ -143,8 +143,8 @@ func (c Config) guarantee(cal *calibration, t *tensor.Tensor) (privacy.Guarantee
 			Note: fmt.Sprintf("Gradient perturbation as seed 004 calibrates it: only C's gradient rows are clipped (m = %g) and noised (ℓ2 Laplace, Δ = 2m, per-step ε = %g); "+
 				"the released A, B%s are computed without noise, so the model as a whole has no DP guarantee. "+
 				"C alone: the seed claims ε = %g for the whole run, independent of the number of passes; that proof does not compose the %d passes. "+
-				"Each pass visits the changed rating once, so counting passes gives ε = %.4g — but the un-noised A and B carry the change into every later step, "+
-				"so what can be proven for C alone is basic composition over all %d passes × %d noisy steps, ε = %.4g. %s",
+				"Each pass visits the changed rating once, so counting passes gives ε = %.6g — but the un-noised A and B carry the change into every later step, "+
+				"so what can be proven for C alone is basic composition over all %d passes × %d noisy steps, ε = %.6g. %s",
 				c.Clip, step, coreText(c), c.Epsilon, c.Passes, visits, c.Passes, nTrain, all, who)}, nil
 	case OP:
 		// Row k of C is moved by the τ visits of each of the n_k entries of
@@ -174,7 +174,7 @@ func (c Config) guarantee(cal *calibration, t *tensor.Tensor) (privacy.Guarantee
 			Note: fmt.Sprintf("Output perturbation as seed 004 calibrates it: ℓ2 Laplace noise with Δ = 2τLη = %g is added to the rows of C only; "+
 				"the released A, B%s carry no noise, so the model as a whole has no DP guarantee. "+
 				"C alone: the seed claims ε = %g from Wu et al.'s bound for convex permutation SGD, which does not apply (the tensor objective is not convex and C's updates depend on A and B, trained on the same data). "+
-				"What can be proven with C's gradient rows clipped to L = %g: each of the %d training entries moves its row of C by at most 2Lη per visit, so row k is (n_k·ε)-DP and C alone, composed over its rows, is ε = %.4g. %s",
+				"What can be proven with C's gradient rows clipped to L = %g: each of the %d training entries moves its row of C by at most 2Lη per visit, so row k is (n_k·ε)-DP and C alone, composed over its rows, is ε = %.6g. %s",
 				OPSensitivity(c), coreText(c), c.Epsilon, c.Clip, nTrain, all, who)}, nil
 	case DPSGD:
 		rho, err := accountant.ZCDPCompose(repeat(cal.sgdPassRho, c.Passes)...)
