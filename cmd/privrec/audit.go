@@ -39,6 +39,7 @@ while still claiming ε: the audit should catch it.`,
 	values := fs.Int("values", 5, "krr: number of rating values d (plus missing)")
 	dim := fs.Int("dim", 2, "l2laplace: vector dimension")
 	factor := fs.Float64("noise-factor", 1, "scale the noise by this factor (<1 under-noises; for demonstrating a violation)")
+	bounded := fs.Bool("bounded-time", false, "modlaplace: use the bounded-time (client-side) sampler")
 	seed := fs.Uint64("seed", 0, "use a seeded, reproducible stream (0: crypto/rand)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
 	if err := parse(fs, args, false); err != nil {
@@ -56,7 +57,7 @@ while still claiming ε: the audit should catch it.`,
 	if *name == "gaussian" && *delta == 0 {
 		*delta = 1e-5
 	}
-	spec, err := audit.For(*name, *eps, *delta, audit.Options{Values: *values, Dim: *dim, NoiseFactor: *factor})
+	spec, err := audit.For(*name, *eps, *delta, audit.Options{Values: *values, Dim: *dim, NoiseFactor: *factor, BoundedTime: *bounded})
 	if err != nil {
 		return usagef("%v", err)
 	}

@@ -22,6 +22,8 @@ type Options struct {
 	// for ε/NoiseFactor while ε is still claimed) to show the audit
 	// catching it; default 1.
 	NoiseFactor float64
+	// BoundedTime audits modlaplace with its bounded-time sampler.
+	BoundedTime bool
 }
 
 // For returns the audit spec of a named mechanism calibrated for ε (and
@@ -100,6 +102,9 @@ func For(name string, eps, delta float64, o Options) (Spec, error) {
 		m, err := mechanism.NewModifiedLaplace(built)
 		if err != nil {
 			return Spec{}, err
+		}
+		if o.BoundedTime {
+			m = m.BoundedTime()
 		}
 		b := m.Scale()
 		spec.Sample = func(src *noise.Source, side int) float64 {

@@ -222,6 +222,18 @@ func (m *KaryRR) Randomize(src *noise.Source, value int) (int, error) {
 type ModifiedLaplace struct {
 	zeta, scale float64
 	eps         float64
+	bounded     bool
+}
+
+// BoundedTime returns a copy of the randomizer whose Laplace noise comes
+// from noise.SnapLaplaceFixedTime: the same distribution (and guarantee),
+// with a running time that does not grow with the noise — for clients
+// whose per-value timing may be observed. It costs a few microseconds per
+// rating instead of ~100 ns.
+func (m *ModifiedLaplace) BoundedTime() *ModifiedLaplace {
+	c := *m
+	c.bounded = true
+	return &c
 }
 
 // NewModifiedLaplace builds the per-rating randomizer for ε.
@@ -283,12 +295,19 @@ func (m *ModifiedLaplace) Randomize(src *noise.Source, value float64, observed b
 			return 0, false, fmt.Errorf("%w: rating %v outside [−1, 1]", ErrData, value)
 		}
 		if noise.Bernoulli(src, m.zeta) {
-			return noise.SnapLaplace(src, value, m.scale), true, nil
+			return m.snap(src, value), true, nil
 		}
 		return 0, false, nil
 	}
 	if noise.Bernoulli(src, m.zeta) {
 		return 0, false, nil
 	}
-	return noise.SnapLaplace(src, 0, m.scale), true, nil
+	return m.snap(src, 0), true, nil
+}
+
+func (m *ModifiedLaplace) snap(src *noise.Source, x float64) float64 {
+	if m.bounded {
+		return noise.SnapLaplaceFixedTime(src, x, m.scale)
+	}
+	return noise.SnapLaplace(src, x, m.scale)
 }

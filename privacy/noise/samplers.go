@@ -106,6 +106,9 @@ func EffectiveGaussianSigma(sigma float64) float64 {
 
 const maxLatticeIndex = 1 << 62
 
+// nanValue is what a sampler releases for an invalid scale.
+var nanValue = math.NaN()
+
 // latticeIndex rounds x/g to the nearest integer, NaN to 0, saturating at
 // ±2^62 (a 1-Lipschitz map, so it never increases sensitivity).
 func latticeIndex(x, g float64) int64 {
