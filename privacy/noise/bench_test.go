@@ -147,3 +147,10 @@ func BenchmarkDrawsPerSample(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkDiscreteLaplaceFixedTime(b *testing.B) {
+	s := Secure()
+	for b.Loop() {
+		DiscreteLaplaceFixedTime(s, 1<<40)
+	}
+}
