@@ -228,8 +228,8 @@ type ModifiedLaplace struct {
 // BoundedTime returns a copy of the randomizer whose Laplace noise comes
 // from noise.SnapLaplaceFixedTime: the same distribution (and guarantee),
 // with a running time that does not grow with the noise — for clients
-// whose per-value timing may be observed. It costs a few microseconds per
-// rating instead of ~100 ns.
+// whose per-value timing may be observed. It costs ≈ 10 µs of CPU per
+// released rating instead of ≈ 100 ns.
 func (m *ModifiedLaplace) BoundedTime() *ModifiedLaplace {
 	c := *m
 	c.bounded = true
