@@ -1,6 +1,7 @@
 package ratingio
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"slices"
@@ -92,7 +93,7 @@ const maxIndex = 1<<31 - 2
 // assemble turns parsed chunks (in file order) into a Matrix: global
 // interning, a counting sort into the user-major layout, parallel per-row
 // sorting with the duplicate policy, and the item-major view.
-func assemble(name string, chunks []*chunk, hasTime bool, dups ratings.DupPolicy) (*ratings.Matrix, error) {
+func assemble(ctx context.Context, name string, chunks []*chunk, hasTime bool, dups ratings.DupPolicy) (*ratings.Matrix, error) {
 	n := 0
 	var maxU, maxI uint64
 	for _, c := range chunks {
@@ -129,6 +130,9 @@ func assemble(name string, chunks []*chunk, hasTime bool, dups ratings.DupPolicy
 		}
 	}
 	nU, nI := len(users.names), len(items.names)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 
 	// Pass 2: counting sort by user, keeping file order within a user.
 	rowPtr := make([]int64, nU+1)
@@ -160,6 +164,9 @@ func assemble(name string, chunks []*chunk, hasTime bool, dups ratings.DupPolicy
 		c.item, c.val, c.t = nil, nil, nil // keep user and line for error positions
 	}
 	next = nil
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 
 	// Pass 3: sort each row by item (stable), merge or reject duplicates.
 	newLen, dup := sortRows(rowPtr, rowCol, rowVal, rowT, dups)
@@ -185,6 +192,9 @@ func assemble(name string, chunks []*chunk, hasTime bool, dups ratings.DupPolicy
 		if hasTime {
 			rowT = slices.Clip(rowT[:w])
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	uIDs, err := ratings.IDsFrom(users.names)
 	if err != nil {

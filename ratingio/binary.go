@@ -216,6 +216,9 @@ func readBinary(ctx context.Context, r io.Reader, name string, opt Options, size
 	if v := le.Uint32(h[8:]); v != binaryVersion {
 		return nil, bad("version %d; this privrec reads version %d", v, binaryVersion)
 	}
+	if le.Uint64(h[56:]) != 0 {
+		return nil, bad("reserved header bytes are not zero")
+	}
 	flags := le.Uint32(h[12:])
 	if flags&^(flagTime|flagColumns) != 0 {
 		return nil, bad("unknown flags %#x", flags)

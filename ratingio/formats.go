@@ -88,6 +88,17 @@ func newSpec(opt *Options, name string, first []byte, firstLine int64) (*spec, e
 			return nil, err
 		}
 		format = f
+		if opt.Cols != "" { // --cols asks for the generic reader of the same separator
+			switch format {
+			case "movielens-100k":
+				format = "tsv"
+			case "movielens-csv", "uci-rc":
+				format = "csv"
+			}
+		}
+	}
+	if opt.Cols != "" && format != "tsv" && format != "csv" {
+		return nil, fmt.Errorf("%s: --cols applies to the tsv and csv formats, not %s", name, format)
 	}
 	s := &spec{format: format, user: 0, item: 1, rating: 2, time: -1, hasScale: opt.HasScale, lo: float32(opt.Min), hi: float32(opt.Max)}
 	perr := func(format string, a ...any) error {

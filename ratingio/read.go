@@ -245,7 +245,7 @@ func readText(ctx context.Context, r io.Reader, name string, opt Options) (*rati
 		}
 		return nil, &ParseError{File: name, Reason: reason}
 	}
-	return assemble(name, chunks, s.hasTime, opt.Duplicates)
+	return assemble(ctx, name, chunks, s.hasTime, opt.Duplicates)
 }
 
 // Detect names the format of a file as ReadFile with Format "auto" would:

@@ -76,6 +76,8 @@ func TestReadFormats(t *testing.T) {
 			"u1\ti1\t4\nu1\ti2\t2\n", 1, 2},
 		{"csv numeric cols", "x.csv", "9,4,i1,u1,77\n", Options{Format: "csv", Cols: "user=3,item=2,rating=1,time=4"},
 			"u1\ti1\t4\t77\n", 1, 1},
+		{"cols on a detected movielens-csv", "ratings.csv", "userId,movieId,rating,timestamp\n1,2,3.5,1112486027\n", Options{Cols: "user=movieId,item=userId,rating=rating"},
+			"2\t1\t3.5\n", 1, 1},
 		{"leading zeros stay distinct IDs", "x.tsv", "7\t1\t1\n007\t1\t2\n", Options{},
 			"7\t1\t1\n007\t1\t2\n", 2, 1},
 		{"duplicates last", "x.tsv", "1\t1\t1\n1\t2\t5\n1\t1\t3\n", Options{Duplicates: ratings.DupLast},
@@ -135,6 +137,7 @@ func TestReadErrors(t *testing.T) {
 		{"undetectable", "x.txt", "hello world\n", Options{}, 1, 0, "give --format"},
 		{"quoted", "x.csv", "\"u1\",2,3\n", Options{Format: "csv"}, 1, 1, "quoted fields"},
 		{"binary forced on text", "x.tsv", "1\t2\t3\n", Options{Format: "binary"}, 0, 0, "not a privrec binary"},
+		{"cols with a fixed format", "ratings.dat", "1::2::3::4\n", Options{Format: "movielens", Cols: "user=0,item=1,rating=2"}, 0, 0, "--cols applies to the tsv and csv"},
 		{"unknown format", "x.tsv", "1\t2\t3\n", Options{Format: "excel"}, 0, 0, "unknown format"},
 		{"malformed line among good ones", "u.data", goodThenBad(), Options{}, 1234, 3, "not a number"},
 	}
