@@ -10,8 +10,7 @@ import (
 )
 
 // Golden values were computed independently with mpmath at 40 digits
-// (bisection on the exact formulas, /tmp/gold.py in the session that froze
-// them) and agree with docs/PRIVACY.md; each test also recomputes its value
+// (bisection on the exact formulas: testdata/gold.py) and agree with docs/PRIVACY.md; each test also recomputes its value
 // a second way where that is cheap.
 func TestGoldens(t *testing.T) {
 	tests := []struct {
