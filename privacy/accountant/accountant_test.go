@@ -10,8 +10,9 @@ import (
 )
 
 // Golden values were computed independently with mpmath at 40 digits
-// (bisection on the exact formulas: testdata/gold.py) and agree with docs/PRIVACY.md; each test also recomputes its value
-// a second way where that is cheap.
+// (bisection on the exact formulas: testdata/gold.py) and agree with
+// docs/PRIVACY.md; other tests recompute values a second way where that is
+// cheap (brute-force α scans, tightness of σ).
 func TestGoldens(t *testing.T) {
 	tests := []struct {
 		name string
