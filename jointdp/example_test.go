@@ -73,3 +73,37 @@ func ExamplePrivateSVD() {
 	fmt.Printf("rank %d, one release with σ = %.1f, ε = %.3g\n", r.Rank, r.Sigma, r.Guarantee.Epsilon)
 	// Output: rank 1, one release with σ = 25.6, ε = 1
 }
+
+func ExampleMcSherryMironov() {
+	// Ratings on a public 1..5 scale (here ±1 around 3).
+	b := ratings.NewBuilder(ratings.DupError)
+	for u := range 40 {
+		for i := range 6 {
+			if (u+i)%3 != 0 {
+				v := 3.0
+				if (u%2 == 0) == (i%2 == 0) {
+					v = 4
+				} else {
+					v = 2
+				}
+				if err := b.Add(fmt.Sprint("u", u), fmt.Sprint("i", i), v, 0); err != nil {
+					panic(err)
+				}
+			}
+		}
+	}
+	m, err := b.Build()
+	if err != nil {
+		panic(err)
+	}
+	p, err := jointdp.NewProblem(m)
+	if err != nil {
+		panic(err)
+	}
+	r, err := jointdp.McSherryMironov(context.Background(), p, jointdp.MMOptions{Rank: 1, Min: 1, Max: 5, Epsilon: 2, Delta: 1e-6, Noise: noise.Seeded(1)})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%d item averages, rank %d, ε = %.3g (%s)\n", len(r.ItemAvg), r.Rank, r.Guarantee.Epsilon, r.Guarantee.Status)
+	// Output: 6 item averages, rank 1, ε = 2 (proven)
+}
