@@ -176,8 +176,8 @@ func (s *spec) triple(c *chunk, line []byte, rel int32) *lineError {
 }
 
 func (s *spec) netflix(c *chunk, line []byte, rel int32) *lineError {
-	if line[len(line)-1] == ':' && bytes.IndexByte(line, ',') < 0 {
-		k, le := c.idKey(line[:len(line)-1], &c.idict, &c.maxI, 1, "item")
+	if t := trimSpace(line); len(t) > 0 && t[len(t)-1] == ':' && bytes.IndexByte(t, ',') < 0 {
+		k, le := c.idKey(t[:len(t)-1], &c.idict, &c.maxI, 1, "item")
 		if le != nil {
 			return le
 		}

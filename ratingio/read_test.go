@@ -243,37 +243,41 @@ func TestCancel(t *testing.T) {
 // (the reference) on random data with string and integer IDs, timestamps
 // and duplicates, over several block sizes.
 func TestSameAsBuilder(t *testing.T) {
-	var b strings.Builder
-	ref := ratings.NewBuilder(ratings.DupMean)
-	r := uint64(12345)
-	next := func(n uint64) uint64 { r = r*6364136223846793005 + 1442695040888963407; return (r >> 33) % n }
-	for line := int64(1); line <= 5000; line++ {
-		u := itoa(int(next(300)))
-		if next(5) == 0 {
-			u = "u" + u
-		}
-		i := itoa(int(next(200)))
-		v := float64(next(10)) / 2
-		ts := int64(next(1e9))
-		b.WriteString(u + "," + i + "," + strings.TrimRight(strings.TrimRight(formatHalf(v), "0"), ".") + "," + itoa(int(ts%9999)) + "\n")
-		if err := ref.AddTimed(u, i, v, ts%9999, true, line); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := ref.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, bs := range []int{1 << 20, 100, 1} {
-		withBlockSize(t, bs, func() {
-			m, err := ReadFile(writeFile(t, "x.csv", b.String()), Options{Duplicates: ratings.DupMean})
-			if err != nil {
+	// Short rows (comparison sort) and long rows (radix sort), both with
+	// duplicates, string and integer IDs.
+	for _, shape := range []struct{ users, items, lines int }{{300, 200, 5000}, {20, 3000, 20000}} {
+		var b strings.Builder
+		ref := ratings.NewBuilder(ratings.DupMean)
+		r := uint64(12345)
+		next := func(n uint64) uint64 { r = r*6364136223846793005 + 1442695040888963407; return (r >> 33) % n }
+		for line := int64(1); line <= int64(shape.lines); line++ {
+			u := itoa(int(next(uint64(shape.users))))
+			if next(5) == 0 {
+				u = "u" + u
+			}
+			i := itoa(int(next(uint64(shape.items))))
+			v := float64(next(10)) / 2
+			ts := int64(next(1e9)) % 9999
+			b.WriteString(u + "," + i + "," + strings.TrimSuffix(formatHalf(v), ".0") + "," + itoa(int(ts)) + "\n")
+			if err := ref.AddTimed(u, i, v, ts, true, line); err != nil {
 				t.Fatal(err)
 			}
-			if m.Fingerprint() != want.Fingerprint() {
-				t.Fatalf("block %d: reader and Builder disagree:\n%.300s\nvs\n%.300s", bs, triples(m), triples(want))
-			}
-		})
+		}
+		want, err := ref.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bs := range []int{1 << 20, 100, 1} {
+			withBlockSize(t, bs, func() {
+				m, err := ReadFile(writeFile(t, "x.csv", b.String()), Options{Duplicates: ratings.DupMean})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m.Fingerprint() != want.Fingerprint() {
+					t.Fatalf("%v block %d: reader and Builder disagree:\n%.300s\nvs\n%.300s", shape, bs, triples(m), triples(want))
+				}
+			})
+		}
 	}
 }
 
