@@ -122,3 +122,20 @@ func BenchmarkDPFW500k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGramPass is one user's local Gram contribution (ξ = 80 of
+// n = 400 items), the inner loop of every DPFW and DPSVD iteration.
+func BenchmarkGramPass(b *testing.B) {
+	p, _ := rankOne(20000, 400, 80, 3)
+	g := gramPart{n: p.N, upper: make([]float64, p.N*p.N)}
+	y := make([]float64, p.Len())
+	var buf []float64
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		i := it % p.M
+		a, c := p.Ptr[i], p.Ptr[i+1]
+		l := local{items: p.Cols[a:c], vals: p.Vals[a:c], scale: 1, y: y[a:c]}
+		buf = l.addGram(&g, buf)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(80*81/2), "ns/multiply-add")
+}
