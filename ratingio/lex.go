@@ -201,22 +201,17 @@ func split(line, sep []byte, dst [][]byte) [][]byte {
 			line = line[i+1:]
 		}
 	}
-	if len(sep) == 2 && sep[0] == sep[1] { // "::": IndexByte is much faster than Index
+	if len(sep) == 2 && sep[0] == sep[1] { // "::": a byte loop beats Index on short fields
 		c := sep[0]
-		from := 0
-		for {
-			i := bytes.IndexByte(line[from:], c)
-			if i < 0 {
-				return append(dst, line)
+		start := 0
+		for i := 0; i+1 < len(line); i++ {
+			if line[i] == c && line[i+1] == c {
+				dst = append(dst, line[start:i])
+				i++
+				start = i + 1
 			}
-			i += from
-			if i+1 < len(line) && line[i+1] == c {
-				dst = append(dst, line[:i])
-				line, from = line[i+2:], 0
-				continue
-			}
-			from = i + 1
 		}
+		return append(dst, line[start:])
 	}
 	for {
 		i := bytes.Index(line, sep)
