@@ -207,12 +207,13 @@ type figure struct {
 	file, caption string
 }
 
-// privacyLabel names the unit and notion of the private methods in cells.
+// privacyLabel names the unit and notion of the private methods in cells,
+// and says when a method's calibration is the paper's rather than a proof.
 func privacyLabel(cells []*Cell) string {
 	set := map[string]bool{}
 	var out []string
 	for _, cell := range cells {
-		if cell.GStatus == "none" || cell.GUnit == "" || math.IsNaN(cell.Epsilon) {
+		if cell.GUnit == "" || math.IsNaN(cell.Epsilon) {
 			continue
 		}
 		unit := map[string]string{"entry": "per-rating", "user": "per-user"}[cell.GUnit]
@@ -220,6 +221,12 @@ func privacyLabel(cells []*Cell) string {
 			unit = cell.GUnit
 		}
 		s := unit + " " + cell.GNotion + " DP"
+		switch cell.GStatus {
+		case "none":
+			s = "paper's " + unit + " calibration, no proven guarantee"
+		case "as-claimed":
+			s += " (as claimed)"
+		}
 		if !set[s] {
 			set[s] = true
 			out = append(out, s)
