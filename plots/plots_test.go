@@ -1,0 +1,93 @@
+package plots
+
+import (
+	"bytes"
+	"fmt"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func sample() *Figure {
+	return &Figure{
+		Title: "toy: RMSE vs ε", XLabel: "ε", YLabel: "RMSE", LogX: true,
+		Series: []Series{
+			{Label: "baseline (non-private)", X: []float64{math.NaN()}, Mean: []float64{0.8}, SD: []float64{0.01}, Flat: true},
+			{Label: "private", X: []float64{4, 0.5, 1}, Mean: []float64{0.9, 1.5, 1.1}, SD: []float64{0.02, math.NaN(), 0.05}},
+		},
+	}
+}
+
+func TestSave(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "fig")
+	files, err := sample().Save(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 {
+		t.Fatalf("wrote %v", files)
+	}
+	b, err := os.ReadFile(base + ".png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	if w := img.Bounds().Dx(); w < 800 {
+		t.Errorf("PNG is %d px wide, want ≥ 800 (18 cm at 120 dpi)", w)
+	}
+	svg, _ := os.ReadFile(base + ".svg")
+	for _, want := range []string{"<svg", "private", "baseline (non-private)"} {
+		if !bytes.Contains(svg, []byte(want)) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fig  *Figure
+		want string
+	}{
+		{"empty", &Figure{}, "no series"},
+		{"log of zero", &Figure{LogX: true, Series: []Series{{Label: "a", X: []float64{0, 1}, Mean: []float64{1, 2}}}}, "log axis"},
+		{"ragged", &Figure{Series: []Series{{Label: "a", X: []float64{1, 2}, Mean: []float64{1}}}}, "series"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			err := tc.fig.WritePNG(&buf)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := sample().Save(filepath.Join(t.TempDir(), "x"), "gif"); err == nil {
+		t.Fatal("gif accepted")
+	}
+}
+
+func ExampleFigure_Save() {
+	f := &Figure{
+		Title: "RMSE vs ε", XLabel: "privacy parameter ε", YLabel: "RMSE", LogX: true,
+		Series: []Series{{Label: "private FW", X: []float64{0.5, 2, 10}, Mean: []float64{1.2, 1.0, 0.9}, SD: []float64{0.1, 0.05, 0.02}}},
+	}
+	dir, _ := os.MkdirTemp("", "plots")
+	defer os.RemoveAll(dir)
+	files, err := f.Save(filepath.Join(dir, "rmse"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, p := range files {
+		fmt.Println(filepath.Base(p))
+	}
+	// Output:
+	// rmse.png
+	// rmse.svg
+}
