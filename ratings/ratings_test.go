@@ -157,3 +157,25 @@ func TestStats(t *testing.T) {
 		t.Fatalf("binned histogram %v", s.Histogram)
 	}
 }
+
+func TestRowColumnIterationAllocatesNothing(t *testing.T) {
+	m := build(t, DupError, [3]string{"a", "x", "1"}, [3]string{"b", "y", "2"}, [3]string{"a", "z", "3"})
+	var sink float32
+	allocs := testing.AllocsPerRun(100, func() {
+		for u := range int32(m.NumUsers()) {
+			_, vals := m.UserRow(u)
+			for _, v := range vals {
+				sink += v
+			}
+		}
+		for i := range int32(m.NumItems()) {
+			_, vals := m.ItemCol(i)
+			for _, v := range vals {
+				sink += v
+			}
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per pass (sink %v)", allocs, sink)
+	}
+}
