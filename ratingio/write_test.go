@@ -2,6 +2,7 @@ package ratingio
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"math"
@@ -158,5 +159,24 @@ func TestBinaryScale(t *testing.T) {
 	_, err := ReadContext(context.Background(), &buf, "x.bin", Options{HasScale: true, Min: 1, Max: 5})
 	if err == nil || !strings.Contains(err.Error(), "outside the declared scale") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+func TestGzipBinary(t *testing.T) {
+	m := randomMatrix(t, 9, 2000, true)
+	var raw, gz bytes.Buffer
+	if err := WriteBinary(&raw, m); err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(&gz)
+	zw.Write(raw.Bytes())
+	zw.Close()
+	path := writeFile(t, "x.bin.gz", gz.String())
+	back, err := ReadFile(path, Options{})
+	if err != nil || back.Fingerprint() != m.Fingerprint() {
+		t.Fatalf("gzip binary: %v", err)
+	}
+	if f, err := Detect(path); err != nil || f != "binary" {
+		t.Fatalf("Detect = %q, %v", f, err)
 	}
 }
