@@ -400,3 +400,27 @@ func ExampleTrain() {
 	// 320000 updates, Laplace scale 1.000000; finite RMSE: true
 	// proven 1
 }
+
+// Guarantee of the seed's gradient perturbation: C is noised, A and B are
+// not, so the model has no guarantee; the seed's claim is kept.
+func ExampleConfig_Guarantee() {
+	s, err := tensor.Synthesize(tensor.PaperSynth(tensor.CP), noise.Seeded(1))
+	if err != nil {
+		panic(err)
+	}
+	cfg := Defaults(tensor.CP)
+	cfg.Mechanism, cfg.Epsilon = GP, 1
+	g, err := cfg.Guarantee(s.Train)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(g.Status, g.Private(), g.ClaimedEpsilon)
+	cfg.Mechanism, cfg.Delta = DPSGD, 1e-5
+	if g, err = cfg.Guarantee(s.Train); err != nil {
+		panic(err)
+	}
+	fmt.Println(g.Status, g.Epsilon <= 1, g.Delta)
+	// Output:
+	// none false 1
+	// proven true 1e-05
+}
