@@ -1,9 +1,12 @@
 package methods_test
 
 import (
+	"gonum.org/v1/gonum/mat"
+
 	"context"
 	"flag"
 	"fmt"
+	"github.com/privrec/privrec/privacy/accountant"
 	"math"
 	"os"
 	"path/filepath"
@@ -217,4 +220,48 @@ func envInt(key string, def int) int {
 		}
 	}
 	return def
+}
+
+// TestGramSignal measures, for docs/jointdp.md, the signal DPFW's first
+// release has to see on MovieLens-1M top 400 (ξ = 80, centred, L = 5): the
+// top eigenvalues of Σ_i Π_L(x_i)ᵀΠ_L(x_i), against the spectral norm
+// ≈ 2σ√n of the noise the accountant calibrates. Skipped unless
+// JOINTDP_TABLES=ml1m-signal (JOINTDP_DATA as for the tables).
+func TestGramSignal(t *testing.T) {
+	if os.Getenv("JOINTDP_TABLES") != "ml1m-signal" {
+		t.Skip("set JOINTDP_TABLES=ml1m-signal")
+	}
+	m, err := ratingio.ReadFile(filepath.Join(os.Getenv("JOINTDP_DATA"), "ml-1m", "ratings.tsv"), ratingio.Options{Format: "tsv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := transform.CentreUsers(transform.CapPerUser(transform.TopItems(m, 400), 80, 1))
+	ptr, cols, vals, _ := c.CSR()
+	const n, L = 400, 5.0
+	W := mat.NewSymDense(n, nil)
+	for i := range c.NumUsers() {
+		var s float64
+		for k := ptr[i]; k < ptr[i+1]; k++ {
+			s += float64(vals[k]) * float64(vals[k])
+		}
+		sc := min(1, L/math.Sqrt(s))
+		for a := ptr[i]; a < ptr[i+1]; a++ {
+			for b := a; b < ptr[i+1]; b++ {
+				W.SetSym(int(cols[a]), int(cols[b]), W.At(int(cols[a]), int(cols[b]))+sc*sc*float64(vals[a])*float64(vals[b]))
+			}
+		}
+	}
+	var es mat.EigenSym
+	if !es.Factorize(W, false) {
+		t.Fatal("eigendecomposition failed")
+	}
+	v := es.Values(nil)
+	t.Logf("top eigenvalues: %.4g %.4g %.4g", v[n-1], v[n-2], v[n-3])
+	for _, eps := range []float64{1, 20} {
+		sigma, err := accountant.GaussianSigmaForTarget(eps, 1e-6, 10, 4*math.Sqrt2*L*L)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("ε = %g, T = 10: σ = %.4g, noise spectral norm ≈ 2σ√n = %.4g", eps, sigma, 2*sigma*math.Sqrt(n))
+	}
 }
