@@ -66,7 +66,12 @@ func detect(name string, first []byte) (string, error) {
 	case strings.HasPrefix(low, "userid,placeid,rating"):
 		return "uci-rc", nil
 	case bytes.IndexByte(first, ';') >= 0:
-		return "jester-wide", nil
+		// Jester rows are wide (101 or 159 fields) and start with a count;
+		// a short ';' line is some other layout we do not guess.
+		f := split(first, []byte(";"), nil)
+		if _, ok := parseInt(trimSpace(f[0])); ok && len(f) >= 10 {
+			return "jester-wide", nil
+		}
 	case bytes.IndexByte(first, '\t') >= 0:
 		if ml100kName.MatchString(base) {
 			return "movielens-100k", nil
