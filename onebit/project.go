@@ -176,7 +176,7 @@ func (pr *Projector) nuclear(dst, z []float64) (bool, triplets, error) {
 			b = m
 		} else {
 			var sweeps int
-			t, sweeps = subspaceSVD(a, b, b-2, pr.warm, 1e-10, 60, pr.rnd)
+			t, sweeps = subspaceSVD(a, b, b-2, pr.warm, 1e-8, 30, pr.rnd)
 			pr.Sweeps += sweeps
 		}
 		var sum, sq float64

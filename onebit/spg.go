@@ -384,9 +384,9 @@ func lowRankOf(t triplets, scale float64) *triplets {
 }
 
 // tighten makes the projection more exact (Dykstra tolerance ÷10, twice
-// the iterations), down to 1e-6; it reports whether it could.
+// the iterations), down to 1e-4; it reports whether it could.
 func tighten(pr *Projector) bool {
-	if pr.Tol <= 1e-6 {
+	if pr.Tol <= 1e-4 {
 		return false
 	}
 	pr.Tol /= 10
