@@ -16,31 +16,31 @@ import (
 // reader builds it.
 type interner struct {
 	dense []int32 // integer key → index+1, when the keys are small
-	ints  map[uint64]int32
+	ints  map[key]int32
 	strs  map[string]int32
 	names []string
 }
 
-func newInterner(maxKey uint64, n int) *interner {
+func newInterner(maxKey key, n int) *interner {
 	in := &interner{strs: map[string]int32{}}
 	// A direct table costs 4 bytes per possible key; use it when that is
 	// at most 16 bytes per rating (IDs 1..n of real datasets), else a map.
-	if maxKey < 1<<28 && maxKey <= 4*uint64(n)+1<<16 {
+	if maxKey < 1<<28 && uint64(maxKey) <= 4*uint64(n)+1<<16 {
 		in.dense = make([]int32, maxKey+1)
 	} else {
-		in.ints = map[uint64]int32{}
+		in.ints = map[key]int32{}
 	}
 	return in
 }
 
-func (in *interner) intKey(k uint64) int32 {
+func (in *interner) intKey(k key) int32 {
 	if in.dense != nil {
 		if g := in.dense[k]; g != 0 {
 			return g - 1
 		}
 		g := int32(len(in.names))
 		in.dense[k] = g + 1
-		in.names = append(in.names, strconv.FormatUint(k, 10))
+		in.names = append(in.names, strconv.FormatUint(uint64(k), 10))
 		return g
 	}
 	if g, ok := in.ints[k]; ok {
@@ -48,7 +48,7 @@ func (in *interner) intKey(k uint64) int32 {
 	}
 	g := int32(len(in.names))
 	in.ints[k] = g
-	in.names = append(in.names, strconv.FormatUint(k, 10))
+	in.names = append(in.names, strconv.FormatUint(uint64(k), 10))
 	return g
 }
 
@@ -68,7 +68,7 @@ type local struct {
 	tab []int32
 }
 
-func (l *local) key(in *interner, k uint64) int32 {
+func (l *local) key(in *interner, k key) int32 {
 	if k&strKey == 0 {
 		return in.intKey(k)
 	}
@@ -95,7 +95,7 @@ const maxIndex = 1<<31 - 2
 // sorting with the duplicate policy, and the item-major view.
 func assemble(ctx context.Context, name string, chunks []*chunk, hasTime bool, dups ratings.DupPolicy) (*ratings.Matrix, error) {
 	n := 0
-	var maxU, maxI uint64
+	var maxU, maxI key
 	for _, c := range chunks {
 		n += len(c.user)
 		maxU, maxI = max(maxU, c.maxU), max(maxI, c.maxI)
@@ -104,23 +104,23 @@ func assemble(ctx context.Context, name string, chunks []*chunk, hasTime bool, d
 	// Pass 1 (sequential, in file order): keys → dense indices, in place.
 	var carry struct {
 		l   *local
-		key uint64
+		key key
 		ok  bool
 	}
 	for _, c := range chunks {
 		lu, li := &local{d: &c.udict}, &local{d: &c.idict}
 		for r, k := range c.user {
-			c.user[r] = uint64(lu.key(users, k))
+			c.user[r] = key(lu.key(users, k))
 		}
 		for r, k := range c.item {
 			if k == unresolvedKey { // netflix: the movie line is in an earlier chunk
 				if !carry.ok {
 					return nil, &ParseError{File: name, Line: c.firstLine + int64(c.line[r]), Reason: "rating line before any \"MovieID:\" line"}
 				}
-				c.item[r] = uint64(carry.l.key(items, carry.key))
+				c.item[r] = key(carry.l.key(items, carry.key))
 				continue
 			}
-			c.item[r] = uint64(li.key(items, k))
+			c.item[r] = key(li.key(items, k))
 		}
 		if c.hasItem {
 			carry.l, carry.key, carry.ok = li, c.curItem, true
@@ -215,7 +215,7 @@ func assemble(ctx context.Context, name string, chunks []*chunk, hasTime bool, d
 func recordLine(chunks []*chunk, u int32, p int64) int64 {
 	for _, c := range chunks {
 		for r, cu := range c.user {
-			if cu == uint64(u) {
+			if cu == key(u) {
 				if p == 0 {
 					return c.firstLine + int64(c.line[r])
 				}

@@ -15,16 +15,16 @@ type chunk struct {
 	firstLine int64 // line number of data's first line
 	first     bool  // the file's first block (holds the header, if any)
 
-	user, item []uint64
+	user, item []key
 	val        []float32
 	t          []int64
 	line       []int32 // line of each record, relative to firstLine
 
 	udict, idict dict
-	maxU, maxI   uint64 // largest integer keys (for the interning tables)
+	maxU, maxI   key // largest integer keys (for the interning tables)
 
 	// netflix: the last "MovieID:" key seen in this chunk
-	curItem uint64
+	curItem key
 	hasItem bool
 
 	fields [][]byte
@@ -37,28 +37,28 @@ type dict struct {
 	names []string
 }
 
-func (d *dict) key(b []byte) uint64 {
+func (d *dict) key(b []byte) key {
 	if d.index == nil {
 		d.index = make(map[string]uint32)
 	}
 	if k, ok := d.index[string(b)]; ok { // no allocation: map lookup by string(bytes)
-		return strKey | uint64(k)
+		return strKey | k
 	}
 	k := uint32(len(d.names))
 	s := string(b)
 	d.names = append(d.names, s)
 	d.index[s] = k
-	return strKey | uint64(k)
+	return strKey | k
 }
 
 // idKey turns an identifier field into a key.
-func (c *chunk) idKey(b []byte, d *dict, max *uint64, col int, field string) (uint64, *lineError) {
+func (c *chunk) idKey(b []byte, d *dict, max *key, col int, field string) (key, *lineError) {
 	b = trimSpace(b)
-	if v, ok := canonUint(b); ok {
-		if v > *max {
-			*max = v
+	if v, ok := canonUint(b); ok && v < uint64(strKey) {
+		if key(v) > *max {
+			*max = key(v)
 		}
-		return v, nil
+		return key(v), nil
 	}
 	if len(b) == 0 {
 		return 0, errField(col, field, "empty identifier")
@@ -92,8 +92,8 @@ func (s *spec) parse(c *chunk) {
 	if s.kind == kindJester {
 		est *= 16
 	}
-	c.user = make([]uint64, 0, est)
-	c.item = make([]uint64, 0, est)
+	c.user = make([]key, 0, est)
+	c.item = make([]key, 0, est)
 	c.val = make([]float32, 0, est)
 	c.line = make([]int32, 0, est)
 	if s.hasTime {
@@ -229,7 +229,11 @@ func (s *spec) jester(c *chunk, line []byte, rel int32) *lineError {
 		return errField(1, "count", "%s is not a count of ratings", quoteField(f[0]))
 	}
 	// The user is the line number: Jester rows carry no user ID.
-	u := uint64(c.firstLine + int64(rel))
+	no := c.firstLine + int64(rel)
+	if no >= int64(strKey) {
+		return errField(0, "", "more than 2^31-1 lines")
+	}
+	u := key(no)
 	if u > c.maxU {
 		c.maxU = u
 	}
@@ -245,7 +249,7 @@ func (s *spec) jester(c *chunk, line []byte, rel int32) *lineError {
 		if s.hasScale && (v < s.lo || v > s.hi) {
 			return errField(j+1, "rating", "rating %v is outside the declared scale %v:%v", v, s.lo, s.hi)
 		}
-		it := uint64(j)
+		it := key(j)
 		if it > c.maxI {
 			c.maxI = it
 		}

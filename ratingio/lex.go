@@ -13,13 +13,18 @@ import (
 // Each fast path falls back to strconv for anything unusual, so the
 // accepted syntax is exactly strconv's.
 
-// strKey marks an identifier key that is an index into a chunk's string
-// dictionary; keys without it are the identifier's integer value.
-const strKey = uint64(1) << 63
+// key is how a chunk records an identifier: the value of a canonical
+// integer identifier below 2^31, or strKey | an index into the chunk's
+// string dictionary (every other identifier, including larger integers).
+// Four bytes per identifier keeps the per-rating scratch memory small.
+type key = uint32
+
+// strKey marks a key that is a dictionary index.
+const strKey = key(1) << 31
 
 // unresolvedKey is the item key of a Netflix rating whose "MovieID:" line
 // lies in an earlier chunk.
-const unresolvedKey = ^uint64(0)
+const unresolvedKey = ^key(0)
 
 // canonUint parses b as a canonical non-negative decimal integer (digits
 // only, no sign, no leading zero unless b is "0", at most 18 digits, so the

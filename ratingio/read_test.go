@@ -78,6 +78,8 @@ func TestReadFormats(t *testing.T) {
 			"u1\ti1\t4\t77\n", 1, 1},
 		{"cols on a detected movielens-csv", "ratings.csv", "userId,movieId,rating,timestamp\n1,2,3.5,1112486027\n", Options{Cols: "user=movieId,item=userId,rating=rating"},
 			"2\t1\t3.5\n", 1, 1},
+		{"big integer IDs", "x.tsv", "3000000000\t1\t1\n2147483647\t1\t2\n2147483648\t1\t3\n123456789012345678901234\t1\t4\n3000000000\t2\t5\n", Options{},
+			"3000000000\t1\t1\n3000000000\t2\t5\n2147483647\t1\t2\n2147483648\t1\t3\n123456789012345678901234\t1\t4\n", 4, 2},
 		{"leading zeros stay distinct IDs", "x.tsv", "7\t1\t1\n007\t1\t2\n", Options{},
 			"7\t1\t1\n007\t1\t2\n", 2, 1},
 		{"duplicates last", "x.tsv", "1\t1\t1\n1\t2\t5\n1\t1\t3\n", Options{Duplicates: ratings.DupLast},
