@@ -43,11 +43,26 @@ func TestMLClearTrace(t *testing.T) {
 	p := loadML(t, "u1.base", 3.5)
 	rng := rand.New(rand.NewPCG(1, 1))
 	start := time.Now()
-	opt := Options{Link: Logistic{}, Tau: 1259.4, Alpha: 1, Rand: rng.Float64, MaxIter: 3}
+	opt := Options{Link: Logistic{}, Tau: 1259.4, Alpha: 1, Rand: rng.Float64, MaxIter: 5}
 	opt.Progress = func(d, n int) { t.Logf("it %d %.1fs", d, time.Since(start).Seconds()) }
 	sol, err := Solve(context.Background(), p, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s: obj %.2f it %d rank %d proj %d sweeps %d dyk %d fb %d in %.1fs", sol.Stop, sol.Objective, sol.Iterations, sol.Rank(), sol.Projections, sol.Sweeps, sol.DykstraIters, sol.Fallbacks, time.Since(start).Seconds())
+}
+
+// BenchmarkMLClear is the speed target: Clear on MovieLens-100K
+// u1.base to convergence (PRIVREC_ML100K=/path/to/ml-100k; skipped without).
+func BenchmarkMLClear(b *testing.B) {
+	p := loadML(b, "u1.base", 3.5)
+	for b.Loop() {
+		rng := rand.New(rand.NewPCG(1, 1))
+		sol, err := Solve(context.Background(), p, Options{Link: Logistic{}, Tau: 1259.4, Alpha: 1, Rand: rng.Float64})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(sol.Iterations), "iterations")
+		b.ReportMetric(sol.Objective, "objective")
+	}
 }
