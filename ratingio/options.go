@@ -3,6 +3,9 @@
 // restaurant–consumer, generic TSV/CSV), gzip transparently, and a compact
 // binary format for big data. Bad input is an error naming the file, line,
 // column and reason; nothing is silently dropped or guessed.
+//
+// docs/DATA.md specifies every format, the detection rules, the error
+// messages and the binary layout.
 package ratingio
 
 import (
