@@ -10,6 +10,9 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"runtime"
+	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/privrec/privrec/ratings"
@@ -55,17 +58,11 @@ func swapBytes(b []byte, size int) {
 
 // WriteBinary writes m in privrec's binary ratings format.
 func WriteBinary(w io.Writer, m *ratings.Matrix) error {
-	crc := crc32.New(castagnoli)
-	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 1<<20)
+	bw := bufio.NewWriterSize(w, 1<<20)
 	if err := writeBinary(bw, m); err != nil {
 		return fmt.Errorf("ratingio: writing binary: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("ratingio: writing binary: %w", err)
-	}
-	var sum [4]byte
-	binary.LittleEndian.PutUint32(sum[:], crc.Sum32())
-	if _, err := w.Write(sum[:]); err != nil {
 		return fmt.Errorf("ratingio: writing binary: %w", err)
 	}
 	return nil
@@ -84,40 +81,48 @@ func writeBinary(w *bufio.Writer, m *ratings.Matrix) error {
 	rowPtr, rowCol, rowVal, rowT := m.CSR()
 	colPtr, colRow, colVal := m.CSC()
 	un, in := namesBytes(m.Users), namesBytes(m.Items)
-	var h [headerSize]byte
-	copy(h[:], binaryMagic)
+	head := make([]byte, headerSize, headerSize+len(un)+len(in)+8)
+	copy(head, binaryMagic)
 	le := binary.LittleEndian
-	le.PutUint32(h[8:], binaryVersion)
+	le.PutUint32(head[8:], binaryVersion)
 	flags := uint32(flagColumns)
 	if rowT != nil {
 		flags |= flagTime
 	}
-	le.PutUint32(h[12:], flags)
-	le.PutUint64(h[16:], uint64(m.NumUsers()))
-	le.PutUint64(h[24:], uint64(m.NumItems()))
-	le.PutUint64(h[32:], uint64(m.Len()))
-	le.PutUint64(h[40:], uint64(len(un)))
-	le.PutUint64(h[48:], uint64(len(in)))
-	w.Write(h[:])
-	w.Write(un)
-	w.Write(in)
-	w.Write(make([]byte, pad8(len(un)+len(in))))
+	le.PutUint32(head[12:], flags)
+	le.PutUint64(head[16:], uint64(m.NumUsers()))
+	le.PutUint64(head[24:], uint64(m.NumItems()))
+	le.PutUint64(head[32:], uint64(m.Len()))
+	le.PutUint64(head[40:], uint64(len(un)))
+	le.PutUint64(head[48:], uint64(len(in)))
+	head = append(head, un...)
+	head = append(head, in...)
+	head = append(head, make([]byte, pad8(len(un)+len(in)))...)
+	trailer := le.AppendUint32(nil, crc32.Checksum(head, castagnoli))
+	if _, err := w.Write(head); err != nil {
+		return err
+	}
 	arrays := []struct {
 		b    []byte
 		size int
 	}{{bytesOf(rowPtr), 8}, {bytesOf(rowCol), 4}, {bytesOf(rowVal), 4}, {bytesOf(rowT), 8},
 		{bytesOf(colPtr), 8}, {bytesOf(colRow), 4}, {bytesOf(colVal), 4}}
-	for _, a := range arrays {
+	for k, a := range arrays {
+		if k == 3 && rowT == nil {
+			continue
+		}
 		b := a.b
 		if !littleEndian {
 			b = append([]byte(nil), b...)
 			swapBytes(b, a.size)
 		}
+		trailer = le.AppendUint32(trailer, crc32.Checksum(b, castagnoli))
 		if _, err := w.Write(b); err != nil {
 			return err
 		}
 	}
-	return nil
+	_, err := w.Write(trailer)
+	return err
 }
 
 func pad8(n int) int { return (8 - n%8) % 8 }
@@ -201,9 +206,20 @@ func readNames(r io.Reader, size uint64, count uint64, known bool) ([]string, er
 	return names, nil
 }
 
-// readBinary reads the binary format; size is the stream's length in
-// bytes, or -1 if unknown.
-func readBinary(ctx context.Context, r io.Reader, name string, opt Options, size int64) (*ratings.Matrix, error) {
+// section is one array of a binary file.
+type section struct {
+	what string
+	b    []byte // the destination, a byte view of a typed slice
+	size int    // bytes per element
+	off  int64  // offset from the start of the file
+	sum  uint32 // CRC-32C of the bytes read
+}
+
+// readBinary reads the binary format from r. size is the stream's length
+// in bytes, or -1 if unknown; ra, when not nil, reads the same file at
+// absolute offsets (base is the offset of the stream's start), so the
+// arrays can be read and checksummed on all cores.
+func readBinary(ctx context.Context, r io.Reader, ra io.ReaderAt, base int64, name string, opt Options, size int64) (*ratings.Matrix, error) {
 	bad := func(format string, a ...any) error {
 		return &ParseError{File: name, Reason: "binary ratings file: " + fmt.Sprintf(format, a...)}
 	}
@@ -230,15 +246,19 @@ func readBinary(ctx context.Context, r io.Reader, name string, opt Options, size
 	if nU > maxIndex || nI > maxIndex || nnz > limit || uLen > limit || iLen > limit {
 		return nil, bad("implausible header (users %d, items %d, ratings %d)", nU, nI, nnz)
 	}
-	per := uint64(8)
-	if hasTime {
-		per = 16
-	}
 	names := uLen + iLen
-	want := headerSize + names + uint64(pad8(int(names%8))) + 8*(nU+1) + per*nnz + 4
-	if hasCols {
-		want += 8*(nI+1) + 8*nnz
+	headLen := headerSize + names + uint64(pad8(int(names%8)))
+	nSections := uint64(3)
+	arrays := 8*(nU+1) + 8*nnz
+	if hasTime {
+		nSections++
+		arrays += 8 * nnz
 	}
+	if hasCols {
+		nSections += 3
+		arrays += 8*(nI+1) + 8*nnz
+	}
+	want := headLen + arrays + 4*(1+nSections)
 	known := size >= 0
 	if known && uint64(size) != want {
 		return nil, bad("the header implies %d bytes but the file has %d (truncated or corrupt)", want, size)
@@ -254,48 +274,91 @@ func readBinary(ctx context.Context, r io.Reader, name string, opt Options, size
 	if _, err := io.ReadFull(cr, make([]byte, pad8(int(names%8)))); err != nil {
 		return nil, bad("truncated: %v", err)
 	}
-	rowPtr, err := readArray[int64](ctx, cr, nU+1, known)
-	if err != nil {
-		return nil, wrapCtx(err, bad("row offsets: %v", err))
-	}
-	rowCol, err := readArray[int32](ctx, cr, nnz, known)
-	if err != nil {
-		return nil, wrapCtx(err, bad("item indices: %v", err))
-	}
-	rowVal, err := readArray[float32](ctx, cr, nnz, known)
-	if err != nil {
-		return nil, wrapCtx(err, bad("values: %v", err))
-	}
-	var rowT []int64
-	if hasTime {
-		if rowT, err = readArray[int64](ctx, cr, nnz, known); err != nil {
-			return nil, wrapCtx(err, bad("timestamps: %v", err))
+	headSum := cr.h.Sum32()
+
+	var (
+		rowPtr, rowT, colPtr []int64
+		rowCol, colRow       []int32
+		rowVal, colVal       []float32
+		secs                 []*section
+		trailer              = make([]byte, 4*(1+nSections))
+	)
+	if known && ra != nil {
+		// Random access: allocate once, read every array on its own core.
+		rowPtr, rowCol, rowVal = make([]int64, nU+1), make([]int32, nnz), make([]float32, nnz)
+		add := func(what string, b []byte, size int) { secs = append(secs, &section{what: what, b: b, size: size}) }
+		add("row offsets", bytesOf(rowPtr), 8)
+		add("item indices", bytesOf(rowCol), 4)
+		add("values", bytesOf(rowVal), 4)
+		if hasTime {
+			rowT = make([]int64, nnz)
+			add("timestamps", bytesOf(rowT), 8)
+		}
+		if hasCols {
+			colPtr, colRow, colVal = make([]int64, nI+1), make([]int32, nnz), make([]float32, nnz)
+			add("column offsets", bytesOf(colPtr), 8)
+			add("user indices", bytesOf(colRow), 4)
+			add("column values", bytesOf(colVal), 4)
+		}
+		off := base + int64(headLen)
+		for _, s := range secs {
+			s.off = off
+			off += int64(len(s.b))
+		}
+		if err := readSections(ctx, ra, secs); err != nil {
+			return nil, wrapCtx(err, bad("%v", err))
+		}
+		if _, err := ra.ReadAt(trailer, off); err != nil {
+			return nil, bad("missing checksums: %v", err)
+		}
+	} else {
+		// A stream: one array after the other, each with its own checksum.
+		type step struct {
+			what string
+			read func() error
+		}
+		next := func(what string, read func() error) error {
+			cr.h.Reset()
+			if err := read(); err != nil {
+				return wrapCtx(err, bad("%s: %v", what, err))
+			}
+			secs = append(secs, &section{what: what, sum: cr.h.Sum32()})
+			return nil
+		}
+		steps := []step{
+			{"row offsets", func() (err error) { rowPtr, err = readArray[int64](ctx, cr, nU+1, known); return }},
+			{"item indices", func() (err error) { rowCol, err = readArray[int32](ctx, cr, nnz, known); return }},
+			{"values", func() (err error) { rowVal, err = readArray[float32](ctx, cr, nnz, known); return }},
+		}
+		if hasTime {
+			steps = append(steps, step{"timestamps", func() (err error) { rowT, err = readArray[int64](ctx, cr, nnz, known); return }})
+		}
+		if hasCols {
+			steps = append(steps, []step{
+				{"column offsets", func() (err error) { colPtr, err = readArray[int64](ctx, cr, nI+1, known); return }},
+				{"user indices", func() (err error) { colRow, err = readArray[int32](ctx, cr, nnz, known); return }},
+				{"column values", func() (err error) { colVal, err = readArray[float32](ctx, cr, nnz, known); return }},
+			}...)
+		}
+		for _, st := range steps {
+			if err := next(st.what, st.read); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := io.ReadFull(r, trailer); err != nil {
+			return nil, bad("missing checksums: %v", err)
+		}
+		if n, _ := r.Read(trailer[:1]); n != 0 {
+			return nil, bad("trailing data after the checksums")
 		}
 	}
-	var colPtr []int64
-	var colRow []int32
-	var colVal []float32
-	if hasCols {
-		if colPtr, err = readArray[int64](ctx, cr, nI+1, known); err != nil {
-			return nil, wrapCtx(err, bad("column offsets: %v", err))
-		}
-		if colRow, err = readArray[int32](ctx, cr, nnz, known); err != nil {
-			return nil, wrapCtx(err, bad("user indices: %v", err))
-		}
-		if colVal, err = readArray[float32](ctx, cr, nnz, known); err != nil {
-			return nil, wrapCtx(err, bad("column values: %v", err))
-		}
+	if le.Uint32(trailer) != headSum {
+		return nil, bad("checksum mismatch in the header or names (corrupt file)")
 	}
-	sum := cr.h.Sum32()
-	var tail [4]byte
-	if _, err := io.ReadFull(r, tail[:]); err != nil {
-		return nil, bad("missing checksum: %v", err)
-	}
-	if le.Uint32(tail[:]) != sum {
-		return nil, bad("checksum mismatch (corrupt file)")
-	}
-	if n, _ := r.Read(tail[:1]); n != 0 {
-		return nil, bad("trailing data after the checksum")
+	for k, s := range secs {
+		if le.Uint32(trailer[4*(k+1):]) != s.sum {
+			return nil, bad("checksum mismatch in the %s (corrupt file)", s.what)
+		}
 	}
 	lo, hi := float32(math.Inf(-1)), float32(math.Inf(1))
 	if opt.HasScale {
@@ -328,6 +391,47 @@ func readBinary(ctx context.Context, r io.Reader, name string, opt Options, size
 		return nil, bad("%v", err)
 	}
 	return m, nil
+}
+
+// readSections reads and checksums the sections with ReadAt, largest
+// first, on all cores.
+func readSections(ctx context.Context, ra io.ReaderAt, secs []*section) error {
+	order := slices.Clone(secs)
+	slices.SortStableFunc(order, func(a, b *section) int { return len(b.b) - len(a.b) })
+	work := make(chan *section, len(order))
+	for _, s := range order {
+		work <- s
+	}
+	close(work)
+	workers := min(runtime.GOMAXPROCS(0), len(order))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range work {
+				const piece = 1 << 24 // bytes per call, so cancellation is checked
+				for p := 0; p < len(s.b); p += piece {
+					if err := ctx.Err(); err != nil {
+						errs[w] = err
+						return
+					}
+					b := s.b[p:min(p+piece, len(s.b))]
+					if _, err := ra.ReadAt(b, s.off+int64(p)); err != nil {
+						errs[w] = fmt.Errorf("%s: %w", s.what, err)
+						return
+					}
+					s.sum = crc32.Update(s.sum, castagnoli, b)
+				}
+				if !littleEndian {
+					swapBytes(s.b, s.size)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func wrapCtx(err, other error) error {

@@ -114,9 +114,8 @@ func FuzzBinary(f *testing.F) {
 		// With fixCRC the checksum is recomputed after mutation, so the
 		// structural checks behind it (offsets, ranges, order, counts of
 		// both views) get explored, not just the checksum.
-		if fixCRC && len(data) >= 4 {
-			data = bytes.Clone(data)
-			binary.LittleEndian.PutUint32(data[len(data)-4:], crc32.Checksum(data[:len(data)-4], castagnoli))
+		if fixCRC {
+			data = fixChecksums(bytes.Clone(data))
 		}
 		m, err := ReadContext(context.Background(), bytes.NewReader(data), "x.bin", Options{Format: "binary"})
 		if err != nil {
@@ -134,4 +133,42 @@ func FuzzBinary(f *testing.F) {
 		}
 		_ = m.Stats()
 	})
+}
+
+// fixChecksums recomputes the checksum trailer of a binary file whose
+// length matches its header, so mutated files reach the structural checks.
+func fixChecksums(data []byte) []byte {
+	if len(data) < headerSize {
+		return data
+	}
+	le := binary.LittleEndian
+	flags := le.Uint32(data[12:])
+	nU, nI, nnz := le.Uint64(data[16:]), le.Uint64(data[24:]), le.Uint64(data[32:])
+	names := le.Uint64(data[40:]) + le.Uint64(data[48:])
+	if nU > 1<<20 || nI > 1<<20 || nnz > 1<<20 || names > 1<<20 {
+		return data
+	}
+	sizes := []uint64{8 * (nU + 1), 4 * nnz, 4 * nnz}
+	if flags&flagTime != 0 {
+		sizes = append(sizes, 8*nnz)
+	}
+	if flags&flagColumns != 0 {
+		sizes = append(sizes, 8*(nI+1), 4*nnz, 4*nnz)
+	}
+	head := headerSize + names + uint64(pad8(int(names%8)))
+	total := head + 4*uint64(1+len(sizes))
+	for _, z := range sizes {
+		total += z
+	}
+	if total != uint64(len(data)) {
+		return data
+	}
+	tr := data[total-4*uint64(1+len(sizes)):]
+	le.PutUint32(tr, crc32.Checksum(data[:head], castagnoli))
+	off := head
+	for k, z := range sizes {
+		le.PutUint32(tr[4*(k+1):], crc32.Checksum(data[off:off+z], castagnoli))
+		off += z
+	}
+	return data
 }

@@ -39,11 +39,13 @@ func ReadFileContext(ctx context.Context, path string, opt Options) (*ratings.Ma
 // parsed on all cores; the first bad line (in file order) is reported as a
 // *ParseError.
 func ReadContext(ctx context.Context, r io.Reader, name string, opt Options) (*ratings.Matrix, error) {
-	size := int64(-1) // stream length, when known (binary format checks)
+	size := int64(-1)  // stream length, when known (binary format checks)
+	var ra io.ReaderAt // random access to the same bytes (binary format)
+	var base int64
 	if f, ok := r.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			if off, err := f.Seek(0, io.SeekCurrent); err == nil {
-				size = st.Size() - off
+				size, ra, base = st.Size()-off, f, off
 			}
 		}
 	}
@@ -54,14 +56,14 @@ func ReadContext(ctx context.Context, r io.Reader, name string, opt Options) (*r
 			return nil, &ParseError{File: name, Reason: "bad gzip header: " + err.Error(), Err: err}
 		}
 		defer gz.Close()
-		size = -1
+		size, ra = -1, nil
 		br = bufio.NewReaderSize(gz, 1<<16)
 	}
 	if magic, _ := br.Peek(len(binaryMagic)); string(magic) == binaryMagic {
 		if opt.Format != "" && opt.Format != "auto" && opt.Format != "binary" {
 			return nil, &ParseError{File: name, Reason: fmt.Sprintf("this is a privrec binary ratings file, not %s", opt.Format)}
 		}
-		return readBinary(ctx, br, name, opt, size)
+		return readBinary(ctx, br, ra, base, name, opt, size)
 	}
 	if opt.Format == "binary" {
 		return nil, &ParseError{File: name, Reason: "not a privrec binary ratings file (bad magic)"}

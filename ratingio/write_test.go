@@ -180,3 +180,42 @@ func TestGzipBinary(t *testing.T) {
 		t.Fatalf("Detect = %q, %v", f, err)
 	}
 }
+
+// TestBinaryStructuralChecks corrupts the arrays of a binary file behind
+// valid checksums: the structural checks must catch what a checksum cannot.
+func TestBinaryStructuralChecks(t *testing.T) {
+	b := ratings.NewBuilder(ratings.DupError)
+	for _, r := range [][2]string{{"a", "x"}, {"a", "y"}, {"b", "x"}, {"c", "y"}} {
+		b.Add(r[0], r[1], 1, 0)
+	}
+	m, _ := b.Build()
+	var buf bytes.Buffer
+	if err := WriteBinary(&buf, m); err != nil {
+		t.Fatal(err)
+	}
+	good := buf.Bytes()
+	// Layout: header 64, names "a b c x y" as 1-byte lengths → 10 bytes,
+	// padding 6 → arrays start at 80: rowPtr 4×8, rowCol 4×4, rowVal 4×4,
+	// colPtr 3×8, colRow 4×4, colVal 4×4.
+	const rowCol, colRow = 80 + 32, 80 + 32 + 16 + 16 + 24
+	tests := []struct {
+		name   string
+		at     int
+		val    uint32
+		reason string
+	}{
+		{"item out of range", rowCol, 7, "out of range"},
+		{"items unsorted", rowCol, 1, "not sorted"},
+		{"user out of range", colRow, 9, "out of range"},
+		{"views disagree", colRow + 4, 2, "user-major view"},
+	}
+	for _, tc := range tests {
+		data := bytes.Clone(good)
+		binary.LittleEndian.PutUint32(data[tc.at:], tc.val)
+		data = fixChecksums(data)
+		_, err := ReadContext(context.Background(), bytes.NewReader(data), "x.bin", Options{})
+		if err == nil || !strings.Contains(err.Error(), tc.reason) {
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.reason)
+		}
+	}
+}
