@@ -23,8 +23,9 @@ import (
 // the user-major arrays exactly as ratings.Matrix holds them (row offsets
 // int64, item indices int32, values float32, optional timestamps int64),
 // then the item-major view (column offsets int64, user indices int32,
-// values float32), all little-endian, and a CRC-32C of everything before
-// it. Reading is one bulk copy per array plus linear checks: storing the
+// values float32), all little-endian, and a trailer of CRC-32C checksums:
+// one for the header and names, one per array. Reading is one bulk copy per
+// array (in parallel for regular files) plus linear checks: storing the
 // item-major view (8 bytes per rating) saves rebuilding it, a random-access
 // scatter that costs more than reading it.
 const (
