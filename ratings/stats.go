@@ -66,17 +66,32 @@ func (m *Matrix) Stats() Stats {
 	s.RatingMin, s.RatingMax = m.Range()
 	s.RatingMin, s.RatingMax = short32(s.RatingMin), short32(s.RatingMax)
 	s.RatingMean = m.Mean()
-	counts := map[float32]int{}
+	// Distinct values by linear search with the last hit first: ratings
+	// come from small sets (1..5, halves), where this beats a map.
+	var distinct []float32
+	var counts []int
+	last := 0
 	for _, v := range m.rowVal {
-		counts[v]++
-		if len(counts) > MaxDistinct {
-			counts = nil
-			break
+		if last < len(distinct) && distinct[last] == v {
+			counts[last]++
+			continue
 		}
+		k := slices.Index(distinct, v)
+		if k < 0 {
+			if len(distinct) == MaxDistinct {
+				distinct = nil
+				break
+			}
+			distinct = append(distinct, v)
+			counts = append(counts, 0)
+			k = len(distinct) - 1
+		}
+		counts[k]++
+		last = k
 	}
-	if counts != nil {
-		for v, c := range counts {
-			s.Histogram = append(s.Histogram, Bin{Lo: short32(float64(v)), Hi: short32(float64(v)), Count: c})
+	if distinct != nil {
+		for k, v := range distinct {
+			s.Histogram = append(s.Histogram, Bin{Lo: short32(float64(v)), Hi: short32(float64(v)), Count: counts[k]})
 		}
 		slices.SortFunc(s.Histogram, func(a, b Bin) int {
 			if a.Lo < b.Lo {
