@@ -62,12 +62,16 @@ func printStats(out io.Writer, r statsReport) error {
 	fmt.Fprintf(&b, "  users    %d\n  items    %d\n  ratings  %d\n  density  %.4g\n", r.Users, r.Items, r.Ratings, r.Density)
 	fmt.Fprintf(&b, "  ratings  min %g  max %g  mean %.4g  timestamps %v\n", r.RatingMin, r.RatingMax, r.RatingMean, r.HasTime)
 	b.WriteString("  histogram\n")
+	top := 1
+	for _, h := range r.Histogram {
+		top = max(top, h.Count)
+	}
 	for _, h := range r.Histogram {
 		label := fmt.Sprintf("%g", h.Lo)
 		if h.Hi != h.Lo {
 			label = fmt.Sprintf("[%.3g, %.3g)", h.Lo, h.Hi)
 		}
-		bar := strings.Repeat("#", int(60*float64(h.Count)/float64(max(1, r.Ratings))+0.5))
+		bar := strings.Repeat("#", int(40*float64(h.Count)/float64(top)+0.5)) // longest bar: 40
 		fmt.Fprintf(&b, "    %-18s %10d %s\n", label, h.Count, bar)
 	}
 	for _, q := range []struct {
