@@ -102,6 +102,30 @@ func NewProblem(reports *ratings.Matrix, h ldp.Header) (*Problem, error) {
 	return p, nil
 }
 
+// LambdaRule names a rule for the debiased estimator's multiplier λ.
+type LambdaRule string
+
+const (
+	// Discrepancy searches for the λ whose residual ‖P_Ω(Z − E[Z | M])‖_F
+	// equals its expected value under the mechanism's noise.
+	Discrepancy LambdaRule = "discrepancy"
+	// NoiseNorm sets λ to the expected operator norm of the gradient the
+	// mechanism's noise alone produces at the truth (estimated by
+	// simulation from the per-report variances): singular values of the
+	// data below the noise's own are thresholded away. One solve by
+	// continuation, no search.
+	NoiseNorm LambdaRule = "noise-norm"
+)
+
+// ParseLambdaRule accepts "discrepancy" and "noise-norm".
+func ParseLambdaRule(s string) (LambdaRule, error) {
+	switch r := LambdaRule(s); r {
+	case Discrepancy, NoiseNorm:
+		return r, nil
+	}
+	return "", fmt.Errorf("recovery: unknown λ rule %q (want discrepancy or noise-norm)", s)
+}
+
 // Options control the estimators.
 type Options struct {
 	// Debias selects the debiased estimator.
@@ -122,6 +146,9 @@ type Options struct {
 	S int
 	// Lambda, when positive, fixes the multiplier (no search).
 	Lambda float64
+	// LambdaRule picks the debiased estimator's λ when Lambda is 0:
+	// Discrepancy (the default) or NoiseNorm.
+	LambdaRule LambdaRule
 	// MaxRank bounds the rank of the iterates (default 60).
 	MaxRank int
 	// MaxIter bounds proximal-gradient iterations per λ (default 300);
@@ -142,6 +169,9 @@ type Options struct {
 func (o *Options) defaults(p *Problem) {
 	if o.Gamma == 0 {
 		o.Gamma = 0.05
+	}
+	if o.LambdaRule == "" {
+		o.LambdaRule = Discrepancy
 	}
 	if o.Rho0 == 0 {
 		if p.Mechanism == ldp.RR {
@@ -187,6 +217,8 @@ type Result struct {
 	SEstimate float64
 	// Zero is true when the constraint is met by L = 0.
 	Zero bool
+	// NoiseOpNorm is the simulated noise operator norm (NoiseNorm rule).
+	NoiseOpNorm float64
 }
 
 // At returns the recovered value of cell (i, j) in report units.
@@ -211,9 +243,19 @@ func Recover(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	pu, pi, sHat := s.ratedRates()
 	res := &Result{SEstimate: sHat}
 	var target float64
+	lambda := o.Lambda
 	if o.Debias {
 		s.setDebiased(pu, pi)
-		target = s.expectedNoiseNorm(o.Rho0)
+		vars := s.reportVariances(o.Rho0)
+		target = expectedNoiseNorm(vars)
+		if lambda == 0 && o.LambdaRule == NoiseNorm {
+			sd := make([]float64, len(vars))
+			for k, v := range vars {
+				sd[k] = math.Sqrt(v)
+			}
+			lambda = s.noiseOpNorm(sd, 2)
+			res.NoiseOpNorm = lambda
+		}
 		if o.Damping == 0 {
 			// Ridge for the biases: noise variance per report over a prior
 			// bias variance (ρ0/2)², so they shrink to 0 as noise grows.
@@ -237,7 +279,7 @@ func Recover(ctx context.Context, p *Problem, o Options) (*Result, error) {
 		}
 	}
 	res.Rho = target
-	if err := s.search(ctx, target, o.Lambda, res); err != nil {
+	if err := s.search(ctx, target, lambda, res); err != nil {
 		return nil, err
 	}
 	return res, nil

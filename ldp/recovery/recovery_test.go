@@ -174,6 +174,10 @@ func TestRecoverSynthetic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	nnRes, err := Recover(ctx, p, Options{Debias: true, LambdaRule: NoiseNorm, Rho0: cfg.Noise, Rand: noise.Seeded(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	plain, err := Recover(ctx, p, Options{Rho0: cfg.Noise, S: d.Observed.Len(), Rand: noise.Seeded(1)})
 	if err != nil {
 		t.Fatal(err)
@@ -183,6 +187,8 @@ func TestRecoverSynthetic(t *testing.T) {
 		t.Fatal(err)
 	}
 	eDeb, ePlain, eOracle := rmseTruth(d, deb.At), rmseTruth(d, plain.At), rmseTruth(d, oracle.At)
+	eNN := rmseTruth(d, nnRes.At)
+	t.Logf("debiased with the noise-norm λ rule: RMSE %.3f (rank %d, λ %.4g; discrepancy λ %.4g)", eNN, nnRes.Rank, nnRes.Lambda, deb.Lambda)
 	zero := rmseTruth(d, func(int, int) float64 { return 0 })
 	t.Logf("RMSE vs Θ: constant %.3f, zero %.3f, debiased %.3f (rank %d), plain Thm-3 ρ %.3f (zero=%t), plain oracle ρ %.3f (rank %d)",
 		sd, zero, eDeb, deb.Rank, ePlain, plain.Zero, eOracle, oracle.Rank)

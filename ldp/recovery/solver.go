@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync"
 
+	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -158,11 +159,13 @@ func (s *solver) setDebiased(pu, pi []float64) {
 	s.bi = make([]float64, p.Cols)
 }
 
-// expectedNoiseNorm is the debiased estimator's residual target: the
-// expected ‖P_Ω(Z − E[Z | Θ])‖_F from the mechanism's variances, plus the
-// true ratings' own deviation ρ0 from the low-rank Θ (the ρ0 of Theorem 3),
-// with the spread of the rated/missing mixture estimated by moments.
-func (s *solver) expectedNoiseNorm(rho0 float64) float64 {
+// reportVariances returns, for every present report, the variance of Z
+// around E[Z | Θ] that the debiased model implies: the mechanism's noise
+// variance, plus the true ratings' own deviation ρ0 from the low-rank Θ
+// (the ρ0 of Theorem 3), plus the spread of the rated/missing mixture
+// (estimated by moments), each weighted by the posterior probability w
+// that the cell was rated.
+func (s *solver) reportVariances(rho0 float64) []float64 {
 	p := s.p
 	m := p.Model
 	var num, den float64
@@ -175,43 +178,70 @@ func (s *solver) expectedNoiseNorm(rho0 float64) float64 {
 		den += w
 	}
 	spread := math.Max(0, num/den) // E_w[(a1 + b1θ − a0)²]
+	for k, w := range ws {
+		ws[k] = w*(m.NoiseVar+m.MeanRatedB*m.MeanRatedB*rho0*rho0) + (1-w)*m.NoiseVarMissing + w*(1-w)*spread
+	}
+	return ws
+}
+
+// expectedNoiseNorm is the discrepancy principle's residual target: the
+// expected ‖P_Ω(Z − E[Z | Θ])‖_F, the root of the summed report variances.
+func expectedNoiseNorm(vars []float64) float64 {
 	var v float64
-	for _, w := range ws {
-		v += w*(m.NoiseVar+m.MeanRatedB*m.MeanRatedB*rho0*rho0) + (1-w)*m.NoiseVarMissing + w*(1-w)*spread
+	for _, x := range vars {
+		v += x
 	}
 	return math.Sqrt(v)
 }
 
-// residual computes, at the matrix A·Bᵀ (A nil: zero), the per-report
-// gradient weights g = β(Z − α − β(μ + Y)) and returns the loss
-// ½Σ(Z − α − β(μ + Y))².
-func (s *solver) residual(A, B *mat.Dense, g []float64) float64 {
+// predict writes the value of the low-rank part f at every report to y
+// (zeros for rank 0): O(|Ω|·rank), on all workers.
+func (s *solver) predict(f factors, y []float64) {
 	p := s.p
-	var r int
-	var ad, bd []float64
-	if A != nil {
-		_, r = A.Dims()
-		ad, bd = A.RawMatrix().Data, B.RawMatrix().Data
+	if f.rank() == 0 {
+		clear(y)
+		return
 	}
+	A := f.scaledU()
+	r := f.rank()
+	ad, bd := A.RawMatrix().Data, f.V.RawMatrix().Data
+	s.parallel(func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			ai := ad[i*r : i*r+r]
+			for k := p.Ptr[i]; k < p.Ptr[i+1]; k++ {
+				bj := bd[int(p.Col[k])*r : int(p.Col[k])*r+r]
+				var v float64
+				for c, a := range ai {
+					v += a * bj[c]
+				}
+				y[k] = v
+			}
+		}
+	})
+}
+
+// residual computes, at the low-rank values y of every report (from
+// predict; nil: zero), the per-report gradient weights
+// g = β(Z − α − β(μ + b_u + b_i + y)) and returns the loss
+// ½Σ(Z − α − β(μ + b_u + b_i + y))². O(|Ω|): the low-rank values are
+// cached per report, never recomputed from the factors here.
+func (s *solver) residual(y, g []float64) float64 {
+	p := s.p
 	losses := make([]float64, len(s.chunks))
 	s.parallel(func(w, lo, hi int) {
 		var loss float64
 		for i := lo; i < hi; i++ {
-			ai := ad[i*r : i*r+r]
 			for k := p.Ptr[i]; k < p.Ptr[i+1]; k++ {
-				y := 0.0
-				if r > 0 {
-					bj := bd[int(p.Col[k])*r : int(p.Col[k])*r+r]
-					for c, a := range ai {
-						y += a * bj[c]
-					}
+				var yk float64
+				if y != nil {
+					yk = y[k]
 				}
 				var e float64
 				if s.beta == nil {
-					e = p.Z[k] - y
+					e = p.Z[k] - yk
 					g[k] = e
 				} else {
-					e = p.Z[k] - s.alpha[k] - s.beta[k]*(s.mu+s.bu[i]+s.bi[p.Col[k]]+y)
+					e = p.Z[k] - s.alpha[k] - s.beta[k]*(s.mu+s.bu[i]+s.bi[p.Col[k]]+yk)
 					g[k] = s.beta[k] * e
 				}
 				loss += e * e
@@ -297,14 +327,25 @@ func (o op) mulT(Y *mat.Dense) *mat.Dense {
 	return out
 }
 
-// orth returns an orthonormal basis of the columns of X (thin QR).
+// orth returns an orthonormal basis of the columns of X (thin QR by
+// Householder reflections, LAPACK's dgeqrf + dorgqr). mat.QR.QTo would form
+// the full r × r factor — O(r²) memory and time for a Cols × q basis,
+// which dominated the solver's profile.
 func orth(X *mat.Dense) *mat.Dense {
 	r, c := X.Dims()
-	var qr mat.QR
-	qr.Factorize(X)
-	var Q mat.Dense
-	qr.QTo(&Q)
-	return mat.DenseCopyOf(Q.Slice(0, r, 0, c))
+	Q := mat.DenseCopyOf(X)
+	a := Q.RawMatrix()
+	k := min(r, c)
+	tau := make([]float64, k)
+	work := make([]float64, 1)
+	lapack64.Geqrf(a, tau, work, -1)
+	lwork := max(int(work[0]), c)
+	lapack64.Orgqr(a, tau, work, -1)
+	lwork = max(lwork, int(work[0]))
+	work = make([]float64, lwork)
+	lapack64.Geqrf(a, tau, work, lwork)
+	lapack64.Orgqr(a, tau, work, lwork)
+	return Q
 }
 
 // topSVD approximates the top q singular triplets of G by randomized
@@ -374,27 +415,24 @@ func nuclear(f factors) float64 {
 	return t
 }
 
-// updateMu sets the unpenalised offset to its exact minimiser given L.
-func (s *solver) updateMu(g []float64) {
+// updateMu sets the unpenalised offset and the damped biases to their
+// exact block minimisers given the low-rank values y of the reports.
+func (s *solver) updateMu(y, g []float64) {
 	if s.beta == nil {
 		return
-	}
-	var A, B *mat.Dense
-	if s.cur.rank() > 0 {
-		A, B = s.cur.scaledU(), s.cur.V
 	}
 	// g = β(Z − α − β(μ + b_u + b_i + L)). Exact block minimisation:
 	// μ (unpenalised), then the damped user and item biases.
 	p := s.p
 	for range 2 {
-		s.residual(A, B, g)
+		s.residual(y, g)
 		var sg, sb float64
 		for k, b := range s.beta {
 			sg += g[k]
 			sb += b * b
 		}
 		s.mu += sg / sb
-		s.residual(A, B, g)
+		s.residual(y, g)
 		for i := range p.Rows {
 			var sg, sb float64
 			for k := p.Ptr[i]; k < p.Ptr[i+1]; k++ {
@@ -404,7 +442,7 @@ func (s *solver) updateMu(g []float64) {
 			// new b = (Σβ·(e + β·b_old)) / (Σβ² + damping)
 			s.bu[i] = (sg + sb*s.bu[i]) / (sb + s.damping)
 		}
-		s.residual(A, B, g)
+		s.residual(y, g)
 		sgi := make([]float64, p.Cols)
 		sbi := make([]float64, p.Cols)
 		for k, c := range p.Col {
@@ -417,26 +455,30 @@ func (s *solver) updateMu(g []float64) {
 	}
 }
 
-// solve runs FISTA with adaptive restart for one λ from the current iterate.
-func (s *solver) solve(ctx context.Context, lambda float64, g []float64) (loss float64, err error) {
-	s.updateMu(g)
+// solve runs FISTA with adaptive restart for one λ from the current
+// iterate, for at most maxIter steps or until the objective's relative
+// change falls below tol.
+func (s *solver) solve(ctx context.Context, lambda float64, g []float64, maxIter int, tol float64) (loss float64, err error) {
+	n := len(s.p.Z)
+	yCur := make([]float64, n)
+	s.predict(s.cur, yCur)
+	s.updateMu(yCur, g)
 	tau := lambda * s.step
 	prev := s.cur
-	var A, B *mat.Dense
-	if s.cur.rank() > 0 {
-		A, B = s.cur.scaledU(), s.cur.V
-	}
-	loss = s.residual(A, B, g)
+	yPrev := append([]float64(nil), yCur...)
+	yExt := make([]float64, n)
+	yNext := make([]float64, n)
+	loss = s.residual(yCur, g)
 	F := lambda*nuclear(s.cur) + loss
 	tk := 1.0
 	restarts := 0
-	for it := range s.o.MaxIter {
+	for it := range maxIter {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
 		tn := (1 + math.Sqrt(1+4*tk*tk)) / 2
 		theta := (tk - 1) / tn
-		A, B = nil, nil
+		var A, B *mat.Dense
 		switch {
 		case s.cur.rank() > 0 && prev.rank() > 0 && theta > 0:
 			a1, a0 := s.cur.scaledU(), prev.scaledU()
@@ -445,10 +487,16 @@ func (s *solver) solve(ctx context.Context, lambda float64, g []float64) (loss f
 			A, B = &mat.Dense{}, &mat.Dense{}
 			A.Augment(a1, a0)
 			B.Augment(s.cur.V, prev.V)
+			for k := range yExt {
+				yExt[k] = (1+theta)*yCur[k] - theta*yPrev[k]
+			}
 		case s.cur.rank() > 0:
 			A, B = s.cur.scaledU(), s.cur.V
+			copy(yExt, yCur)
+		default:
+			clear(yExt)
 		}
-		s.residual(A, B, g)
+		s.residual(yExt, g)
 		power := 0
 		if it == 0 {
 			power = 2
@@ -458,11 +506,8 @@ func (s *solver) solve(ctx context.Context, lambda float64, g []float64) (loss f
 			warm = s.cur.V
 		}
 		next := s.svt(op{s: s, A: A, B: B, g: g, t: s.step}, warm, tau, power)
-		var nA, nB *mat.Dense
-		if next.rank() > 0 {
-			nA, nB = next.scaledU(), next.V
-		}
-		nloss := s.residual(nA, nB, g)
+		s.predict(next, yNext)
+		nloss := s.residual(yNext, g)
 		nF := lambda*nuclear(next) + nloss
 		s.iters++
 		if nF > F*(1+1e-12) {
@@ -470,6 +515,7 @@ func (s *solver) solve(ctx context.Context, lambda float64, g []float64) (loss f
 			// and take a plain proximal-gradient step from the current point.
 			tk = 1
 			prev = s.cur
+			copy(yPrev, yCur)
 			restarts++
 			if restarts > 3 {
 				break
@@ -478,8 +524,9 @@ func (s *solver) solve(ctx context.Context, lambda float64, g []float64) (loss f
 		}
 		restarts = 0
 		prev, s.cur = s.cur, next
+		yPrev, yCur, yNext = yCur, yNext, yPrev
 		tk = tn
-		done := F-nF <= s.o.Tol*math.Max(nF, 1e-300)
+		done := F-nF <= tol*math.Max(nF, 1e-300)
 		F, loss = nF, nloss
 		if done && it > 2 {
 			break
@@ -491,7 +538,7 @@ func (s *solver) solve(ctx context.Context, lambda float64, g []float64) (loss f
 // lambdaMax is the smallest λ for which L = 0 solves the penalised problem
 // at the current μ: the largest singular value of the gradient at 0.
 func (s *solver) lambdaMax(g []float64) float64 {
-	s.residual(nil, nil, g)
+	s.residual(nil, g)
 	_, S, _ := s.topSVD(op{s: s, g: g, t: 1}, nil, 4, 6)
 	if len(S) == 0 {
 		return 0
@@ -499,11 +546,43 @@ func (s *solver) lambdaMax(g []float64) float64 {
 	return S[0] * 1.0001
 }
 
-// search finds λ whose residual meets the target (or uses a fixed λ).
+// noiseOpNorm estimates E‖N‖_op for the gradient the noise alone would
+// produce at the truth, N_k = β_k·e_k, e_k independent with the
+// per-report variances sd²_k the mechanism implies (reportVariances): the
+// mean over draws of the top singular value of a Rademacher matrix with
+// entries ±β_k·sd_k, by subspace iteration. The operator norm of a sparse
+// random matrix with independent entries depends on little but its
+// variance profile (Bandeira & van Handel, 2016), so the signs stand in
+// for the mechanism's actual noise.
+func (s *solver) noiseOpNorm(sd []float64, draws int) float64 {
+	g := make([]float64, len(sd))
+	var sum float64
+	for range draws {
+		for k, v := range sd {
+			b := 1.0
+			if s.beta != nil {
+				b = s.beta[k]
+			}
+			if s.o.Rand.Uint64()&1 == 0 {
+				g[k] = b * v
+			} else {
+				g[k] = -b * v
+			}
+		}
+		_, S, _ := s.topSVD(op{s: s, g: g, t: 1}, nil, 4, 8)
+		if len(S) > 0 {
+			sum += S[0]
+		}
+	}
+	return sum / float64(draws)
+}
+
+// search finds λ whose residual meets the target (or uses a fixed λ by
+// continuation from λ_max).
 func (s *solver) search(ctx context.Context, target, fixed float64, res *Result) error {
 	g := make([]float64, len(s.p.Z))
-	s.updateMu(g)
-	r0 := math.Sqrt(2 * s.residual(nil, nil, g))
+	s.updateMu(nil, g)
+	r0 := math.Sqrt(2 * s.residual(nil, g))
 	res.ZNorm = r0
 	finish := func(lambda, loss float64) {
 		res.Lambda, res.Residual, res.Iterations, res.Offset = lambda, math.Sqrt(2*loss), s.iters, s.mu
@@ -517,7 +596,17 @@ func (s *solver) search(ctx context.Context, target, fixed float64, res *Result)
 		res.UserBias, res.ItemBias = s.bu, s.bi
 	}
 	if fixed > 0 {
-		loss, err := s.solve(ctx, fixed, g)
+		// Continuation: a few loose solves on a geometric path from λ_max
+		// warm-start the final one (far fewer iterations than a cold start
+		// at a small λ).
+		lmax := s.lambdaMax(g)
+		for l := lmax / 2; l > fixed*1.5; l /= 2 {
+			if _, err := s.solve(ctx, l, g, max(10, s.o.MaxIter/10), 1e-3); err != nil {
+				return err
+			}
+			s.o.Log.Debug("recovery: continuation", "lambda", l, "rank", s.cur.rank())
+		}
+		loss, err := s.solve(ctx, fixed, g, s.o.MaxIter, s.o.Tol)
 		if err != nil {
 			return err
 		}
@@ -533,10 +622,23 @@ func (s *solver) search(ctx context.Context, target, fixed float64, res *Result)
 	hi, lo := lmax, 0.0
 	var loLoss, loMu float64
 	var loF factors
+	var loBu, loBi []float64
+	saveLo := func() {
+		if s.bu != nil {
+			loBu, loBi = append(loBu[:0], s.bu...), append(loBi[:0], s.bi...)
+		}
+	}
+	restoreLo := func() {
+		s.cur, s.mu = loF, loMu
+		if s.bu != nil {
+			copy(s.bu, loBu)
+			copy(s.bi, loBi)
+		}
+	}
 	lambda := lmax
 	for lambda > lmax*1e-8 {
 		lambda *= 0.5
-		loss, err := s.solve(ctx, lambda, g)
+		loss, err := s.solve(ctx, lambda, g, s.o.MaxIter, s.o.Tol)
 		if err != nil {
 			return err
 		}
@@ -544,6 +646,7 @@ func (s *solver) search(ctx context.Context, target, fixed float64, res *Result)
 		s.o.Log.Debug("recovery: path", "lambda", lambda, "residual", r, "target", target, "rank", s.cur.rank())
 		if r <= target {
 			lo, loLoss, loF, loMu = lambda, loss, s.cur, s.mu
+			saveLo()
 			break
 		}
 		hi = lambda
@@ -556,18 +659,19 @@ func (s *solver) search(ctx context.Context, target, fixed float64, res *Result)
 			break
 		}
 		mid := math.Sqrt(lo * hi)
-		loss, err := s.solve(ctx, mid, g)
+		loss, err := s.solve(ctx, mid, g, s.o.MaxIter, s.o.Tol)
 		if err != nil {
 			return err
 		}
 		if math.Sqrt(2*loss) <= target {
 			lo, loLoss, loF, loMu = mid, loss, s.cur, s.mu
+			saveLo()
 		} else {
 			hi = mid
-			s.cur, s.mu = loF, loMu
+			restoreLo()
 		}
 	}
-	s.cur, s.mu = loF, loMu
+	restoreLo()
 	finish(lo, loLoss)
 	return nil
 }
