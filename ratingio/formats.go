@@ -9,6 +9,9 @@ import (
 	"strings"
 )
 
+// fastPath enables fastTriple (tests turn it off to compare both paths).
+var fastPath = true
+
 // Line layouts.
 const (
 	kindTriples = iota // one rating per line: user, item, rating [, time]
@@ -28,6 +31,7 @@ type spec struct {
 	hasTime                  bool
 	dateTime                 bool // the time field is YYYY-MM-DD (netflix)
 	hasScale                 bool
+	fast                     bool // standard user, item, rating [, time] layout: try fastTriple first
 	lo, hi                   float32
 }
 
@@ -173,6 +177,8 @@ func newSpec(opt *Options, name string, first []byte, firstLine int64) (*spec, e
 		return nil, fmt.Errorf("unknown format %q (want auto or one of %s)", format, strings.Join(Formats, ", "))
 	}
 	s.hasTime = s.time >= 0
+	s.fast = fastPath && s.kind == kindTriples && s.user == 0 && s.item == 1 && s.rating == 2 &&
+		((s.nf == 3 && s.time < 0) || (s.nf == 4 && s.time == 3)) && (len(s.sep) == 1 || string(s.sep) == "::")
 	return s, nil
 }
 

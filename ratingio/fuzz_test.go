@@ -7,6 +7,8 @@ import (
 	"errors"
 	"hash/crc32"
 	"testing"
+
+	"github.com/privrec/privrec/ratings"
 )
 
 // fuzzRead is the property every parser must have: no panic, and either a
@@ -14,6 +16,18 @@ import (
 // canonical-TSV round trip unchanged.
 func fuzzRead(t *testing.T, name string, data []byte, opt Options) {
 	m, err := ReadContext(context.Background(), bytes.NewReader(data), name, opt)
+	// The one-pass fast path must agree exactly with the general parser.
+	fastPath = false
+	slow, slowErr := ReadContext(context.Background(), bytes.NewReader(data), name, opt)
+	fastPath = true
+	switch {
+	case (err == nil) != (slowErr == nil):
+		t.Fatalf("fast path error %v, general path error %v", err, slowErr)
+	case err != nil && err.Error() != slowErr.Error():
+		t.Fatalf("errors differ:\nfast:    %v\ngeneral: %v", err, slowErr)
+	case err == nil && m.Fingerprint() != slow.Fingerprint():
+		t.Fatalf("fast and general paths read different matrices")
+	}
 	if err != nil {
 		var pe *ParseError
 		if !errors.As(err, &pe) && opt.Cols == "" {
@@ -57,7 +71,7 @@ func FuzzMovieLens100K(f *testing.F) {
 }
 
 func FuzzMovieLens(f *testing.F) {
-	addSeeds(f, "1::1193::5::978300760\n1::661::3::978302109\n", "1:::2::3::4\n", "1::2::3.5::-4\r\n", "a::b::c::d\n")
+	addSeeds(f, "1::1193::5::978300760\n1::661::3::978302109\n", "0::01::-0::-5\n2147483648::2147483647::1234567::123456789012345678\n", "1::2::.5::1\n1::3::5.::1\n1::4::0.0000001::1\n", "1:::2::3::4\n", "1::2::3.5::-4\r\n", "a::b::c::d\n")
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, "ratings.dat", data, Options{Format: "movielens"}) })
 }
 
@@ -85,7 +99,10 @@ func FuzzUCIRC(f *testing.F) {
 
 func FuzzTSV(f *testing.F) {
 	addSeeds(f, "a\tb\t1\na\tc\t2.25\n", "1\t2\t3\t4\n", "user\titem\trating\nu\ti\t1e-3\n", "1\t2\tNaN\n", "1\t2\t3\t4\t5\n")
-	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, "x.tsv", data, Options{Format: "tsv"}) })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRead(t, "x.tsv", data, Options{Format: "tsv"})
+		fuzzRead(t, "x.tsv", data, Options{Format: "tsv", HasScale: true, Min: 0.5, Max: 5, Duplicates: ratings.DupMean})
+	})
 }
 
 func FuzzCSV(f *testing.F) {
