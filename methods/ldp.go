@@ -45,7 +45,8 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 	gamma := fs.Float64("gamma", 0.05, "Theorem 3 tolerance γ (the bound holds with probability ≥ 1 − γ)")
 	rho0 := fs.Float64("rho0", 0, "Theorem 3 noise level ρ0 of the true ratings, report units (0: 0.225 of the rating range, i.e. 0.45 normalised / 0.9 level for d = 5)")
 	lambda := fs.Float64("lambda", 0, "fix the nuclear-norm multiplier λ instead of searching for ρ")
-	rule := fs.String("lambda-rule", "", "debiased recovery: how λ is chosen, discrepancy (residual = expected noise norm) or noise-norm (λ = expected operator norm of the noise gradient)")
+	rule := fs.String("lambda-rule", "", "debiased recovery: how λ is chosen, noise-norm (default: λ = expected operator norm of the noise's gradient) or discrepancy (residual = expected noise norm)")
+	refit := fs.Bool("refit", false, "debiased recovery with a fixed λ: re-estimate the kept singular values by least squares (undo the nuclear-norm shrinkage)")
 	maxRank := fs.Int("max-rank", 60, "largest rank of the recovered matrix")
 	maxIter := fs.Int("max-iter", 300, "proximal-gradient iterations per λ")
 	damping := fs.Float64("damping", 0, "debiased recovery: shrinkage of user and item biases, in pseudo-ratings (0: noise variance / (ρ0/2)²)")
@@ -105,7 +106,7 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 			return nil, err
 		}
 		opt := recovery.Options{Debias: *debias, Rho: *rho, Gamma: *gamma, Rho0: *rho0, Lambda: *lambda,
-			LambdaRule: lrule, MaxRank: *maxRank, MaxIter: *maxIter, Damping: *damping, Workers: c.Workers, Rand: c.Rand, Log: c.Log}
+			LambdaRule: lrule, Refit: *refit, MaxRank: *maxRank, MaxIter: *maxIter, Damping: *damping, Workers: c.Workers, Rand: c.Rand, Log: c.Log}
 		res, err := recovery.Recover(ctx, p, opt)
 		if err != nil {
 			return nil, err
@@ -147,7 +148,7 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 		info := map[string]any{
 			"per_rating_epsilon": h.Epsilon, "per_user_epsilon": pu.Epsilon, "per_user_guarantee": pu,
 			"rho": res.Rho, "residual": res.Residual, "lambda": res.Lambda, "rank": res.Rank, "iterations": res.Iterations,
-			"zero_solution": res.Zero, "lambda_rule": string(lrule), "noise_op_norm": res.NoiseOpNorm, "estimated_true_ratings": math.Round(res.SEstimate), "report_norm": res.ZNorm,
+			"zero_solution": res.Zero, "lambda_rule": string(res.Rule), "refit": *refit, "noise_op_norm": res.NoiseOpNorm, "estimated_true_ratings": math.Round(res.SEstimate), "report_norm": res.ZNorm,
 		}
 		return &Result{Model: m, Guarantee: g, Info: info}, nil
 	})

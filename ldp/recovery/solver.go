@@ -43,7 +43,8 @@ type solver struct {
 	// damped toward 0 by damping pseudo-observations.
 	bu, bi  []float64
 	damping float64
-	step    float64 // 1 / Lipschitz constant = 1 / max β²
+
+	step float64 // 1 / Lipschitz constant = 1 / max β²
 	// rows per worker
 	chunks [][2]int
 	cur    factors
@@ -433,25 +434,34 @@ func (s *solver) updateMu(y, g []float64) {
 		}
 		s.mu += sg / sb
 		s.residual(y, g)
+		sgu := make([]float64, p.Rows)
+		sbu := make([]float64, p.Rows)
 		for i := range p.Rows {
-			var sg, sb float64
 			for k := p.Ptr[i]; k < p.Ptr[i+1]; k++ {
-				sg += g[k]
-				sb += s.beta[k] * s.beta[k]
+				b2 := s.beta[k] * s.beta[k]
+				sgu[i] += g[k]
+				sbu[i] += b2
 			}
-			// new b = (Σβ·(e + β·b_old)) / (Σβ² + damping)
-			s.bu[i] = (sg + sb*s.bu[i]) / (sb + s.damping)
 		}
+		s.shrinkBiases(s.bu, sgu, sbu)
 		s.residual(y, g)
 		sgi := make([]float64, p.Cols)
 		sbi := make([]float64, p.Cols)
 		for k, c := range p.Col {
+			b2 := s.beta[k] * s.beta[k]
 			sgi[c] += g[k]
-			sbi[c] += s.beta[k] * s.beta[k]
+			sbi[c] += b2
 		}
-		for j := range p.Cols {
-			s.bi[j] = (sgi[j] + sbi[j]*s.bi[j]) / (sbi[j] + s.damping)
-		}
+		s.shrinkBiases(s.bi, sgi, sbi)
+	}
+}
+
+// shrinkBiases updates one set of biases (users or items) by exact block
+// minimisation given the sums, per bias, of g = β·e (sg) and β² (sb) over
+// its reports: ridge regression b = Σβ(e + βb_old) / (Σβ² + damping).
+func (s *solver) shrinkBiases(b, sg, sb []float64) {
+	for i := range b {
+		b[i] = (sg[i] + sb[i]*b[i]) / (sb[i] + s.damping)
 	}
 }
 
@@ -610,6 +620,9 @@ func (s *solver) search(ctx context.Context, target, fixed float64, res *Result)
 		if err != nil {
 			return err
 		}
+		if s.o.Refit {
+			loss = s.refit(g)
+		}
 		finish(fixed, loss)
 		return nil
 	}
@@ -674,4 +687,79 @@ func (s *solver) search(ctx context.Context, target, fixed float64, res *Result)
 	restoreLo()
 	finish(lo, loLoss)
 	return nil
+}
+
+// refit re-estimates the singular values of the current low-rank part by
+// least squares on the selected subspaces (U, V fixed), alternating with
+// the offset and biases: nuclear-norm shrinkage selects the subspaces at
+// the noise level but also shrinks every kept singular value by λ; the
+// refit removes that shrinkage (the "relaxed" estimator, as the relaxed
+// lasso refits the lasso's support). Cost O(|Ω|·k²) per round.
+func (s *solver) refit(g []float64) float64 {
+	p := s.p
+	k := s.cur.rank()
+	y := make([]float64, len(p.Z))
+	if k == 0 {
+		return s.residual(nil, g)
+	}
+	ud, vd := s.cur.U.RawMatrix().Data, s.cur.V.RawMatrix().Data
+	for range 3 {
+		s.predict(s.cur, y)
+		s.updateMu(y, g)
+		s.residual(nil, g) // g = β(Z − α − β(μ + b)): the part L must explain, times β
+		hs := make([][]float64, len(s.chunks))
+		rs := make([][]float64, len(s.chunks))
+		s.parallel(func(w, lo, hi int) {
+			h := make([]float64, k*k)
+			r := make([]float64, k)
+			f := make([]float64, k)
+			for i := lo; i < hi; i++ {
+				ui := ud[i*k : i*k+k]
+				for e := p.Ptr[i]; e < p.Ptr[i+1]; e++ {
+					vj := vd[int(p.Col[e])*k : int(p.Col[e])*k+k]
+					b := 1.0
+					if s.beta != nil {
+						b = s.beta[e]
+					}
+					for c := range k {
+						f[c] = ui[c] * vj[c]
+						r[c] += g[e] * f[c]
+					}
+					b2 := b * b
+					for c := range k {
+						fc := b2 * f[c]
+						hc := h[c*k : c*k+k]
+						for d := c; d < k; d++ {
+							hc[d] += fc * f[d]
+						}
+					}
+				}
+			}
+			hs[w], rs[w] = h, r
+		})
+		H := mat.NewSymDense(k, nil)
+		rhs := mat.NewVecDense(k, nil)
+		for w := range hs {
+			for c := range k {
+				rhs.SetVec(c, rhs.AtVec(c)+rs[w][c])
+				for d := c; d < k; d++ {
+					H.SetSym(c, d, H.At(c, d)+hs[w][c*k+d])
+				}
+			}
+		}
+		var ch mat.Cholesky
+		if !ch.Factorize(H) {
+			break // singular: keep the shrunk values
+		}
+		var sv mat.VecDense
+		if err := ch.SolveVecTo(&sv, rhs); err != nil {
+			break
+		}
+		for c := range k {
+			s.cur.S[c] = sv.AtVec(c)
+		}
+	}
+	s.predict(s.cur, y)
+	s.updateMu(y, g)
+	return s.residual(y, g)
 }
