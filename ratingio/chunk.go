@@ -114,7 +114,7 @@ func (s *spec) parse(c *chunk) {
 		if n := len(line); n > 0 && line[n-1] == '\r' {
 			line = line[:n-1]
 		}
-		if len(line) == 0 {
+		if len(line) == 0 || line[0] == '#' { // blank or comment (e.g. a collect file's header)
 			continue
 		}
 		if skip {

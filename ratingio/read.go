@@ -127,8 +127,9 @@ func growBuf(b []byte, n int) []byte {
 	return nb
 }
 
-// firstLine returns the first non-blank line of data (BOM and CR removed)
-// and its 1-based line number, or ok=false.
+// firstLine returns the first line of data that is neither blank nor a
+// comment (a line starting with '#'), BOM and CR removed, and its 1-based
+// line number, or ok=false.
 func firstLine(data []byte) (line []byte, no int64, ok bool) {
 	data = bytes.TrimPrefix(data, bom)
 	for len(data) > 0 {
@@ -140,7 +141,7 @@ func firstLine(data []byte) (line []byte, no int64, ok bool) {
 			line, data = data[:i], data[i+1:]
 		}
 		line = bytes.TrimSuffix(line, []byte{'\r'})
-		if len(line) > 0 {
+		if len(line) > 0 && line[0] != '#' {
 			return line, no, true
 		}
 	}
