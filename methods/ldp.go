@@ -12,6 +12,7 @@ import (
 	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/ldp/recovery"
 	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/ratings"
 )
 
@@ -32,6 +33,12 @@ func init() {
 			Flags: func(fs *flag.FlagSet) Trainer { return ldpFlags(fs, mech) },
 		})
 	}
+	Register(&Method{
+		Name:    "ldp-clean",
+		Summary: "the ldp-laplace/ldp-rr recovery run on true ratings (no mechanism): their non-private reference",
+		Seed:    "003", Private: false,
+		Flags: func(fs *flag.FlagSet) Trainer { return ldpFlags(fs, recovery.Clean) },
+	})
 }
 
 func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
@@ -52,28 +59,47 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 	damping := fs.Float64("damping", 0, "debiased recovery: shrinkage of user and item biases, in pseudo-ratings (0: noise variance / (ρ0/2)²)")
 	return TrainerFunc(func(ctx context.Context, data *ratings.Matrix, c Common) (*Result, error) {
 		var h ldp.Header
-		if *collected != "" {
+		clean := mech == recovery.Clean
+		switch {
+		case clean:
+			if *collected != "" {
+				return nil, fmt.Errorf("ldp-clean trains on true ratings; --collected is for ldp-laplace/ldp-rr")
+			}
+			h = ldp.Header{Mechanism: mech, Scale: ldp.DetectScale(data)}
+			if *scaleFlag != "" {
+				a, b, err := parseScale(*scaleFlag)
+				if err != nil {
+					return nil, err
+				}
+				h.Scale.Min, h.Scale.Max = a, b
+			}
+			if lo, hi := data.Range(); lo < h.Scale.Min || hi > h.Scale.Max {
+				return nil, fmt.Errorf("ratings in [%g, %g] fall outside --rating-scale [%g, %g]", lo, hi, h.Scale.Min, h.Scale.Max)
+			}
+		case *collected != "":
 			f, err := os.Open(*collected)
 			if err != nil {
 				return nil, fmt.Errorf("--collected: %w", err)
 			}
-			h, err = ldp.ParseHeader(f)
+			var n int64
+			h, n, err = ldp.CountReports(f)
 			f.Close()
 			if err != nil {
 				return nil, fmt.Errorf("--collected %s: %w", *collected, err)
 			}
+			if n != int64(data.Len()) {
+				return nil, fmt.Errorf("--collected %s holds %d reports but the --data ratings number %d: pass the collect file (or its data lines) as --data", *collected, n, data.Len())
+			}
 			if h.Mechanism != mech {
 				return nil, fmt.Errorf("--collected %s was made with mechanism %s, not %s", *collected, h.Mechanism, mech)
 			}
-		} else {
+		default:
 			if *scaleFlag == "" {
 				return nil, fmt.Errorf("give --collected FILE (the collect header) or --rating-scale MIN:MAX")
 			}
-			lo, hi, ok := strings.Cut(*scaleFlag, ":")
-			a, err1 := strconv.ParseFloat(lo, 64)
-			b, err2 := strconv.ParseFloat(hi, 64)
-			if !ok || err1 != nil || err2 != nil || !(a < b) {
-				return nil, fmt.Errorf("--rating-scale %q: want MIN:MAX with MIN < MAX", *scaleFlag)
+			a, b, err := parseScale(*scaleFlag)
+			if err != nil {
+				return nil, err
 			}
 			h = ldp.Header{Mechanism: mech, Epsilon: c.Epsilon, Scale: ldp.Scale{Min: a, Max: b, Levels: *levels},
 				Users: *users, Items: *items}
@@ -88,9 +114,12 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 			return nil, fmt.Errorf("the data have %d users × %d items, more than the collected population %d × %d",
 				data.NumUsers(), data.NumItems(), h.Users, h.Items)
 		}
-		rnd, err := ldp.New(h.Mechanism, h.Epsilon, h.Scale)
-		if err != nil {
-			return nil, err
+		var rnd ldp.Randomizer
+		var err error
+		if !clean {
+			if rnd, err = ldp.New(h.Mechanism, h.Epsilon, h.Scale); err != nil {
+				return nil, err
+			}
 		}
 		if *maxRank < 1 || *maxIter < 1 || *rho < 0 || *lambda < 0 || !(*gamma > 0 && *gamma < 1) || *rho0 < 0 || *damping < 0 {
 			return nil, fmt.Errorf("--max-rank and --max-iter must be positive, --rho, --rho0 and --lambda non-negative, --damping non-negative, 0 < --gamma < 1")
@@ -101,7 +130,12 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 				return nil, fmt.Errorf("--lambda-rule: %w", err)
 			}
 		}
-		p, err := recovery.NewProblem(data, h)
+		var p *recovery.Problem
+		if clean {
+			p, err = recovery.NewCleanProblem(data, h.Scale)
+		} else {
+			p, err = recovery.NewProblem(data, h)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -112,16 +146,24 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 			return nil, err
 		}
 		name := "ldp-laplace"
-		if mech == ldp.RR {
+		switch mech {
+		case ldp.RR:
 			name = "ldp-rr"
+		case recovery.Clean:
+			name = "ldp-clean"
 		}
 		m := model.New(name, data)
-		// The service cannot know which items a user really rated (reports
-		// include invented ratings and miss removed ones), so nothing is
-		// excluded from recommendations.
-		m.SeenPtr = make([]int64, data.NumUsers()+1)
-		m.SeenItems = []int32{}
-		om := rnd.Model()
+		om := ldp.OutputModel{ToReportB: 1} // ldp-clean: report units are the rating scale
+		if clean {
+			m.SeenPtr, m.SeenItems = seenItems(data)
+		} else {
+			// The service cannot know which items a user really rated
+			// (reports include invented ratings and miss removed ones), so
+			// nothing is excluded from recommendations.
+			m.SeenPtr = make([]int64, data.NumUsers()+1)
+			m.SeenItems = []int32{}
+			om = rnd.Model()
+		}
 		to := func(v float64) float64 { return om.ToReport(v) }
 		m.Transform.Scale = &model.Scale{FromMin: h.Scale.Min, FromMax: h.Scale.Max, ToMin: to(h.Scale.Min), ToMax: to(h.Scale.Max)}
 		m.Transform.DataMin, m.Transform.DataMax = h.Scale.Min, h.Scale.Max
@@ -135,7 +177,16 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 			m.U, m.V = []float64{}, []float64{}
 		}
 		m.Params = map[string]any{"debias": *debias, "rho": res.Rho, "lambda": res.Lambda, "gamma": *gamma,
-			"collected_epsilon": h.Epsilon, "mechanism": string(h.Mechanism)}
+			"lambda_rule": string(res.Rule), "refit": *refit, "mechanism": string(h.Mechanism)}
+		info := map[string]any{
+			"rho": res.Rho, "residual": res.Residual, "lambda": res.Lambda, "rank": res.Rank, "iterations": res.Iterations,
+			"zero_solution": res.Zero, "lambda_rule": string(res.Rule), "refit": *refit, "noise_op_norm": res.NoiseOpNorm, "report_norm": res.ZNorm,
+		}
+		if clean {
+			g := privacy.NoPrivacy(privacy.UnitEntry, "Non-private reference: the local-DP recovery's estimator run on the true ratings, with no randomization.")
+			return &Result{Model: m, Guarantee: g, Info: info}, nil
+		}
+		m.Params["collected_epsilon"] = h.Epsilon
 		g := rnd.PerRating()
 		pu := rnd.PerUser(h.Items)
 		g.Note = fmt.Sprintf("Post-processing of ratings randomized on the users' devices. %s Per user (all %d items of her vector): ε = %.6g.", g.Note, h.Items, pu.Epsilon)
@@ -145,11 +196,32 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 		if h.Reproducible {
 			g.Reproducible = true
 		}
-		info := map[string]any{
-			"per_rating_epsilon": h.Epsilon, "per_user_epsilon": pu.Epsilon, "per_user_guarantee": pu,
-			"rho": res.Rho, "residual": res.Residual, "lambda": res.Lambda, "rank": res.Rank, "iterations": res.Iterations,
-			"zero_solution": res.Zero, "lambda_rule": string(res.Rule), "refit": *refit, "noise_op_norm": res.NoiseOpNorm, "estimated_true_ratings": math.Round(res.SEstimate), "report_norm": res.ZNorm,
-		}
+		info["per_rating_epsilon"], info["per_user_epsilon"], info["per_user_guarantee"] = h.Epsilon, pu.Epsilon, pu
+		info["estimated_true_ratings"] = math.Round(res.SEstimate)
 		return &Result{Model: m, Guarantee: g, Info: info}, nil
 	})
+}
+
+// parseScale reads a MIN:MAX rating scale.
+func parseScale(v string) (lo, hi float64, err error) {
+	a, b, ok := strings.Cut(v, ":")
+	lo, err1 := strconv.ParseFloat(a, 64)
+	hi, err2 := strconv.ParseFloat(b, 64)
+	if !ok || err1 != nil || err2 != nil || !(lo < hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return 0, 0, fmt.Errorf("--rating-scale %q: want MIN:MAX with finite MIN < MAX", v)
+	}
+	return lo, hi, nil
+}
+
+// seenItems returns the CSR of each user's training items (excluded from
+// recommendations).
+func seenItems(data *ratings.Matrix) ([]int64, []int32) {
+	ptr := make([]int64, data.NumUsers()+1)
+	items := make([]int32, 0, data.Len())
+	for u := range int32(data.NumUsers()) {
+		its, _ := data.UserRow(u)
+		items = append(items, its...)
+		ptr[u+1] = int64(len(items))
+	}
+	return ptr, items
 }

@@ -91,6 +91,35 @@ type Problem struct {
 	Mechanism            ldp.Mechanism
 	Epsilon              float64
 	Levels               int
+	// Range is the width of the rating scale in report units.
+	Range float64
+}
+
+// Clean marks a Problem of true ratings (NewCleanProblem): no mechanism.
+const Clean ldp.Mechanism = "none"
+
+// NewCleanProblem wraps TRUE ratings on the scale sc as a Problem with an
+// identity "mechanism" (every rating present, no noise, no invented
+// cells): the same estimators then give the non-private reference to
+// compare the local-DP recoveries with. Report units are the original
+// scale.
+func NewCleanProblem(m *ratings.Matrix, sc ldp.Scale) (*Problem, error) {
+	if !(sc.Min < sc.Max) {
+		return nil, fmt.Errorf("recovery: rating scale [%v, %v] must have min < max", sc.Min, sc.Max)
+	}
+	p := &Problem{Rows: m.NumUsers(), Cols: m.NumItems(), TotalRows: m.NumUsers(), TotalCols: m.NumItems(),
+		Model:     ldp.OutputModel{PresentRated: 1, MeanRatedB: 1, ToReportB: 1},
+		Mechanism: Clean, Levels: sc.Levels, Range: sc.Max - sc.Min}
+	ptr, col, val, _ := m.CSR()
+	p.Ptr, p.Col = ptr, col
+	p.Z = make([]float64, len(val))
+	for k, v := range val {
+		p.Z[k] = float64(v)
+	}
+	if len(p.Z) == 0 {
+		return nil, fmt.Errorf("recovery: no ratings")
+	}
+	return p, nil
 }
 
 // NewProblem wraps a reports matrix (values in report units) and the
@@ -100,7 +129,7 @@ func NewProblem(reports *ratings.Matrix, h ldp.Header) (*Problem, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Problem{Rows: reports.NumUsers(), Cols: reports.NumItems(), TotalRows: max(h.Users, reports.NumUsers()),
+	p := &Problem{Range: r.Model().ToReportB * (h.Scale.Max - h.Scale.Min), Rows: reports.NumUsers(), Cols: reports.NumItems(), TotalRows: max(h.Users, reports.NumUsers()),
 		TotalCols: max(h.Items, reports.NumItems()), Model: r.Model(), Mechanism: h.Mechanism, Epsilon: h.Epsilon, Levels: h.Scale.Levels}
 	ptr, col, val, _ := reports.CSR()
 	p.Ptr, p.Col = ptr, col
@@ -189,9 +218,12 @@ func (o *Options) defaults(p *Problem) {
 		o.LambdaRule = NoiseNorm
 	}
 	if o.Rho0 == 0 {
-		if p.Mechanism == ldp.RR {
+		switch {
+		case p.Mechanism == Clean:
+			o.Rho0 = 0.225 * p.Range
+		case p.Mechanism == ldp.RR:
 			o.Rho0 = 0.225 * float64(max(p.Levels-1, 1))
-		} else {
+		default:
 			o.Rho0 = 0.45
 		}
 	}
@@ -295,9 +327,13 @@ func Recover(ctx context.Context, p *Problem, o Options) (*Result, error) {
 				sInt = int(math.Round(sHat))
 			}
 			m, n := p.TotalRows, p.TotalCols
-			if p.Mechanism == ldp.RR {
+			switch p.Mechanism {
+			case Clean:
+				// No mechanism: only the ratings' own deviation ρ0 per rating.
+				target = o.Rho0 * math.Sqrt(float64(len(p.Z)))
+			case ldp.RR:
 				target = Theorem3RR(p.Epsilon, p.Levels, o.Rho0, sInt, m, n, o.Gamma)
-			} else {
+			default:
 				target = Theorem3Laplace(p.Epsilon, o.Rho0, sInt, m, n, o.Gamma)
 			}
 		}
