@@ -16,8 +16,9 @@
 // change arbitrarily, including rated ↔ missing); a user's whole vector of
 // n cells is n·ε-DP by basic composition. Both guarantees are reported.
 //
-// The package depends only on privacy and privacy/noise so that a device
-// can embed it. The service-side estimators live in ldp/recovery.
+// The randomizers depend only on the privacy packages (privacy, noise,
+// mechanism, accountant) and ratings, so that a device can embed them. The
+// service-side estimators live in ldp/recovery.
 package ldp
 
 import (
@@ -25,6 +26,7 @@ import (
 	"math"
 
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
@@ -179,12 +181,19 @@ func checkEpsilon(eps float64) error {
 	return nil
 }
 
-// perUserEpsilon composes n per-rating ε-DP cells by basic composition,
-// rounded toward +Inf so it never looks better than it is.
-//
-// TODO: switch to privacy/accountant's basic composition once it lands.
+// perUserEpsilon composes n per-rating ε-DP cells by basic composition
+// (privacy/accountant, rounded up); +Inf when that fails, so an error never
+// looks like privacy. Used only when the mechanism's own UserGuarantee fails.
 func perUserEpsilon(eps float64, n int) float64 {
-	return math.Nextafter(eps*float64(n), math.Inf(1))
+	e := make([]float64, max(n, 1))
+	for i := range e {
+		e[i] = eps
+	}
+	v, err := accountant.BasicComposition(e...)
+	if err != nil {
+		return math.Inf(1)
+	}
+	return v
 }
 
 func guarantees(name string, eps float64, n int, perUser bool) privacy.Guarantee {

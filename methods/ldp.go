@@ -191,7 +191,7 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 		pu := rnd.PerUser(h.Items)
 		g.Note = fmt.Sprintf("Post-processing of ratings randomized on the users' devices. %s Per user (all %d items of her vector): ε = %.6g.", g.Note, h.Items, pu.Epsilon)
 		if c.Epsilon != h.Epsilon && *collected != "" {
-			c.Log.Info("ldp: ε comes from the collected file's header, not --epsilon", "header_epsilon", h.Epsilon, "flag_epsilon", c.Epsilon)
+			c.Log.Debug("ldp: ε comes from the collected file's header, not --epsilon", "header_epsilon", h.Epsilon, "flag_epsilon", c.Epsilon)
 		}
 		if h.Reproducible {
 			g.Reproducible = true

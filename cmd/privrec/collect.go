@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -80,15 +81,26 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	}
 	sc := ldp.DetectScale(data)
 	if d.scale != "" {
+		// d.read has validated --scale (MIN:MAX, MIN < MAX); parse it again
+		// here without swallowing errors.
 		lo, hi, _ := strings.Cut(d.scale, ":")
-		sc.Min, _ = strconv.ParseFloat(lo, 64)
-		sc.Max, _ = strconv.ParseFloat(hi, 64)
+		var err1, err2 error
+		sc.Min, err1 = strconv.ParseFloat(lo, 64)
+		sc.Max, err2 = strconv.ParseFloat(hi, 64)
+		if err1 != nil || err2 != nil {
+			return usagef("--scale %q: want MIN:MAX", d.scale)
+		}
 		sc.Levels = 0
+		// The data's grid step (1 or 0.5) fixes the levels of the declared
+		// scale when the declared range is a whole number of steps.
 		if det := ldp.DetectScale(data); det.Levels > 0 {
 			step := (det.Max - det.Min) / float64(det.Levels-1)
+			if det.Levels == 1 || step == 0 {
+				step = 1
+			}
 			k := (sc.Max - sc.Min) / step
-			if k == float64(int(k)) {
-				sc.Levels = int(k) + 1
+			if math.Abs(k-math.Round(k)) < 1e-9 {
+				sc.Levels = int(math.Round(k)) + 1
 			}
 		}
 	} else {
