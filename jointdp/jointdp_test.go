@@ -524,3 +524,31 @@ func TestAggregateSensitivity(t *testing.T) {
 	}
 	t.Logf("largest observed change %.3f of Δ = %.3f", worst, dpfwSensitivity(L))
 }
+
+func TestAddGramIsUpperTriangleOfOuterProduct(t *testing.T) {
+	for _, m := range []int{0, 1, 2, 5, 8} {
+		const n = 9
+		items := make([]int32, m)
+		vals := make([]float32, m)
+		y := make([]float64, m)
+		for q := range m {
+			items[q] = int32(q + (n-m)*q/max(m, 1)) // sorted, distinct
+			vals[q] = float32(q) - 2.5
+			y[q] = 0.25 * float64(q)
+		}
+		l := local{items: items, vals: vals, scale: 0.5, y: y}
+		g := gramPart{n: n, upper: make([]float64, n*n)}
+		l.addGram(&g, nil)
+		want := make([]float64, n*n)
+		for p := range m {
+			for q := p; q < m; q++ {
+				want[int(items[p])*n+int(items[q])] += l.resid(p) * l.resid(q)
+			}
+		}
+		for k := range want {
+			if math.Abs(want[k]-g.upper[k]) > 1e-12 {
+				t.Fatalf("m = %d: entry %d = %v, want %v", m, k, g.upper[k], want[k])
+			}
+		}
+	}
+}
