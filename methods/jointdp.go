@@ -195,10 +195,12 @@ func (c *jointFlags) train(ctx context.Context, data *ratings.Matrix, cm Common,
 	if c.topItems > 0 {
 		d = transform.TopItems(d, c.topItems)
 	}
+	// The model shell is built before the cap, so that recommendations
+	// exclude every item a user rated, not only her sampled ξ.
+	m := model.New(name, d)
 	if c.maxPerUser > 0 {
 		d = transform.CapPerUser(d, c.maxPerUser, cm.Seed)
 	}
-	m := model.New(name, d)
 	m.Transform.MaxPerUser, m.Transform.TopItems = c.maxPerUser, c.topItems
 	train := d
 	if c.center {
