@@ -28,6 +28,9 @@ func TestLambdaRules(t *testing.T) {
 		{ldp.Laplace, 4, 0.5}, {ldp.Laplace, 8, 0.2}, {ldp.RR, 4, 0.5}, {ldp.RR, 8, 0.2},
 	} {
 		t.Run(fmt.Sprintf("%s/eps=%g/obs=%g", tc.mech, tc.eps, tc.obs), func(t *testing.T) {
+			if raceEnabled && tc.mech == ldp.Laplace {
+				t.Skip("slow under the race detector; the RR cases cover the same code")
+			}
 			cfg := synth.LowRankConfig{Users: 600, Items: 400, Rank: 3, ObsFrac: tc.obs, Noise: 0.1}
 			// ρ0: the RMS deviation of X from Θ, known for this process
 			// (uniform on ±0.1 normalised; plus rounding to levels for RR).
