@@ -130,6 +130,9 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 				return nil, fmt.Errorf("--lambda-rule: %w", err)
 			}
 		}
+		if *refit && (!*debias || (lrule == recovery.Discrepancy && *lambda == 0)) {
+			return nil, fmt.Errorf("--refit applies to the debiased recovery with the noise-norm λ rule or a fixed --lambda")
+		}
 		var p *recovery.Problem
 		if clean {
 			p, err = recovery.NewCleanProblem(data, h.Scale)
