@@ -64,9 +64,6 @@ type DPFWResult struct {
 	Public    PublicState
 	Sigmas    []float64
 	Guarantee privacy.Guarantee
-	// objective is ½|Ω|⁻¹‖P_Ω(Y − Π_L Y*)‖² per iteration: computed from
-	// private data, for tests only, never released.
-	objective []float64
 }
 
 // ---------------------------------------------------------------------
@@ -306,7 +303,6 @@ func PrivateFrankWolfe(ctx context.Context, p *Problem, o DPFWOptions) (*DPFWRes
 	res := &DPFWResult{Sigmas: plan.Sigmas, Guarantee: plan.Guarantee}
 	res.Public = PublicState{N: p.N, K: o.K, L: o.L, T: o.T, Step: o.Step}
 	var last *Broadcast
-	objParts := make([]float64, len(ch))
 	for t := 1; t <= o.T+1; t++ {
 		// Local steps: apply the previous broadcast (if any), then return
 		// A_iᵀA_i for the next release (not after the last update).
@@ -317,7 +313,6 @@ func PrivateFrankWolfe(ctx context.Context, p *Problem, o DPFWOptions) (*DPFWRes
 		final := t == o.T+1
 		agg.reset()
 		err := parallel(ctx, ch, func(w, lo, hi int) error {
-			var obj float64
 			var buf []float64
 			for i := lo; i < hi; i++ {
 				if i%4096 == 0 && ctx.Err() != nil {
@@ -330,26 +325,14 @@ func PrivateFrankWolfe(ctx context.Context, p *Problem, o DPFWOptions) (*DPFWRes
 				if !final {
 					buf = l.addGram(&agg.parts[w], buf)
 				}
-				for q := range l.y {
-					r := l.resid(q)
-					obj += r * r
-				}
 			}
-			objParts[w] = obj
 			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
-		if last != nil {
-			var obj float64
-			for _, x := range objParts {
-				obj += x
-			}
-			res.objective = append(res.objective, obj/(2*float64(p.Len())))
-			if o.Progress != nil {
-				o.Progress(t-1, o.T)
-			}
+		if last != nil && o.Progress != nil {
+			o.Progress(t-1, o.T)
 		}
 		if final {
 			break
