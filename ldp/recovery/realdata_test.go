@@ -1,7 +1,6 @@
 package recovery
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"testing"
@@ -9,38 +8,24 @@ import (
 
 	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/privacy/noise"
-	"github.com/privrec/privrec/ratingio"
 )
 
 // TestCollectedFile is a measurement harness, not a unit test: it runs the
 // recovery on a file written by `privrec collect` (real data never enter
 // the unit tests). Run it with
 //
-//	PRIVREC_LDP_COLLECTED=z.tsv [PRIVREC_LDP_DEBIAS=1] go test ./ldp/recovery -run CollectedFile -v [-cpuprofile cpu.out]
+//	PRIVREC_LDP_COLLECTED=z.tsv [PRIVREC_LDP_DEBIAS=1] [PRIVREC_LDP_RULE=discrepancy] go test ./ldp/recovery -run CollectedFile -v [-cpuprofile cpu.out]
 func TestCollectedFile(t *testing.T) {
 	path := os.Getenv("PRIVREC_LDP_COLLECTED")
 	if path == "" {
 		t.Skip("set PRIVREC_LDP_COLLECTED to a collect file")
 	}
-	raw, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := ldp.ParseHeader(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var data []byte
-	for line := range bytes.Lines(raw) {
-		if !bytes.HasPrefix(line, []byte("#")) {
-			data = append(data, line...)
-		}
-	}
-	tmp := t.TempDir() + "/d.tsv"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	z, err := ratingio.ReadFile(tmp, ratingio.Options{Format: "tsv"})
+	defer f.Close()
+	h, z, err := ldp.ReadCollected(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +34,8 @@ func TestCollectedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	res, err := Recover(context.Background(), p, Options{Debias: os.Getenv("PRIVREC_LDP_DEBIAS") != "", Rand: noise.Seeded(1)})
+	o := Options{Debias: os.Getenv("PRIVREC_LDP_DEBIAS") != "", LambdaRule: LambdaRule(os.Getenv("PRIVREC_LDP_RULE")), Rand: noise.Seeded(1)}
+	res, err := Recover(context.Background(), p, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -286,6 +286,9 @@ func (r *Result) At(i, j int) float64 {
 // Recover runs the chosen estimator.
 func Recover(ctx context.Context, p *Problem, o Options) (*Result, error) {
 	o.defaults(p)
+	if _, err := ParseLambdaRule(string(o.LambdaRule)); err != nil {
+		return nil, err
+	}
 	if p.Rows <= 0 || p.Cols <= 0 || len(p.Ptr) != p.Rows+1 || int64(len(p.Z)) != p.Ptr[p.Rows] || len(p.Col) != len(p.Z) {
 		return nil, fmt.Errorf("recovery: malformed problem")
 	}
