@@ -3,6 +3,8 @@ package completion
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/privacy/noise"
@@ -423,4 +426,83 @@ func ExampleConfig_Guarantee() {
 	// Output:
 	// none false 1
 	// proven true 1e-05
+}
+
+// plausibleSizes reports whether the container's declared header and
+// array sizes fit in data. model.ReadContainer allocates what a header
+// declares (up to 1 GiB) before reading it; that is the container's
+// business, and such inputs only make the fuzzer crawl, so they are
+// skipped here.
+func plausibleSizes(data []byte) bool {
+	off := len(model.Magic)
+	if len(data) < off+4 {
+		return true
+	}
+	n := int(binary.LittleEndian.Uint32(data[off:]))
+	if n > len(data)-off-4 {
+		return false
+	}
+	var h struct {
+		Arrays []struct {
+			Len int `json:"len"`
+		} `json:"arrays"`
+	}
+	if json.Unmarshal(data[off+4:off+4+n], &h) != nil {
+		return true
+	}
+	total := 0
+	for _, a := range h.Arrays {
+		if a.Len < 0 || a.Len > len(data) {
+			return false
+		}
+		total += a.Len
+	}
+	return total*4 <= len(data)
+}
+
+// ReadFile never panics on a corrupted model file: it returns an error or
+// a model whose arrays match its declared shape, which then predicts
+// without panicking.
+func FuzzReadFile(f *testing.F) {
+	for _, kind := range []tensor.Kind{tensor.CP, tensor.Tucker} {
+		s, err := tensor.Synthesize(tensor.SynthConfig{Kind: kind, Dims: [3]int{3, 4, 2}, Rank: 2, Missing: 0.2, TrainFrac: 0.9}, noise.Seeded(1))
+		if err != nil {
+			f.Fatal(err)
+		}
+		cfg := Defaults(kind)
+		cfg.Rank, cfg.Passes = 2, 1
+		m, info, err := Train(context.Background(), s.Train, cfg, noise.Seeded(1), nil, nil)
+		if err != nil {
+			f.Fatal(err)
+		}
+		_, sc, err := tensor.BiScaleDays(s.Train, 2)
+		if err != nil {
+			f.Fatal(err)
+		}
+		file := &File{Method: string(kind), Guarantee: info.Guarantee, Users: []string{"a", "b", "c"}, Items: []string{"1", "2", "3", "4"},
+			Axis: tensor.DayAxis{Days: 2}, Lo: 0, Hi: 1, Model: m, Scaling: sc}
+		var buf bytes.Buffer
+		if err := file.Write(&buf); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf.Bytes())
+	}
+	f.Add([]byte("not a model"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !plausibleSizes(data) {
+			return
+		}
+		g, err := ReadFile(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		d := g.Model.Dims
+		for _, i := range []int{0, d[0] - 1} {
+			for _, j := range []int{0, d[1] - 1} {
+				for _, k := range []int{0, d[2] - 1} {
+					g.Predict(i, j, k)
+				}
+			}
+		}
+	})
 }
