@@ -66,6 +66,11 @@ func (c *chunk) idKey(b []byte, d *dict, max *key, col int, field string) (key, 
 	if b[0] == '"' {
 		return 0, errField(col, field, "quoted fields are not supported: %s", quoteField(b))
 	}
+	if b[0] == '#' {
+		// A line starting with '#' is a comment, so such an identifier could
+		// not be written back out as canonical TSV.
+		return 0, errField(col, field, "identifier %s starts with '#', which marks a comment", quoteField(b))
+	}
 	return d.key(b), nil
 }
 
