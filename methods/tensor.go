@@ -65,6 +65,7 @@ func tensorFlags(fs *flag.FlagSet, name string, kind tensor.Kind, mech completio
 	clipV := new(float64)
 	clampNoisy := new(bool)
 	batchV := new(int)
+	centreEps := new(float64)
 	switch mech {
 	case completion.IP:
 		clampNoisy = fs.Bool("clamp", true, "clamp the noisy ratings back into the range (post-processing)")
@@ -75,10 +76,11 @@ func tensorFlags(fs *flag.FlagSet, name string, kind tensor.Kind, mech completio
 	case completion.DPSGD:
 		clipV = fs.Float64("clip", 0.3, "per-entry gradient clip (ℓ2 norm over all parameters)")
 		batchV = fs.Int("batch", 0, "entries per noisy step (0: all, one step per pass)")
+		centreEps = fs.Float64("centre-eps", 0, "spend this part of ε on a private mean of the ratings (clamped to --range) and train on the centred values (0: no centring); the total stays ε")
 	}
 	return TrainerFunc(func(ctx context.Context, data *ratings.Matrix, c Common) (*Result, error) {
 		cfg := completion.Config{Kind: kind, Rank: *rank, Passes: *passes, LR: *lr, Lambda: *lambda, InitScale: *initScale,
-			Mechanism: mech, Epsilon: c.Epsilon, Delta: c.Delta, Clip: *clipV, ClampNoisy: *clampNoisy, Batch: *batchV}
+			Mechanism: mech, Epsilon: c.Epsilon, Delta: c.Delta, Clip: *clipV, ClampNoisy: *clampNoisy, Batch: *batchV, CentreEps: *centreEps}
 		if lambdaG != nil {
 			cfg.LambdaG = *lambdaG
 		}
@@ -167,6 +169,9 @@ func trainTensor(ctx context.Context, data *ratings.Matrix, c Common, name strin
 	}
 	if cfg.Mechanism == completion.DPSGD {
 		params["batch"] = info.Batch
+		if cfg.CentreEps > 0 {
+			params["centre_eps"] = cfg.CentreEps
+		}
 	}
 	f := &completion.File{Method: name, Params: params, Guarantee: g, Fingerprint: data.Fingerprint(),
 		Users: data.Users.Names(), Items: items, Axis: ax, ItemDay: opt.ItemDay, Lo: lo, Hi: hi, Model: m, Scaling: scaling}
@@ -180,6 +185,9 @@ func trainTensor(ctx context.Context, data *ratings.Matrix, c Common, name strin
 	}
 	if info.Sigma > 0 {
 		res.Info["sigma"], res.Info["rho"] = info.Sigma, info.Rho
+	}
+	if cfg.CentreEps > 0 {
+		res.Info["offset"] = info.Offset
 	}
 	res.Save = func(path string) error {
 		f.Guarantee = res.Guarantee // train may mark the noise reproducible

@@ -87,6 +87,13 @@ type Config struct {
 	ClampNoisy bool
 	// Batch is DP-SGD's batch size (0: all training entries, one step per pass).
 	Batch int
+	// CentreEps, when positive, centres DP-SGD's training values on a
+	// private estimate of their mean: the sum of the values clamped to
+	// [Lo, Hi] is released with Laplace noise for ε = CentreEps, divided
+	// by the (public) number of entries, subtracted before training and
+	// stored as the model's Offset. The whole run still gives the
+	// requested (ε, δ): DP-SGD gets the zCDP budget that remains.
+	CentreEps float64
 }
 
 // Defaults returns the seed's synthetic-data settings for a decomposition:
@@ -146,24 +153,37 @@ func (c *Config) Validate() error {
 	if c.Batch < 0 {
 		return fmt.Errorf("completion: batch %d must be ≥ 0", c.Batch)
 	}
+	if c.CentreEps != 0 {
+		if c.Mechanism != DPSGD {
+			return fmt.Errorf("completion: private centring (centre ε = %v) is only for DP-SGD", c.CentreEps)
+		}
+		if !(c.CentreEps > 0 && c.CentreEps < c.Epsilon) {
+			return fmt.Errorf("completion: centre ε = %v must be in (0, ε = %v)", c.CentreEps, c.Epsilon)
+		}
+		if math.IsNaN(c.Lo) || math.IsNaN(c.Hi) || math.IsInf(c.Lo, 0) || math.IsInf(c.Hi, 0) || !(c.Lo < c.Hi) {
+			return fmt.Errorf("completion: private centring needs a finite value range Lo < Hi, got [%v, %v]", c.Lo, c.Hi)
+		}
+	}
 	return nil
 }
 
 // Model is a fitted CP or Tucker model: factor matrices A (n1 × d),
 // B (n2 × d), C (n3 × d), row-major, and for Tucker the core G
-// (d × d × d, index (p·d + q)·d + t).
+// (d × d × d, index (p·d + q)·d + t), plus a constant Offset (the private
+// mean of centred DP-SGD; 0 otherwise).
 type Model struct {
 	Kind    tensor.Kind
 	Rank    int
 	Dims    [3]int
 	A, B, C []float64
 	G       []float64
+	Offset  float64
 }
 
 // Predict is the model value at (i, j, k).
 func (m *Model) Predict(i, j, k int) float64 {
 	d := m.Rank
-	return tensor.Eval(m.Kind, d, m.A[i*d:i*d+d], m.B[j*d:j*d+d], m.C[k*d:k*d+d], m.G)
+	return m.Offset + tensor.Eval(m.Kind, d, m.A[i*d:i*d+d], m.B[j*d:j*d+d], m.C[k*d:k*d+d], m.G)
 }
 
 // RMSE is the root mean squared error of the model on t's entries.
@@ -197,6 +217,8 @@ type Info struct {
 	ClippedFraction float64 `json:"clipped_fraction,omitempty"`
 	// TrainRMSE is the fit to the (possibly noisy) training values.
 	TrainRMSE float64 `json:"train_rmse"`
+	// Offset is the private mean subtracted by centred DP-SGD.
+	Offset float64 `json:"offset,omitempty"`
 	// Guarantee is what the run provably gives (Config.Guarantee).
 	Guarantee privacy.Guarantee `json:"-"`
 }
@@ -231,7 +253,14 @@ func Train(ctx context.Context, t *tensor.Tensor, cfg Config, rnd, nz *noise.Sou
 		info.Sensitivity, info.NoiseScale = cfg.Hi-cfg.Lo, cal.ip.Scale()
 	}
 	if cfg.Mechanism == DPSGD {
-		err = trainDPSGD(ctx, data, cfg, cal, m, rnd, nz, info, progress)
+		train := data
+		if cal.centre != nil {
+			if train, m.Offset, err = centre(data, cfg.Lo, cfg.Hi, cal.centre, nz); err != nil {
+				return nil, nil, err
+			}
+			info.Offset = m.Offset
+		}
+		err = trainDPSGD(ctx, train, cfg, cal, m, rnd, nz, info, progress)
 	} else {
 		err = trainSGD(ctx, data, cfg, cal, m, rnd, nz, info, progress)
 	}
@@ -306,6 +335,26 @@ func PerturbInput(t *tensor.Tensor, lo, hi float64, clamp bool, mech *mechanism.
 		}
 	}
 	return out, nil
+}
+
+// centre returns t's values minus a private estimate of their mean: the
+// sum of the values clamped to [lo, hi] (ℓ1 sensitivity hi − lo when one
+// value changes) released through mech, divided by the public count.
+func centre(t *tensor.Tensor, lo, hi float64, mech *mechanism.Laplace, nz *noise.Source) (*tensor.Tensor, float64, error) {
+	var sum float64
+	for _, v := range t.Val {
+		sum += min(max(v, lo), hi)
+	}
+	noisy, err := mech.ReleaseScalar(nz, sum)
+	if err != nil {
+		return nil, 0, fmt.Errorf("completion: private mean: %w", err)
+	}
+	mean := min(max(noisy/float64(t.Len()), lo), hi)
+	out := t.Clone()
+	for e := range out.Val {
+		out.Val[e] -= mean
+	}
+	return out, mean, nil
 }
 
 // OPSensitivity is the seed's output-perturbation sensitivity

@@ -178,6 +178,59 @@ func TestDPSGDCalibration(t *testing.T) {
 	}
 }
 
+// Centred DP-SGD: the offset is the training mean up to the Laplace noise
+// of the sum (scale (hi − lo)/ε_c = 10 on 3200 values, so the mean's noise
+// is Laplace(1/320); a tolerance of 0.05 fails with probability e^-16),
+// the whole run stays within (ε, δ), the offset survives a save and load,
+// and predictions include it.
+func TestCentredDPSGD(t *testing.T) {
+	s := synth(t, tensor.CP, 1, 1)
+	cfg := Defaults(tensor.CP)
+	cfg.Mechanism, cfg.Epsilon, cfg.Delta, cfg.Clip, cfg.CentreEps, cfg.Passes = DPSGD, 1, 1e-5, 0.3, 0.1, 10
+	m, info, err := Train(context.Background(), s.Train, cfg, noise.Seeded(1), noise.Seeded(2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mu := s.Train.Mean(); math.Abs(m.Offset-mu) > 0.05 || info.Offset != m.Offset {
+		t.Errorf("offset %v (info %v), training mean %v", m.Offset, info.Offset, mu)
+	}
+	g := info.Guarantee
+	if g.Status != privacy.Proven || g.Epsilon > 1 || g.Epsilon < 0.99 || g.Delta != 1e-5 || !strings.Contains(g.Note, "Centred DP-SGD") {
+		t.Errorf("guarantee %+v", g)
+	}
+	// the centring's ε²/2 is taken out of DP-SGD's ρ
+	plain := cfg
+	plain.CentreEps = 0
+	cp, err := plain.calibrate(s.Train.Dims, s.Train.Len())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := cfg.calibrate(s.Train.Dims, s.Train.Len())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(cc.sgd.Sigma() > cp.sgd.Sigma()) {
+		t.Errorf("σ with centring %v, without %v", cc.sgd.Sigma(), cp.sgd.Sigma())
+	}
+	var buf bytes.Buffer
+	f := &File{Method: "cp-dpsgd", Guarantee: g, Users: make([]string, 20), Items: make([]string, 20), Axis: tensor.DayAxis{Days: 20}, Lo: -10, Hi: 10, Model: m}
+	if err := f.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadFile(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Model.Offset != m.Offset || back.Predict(1, 2, 3) != f.Predict(1, 2, 3) {
+		t.Errorf("offset %v after reload, %v before", back.Model.Offset, m.Offset)
+	}
+	zero := *m
+	zero.A = make([]float64, len(m.A))
+	if p := zero.Predict(0, 0, 0); p != m.Offset {
+		t.Errorf("zero factors predict %v, want the offset %v", p, m.Offset)
+	}
+}
+
 // IP's noise has the seed's scale: the mean absolute deviation of
 // Laplace(b) is b (sd b); with n = 125 000 a tolerance of 4.42·b/√n has a
 // false-failure rate of about 1e-5.
@@ -376,6 +429,9 @@ func TestConfigErrors(t *testing.T) {
 		func(c *Config) { c.Mechanism, c.Epsilon, c.Lo, c.Hi = IP, 1, 1, 1 },
 		func(c *Config) { c.Mechanism, c.Epsilon, c.Clip = GP, 1, 0 },
 		func(c *Config) { c.Mechanism, c.Epsilon, c.Delta = DPSGD, 1, 0 },
+		func(c *Config) { c.Mechanism, c.Epsilon, c.CentreEps = IP, 1, 0.1 },
+		func(c *Config) { c.Mechanism, c.Epsilon, c.Delta, c.CentreEps = DPSGD, 1, 1e-5, 1 },
+		func(c *Config) { c.Mechanism, c.Epsilon, c.Delta, c.CentreEps, c.Hi = DPSGD, 1, 1e-5, 0.1, 0 },
 	} {
 		c := Defaults(tensor.CP)
 		mod(&c)

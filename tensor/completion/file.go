@@ -40,6 +40,9 @@ type fileMeta struct {
 	Dims       [3]int      `json:"dims"`
 	Version    int         `json:"version"`
 	HasScaling bool        `json:"bi_scaled"`
+	// Offset is the model's constant term (centred DP-SGD); absent in
+	// files written before it existed, which means 0.
+	Offset float64 `json:"offset,omitempty"`
 }
 
 const fileVersion = 1
@@ -50,7 +53,7 @@ func (f *File) Write(w io.Writer) error {
 	if m == nil {
 		return fmt.Errorf("completion: file has no model")
 	}
-	meta := fileMeta{File: *f, Kind: m.Kind, Rank: m.Rank, Dims: m.Dims, Version: fileVersion, HasScaling: f.Scaling != nil}
+	meta := fileMeta{File: *f, Kind: m.Kind, Rank: m.Rank, Dims: m.Dims, Version: fileVersion, HasScaling: f.Scaling != nil, Offset: m.Offset}
 	arrays := []model.Array{{Name: "A", F64: m.A}, {Name: "B", F64: m.B}, {Name: "C", F64: m.C}}
 	if m.G != nil {
 		arrays = append(arrays, model.Array{Name: "G", F64: m.G})
@@ -86,7 +89,7 @@ func ReadFile(r io.Reader) (*File, error) {
 		return nil, fmt.Errorf("tensor model version %d not supported (want %d)", meta.Version, fileVersion)
 	}
 	d := meta.Rank
-	m := &Model{Kind: meta.Kind, Rank: d, Dims: meta.Dims, A: arrays["A"].F64, B: arrays["B"].F64, C: arrays["C"].F64, G: arrays["G"].F64}
+	m := &Model{Kind: meta.Kind, Rank: d, Dims: meta.Dims, A: arrays["A"].F64, B: arrays["B"].F64, C: arrays["C"].F64, G: arrays["G"].F64, Offset: meta.Offset}
 	if d <= 0 || len(m.A) != meta.Dims[0]*d || len(m.B) != meta.Dims[1]*d || len(m.C) != meta.Dims[2]*d ||
 		(m.Kind == tensor.Tucker && len(m.G) != d*d*d) || len(meta.Users) != meta.Dims[0] || len(meta.Items) != meta.Dims[1] || meta.Axis.Days != meta.Dims[2] {
 		return nil, fmt.Errorf("tensor model: arrays do not match the declared shape %v, rank %d", meta.Dims, d)

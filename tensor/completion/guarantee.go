@@ -23,6 +23,9 @@ type calibration struct {
 	sgd          *mechanism.Gaussian
 	sgdPassRho   float64
 	sgdTargetRho float64
+	// centre releases the sum of the clamped values (DP-SGD's optional
+	// private centring).
+	centre *mechanism.Laplace
 }
 
 // sens is a sensitivity under the relation of every mechanism here: one
@@ -53,11 +56,26 @@ func (c Config) calibrate(dims [3]int, nTrain int) (*calibration, error) {
 	case OP:
 		cal.op, err = mechanism.NewL2Laplace(c.Epsilon, sens(OPSensitivity(c), mechanism.L2), c.Rank)
 	case DPSGD:
-		// ρ for (ε, δ) by the tight conversion, spread evenly over the passes.
+		// ρ for (ε, δ) by the tight conversion, spread evenly over the
+		// passes, after the centring's ε²/2 (pure ε is ε²/2-zCDP).
 		if cal.sgdTargetRho, err = accountant.RhoForApprox(c.Epsilon, c.Delta); err != nil {
 			break
 		}
-		perPass := cal.sgdTargetRho / float64(c.Passes)
+		budget := cal.sgdTargetRho
+		if c.CentreEps > 0 {
+			if cal.centre, err = mechanism.NewLaplace(c.CentreEps, sens(c.Hi-c.Lo, mechanism.L1), 1); err != nil {
+				break
+			}
+			var rc float64
+			if rc, err = accountant.PureToZCDP(cal.centre.Guarantee().Epsilon); err != nil {
+				break
+			}
+			if budget -= rc; !(budget > 0) {
+				err = fmt.Errorf("%w: the centring's ε = %v uses the whole budget", accountant.ErrInvalid, c.CentreEps)
+				break
+			}
+		}
+		perPass := budget / float64(c.Passes)
 		dim := c.numParams(dims)
 		var sigma float64
 		if sigma, err = mechanism.GaussianSigma(perPass, 2*c.Clip, dim); err != nil {
@@ -185,10 +203,19 @@ func (c Config) guarantee(cal *calibration, t *tensor.Tensor) (privacy.Guarantee
 		if err != nil {
 			return wrap(err)
 		}
-		return privacy.Guarantee{Epsilon: eps, Delta: c.Delta, Rho: rho, Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.Proven,
+		g := privacy.Guarantee{Epsilon: eps, Delta: c.Delta, Rho: rho, Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.Proven,
 			Note: fmt.Sprintf("DP-SGD over all parameters: each entry's gradient clipped to %g (Δ = %g between neighbours), lattice Gaussian noise σ = %.4g on every parameter per batch, "+
-				"%d passes of disjoint batches, ρ = %.4g per pass, composed ρ = %.4g zCDP, (ε, δ) by the tight conversion. %s",
-				c.Clip, 2*c.Clip, cal.sgd.Sigma(), c.Passes, cal.sgdPassRho, rho, who)}, nil
+				"%d passes of disjoint batches, ρ = %.4g per pass, composed ρ = %.4g zCDP, (ε, δ) by the tight conversion.",
+				c.Clip, 2*c.Clip, cal.sgd.Sigma(), c.Passes, cal.sgdPassRho, rho)}
+		if cal.centre != nil {
+			cg := cal.centre.Guarantee()
+			if g, err = accountant.Compose(c.Delta, cg, g); err != nil {
+				return wrap(err)
+			}
+			g.Note = fmt.Sprintf("Centred DP-SGD: the training values are centred on their mean, released privately (sum of the values clamped to [%g, %g], Laplace noise for ε = %g, divided by the public count); then %s", c.Lo, c.Hi, cg.Epsilon, g.Note)
+		}
+		g.Note += " " + who
+		return g, nil
 	}
 	return privacy.NoPrivacy(privacy.UnitEntry, "Non-private tensor completion: the factors are fitted to the raw ratings without noise."), nil
 }
