@@ -47,6 +47,7 @@ func TestTensorMethods(t *testing.T) {
 		{"cp-gp", nil, privacy.None},
 		{"tucker-op", nil, privacy.None},
 		{"tucker-dpsgd", []string{"--passes", "10"}, privacy.Proven},
+		{"cp-dpsgd", []string{"--passes", "10", "--range", "0:1", "--centre-eps", "0.5"}, privacy.Proven},
 		{"cp-ip", []string{"--range", "0:1", "--biscale"}, privacy.None},
 	} {
 		m, err := Lookup(c.name)
