@@ -42,7 +42,7 @@ func init() {
 }
 
 func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
-	collected := fs.String("collected", "", "the collected file whose header gives mechanism, ε, scale and population size (usually the --data file)")
+	collected := fs.String("collected", "", "the collected file whose header gives mechanism, ε, scale and population size (default: the --data file, when it is a collect file)")
 	scaleFlag := fs.String("rating-scale", "", "original rating scale MIN:MAX when there is no --collected header")
 	levels := fs.Int("levels", 0, "number of rating levels d (RR) when there is no --collected header")
 	users := fs.Int("population-users", 0, "users the clients covered, when there is no header (0: users in the data)")
@@ -60,9 +60,13 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 	return TrainerFunc(func(ctx context.Context, data *ratings.Matrix, c Common) (*Result, error) {
 		var h ldp.Header
 		clean := mech == recovery.Clean
+		collected := *collected
+		if collected == "" && !clean && isCollectFile(c.DataPath) {
+			collected = c.DataPath // the --data file is itself the collect file
+		}
 		switch {
 		case clean:
-			if *collected != "" {
+			if collected != "" {
 				return nil, fmt.Errorf("ldp-clean trains on true ratings; --collected is for ldp-laplace/ldp-rr")
 			}
 			h = ldp.Header{Mechanism: mech, Scale: ldp.DetectScale(data)}
@@ -76,8 +80,8 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 			if lo, hi := data.Range(); lo < h.Scale.Min || hi > h.Scale.Max {
 				return nil, fmt.Errorf("ratings in [%g, %g] fall outside --rating-scale [%g, %g]", lo, hi, h.Scale.Min, h.Scale.Max)
 			}
-		case *collected != "":
-			f, err := os.Open(*collected)
+		case collected != "":
+			f, err := os.Open(collected)
 			if err != nil {
 				return nil, fmt.Errorf("--collected: %w", err)
 			}
@@ -85,13 +89,13 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 			h, n, err = ldp.CountReports(f)
 			f.Close()
 			if err != nil {
-				return nil, fmt.Errorf("--collected %s: %w", *collected, err)
+				return nil, fmt.Errorf("--collected %s: %w", collected, err)
 			}
 			if n != int64(data.Len()) {
-				return nil, fmt.Errorf("--collected %s holds %d reports but the --data ratings number %d: pass the collect file (or its data lines) as --data", *collected, n, data.Len())
+				return nil, fmt.Errorf("--collected %s holds %d reports but the --data ratings number %d: pass the collect file (or its data lines) as --data", collected, n, data.Len())
 			}
 			if h.Mechanism != mech {
-				return nil, fmt.Errorf("--collected %s was made with mechanism %s, not %s", *collected, h.Mechanism, mech)
+				return nil, fmt.Errorf("--collected %s was made with mechanism %s, not %s", collected, h.Mechanism, mech)
 			}
 		default:
 			if *scaleFlag == "" {
@@ -193,7 +197,7 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 		g := rnd.PerRating()
 		pu := rnd.PerUser(h.Items)
 		g.Note = fmt.Sprintf("Post-processing of ratings randomized on the users' devices. %s Per user (all %d items of her vector): ε = %.6g.", g.Note, h.Items, pu.Epsilon)
-		if c.Epsilon != h.Epsilon && *collected != "" {
+		if c.Epsilon != h.Epsilon && collected != "" {
 			c.Log.Debug("ldp: ε comes from the collected file's header, not --epsilon", "header_epsilon", h.Epsilon, "flag_epsilon", c.Epsilon)
 		}
 		if h.Reproducible {
@@ -227,4 +231,18 @@ func seenItems(data *ratings.Matrix) ([]int64, []int32) {
 		ptr[u+1] = int64(len(items))
 	}
 	return ptr, items
+}
+
+// isCollectFile reports whether path starts with a privrec collect header.
+func isCollectFile(path string) bool {
+	if path == "" {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	_, err = ldp.ParseHeader(f)
+	return err == nil
 }

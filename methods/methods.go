@@ -30,6 +30,9 @@ type Common struct {
 	// shuffling); seeded from Seed so runs are repeatable.
 	Rand *noise.Source
 	Seed uint64
+	// DataPath is the file the training data came from ("" when built in
+	// memory); a method may read a header from it (e.g. a collect file).
+	DataPath string
 	// Workers bounds parallelism (0 = GOMAXPROCS).
 	Workers int
 	Log     *slog.Logger

@@ -107,7 +107,7 @@ Methods:
 		s = binary.LittleEndian.Uint64(b[:])
 	}
 	c := methods.Common{
-		Epsilon: *eps, Delta: *delta, Seed: s, Workers: *workers,
+		Epsilon: *eps, Delta: *delta, Seed: s, Workers: *workers, DataPath: d.path,
 		Rand:  noise.Seeded(s),
 		Noise: noise.Secure(),
 		Log:   slog.Default(),
