@@ -171,14 +171,9 @@ func FromCSR(users, items *IDs, nItems int, rowPtr []int64, rowCol []int32, rowV
 	if rowT != nil && len(rowT) != len(rowCol) {
 		return nil, fmt.Errorf("ratings: %d timestamps for %d ratings", len(rowT), len(rowCol))
 	}
-	if users == nil {
-		users = Sequential(nUsers)
-	}
-	if items == nil {
-		items = Sequential(nItems)
-	}
-	if users.Len() != nUsers || items.Len() != nItems {
-		return nil, fmt.Errorf("ratings: ID maps (%d users, %d items) do not match the shape %d × %d", users.Len(), items.Len(), nUsers, nItems)
+	users, items, err := idMaps(users, items, nUsers, nItems)
+	if err != nil {
+		return nil, err
 	}
 	m := &Matrix{Users: users, Items: items, rowPtr: rowPtr, rowCol: rowCol, rowVal: rowVal, rowT: rowT}
 	if err := m.buildColumns(nItems); err != nil {
@@ -300,14 +295,9 @@ func FromViews(users, items *IDs, rowPtr []int64, rowCol []int32, rowVal []float
 	if nUsers < 0 || nItems < 0 || len(rowVal) != n || len(colRow) != n || len(colVal) != n || (rowT != nil && len(rowT) != n) {
 		return nil, fmt.Errorf("ratings: inconsistent view lengths")
 	}
-	if users == nil {
-		users = Sequential(nUsers)
-	}
-	if items == nil {
-		items = Sequential(nItems)
-	}
-	if users.Len() != nUsers || items.Len() != nItems {
-		return nil, fmt.Errorf("ratings: ID maps (%d users, %d items) do not match the shape %d × %d", users.Len(), items.Len(), nUsers, nItems)
+	users, items, err := idMaps(users, items, nUsers, nItems)
+	if err != nil {
+		return nil, err
 	}
 	var perItem, perUser []int64
 	var errRows, errCols error
@@ -368,4 +358,19 @@ func checkView(ptr []int64, idx []int32, other int, what string) ([]int64, error
 		}
 	}
 	return cnt, nil
+}
+
+// idMaps defaults missing ID maps to sequential IDs 1..n and checks that
+// they match the shape.
+func idMaps(users, items *IDs, nUsers, nItems int) (*IDs, *IDs, error) {
+	if users == nil {
+		users = Sequential(nUsers)
+	}
+	if items == nil {
+		items = Sequential(nItems)
+	}
+	if users.Len() != nUsers || items.Len() != nItems {
+		return nil, nil, fmt.Errorf("ratings: ID maps (%d users, %d items) do not match the shape %d × %d", users.Len(), items.Len(), nUsers, nItems)
+	}
+	return users, items, nil
 }
