@@ -6,6 +6,7 @@ import (
 
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/accountant"
+	"github.com/privrec/privrec/privacy/mechanism"
 )
 
 // Noise calibrations for the Gaussian releases of DPFW and DPSVD.
@@ -30,10 +31,17 @@ type noisePlan struct {
 }
 
 // planGaussian calibrates T Gaussian releases of ℓ2 sensitivity sens (under
-// replace-one-user neighbours) to the requested (ε, δ) with the chosen
-// calibration, and states the guarantee that the accountant proves.
-// paperSigma is the paper's per-release σ (used by CalPaper).
-func planGaussian(cal string, eps, delta float64, T int, sens, paperSigma float64) (noisePlan, error) {
+// replace-one-user neighbours), each of dim noised coordinates, to the
+// requested (ε, δ) with the chosen calibration, and states the guarantee
+// that the accountant proves. paperSigma is the paper's per-release σ
+// (used by CalPaper).
+//
+// The noise is lattice Gaussian (privacy/noise): the input is rounded to a
+// grid g before integer noise is added, which can move neighbours apart by
+// up to √dim·g more than sens. The accounting therefore uses
+// mechanism.GaussianRho (Δ + √dim·g, the effective σ), and the calibrated
+// σ_t are scaled up until that exact ρ is within the target.
+func planGaussian(cal string, eps, delta float64, T int, sens, paperSigma float64, dim int) (noisePlan, error) {
 	if err := accountant.CheckEpsilon(eps); err != nil {
 		return noisePlan{}, fmt.Errorf("jointdp: %w", err)
 	}
@@ -72,9 +80,29 @@ func planGaussian(cal string, eps, delta float64, T int, sens, paperSigma float6
 	default:
 		return noisePlan{}, fmt.Errorf("jointdp: unknown noise calibration %q (want %s, %s or %s)", cal, CalPaper, CalZCDP, CalDecay)
 	}
-	rho, err := accountant.ScheduleRho(sens, sig)
+	rho, err := latticeRho(sens, sig, dim)
 	if err != nil {
-		return noisePlan{}, fmt.Errorf("jointdp: accounting: %w", err)
+		return noisePlan{}, err
+	}
+	if cal != CalPaper {
+		// The textbook ρ the calibration aimed at; the lattice rounding
+		// adds a relative ~√dim·2^-27, so a few rescalings settle it.
+		target, err := accountant.ScheduleRho(sens, sig)
+		if err != nil {
+			return noisePlan{}, fmt.Errorf("jointdp: accounting: %w", err)
+		}
+		for i := 0; rho > target; i++ {
+			if i == 64 {
+				return noisePlan{}, fmt.Errorf("jointdp: lattice Gaussian calibration did not converge")
+			}
+			f := math.Sqrt(rho/target) * (1 + 1e-12)
+			for t := range sig {
+				sig[t] *= f
+			}
+			if rho, err = latticeRho(sens, sig, dim); err != nil {
+				return noisePlan{}, err
+			}
+		}
 	}
 	proven, err := accountant.ZCDPToApprox(rho, delta)
 	if err != nil {
@@ -89,3 +117,26 @@ func planGaussian(cal string, eps, delta float64, T int, sens, paperSigma float6
 	}
 	return noisePlan{Sigmas: sig, Guarantee: g, Rho: rho}, nil
 }
+
+// latticeRho is the zCDP ρ of lattice Gaussian releases of ℓ2 sensitivity
+// sens with standard deviations sigmas, each over dim coordinates, with the
+// rounding to the lattice accounted (mechanism.GaussianRho), composed.
+func latticeRho(sens float64, sigmas []float64, dim int) (float64, error) {
+	rhos := make([]float64, len(sigmas))
+	for t, sg := range sigmas {
+		r, err := mechanism.GaussianRho(sens, sg, dim)
+		if err != nil {
+			return 0, fmt.Errorf("jointdp: accounting: %w", err)
+		}
+		rhos[t] = r
+	}
+	rho, err := accountant.ZCDPCompose(rhos...)
+	if err != nil {
+		return 0, fmt.Errorf("jointdp: accounting: %w", err)
+	}
+	return rho, nil
+}
+
+// symCoords is the number of coordinates noised in an n × n symmetric
+// release (the upper triangle, diagonal included).
+func symCoords(n int) int { return n * (n + 1) / 2 }

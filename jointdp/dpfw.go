@@ -282,7 +282,7 @@ func PrivateFrankWolfe(ctx context.Context, p *Problem, o DPFWOptions) (*DPFWRes
 	if o.BiasScale < 0 || math.IsNaN(o.BiasScale) {
 		return nil, fmt.Errorf("jointdp: bias scale must be ≥ 0, got %g", o.BiasScale)
 	}
-	plan, err := planGaussian(o.Calibration, o.Epsilon, o.Delta, o.T, dpfwSensitivity(o.L), PaperSigma(o.L, o.T, o.Epsilon, o.Delta))
+	plan, err := planGaussian(o.Calibration, o.Epsilon, o.Delta, o.T, dpfwSensitivity(o.L), PaperSigma(o.L, o.T, o.Epsilon, o.Delta), symCoords(p.N))
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func PrivateSVD(ctx context.Context, p *Problem, o DPSVDOptions) (*DPSVDResult, 
 		return nil, fmt.Errorf("jointdp: private SVD makes one release; use %s or %s", CalZCDP, CalPaper)
 	}
 	paper := o.L * o.L * math.Sqrt(64*math.Log(1/o.Delta)) / o.Epsilon
-	plan, err := planGaussian(o.Calibration, o.Epsilon, o.Delta, 1, dpsvdSensitivity(o.L), paper)
+	plan, err := planGaussian(o.Calibration, o.Epsilon, o.Delta, 1, dpsvdSensitivity(o.L), paper, symCoords(p.N))
 	if err != nil {
 		return nil, err
 	}

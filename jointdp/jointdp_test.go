@@ -201,14 +201,20 @@ func TestDPFWGuarantee(t *testing.T) {
 		if g.Unit != privacy.UnitUser || g.Notion != privacy.Joint || g.Status != privacy.Proven {
 			t.Errorf("%s: guarantee %+v", tc.cal, g)
 		}
-		// Independent recomputation of ρ = Σ Δ²/(2σ_t²), Δ = 4√2 L².
-		var rho float64
+		// Independent recomputation of ρ = Σ Δ_t²/(2σ_t²) with the lattice
+		// rounding of the n(n+1)/2 noised coordinates accounted:
+		// Δ_t = 4√2 L² + √(n(n+1)/2)·g(σ_t), σ_t the effective σ. It must
+		// not be below the textbook Σ (4√2 L²)²/(2σ_t²).
+		var rho, textbook float64
 		for _, s := range r.Sigmas {
 			d := 4 * math.Sqrt2 * 4
-			rho += d * d / (2 * s * s)
+			textbook += d * d / (2 * s * s)
+			d += math.Sqrt(20*21/2) * noise.GaussianGrid(s)
+			se := noise.EffectiveGaussianSigma(s)
+			rho += d * d / (2 * se * se)
 		}
-		if math.Abs(rho-g.Rho) > 1e-9*rho {
-			t.Errorf("%s: ρ %v, recomputed %v", tc.cal, g.Rho, rho)
+		if math.Abs(rho-g.Rho) > 1e-9*rho || g.Rho < textbook {
+			t.Errorf("%s: ρ %v, recomputed %v (textbook %v)", tc.cal, g.Rho, rho, textbook)
 		}
 		eps, err := accountant.ZCDPToApprox(rho, 1e-6)
 		if err != nil {

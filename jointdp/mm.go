@@ -9,6 +9,7 @@ import (
 
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/accountant"
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
@@ -109,15 +110,17 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 		2 * math.Hypot(R, 1),                // (S_j, C_j) with weights 1/√|Ω_i|
 		math.Sqrt2 * math.Hypot(o.B*o.B, 1), // (Cov, Wgt) with weights 1/|Ω_i|
 	}
+	// Coordinates noised by each release (lattice rounding is accounted
+	// per coordinate, mechanism.GaussianRho): (sum, count); (S, C); the
+	// upper triangles of Cov and Wgt.
+	dims := [3]int{2, 2 * p.N, 2 * symCoords(p.N)}
 	res := &MMResult{}
-	var sigmas []float64
 	for k := range 3 {
-		s, err := accountant.GaussianSigmaForRho(sens[k], rho*o.Split[k]/ssum)
+		s, err := mechanism.GaussianSigma(rho*o.Split[k]/ssum, sens[k], dims[k])
 		if err != nil {
 			return nil, fmt.Errorf("jointdp: calibrating MM step %d: %w", k+1, err)
 		}
 		res.Sigmas[k] = s
-		sigmas = append(sigmas, s)
 	}
 	clamp := func(v float32) float64 { return min(max(float64(v), o.Min), o.Max) }
 	n := p.N
@@ -135,8 +138,9 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 		num += s / float64(len(v))
 		den++
 	}
-	num += res.Sigmas[0] * gauss(o.Noise)
-	den += res.Sigmas[0] * gauss(o.Noise)
+	nd := []float64{num, den}
+	noise.AddGaussian(o.Noise, nd, res.Sigmas[0])
+	num, den = nd[0], nd[1]
 	G := (o.Min + o.Max) / 2
 	if den > 1 {
 		G = min(max(num/den, o.Min), o.Max)
@@ -274,7 +278,13 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 		return nil, err
 	}
 	res.Factors = f
-	total, err := accountant.ScheduleRho(1, []float64{sigmas[0] / sens[0], sigmas[1] / sens[1], sigmas[2] / sens[2]})
+	var rhos [3]float64
+	for k := range 3 {
+		if rhos[k], err = mechanism.GaussianRho(sens[k], res.Sigmas[k], dims[k]); err != nil {
+			return nil, fmt.Errorf("jointdp: accounting: %w", err)
+		}
+	}
+	total, err := accountant.ZCDPCompose(rhos[:]...)
 	if err != nil {
 		return nil, fmt.Errorf("jointdp: accounting: %w", err)
 	}
@@ -284,12 +294,4 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 	}
 	res.Guarantee = privacy.Guarantee{Epsilon: eps, Delta: o.Delta, Rho: total, Unit: privacy.UnitUser, Notion: privacy.Joint, Status: privacy.Proven}
 	return res, nil
-}
-
-// gauss is one standard normal draw for privacy noise, through the
-// sampler contract.
-func gauss(s *noise.Source) float64 {
-	x := []float64{0}
-	noise.AddGaussian(s, x, 1)
-	return x[0]
 }
