@@ -226,6 +226,7 @@ func init() {
 	tensorMethods := func(ml bool) []MethodSpec {
 		var ms []MethodSpec
 		for _, k := range []string{"cp", "tucker"} {
+			name := map[string]string{"cp": "CP", "tucker": "Tucker"}[k] // the paper's names
 			var fl map[string]string
 			if ml && k == "tucker" { // the seed's ML-100K Tucker setting
 				fl = map[string]string{"lambda": "0.01", "lambda-g": "0.001", "lr": "0.003"}
@@ -234,9 +235,9 @@ func init() {
 			if ml {
 				ds = nil
 			}
-			ms = append(ms, MethodSpec{Method: k, Label: strings.ToUpper(k[:1]) + k[1:] + " (non-private)", Flags: fl, Datasets: ds})
+			ms = append(ms, MethodSpec{Method: k, Label: name + " (non-private)", Flags: fl, Datasets: ds})
 			for _, p := range []string{"ip", "gp", "op"} {
-				ms = append(ms, MethodSpec{Method: k + "-" + p, Label: strings.ToUpper(k[:1]) + k[1:] + "-" + strings.ToUpper(p), Flags: fl, Datasets: ds})
+				ms = append(ms, MethodSpec{Method: k + "-" + p, Label: name + "-" + strings.ToUpper(p), Flags: fl, Datasets: ds})
 			}
 		}
 		return ms

@@ -56,7 +56,7 @@ var palette = []color.RGBA{
 	{230, 159, 0, 255},   // orange
 	{86, 180, 233, 255},  // sky
 	{0, 0, 0, 255},       // black
-	{240, 228, 66, 255},  // yellow
+	{150, 130, 0, 255},   // dark yellow (Okabe–Ito's yellow is unreadable on white)
 }
 
 // Colour returns the i-th colour of the figure palette.
@@ -170,6 +170,11 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 	if f.LogY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	} else {
+		p.Y.Tick.Marker = distinctTicks{}
+	}
+	if !f.LogX {
+		p.X.Tick.Marker = distinctTicks{}
 	}
 	leg.Top, leg.Left = true, true
 	leg.ThumbnailWidth = vg.Points(22)
@@ -191,6 +196,44 @@ func valueTicks(xset map[float64]bool) plot.Ticker {
 		ticks = append(ticks, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', 4, 64)})
 	}
 	sort.Slice(ticks, func(i, j int) bool { return ticks[i].Value < ticks[j].Value })
+	return ticks
+}
+
+// distinctTicks is gonum's default linear ticker with the labels given
+// as many decimals as they need to be told apart: the default formats
+// ticks 0.05 apart with one decimal, so a narrow range (RMSE 1.15–1.25)
+// got every label "1.2".
+type distinctTicks struct{}
+
+func (distinctTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	var major []int
+	for i, t := range ticks {
+		if t.Label != "" {
+			major = append(major, i)
+		}
+	}
+	for prec := 0; prec <= 10; prec++ {
+		seen := map[string]bool{}
+		labels := make([]string, len(major))
+		ok := true
+		for k, i := range major {
+			v := ticks[i].Value
+			l := strconv.FormatFloat(v, 'f', prec, 64)
+			back, _ := strconv.ParseFloat(l, 64)
+			if seen[l] || math.Abs(back-v) > 1e-9*math.Max(1, math.Abs(v)) {
+				ok = false
+				break
+			}
+			seen[l], labels[k] = true, l
+		}
+		if ok {
+			for k, i := range major {
+				ticks[i].Label = labels[k]
+			}
+			break
+		}
+	}
 	return ticks
 }
 

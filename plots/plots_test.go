@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -90,4 +91,29 @@ func ExampleFigure_Save() {
 	// Output:
 	// rmse.png
 	// rmse.svg
+}
+
+// A narrow linear range (RMSE 1.146–1.26, as on ML-100K) must not label
+// every tick "1.2": labels get the decimals they need to differ.
+func TestDistinctTickLabels(t *testing.T) {
+	for _, r := range [][2]float64{{1.146, 1.26}, {0.0251, 0.0262}, {0, 1}, {0.1, 0.5}, {100, 2500}} {
+		seen := map[string]bool{}
+		n := 0
+		for _, tk := range (distinctTicks{}).Ticks(r[0], r[1]) {
+			if tk.Label == "" {
+				continue
+			}
+			n++
+			if seen[tk.Label] {
+				t.Errorf("range %v: label %q twice", r, tk.Label)
+			}
+			seen[tk.Label] = true
+			if v, err := strconv.ParseFloat(tk.Label, 64); err != nil || math.Abs(v-tk.Value) > 1e-9*math.Max(1, math.Abs(tk.Value)) {
+				t.Errorf("range %v: label %q for tick %g", r, tk.Label, tk.Value)
+			}
+		}
+		if n < 2 {
+			t.Errorf("range %v: %d labelled ticks", r, n)
+		}
+	}
 }
