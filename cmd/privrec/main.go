@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 )
@@ -45,9 +46,38 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	stopProfile, err := startProfile(os.Getenv("PRIVREC_CPUPROFILE"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "privrec: %v\n", err)
+		os.Exit(1)
+	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stopProfile()
 	stop()
 	os.Exit(code)
+}
+
+// startProfile writes a CPU profile of the whole command to path (for
+// `go tool pprof`) when path is not empty: PRIVREC_CPUPROFILE=cpu.out
+// privrec train …. The returned function stops it.
+func startProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("PRIVREC_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("PRIVREC_CPUPROFILE: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "privrec: closing the CPU profile: %v\n", err)
+		}
+	}, nil
 }
 
 // run dispatches and maps errors to exit statuses: 0 ok, 1 failure, 2 usage.
