@@ -216,13 +216,7 @@ type global struct {
 // step turns one noisy Gram matrix into a broadcast: v̂ = top eigenvector,
 // λ̂² = top eigenvalue, λ̂^biased = λ̂ + scale·n^¼·√(σ ln(n/β)).
 func (g *global) step(ctx context.Context, w *mat.SymDense, sigma float64) (Broadcast, error) {
-	x := mat.NewVecDense(g.n, nil)
-	op := func(dst, v []float64) error {
-		x.MulVec(w, mat.NewVecDense(g.n, v))
-		copy(dst, x.RawVector().Data)
-		return nil
-	}
-	theta, v, err := topEigen(ctx, op, g.n, g.prev, g.rnd, eigOptions{Tol: 1e-8, Steps: 40})
+	theta, v, err := topEigen(ctx, denseSymOp(w), g.n, g.prev, g.rnd, eigOptions{Tol: 1e-8, Steps: 40})
 	if err != nil {
 		return Broadcast{}, err
 	}

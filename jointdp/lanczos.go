@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
@@ -204,12 +206,11 @@ func topEigenDense(w *mat.SymDense, r int) ([]float64, *mat.Dense, error) {
 	top := make([]float64, r)
 	vecs := make([][]float64, 0, r)
 	shifts := make([]float64, 0, r)
-	xv := mat.NewVecDense(n, nil)
-	dv := mat.NewVecDense(n, nil)
+	mul := denseSymOp(w)
 	op := func(dst, x []float64) error {
-		copy(xv.RawVector().Data, x)
-		dv.MulVec(w, xv)
-		copy(dst, dv.RawVector().Data)
+		if err := mul(dst, x); err != nil {
+			return err
+		}
 		for k, v := range vecs {
 			floats.AddScaled(dst, -shifts[k]*floats.Dot(v, x), v)
 		}
@@ -255,4 +256,35 @@ func topEigenFull(w *mat.SymDense, r int) ([]float64, *mat.Dense, error) {
 		out.SetCol(c, col)
 	}
 	return top, out, nil
+}
+
+// denseSymOp returns dst = w·x for a dense symmetric w as a symOp that
+// splits the rows over all cores. gonum's Symv runs on one core and reads
+// the packed upper triangle column-wise; here w is expanded once to full
+// row-major storage (n² floats) so each row is one contiguous dot product.
+func denseSymOp(w *mat.SymDense) symOp {
+	n := w.SymmetricDim()
+	full := make([]float64, n*n)
+	raw := w.RawSymmetric()
+	for i := range n {
+		for j := i; j < n; j++ {
+			v := raw.Data[i*raw.Stride+j]
+			full[i*n+j] = v
+			full[j*n+i] = v
+		}
+	}
+	parts := min(runtime.GOMAXPROCS(0), max(1, n/64))
+	return func(dst, x []float64) error {
+		var wg sync.WaitGroup
+		for p := range parts {
+			lo, hi := p*n/parts, (p+1)*n/parts
+			wg.Go(func() {
+				for i := lo; i < hi; i++ {
+					dst[i] = floats.Dot(full[i*n:(i+1)*n], x)
+				}
+			})
+		}
+		wg.Wait()
+		return nil
+	}
 }
