@@ -179,6 +179,7 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 	leg.Top, leg.Left = true, true
 	leg.ThumbnailWidth = vg.Points(22)
 	leg.TextStyle.Font.Size = vg.Points(11)
+	leg.Padding = vg.Points(2.5) // entries apart: their glyphs touched
 	return p, &leg, nil
 }
 
