@@ -13,9 +13,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -287,11 +289,42 @@ func (f *Figure) Draw(c draw.Canvas) error {
 		widest = max(widest, leg.TextStyle.Width(legendLabel(s)))
 	}
 	legendW := min(widest+leg.ThumbnailWidth+vg.Points(24), w/2)
+	p.Title.Text = fitTitle(p.Title.Text, p.Title.TextStyle, w-legendW-vg.Points(8))
 	p.Draw(draw.Crop(c, 0, -legendW, 0, 0))
 	// Align the legend's top with the plot area (below the title).
 	top := p.Title.TextStyle.Height(p.Title.Text) + p.Title.Padding + vg.Points(8)
 	leg.Draw(draw.Crop(c, w-legendW+vg.Points(8), 0, 0, -top))
 	return nil
+}
+
+// fitTitle breaks title lines wider than width after "; " or ", " (a
+// long privacy subtitle was cut off at both sides of the plot).
+func fitTitle(title string, sty text.Style, width vg.Length) string {
+	var out []string
+	for _, line := range strings.Split(title, "\n") {
+		for sty.Width(line) > width {
+			cut := -1
+			for _, sep := range []string{"; ", ", "} {
+				// the last separator that leaves a head that fits
+				for i := strings.LastIndex(line, sep); i > 0; i = strings.LastIndex(line[:i], sep) {
+					if sty.Width(line[:i+len(sep)-1]) <= width {
+						cut = i + len(sep) - 1
+						break
+					}
+				}
+				if cut > 0 {
+					break
+				}
+			}
+			if cut <= 0 {
+				break
+			}
+			out = append(out, line[:cut])
+			line = strings.TrimLeft(line[cut:], " ")
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
 }
 
 func (f *Figure) size() (vg.Length, vg.Length, int) {

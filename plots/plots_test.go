@@ -117,3 +117,26 @@ func TestDistinctTickLabels(t *testing.T) {
 		}
 	}
 }
+
+func TestFitTitle(t *testing.T) {
+	p := sample()
+	pl, _, err := p.build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sty := pl.Title.TextStyle
+	long := "synthetic-cp: RMSE vs ε\nper-rating central DP; paper's per-rating calibration, no proven guarantee"
+	w := sty.Width("per-rating central DP; paper's per-rating")
+	got := fitTitle(long, sty, w)
+	for _, line := range strings.Split(got, "\n") {
+		if sty.Width(line) > w {
+			t.Errorf("line %q wider than %v", line, w)
+		}
+	}
+	if strings.ReplaceAll(got, "\n", " ") != strings.ReplaceAll(long, "\n", " ") {
+		t.Errorf("text changed: %q", got)
+	}
+	if short := "a: b"; fitTitle(short, sty, w) != short {
+		t.Errorf("a short title was changed")
+	}
+}
