@@ -348,7 +348,7 @@ func writeFigures(c *Config, cells []*Cell, dir string) ([]figure, error) {
 				}
 				// Non-private lines for reference.
 				for _, nm := range c.Methods {
-					s := plots.Series{Label: nm.LabelOf()}
+					s := plots.Series{Label: nm.LabelOf(), Dashed: true}
 					if !strings.Contains(s.Label, "non-private") {
 						s.Label += " (non-private)"
 					}

@@ -34,6 +34,8 @@ type Series struct {
 	Mean  []float64
 	SD    []float64
 	Flat  bool
+	// Dashed draws a (non-flat) reference line dashed, like a baseline.
+	Dashed bool
 }
 
 // Figure is a line plot of several series.
@@ -149,8 +151,10 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 		}
 		line.Color = col
 		line.Width = vg.Points(1.6)
-		if s.Flat {
+		if s.Flat || s.Dashed {
 			line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		}
+		if s.Flat {
 			p.Add(line)
 			leg.Add(s.Label, line)
 			continue
