@@ -175,7 +175,7 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 	}
 	if f.LogY {
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = logTicks{}
 	} else {
 		p.Y.Tick.Marker = distinctTicks{}
 	}
@@ -241,6 +241,49 @@ func (distinctTicks) Ticks(lo, hi float64) []plot.Tick {
 			break
 		}
 	}
+	return ticks
+}
+
+// logTicks labels a log axis at 1, 2, 5 (or 1, 2, 3, 5, or more) times
+// powers of ten, as many as needed for at least three labels: gonum's
+// LogTicks labels only powers of ten, so an axis from 0.25 to 2 had the
+// single label "1".
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || !(hi > lo) || math.Log10(hi/lo) > 3 {
+		return plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+	}
+	k0, k1 := int(math.Floor(math.Log10(lo))), int(math.Ceil(math.Log10(hi)))
+	in := func(v float64) bool { return v >= lo*(1-1e-9) && v <= hi*(1+1e-9) }
+	var labelled []float64
+	for _, ms := range [][]float64{{1}, {1, 2, 5}, {1, 2, 3, 5}, {1, 1.5, 2, 3, 4, 5, 7}} {
+		labelled = labelled[:0]
+		for k := k0; k <= k1; k++ {
+			for _, m := range ms {
+				if v := m * math.Pow10(k); in(v) {
+					labelled = append(labelled, v)
+				}
+			}
+		}
+		if len(labelled) >= 3 {
+			break
+		}
+	}
+	var ticks []plot.Tick
+	isLabel := map[float64]bool{}
+	for _, v := range labelled {
+		isLabel[v] = true
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 4, 64)})
+	}
+	for k := k0; k <= k1; k++ {
+		for m := 1; m <= 9; m++ {
+			if v := float64(m) * math.Pow10(k); in(v) && !isLabel[v] {
+				ticks = append(ticks, plot.Tick{Value: v})
+			}
+		}
+	}
+	sort.Slice(ticks, func(i, j int) bool { return ticks[i].Value < ticks[j].Value })
 	return ticks
 }
 

@@ -140,3 +140,18 @@ func TestFitTitle(t *testing.T) {
 		t.Errorf("a short title was changed")
 	}
 }
+
+// A log axis spanning less than a decade still gets several labels.
+func TestLogTicks(t *testing.T) {
+	for _, r := range [][2]float64{{0.25, 2.1}, {0.28, 0.47}, {0.01, 50}, {1e-4, 1e4}} {
+		var labels []string
+		for _, tk := range (logTicks{}).Ticks(r[0], r[1]) {
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if len(labels) < 2 {
+			t.Errorf("range %v: labels %q", r, labels)
+		}
+	}
+}
