@@ -227,16 +227,19 @@ func ZCDPDelta(rho, eps float64) (float64, error) {
 	// refine by golden-section search.
 	best, bestA := math.Inf(1), 0.0
 	for a := 1 + 1e-9; a < 1e7; a *= 1.05 {
-		if v := logDelta(a); v < best {
+		v := logDelta(a)
+		if v < best {
 			best, bestA = v, a
 		}
-		if a > 1.1*((eps+rho)/(2*rho)+2) && logDelta(a) > best+50 {
+		if a > 1.1*((eps+rho)/(2*rho)+2) && v > best+50 {
 			break
 		}
 	}
+	// 90 golden-section steps shrink the bracket by 0.618^90 ≈ 2·10⁻¹⁹,
+	// below float64 resolution.
 	lo, hi := math.Max(1+1e-12, bestA/1.05), bestA*1.05
 	const phi = 0.6180339887498949
-	for range 200 {
+	for range 90 {
 		m1 := hi - phi*(hi-lo)
 		m2 := lo + phi*(hi-lo)
 		if logDelta(m1) < logDelta(m2) {
@@ -294,17 +297,23 @@ func RhoForApprox(eps, delta float64) (float64, error) {
 	if err := CheckDelta(delta); err != nil {
 		return 0, err
 	}
+	// ZCDPToApprox(ρ, δ) ≤ ε exactly when ZCDPDelta(ρ, ε) ≤ δ (δ(ρ, ·) is
+	// decreasing in ε, and increasing in ρ), so one bisection on ρ over
+	// ZCDPDelta finds the boundary; nesting ZCDPToApprox's own bisection
+	// inside it would cost ~40× more. The answer is then checked against
+	// ZCDPToApprox itself and moved down until that check passes, so the
+	// numerical shortcut can never make the budget larger.
 	lo, hi := 0.0, eps // ε(ρ) ≥ ρ, so ρ ≤ ε
 	for range 200 {
 		mid := (lo + hi) / 2
 		if mid == lo || mid == hi {
 			break
 		}
-		e, err := ZCDPToApprox(mid, delta)
+		d, err := ZCDPDelta(mid, eps)
 		if err != nil {
 			return 0, err
 		}
-		if e <= eps {
+		if d <= delta {
 			lo = mid
 		} else {
 			hi = mid
@@ -313,10 +322,20 @@ func RhoForApprox(eps, delta float64) (float64, error) {
 			break
 		}
 	}
-	if lo == 0 {
-		return 0, invalid("no positive ρ reaches ε = %v at δ = %v", eps, delta)
+	for range 64 {
+		if lo == 0 {
+			break
+		}
+		e, err := ZCDPToApprox(lo, delta)
+		if err != nil {
+			return 0, err
+		}
+		if e <= eps {
+			return down(lo), nil
+		}
+		lo = down(lo * (1 - 1e-12))
 	}
-	return down(lo), nil
+	return 0, invalid("no positive ρ reaches ε = %v at δ = %v", eps, delta)
 }
 
 // ---- Rényi DP -------------------------------------------------------------
