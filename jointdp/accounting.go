@@ -3,8 +3,6 @@ package jointdp
 import (
 	"fmt"
 	"math"
-	"slices"
-	"sync"
 
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/accountant"
@@ -44,42 +42,6 @@ type noisePlan struct {
 // mechanism.GaussianRho (Δ + √dim·g, the effective σ), and the calibrated
 // σ_t are scaled up until that exact ρ is within the target.
 func planGaussian(cal string, eps, delta float64, T int, sens, paperSigma float64, dim int) (noisePlan, error) {
-	// The tight zCDP conversions cost about a millisecond per plan; sweeps
-	// and audits ask for the same plan thousands of times.
-	key := planKey{cal, eps, delta, T, sens, paperSigma, dim}
-	planMu.Lock()
-	pl, ok := planCache[key]
-	planMu.Unlock()
-	if !ok {
-		var err error
-		if pl, err = computePlan(cal, eps, delta, T, sens, paperSigma, dim); err != nil {
-			return noisePlan{}, err
-		}
-		planMu.Lock()
-		if len(planCache) > 4096 {
-			clear(planCache)
-		}
-		planCache[key] = pl
-		planMu.Unlock()
-	}
-	pl.Sigmas = slices.Clone(pl.Sigmas)
-	return pl, nil
-}
-
-type planKey struct {
-	cal              string
-	eps, delta       float64
-	T                int
-	sens, paperSigma float64
-	dim              int
-}
-
-var (
-	planMu    sync.Mutex
-	planCache = map[planKey]noisePlan{}
-)
-
-func computePlan(cal string, eps, delta float64, T int, sens, paperSigma float64, dim int) (noisePlan, error) {
 	if err := accountant.CheckEpsilon(eps); err != nil {
 		return noisePlan{}, fmt.Errorf("jointdp: %w", err)
 	}

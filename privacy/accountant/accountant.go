@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 )
 
 // MinEpsilon is the smallest ε accepted anywhere (smaller values are
@@ -259,6 +260,10 @@ func ZCDPDelta(rho, eps float64) (float64, error) {
 // smallest ε (found by bisection, returned from the safe end of the bracket)
 // with ZCDPDelta(ρ, ε) ≤ δ.
 func ZCDPToApprox(rho, delta float64) (float64, error) {
+	return memo(&toApproxCache, [2]float64{rho, delta}, zcdpToApprox)
+}
+
+func zcdpToApprox(rho, delta float64) (float64, error) {
 	if err := CheckRho(rho); err != nil {
 		return 0, err
 	}
@@ -291,6 +296,41 @@ func ZCDPToApprox(rho, delta float64) (float64, error) {
 // RhoForApprox returns the largest ρ (rounded down) whose tight conversion
 // gives (ε, δ)-DP: the zCDP budget equivalent to a target (ε, δ).
 func RhoForApprox(eps, delta float64) (float64, error) {
+	return memo(&rhoForCache, [2]float64{eps, delta}, rhoForApprox)
+}
+
+// The tight conversions cost about a millisecond each (nested numerical
+// searches) and are pure functions of their two arguments; sweeps, audits
+// and per-run calibrations ask for the same few values thousands of
+// times, so both are memoised (bounded: cleared beyond 4096 entries).
+var toApproxCache, rhoForCache memoTable
+
+type memoTable struct {
+	mu sync.Mutex
+	m  map[[2]float64]float64
+}
+
+func memo(t *memoTable, key [2]float64, f func(a, b float64) (float64, error)) (float64, error) {
+	t.mu.Lock()
+	v, ok := t.m[key]
+	t.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := f(key[0], key[1])
+	if err != nil {
+		return 0, err
+	}
+	t.mu.Lock()
+	if t.m == nil || len(t.m) >= 4096 {
+		t.m = make(map[[2]float64]float64)
+	}
+	t.m[key] = v
+	t.mu.Unlock()
+	return v, nil
+}
+
+func rhoForApprox(eps, delta float64) (float64, error) {
 	if err := CheckEpsilon(eps); err != nil {
 		return 0, err
 	}
