@@ -179,14 +179,22 @@ func Run(ctx context.Context, p *Problem, cfg Config) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		dense := make([]float64, len(sol.X))
-		scale := 2 * opt.Alpha / eps
-		for i, x := range sol.X {
-			dense[i] = x + noise.Laplace(cfg.Noise, scale)
-		}
+		dense, scale := PerturbOutput(sol.X, opt.Alpha, eps, cfg.Noise)
 		// Iterations and objective are un-noised facts of the raw data: not reported.
 		info["noise_scale"] = scale
 		return &Result{Solution: sol, Dense: dense, Guarantee: g, Info: info}, nil
 	}
 	return nil, fmt.Errorf("onebit: unknown mechanism %q (want clear, inp, objp, grap or outp)", cfg.Mechanism)
+}
+
+// PerturbOutput is OutP's release: x plus Laplace noise of scale 2α/ε on
+// every entry (returned with the scale). Run uses it; experiments that
+// already hold Clear's solution call it directly instead of solving again.
+func PerturbOutput(x []float64, alpha, eps float64, src *noise.Source) ([]float64, float64) {
+	dense := make([]float64, len(x))
+	scale := 2 * alpha / eps
+	for i, v := range x {
+		dense[i] = v + noise.Laplace(src, scale)
+	}
+	return dense, scale
 }

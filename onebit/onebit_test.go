@@ -2,10 +2,12 @@ package onebit
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -104,35 +106,118 @@ func TestProjectMatchesFullSVD(t *testing.T) {
 			for i := range z {
 				z[i] += tc.noise * rng.NormFloat64()
 			}
-			got := make([]float64, len(z))
 			want := make([]float64, len(z))
-			pr, _ := NewProjector(d1, d2, tc.tau, tc.alpha, rng.Float64)
-			pr.Tol, pr.MaxDykstra = 1e-4, 300
-			if _, _, err := pr.Project(got, z); err != nil {
-				t.Fatal(err)
-			}
-			// Same Dykstra settings with exact SVDs: isolates the partial SVD.
+			// Reference: full SVDs, cold Dykstra, tight tolerance.
 			ref, _ := NewProjector(d1, d2, tc.tau, tc.alpha, rng.Float64)
-			ref.Tol, ref.MaxDykstra, ref.FullSVD = 1e-4, 300, true
+			ref.Tol, ref.MaxDykstra, ref.FullSVD = 1e-4, 2000, true
 			if _, _, err := ref.Project(want, z); err != nil {
 				t.Fatal(err)
 			}
-			if nn := nuclearNorm(got, d1, d2); nn > tc.tau*(1+1e-9) {
-				t.Errorf("nuclear norm %g > τ = %g", nn, tc.tau)
+			check := func(name string, got []float64) {
+				t.Helper()
+				if nn := nuclearNorm(got, d1, d2); nn > tc.tau*(1+1e-9) {
+					t.Errorf("%s: nuclear norm %g > τ = %g", name, nn, tc.tau)
+				}
+				if m := maxAbs(got); m > tc.alpha*(1+1e-12) {
+					t.Errorf("%s: max |x| = %g > α = %g", name, m, tc.alpha)
+				}
+				var diff, size float64
+				for i := range got {
+					diff += (got[i] - want[i]) * (got[i] - want[i])
+					size += want[i] * want[i]
+				}
+				if rel := math.Sqrt(diff / size); rel > 1e-3 {
+					t.Errorf("%s: projection differs from the full-SVD one by %.3g (relative Frobenius)", name, rel)
+				}
 			}
-			if m := maxAbs(got); m > tc.alpha*(1+1e-12) {
-				t.Errorf("max |x| = %g > α = %g", m, tc.alpha)
+			// Exact Gram spectrum and gonum's SVD, both cold.
+			for _, exactDim := range []int{0} {
+				got := make([]float64, len(z))
+				pr, _ := NewProjector(d1, d2, tc.tau, tc.alpha, rng.Float64)
+				pr.Tol, pr.MaxDykstra, pr.ExactDim = 1e-4, 2000, exactDim
+				if _, _, err := pr.Project(got, z); err != nil {
+					t.Fatal(err)
+				}
+				check(fmt.Sprintf("ExactDim %d", exactDim), got)
 			}
-			var diff, size float64
-			for i := range got {
-				diff += (got[i] - want[i]) * (got[i] - want[i])
-				size += want[i] * want[i]
+			// Warm start: a projector that has just projected a nearby
+			// matrix starts Dykstra from that call's increment.
+			got := make([]float64, len(z))
+			pr, _ := NewProjector(d1, d2, tc.tau, tc.alpha, rng.Float64)
+			pr.Tol, pr.MaxDykstra = 1e-4, 2000
+			near := make([]float64, len(z))
+			for i := range z {
+				near[i] = z[i] * (1 + 0.01*rng.NormFloat64())
 			}
-			if rel := math.Sqrt(diff / size); rel > 1e-3 {
-				t.Errorf("partial-SVD projection differs from the full-SVD one by %.3g (relative Frobenius)", rel)
+			if _, _, err := pr.Project(got, near); err != nil {
+				t.Fatal(err)
 			}
+			if _, _, err := pr.Project(got, z); err != nil {
+				t.Fatal(err)
+			}
+			check("warm", got)
 		})
 	}
+}
+
+// TestNuclearSubspace checks the subspace-iteration nuclear projection
+// (used above ExactDim) against the exact one, cold (first call: exact
+// spectrum) and warm (later calls: the subspace iteration from the last
+// vectors) on a matrix with a flat tail of singular values.
+func TestNuclearSubspace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const d1, d2, r = 150, 200, 20
+	a := mat.NewDense(d1, r, nil)
+	b := mat.NewDense(d2, r, nil)
+	for i := range d1 {
+		for k := range r {
+			a.Set(i, k, rng.NormFloat64()*math.Pow(0.8, float64(k)))
+		}
+	}
+	for i := range d2 {
+		for k := range r {
+			b.Set(i, k, rng.NormFloat64())
+		}
+	}
+	z := make([]float64, d1*d2)
+	mat.NewDense(d1, d2, z).Mul(a, b.T())
+	for i := range z {
+		z[i] += 0.3 * rng.NormFloat64()
+	}
+	full, _ := fullSVD(mat.NewDense(d1, d2, append([]float64(nil), z...)))
+	tau := 0.5 * floats.Sum(full.S)
+	exact, _ := NewProjector(d1, d2, tau, 1e9, rng.Float64)
+	pr, _ := NewProjector(d1, d2, tau, 1e9, rng.Float64)
+	pr.ExactDim, pr.SweepTol = 1, 1e-10
+	want := make([]float64, len(z))
+	got := make([]float64, len(z))
+	for call := range 3 {
+		zc := make([]float64, len(z))
+		for i := range z {
+			zc[i] = z[i] * (1 + 0.01*float64(call))
+		}
+		if _, _, err := exact.Project(want, zc); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := pr.Project(got, zc); err != nil {
+			t.Fatal(err)
+		}
+		var diff, size float64
+		for i := range got {
+			diff += (got[i] - want[i]) * (got[i] - want[i])
+			size += want[i] * want[i]
+		}
+		if rel := math.Sqrt(diff / size); rel > 1e-6 {
+			t.Errorf("call %d: subspace projection differs from the exact one by %.3g", call, rel)
+		}
+		if nn := nuclearNorm(got, d1, d2); nn > tau*(1+1e-9) {
+			t.Errorf("call %d: nuclear norm %g > τ = %g", call, nn, tau)
+		}
+	}
+	if pr.Sweeps == 0 {
+		t.Error("the subspace iteration was not used")
+	}
+	t.Logf("%d sweeps, %d fallbacks", pr.Sweeps, pr.Fallbacks)
 }
 
 // TestSolveRecovers checks accuracy against a known truth in a well-posed

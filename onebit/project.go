@@ -1,6 +1,7 @@
 package onebit
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -18,15 +19,30 @@ type Projector struct {
 	// 1e-2; the solver tightens it when a direction fails to descend). The
 	// returned point is always exactly in C (see Project).
 	Tol float64
-	// MaxDykstra bounds Dykstra's iterations (default 30).
+	// MaxDykstra bounds Dykstra's iterations per call (default 10; the
+	// warm start carries the work over to the next call).
 	MaxDykstra int
 	// FullSVD uses gonum's complete SVD for every nuclear projection (the
 	// slow reference the partial SVD is checked against).
 	FullSVD bool
+	// ExactDim: matrices with min(d1, d2) ≤ ExactDim get the exact spectrum
+	// from the Gram matrix (default 400); larger ones the subspace
+	// iteration.
+	ExactDim int
+	// SweepTol and MaxSweeps stop the subspace iteration: when no kept
+	// singular value moved by more than SweepTol relative to σ₁ in a sweep
+	// (default 1e-4), or after MaxSweeps sweeps (default 20).
+	SweepTol  float64
+	MaxSweeps int
+	// NoWarmStart makes every projection start Dykstra from zero
+	// increments (the textbook algorithm; slower inside SPG).
+	NoWarmStart bool
 
-	rnd  func() float64
-	warm *mat.Dense // last right singular vectors
-	rank int        // last rank
+	rnd         func() float64
+	warmDykstra bool       // q holds the last call's box increment
+	warm        *mat.Dense // last right singular vectors
+	warmS       []float64  // and values
+	rank        int        // last rank
 
 	// Stats, cumulative.
 	NuclearProjections int // nuclear-ball projections
@@ -35,7 +51,7 @@ type Projector struct {
 	Fallbacks          int // full SVDs taken because the partial one did not settle
 	Tightened          int // times the solver tightened Tol
 
-	p, q, x, y, tmp []float64
+	q, qn, w, y, tmp []float64
 }
 
 // NewProjector returns a projector for d1 × d2 matrices; rnd seeds the
@@ -47,19 +63,28 @@ func NewProjector(d1, d2 int, tau, alpha float64, rnd func() float64) (*Projecto
 	if !(tau > 0) || math.IsInf(tau, 0) || !(alpha > 0) || math.IsInf(alpha, 0) {
 		return nil, fmt.Errorf("onebit: τ = %g and α = %g must be finite and positive", tau, alpha)
 	}
-	return &Projector{D1: d1, D2: d2, Tau: tau, Alpha: alpha, Tol: 1e-2, MaxDykstra: 30, rnd: rnd}, nil
+	return &Projector{D1: d1, D2: d2, Tau: tau, Alpha: alpha, Tol: 1e-2, MaxDykstra: 10, SweepTol: 1e-4, MaxSweeps: 20, rnd: rnd}, nil
 }
 
 // Project writes into dst the projection of z onto C (dst and z may be the
 // same slice). It returns the low-rank form of the result: dst =
 // scale · U diag(S) Vᵀ (U, S, V nil when z was already inside the nuclear
-// ball and the box, or when the result is just z clipped).
+// ball and the box, or when the last nuclear iterate was z itself).
 //
 // Exactness: if the nuclear projection of z already lies in the box, it is
 // the projection onto C. Otherwise Dykstra's algorithm alternates the two
 // projections until its two iterates agree to Tol·α entrywise; the result is
 // the last nuclear-ball iterate Y scaled by min(1, α/‖Y‖_∞), which lies in
-// both sets (scaling toward 0 keeps a point in a ball centred at 0).
+// both sets (scaling toward 0 keeps a point in a ball centred at 0), and
+// ‖Y‖_∞ ≤ α(1 + Tol), so the scaling moves it by at most Tol·α entrywise.
+//
+// Warm start: Dykstra's algorithm is block-coordinate minimisation of the
+// dual of the projection problem over the two increments p, q (Gaffke and
+// Mathar 1989; Tibshirani 2017, "Dykstra's algorithm, ADMM, and coordinate
+// descent"), with the primal iterate x = z − p − q; it converges from any
+// starting increments. When the previous call ran Dykstra, this call starts
+// from its box increment q, which SPG's small steps change little: a round
+// or two instead of dozens.
 func (pr *Projector) Project(dst, z []float64) (t triplets, scale float64, err error) {
 	n := pr.D1 * pr.D2
 	if len(z) != n || len(dst) != n {
@@ -68,63 +93,59 @@ func (pr *Projector) Project(dst, z []float64) (t triplets, scale float64, err e
 	if pr.y == nil {
 		pr.y = make([]float64, n)
 	}
-	inside, t, err := pr.nuclear(pr.y, z)
-	if err != nil {
-		return triplets{}, 0, err
-	}
-	if inside {
-		// z is in the nuclear ball: the box projection is feasible if it
-		// stays in the ball, which clipping does when it only shrinks
-		// entries toward 0 … but clipping can raise the nuclear norm, so
-		// fall through to Dykstra unless z is already in the box.
-		if maxAbs(z) <= pr.Alpha {
-			copy(dst, z)
-			return triplets{}, 1, nil
-		}
-	} else if maxAbs(pr.y) <= pr.Alpha {
-		copy(dst, pr.y)
-		return t, 1, nil
-	}
-	// Dykstra: x₀ = z, p = q = 0; y = P_nuc(x + p), p ← x + p − y;
-	// x = P_box(y + q), q ← y + q − x.
-	if pr.p == nil {
-		pr.p, pr.q, pr.x, pr.tmp = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-	}
-	x, p, q, y, tmp := pr.x, pr.p, pr.q, pr.y, pr.tmp
-	copy(x, z)
-	clear(p)
-	clear(q)
-	// The first nuclear projection is in y already (p = 0).
-	for i := range n {
-		p[i] = x[i] - y[i]
-	}
 	a := pr.Alpha
+	if pr.q == nil {
+		pr.q, pr.qn, pr.w, pr.tmp = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	}
+	q, qn, w, y, tmp := pr.q, pr.qn, pr.w, pr.y, pr.tmp
+	if !pr.warmDykstra || pr.NoWarmStart {
+		clear(q)
+	}
+	copy(w, q)
+	tk := 1.0
+	prevGap := math.Inf(1)
 	for it := 0; ; it++ {
-		gap := 0.0
 		for i := range n {
-			v := y[i] + q[i]
-			c := math.Max(-a, math.Min(a, v))
-			q[i] = v - c
-			gap = math.Max(gap, math.Abs(c-y[i]))
-			x[i] = c
+			tmp[i] = z[i] - w[i]
 		}
-		if gap <= pr.Tol*a || it >= pr.MaxDykstra {
-			break
-		}
-		pr.DykstraIters++
-		for i := range n {
-			tmp[i] = x[i] + p[i]
-		}
-		if inside, t, err = pr.nuclear(y, tmp); err != nil {
+		inside, tt, err := pr.nuclear(y, tmp)
+		if err != nil {
 			return triplets{}, 0, err
 		}
 		if inside {
-			t = triplets{}
+			tt = triplets{}
 		}
+		t = tt
+		// Dual step: qn = shrink(y + w, α), i.e. y + w − P_box(y + w).
+		gap := 0.0
 		for i := range n {
-			p[i] = tmp[i] - y[i]
+			v := y[i] + w[i]
+			c := math.Max(-a, math.Min(a, v))
+			qn[i] = v - c
+			gap = math.Max(gap, math.Abs(c-y[i]))
 		}
+		if gap <= pr.Tol*a || it >= pr.MaxDykstra {
+			if debugProj != nil {
+				debugProj("dykstra rounds %d gap %.3g tol %.3g", it, gap, pr.Tol)
+			}
+			copy(q, qn)
+			break
+		}
+		pr.DykstraIters++
+		// Nesterov extrapolation, restarted when the gap grows.
+		tn := (1 + math.Sqrt(1+4*tk*tk)) / 2
+		beta := (tk - 1) / tn
+		if gap > prevGap || !dykstraAccel {
+			tn, beta = 1, 0
+		}
+		prevGap = gap
+		for i := range n {
+			w[i] = qn[i] + beta*(qn[i]-q[i])
+			q[i] = qn[i]
+		}
+		tk = tn
 	}
+	pr.warmDykstra = true
 	m := maxAbs(y)
 	scale = 1.0
 	if m > a {
@@ -136,6 +157,16 @@ func (pr *Projector) Project(dst, z []float64) (t triplets, scale float64, err e
 	return t, scale, nil
 }
 
+// dykstraAccel turns on the Nesterov extrapolation of the dual step (tests
+// may switch it off to compare with the textbook algorithm).
+var dykstraAccel = true
+
+// debugProj, when set (tests only), is told about each projection.
+var debugProj func(format string, args ...any)
+
+// errNonFinite reports a failed decomposition (non-finite input).
+var errNonFinite = errors.New("onebit: decomposition of the iterate failed (non-finite values?)")
+
 func maxAbs(x []float64) float64 {
 	var m float64
 	for _, v := range x {
@@ -145,11 +176,14 @@ func maxAbs(x []float64) float64 {
 }
 
 // nuclear writes into dst the projection of z onto {‖X‖_* ≤ Tau} and
-// reports whether z was inside (dst = z). It computes the top singular
-// values by subspace iteration with a block grown (doubled) until the soft
-// threshold θ is passed: the block holds every value above θ and at least
-// one below. It decides z is inside the ball when Σ_top σ + √(m−b)·‖rest‖_F
-// ≤ τ (the rest's nuclear norm is at most √rank times its Frobenius norm).
+// reports whether z was inside (dst = z). A cheap test √min(d1,d2)·‖z‖_F ≤ τ
+// skips the work. Small matrices (min(d1, d2) ≤ ExactDim) take the exact
+// spectrum from the Gram matrix; larger ones a warm-started block
+// subspace iteration (both in svd.go); FullSVD takes gonum's complete SVD (the slow
+// reference). Whatever the accuracy of the singular triplets, the result
+// Σ (σ_i − θ)₊ u_i v_iᵀ has orthonormal u, v and Σ (σ_i − θ)₊ = τ, so it
+// lies in the ball exactly; inaccuracy only moves it away from the exact
+// projection.
 func (pr *Projector) nuclear(dst, z []float64) (bool, triplets, error) {
 	pr.NuclearProjections++
 	a := mat.NewDense(pr.D1, pr.D2, z)
@@ -162,49 +196,88 @@ func (pr *Projector) nuclear(dst, z []float64) (bool, triplets, error) {
 		copy(dst, z)
 		return true, triplets{}, nil
 	}
-	b := max(pr.rank+pr.rank/2+4, 8)
-	for {
-		var t triplets
-		if pr.FullSVD || b > m/2 {
-			var ok bool
-			if t, ok = fullSVD(a); !ok {
-				return false, triplets{}, fmt.Errorf("onebit: SVD of the iterate failed (non-finite values?)")
-			}
-			if !pr.FullSVD {
-				pr.Fallbacks++
-			}
-			b = m
-		} else {
-			var sweeps int
-			t, sweeps = subspaceSVD(a, b, b-2, pr.warm, 1e-8, 30, pr.rnd)
-			pr.Sweeps += sweeps
+	exactDim := pr.ExactDim
+	if exactDim == 0 {
+		exactDim = 400
+	}
+	switch {
+	case pr.FullSVD:
+		t, ok := fullSVD(a)
+		if !ok {
+			return false, triplets{}, errNonFinite
 		}
+		return pr.shrink(dst, z, t)
+	case m <= exactDim:
+		t, ok := gramSVD(a)
+		if !ok {
+			return false, triplets{}, errNonFinite
+		}
+		return pr.shrink(dst, z, t)
+	}
+	b := max(pr.rank+max(16, pr.rank/4), 32)
+	for {
+		if b > m/2 || pr.warm == nil {
+			// No start vectors (first call) or a block too large: the
+			// exact spectrum is cheaper than many sweeps.
+			pr.Fallbacks++
+			t, ok := gramSVD(a)
+			if !ok {
+				return false, triplets{}, errNonFinite
+			}
+			pr.warm, pr.warmS = t.V, t.S
+			return pr.shrink(dst, z, t)
+		}
+		t, sweeps, ok := subspaceSVD(a, b, pr.Tau, pr.SweepTol, pr.MaxSweeps, pr.warm, pr.warmS, pr.rnd)
+		pr.Sweeps += sweeps
+		if debugProj != nil {
+			_, k := softThreshold(t.S, pr.Tau)
+			debugProj("subspace b %d sweeps %d k %d", b, sweeps, k)
+		}
+		if !ok {
+			return false, triplets{}, errNonFinite
+		}
+		pr.warm, pr.warmS = t.V, t.S
 		var sum, sq float64
 		for _, s := range t.S {
 			sum += s
 			sq += s * s
 		}
+		// The rest's nuclear norm is at most √(its rank)·‖rest‖_F.
 		rest := math.Sqrt(math.Max(0, fro2-sq)) * math.Sqrt(float64(m-len(t.S)))
 		if sum+rest <= pr.Tau {
 			copy(dst, z)
 			return true, triplets{}, nil
 		}
 		if sum > pr.Tau {
-			theta, k := softThreshold(t.S, pr.Tau)
-			if k < len(t.S) || b == m {
-				pr.warm = t.V
-				pr.rank = k
-				kept := triplets{U: sliceCols(t.U, k), S: make([]float64, k), V: sliceCols(t.V, k)}
-				for i := range k {
-					kept.S[i] = t.S[i] - theta
-				}
-				compose(dst, kept, pr.D1, pr.D2)
-				return false, kept, nil
+			if _, k := softThreshold(t.S, pr.Tau); k < len(t.S) {
+				return pr.shrink(dst, z, t)
 			}
 		}
-		pr.warm = t.V
-		b = min(2*b, m)
+		b *= 2
 	}
+}
+
+// shrink soft-thresholds the singular values of t at the θ that brings
+// their sum to Tau, writes U diag(σ − θ)₊ Vᵀ into dst and returns the kept
+// triplets; if Σσ ≤ Tau it copies z (the input) into dst and reports it
+// inside.
+func (pr *Projector) shrink(dst, z []float64, t triplets) (bool, triplets, error) {
+	var sum float64
+	for _, s := range t.S {
+		sum += s
+	}
+	if sum <= pr.Tau {
+		copy(dst, z)
+		return true, triplets{}, nil
+	}
+	theta, k := softThreshold(t.S, pr.Tau)
+	kept := triplets{U: sliceCols(t.U, k), S: make([]float64, k), V: sliceCols(t.V, k)}
+	for i := range k {
+		kept.S[i] = t.S[i] - theta
+	}
+	pr.rank = k
+	compose(dst, kept, pr.D1, pr.D2)
+	return false, kept, nil
 }
 
 func sliceCols(a *mat.Dense, k int) *mat.Dense {

@@ -175,6 +175,7 @@ func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 	if opt.Gradient != nil {
 		return solveNoisy(ctx, p, opt, pr, idx)
 	}
+	retries := 0 // step reductions in this iteration
 	for it := 0; it < opt.MaxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -203,9 +204,20 @@ func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 			sol.Iterations = it
 			break
 		}
+		if debugProj != nil {
+			debugProj("it %d f %.6g dInf %.3g gtd %.3g step %.3g", it, f, dInf, gtd, alpha)
+		}
 		if gtd > -1e-12*math.Max(1, math.Abs(f)) {
 			// An inexact projection can give a non-descent direction:
-			// tighten it and retry before giving up.
+			// retry with a shorter step (z nearer C, so the projection is
+			// easier and nearer the gradient direction), then with a
+			// tighter projection, before giving up.
+			if retries < 2 && alpha > 1e-6 {
+				retries++
+				alpha /= 10
+				it--
+				continue
+			}
 			if tighten(pr) {
 				it--
 				continue
@@ -272,6 +284,7 @@ func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 			history = history[1:]
 		}
 		alpha = bbStep(sts, sty)
+		retries = 0
 		sol.Iterations = it + 1
 		if opt.Progress != nil {
 			opt.Progress(it+1, opt.MaxIter)
@@ -402,7 +415,7 @@ func tighten(pr *Projector) bool {
 func (s *Solution) FactorsUV(d1, d2 int) (rank int, u, v []float64, err error) {
 	t := s.Factors
 	if t == nil {
-		full, ok := fullSVD(mat.NewDense(d1, d2, append([]float64(nil), s.X...)))
+		full, ok := gramSVD(mat.NewDense(d1, d2, s.X))
 		if !ok {
 			return 0, nil, nil, errors.New("onebit: SVD of the solution failed")
 		}
