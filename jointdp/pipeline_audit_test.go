@@ -3,7 +3,6 @@ package jointdp
 import (
 	"context"
 	"math"
-	"slices"
 	"testing"
 
 	"github.com/privrec/privrec/privacy/audit"
@@ -51,24 +50,6 @@ func tinyProblem(t testing.TB, side int) *Problem {
 	return p
 }
 
-// pipelineEvents fixes the audit's events before sampling: {y ≥ q} and
-// {y ≤ q} at quantiles of a pilot run of side 0 (its own seed).
-func pipelineEvents(t *testing.T, sample func(*noise.Source, int) float64) []audit.Event {
-	t.Helper()
-	src := noise.Seeded(999)
-	pilot := make([]float64, 2000)
-	for i := range pilot {
-		pilot[i] = sample(src, 0)
-	}
-	slices.Sort(pilot)
-	var ev []audit.Event
-	for _, q := range []float64{0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99} {
-		th := pilot[int(q*float64(len(pilot)-1))]
-		ev = append(ev, audit.Event{Kind: audit.AtLeast, T: th}, audit.Event{Kind: audit.AtMost, T: th})
-	}
-	return ev
-}
-
 func TestPipelineAudit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("whole-pipeline audit (tier 6) skipped with -short")
@@ -112,7 +93,7 @@ func TestPipelineAudit(t *testing.T) {
 					}
 					return y
 				}
-				spec := audit.Spec{Mechanism: pl.name, ClaimedEpsilon: 1, Delta: delta, Sample: sample, Events: pipelineEvents(t, sample)}
+				spec := audit.Spec{Mechanism: pl.name, ClaimedEpsilon: 1, Delta: delta, Sample: sample, Events: audit.PilotEvents(sample, 2000, noise.Seeded(999))}
 				res, err := audit.Run(context.Background(), spec, 20000, 1-1e-6, noise.Seeded(77))
 				if err != nil {
 					t.Fatal(err)

@@ -244,3 +244,28 @@ func countEvents(ys []float64, events []Event) []int {
 	}
 	return c
 }
+
+// PilotEvents fixes a pipeline audit's events before its sampling: it draws
+// n outputs of side 0 from src (a stream of its own, not the audit's) and
+// returns {y ≥ q} and {y ≤ q} at the 1, 5, 20, 50, 80, 95 and 99 %
+// quantiles of that pilot. For whole pipelines (PRIVACY.md tier 6) whose
+// output distribution is not known in closed form; NaN outputs (failed
+// runs) are left out of the quantiles.
+func PilotEvents(sample func(src *noise.Source, side int) float64, n int, src *noise.Source) []Event {
+	pilot := make([]float64, 0, n)
+	for range n {
+		if y := sample(src, 0); !math.IsNaN(y) {
+			pilot = append(pilot, y)
+		}
+	}
+	if len(pilot) == 0 {
+		return []Event{{Kind: IsMissing}}
+	}
+	slices.Sort(pilot)
+	var ev []Event
+	for _, q := range []float64{0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99} {
+		t := pilot[int(q*float64(len(pilot)-1))]
+		ev = append(ev, Event{Kind: AtLeast, T: t}, Event{Kind: AtMost, T: t})
+	}
+	return ev
+}

@@ -175,3 +175,26 @@ func TestBoundedTimeModifiedLaplace(t *testing.T) {
 		t.Errorf("bounded-time modified Laplace: %+v", r)
 	}
 }
+
+func TestPilotEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		sample func(src *noise.Source, side int) float64
+		want   int
+	}{
+		{"uniform", func(src *noise.Source, side int) float64 { return src.Float64() }, 14},
+		{"all failed", func(*noise.Source, int) float64 { return math.NaN() }, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := PilotEvents(tc.sample, 1000, noise.Seeded(1))
+			if len(ev) != tc.want {
+				t.Fatalf("%d events, want %d", len(ev), tc.want)
+			}
+			for k := 2; k < len(ev); k += 2 {
+				if ev[k].T < ev[k-2].T {
+					t.Errorf("thresholds not increasing: %v then %v", ev[k-2].T, ev[k].T)
+				}
+			}
+		})
+	}
+}

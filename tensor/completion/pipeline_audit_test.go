@@ -3,7 +3,6 @@ package completion
 import (
 	"context"
 	"math"
-	"slices"
 	"testing"
 
 	"github.com/privrec/privrec/privacy/audit"
@@ -65,18 +64,7 @@ func TestPipelineAudit(t *testing.T) {
 				}
 				return m.Predict(0, 0, 0)
 			}
-			pilotSrc := noise.Seeded(999)
-			pilot := make([]float64, 2000)
-			for i := range pilot {
-				pilot[i] = sample(pilotSrc, 0)
-			}
-			slices.Sort(pilot)
-			var ev []audit.Event
-			for _, q := range []float64{0.01, 0.05, 0.2, 0.5, 0.8, 0.95, 0.99} {
-				th := pilot[int(q*float64(len(pilot)-1))]
-				ev = append(ev, audit.Event{Kind: audit.AtLeast, T: th}, audit.Event{Kind: audit.AtMost, T: th})
-			}
-			spec := audit.Spec{Mechanism: tc.name, ClaimedEpsilon: 1, Delta: tc.delta, Sample: sample, Events: ev}
+			spec := audit.Spec{Mechanism: tc.name, ClaimedEpsilon: 1, Delta: tc.delta, Sample: sample, Events: audit.PilotEvents(sample, 2000, noise.Seeded(999))}
 			res, err := audit.Run(context.Background(), spec, tc.n, 1-1e-6, noise.Seeded(77))
 			if err != nil {
 				t.Fatal(err)
