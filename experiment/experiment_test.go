@@ -379,3 +379,40 @@ func TestDatasetMethodFlagsAndRestriction(t *testing.T) {
 		t.Errorf("dataset flag overrode the method's own flag: RMSE %g", s2.Metrics["rmse"])
 	}
 }
+
+// Every flag a reproduction sets (a method's own, or a dataset's
+// method_flags) must be a flag of one of its methods: a dataset flag no
+// method has is silently skipped, so a typo (say "rho_0") would change
+// nothing and go unnoticed.
+func TestReproductionFlagsExist(t *testing.T) {
+	for _, r := range Reproductions() {
+		for _, scale := range []string{"quick", "paper"} {
+			c, err := r.Config(scale)
+			if err != nil {
+				t.Fatalf("%s %s: %v", r.Name, scale, err)
+			}
+			has := map[string]bool{}
+			for _, m := range c.Methods {
+				reg, err := methods.Lookup(m.Method)
+				if err != nil {
+					continue // an unregistered method is reported by reproduce --list
+				}
+				fs := flag.NewFlagSet(m.Method, flag.ContinueOnError)
+				reg.Flags(fs)
+				fs.VisitAll(func(f *flag.Flag) { has[f.Name] = true })
+				for k := range m.Flags {
+					if fs.Lookup(k) == nil {
+						t.Errorf("%s: method %s has no flag --%s", c.Name, m.LabelOf(), k)
+					}
+				}
+			}
+			for _, d := range c.Datasets {
+				for k := range d.MethodFlags {
+					if !has[k] {
+						t.Errorf("%s: dataset %s sets --%s, which none of its methods has", c.Name, d.Name, k)
+					}
+				}
+			}
+		}
+	}
+}
