@@ -218,7 +218,10 @@ func TestExperimentRC(t *testing.T) {
 			dst.Rows, dst.Cols, dst.Y = append(dst.Rows, all.Rows[k]), append(dst.Cols, all.Cols[k]), append(dst.Y, all.Y[k])
 		}
 		opt := Options{Link: Logistic{}, Tau: math.Sqrt(float64(d1 * d2)), Alpha: 1, Rand: rng.Float64}
-		accuracyTable(t, train, test, opt, epsilons, uint64(run+1), &clearAcc, acc, func(string, ...any) {})
+		logf := func(f string, a ...any) {
+			fmt.Fprintf(os.Stderr, "%6.1fs run %d: "+f+"\n", append([]any{time.Since(start).Seconds(), run}, a...)...)
+		}
+		accuracyTable(t, train, test, opt, epsilons, uint64(run+1), &clearAcc, acc, logf)
 	}
 	printAccuracy(fmt.Sprintf("RC %d × %d, %d ratings, logistic, α = 1, τ = √(d1·d2), %d random 80/20 splits (%.0f s)", d1, d2, len(all.Y), runs, time.Since(start).Seconds()), epsilons, clearAcc, acc)
 }

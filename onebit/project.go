@@ -19,6 +19,11 @@ type Projector struct {
 	// 1e-2; the solver tightens it when a direction fails to descend). The
 	// returned point is always exactly in C (see Project).
 	Tol float64
+	// StepTol, when positive, is a further absolute bound on Dykstra's
+	// tolerance: the solver sets it to a fraction of the step it is
+	// projecting, so that the projection's error stays small next to the
+	// move.
+	StepTol float64
 	// MaxDykstra bounds Dykstra's iterations per call (default 10; the
 	// warm start carries the work over to the next call).
 	MaxDykstra int
@@ -102,6 +107,10 @@ func (pr *Projector) Project(dst, z []float64) (t triplets, scale float64, err e
 		clear(q)
 	}
 	copy(w, q)
+	tol := pr.Tol * a
+	if pr.StepTol > 0 {
+		tol = math.Min(tol, pr.StepTol)
+	}
 	tk := 1.0
 	prevGap := math.Inf(1)
 	for it := 0; ; it++ {
@@ -124,9 +133,9 @@ func (pr *Projector) Project(dst, z []float64) (t triplets, scale float64, err e
 			qn[i] = v - c
 			gap = math.Max(gap, math.Abs(c-y[i]))
 		}
-		if gap <= pr.Tol*a || it >= pr.MaxDykstra {
+		if gap <= tol || it >= pr.MaxDykstra {
 			if debugProj != nil {
-				debugProj("dykstra rounds %d gap %.3g tol %.3g", it, gap, pr.Tol)
+				debugProj("dykstra rounds %d gap %.3g tol %.3g", it, gap, tol)
 			}
 			copy(q, qn)
 			break

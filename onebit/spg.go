@@ -47,14 +47,24 @@ type Options struct {
 	// MaxIter bounds SPG iterations (default 500); with Gradient set it is
 	// the exact number of iterations.
 	MaxIter int
-	// OptTol stops when the projected step ‖P(X − αg) − X‖_∞ (α the spectral
-	// step) falls below it (default 1e-4).
+	// OptTol stops when the projected step ‖P(X − αg) − X‖_∞/min(α, 1) (α
+	// the spectral step; an upper bound on the unit-step measure) falls
+	// below it (default 1e-4).
 	OptTol float64
 	// ProgTol stops when the objective changes by less than ProgTol times its
 	// size (default 1e-9).
 	ProgTol float64
 	// Memory is the non-monotone line search's window (default 10).
 	Memory int
+	// StallTol and StallWindow stop the solver when the objective fell by
+	// less than StallTol times its size over the last StallWindow
+	// iterations (defaults 1e-5 and 10): with projections accurate to
+	// about ProjTol·α the projected step rarely falls below OptTol.
+	StallTol    float64
+	StallWindow int
+	// StepCap bounds the spectral step so that no entry of X − step·g
+	// moves by more than StepCap·Alpha (default 2).
+	StepCap float64
 	// Linear, when set (one value per observation), adds Σ Linear[k]·X_k to
 	// the objective (objective perturbation).
 	Linear []float64
@@ -145,6 +155,15 @@ func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 	if opt.Memory <= 0 {
 		opt.Memory = 10
 	}
+	if opt.StepCap <= 0 {
+		opt.StepCap = 10
+	}
+	if opt.StallWindow <= 0 {
+		opt.StallWindow = 10
+	}
+	if opt.StallTol <= 0 {
+		opt.StallTol = 1e-5
+	}
 	if opt.Linear != nil && len(opt.Linear) != len(p.Y) {
 		return nil, fmt.Errorf("onebit: %d linear terms for %d observations", len(opt.Linear), len(p.Y))
 	}
@@ -176,10 +195,32 @@ func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 		return solveNoisy(ctx, p, opt, pr, idx)
 	}
 	retries := 0 // step reductions in this iteration
+	// trust bounds the step after a step reduction, then grows by half
+	// per accepted iteration: the steps that met a non-descent direction
+	// (an inexact projection far outside C) are not retried at once.
+	trust := math.Inf(1)
+	// Dykstra's tolerance is also at most stepFrac·Tol·α·‖g‖_∞ (a fraction
+	// of the largest move; Tol shrinks when the solver tightens it).
+	const stepFrac = 5.0
+	trail := []float64{f}
 	for it := 0; it < opt.MaxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		// Step cap: the trial point moves no entry by more than
+		// StepCap·α. The spectral step grows large once entries rest on
+		// the box (their gradient does not vanish there), and a point far
+		// outside C costs many Dykstra rounds for a move that the box
+		// mostly undoes.
+		var gInf float64
+		for _, v := range g {
+			gInf = math.Max(gInf, math.Abs(v))
+		}
+		if gInf > 0 {
+			alpha = math.Min(alpha, opt.StepCap*opt.Alpha/gInf)
+		}
+		alpha = math.Min(alpha, trust)
+		pr.StepTol = stepFrac * pr.Tol * alpha * gInf
 		copy(z, x)
 		for k := range m {
 			z[idx[k]] -= alpha * g[k]
@@ -198,9 +239,12 @@ func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 		for k := range m {
 			gtd += g[k] * (z[idx[k]] - xo[k])
 		}
-		sol.ProjStep = dInf
-		if dInf < opt.OptTol {
-			sol.Stop = fmt.Sprintf("projected step %.3g below %.3g", dInf, opt.OptTol)
+		// ‖P(X − tg) − X‖ is non-decreasing in t and ‖P(X − tg) − X‖/t
+		// non-increasing, so dInf/min(α, 1) bounds the unit-step measure
+		// ‖P(X − g) − X‖_∞ from above whatever the (capped) step α.
+		sol.ProjStep = dInf / math.Min(alpha, 1)
+		if sol.ProjStep < opt.OptTol {
+			sol.Stop = fmt.Sprintf("projected step %.3g below %.3g", sol.ProjStep, opt.OptTol)
 			sol.Iterations = it
 			break
 		}
@@ -209,16 +253,16 @@ func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 		}
 		if gtd > -1e-12*math.Max(1, math.Abs(f)) {
 			// An inexact projection can give a non-descent direction:
-			// retry with a shorter step (z nearer C, so the projection is
-			// easier and nearer the gradient direction), then with a
-			// tighter projection, before giving up.
-			if retries < 2 && alpha > 1e-6 {
-				retries++
-				alpha /= 10
+			// retry with a tighter projection, then with a shorter step
+			// (z nearer C, so the projection is easier), before giving up.
+			if tighten(pr) {
 				it--
 				continue
 			}
-			if tighten(pr) {
+			if retries < 2 && alpha > 1e-6 {
+				retries++
+				alpha /= 10
+				trust = alpha
 				it--
 				continue
 			}
@@ -285,6 +329,7 @@ func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 		}
 		alpha = bbStep(sts, sty)
 		retries = 0
+		trust *= 1.5
 		sol.Iterations = it + 1
 		if opt.Progress != nil {
 			opt.Progress(it+1, opt.MaxIter)
@@ -292,6 +337,13 @@ func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 		if math.Abs(fOld-f) < opt.ProgTol*math.Max(1, math.Abs(f)) {
 			sol.Stop = "objective change below tolerance"
 			break
+		}
+		trail = append(trail, f)
+		if w := opt.StallWindow; len(trail) > w {
+			if trail[len(trail)-1-w]-f < opt.StallTol*math.Max(1, math.Abs(f)) {
+				sol.Stop = fmt.Sprintf("objective decreased by less than %.3g (relative) over %d iterations", opt.StallTol, w)
+				break
+			}
 		}
 	}
 	if sol.Stop == "" {
