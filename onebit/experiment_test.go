@@ -34,10 +34,14 @@ func TestExperimentSynthetic(t *testing.T) {
 	mechs := []Mechanism{InP, ObjP, GraP, OutP}
 	for _, link := range []Link{Probit{Sigma: 1}, Logistic{}} {
 		start := time.Now()
-		clear := make([]float64, draws)
+		var clear, clearOracle, fTruth, fClear []float64
 		res := map[Mechanism][][]float64{}
 		for _, m := range mechs {
 			res[m] = make([][]float64, len(epsilons))
+		}
+		mean := func(x []float64) string {
+			m, s := stat.MeanStdDev(x, nil)
+			return fmt.Sprintf("%.3f ± %.3f", m, s/math.Sqrt(float64(len(x))))
 		}
 		for draw := range draws {
 			M, p := synthetic(uint64(1000+draw), d, d, 1, alpha, 0.15, link)
@@ -47,29 +51,45 @@ func TestExperimentSynthetic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			clear[draw] = are(r.Solution.X, M)
+			clear = append(clear, are(r.Solution.X, M))
+			// Diagnostics: the objective at the truth (is the fit
+			// over-fitting?) and Clear with the oracle τ = ‖M‖_*.
+			mo := make([]float64, len(p.Y))
+			for k := range p.Y {
+				mo[k] = M[int(p.Rows[k])*d+int(p.Cols[k])]
+			}
+			fTruth = append(fTruth, objective(p, link, nil, mo, nil))
+			fClear = append(fClear, r.Solution.Objective)
+			oo := opt
+			oo.Tau = nuclearNorm(M, d, d)
+			ro, err := Run(context.Background(), p, Config{Mechanism: Clear, Solver: oo})
+			if err != nil {
+				t.Fatal(err)
+			}
+			clearOracle = append(clearOracle, are(ro.Solution.X, M))
 			for ei, eps := range epsilons {
 				for _, m := range mechs {
-					cfg := Config{Mechanism: m, Epsilon: eps, Noise: noise.Seeded(uint64(draw*1000 + ei)), Solver: opt}
-					r, err := Run(context.Background(), p, cfg)
-					if err != nil {
-						t.Fatal(err)
-					}
-					x := r.Solution.X
-					if r.Dense != nil {
-						x = r.Dense
+					src := noise.Seeded(uint64(draw*1000 + ei*10 + len(m)))
+					var x []float64
+					if m == OutP {
+						x, _ = PerturbOutput(r.Solution.X, alpha, eps, src)
+					} else {
+						rm, err := Run(context.Background(), p, Config{Mechanism: m, Epsilon: eps, Noise: src, Solver: opt})
+						if err != nil {
+							t.Fatal(err)
+						}
+						x = rm.Solution.X
 					}
 					res[m][ei] = append(res[m][ei], are(x, M))
 				}
 			}
-		}
-		mean := func(x []float64) string {
-			m, s := stat.MeanStdDev(x, nil)
-			return fmt.Sprintf("%.3f ± %.3f", m, s/math.Sqrt(float64(len(x))))
-		}
-		fmt.Printf("\n%s link, %d draws (%.0f s): mean ARE ± standard error\n\n| ε | Clear | InP | ObjP | GraP | OutP |\n|---|---|---|---|---|---|\n", link.Name(), draws, time.Since(start).Seconds())
-		for ei, eps := range epsilons {
-			fmt.Printf("| %g | %s | %s | %s | %s | %s |\n", eps, mean(clear), mean(res[InP][ei]), mean(res[ObjP][ei]), mean(res[GraP][ei]), mean(res[OutP][ei]))
+			if n := draw + 1; n%10 == 0 || n == draws {
+				fmt.Printf("\n%s link, %d draws (%.0f s): mean ARE ± standard error\n\n| ε | Clear | InP | ObjP | GraP | OutP |\n|---|---|---|---|---|---|\n", link.Name(), n, time.Since(start).Seconds())
+				for ei, eps := range epsilons {
+					fmt.Printf("| %g | %s | %s | %s | %s | %s |\n", eps, mean(clear), mean(res[InP][ei]), mean(res[ObjP][ei]), mean(res[GraP][ei]), mean(res[OutP][ei]))
+				}
+				fmt.Printf("\nClear: objective at M̂ %s, at the truth M %s; ARE with the oracle τ = ‖M‖_*: %s\n", mean(fClear), mean(fTruth), mean(clearOracle))
+			}
 		}
 	}
 }
