@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,7 +152,24 @@ func printAccuracy(title string, epsilons []float64, clearAcc []float64, acc map
 	}
 }
 
-func experimentEpsilons() []float64 { return []float64{1, 2, 4, 7, 10} }
+// experimentEpsilons is the ε grid {1, 2, 4, 7, 10}, or the
+// comma-separated list in PRIVREC_ONEBIT_EPS (to split a long measurement
+// over processes).
+func experimentEpsilons() []float64 {
+	s := os.Getenv("PRIVREC_ONEBIT_EPS")
+	if s == "" {
+		return []float64{1, 2, 4, 7, 10}
+	}
+	var eps []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			panic(fmt.Sprintf("PRIVREC_ONEBIT_EPS: %v", err))
+		}
+		eps = append(eps, v)
+	}
+	return eps
+}
 
 // TestExperimentML measures sign accuracy on MovieLens-100K u1.base →
 // u1.test binarised at 3.5 (PRIVREC_ML100K=dir; PRIVREC_ONEBIT_MAXITER
