@@ -7,9 +7,13 @@
 // h(M_ij), −1 otherwise, on an observed set Ω. The estimator minimises the
 // negative log-likelihood over C = {‖X‖_* ≤ τ, ‖X‖_∞ ≤ α} with the spectral
 // projected gradient method (Barzilai–Borwein step, non-monotone line
-// search). The projection onto C is Dykstra's alternating projection between
-// the nuclear-norm ball (a partial SVD grown until the soft threshold is
-// passed) and the box; the returned point is exactly feasible.
+// search, with a step cap and trust bound for inexact projections). The
+// projection onto C is Dykstra's algorithm between the nuclear-norm ball and
+// the box, run as accelerated proximal gradient on the dual and
+// warm-started from the previous projection; nuclear projections take the
+// exact spectrum of the Gram matrix for small matrices and a warm-started
+// block subspace iteration for large ones. The returned point is exactly
+// feasible.
 //
 // Five mechanisms wrap the solver: Clear (no noise), InP (randomised response
 // on the observed signs, fitted with the adjusted link), ObjP (a random
