@@ -59,7 +59,7 @@ func addOnebitFlags(fs *flag.FlagSet, mech onebit.Mechanism) *onebitFlags {
 		alpha:     fs.Float64("alpha", 1, "max-norm bound α on the latent matrix"),
 		threshold: fs.Float64("threshold", math.NaN(), "ratings above this are +1, others −1 (default: 0 for ±1 data, else the training mean — which is then stored un-noised, so private methods lose their guarantee; fix it without looking at the data)"),
 		maxIter:   fs.Int("max-iter", 500, "SPG iteration limit"),
-		tol:       fs.Float64("opt-tol", 1e-4, "SPG stops when the projected step ‖P(X−αg)−X‖∞ is below this"),
+		tol:       fs.Float64("opt-tol", 1e-4, "SPG stops when the projected step ‖P(X−αg)−X‖∞/min(α,1) is below this (it also stops when the objective stalls: < 1e-5 relative decrease over 10 iterations)"),
 		projTol:   fs.Float64("proj-tol", 1e-2, "Dykstra tolerance of the projection, relative to α (tightened automatically when needed)"),
 		fullSVD:   fs.Bool("full-svd", false, "use a full SVD in every nuclear projection (slow reference)"),
 	}
