@@ -56,7 +56,7 @@ func addOnebitFlags(fs *flag.FlagSet, mech onebit.Mechanism) *onebitFlags {
 		link:      fs.String("link", "logit", "link function: logit or probit"),
 		sigma:     fs.Float64("sigma", 1, "probit noise scale σ (h(x) = Φ(x/σ))"),
 		tau:       fs.Float64("tau", 0, "nuclear-norm radius τ (0: α·√(users·items), the seed's τ for rank 1)"),
-		alpha:     fs.Float64("alpha", 1, "max-norm bound α on the latent matrix"),
+		alpha:     fs.Float64("alpha", 1, "max-norm bound α on the latent matrix; inf drops the bound (nuclear ball only, as the 1BMC reference code runs MovieLens; not for onebit-outp or probit onebit-objp)"),
 		threshold: fs.Float64("threshold", math.NaN(), "ratings above this are +1, others −1 (default: 0 for ±1 data, else the training mean — which is then stored un-noised, so private methods lose their guarantee; fix it without looking at the data)"),
 		maxIter:   fs.Int("max-iter", 500, "SPG iteration limit"),
 		tol:       fs.Float64("opt-tol", 1e-4, "SPG stops when the projected step ‖P(X−αg)−X‖∞/min(α,1) is below this (it also stops when the objective stalls: < 1e-5 relative decrease over 10 iterations)"),
@@ -92,12 +92,17 @@ func trainOnebit(ctx context.Context, data *ratings.Matrix, c Common, mech onebi
 	}
 	d1, d2 := data.NumUsers(), data.NumItems()
 	alpha := *f.alpha
-	if !(alpha > 0) || math.IsInf(alpha, 0) {
-		return nil, fmt.Errorf("--alpha must be positive and finite, got %g", alpha)
+	if !(alpha > 0) {
+		return nil, fmt.Errorf("--alpha must be positive (or inf), got %g", alpha)
 	}
 	tau := *f.tau
 	if tau == 0 {
-		tau = alpha * math.Sqrt(float64(d1)*float64(d2))
+		// The seed's τ = α√(d1·d2) for r = 1; without a max-norm bound, the
+		// 1BMC reference's MovieLens radius √(d1·d2).
+		tau = math.Sqrt(float64(d1) * float64(d2))
+		if !math.IsInf(alpha, 1) {
+			tau *= alpha
+		}
 	}
 	if !(tau > 0) || math.IsInf(tau, 0) {
 		return nil, fmt.Errorf("--tau must be positive and finite, got %g", tau)
@@ -157,7 +162,7 @@ func trainOnebit(ctx context.Context, data *ratings.Matrix, c Common, mech onebi
 	m := model.New("onebit-"+string(mech), data)
 	m.Output = model.Signs
 	m.Transform.Binarise, m.Transform.Threshold = true, thr
-	m.Params = map[string]any{"link": *f.link, "tau": tau, "alpha": alpha, "threshold": thr, "threshold_from_data": fromData}
+	m.Params = map[string]any{"link": *f.link, "tau": tau, "alpha": onebit.AlphaParam(alpha), "threshold": thr, "threshold_from_data": fromData}
 	if *f.link == "probit" {
 		m.Params["sigma"] = *f.sigma
 	}

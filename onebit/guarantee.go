@@ -3,8 +3,11 @@ package onebit
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/accountant"
+	"github.com/privrec/privrec/privacy/mechanism"
 )
 
 // The guarantee arithmetic of the five mechanisms, in one place.
@@ -60,9 +63,25 @@ func ObjPGuarantee(eps, delta float64) privacy.Guarantee {
 // scale K·delta1/ε, so each is (ε/K)-DP and basic composition gives ε.
 // The solver's steps use only the perturbed gradients (no line search, no
 // data-dependent stopping), so the iterates are post-processing.
-func GraPGuarantee(eps float64, k int, delta1 float64) privacy.Guarantee {
-	return privacy.Guarantee{Epsilon: eps, Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.Proven,
-		Note: fmt.Sprintf("Gradient perturbation: %d iterations, each adding Laplace noise of scale %d·%.4g/ε to the clamped gradient on the observed entries (L1 sensitivity %.4g per iteration), composed by basic composition; steps use only the noisy gradients. %s", k, k, delta1, delta1, omegaNote)}
+func GraPGuarantee(eps float64, k int, delta1, scale float64) (privacy.Guarantee, error) {
+	// Each step releases the clamped gradient plus lattice Laplace noise;
+	// one changed sign moves one gradient entry by ≤ Δ1, and the rounding
+	// to the lattice is priced by mechanism.LaplaceEpsilon (Δ1 + g over the
+	// effective scale). Basic composition over the k steps.
+	per, err := mechanism.LaplaceEpsilon(delta1, scale, 1)
+	if err != nil {
+		return privacy.Guarantee{}, fmt.Errorf("onebit: GraP accounting: %w", err)
+	}
+	total, err := accountant.BasicComposition(slices.Repeat([]float64{per}, k)...)
+	if err != nil {
+		return privacy.Guarantee{}, fmt.Errorf("onebit: GraP accounting: %w", err)
+	}
+	g := privacy.Guarantee{Epsilon: total, Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.Proven,
+		Note: fmt.Sprintf("Gradient perturbation: %d iterations, each adding lattice Laplace noise of scale %.4g (≈ %d·%.4g/ε) to the clamped gradient on the observed entries (L1 sensitivity %.4g per iteration), composed by basic composition; steps use only the noisy gradients. %s", k, scale, k, delta1, delta1, omegaNote)}
+	if total > eps {
+		g.ClaimedEpsilon = eps
+	}
+	return g, nil
 }
 
 // OutPGuarantee is output perturbation's. The seed adds Laplace noise of
@@ -74,7 +93,14 @@ func GraPGuarantee(eps float64, k int, delta1 float64) privacy.Guarantee {
 func OutPGuarantee(eps, alpha, tau float64, d1, d2 int) privacy.Guarantee {
 	n := float64(d1) * float64(d2)
 	sens := math.Min(2*alpha*n, 2*tau*math.Sqrt(n))
+	// Lattice Laplace on all d1·d2 entries: the rounding is priced by
+	// mechanism.LaplaceEpsilon; the plain Δ/b is the fallback bound's floor.
 	proven := math.Nextafter(sens/(2*alpha/eps), math.Inf(1))
+	if e, err := mechanism.LaplaceEpsilon(sens, 2*alpha/eps, d1*d2); err == nil {
+		proven = math.Max(proven, e)
+	} else {
+		proven = math.Inf(1)
+	}
 	return privacy.Guarantee{Epsilon: proven, ClaimedEpsilon: eps, Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.Proven,
 		Note: fmt.Sprintf("Output perturbation: Laplace noise of scale 2α/ε = %.4g on every entry of the completed %d × %d matrix, as in the seed, which claims ε = %g. That calibration protects one entry of the output, but one changed rating can move all %d entries, so the whole released matrix is only %.4g-DP (L1 sensitivity ≤ %.4g). %s",
 			2*alpha/eps, d1, d2, eps, d1*d2, proven, sens, omegaNote)}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
@@ -110,9 +111,20 @@ func TestGuarantees(t *testing.T) {
 	if g.Private() || g.ClaimedEpsilon != 4 || g.Status != privacy.AsClaimed {
 		t.Errorf("ObjP: %+v", g)
 	}
-	g = GraPGuarantee(4, 10, 1)
-	if !g.Private() || g.Epsilon != 4 {
+	scale, err := mechanism.LaplaceScale(0.4, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, err = GraPGuarantee(4, 10, 1, scale); err != nil {
+		t.Fatal(err)
+	}
+	// The lattice rounding costs at most a relative 2⁻³⁸; the calibrated
+	// scale keeps the total within the requested ε.
+	if !g.Private() || g.Epsilon > 4 || g.Epsilon < 4*(1-1e-9) || g.ClaimedEpsilon != 0 {
 		t.Errorf("GraP: %+v", g)
+	}
+	if g, err = GraPGuarantee(4, 10, 1, 2.5); err != nil || !(g.Epsilon > 4) || g.ClaimedEpsilon != 4 {
+		t.Errorf("GraP with the textbook scale 10·1/4 must prove slightly more than 4 (rounding): %+v, %v", g, err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
@@ -68,7 +69,10 @@ func Run(ctx context.Context, p *Problem, cfg Config) (*Result, error) {
 		}
 	}
 	opt := cfg.Solver
-	info := map[string]any{"link": opt.Link.Name(), "tau": opt.Tau, "alpha": opt.Alpha}
+	info := map[string]any{"link": opt.Link.Name(), "tau": opt.Tau, "alpha": AlphaParam(opt.Alpha)}
+	if math.IsInf(opt.Alpha, 1) && (cfg.Mechanism == OutP || (opt.Link.Name() != "logit" && (cfg.Mechanism == ObjP || (cfg.Mechanism == GraP && cfg.Clamp < 0)))) {
+		return nil, fmt.Errorf("onebit: %s needs a finite α (its noise is calibrated to α)", cfg.Mechanism)
+	}
 	var g privacy.Guarantee
 	switch cfg.Mechanism {
 	case Clear:
@@ -151,8 +155,13 @@ func Run(ctx context.Context, p *Problem, cfg Config) (*Result, error) {
 			}
 			delta1 = d
 		}
-		scale := float64(k) * delta1 / eps
-		g = GraPGuarantee(eps, k, delta1)
+		scale, err := mechanism.LaplaceScale(eps/float64(k), delta1, 1)
+		if err != nil {
+			return nil, fmt.Errorf("onebit: GraP noise: %w", err)
+		}
+		if g, err = GraPGuarantee(eps, k, delta1, scale); err != nil {
+			return nil, err
+		}
 		opt.MaxIter = k
 		opt.Gradient = func(_ int, grad []float64) error {
 			for i, v := range grad {
@@ -162,7 +171,8 @@ func Run(ctx context.Context, p *Problem, cfg Config) (*Result, error) {
 				if c > 0 {
 					v = math.Max(-c, math.Min(c, v))
 				}
-				grad[i] = v + noise.Laplace(cfg.Noise, scale)
+				// Lattice release (not v + float noise: PRIVACY.md).
+				grad[i] = noise.SnapLaplace(cfg.Noise, v, scale)
 			}
 			return nil
 		}
@@ -194,7 +204,16 @@ func PerturbOutput(x []float64, alpha, eps float64, src *noise.Source) ([]float6
 	dense := make([]float64, len(x))
 	scale := 2 * alpha / eps
 	for i, v := range x {
-		dense[i] = v + noise.Laplace(src, scale)
+		dense[i] = noise.SnapLaplace(src, v, scale) // lattice release (PRIVACY.md)
 	}
 	return dense, scale
+}
+
+// AlphaParam is α as a model or report parameter: the number, or "inf"
+// when there is no max-norm constraint (JSON has no infinity).
+func AlphaParam(alpha float64) any {
+	if math.IsInf(alpha, 1) {
+		return "inf"
+	}
+	return alpha
 }

@@ -9,6 +9,8 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/privrec/privrec/privacy/noise"
 )
 
 // synthetic builds the seed's setup: M = M1 M2ᵀ with U[−½, ½] factors scaled
@@ -87,6 +89,8 @@ func TestProjectMatchesFullSVD(t *testing.T) {
 		{"both active", 20, 0.3, 4, 0.1},
 		{"inside", 1e6, 1e6, 2, 0.1},
 		{"box only", 1e6, 0.2, 2, 0.1},
+		{"no box (α = ∞)", 5, math.Inf(1), 3, 0.01},
+		{"no box, inside", 1e6, math.Inf(1), 2, 0.1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := mat.NewDense(d1, tc.rank, nil)
@@ -262,6 +266,33 @@ func TestSolveRecovers(t *testing.T) {
 			}
 			if worst > 1e-8 {
 				t.Errorf("factors reproduce X only to %.3g", worst)
+			}
+		})
+	}
+}
+
+// TestInfiniteAlphaMechanisms: without a max-norm bound the mechanisms
+// whose noise is calibrated to α refuse to run; the others run.
+func TestInfiniteAlphaMechanisms(t *testing.T) {
+	_, p := synthetic(3, 12, 10, 1, 1, 0.5, Logistic{})
+	for _, tc := range []struct {
+		mech Mechanism
+		link Link
+		ok   bool
+	}{
+		{Clear, Logistic{}, true},
+		{InP, Logistic{}, true},
+		{GraP, Logistic{}, true},
+		{ObjP, Logistic{}, true},
+		{ObjP, Probit{Sigma: 1}, false},
+		{OutP, Logistic{}, false},
+	} {
+		t.Run(string(tc.mech)+"/"+tc.link.Name(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 1))
+			_, err := Run(context.Background(), p, Config{Mechanism: tc.mech, Epsilon: 4, Iterations: 2, Clamp: 0.5, Noise: noise.Seeded(1),
+				Solver: Options{Link: tc.link, Tau: 10, Alpha: math.Inf(1), MaxIter: 5, Rand: rng.Float64}})
+			if (err == nil) != tc.ok {
+				t.Errorf("error %v, want ok = %v", err, tc.ok)
 			}
 		})
 	}

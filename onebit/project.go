@@ -61,12 +61,15 @@ type Projector struct {
 
 // NewProjector returns a projector for d1 × d2 matrices; rnd seeds the
 // subspace iteration's random start vectors (non-private randomness).
+// alpha = +Inf drops the max-norm constraint: C is the nuclear ball alone,
+// one nuclear projection per call (the problem the 1BMC reference code
+// solves on MovieLens).
 func NewProjector(d1, d2 int, tau, alpha float64, rnd func() float64) (*Projector, error) {
 	if d1 <= 0 || d2 <= 0 {
 		return nil, fmt.Errorf("onebit: empty %d × %d matrix", d1, d2)
 	}
-	if !(tau > 0) || math.IsInf(tau, 0) || !(alpha > 0) || math.IsInf(alpha, 0) {
-		return nil, fmt.Errorf("onebit: τ = %g and α = %g must be finite and positive", tau, alpha)
+	if !(tau > 0) || math.IsInf(tau, 0) || !(alpha > 0) {
+		return nil, fmt.Errorf("onebit: τ = %g must be finite and positive and α = %g positive", tau, alpha)
 	}
 	return &Projector{D1: d1, D2: d2, Tau: tau, Alpha: alpha, Tol: 1e-2, MaxDykstra: 10, SweepTol: 1e-4, MaxSweeps: 20, rnd: rnd}, nil
 }
