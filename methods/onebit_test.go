@@ -1,12 +1,9 @@
 package methods
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
 	"github.com/privrec/privrec/privacy"
@@ -76,30 +73,7 @@ func TestOnebitMethods(t *testing.T) {
 		{"onebit-inp", nil, privacy.None, 0},
 		{"onebit-clear", []string{"--threshold", "3.5", "--link", "probit", "--sigma", "0.5"}, privacy.None, 0.65},
 	} {
-		m, err := Lookup(c.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-		tr := m.Flags(fs)
-		if err := fs.Parse(c.args); err != nil {
-			t.Fatal(err)
-		}
-		res, err := tr.Train(context.Background(), train, Common{Epsilon: 8, Rand: noise.Seeded(2), Noise: noise.Seeded(3), Workers: 1})
-		if err != nil {
-			t.Fatalf("%s %v: %v", c.name, c.args, err)
-		}
-		if res.Guarantee.Status != c.status {
-			t.Errorf("%s %v: status %s, want %s", c.name, c.args, res.Guarantee.Status, c.status)
-		}
-		path := filepath.Join(t.TempDir(), "m")
-		if err := res.SaveTo(path); err != nil {
-			t.Fatal(err)
-		}
-		rep, err := EvaluateFile(context.Background(), path, test, EvalOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := trainSaveEval(t, c.name, c.args, train, test, Common{Epsilon: 8, Rand: noise.Seeded(2), Noise: noise.Seeded(3), Workers: 1}, c.status)
 		if rep.Accuracy == nil {
 			t.Fatalf("%s %v: no accuracy in %+v", c.name, c.args, rep)
 		}

@@ -1,11 +1,8 @@
 package methods
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"math"
-	"path/filepath"
 	"testing"
 
 	"github.com/privrec/privrec/privacy"
@@ -50,30 +47,8 @@ func TestTensorMethods(t *testing.T) {
 		{"cp-dpsgd", []string{"--passes", "10", "--range", "0:1", "--centre-eps", "0.5"}, privacy.Proven},
 		{"cp-ip", []string{"--range", "0:1", "--biscale"}, privacy.None},
 	} {
-		m, err := Lookup(c.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-		tr := m.Flags(fs)
-		if err := fs.Parse(append([]string{"--item-day"}, c.args...)); err != nil {
-			t.Fatal(err)
-		}
-		res, err := tr.Train(context.Background(), train, Common{Epsilon: 5, Delta: 1e-5, Rand: noise.Seeded(2), Noise: noise.Seeded(3), Workers: 2})
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if res.Guarantee.Status != c.status {
-			t.Errorf("%s %v: status %s, want %s", c.name, c.args, res.Guarantee.Status, c.status)
-		}
-		path := filepath.Join(t.TempDir(), "m")
-		if err := res.SaveTo(path); err != nil {
-			t.Fatal(err)
-		}
-		rep, err := EvaluateFile(context.Background(), path, test, EvalOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := trainSaveEval(t, c.name, append([]string{"--item-day"}, c.args...), train, test,
+			Common{Epsilon: 5, Delta: 1e-5, Rand: noise.Seeded(2), Noise: noise.Seeded(3), Workers: 2}, c.status)
 		if rep.N != test.Len() || rep.RMSE == nil || math.IsNaN(*rep.RMSE) || *rep.RMSE > 1 {
 			t.Errorf("%s: report %+v", c.name, rep)
 		}
