@@ -125,12 +125,7 @@ func TestProjectMatchesFullSVD(t *testing.T) {
 				if m := maxAbs(got); m > tc.alpha*(1+1e-12) {
 					t.Errorf("%s: max |x| = %g > α = %g", name, m, tc.alpha)
 				}
-				var diff, size float64
-				for i := range got {
-					diff += (got[i] - want[i]) * (got[i] - want[i])
-					size += want[i] * want[i]
-				}
-				if rel := math.Sqrt(diff / size); rel > 1e-3 {
+				if rel := floats.Distance(got, want, 2) / floats.Norm(want, 2); rel > 1e-3 {
 					t.Errorf("%s: projection differs from the full-SVD one by %.3g (relative Frobenius)", name, rel)
 				}
 			}
@@ -206,12 +201,7 @@ func TestNuclearSubspace(t *testing.T) {
 		if _, _, err := pr.Project(got, zc); err != nil {
 			t.Fatal(err)
 		}
-		var diff, size float64
-		for i := range got {
-			diff += (got[i] - want[i]) * (got[i] - want[i])
-			size += want[i] * want[i]
-		}
-		if rel := math.Sqrt(diff / size); rel > 1e-6 {
+		if rel := floats.Distance(got, want, 2) / floats.Norm(want, 2); rel > 1e-6 {
 			t.Errorf("call %d: subspace projection differs from the exact one by %.3g", call, rel)
 		}
 		if nn := nuclearNorm(got, d1, d2); nn > tau*(1+1e-9) {
