@@ -93,12 +93,10 @@ func GraPGuarantee(eps float64, k int, delta1, scale float64) (privacy.Guarantee
 func OutPGuarantee(eps, alpha, tau float64, d1, d2 int) privacy.Guarantee {
 	n := float64(d1) * float64(d2)
 	sens := math.Min(2*alpha*n, 2*tau*math.Sqrt(n))
-	// Lattice Laplace on all d1·d2 entries: the rounding is priced by
-	// mechanism.LaplaceEpsilon; the plain Δ/b is the fallback bound's floor.
-	proven := math.Nextafter(sens/(2*alpha/eps), math.Inf(1))
-	if e, err := mechanism.LaplaceEpsilon(sens, 2*alpha/eps, d1*d2); err == nil {
-		proven = math.Max(proven, e)
-	} else {
+	// Lattice Laplace on all d1·d2 entries: mechanism.LaplaceEpsilon prices
+	// the rounding ((Δ + d1·d2·g)/b, rounded up); no bound if it fails.
+	proven, err := mechanism.LaplaceEpsilon(sens, 2*alpha/eps, d1*d2)
+	if err != nil {
 		proven = math.Inf(1)
 	}
 	return privacy.Guarantee{Epsilon: proven, ClaimedEpsilon: eps, Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.Proven,
