@@ -397,6 +397,9 @@ func TestReproductionFlagsExist(t *testing.T) {
 				if err != nil {
 					continue // an unregistered method is reported by reproduce --list
 				}
+				if reg.Flags == nil {
+					continue // typed Config: checked by methods.Configure
+				}
 				fs := flag.NewFlagSet(m.Method, flag.ContinueOnError)
 				reg.Flags(fs)
 				fs.VisitAll(func(f *flag.Flag) { has[f.Name] = true })

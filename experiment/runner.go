@@ -99,6 +99,9 @@ func Plan(c *Config) ([]job, error) {
 		for _, m := range c.Methods {
 			fs := flag.NewFlagSet("", flag.ContinueOnError)
 			reg, _ := methods.Lookup(m.Method)
+			if reg.Flags == nil {
+				continue
+			}
 			reg.Flags(fs)
 			any = any || fs.Lookup(s.Name) != nil
 		}
@@ -149,6 +152,13 @@ func trainerFor(m MethodSpec, d DataSpec, s *Sweep, v float64, extra ...string) 
 	reg, err := methods.Lookup(m.Method)
 	if err != nil {
 		return nil, nil, err
+	}
+	if reg.Flags == nil {
+		cfg, err := methods.ConfigureStrings(m.Method, m.Flags)
+		if err != nil {
+			return nil, nil, err
+		}
+		return methods.AsTrainer(m.Method, cfg), reg, nil
 	}
 	fs := flag.NewFlagSet(m.Method, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/ratings"
 )
 
@@ -16,6 +17,9 @@ type EvalOptions struct {
 	Relevant float64
 	// Truth, when non-nil, is the full true matrix (synthetic data), for ARE.
 	Truth *ratings.Matrix
+	// States are the users' own states of a model that holds no users
+	// (joint DP); evaluation joins them to the public model in memory.
+	States *model.UserStates
 }
 
 // Report is the outcome of an evaluation; metrics that do not apply are

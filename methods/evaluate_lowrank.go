@@ -49,6 +49,15 @@ func ptr(x float64) *float64 { return &x }
 // for sign models, test rating above the threshold).
 func EvaluateModel(ctx context.Context, m *model.Model, test *ratings.Matrix, opt EvalOptions) (*Report, error) {
 	rep := &Report{Method: m.Method, Guarantee: m.Guarantee.String()}
+	if m.Users == nil && m.Dense == nil {
+		if opt.States == nil {
+			return nil, fmt.Errorf("the %s model holds no users (its per-user state is kept apart): pass the users' states (--user-state DIR)", m.Method)
+		}
+		var err error
+		if m, err = m.Join(opt.States); err != nil {
+			return nil, err
+		}
+	}
 	signs := m.Output == model.Signs
 	// Map test indices to model indices once.
 	uMap := make([]int32, test.NumUsers())
@@ -145,7 +154,7 @@ func topK(ctx context.Context, m *model.Model, test *ratings.Matrix, uMap, iMap 
 	if m.Output == model.Signs {
 		thr, strict = m.Transform.Threshold, true
 	} else if thr == 0 || math.IsNaN(thr) {
-		thr = m.Transform.DataMean
+		thr = test.Mean() // the held-out data's own mean: evaluation, not a release
 	}
 	workers := runtime.GOMAXPROCS(0)
 	type acc struct {

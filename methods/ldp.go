@@ -173,11 +173,7 @@ func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
 		}
 		to := func(v float64) float64 { return om.ToReport(v) }
 		m.Transform.Scale = &model.Scale{FromMin: h.Scale.Min, FromMax: h.Scale.Max, ToMin: to(h.Scale.Min), ToMax: to(h.Scale.Max)}
-		m.Transform.DataMin, m.Transform.DataMax = h.Scale.Min, h.Scale.Max
-		m.Transform.DataMean = math.Min(h.Scale.Max, math.Max(h.Scale.Min, om.FromReport(res.Offset)))
-		if !*debias {
-			m.Transform.DataMean = (h.Scale.Min + h.Scale.Max) / 2
-		}
+		m.Transform.Clamp = &model.Range{Min: h.Scale.Min, Max: h.Scale.Max}
 		m.Rank, m.U, m.V, m.Offset = res.Rank, res.U, res.V, res.Offset
 		m.UserBias, m.ItemBias = res.UserBias, res.ItemBias
 		if m.U == nil {

@@ -1,11 +1,18 @@
-// Package methods is the registry of training methods: each solver package
-// registers its methods (name, flags, trainer) here, and the command line
-// and the experiment runner find them by name. It is the one place that
-// ties data, solver, mechanism and model together.
+// Package methods is the registry of training methods. Each method has a
+// typed Config (defaults from Method.New, validation, documentation in
+// struct tags) and trains an Input — the private ratings plus declared
+// public facts — into a release.Release whose public part is covered by its
+// Guarantee. The command line binds a Config's fields to flags (package
+// main, by their `flag` and `help` tags); the experiment runner and the
+// reproductions build Configs directly or from JSON parameters (the same
+// names). It is the one place that ties data, solver, mechanism and model
+// together.
 package methods
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -16,6 +23,7 @@ import (
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
 )
 
 // Common is what every method receives besides its own flags.
@@ -38,6 +46,37 @@ type Common struct {
 	Log     *slog.Logger
 	// Progress, when non-nil, is told how far a long run has got.
 	Progress func(done, total int)
+}
+
+// Env is what every method receives besides its Input and Config: the
+// requested budget and the sources of randomness.
+type Env struct {
+	// Epsilon and Delta are the requested privacy parameters (ignored by
+	// non-private methods).
+	Epsilon, Delta float64
+	// Noise is the random source for the privacy noise: noise.Secure()
+	// unless the user asked for a seeded experiment.
+	Noise *noise.Source
+	// Rand is the source for non-privacy randomness (initialisation,
+	// shuffling); seeded from Seed so runs are repeatable.
+	Rand *noise.Source
+	Seed uint64
+	// Workers bounds parallelism (0 = GOMAXPROCS).
+	Workers int
+	Log     *slog.Logger
+	// Progress, when non-nil, is told how far a long run has got.
+	Progress func(done, total int)
+}
+
+// Config is a method's typed configuration. Its exported fields carry
+// `json` tags (the parameter names of experiment files), `flag` tags (the
+// command-line names; the same as the JSON names) and `help` tags.
+type Config interface {
+	// Validate checks the settings themselves (not the data); it names
+	// the offending setting by its flag name.
+	Validate() error
+	// Train runs the method.
+	Train(ctx context.Context, in release.Input, env Env) (*release.Release, error)
 }
 
 // Result is what a trainer returns.
@@ -89,7 +128,76 @@ type Method struct {
 	// Flags registers the method's own flags on fs and returns a trainer
 	// that reads them once fs is parsed. Several methods may register the
 	// same flag names; only the chosen method's flags are registered.
+	//
+	// Deprecated: methods move to New; Flags goes once all have moved.
 	Flags func(fs *flag.FlagSet) Trainer
+	// New returns the method's Config with its defaults.
+	New func() Config
+	// PerUser is true when the method's Release has per-user state
+	// (joint DP): users' rows are kept apart from the public model.
+	PerUser bool
+	// Needs lists the declared facts the method cannot train without
+	// ("scale", "items"), for help texts.
+	Needs []string
+}
+
+// Configure returns the method's default Config with params (JSON names)
+// applied; an unknown or mistyped parameter is an error naming it.
+func Configure(name string, params map[string]any) (Config, error) {
+	m, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if m.New == nil {
+		return nil, fmt.Errorf("method %s has no typed configuration yet", name)
+	}
+	c := m.New()
+	if len(params) > 0 {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return nil, fmt.Errorf("%s parameters: %w", name, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(c); err != nil {
+			return nil, fmt.Errorf("%s parameters: %w", name, err)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return c, nil
+}
+
+// Train validates cfg, trains, marks a release made with reproducible
+// noise as such, and checks the release is well formed.
+func Train(ctx context.Context, name string, cfg Config, in release.Input, env Env) (*release.Release, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if in.Ratings == nil || in.Ratings.Len() == 0 {
+		return nil, fmt.Errorf("%s: no training ratings", name)
+	}
+	if env.Noise == nil {
+		env.Noise = noise.Secure()
+	}
+	if env.Rand == nil {
+		env.Rand = noise.Seeded(env.Seed)
+	}
+	r, err := cfg.Train(ctx, in, env)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if env.Noise.Reproducible() {
+		r.Guarantee.Reproducible = true
+	}
+	if m := r.Model(); m != nil {
+		m.Guarantee = r.Guarantee
+	}
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return r, nil
 }
 
 var registry = map[string]*Method{}

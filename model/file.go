@@ -24,7 +24,7 @@ import (
 // they do not know.
 const (
 	Magic   = "privrec-model\n"
-	Version = 1
+	Version = 2
 	// KindLowRank is the kind of a matrix model (this package's Model).
 	KindLowRank = "lowrank"
 )
@@ -120,6 +120,9 @@ func ReadContainer(r io.Reader) (kind string, meta json.RawMessage, arrays map[s
 	if err := json.Unmarshal(hb, &h); err != nil {
 		return "", nil, nil, fmt.Errorf("decoding header: %w", err)
 	}
+	if h.Version == 1 {
+		return "", nil, nil, errors.New("model format version 1 is refused: version-1 files could hold exact facts of the training data (a fingerprint, the mean and range) outside the guarantee; retrain with `privrec train` (add --scale MIN:MAX and, for joint-DP methods, --items FILE) to get a version-2 file")
+	}
 	if h.Version != Version {
 		return "", nil, nil, fmt.Errorf("model format version %d is not supported (this privrec reads version %d)", h.Version, Version)
 	}
@@ -152,24 +155,30 @@ func ReadContainer(r io.Reader) (kind string, meta json.RawMessage, arrays map[s
 
 // lowRankMeta is the JSON header of a low-rank model.
 type lowRankMeta struct {
-	Method      string            `json:"method"`
-	Params      map[string]any    `json:"params,omitempty"`
-	Guarantee   privacy.Guarantee `json:"guarantee"`
-	Fingerprint string            `json:"fingerprint"`
-	Transform   Transform         `json:"transform"`
-	Output      Output            `json:"output"`
-	Users       []string          `json:"users"`
-	Items       []string          `json:"items"`
-	Rank        int               `json:"rank"`
-	Offset      float64           `json:"offset"`
+	Method     string            `json:"method"`
+	Params     map[string]any    `json:"params,omitempty"`
+	Guarantee  privacy.Guarantee `json:"guarantee"`
+	Transform  Transform         `json:"transform"`
+	Output     Output            `json:"output"`
+	Users      []string          `json:"users,omitempty"`
+	Items      []string          `json:"items"`
+	Titles     []string          `json:"titles,omitempty"`
+	Rank       int               `json:"rank"`
+	Offset     float64           `json:"offset"`
+	FoldIn     FoldIn            `json:"fold_in,omitempty"`
+	FoldLambda float64           `json:"fold_lambda,omitempty"`
 }
+
+// Kind is the container kind of a low-rank model.
+func (m *Model) Kind() string { return KindLowRank }
 
 // Write encodes the model.
 func (m *Model) Write(w io.Writer) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
-	meta := lowRankMeta{m.Method, m.Params, m.Guarantee, m.Fingerprint, m.Transform, m.Output, m.Users, m.Items, m.Rank, m.Offset}
+	meta := lowRankMeta{Method: m.Method, Params: m.Params, Guarantee: m.Guarantee, Transform: m.Transform, Output: m.Output,
+		Users: m.Users, Items: m.Items, Titles: m.Titles, Rank: m.Rank, Offset: m.Offset, FoldIn: m.FoldIn, FoldLambda: m.FoldLambda}
 	var arrays []Array
 	add := func(name string, f []float64) {
 		if f != nil {
@@ -193,22 +202,34 @@ func (m *Model) Save(path string) error {
 	return WriteFileAtomic(path, m.Write)
 }
 
+// WriteFileAtomicBytes writes b to path atomically with the given mode.
+func WriteFileAtomicBytes(path string, b []byte, mode os.FileMode) error {
+	return writeAtomic(path, mode, func(w io.Writer) error { _, err := w.Write(b); return err })
+}
+
 // WriteFileAtomic writes through a temporary file in the same directory and
-// renames it into place only when write succeeded.
+// renames it into place only when write succeeded (mode 0644).
 func WriteFileAtomic(path string, write func(io.Writer) error) error {
+	return writeAtomic(path, 0o644, write)
+}
+
+func writeAtomic(path string, mode os.FileMode, write func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), ".privrec-*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	tmp := f.Name()
 	werr := write(f)
+	if werr == nil {
+		werr = f.Sync()
+	}
 	cerr := f.Close()
 	if werr != nil || cerr != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", path, errors.Join(werr, cerr))
 	}
-	// CreateTemp makes the file 0600; a written result is an ordinary file.
-	if err := os.Chmod(tmp, 0o644); err != nil {
+	// CreateTemp makes the file 0600; a written result gets the asked mode.
+	if err := os.Chmod(tmp, mode); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -232,8 +253,9 @@ func Read(r io.Reader) (*Model, error) {
 	if err := json.Unmarshal(metaRaw, &meta); err != nil {
 		return nil, fmt.Errorf("decoding model header: %w", err)
 	}
-	m := &Model{Method: meta.Method, Params: meta.Params, Guarantee: meta.Guarantee, Fingerprint: meta.Fingerprint,
-		Transform: meta.Transform, Output: meta.Output, Users: meta.Users, Items: meta.Items, Rank: meta.Rank, Offset: meta.Offset,
+	m := &Model{Method: meta.Method, Params: meta.Params, Guarantee: meta.Guarantee,
+		Transform: meta.Transform, Output: meta.Output, Users: meta.Users, Items: meta.Items, Titles: meta.Titles,
+		Rank: meta.Rank, Offset: meta.Offset, FoldIn: meta.FoldIn, FoldLambda: meta.FoldLambda,
 		U: arrays["U"].F64, V: arrays["V"].F64, Dense: arrays["dense"].F64,
 		UserBias: arrays["user_bias"].F64, ItemBias: arrays["item_bias"].F64,
 		SeenPtr: arrays["seen_ptr"].I64, SeenItems: arrays["seen_items"].I32}

@@ -41,13 +41,9 @@ type Transform struct {
 	// TopItems is the N of a most-rated-items restriction (0 = none); the
 	// kept items are the model's Items.
 	TopItems int `json:"top_items,omitempty"`
-	// DataMin and DataMax are the rating scale predictions are clamped to
-	// (both 0: no clamp).
-	DataMin float64 `json:"data_min,omitempty"`
-	DataMax float64 `json:"data_max,omitempty"`
-	// DataMean is the training mean on the original scale (the default
-	// relevance threshold for top-k metrics).
-	DataMean float64 `json:"data_mean"`
+	// Clamp is the declared rating scale predictions are clamped to (nil:
+	// none). It is a declared public fact, never read from the data.
+	Clamp *Range `json:"clamp,omitempty"`
 }
 
 // Scale is a linear map of the rating scale.
@@ -65,17 +61,60 @@ func (s *Scale) Invert(v float64) float64 {
 	return (v-s.ToMin)/(s.ToMax-s.ToMin)*(s.FromMax-s.FromMin) + s.FromMin
 }
 
-// Model is a trained low-rank (or dense) users × items model.
+// Range is a closed interval [Min, Max] (a declared rating scale).
+type Range struct {
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
+}
+
+// Validate checks Min < Max, both finite.
+func (r Range) Validate() error {
+	if math.IsNaN(r.Min) || math.IsNaN(r.Max) || math.IsInf(r.Min, 0) || math.IsInf(r.Max, 0) || !(r.Min < r.Max) {
+		return fmt.Errorf("range [%g, %g] must have finite MIN < MAX", r.Min, r.Max)
+	}
+	return nil
+}
+
+// Width is Max − Min.
+func (r Range) Width() float64 { return r.Max - r.Min }
+
+// FoldIn names how a user's own row is computed from the public item
+// factors and her own ratings (on her device, or by privrec recommend
+// --ratings).
+type FoldIn string
+
+const (
+	// FoldRidge: u = argmin Σ_j (r_j − b − o − b_j − u·v_j)² + λ‖u‖², with the
+	// user's bias b her mean residual when the model is user-centred.
+	FoldRidge FoldIn = "ridge"
+	// FoldProject: u = s · Σ_j r_j v_j with s = n_items / |Ω_u| (seed 001's
+	// private SVD: each user projects her own row on the released subspace).
+	FoldProject FoldIn = "project"
+)
+
+// Model is a trained low-rank (or dense) users × items model. The public
+// model file holds the item side (Items, V, ItemBias, Offset), the
+// transformations, parameters and Guarantee. Users, U, UserBias and the
+// seen-item lists are held only when the method's neighbouring relation
+// makes them public (entry-level central DP, where who rated what is
+// public, and non-private models); a joint-DP model keeps them out and
+// hands each user her own UserState instead.
 type Model struct {
-	Method      string         `json:"method"`
-	Params      map[string]any `json:"params,omitempty"`
-	Guarantee   privacy.Guarantee
-	Fingerprint string    `json:"fingerprint"`
-	Transform   Transform `json:"transform"`
-	Output      Output    `json:"output"`
+	Method    string         `json:"method"`
+	Params    map[string]any `json:"params,omitempty"`
+	Guarantee privacy.Guarantee
+	Transform Transform `json:"transform"`
+	Output    Output    `json:"output"`
 
 	Users []string `json:"-"`
 	Items []string `json:"-"`
+	// Titles are the catalogue's item titles, parallel to Items (nil: none).
+	Titles []string `json:"-"`
+
+	// FoldIn and FoldLambda say how a user's row is computed from her own
+	// ratings when the model holds no users (joint DP).
+	FoldIn     FoldIn  `json:"fold_in,omitempty"`
+	FoldLambda float64 `json:"fold_lambda,omitempty"`
 
 	// Rank is the number of factor columns; U is users × Rank and V is
 	// items × Rank, both row-major.
@@ -110,8 +149,11 @@ func (m *Model) Validate() error {
 		if len(m.Dense) != nu*ni {
 			return fmt.Errorf("model: dense scores have %d values, want %d × %d", len(m.Dense), nu, ni)
 		}
-	} else if m.Rank < 0 || len(m.U) != nu*m.Rank || len(m.V) != ni*m.Rank {
+	} else if m.Rank < 0 || (len(m.U) != nu*m.Rank && !(nu == 0 && m.U == nil)) || len(m.V) != ni*m.Rank {
 		return fmt.Errorf("model: factor sizes %d and %d do not match %d users, %d items, rank %d", len(m.U), len(m.V), nu, ni, m.Rank)
+	}
+	if m.Titles != nil && len(m.Titles) != ni {
+		return fmt.Errorf("model: %d titles for %d items", len(m.Titles), ni)
 	}
 	if m.UserBias != nil && len(m.UserBias) != nu {
 		return fmt.Errorf("model: %d user biases for %d users", len(m.UserBias), nu)
@@ -200,9 +242,12 @@ func (m *Model) Predict(u, i int32) float64 {
 	if m.Transform.Scale != nil {
 		s = m.Transform.Scale.Invert(s)
 	}
-	t := m.Transform
-	if t.DataMin != 0 || t.DataMax != 0 {
-		s = min(max(s, t.DataMin), t.DataMax)
+	return m.clamp(s)
+}
+
+func (m *Model) clamp(s float64) float64 {
+	if c := m.Transform.Clamp; c != nil {
+		s = min(max(s, c.Min), c.Max)
 	}
 	return s
 }
@@ -218,18 +263,21 @@ func (m *Model) Seen(u int32) []int32 {
 // Recommendation is one recommended item.
 type Recommendation struct {
 	Item  string  `json:"item"`
+	Title string  `json:"title,omitempty"`
 	Score float64 `json:"score"`
 }
 
 // Recommend returns the k items with the highest predictions for user u,
 // excluding items u rated in training and any in exclude.
 func (m *Model) Recommend(u int32, k int, exclude []int32) []Recommendation {
-	skip := make(map[int32]bool, len(exclude))
-	for _, i := range m.Seen(u) {
-		skip[i] = true
-	}
-	for _, i := range exclude {
-		skip[i] = true
+	return m.topK(func(i int32) float64 { return m.Predict(u, i) }, k, append(slices.Clone(m.Seen(u)), exclude...))
+}
+
+// topK ranks every item not in skip by pred (ties by index).
+func (m *Model) topK(pred func(int32) float64, k int, skip []int32) []Recommendation {
+	skipped := make(map[int32]bool, len(skip))
+	for _, i := range skip {
+		skipped[i] = true
 	}
 	type cand struct {
 		i int32
@@ -237,8 +285,8 @@ func (m *Model) Recommend(u int32, k int, exclude []int32) []Recommendation {
 	}
 	cands := make([]cand, 0, len(m.Items))
 	for i := range int32(len(m.Items)) {
-		if !skip[i] {
-			cands = append(cands, cand{i, m.Predict(u, i)})
+		if !skipped[i] {
+			cands = append(cands, cand{i, pred(i)})
 		}
 	}
 	slices.SortFunc(cands, func(a, b cand) int {
@@ -250,12 +298,13 @@ func (m *Model) Recommend(u int32, k int, exclude []int32) []Recommendation {
 		}
 		return int(a.i - b.i)
 	})
-	if k > len(cands) {
-		k = len(cands)
-	}
+	k = min(k, len(cands))
 	out := make([]Recommendation, k)
 	for j := range k {
 		out[j] = Recommendation{Item: m.Items[cands[j].i], Score: cands[j].s}
+		if m.Titles != nil {
+			out[j].Title = m.Titles[cands[j].i]
+		}
 	}
 	return out
 }

@@ -58,7 +58,7 @@ func TestRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	if got.Guarantee != m.Guarantee || got.Fingerprint != m.Fingerprint || *got.Transform.Scale != *m.Transform.Scale {
+	if got.Guarantee != m.Guarantee || *got.Transform.Scale != *m.Transform.Scale {
 		t.Errorf("metadata changed in round trip: %+v", got)
 	}
 }
@@ -69,7 +69,12 @@ func TestPredictClampsAndInverts(t *testing.T) {
 	if p := m.Predict(0, 0); math.Abs(p-3.5) > 1e-12 {
 		t.Errorf("Predict = %v, want 3.5", p)
 	}
-	// user b × item z: 3 + 2·(−2) = −1, clamped to the data minimum 1.
+	// user b × item z: 3 + 2·(−2) = −1, unclamped without a declared scale,
+	// clamped to the declared minimum 1 with one.
+	if p := m.Predict(1, 2); p != -1 {
+		t.Errorf("Predict = %v, want -1 without a declared scale", p)
+	}
+	m.Transform.Clamp = &Range{Min: 1, Max: 5}
 	if p := m.Predict(1, 2); p != 1 {
 		t.Errorf("Predict = %v, want clamp to 1", p)
 	}

@@ -53,6 +53,10 @@ type Guarantee struct {
 	Unit   Unit    `json:"unit"`
 	Notion Notion  `json:"notion"`
 	Status Status  `json:"status"`
+	// Relation states the neighbouring relation in words: what two
+	// neighbouring datasets differ in and what is public by assumption
+	// (e.g. "one rating's value changes; which ratings exist is public").
+	Relation string `json:"relation,omitempty"`
 	// ClaimedEpsilon is the source paper's ε where it differs from Epsilon (0 otherwise).
 	ClaimedEpsilon float64 `json:"claimed_epsilon,omitempty"`
 	Note           string  `json:"note,omitempty"`
@@ -113,6 +117,7 @@ type guaranteeJSON struct {
 	Unit           Unit     `json:"unit"`
 	Notion         Notion   `json:"notion"`
 	Status         Status   `json:"status"`
+	Relation       string   `json:"relation,omitempty"`
 	ClaimedEpsilon float64  `json:"claimed_epsilon,omitempty"`
 	Note           string   `json:"note,omitempty"`
 	Reproducible   bool     `json:"reproducible_noise,omitempty"`
@@ -120,7 +125,7 @@ type guaranteeJSON struct {
 
 // MarshalJSON writes an infinite ε as null (JSON has no infinity).
 func (g Guarantee) MarshalJSON() ([]byte, error) {
-	j := guaranteeJSON{Delta: g.Delta, Rho: g.Rho, Unit: g.Unit, Notion: g.Notion, Status: g.Status,
+	j := guaranteeJSON{Delta: g.Delta, Rho: g.Rho, Unit: g.Unit, Notion: g.Notion, Status: g.Status, Relation: g.Relation,
 		ClaimedEpsilon: g.ClaimedEpsilon, Note: g.Note, Reproducible: g.Reproducible}
 	if !math.IsInf(g.Epsilon, 0) && !math.IsNaN(g.Epsilon) {
 		e := g.Epsilon
@@ -135,7 +140,7 @@ func (g *Guarantee) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*g = Guarantee{Epsilon: math.Inf(1), Delta: j.Delta, Rho: j.Rho, Unit: j.Unit, Notion: j.Notion, Status: j.Status,
+	*g = Guarantee{Epsilon: math.Inf(1), Delta: j.Delta, Rho: j.Rho, Unit: j.Unit, Notion: j.Notion, Status: j.Status, Relation: j.Relation,
 		ClaimedEpsilon: j.ClaimedEpsilon, Note: j.Note, Reproducible: j.Reproducible}
 	if j.Epsilon != nil {
 		g.Epsilon = *j.Epsilon
@@ -177,6 +182,9 @@ func (g Guarantee) String() string {
 			fmt.Fprintf(&b, "; the source paper claims ε = %g", g.ClaimedEpsilon)
 		}
 		b.WriteString(".")
+		if g.Relation != "" {
+			fmt.Fprintf(&b, " Neighbouring datasets: %s.", strings.TrimSuffix(g.Relation, "."))
+		}
 	}
 	if g.Note != "" {
 		b.WriteString(" ")
@@ -187,3 +195,16 @@ func (g Guarantee) String() string {
 	}
 	return b.String()
 }
+
+// The neighbouring relations privrec's methods are proven under, in the
+// words a Guarantee's Relation carries.
+const (
+	// RelationRatingValue: seed 000's and seed 004's entry-level relation.
+	RelationRatingValue = "one rating's value changes; which ratings exist (the users, the items and who rated what) is public"
+	// RelationUserReplace: user-level relation of the joint-DP methods.
+	RelationUserReplace = "one user's ratings are replaced by any others (within the per-user bounds); the number of users and the item catalogue are public, which items a user rated is not"
+	// RelationUserAddRemove: user-level add/remove relation.
+	RelationUserAddRemove = "one user's ratings are added or removed; the item catalogue is public"
+	// RelationLocalReport: local DP, one report of one user's device.
+	RelationLocalReport = "one user's input to one report changes (any ratings of the declared catalogue on the declared scale); the population and catalogue are public"
+)

@@ -227,7 +227,16 @@ func demoTrain(ctx context.Context, name string, flags map[string]string, collec
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	tr := m.Flags(fs)
+	var tr methods.Trainer
+	if m.Flags != nil {
+		tr = m.Flags(fs)
+	} else {
+		cfg, err := methods.ConfigureStrings(name, flags)
+		if err != nil {
+			return nil, err
+		}
+		tr = methods.AsTrainer(name, cfg)
+	}
 	var args []string
 	for k, v := range flags {
 		if fs.Lookup(k) != nil {

@@ -63,7 +63,8 @@ func TestTrainEvalRecommend(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &tr); err != nil {
 		t.Fatalf("train --json: %v\n%s", err, out)
 	}
-	if tr.Method != "bias" || tr.Guarantee.Status != "none" || tr.Guarantee.Epsilon != nil || tr.Ratings == 0 {
+	// The report carries no exact counts of the private data.
+	if tr.Method != "bias" || tr.Guarantee.Status != "none" || tr.Guarantee.Epsilon != nil || tr.Ratings != 0 {
 		t.Errorf("train report = %+v", tr)
 	}
 

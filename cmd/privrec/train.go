@@ -8,11 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/release"
 )
 
 func init() {
@@ -63,12 +66,14 @@ func methodList() string {
 func runTrain(ctx context.Context, args []string, out io.Writer) error {
 	name := methodFromArgs(args)
 	example := `  privrec train --data u1.base --format movielens-100k --method onebit-inp \
-      --epsilon 4 --out ml100k.model
+      --epsilon 4 --threshold 3.5 --out ml100k.model
+  privrec train --data ratings.dat --format movielens --method dpsvd --scale 1:5 \
+      --items movies.txt --epsilon 1 --out ml.model --user-state ml-users/
   privrec eval --model ml100k.model --data u1.test --format movielens-100k
 
 Methods:
 ` + methodList()
-	fs := newFlags("train --data FILE --method NAME [--epsilon E] [--delta D] --out MODEL [method flags]", trainSynopsis, example)
+	fs := newFlags("train --data FILE --method NAME [--epsilon E] [--delta D] [--scale MIN:MAX] [--items FILE] --out MODEL [--user-state DIR] [method flags]", trainSynopsis, example)
 	var d dataFlags
 	d.add(fs, "data")
 	fs.String("method", "", "training method (see the list below)")
@@ -76,38 +81,81 @@ Methods:
 	delta := fs.Float64("delta", 1e-6, "privacy parameter δ for (ε, δ) methods")
 	seed := fs.Uint64("seed", 0, "seed for non-private randomness (0: random)")
 	experiment := fs.Bool("experiment", false, "also seed the privacy noise from --seed (experiments only; recorded in the model)")
-	outPath := fs.String("out", "", "where to write the model")
+	outPath := fs.String("out", "", "where to write the public model")
+	stateDir := fs.String("user-state", "", "directory for each user's own state (joint-DP methods: one file per user, never inside the public model)")
+	items := fs.String("items", "", "declared public item catalogue: one item ID per line, an optional title after a tab")
+	population := fs.Int("population", 0, "declared public number of users (0: undeclared)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
 	workers := fs.Int("workers", 0, "goroutines to use (0: all cores)")
-	var trainer methods.Trainer
+	var (
+		trainer methods.Trainer
+		meth    *methods.Method
+		cfg     methods.Config
+	)
 	if name != "" {
 		m, err := methods.Lookup(name)
 		if err != nil {
 			return usagef("%v", err)
 		}
-		trainer = m.Flags(fs)
+		meth = m
+		if m.New != nil {
+			cfg = m.New()
+			if err := bindConfig(fs, cfg); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		} else {
+			trainer = m.Flags(fs)
+		}
 	}
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
-	if trainer == nil {
+	if meth == nil {
 		return usagef("--method is required; known methods:\n%s", methodList())
 	}
 	if *outPath == "" {
 		return usagef("--out is required")
 	}
+	if meth.PerUser && *stateDir == "" {
+		return usagef("--user-state DIR is required for %s: each user's own state (her row, bias and rated items) is kept apart from the public model", name)
+	}
+	if *population < 0 {
+		return usagef("--population must be ≥ 0, got %d", *population)
+	}
+	if cfg != nil {
+		if err := cfg.Validate(); err != nil {
+			return usagef("%s: %v", name, err)
+		}
+	}
+	in := release.Input{Source: d.path}
+	if d.scale != "" {
+		sc, err := release.ParseScale(d.scale)
+		if err != nil {
+			return usagef("--scale: %v", err)
+		}
+		in.Declared.Scale = &sc
+	}
+	if *items != "" {
+		c, err := model.LoadCatalogue(*items)
+		if err != nil {
+			return usagef("--items: %v", err)
+		}
+		in.Declared.Catalogue = c
+	}
+	in.Declared.Population = *population
 	data, err := d.read("data")
 	if err != nil {
 		return err
 	}
+	in.Ratings = data
 	s := *seed
 	if s == 0 {
 		var b [8]byte
 		rand.Read(b[:])
 		s = binary.LittleEndian.Uint64(b[:])
 	}
-	c := methods.Common{
-		Epsilon: *eps, Delta: *delta, Seed: s, Workers: *workers, DataPath: d.path,
+	env := methods.Env{
+		Epsilon: *eps, Delta: *delta, Seed: s, Workers: *workers,
 		Rand:  noise.Seeded(s),
 		Noise: noise.Secure(),
 		Log:   slog.Default(),
@@ -116,44 +164,110 @@ Methods:
 		if *seed == 0 {
 			return usagef("--experiment needs an explicit --seed")
 		}
-		c.Noise = noise.Seeded(s ^ 0x6e6f697365) // a stream distinct from Rand's
+		env.Noise = noise.Seeded(s ^ 0x6e6f697365) // a stream distinct from Rand's
 	}
-	if !*jsonOut {
-		c.Progress = progressPrinter(os.Stderr, name)
+	if !*jsonOut && isTerminal(os.Stderr) {
+		env.Progress = progressPrinter(os.Stderr, name)
 	}
 	start := time.Now()
-	res, err := trainer.Train(ctx, data, c)
+	var rel *release.Release
+	if cfg != nil {
+		rel, err = methods.Train(ctx, name, cfg, in, env)
+	} else {
+		rel, err = legacyTrain(ctx, trainer, name, in, env)
+	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return err
 	}
 	secs := time.Since(start).Seconds()
-	if c.Noise.Reproducible() {
-		res.Guarantee.Reproducible = true
-	}
-	if res.Model != nil {
-		res.Model.Guarantee = res.Guarantee
-		if res.Model.Params == nil {
-			res.Model.Params = map[string]any{}
+	if m := rel.Model(); m != nil {
+		if m.Params == nil {
+			m.Params = map[string]any{}
 		}
-		res.Model.Params["epsilon"], res.Model.Params["delta"], res.Model.Params["seed"] = *eps, *delta, s
+		m.Params["epsilon"], m.Params["delta"], m.Params["seed"] = *eps, *delta, s
 	}
-	if err := res.SaveTo(*outPath); err != nil {
+	if rel.PerUser != nil {
+		if *stateDir == "" {
+			return fmt.Errorf("%s released per-user state: pass --user-state DIR", name)
+		}
+		if err := rel.PerUser.Save(*stateDir); err != nil {
+			return err
+		}
+	}
+	if err := model.WriteFileAtomic(*outPath, rel.Public.Write); err != nil {
 		return err
 	}
 	if *jsonOut {
 		rep := map[string]any{}
-		for k, v := range res.Info {
+		for k, v := range rel.Report {
 			rep[k] = v
 		}
-		rep["method"], rep["seconds"], rep["guarantee"], rep["out"] = name, secs, res.Guarantee, *outPath
-		rep["users"], rep["items"], rep["ratings"] = data.NumUsers(), data.NumItems(), data.Len()
+		rep["method"], rep["seconds"], rep["guarantee"], rep["out"] = name, secs, rel.Guarantee, *outPath
+		if rel.PerUser != nil {
+			rep["user_state"] = *stateDir
+		}
 		return writeJSON(out, rep)
 	}
-	fmt.Fprintf(out, "Trained %s on %s in %.2f s → %s\nGuarantee: %s\n", name, data, secs, *outPath, res.Guarantee)
-	for k, v := range res.Info {
-		fmt.Fprintf(out, "  %s: %v\n", k, v)
+	fmt.Fprintf(out, "Trained %s in %.2f s → %s\n", name, secs, *outPath)
+	if rel.PerUser != nil {
+		fmt.Fprintf(out, "Each user's own state → %s (give each user only her file)\n", *stateDir)
+	}
+	fmt.Fprintf(out, "Guarantee: %s\n", rel.Guarantee)
+	keys := make([]string, 0, len(rel.Report))
+	for k := range rel.Report {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(out, "  %s: %v\n", k, rel.Report[k])
 	}
 	return nil
+}
+
+// legacyTrain runs a method that still uses the flag-set Trainer and wraps
+// its result as a release (the whole model public, as before).
+//
+// Deprecated: goes once every method has a typed Config.
+func legacyTrain(ctx context.Context, tr methods.Trainer, name string, in release.Input, env methods.Env) (*release.Release, error) {
+	c := methods.Common{Epsilon: env.Epsilon, Delta: env.Delta, Noise: env.Noise, Rand: env.Rand, Seed: env.Seed,
+		DataPath: in.Source, Workers: env.Workers, Log: env.Log, Progress: env.Progress}
+	res, err := tr.Train(ctx, in.Ratings, c)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if env.Noise.Reproducible() {
+		res.Guarantee.Reproducible = true
+	}
+	rel := &release.Release{Guarantee: res.Guarantee, Report: res.Info}
+	if res.Model != nil {
+		res.Model.Guarantee = res.Guarantee
+		rel.Public = res.Model
+	} else {
+		rel.Public = legacyArtefact{res.Save}
+	}
+	return rel, nil
+}
+
+type legacyArtefact struct{ save func(string) error }
+
+func (legacyArtefact) Kind() string { return "legacy" }
+func (a legacyArtefact) Write(w io.Writer) error {
+	f, err := os.CreateTemp("", "privrec-legacy-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	defer os.Remove(name)
+	if err := a.save(name); err != nil {
+		return err
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
 }
 
 // progressPrinter reports long runs on w, at most a few times a second.

@@ -1,0 +1,130 @@
+package model
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode/utf8"
+)
+
+// Catalogue is the public item catalogue a user declares (--items FILE):
+// the item IDs a model may name, in order, with optional titles.
+type Catalogue struct {
+	ids, titles []string
+	index       map[string]int
+}
+
+// NewCatalogue builds a catalogue from IDs (distinct, non-empty) and
+// optional titles (nil, or one per ID).
+func NewCatalogue(ids, titles []string) (*Catalogue, error) {
+	if titles != nil && len(titles) != len(ids) {
+		return nil, fmt.Errorf("catalogue: %d titles for %d items", len(titles), len(ids))
+	}
+	c := &Catalogue{index: make(map[string]int, len(ids))}
+	for k, id := range ids {
+		if id == "" {
+			return nil, fmt.Errorf("catalogue: item %d has an empty ID", k+1)
+		}
+		if _, dup := c.index[id]; dup {
+			return nil, fmt.Errorf("catalogue: item %q appears twice", id)
+		}
+		c.index[id] = k
+		c.ids = append(c.ids, id)
+	}
+	if titles != nil {
+		c.titles = append([]string(nil), titles...)
+	}
+	return c, nil
+}
+
+// ReadCatalogue reads one item per line: an ID, optionally a tab and a
+// title. Blank lines and lines starting with # are skipped. name labels
+// errors (file:line: reason).
+func ReadCatalogue(r io.Reader, name string) (*Catalogue, error) {
+	var ids, titles []string
+	any := false
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	line := 0
+	seen := map[string]int{}
+	for sc.Scan() {
+		line++
+		t := strings.TrimRight(sc.Text(), "\r")
+		if strings.TrimSpace(t) == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		if !utf8.ValidString(t) {
+			return nil, fmt.Errorf("%s:%d: not valid UTF-8", name, line)
+		}
+		id, title, hasTitle := strings.Cut(t, "\t")
+		id = strings.TrimSpace(id)
+		if id == "" {
+			return nil, fmt.Errorf("%s:%d: empty item ID", name, line)
+		}
+		if prev, dup := seen[id]; dup {
+			return nil, fmt.Errorf("%s:%d: item %q already listed on line %d", name, line, id, prev)
+		}
+		seen[id] = line
+		ids = append(ids, id)
+		titles = append(titles, strings.TrimSpace(title))
+		any = any || hasTitle
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%s: the catalogue lists no items", name)
+	}
+	if !any {
+		titles = nil
+	}
+	return NewCatalogue(ids, titles)
+}
+
+// LoadCatalogue reads a catalogue file.
+func LoadCatalogue(path string) (*Catalogue, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading catalogue: %w", err)
+	}
+	defer f.Close()
+	return ReadCatalogue(f, path)
+}
+
+// Len is the number of items.
+func (c *Catalogue) Len() int { return len(c.ids) }
+
+// IDs returns a copy of the item IDs in catalogue order.
+func (c *Catalogue) IDs() []string { return append([]string(nil), c.ids...) }
+
+// HasTitles reports whether any title was given.
+func (c *Catalogue) HasTitles() bool { return c.titles != nil }
+
+// Titles returns a copy of the titles ("" where none), nil if none given.
+func (c *Catalogue) Titles() []string {
+	if c.titles == nil {
+		return nil
+	}
+	return append([]string(nil), c.titles...)
+}
+
+// Index returns the position of an item ID.
+func (c *Catalogue) Index(id string) (int, bool) {
+	k, ok := c.index[id]
+	return k, ok
+}
+
+// Write writes the catalogue in the format ReadCatalogue reads.
+func (c *Catalogue) Write(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	for k, id := range c.ids {
+		if c.titles != nil && c.titles[k] != "" {
+			fmt.Fprintf(bw, "%s\t%s\n", id, c.titles[k])
+		} else {
+			fmt.Fprintln(bw, id)
+		}
+	}
+	return bw.Flush()
+}

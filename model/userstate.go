@@ -1,0 +1,327 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// UserState is one user's own part of a joint-DP release: her factor row,
+// her bias and the items she rated. It is given to her only (her device
+// computes it, or `--user-state DIR` holds one file per user).
+type UserState struct {
+	User string    `json:"user"`
+	Row  []float64 `json:"row,omitempty"`
+	Bias float64   `json:"bias"`
+	// Seen are the item IDs she rated (excluded from her recommendations).
+	Seen []string `json:"seen,omitempty"`
+}
+
+// UserStates is every user's own state, kept apart from the public model.
+type UserStates struct {
+	Method string      `json:"method"`
+	Rank   int         `json:"rank"`
+	States []UserState `json:"-"`
+
+	index map[string]int
+}
+
+// Lookup finds a user's state.
+func (s *UserStates) Lookup(user string) (*UserState, bool) {
+	if s.index == nil {
+		s.index = make(map[string]int, len(s.States))
+		for k, st := range s.States {
+			s.index[st.User] = k
+		}
+	}
+	k, ok := s.index[user]
+	if !ok {
+		return nil, false
+	}
+	return &s.States[k], true
+}
+
+// userStateFile is the name of a user's file in a state directory: her ID,
+// escaped so that any ID is a single safe file name.
+func userStateFile(dir, user string) string {
+	return filepath.Join(dir, "user-"+url.PathEscape(user)+".json")
+}
+
+// Save writes one file per user into dir (created if needed; 0700, each
+// file 0600: a file is meant for its user only).
+func (s *UserStates) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("writing user states: %w", err)
+	}
+	for _, st := range s.States {
+		b, err := json.Marshal(struct {
+			Method string `json:"method"`
+			Rank   int    `json:"rank"`
+			UserState
+		}{s.Method, s.Rank, st})
+		if err != nil {
+			return fmt.Errorf("encoding state of user %q: %w", st.User, err)
+		}
+		if err := WriteFileAtomicBytes(userStateFile(dir, st.User), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LoadUserState reads one user's state from a directory written by Save.
+func LoadUserState(dir, user string) (*UserState, error) {
+	b, err := os.ReadFile(userStateFile(dir, user))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("no state for user %q in %s", user, dir)
+		}
+		return nil, fmt.Errorf("reading user state: %w", err)
+	}
+	var st UserState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("%s: %w", userStateFile(dir, user), err)
+	}
+	return &st, nil
+}
+
+// CheckState checks that a user state fits the model.
+func (m *Model) CheckState(st *UserState) error {
+	if m.Dense != nil {
+		return fmt.Errorf("model: a dense model has no user states")
+	}
+	if len(st.Row) != m.Rank {
+		return fmt.Errorf("model: user %q has a row of length %d, the model has rank %d", st.User, len(st.Row), m.Rank)
+	}
+	for _, x := range st.Row {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("model: user %q has a non-finite row", st.User)
+		}
+	}
+	return nil
+}
+
+// ScoreFor is the model's value for a user given by her own state.
+func (m *Model) ScoreFor(st *UserState, i int32) float64 {
+	s := m.Offset + st.Bias
+	if m.ItemBias != nil {
+		s += m.ItemBias[i]
+	}
+	vv := m.V[int(i)*m.Rank : int(i)*m.Rank+m.Rank]
+	for k, x := range st.Row {
+		s += x * vv[k]
+	}
+	return s
+}
+
+// PredictFor is Predict for a user given by her own state.
+func (m *Model) PredictFor(st *UserState, i int32) float64 {
+	s := m.ScoreFor(st, i)
+	if m.Output == Signs {
+		return s
+	}
+	if m.Transform.Scale != nil {
+		s = m.Transform.Scale.Invert(s)
+	}
+	return m.clamp(s)
+}
+
+// RecommendFor returns the k best items for a user given by her own state,
+// leaving out the items she rated.
+func (m *Model) RecommendFor(st *UserState, k int) []Recommendation {
+	skip := make([]int32, 0, len(st.Seen))
+	for _, id := range st.Seen {
+		if i, ok := m.ItemIndex(id); ok {
+			skip = append(skip, i)
+		}
+	}
+	return m.topK(func(i int32) float64 { return m.PredictFor(st, i) }, k, skip)
+}
+
+// FoldInUser computes a user's own state from the public model and her own
+// ratings (item IDs and values on the original scale), the computation her
+// device does. Ratings of items the model does not know are ignored.
+func (m *Model) FoldInUser(user string, items []string, values []float64) (*UserState, error) {
+	if m.Dense != nil {
+		return nil, fmt.Errorf("model: %s releases a dense matrix; it cannot fold in a new user", m.Method)
+	}
+	if len(items) != len(values) {
+		return nil, fmt.Errorf("model: %d items and %d values", len(items), len(values))
+	}
+	st := &UserState{User: user, Row: make([]float64, m.Rank), Seen: slices.Clone(items)}
+	var idx []int32
+	var res []float64
+	for k, id := range items {
+		i, ok := m.ItemIndex(id)
+		if !ok {
+			continue
+		}
+		v := values[k]
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("model: rating of item %q is not finite", id)
+		}
+		if m.Transform.Binarise {
+			v = -1
+			if values[k] > m.Transform.Threshold {
+				v = 1
+			}
+		}
+		if m.Transform.Scale != nil {
+			v = m.Transform.Scale.Apply(v)
+		}
+		v -= m.Offset
+		if m.ItemBias != nil {
+			v -= m.ItemBias[i]
+		}
+		idx, res = append(idx, i), append(res, v)
+	}
+	if len(idx) == 0 {
+		return st, nil
+	}
+	if m.Transform.UserCentred {
+		var mean float64
+		for _, r := range res {
+			mean += r
+		}
+		mean /= float64(len(res))
+		st.Bias = mean
+		for k := range res {
+			res[k] -= mean
+		}
+	}
+	r := m.Rank
+	if r == 0 {
+		return st, nil
+	}
+	switch m.FoldIn {
+	case FoldProject:
+		s := float64(len(m.Items)) / float64(len(idx))
+		for k, i := range idx {
+			v := m.V[int(i)*r : int(i)*r+r]
+			for c := range r {
+				st.Row[c] += s * res[k] * v[c]
+			}
+		}
+	default:
+		lam := m.FoldLambda
+		if !(lam > 0) {
+			lam = 1e-3
+		}
+		a := mat.NewSymDense(r, nil)
+		b := mat.NewVecDense(r, nil)
+		for k, i := range idx {
+			v := m.V[int(i)*r : int(i)*r+r]
+			for p := range r {
+				b.SetVec(p, b.AtVec(p)+res[k]*v[p])
+				for q := p; q < r; q++ {
+					a.SetSym(p, q, a.At(p, q)+v[p]*v[q])
+				}
+			}
+		}
+		for p := range r {
+			a.SetSym(p, p, a.At(p, p)+lam)
+		}
+		var ch mat.Cholesky
+		if !ch.Factorize(a) {
+			return nil, fmt.Errorf("model: fold-in system is not positive definite")
+		}
+		x := mat.NewVecDense(r, st.Row)
+		if err := ch.SolveVecTo(x, b); err != nil {
+			return nil, fmt.Errorf("model: fold-in: %w", err)
+		}
+	}
+	return st, nil
+}
+
+// LoadUserStates reads every user state in a directory written by Save.
+func LoadUserStates(dir string) (*UserStates, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "user-*.json"))
+	if err != nil {
+		return nil, fmt.Errorf("reading user states: %w", err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s holds no user states (user-*.json)", dir)
+	}
+	s := &UserStates{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("reading user states: %w", err)
+		}
+		var st struct {
+			Method string `json:"method"`
+			Rank   int    `json:"rank"`
+			UserState
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		s.Method, s.Rank = st.Method, st.Rank
+		s.States = append(s.States, st.UserState)
+	}
+	return s, nil
+}
+
+// Join returns a copy of the public model with the users of s filled in
+// (rows, biases, seen items): the in-memory view an evaluation inside the
+// trusted boundary uses. It is never saved as a public model.
+func (m *Model) Join(s *UserStates) (*Model, error) {
+	if m.Dense != nil {
+		return nil, fmt.Errorf("model: a dense model has no user states")
+	}
+	j := *m
+	j.userIndex, j.itemIndex = nil, nil
+	n := len(s.States)
+	j.Users = make([]string, n)
+	j.U = make([]float64, n*m.Rank)
+	j.UserBias = make([]float64, n)
+	j.SeenPtr = make([]int64, n+1)
+	j.SeenItems = nil
+	for u, st := range s.States {
+		if err := m.CheckState(&st); err != nil {
+			return nil, err
+		}
+		j.Users[u] = st.User
+		copy(j.U[u*m.Rank:], st.Row)
+		j.UserBias[u] = st.Bias
+		for _, id := range st.Seen {
+			if i, ok := m.ItemIndex(id); ok {
+				j.SeenItems = append(j.SeenItems, i)
+			}
+		}
+		j.SeenPtr[u+1] = int64(len(j.SeenItems))
+	}
+	if j.SeenItems == nil {
+		j.SeenItems = []int32{}
+	}
+	return &j, j.Validate()
+}
+
+// SplitUsers moves the users out of a model that holds them (rows, biases,
+// seen items) into UserStates, leaving the public item side: how a method
+// whose solver works on the whole matrix makes its joint-DP release.
+func (m *Model) SplitUsers() *UserStates {
+	s := &UserStates{Method: m.Method, Rank: m.Rank, States: make([]UserState, len(m.Users))}
+	for u, id := range m.Users {
+		st := UserState{User: id}
+		if m.Rank > 0 && len(m.U) >= (u+1)*m.Rank {
+			st.Row = slices.Clone(m.U[u*m.Rank : (u+1)*m.Rank])
+		}
+		if m.UserBias != nil {
+			st.Bias = m.UserBias[u]
+		}
+		for _, i := range m.Seen(int32(u)) {
+			st.Seen = append(st.Seen, m.Items[i])
+		}
+		s.States[u] = st
+	}
+	m.Users, m.U, m.UserBias, m.SeenPtr, m.SeenItems = nil, []float64{}, nil, nil, nil
+	m.userIndex = nil
+	return s
+}
