@@ -40,7 +40,8 @@ func NewCatalogue(ids, titles []string) (*Catalogue, error) {
 }
 
 // ReadCatalogue reads one item per line: an ID, optionally a tab and a
-// title. Blank lines and lines starting with # are skipped. name labels
+// title; MovieLens' movies.dat and u.item are read as they come. Blank
+// lines and lines starting with # are skipped. name labels
 // errors (file:line: reason).
 func ReadCatalogue(r io.Reader, name string) (*Catalogue, error) {
 	var ids, titles []string
@@ -56,9 +57,9 @@ func ReadCatalogue(r io.Reader, name string) (*Catalogue, error) {
 			continue
 		}
 		if !utf8.ValidString(t) {
-			return nil, fmt.Errorf("%s:%d: not valid UTF-8", name, line)
+			t = latin1(t) // MovieLens 100K's u.item is Latin-1
 		}
-		id, title, hasTitle := strings.Cut(t, "\t")
+		id, title, hasTitle := cutCatalogueLine(t)
 		id = strings.TrimSpace(id)
 		if id == "" {
 			return nil, fmt.Errorf("%s:%d: empty item ID", name, line)
@@ -81,6 +82,35 @@ func ReadCatalogue(r io.Reader, name string) (*Catalogue, error) {
 		titles = nil
 	}
 	return NewCatalogue(ids, titles)
+}
+
+// cutCatalogueLine splits a catalogue line into ID and title: "ID<tab>TITLE",
+// or MovieLens' own item files as they come: movies.dat ("ID::TITLE::GENRES")
+// and u.item ("ID|TITLE|DATE|…").
+func cutCatalogueLine(t string) (id, title string, hasTitle bool) {
+	switch {
+	case strings.Contains(t, "\t"):
+		return strings.Cut(t, "\t")
+	case strings.Contains(t, "::"):
+		id, rest, _ := strings.Cut(t, "::")
+		title, _, _ = strings.Cut(rest, "::")
+		return id, title, true
+	case strings.Contains(t, "|"):
+		id, rest, _ := strings.Cut(t, "|")
+		title, _, _ = strings.Cut(rest, "|")
+		return id, title, true
+	}
+	return t, "", false
+}
+
+// latin1 decodes ISO-8859-1 bytes (every byte is the code point of the
+// same value); the standard library has no decoder for it.
+func latin1(s string) string {
+	r := make([]rune, len(s))
+	for i := range len(s) {
+		r[i] = rune(s[i])
+	}
+	return string(r)
 }
 
 // LoadCatalogue reads a catalogue file.

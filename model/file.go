@@ -155,18 +155,19 @@ func ReadContainer(r io.Reader) (kind string, meta json.RawMessage, arrays map[s
 
 // lowRankMeta is the JSON header of a low-rank model.
 type lowRankMeta struct {
-	Method     string            `json:"method"`
-	Params     map[string]any    `json:"params,omitempty"`
-	Guarantee  privacy.Guarantee `json:"guarantee"`
-	Transform  Transform         `json:"transform"`
-	Output     Output            `json:"output"`
-	Users      []string          `json:"users,omitempty"`
-	Items      []string          `json:"items"`
-	Titles     []string          `json:"titles,omitempty"`
-	Rank       int               `json:"rank"`
-	Offset     float64           `json:"offset"`
-	FoldIn     FoldIn            `json:"fold_in,omitempty"`
-	FoldLambda float64           `json:"fold_lambda,omitempty"`
+	Method      string            `json:"method"`
+	Params      map[string]any    `json:"params,omitempty"`
+	Guarantee   privacy.Guarantee `json:"guarantee"`
+	Transform   Transform         `json:"transform"`
+	Output      Output            `json:"output"`
+	Users       []string          `json:"users,omitempty"`
+	Items       []string          `json:"items"`
+	Titles      []string          `json:"titles,omitempty"`
+	Rank        int               `json:"rank"`
+	Offset      float64           `json:"offset"`
+	FoldIn      FoldIn            `json:"fold_in,omitempty"`
+	FoldLambda  float64           `json:"fold_lambda,omitempty"`
+	UserDamping float64           `json:"user_damping,omitempty"`
 }
 
 // Kind is the container kind of a low-rank model.
@@ -178,7 +179,7 @@ func (m *Model) Write(w io.Writer) error {
 		return err
 	}
 	meta := lowRankMeta{Method: m.Method, Params: m.Params, Guarantee: m.Guarantee, Transform: m.Transform, Output: m.Output,
-		Users: m.Users, Items: m.Items, Titles: m.Titles, Rank: m.Rank, Offset: m.Offset, FoldIn: m.FoldIn, FoldLambda: m.FoldLambda}
+		Users: m.Users, Items: m.Items, Titles: m.Titles, Rank: m.Rank, Offset: m.Offset, FoldIn: m.FoldIn, FoldLambda: m.FoldLambda, UserDamping: m.UserDamping}
 	var arrays []Array
 	add := func(name string, f []float64) {
 		if f != nil {
@@ -255,7 +256,7 @@ func Read(r io.Reader) (*Model, error) {
 	}
 	m := &Model{Method: meta.Method, Params: meta.Params, Guarantee: meta.Guarantee,
 		Transform: meta.Transform, Output: meta.Output, Users: meta.Users, Items: meta.Items, Titles: meta.Titles,
-		Rank: meta.Rank, Offset: meta.Offset, FoldIn: meta.FoldIn, FoldLambda: meta.FoldLambda,
+		Rank: meta.Rank, Offset: meta.Offset, FoldIn: meta.FoldIn, FoldLambda: meta.FoldLambda, UserDamping: meta.UserDamping,
 		U: arrays["U"].F64, V: arrays["V"].F64, Dense: arrays["dense"].F64,
 		UserBias: arrays["user_bias"].F64, ItemBias: arrays["item_bias"].F64,
 		SeenPtr: arrays["seen_ptr"].I64, SeenItems: arrays["seen_items"].I32}

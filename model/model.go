@@ -115,6 +115,9 @@ type Model struct {
 	// ratings when the model holds no users (joint DP).
 	FoldIn     FoldIn  `json:"fold_in,omitempty"`
 	FoldLambda float64 `json:"fold_lambda,omitempty"`
+	// UserDamping shrinks a user's own bias (her mean residual, when
+	// Transform.UserCentred) toward zero: Σ residuals / (n + UserDamping).
+	UserDamping float64 `json:"user_damping,omitempty"`
 
 	// Rank is the number of factor columns; U is users × Rank and V is
 	// items × Rank, both row-major.

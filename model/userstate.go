@@ -189,7 +189,7 @@ func (m *Model) FoldInUser(user string, items []string, values []float64) (*User
 		for _, r := range res {
 			mean += r
 		}
-		mean /= float64(len(res))
+		mean /= float64(len(res)) + m.UserDamping
 		st.Bias = mean
 		for k := range res {
 			res[k] -= mean

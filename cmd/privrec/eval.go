@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/ratingio"
 )
 
@@ -28,7 +29,8 @@ above --relevant (default: the training mean) as relevant.`,
 	modelPath := fs.String("model", "", "model file from privrec train")
 	truth := fs.String("truth", "", "full true matrix (synthetic data) for ARE")
 	k := fs.Int("k", 10, "cut-off for precision@k, recall@k, NDCG@k (0: skip)")
-	relevant := fs.Float64("relevant", 0, "rating at or above which a held-out item is relevant (0: training mean)")
+	relevant := fs.Float64("relevant", 0, "rating at or above which a held-out item is relevant (0: the held-out mean)")
+	states := fs.String("user-state", "", "directory of the users' own states (models that hold no users: joint DP)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
 	if err := parse(fs, args, false); err != nil {
 		return err
@@ -41,6 +43,11 @@ above --relevant (default: the training mean) as relevant.`,
 		return err
 	}
 	opt := methods.EvalOptions{K: *k, Relevant: *relevant}
+	if *states != "" {
+		if opt.States, err = model.LoadUserStates(*states); err != nil {
+			return err
+		}
+	}
 	if *truth != "" {
 		o, err := d.options()
 		if err != nil {
