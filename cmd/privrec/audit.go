@@ -8,8 +8,8 @@ import (
 
 	"github.com/privrec/privrec/methods"
 	"github.com/privrec/privrec/privacy/audit"
-	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/release"
 )
 
 func init() {
