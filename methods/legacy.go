@@ -2,8 +2,8 @@ package methods
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
@@ -17,12 +17,7 @@ import (
 func ConfigureStrings(name string, params map[string]string) (Config, error) {
 	p := make(map[string]any, len(params))
 	for k, v := range params {
-		var x any
-		if err := json.Unmarshal([]byte(v), &x); err == nil {
-			p[k] = x
-		} else {
-			p[k] = v
-		}
+		p[strings.ReplaceAll(k, "-", "_")] = v
 	}
 	return Configure(name, p)
 }

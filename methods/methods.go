@@ -10,14 +10,16 @@
 package methods
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
+	"reflect"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
@@ -141,8 +143,9 @@ type Method struct {
 	Needs []string
 }
 
-// Configure returns the method's default Config with params (JSON names)
-// applied; an unknown or mistyped parameter is an error naming it.
+// Configure returns the method's default Config with params applied by
+// their JSON names (see SetParam); an unknown or mistyped parameter is an
+// error naming it.
 func Configure(name string, params map[string]any) (Config, error) {
 	m, err := Lookup(name)
 	if err != nil {
@@ -152,21 +155,171 @@ func Configure(name string, params map[string]any) (Config, error) {
 		return nil, fmt.Errorf("method %s has no typed configuration yet", name)
 	}
 	c := m.New()
-	if len(params) > 0 {
-		b, err := json.Marshal(params)
-		if err != nil {
-			return nil, fmt.Errorf("%s parameters: %w", name, err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(c); err != nil {
-			return nil, fmt.Errorf("%s parameters: %w", name, err)
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := SetParam(c, k, params[k]); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return c, nil
+}
+
+// HasParam reports whether cfg has a parameter of that JSON name.
+func HasParam(cfg Config, name string) bool {
+	_, ok := paramField(reflect.ValueOf(cfg).Elem(), name)
+	return ok
+}
+
+// SetParam sets the field of cfg whose JSON name is name. value may be
+// of the field's type, a JSON number, or a string as on the command line
+// ("0.5", "inf", "true").
+func SetParam(cfg Config, name string, value any) error {
+	v := reflect.ValueOf(cfg)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("config %T is not a pointer to a struct", cfg)
+	}
+	f, ok := paramField(v.Elem(), name)
+	if !ok {
+		return fmt.Errorf("unknown parameter %q", name)
+	}
+	s, isString := value.(string)
+	switch f.Kind() {
+	case reflect.Float64:
+		switch x := value.(type) {
+		case float64:
+			f.SetFloat(x)
+		case int:
+			f.SetFloat(float64(x))
+		case string:
+			y, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+			if err != nil {
+				return fmt.Errorf("parameter %s: %q is not a number", name, x)
+			}
+			f.SetFloat(y)
+		default:
+			return fmt.Errorf("parameter %s: want a number, got %T", name, value)
+		}
+	case reflect.Int, reflect.Int64:
+		var y float64
+		switch x := value.(type) {
+		case float64:
+			y = x
+		case int:
+			y = float64(x)
+		case string:
+			z, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+			if err != nil {
+				return fmt.Errorf("parameter %s: %q is not an integer", name, x)
+			}
+			y = float64(z)
+		default:
+			return fmt.Errorf("parameter %s: want an integer, got %T", name, value)
+		}
+		if y != math.Trunc(y) || math.Abs(y) > 1<<53 {
+			return fmt.Errorf("parameter %s: %v is not an integer", name, y)
+		}
+		f.SetInt(int64(y))
+	case reflect.Uint64:
+		var y float64
+		switch x := value.(type) {
+		case float64:
+			y = x
+		case int:
+			y = float64(x)
+		case string:
+			z, err := strconv.ParseUint(strings.TrimSpace(x), 10, 64)
+			if err != nil {
+				return fmt.Errorf("parameter %s: %q is not a non-negative integer", name, x)
+			}
+			f.SetUint(z)
+			return nil
+		default:
+			return fmt.Errorf("parameter %s: want an integer, got %T", name, value)
+		}
+		if y < 0 || y != math.Trunc(y) {
+			return fmt.Errorf("parameter %s: %v is not a non-negative integer", name, y)
+		}
+		f.SetUint(uint64(y))
+	case reflect.Bool:
+		switch x := value.(type) {
+		case bool:
+			f.SetBool(x)
+		case string:
+			b, err := strconv.ParseBool(x)
+			if err != nil {
+				return fmt.Errorf("parameter %s: %q is not true or false", name, x)
+			}
+			f.SetBool(b)
+		default:
+			return fmt.Errorf("parameter %s: want true or false, got %T", name, value)
+		}
+	case reflect.String:
+		if !isString {
+			return fmt.Errorf("parameter %s: want a string, got %T", name, value)
+		}
+		f.SetString(s)
+	case reflect.Slice:
+		if f.Type().Elem().Kind() != reflect.Float64 {
+			return fmt.Errorf("parameter %s has an unsupported type", name)
+		}
+		var out []float64
+		switch x := value.(type) {
+		case []float64:
+			out = x
+		case []any:
+			for _, e := range x {
+				y, ok := e.(float64)
+				if !ok {
+					return fmt.Errorf("parameter %s: want numbers", name)
+				}
+				out = append(out, y)
+			}
+		case string:
+			for _, part := range strings.Split(x, ",") {
+				y, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+				if err != nil {
+					return fmt.Errorf("parameter %s: %q is not a number", name, part)
+				}
+				out = append(out, y)
+			}
+		default:
+			return fmt.Errorf("parameter %s: want a list of numbers, got %T", name, value)
+		}
+		f.Set(reflect.ValueOf(out))
+	default:
+		return fmt.Errorf("parameter %s has an unsupported type", name)
+	}
+	return nil
+}
+
+// paramField finds the settable field with JSON name name (embedded
+// structs included).
+func paramField(v reflect.Value, name string) (reflect.Value, bool) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			if fv, ok := paramField(v.Field(i), name); ok {
+				return fv, true
+			}
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name {
+			return v.Field(i), true
+		}
+	}
+	return reflect.Value{}, false
 }
 
 // Train validates cfg, trains, marks a release made with reproducible
