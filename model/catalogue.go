@@ -41,7 +41,8 @@ func NewCatalogue(ids, titles []string) (*Catalogue, error) {
 
 // ReadCatalogue reads one item per line: an ID, optionally a tab and a
 // title; MovieLens' movies.dat and u.item are read as they come. Blank
-// lines and lines starting with # are skipped. name labels
+// lines and lines starting with # (after spaces) are skipped, so an item
+// ID cannot start with #. name labels
 // errors (file:line: reason).
 func ReadCatalogue(r io.Reader, name string) (*Catalogue, error) {
 	var ids, titles []string
@@ -53,7 +54,7 @@ func ReadCatalogue(r io.Reader, name string) (*Catalogue, error) {
 	for sc.Scan() {
 		line++
 		t := strings.TrimRight(sc.Text(), "\r")
-		if strings.TrimSpace(t) == "" || strings.HasPrefix(t, "#") {
+		if tt := strings.TrimSpace(t); tt == "" || strings.HasPrefix(tt, "#") {
 			continue
 		}
 		if !utf8.ValidString(t) {
@@ -150,8 +151,12 @@ func (c *Catalogue) Index(id string) (int, bool) {
 func (c *Catalogue) Write(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	for k, id := range c.ids {
-		if c.titles != nil && c.titles[k] != "" {
-			fmt.Fprintf(bw, "%s\t%s\n", id, c.titles[k])
+		if (c.titles != nil && c.titles[k] != "") || strings.Contains(id, "|") || strings.Contains(id, "::") {
+			title := ""
+			if c.titles != nil {
+				title = c.titles[k]
+			}
+			fmt.Fprintf(bw, "%s\t%s\n", id, title)
 		} else {
 			fmt.Fprintln(bw, id)
 		}
