@@ -58,7 +58,14 @@ func methodList() string {
 		if m.Seed != "" {
 			seed = ", seed " + m.Seed
 		}
-		fmt.Fprintf(&b, "  %-14s %s (%s%s)\n", m.Name, m.Summary, priv, seed)
+		needs := ""
+		for _, n := range m.Needs {
+			needs += "; needs --" + n
+		}
+		if m.PerUser {
+			needs += "; needs --user-state"
+		}
+		fmt.Fprintf(&b, "  %-14s %s (%s%s%s)\n", m.Name, m.Summary, priv, seed, needs)
 	}
 	return b.String()
 }
