@@ -140,7 +140,7 @@ func objpPlan(eps float64, link Link, alpha float64, n int) (*Plan, error) {
 func ObjPGuarantee(eps, delta float64) privacy.Guarantee {
 	return privacy.Guarantee{Epsilon: eps, ClaimedEpsilon: eps, Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.AsClaimed,
 		Relation: privacy.RelationRatingValue,
-		Note: fmt.Sprintf("Objective perturbation with the seed's calibration (noise density ∝ exp(−ε‖H‖₁/Δ), Δ = %.4g). No ε is proven; ε is the seed's claim: its argument assumes a zero gradient at an exact, unique, unconstrained minimiser and ignores the Jacobian of the noise-to-output map; here the minimiser is constrained to the nuclear-norm and max-norm ball and approximate.", delta)}
+		Note:     fmt.Sprintf("Objective perturbation with the seed's calibration (noise density ∝ exp(−ε‖H‖₁/Δ), Δ = %.4g). No ε is proven; ε is the seed's claim: its argument assumes a zero gradient at an exact, unique, unconstrained minimiser and ignores the Jacobian of the noise-to-output map; here the minimiser is constrained to the nuclear-norm and max-norm ball and approximate.", delta)}
 }
 
 // grapPlan is gradient perturbation: K releases of the clamped gradient on
