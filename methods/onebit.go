@@ -2,6 +2,7 @@ package methods
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -179,7 +180,6 @@ func (c *OnebitGraPConfig) Train(ctx context.Context, in release.Input, env Env)
 // non-private onebit-clear may fall back to the data (0 for ±1 data, else
 // the training mean).
 func (c *OnebitConfig) threshold(in release.Input) (float64, string, error) {
-	name := "onebit-" + string(c.mech)
 	sc := in.Declared.Scale
 	switch {
 	case !math.IsNaN(c.Threshold):
@@ -190,7 +190,7 @@ func (c *OnebitConfig) threshold(in release.Input) (float64, string, error) {
 	case sc != nil:
 		return (sc.Min + sc.Max) / 2, fmt.Sprintf("midpoint of the declared scale [%g, %g]", sc.Min, sc.Max), nil
 	case c.mech != onebit.Clear:
-		return 0, "", fmt.Errorf("%s needs a binarisation threshold fixed without looking at the private ratings: pass --threshold T (ratings above T are +1), or declare the rating scale with --scale MIN:MAX (the threshold is then its midpoint; --scale -1:1 for ±1 data)", name)
+		return 0, "", errors.New("a private method needs a binarisation threshold fixed without looking at the private ratings: pass --threshold T (ratings above T are +1), or declare the rating scale with --scale MIN:MAX (the threshold is then its midpoint; --scale -1:1 for ±1 data)")
 	}
 	signs := true
 	for _, v := range in.Ratings.Values() {
