@@ -2,7 +2,7 @@ package methods
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"math"
 
@@ -10,10 +10,15 @@ import (
 	"github.com/privrec/privrec/onebit"
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
 )
 
 // One-bit matrix completion with DP (seed 000): five methods sharing one
-// set of flags.
+// set of options; InP adds its flip probabilities, GraP its number of
+// noisy steps and clamp. Under the seed's relation (one rating's value
+// changes; which ratings exist is public) the users, the items and who
+// rated what are public, so the model holds them (model.New) with the
+// factors U, V (or OutP's dense matrix); only the signs are private.
 func init() {
 	for _, m := range []struct {
 		mech    onebit.Mechanism
@@ -31,71 +36,193 @@ func init() {
 			Summary: m.summary,
 			Seed:    "000",
 			Private: mech != onebit.Clear,
-			Flags: func(fs *flag.FlagSet) Trainer {
-				f := addOnebitFlags(fs, mech)
-				return TrainerFunc(func(ctx context.Context, data *ratings.Matrix, c Common) (*Result, error) {
-					return trainOnebit(ctx, data, c, mech, f)
-				})
-			},
+			New:     func() Config { return newOnebitConfig(mech) },
 		})
 	}
 }
 
-type onebitFlags struct {
-	link                *string
-	sigma, tau, alpha   *float64
-	threshold           *float64
-	iterations, maxIter *int
-	clamp, p1, p2, tol  *float64
-	projTol             *float64
-	fullSVD             *bool
+// OnebitConfig configures the one-bit methods (onebit-clear, -objp and
+// -outp directly; -inp and -grap embed it).
+type OnebitConfig struct {
+	Link      string  `json:"link" flag:"link" help:"link function: logit or probit"`
+	Sigma     float64 `json:"sigma" flag:"sigma" help:"probit noise scale σ (h(x) = Φ(x/σ))"`
+	Tau       float64 `json:"tau" flag:"tau" help:"nuclear-norm radius τ (0: α·√(users·items), the seed's τ for rank 1; √(users·items) with --alpha inf)"`
+	Alpha     float64 `json:"alpha" flag:"alpha" help:"max-norm bound α on the latent matrix; inf drops the bound (nuclear ball only, as the 1BMC reference code runs MovieLens; not for onebit-outp or probit onebit-objp)"`
+	Threshold float64 `json:"threshold" flag:"threshold" help:"ratings above this are +1, others −1; fix it without looking at the data (default: the midpoint of the declared --scale; private methods need one of the two)"`
+	MaxIter   int     `json:"max_iter" flag:"max-iter" help:"SPG iteration limit"`
+	OptTol    float64 `json:"opt_tol" flag:"opt-tol" help:"SPG stops when the projected step ‖P(X−αg)−X‖∞/min(α,1) is below this (it also stops when the objective stalls: < 1e-5 relative decrease over 10 iterations)"`
+	ProjTol   float64 `json:"proj_tol" flag:"proj-tol" help:"Dykstra tolerance of the projection, relative to α (tightened automatically when needed)"`
+	FullSVD   bool    `json:"full_svd" flag:"full-svd" help:"use a full SVD in every nuclear projection (slow reference)"`
+
+	mech onebit.Mechanism
 }
 
-func addOnebitFlags(fs *flag.FlagSet, mech onebit.Mechanism) *onebitFlags {
-	f := &onebitFlags{
-		link:      fs.String("link", "logit", "link function: logit or probit"),
-		sigma:     fs.Float64("sigma", 1, "probit noise scale σ (h(x) = Φ(x/σ))"),
-		tau:       fs.Float64("tau", 0, "nuclear-norm radius τ (0: α·√(users·items), the seed's τ for rank 1)"),
-		alpha:     fs.Float64("alpha", 1, "max-norm bound α on the latent matrix; inf drops the bound (nuclear ball only, as the 1BMC reference code runs MovieLens; not for onebit-outp or probit onebit-objp)"),
-		threshold: fs.Float64("threshold", math.NaN(), "ratings above this are +1, others −1 (default: 0 for ±1 data, else the training mean — which is then stored un-noised, so private methods lose their guarantee; fix it without looking at the data)"),
-		maxIter:   fs.Int("max-iter", 500, "SPG iteration limit"),
-		tol:       fs.Float64("opt-tol", 1e-4, "SPG stops when the projected step ‖P(X−αg)−X‖∞/min(α,1) is below this (it also stops when the objective stalls: < 1e-5 relative decrease over 10 iterations)"),
-		projTol:   fs.Float64("proj-tol", 1e-2, "Dykstra tolerance of the projection, relative to α (tightened automatically when needed)"),
-		fullSVD:   fs.Bool("full-svd", false, "use a full SVD in every nuclear projection (slow reference)"),
-	}
+// OnebitInPConfig configures onebit-inp.
+type OnebitInPConfig struct {
+	OnebitConfig
+	P1 float64 `json:"p1" flag:"p1" help:"flip probability of +1 (0 with --p2 0: the symmetric 1/(1+e^ε)); refused if the exact privacy loss of p1, p2 exceeds ε"`
+	P2 float64 `json:"p2" flag:"p2" help:"flip probability of −1"`
+}
+
+// OnebitGraPConfig configures onebit-grap.
+type OnebitGraPConfig struct {
+	OnebitConfig
+	Iterations int     `json:"iterations" flag:"iterations" help:"the number K of noisy gradient steps (each gets ε/K; noise scale K·Δ1/ε)"`
+	Clamp      float64 `json:"clamp" flag:"clamp" help:"clamp gradient entries to [−C, C] (Δ1 = 2C; negative: no clamp, Δ1 = the link's Δ, which needs a finite α for probit)"`
+}
+
+func newOnebitConfig(mech onebit.Mechanism) Config {
+	base := OnebitConfig{Link: "logit", Sigma: 1, Alpha: 1, Threshold: math.NaN(), MaxIter: 500, OptTol: 1e-4, ProjTol: 1e-2, mech: mech}
 	switch mech {
-	case onebit.GraP:
-		f.iterations = fs.Int("iterations", 10, "gradient perturbation: the number K of noisy iterations (noise scale K·Δ1/ε)")
-		f.clamp = fs.Float64("clamp", 0.5, "gradient perturbation: clamp gradient entries to [−C, C] (Δ1 = 2C; negative: no clamp, Δ1 = the link's Δ)")
 	case onebit.InP:
-		f.p1 = fs.Float64("p1", 0, "input perturbation: flip probability of +1 (0 with --p2 0: 1/(1+e^ε))")
-		f.p2 = fs.Float64("p2", 0, "input perturbation: flip probability of −1")
+		return &OnebitInPConfig{OnebitConfig: base}
+	case onebit.GraP:
+		return &OnebitGraPConfig{OnebitConfig: base, Iterations: 10, Clamp: 0.5}
 	}
-	return f
+	return &base
 }
 
-func trainOnebit(ctx context.Context, data *ratings.Matrix, c Common, mech onebit.Mechanism, f *onebitFlags) (*Result, error) {
-	if data.Len() == 0 {
-		return nil, fmt.Errorf("no training ratings")
+// Validate checks the shared settings.
+func (c *OnebitConfig) Validate() error {
+	switch c.Link {
+	case "logit", "logistic", "probit":
+	default:
+		return fmt.Errorf("--link must be logit or probit, got %q", c.Link)
 	}
+	if c.Link == "probit" && (!(c.Sigma > 0) || math.IsInf(c.Sigma, 0)) {
+		return fmt.Errorf("--sigma must be positive and finite, got %g", c.Sigma)
+	}
+	if !(c.Alpha > 0) {
+		return fmt.Errorf("--alpha must be positive (or inf), got %g", c.Alpha)
+	}
+	if !(c.Tau >= 0) || math.IsInf(c.Tau, 0) {
+		return fmt.Errorf("--tau must be finite and ≥ 0 (0: the default), got %g", c.Tau)
+	}
+	if math.IsInf(c.Threshold, 0) {
+		return fmt.Errorf("--threshold must be finite, got %g", c.Threshold)
+	}
+	if c.MaxIter < 1 {
+		return fmt.Errorf("--max-iter must be ≥ 1, got %d", c.MaxIter)
+	}
+	if !(c.OptTol > 0) || math.IsInf(c.OptTol, 0) {
+		return fmt.Errorf("--opt-tol must be positive and finite, got %g", c.OptTol)
+	}
+	if !(c.ProjTol > 0) || math.IsInf(c.ProjTol, 0) {
+		return fmt.Errorf("--proj-tol must be positive and finite, got %g", c.ProjTol)
+	}
+	if math.IsInf(c.Alpha, 1) && c.mech == onebit.OutP {
+		return fmt.Errorf("--alpha inf: onebit-outp's noise is calibrated to α; give a finite --alpha")
+	}
+	if math.IsInf(c.Alpha, 1) && c.mech == onebit.ObjP && c.Link == "probit" {
+		return fmt.Errorf("--alpha inf: probit onebit-objp's sensitivity depends on α; give a finite --alpha")
+	}
+	return nil
+}
+
+// Validate checks the shared settings and the flip probabilities.
+func (c *OnebitInPConfig) Validate() error {
+	if err := c.OnebitConfig.Validate(); err != nil {
+		return err
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"p1", c.P1}, {"p2", c.P2}} {
+		if !(p.v >= 0 && p.v < 1) {
+			return fmt.Errorf("--%s must be in [0, 1), got %g", p.name, p.v)
+		}
+	}
+	if (c.P1 == 0) != (c.P2 == 0) {
+		return fmt.Errorf("--p1 and --p2 must both be given (each in (0, 1)) or both be 0 (the symmetric 1/(1+e^ε)); got %g and %g", c.P1, c.P2)
+	}
+	if !(c.P1+c.P2 < 1) {
+		return fmt.Errorf("--p1 + --p2 must be below 1, got %g", c.P1+c.P2)
+	}
+	return nil
+}
+
+// Validate checks the shared settings, K and C.
+func (c *OnebitGraPConfig) Validate() error {
+	if err := c.OnebitConfig.Validate(); err != nil {
+		return err
+	}
+	if c.Iterations < 1 {
+		return fmt.Errorf("--iterations must be ≥ 1, got %d", c.Iterations)
+	}
+	if c.Clamp == 0 || math.IsNaN(c.Clamp) || math.IsInf(c.Clamp, 0) {
+		return fmt.Errorf("--clamp must be finite and non-zero (negative: no clamp), got %g", c.Clamp)
+	}
+	if c.Clamp < 0 && math.IsInf(c.Alpha, 1) && c.Link == "probit" {
+		return fmt.Errorf("--clamp %g without --alpha: unclamped probit gradients have no sensitivity bound; give a finite --alpha or a positive --clamp", c.Clamp)
+	}
+	return nil
+}
+
+// Train implements Config.
+func (c *OnebitConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
+	return c.train(ctx, in, env, onebit.Config{}, nil)
+}
+
+// Train implements Config.
+func (c *OnebitInPConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
+	return c.train(ctx, in, env, onebit.Config{P1: c.P1, P2: c.P2}, nil)
+}
+
+// Train implements Config.
+func (c *OnebitGraPConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
+	return c.train(ctx, in, env, onebit.Config{Iterations: c.Iterations, Clamp: c.Clamp},
+		map[string]any{"iterations": c.Iterations, "clamp": c.Clamp})
+}
+
+// threshold returns the binarisation threshold and where it came from. A
+// private method never reads it from the ratings: it is --threshold, or the
+// midpoint of the declared --scale; without either it refuses. Only the
+// non-private onebit-clear may fall back to the data (0 for ±1 data, else
+// the training mean).
+func (c *OnebitConfig) threshold(in release.Input) (float64, string, error) {
+	sc := in.Declared.Scale
+	switch {
+	case !math.IsNaN(c.Threshold):
+		if sc != nil && !(c.Threshold >= sc.Min && c.Threshold < sc.Max) {
+			return 0, "", fmt.Errorf("--threshold %g binarises every rating on the declared scale [%g, %g] to the same sign; pick one in [MIN, MAX)", c.Threshold, sc.Min, sc.Max)
+		}
+		return c.Threshold, "declared (--threshold)", nil
+	case sc != nil:
+		return (sc.Min + sc.Max) / 2, fmt.Sprintf("midpoint of the declared scale [%g, %g]", sc.Min, sc.Max), nil
+	case c.mech != onebit.Clear:
+		return 0, "", errors.New("a private method needs a binarisation threshold fixed without looking at the private ratings: pass --threshold T (ratings above T are +1), or declare the rating scale with --scale MIN:MAX (the threshold is then its midpoint; --scale -1:1 for ±1 data)")
+	}
+	signs := true
+	for _, v := range in.Ratings.Values() {
+		if v != 1 && v != -1 {
+			signs = false
+			break
+		}
+	}
+	if signs {
+		return 0, "0 for ±1 data (read from the data; non-private method)", nil
+	}
+	return in.Ratings.Mean(), "training mean (read from the data; non-private method)", nil
+}
+
+func (c *OnebitConfig) train(ctx context.Context, in release.Input, env Env, ocfg onebit.Config, extra map[string]any) (*release.Release, error) {
+	data := in.Ratings
 	var link onebit.Link
-	switch *f.link {
+	switch c.Link {
 	case "logit", "logistic":
 		link = onebit.Logistic{}
 	case "probit":
-		if !(*f.sigma > 0) || math.IsInf(*f.sigma, 0) {
-			return nil, fmt.Errorf("--sigma must be positive and finite, got %g", *f.sigma)
-		}
-		link = onebit.Probit{Sigma: *f.sigma}
+		link = onebit.Probit{Sigma: c.Sigma}
 	default:
-		return nil, fmt.Errorf("--link must be logit or probit, got %q", *f.link)
+		return nil, fmt.Errorf("--link must be logit or probit, got %q", c.Link)
 	}
+	thr, thrSource, err := c.threshold(in)
+	if err != nil {
+		return nil, err
+	}
+	// The shape is public under the seed's relation.
 	d1, d2 := data.NumUsers(), data.NumItems()
-	alpha := *f.alpha
-	if !(alpha > 0) {
-		return nil, fmt.Errorf("--alpha must be positive (or inf), got %g", alpha)
-	}
-	tau := *f.tau
+	alpha, tau := c.Alpha, c.Tau
 	if tau == 0 {
 		// The seed's τ = α√(d1·d2) for r = 1; without a max-norm bound, the
 		// 1BMC reference's MovieLens radius √(d1·d2).
@@ -106,22 +233,6 @@ func trainOnebit(ctx context.Context, data *ratings.Matrix, c Common, mech onebi
 	}
 	if !(tau > 0) || math.IsInf(tau, 0) {
 		return nil, fmt.Errorf("--tau must be positive and finite, got %g", tau)
-	}
-	thr := *f.threshold
-	fromData := false
-	if math.IsNaN(thr) {
-		signs := true
-		for _, v := range data.Values() {
-			if v != 1 && v != -1 {
-				signs = false
-				break
-			}
-		}
-		if signs {
-			thr = 0
-		} else {
-			thr, fromData = data.Mean(), true
-		}
 	}
 	p := &onebit.Problem{D1: d1, D2: d2}
 	p.Rows = make([]int32, 0, data.Len())
@@ -135,47 +246,45 @@ func trainOnebit(ctx context.Context, data *ratings.Matrix, c Common, mech onebi
 		p.Rows, p.Cols, p.Y = append(p.Rows, e.User), append(p.Cols, e.Item), append(p.Y, y)
 		return true
 	})
-	cfg := onebit.Config{
-		Mechanism: mech, Epsilon: c.Epsilon, Noise: c.Noise,
-		Solver: onebit.Options{Link: link, Tau: tau, Alpha: alpha, MaxIter: *f.maxIter, OptTol: *f.tol,
-			ProjTol: *f.projTol, FullSVD: *f.fullSVD, Rand: c.Rand.Float64, Progress: c.Progress},
-	}
-	if f.iterations != nil {
-		cfg.Iterations, cfg.Clamp = *f.iterations, *f.clamp
-	}
-	if f.p1 != nil {
-		cfg.P1, cfg.P2 = *f.p1, *f.p2
-	}
-	res, err := onebit.Run(ctx, p, cfg)
+	ocfg.Mechanism, ocfg.Epsilon, ocfg.Noise = c.mech, env.Epsilon, env.Noise
+	ocfg.Solver = onebit.Options{Link: link, Tau: tau, Alpha: alpha, MaxIter: c.MaxIter, OptTol: c.OptTol,
+		ProjTol: c.ProjTol, FullSVD: c.FullSVD, Rand: env.Rand.Float64, Progress: env.Progress}
+	res, err := onebit.Run(ctx, p, ocfg)
 	if err != nil {
 		return nil, err
 	}
-	g := res.Guarantee
-	if fromData && g.Status != privacy.None {
-		claimed := g.ClaimedEpsilon
-		if claimed == 0 {
-			claimed = g.Epsilon
-		}
-		g = privacy.Guarantee{Epsilon: math.Inf(1), ClaimedEpsilon: claimed, Unit: g.Unit, Notion: g.Notion, Status: privacy.None,
-			Note: fmt.Sprintf("The binarisation threshold %.6g is the training mean, computed from the raw ratings and stored in the model without noise, so the model as a whole has no guarantee; pass --threshold with a value chosen without looking at the data for the mechanism's guarantee to apply. Mechanism: %s", thr, g.Note)}
-	}
-	m := model.New("onebit-"+string(mech), data)
+	// Users, items and who rated what are public under the relation.
+	m := model.New("onebit-"+string(c.mech), data)
 	m.Output = model.Signs
 	m.Transform.Binarise, m.Transform.Threshold = true, thr
-	m.Params = map[string]any{"link": *f.link, "tau": tau, "alpha": onebit.AlphaParam(alpha), "threshold": thr, "threshold_from_data": fromData}
-	if *f.link == "probit" {
-		m.Params["sigma"] = *f.sigma
+	m.Params = map[string]any{"link": c.Link, "tau": tau, "alpha": onebit.AlphaParam(alpha), "threshold": thr}
+	if c.Link == "probit" {
+		m.Params["sigma"] = c.Sigma
+	}
+	for k, v := range extra {
+		m.Params[k] = v
+	}
+	for _, k := range []string{"p1", "p2"} { // InP's flip probabilities as used
+		if v, ok := res.Info[k]; ok {
+			m.Params[k] = v
+		}
 	}
 	if res.Dense != nil {
 		m.Dense = res.Dense
 		m.U, m.V = []float64{}, []float64{}
-	} else {
-		if m.Rank, m.U, m.V, err = res.Solution.FactorsUV(d1, d2); err != nil {
-			return nil, err
-		}
+	} else if m.Rank, m.U, m.V, err = res.Solution.FactorsUV(d1, d2); err != nil {
+		return nil, err
 	}
-	m.Guarantee = g
-	info := res.Info
-	info["threshold"] = thr
-	return &Result{Model: m, Guarantee: g, Info: info}, nil
+	g := res.Guarantee
+	if g.Private() {
+		g.Relation = privacy.RelationRatingValue
+	}
+	// onebit.Run's Info holds, for a private mechanism, only public
+	// settings and post-processing of the noisy release (see onebit.Run).
+	rep := release.Report{}
+	for k, v := range res.Info {
+		rep[k] = v
+	}
+	rep["threshold"], rep["threshold_source"] = thr, thrSource
+	return &release.Release{Public: m, Guarantee: g, Report: rep}, nil
 }

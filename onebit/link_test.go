@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/privrec/privrec/privacy"
-	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
@@ -84,18 +83,27 @@ func TestInPGuarantee(t *testing.T) {
 		p1, p2   float64
 		wantFail bool
 	}{
-		{"symmetric", 2, 1 / (1 + math.Exp(2)), 1 / (1 + math.Exp(2)), false},
+		{"symmetric default", 2, 0, 0, false},
+		{"symmetric given", 2, 1 / (1 + math.Exp(2)), 1 / (1 + math.Exp(2)), false},
 		// Satisfies Theorem 1's condition 1−p2e^ε ≤ p1 ≤ (1−p2)e^ε, yet an
 		// output −1 can only come from an input −1.
 		{"theorem 1 counterexample", 1, 0, 0.5, true},
+		// Also satisfies Theorem 1 at ε = 1, but is only ln 50-DP.
+		{"theorem 1 asymmetric", 1, 0.01, 0.5, true},
 		{"too little noise", 1, 0.1, 0.1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := InPGuarantee(tc.eps, tc.p1, tc.p2)
+			plan, err := Calibrate(Config{Mechanism: InP, Epsilon: tc.eps, P1: tc.p1, P2: tc.p2, Solver: Options{Link: Logistic{}, Alpha: 1, Tau: 1}}, 3, 3, 4)
 			if (err != nil) != tc.wantFail {
 				t.Fatalf("err = %v, want failure %v", err, tc.wantFail)
 			}
-			if err == nil && (g.Status != privacy.Proven || g.Epsilon != tc.eps) {
+			if err != nil {
+				return
+			}
+			g := plan.Guarantee
+			// The exact loss of the realised probabilities, rounded up: at
+			// most a few ulps above the requested ε.
+			if g.Status != privacy.Proven || math.Abs(g.Epsilon-tc.eps) > 1e-12 || g.Relation != privacy.RelationRatingValue || g.Notion != privacy.Central {
 				t.Errorf("guarantee %+v", g)
 			}
 		})
@@ -103,28 +111,44 @@ func TestInPGuarantee(t *testing.T) {
 }
 
 func TestGuarantees(t *testing.T) {
-	g := OutPGuarantee(4, 1, math.Sqrt(943*1682), 943, 1682)
-	if g.ClaimedEpsilon != 4 || g.Epsilon < 4*943*1682*(1-1e-12) || g.Status != privacy.Proven {
-		t.Errorf("OutP: %+v", g)
-	}
-	g = ObjPGuarantee(4, 1)
-	if g.Private() || g.ClaimedEpsilon != 4 || g.Status != privacy.AsClaimed {
-		t.Errorf("ObjP: %+v", g)
-	}
-	scale, err := mechanism.LaplaceScale(0.4, 1, 1)
+	plan, err := Calibrate(Config{Mechanism: OutP, Epsilon: 4, Solver: Options{Link: Logistic{}, Alpha: 1, Tau: math.Sqrt(943 * 1682)}}, 943, 1682, 80000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g, err = GraPGuarantee(4, 10, 1, scale); err != nil {
+	g := plan.Guarantee
+	if g.ClaimedEpsilon != 4 || g.Epsilon < 4*943*1682*(1-1e-5) || g.Status != privacy.Proven || plan.Laplace.Guarantee().Epsilon != 4 {
+		t.Errorf("OutP: %+v", g)
+	}
+	// The per-entry scale is the seed's 2α/ε up to the lattice rounding
+	// priced over d1·d2 coordinates (relative ≤ d1·d2·2⁻³⁹).
+	if s := plan.Laplace.Scale(); s < 0.5 || s > 0.5*(1+943*1682*0x1p-39) {
+		t.Errorf("OutP scale %g, want ≈ 0.5", s)
+	}
+	plan, err = Calibrate(Config{Mechanism: ObjP, Epsilon: 4, Solver: Options{Link: Logistic{}, Alpha: 1, Tau: 10}}, 10, 10, 50)
+	if err != nil {
 		t.Fatal(err)
 	}
-	// The lattice rounding costs at most a relative 2⁻³⁸; the calibrated
-	// scale keeps the total within the requested ε.
-	if !g.Private() || g.Epsilon > 4 || g.Epsilon < 4*(1-1e-9) || g.ClaimedEpsilon != 0 {
-		t.Errorf("GraP: %+v", g)
+	g = plan.Guarantee
+	if g.Epsilon != 4 || g.ClaimedEpsilon != 4 || g.Status != privacy.AsClaimed || g.Validate() != nil || plan.Sensitivity != 1 {
+		t.Errorf("ObjP: %+v", g)
 	}
-	if g, err = GraPGuarantee(4, 10, 1, 2.5); err != nil || !(g.Epsilon > 4) || g.ClaimedEpsilon != 4 {
-		t.Errorf("GraP with the textbook scale 10·1/4 must prove slightly more than 4 (rounding): %+v, %v", g, err)
+	for _, k := range []int{1, 3, 10, 7} {
+		plan, err = Calibrate(Config{Mechanism: GraP, Epsilon: 4, Iterations: k, Clamp: 0.5, Solver: Options{Link: Logistic{}, Alpha: 1, Tau: 10}}, 10, 10, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g = plan.Guarantee
+		// The even split keeps the composed total within the requested ε
+		// (the lattice rounding is inside each step's ε).
+		if !g.Private() || g.Epsilon > 4 || g.Epsilon < 4*(1-1e-9) || g.ClaimedEpsilon != 0 || g.Status != privacy.Proven || plan.Steps != k {
+			t.Errorf("GraP K = %d: %+v", k, g)
+		}
+		if s := plan.Laplace.Scale(); math.Abs(s/(float64(k)*1/4)-1) > 1e-9 {
+			t.Errorf("GraP K = %d: scale %g, want ≈ K·Δ1/ε = %g", k, s, float64(k)/4)
+		}
+	}
+	if _, err := Calibrate(Config{Mechanism: Clear, Epsilon: 1, Solver: Options{Link: Logistic{}}}, 2, 2, 1); err == nil {
+		t.Error("Clear calibrated")
 	}
 }
 
@@ -188,6 +212,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(res.Guarantee.Status, res.Guarantee.Epsilon, len(res.Solution.X))
+	// ε is the exact loss of the realised flip probabilities, rounded up.
+	fmt.Printf("%s %.6g %d\n", res.Guarantee.Status, res.Guarantee.Epsilon, len(res.Solution.X))
 	// Output: proven 2 900
 }

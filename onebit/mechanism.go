@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/privrec/privrec/privacy"
-	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
@@ -54,61 +54,51 @@ type Result struct {
 	Info map[string]any
 }
 
-// Run applies one mechanism to p.
+// Run applies one mechanism to p: for a private one it calibrates the
+// mechanism once (Calibrate, from the shape and the budget only), then
+// draws every bit of privacy noise through it.
 func Run(ctx context.Context, p *Problem, cfg Config) (*Result, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	eps := cfg.Epsilon
-	if cfg.Mechanism != Clear {
-		if !(eps >= 0x1p-50) || math.IsInf(eps, 0) {
-			return nil, fmt.Errorf("onebit: ε = %g must be finite and at least 2⁻⁵⁰", eps)
-		}
-		if cfg.Noise == nil {
-			return nil, errors.New("onebit: a private mechanism needs a noise source")
-		}
-	}
 	opt := cfg.Solver
-	info := map[string]any{"link": opt.Link.Name(), "tau": opt.Tau, "alpha": AlphaParam(opt.Alpha)}
-	if math.IsInf(opt.Alpha, 1) && (cfg.Mechanism == OutP || (opt.Link.Name() != "logit" && (cfg.Mechanism == ObjP || (cfg.Mechanism == GraP && cfg.Clamp < 0)))) {
-		return nil, fmt.Errorf("onebit: %s needs a finite α (its noise is calibrated to α)", cfg.Mechanism)
+	if opt.Link == nil {
+		return nil, errors.New("onebit: no link function")
 	}
-	var g privacy.Guarantee
-	switch cfg.Mechanism {
-	case Clear:
-		g = ClearGuarantee()
+	info := map[string]any{"link": opt.Link.Name(), "tau": opt.Tau, "alpha": AlphaParam(opt.Alpha)}
+	if cfg.Mechanism == Clear {
 		sol, err := Solve(ctx, p, opt)
 		if err != nil {
 			return nil, err
 		}
 		info["iterations"], info["objective"], info["stop"], info["rank"] = sol.Iterations, sol.Objective, sol.Stop, sol.Rank()
-		return &Result{Solution: sol, Guarantee: g, Info: info}, nil
-
+		return &Result{Solution: sol, Guarantee: ClearGuarantee(), Info: info}, nil
+	}
+	if cfg.Noise == nil {
+		return nil, errors.New("onebit: a private mechanism needs a noise source")
+	}
+	if math.IsInf(opt.Alpha, 1) && (cfg.Mechanism == OutP || (opt.Link.Name() != "logit" && (cfg.Mechanism == ObjP || (cfg.Mechanism == GraP && cfg.Clamp < 0)))) {
+		return nil, fmt.Errorf("onebit: %s needs a finite α (its noise is calibrated to α)", cfg.Mechanism)
+	}
+	plan, err := Calibrate(cfg, p.D1, p.D2, len(p.Y))
+	if err != nil {
+		return nil, err
+	}
+	g := plan.Guarantee
+	switch plan.Mechanism {
 	case InP:
-		p1, p2 := cfg.P1, cfg.P2
-		if p1 == 0 && p2 == 0 {
-			p1 = 1 / (1 + math.Exp(eps))
-			p2 = p1
-		}
-		var err error
-		if g, err = InPGuarantee(eps, p1, p2); err != nil {
-			return nil, err
-		}
-		flipped, err := NewFlipped(opt.Link, p1, p2)
-		if err != nil {
-			return nil, err
-		}
 		q := *p
 		q.Y = make([]float64, len(p.Y))
 		for k, y := range p.Y {
-			flip := p2
-			if y > 0 {
-				flip = p1
+			q.Y[k] = -1
+			if plan.RR.Randomize(cfg.Noise, y > 0) {
+				q.Y[k] = 1
 			}
-			q.Y[k] = y
-			if noise.Bernoulli(cfg.Noise, flip) {
-				q.Y[k] = -y
-			}
+		}
+		p1, p2 := plan.RR.FlipProbabilities()
+		flipped, err := NewFlipped(opt.Link, p1, p2)
+		if err != nil {
+			return nil, err
 		}
 		opt.Link = flipped
 		sol, err := Solve(ctx, &q, opt)
@@ -120,59 +110,34 @@ func Run(ctx context.Context, p *Problem, cfg Config) (*Result, error) {
 		return &Result{Solution: sol, Guarantee: g, Info: info}, nil
 
 	case ObjP:
-		delta, err := ObjDelta(opt.Link, opt.Alpha)
-		if err != nil {
-			return nil, err
-		}
-		g = ObjPGuarantee(eps, delta)
+		// H is noise alone: the mechanism's release of a zero vector.
 		opt.Linear = make([]float64, len(p.Y))
-		for k := range opt.Linear {
-			opt.Linear[k] = noise.Laplace(cfg.Noise, delta/eps)
+		if err := plan.Laplace.Release(cfg.Noise, opt.Linear); err != nil {
+			return nil, fmt.Errorf("onebit: ObjP noise: %w", err)
 		}
 		sol, err := Solve(ctx, p, opt)
 		if err != nil {
 			return nil, err
 		}
-		info["delta"] = delta
+		// The solver's iterations and objective read the raw signs: not reported.
+		info["delta"], info["noise_scale"] = plan.Sensitivity, plan.Laplace.Scale()
 		return &Result{Solution: sol, Guarantee: g, Info: info}, nil
 
 	case GraP:
-		k := cfg.Iterations
-		if k <= 0 {
-			k = 10
-		}
-		c := cfg.Clamp
-		if c == 0 {
-			c = 0.5
-		}
-		var delta1 float64
-		if c > 0 {
-			delta1 = 2 * c
-		} else {
-			d, err := ObjDelta(opt.Link, opt.Alpha)
-			if err != nil {
-				return nil, err
-			}
-			delta1 = d
-		}
-		scale, err := mechanism.LaplaceScale(eps/float64(k), delta1, 1)
-		if err != nil {
-			return nil, fmt.Errorf("onebit: GraP noise: %w", err)
-		}
-		if g, err = GraPGuarantee(eps, k, delta1, scale); err != nil {
-			return nil, err
-		}
-		opt.MaxIter = k
+		c := plan.Clamp
+		opt.MaxIter = plan.Steps
 		opt.Gradient = func(_ int, grad []float64) error {
 			for i, v := range grad {
 				if math.IsNaN(v) {
 					return errors.New("onebit: NaN gradient")
 				}
 				if c > 0 {
-					v = math.Max(-c, math.Min(c, v))
+					grad[i] = math.Max(-c, math.Min(c, v))
 				}
-				// Lattice release (not v + float noise: PRIVACY.md).
-				grad[i] = noise.SnapLaplace(cfg.Noise, v, scale)
+			}
+			// Lattice release (not v + float noise: PRIVACY.md).
+			if err := plan.Laplace.Release(cfg.Noise, grad); err != nil {
+				return fmt.Errorf("onebit: GraP noise: %w", err)
 			}
 			return nil
 		}
@@ -180,33 +145,41 @@ func Run(ctx context.Context, p *Problem, cfg Config) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		info["iterations"], info["clamp"], info["noise_scale"], info["rank"] = k, c, scale, sol.Rank()
+		info["iterations"], info["clamp"], info["noise_scale"], info["rank"] = plan.Steps, c, plan.Laplace.Scale(), sol.Rank()
+		info["epsilon_per_iteration"] = plan.Laplace.Guarantee().Epsilon
 		return &Result{Solution: sol, Guarantee: g, Info: info}, nil
 
 	case OutP:
-		g = OutPGuarantee(eps, opt.Alpha, opt.Tau, p.D1, p.D2)
 		sol, err := Solve(ctx, p, opt)
 		if err != nil {
 			return nil, err
 		}
-		dense, scale := PerturbOutput(sol.X, opt.Alpha, eps, cfg.Noise)
+		dense := slices.Clone(sol.X)
+		if err := plan.Laplace.Release(cfg.Noise, dense); err != nil {
+			return nil, fmt.Errorf("onebit: OutP noise: %w", err)
+		}
 		// Iterations and objective are un-noised facts of the raw data: not reported.
-		info["noise_scale"] = scale
+		info["noise_scale"], info["epsilon_per_entry"] = plan.Laplace.Scale(), plan.Laplace.Guarantee().Epsilon
 		return &Result{Solution: sol, Dense: dense, Guarantee: g, Info: info}, nil
 	}
 	return nil, fmt.Errorf("onebit: unknown mechanism %q (want clear, inp, objp, grap or outp)", cfg.Mechanism)
 }
 
-// PerturbOutput is OutP's release: x plus Laplace noise of scale 2α/ε on
-// every entry (returned with the scale). Run uses it; experiments that
-// already hold Clear's solution call it directly instead of solving again.
+// PerturbOutput is OutP's release: x plus the Laplace noise of the seed's
+// per-entry calibration (scale ≈ 2α/ε, from mechanism.NewLaplace), returned
+// with the scale. Experiments that already hold Clear's solution call it
+// instead of solving again; Run draws the same noise. It returns nil and a
+// NaN scale when α or ε is invalid.
 func PerturbOutput(x []float64, alpha, eps float64, src *noise.Source) ([]float64, float64) {
-	dense := make([]float64, len(x))
-	scale := 2 * alpha / eps
-	for i, v := range x {
-		dense[i] = noise.SnapLaplace(src, v, scale) // lattice release (PRIVACY.md)
+	lap, err := newOutPLaplace(eps, alpha, max(len(x), 1))
+	if err != nil {
+		return nil, math.NaN()
 	}
-	return dense, scale
+	dense := slices.Clone(x)
+	if err := lap.Release(src, dense); err != nil {
+		return nil, math.NaN()
+	}
+	return dense, lap.Scale()
 }
 
 // AlphaParam is α as a model or report parameter: the number, or "inf"

@@ -46,7 +46,7 @@ only if everything succeeds.`
 
 const dataSynthExample = `  privrec data synth --setup onebit --link logistic --seed 3 \
       --out onebit.tsv --truth onebit.truth.tsv
-  privrec train --data onebit.tsv --format tsv --method onebit-inp --epsilon 4 --out ob.model
+  privrec train --data onebit.tsv --format tsv --method onebit-inp --epsilon 4 --scale -1:1 --out ob.model
   privrec eval --model ob.model --data onebit.tsv --format tsv --truth onebit.truth.tsv
   privrec data synth --setup jointdp --users 50000 --seed 1 --out r1.tsv --json`
 
