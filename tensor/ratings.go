@@ -51,6 +51,25 @@ func FromRatings(m *ratings.Matrix) (*Tensor, DayAxis, error) {
 	return t, ax, err
 }
 
+// FromUntimed turns ratings without timestamps into a users × items × 1
+// tensor: every rating on day 0 of a one-day axis (origin 0). A tensor
+// model trained on it is a matrix model (the single row of C scales the
+// components); scoring maps every test rating, timed or not, to that day.
+func FromUntimed(m *ratings.Matrix) (*Tensor, DayAxis, error) {
+	if m.Len() == 0 {
+		return nil, DayAxis{}, fmt.Errorf("tensor: no ratings")
+	}
+	ax := DayAxis{Origin: 0, Days: 1}
+	t := New([3]int{m.NumUsers(), m.NumItems(), 1}, m.Len())
+	for u := range int32(m.NumUsers()) {
+		items, vals := m.UserRow(u)
+		for n, it := range items {
+			t.Add(u, it, 0, float64(vals[n]))
+		}
+	}
+	return t, ax, nil
+}
+
 // AxisOf is the day axis of timestamped ratings: from the day of the first
 // timestamp to the day of the last.
 func AxisOf(m *ratings.Matrix) (DayAxis, error) {

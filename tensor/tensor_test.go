@@ -89,6 +89,17 @@ func TestFromRatings(t *testing.T) {
 	if _, _, err := FromRatings(um); err == nil {
 		t.Error("no error for ratings without timestamps")
 	}
+	// FromUntimed puts them on one day; timed ratings too (their times
+	// are ignored).
+	for _, x := range []*ratings.Matrix{um, m} {
+		ut, uax, err := FromUntimed(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uax != (DayAxis{Origin: 0, Days: 1}) || ut.Dims != [3]int{x.NumUsers(), x.NumItems(), 1} || ut.Len() != x.Len() || ut.Validate() != nil {
+			t.Errorf("untimed: axis %+v, dims %v, %d entries", uax, ut.Dims, ut.Len())
+		}
+	}
 }
 
 func TestMergeItemDays(t *testing.T) {

@@ -32,7 +32,7 @@ time = day·86400. A rating file holds one rating per (user, item), so the
 item ID carries the day as a tag, "item@day"; train tensor methods with
 --item-day to merge the tags.`,
 		`  privrec data synth-tensor --kind cp --seed 1 --train syn.train --test syn.test
-  privrec train --data syn.train --format tsv --method cp-ip --item-day --range 0:1 \
+  privrec train --data syn.train --format tsv --method cp-ip --item-day --scale -0.5:1.5 \
       --epsilon 1 --seed 1 --out syn.model
   privrec eval --model syn.model --data syn.test --format tsv --json`)
 	kind := fs.String("kind", "cp", "decomposition: cp or tucker")

@@ -199,7 +199,10 @@ func (m *Model) RMSE(t *tensor.Tensor) float64 {
 	return math.Sqrt(s / float64(t.Len()))
 }
 
-// Info reports what a training run did.
+// Info reports what a training run did. Every field is a hyper-parameter,
+// a count of (public) positions, or a noised-and-accounted value: the
+// solver keeps no un-noised diagnostic of the private values (no training
+// loss, no share of clipped gradients), so Info may be printed in full.
 type Info struct {
 	// Updates is the number of per-entry updates (passes × entries), or for
 	// DP-SGD the number of noisy batch steps.
@@ -213,10 +216,6 @@ type Info struct {
 	Sigma float64 `json:"sigma,omitempty"`
 	Rho   float64 `json:"rho,omitempty"`
 	Batch int     `json:"batch,omitempty"`
-	// ClippedFraction is the share of gradients the clip shortened.
-	ClippedFraction float64 `json:"clipped_fraction,omitempty"`
-	// TrainRMSE is the fit to the (possibly noisy) training values.
-	TrainRMSE float64 `json:"train_rmse"`
 	// Offset is the private mean subtracted by centred DP-SGD.
 	Offset float64 `json:"offset,omitempty"`
 	// Guarantee is what the run provably gives (Config.Guarantee).
@@ -286,7 +285,6 @@ func Train(ctx context.Context, t *tensor.Tensor, cfg Config, rnd, nz *noise.Sou
 	if cfg.Mechanism == DPSGD {
 		info.Rho = info.Guarantee.Rho
 	}
-	info.TrainRMSE = m.RMSE(data)
 	return m, info, nil
 }
 
@@ -452,7 +450,6 @@ type worker struct {
 	tq       []float64
 	rnd, nz  *noise.Source
 	gp       *mechanism.L2Laplace // GP's per-update release of C's gradient row
-	clipped  int
 	clipRows bool
 }
 
@@ -526,9 +523,7 @@ func (w *worker) run(ctx context.Context, block []entry) error {
 // mechanism.
 func (w *worker) updateC(c, g []float64) error {
 	if w.clipRows {
-		if clipTo(g, w.cfg.Clip) {
-			w.clipped++
-		}
+		clipTo(g, w.cfg.Clip)
 		if w.gp != nil {
 			if err := w.gp.Release(w.nz, g); err != nil {
 				if errors.Is(err, mechanism.ErrData) {
@@ -743,9 +738,6 @@ func trainSGD(ctx context.Context, t *tensor.Tensor, cfg Config, cal *calibratio
 		}
 	}
 	info.Updates = cfg.Passes * t.Len()
-	if cfg.Mechanism == GP || cfg.Mechanism == OP {
-		info.ClippedFraction = float64(ws[0].clipped+ws[1].clipped) / float64(info.Updates)
-	}
 	if cfg.Mechanism == GP {
 		info.Sensitivity = 2 * cfg.Clip
 		info.NoiseScale = cal.gp.Scale()

@@ -118,6 +118,9 @@ func TestGuarantee(t *testing.T) {
 		if c.finite && g.Epsilon > 2 {
 			t.Errorf("%q: ε = %v exceeds the requested 2", c.mech, g.Epsilon)
 		}
+		if c.finite && g.Relation != privacy.RelationRatingValue {
+			t.Errorf("%q: relation %q, want the rating-value relation the proofs use", c.mech, g.Relation)
+		}
 	}
 }
 
@@ -397,6 +400,9 @@ func TestFileRoundTrip(t *testing.T) {
 			if a, b := f.Predict(p[0], p[1], p[2]), g.Predict(p[0], p[1], p[2]); a != b {
 				t.Errorf("%s: prediction at %v %v after reload, %v before", kind, p, b, a)
 			}
+		}
+		if f.Kind() != string(kind) || g.Kind() != string(kind) {
+			t.Errorf("%s: Kind() %q before, %q after reload", kind, f.Kind(), g.Kind())
 		}
 		if g.Guarantee.Status != privacy.None || g.Model.Kind != kind {
 			t.Errorf("%s: header %+v", kind, g.Guarantee)

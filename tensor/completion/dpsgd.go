@@ -48,7 +48,6 @@ func trainDPSGD(ctx context.Context, t *tensor.Tensor, cfg Config, cal *calibrat
 	// Accumulators: one per half of a batch, summed in a fixed order so the
 	// result does not depend on the number of goroutines.
 	acc := [2][]float64{make([]float64, total), make([]float64, total)}
-	clipped := [2]int{}
 	scratch := [2][]float64{make([]float64, 3*d+len(m.G)+d*d), make([]float64, 3*d+len(m.G)+d*d)}
 	accumulate := func(h int, idx []int) {
 		g := acc[h]
@@ -82,7 +81,6 @@ func trainDPSGD(ctx context.Context, t *tensor.Tensor, cfg Config, cal *calibrat
 			f := 1.0
 			if ss > cfg.Clip*cfg.Clip {
 				f = cfg.Clip / math.Sqrt(ss)
-				clipped[h]++
 			}
 			for r := range d {
 				g[i*d+r] += f * ga[r]
@@ -161,7 +159,6 @@ func trainDPSGD(ctx context.Context, t *tensor.Tensor, cfg Config, cal *calibrat
 		}
 	}
 	info.Updates = steps
-	info.ClippedFraction = float64(clipped[0]+clipped[1]) / float64(cfg.Passes*n)
 	return nil
 }
 

@@ -11,22 +11,28 @@ import (
 	"github.com/privrec/privrec/tensor"
 )
 
-// File is a saved tensor model: the fitted factors with everything needed
-// to score new ratings — the external user and item IDs, the day axis, an
-// optional per-day bi-scaling and the value range predictions are clamped
-// to — plus the method, its parameters, the data fingerprint and the
-// Guarantee. It is written with model.WriteContainer under kind "cp" or
-// "tucker" (docs/tensor.md).
+// File is a saved tensor model, the public artefact of the tensor methods
+// (a release.Artefact): the fitted factors with everything needed to score
+// new ratings — the external user and item IDs, the day axis, an optional
+// per-day bi-scaling and the value range predictions are clamped to — plus
+// the method, its parameters and the Guarantee. It is written with
+// model.WriteContainer (model format version 2) under kind "cp" or
+// "tucker" (docs/tensor.md). Under the tensor methods' neighbouring
+// relation (one rating's value changes) the IDs and the day axis are
+// public; the range is the declared scale (or, for methods without a
+// guarantee, the data's); nothing else in the header is computed from the
+// rating values. There is no data fingerprint: an exact hash of the
+// private ratings would identify them.
 type File struct {
-	Method      string            `json:"method"`
-	Params      map[string]any    `json:"params,omitempty"`
-	Guarantee   privacy.Guarantee `json:"guarantee"`
-	Fingerprint string            `json:"fingerprint,omitempty"`
-	Users       []string          `json:"users"`
-	Items       []string          `json:"items"`
-	Axis        tensor.DayAxis    `json:"axis"`
+	Method    string            `json:"method"`
+	Params    map[string]any    `json:"params,omitempty"`
+	Guarantee privacy.Guarantee `json:"guarantee"`
+	Users     []string          `json:"users"`
+	Items     []string          `json:"items"`
+	Axis      tensor.DayAxis    `json:"axis"`
 	// ItemDay: item IDs carry day tags ("17@3", see tensor.ItemDaySep).
-	ItemDay bool            `json:"item_day,omitempty"`
+	ItemDay bool `json:"item_day,omitempty"`
+	// Lo and Hi clamp predictions (no clamp when Hi ≤ Lo).
 	Lo      float64         `json:"lo"`
 	Hi      float64         `json:"hi"`
 	Model   *Model          `json:"-"`
@@ -38,14 +44,18 @@ type fileMeta struct {
 	Kind       tensor.Kind `json:"kind"`
 	Rank       int         `json:"rank"`
 	Dims       [3]int      `json:"dims"`
-	Version    int         `json:"version"`
 	HasScaling bool        `json:"bi_scaled"`
-	// Offset is the model's constant term (centred DP-SGD); absent in
-	// files written before it existed, which means 0.
+	// Offset is the model's constant term (centred DP-SGD); omitted when 0.
 	Offset float64 `json:"offset,omitempty"`
 }
 
-const fileVersion = 1
+// Kind is the model kind the file is written under: "cp" or "tucker".
+func (f *File) Kind() string {
+	if f.Model == nil {
+		return ""
+	}
+	return string(f.Model.Kind)
+}
 
 // Write writes f in the container format.
 func (f *File) Write(w io.Writer) error {
@@ -53,7 +63,10 @@ func (f *File) Write(w io.Writer) error {
 	if m == nil {
 		return fmt.Errorf("completion: file has no model")
 	}
-	meta := fileMeta{File: *f, Kind: m.Kind, Rank: m.Rank, Dims: m.Dims, Version: fileVersion, HasScaling: f.Scaling != nil, Offset: m.Offset}
+	if _, err := tensor.ParseKind(string(m.Kind)); err != nil {
+		return fmt.Errorf("completion: %w", err)
+	}
+	meta := fileMeta{File: *f, Kind: m.Kind, Rank: m.Rank, Dims: m.Dims, HasScaling: f.Scaling != nil, Offset: m.Offset}
 	arrays := []model.Array{{Name: "A", F64: m.A}, {Name: "B", F64: m.B}, {Name: "C", F64: m.C}}
 	if m.G != nil {
 		arrays = append(arrays, model.Array{Name: "G", F64: m.G})
@@ -72,7 +85,9 @@ func (f *File) Save(path string) error {
 	return model.WriteFileAtomic(path, f.Write)
 }
 
-// ReadFile reads a tensor model.
+// ReadFile reads a tensor model. model.ReadContainer refuses files of
+// another format version (version-1 tensor files carried a fingerprint of
+// the training data).
 func ReadFile(r io.Reader) (*File, error) {
 	kind, raw, arrays, err := model.ReadContainer(r)
 	if err != nil {
@@ -85,8 +100,8 @@ func ReadFile(r io.Reader) (*File, error) {
 	if err := json.Unmarshal(raw, &meta); err != nil {
 		return nil, fmt.Errorf("tensor model header: %w", err)
 	}
-	if meta.Version != fileVersion {
-		return nil, fmt.Errorf("tensor model version %d not supported (want %d)", meta.Version, fileVersion)
+	if string(meta.Kind) != kind {
+		return nil, fmt.Errorf("tensor model: header kind %q in a %q container", meta.Kind, kind)
 	}
 	d := meta.Rank
 	m := &Model{Kind: meta.Kind, Rank: d, Dims: meta.Dims, A: arrays["A"].F64, B: arrays["B"].F64, C: arrays["C"].F64, G: arrays["G"].F64, Offset: meta.Offset}

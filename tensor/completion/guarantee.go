@@ -98,7 +98,9 @@ func repeat(x float64, n int) []float64 { return slices.Repeat([]float64{x}, n) 
 // Guarantee states what a configuration trained on t provably gives, for
 // neighbouring datasets that differ in the value of one rating (the set of
 // observed positions is treated as public: every mechanism here releases a
-// model whose shape and update pattern depend on it). All arithmetic is
+// model whose shape and update pattern depend on it). That is
+// privacy.RelationRatingValue, with a rating's day part of its position;
+// the proven guarantees carry it as their Relation. All arithmetic is
 // privacy/accountant's and the per-release guarantees are
 // privacy/mechanism's.
 //
@@ -127,7 +129,7 @@ func (c Config) Guarantee(t *tensor.Tensor) (privacy.Guarantee, error) {
 }
 
 func (c Config) guarantee(cal *calibration, t *tensor.Tensor) (privacy.Guarantee, error) {
-	const who = "Neighbouring data differ in the value of one rating; which (user, item, day) positions are rated is treated as public."
+	const who = "Neighbouring data differ in the value of one rating; which (user, item, day) positions are rated — including each rating's timestamp, from which the day axis is built — is treated as public."
 	nTrain := t.Len()
 	wrap := func(err error) (privacy.Guarantee, error) {
 		return privacy.Guarantee{}, fmt.Errorf("completion: composing the %s guarantee: %w", c.Mechanism, err)
@@ -135,6 +137,7 @@ func (c Config) guarantee(cal *calibration, t *tensor.Tensor) (privacy.Guarantee
 	switch c.Mechanism {
 	case IP:
 		g := cal.ip.Guarantee()
+		g.Relation = privacy.RelationRatingValue
 		g.Note = fmt.Sprintf("Input perturbation: every training value is clamped to [%g, %g] and released with Laplace noise of scale %.4g (ε = %g per rating); the model is post-processing. %s %s",
 			c.Lo, c.Hi, cal.ip.Scale(), c.Epsilon, who, g.Note)
 		return g, nil
@@ -214,6 +217,7 @@ func (c Config) guarantee(cal *calibration, t *tensor.Tensor) (privacy.Guarantee
 			}
 			g.Note = fmt.Sprintf("Centred DP-SGD: the training values are centred on their mean, released privately (sum of the values clamped to [%g, %g], Laplace noise for ε = %g, divided by the public count); then %s", c.Lo, c.Hi, cg.Epsilon, g.Note)
 		}
+		g.Relation = privacy.RelationRatingValue
 		g.Note += " " + who
 		return g, nil
 	}

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratingio"
 	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/tensor"
 	"github.com/privrec/privrec/tensor/completion"
 )
@@ -318,40 +320,31 @@ func scalingRMSE(train, test *ratings.Matrix) float64 {
 
 func mlRun(kind tensor.Kind, mech completion.Mechanism, eps float64, train, test *ratings.Matrix, run int) float64 {
 	name := mechName(kind, mech)
-	meth, err := methods.Lookup(name)
+	params := map[string]any{"biscale": true, "lambda": 0.01, "lr": 0.005}
+	if kind == tensor.Tucker {
+		params["lambda_g"], params["lr"] = 0.001, 0.003
+	}
+	if mech == completion.DPSGD {
+		params["clip"] = 0.3
+	}
+	cfg, err := methods.Configure(name, params)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	tr := meth.Flags(fs)
-	args := []string{"--biscale", "--range", "1:5"}
-	if kind == tensor.CP {
-		args = append(args, "--lambda", "0.01", "--lr", "0.005")
-	} else {
-		args = append(args, "--lambda", "0.01", "--lambda-g", "0.001", "--lr", "0.003")
-	}
-	if mech == completion.DPSGD {
-		args = append(args, "--clip", "0.3")
-	}
-	if err := fs.Parse(args); err != nil {
-		log.Fatal(err)
-	}
-	c := methods.Common{Epsilon: eps, Delta: 1e-5, Seed: uint64(run + 1), Workers: 1,
+	scale := release.Scale{Min: 1, Max: 5}
+	in := release.Input{Ratings: train, Declared: release.Declared{Scale: &scale}}
+	env := methods.Env{Epsilon: eps, Delta: 1e-5, Seed: uint64(run + 1), Workers: 1,
 		Rand: noise.Seeded(uint64(5000 + run)), Noise: noise.Seeded(uint64(6000 + run))}
-	r, err := tr.Train(context.Background(), train, c)
+	r, err := methods.Train(context.Background(), name, cfg, in, env)
 	if err != nil {
 		return math.NaN()
 	}
-	tmp, err := os.CreateTemp("", "tensorfig-*.model")
-	if err != nil {
+	// Score the model as privrec eval does: from its file.
+	var buf bytes.Buffer
+	if err := r.Public.Write(&buf); err != nil {
 		log.Fatal(err)
 	}
-	tmp.Close()
-	defer os.Remove(tmp.Name())
-	if err := r.SaveTo(tmp.Name()); err != nil {
-		log.Fatal(err)
-	}
-	f, err := completion.Load(tmp.Name())
+	f, err := completion.ReadFile(&buf)
 	if err != nil {
 		log.Fatal(err)
 	}
