@@ -156,7 +156,7 @@ method is broken, never prove it private.`,
 		s = -1
 	}
 	rep, err := methods.Audit(ctx, name, cfg, methods.AuditOptions{Epsilon: *eps, Delta: *delta, Runs: *runs, Samples: s,
-		Confidence: *conf, Seed: *seed, Prepare: auditPrepare(meth)})
+		Confidence: *conf, Seed: *seed, Prepare: auditPrepare(meth, *eps)})
 	if err != nil {
 		return err
 	}
@@ -195,8 +195,9 @@ method is broken, never prove it private.`,
 	return nil
 }
 
-// auditPrepare is the device-side step a method's audit must simulate
-// (nil for methods that train on the ratings themselves).
-var auditPrepare = func(m *methods.Method) func(ctx context.Context, in release.Input, src *noise.Source) (release.Input, func(), error) {
-	return nil
+// auditPrepare is the device-side step a method's audit must simulate at
+// per-rating ε (nil for methods that train on the ratings themselves): the
+// local-DP collection for ldp-laplace and ldp-rr.
+var auditPrepare = func(m *methods.Method, eps float64) func(ctx context.Context, in release.Input, src *noise.Source) (release.Input, func(), error) {
+	return methods.DevicePrepare(m.Name, eps)
 }
