@@ -144,7 +144,7 @@ type CollectStats struct {
 	Ratings, Kept, Removed, Invented, Outside int64
 }
 
-// Collect randomizes the vector of every user of m over the catalogue
+// CollectOver randomizes the vector of every user of m over the catalogue
 // (the declared item IDs, in order) exactly as her device would, and
 // writes the header and one "user \t item \t value" line per present
 // report to w, in user order. The users of m (its user IDs, including any
@@ -155,7 +155,7 @@ type CollectStats struct {
 // split from src (fresh crypto/rand for noise.Secure()). Users are
 // processed in blocks by workers goroutines; only one dense row per user in
 // flight is held, so memory stays O(workers · block · items) beyond m.
-func Collect(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, catalogue []string, src *noise.Source, workers int) (CollectStats, error) {
+func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, catalogue []string, src *noise.Source, workers int) (CollectStats, error) {
 	var st CollectStats
 	nu, ni := m.NumUsers(), len(catalogue)
 	if nu == 0 {
@@ -343,6 +343,18 @@ func Collect(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, 
 	}
 	st.Reported = st.Kept + st.Invented
 	return st, nil
+}
+
+// Collect is CollectOver with the items m has ratings for as the
+// catalogue.
+//
+// Deprecated: which items have ratings is a fact of the private ratings,
+// and the header then records it as if declared (an item whose only
+// rating is removed vanishes from it). It remains only for the experiment
+// runner's Collect helper until that switches to Simulate; use
+// CollectOver with a declared catalogue, or Simulate.
+func Collect(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, src *noise.Source, workers int) (CollectStats, error) {
+	return CollectOver(ctx, w, m, r, m.Items.Names(), src, workers)
 }
 
 // ReportDecimals is the number of decimal places AppendReport writes: the

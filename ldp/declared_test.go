@@ -41,7 +41,7 @@ func header(t *testing.T, m *ratings.Matrix, mech ldp.Mechanism, sc ldp.Scale, c
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, err := ldp.Collect(context.Background(), &buf, m, r, cat, noise.Seeded(9), 1); err != nil {
+	if _, err := ldp.CollectOver(context.Background(), &buf, m, r, cat, noise.Seeded(9), 1); err != nil {
 		t.Fatal(err)
 	}
 	h, err := ldp.ParseHeader(bytes.NewReader(buf.Bytes()))
@@ -110,7 +110,7 @@ func TestCatalogueCovered(t *testing.T) {
 		sc, _ := ldp.DeclaredScale(1, 5, 0, mech)
 		r, _ := ldp.New(mech, 1, sc)
 		var buf bytes.Buffer
-		st, err := ldp.Collect(context.Background(), &buf, m, r, cat, noise.Seeded(2), 2)
+		st, err := ldp.CollectOver(context.Background(), &buf, m, r, cat, noise.Seeded(2), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestSimulate(t *testing.T) {
 		sc, _ := ldp.DeclaredScale(1, 5, 0, mech)
 		r, _ := ldp.New(mech, 1.5, sc)
 		var file bytes.Buffer
-		if _, err := ldp.Collect(context.Background(), &file, m, r, cat, noise.Seeded(6), 2); err != nil {
+		if _, err := ldp.CollectOver(context.Background(), &file, m, r, cat, noise.Seeded(6), 2); err != nil {
 			t.Fatal(err)
 		}
 		wantH, wantZ, err := ldp.ReadCollected(bytes.NewReader(file.Bytes()))
@@ -181,7 +181,7 @@ func TestSimulate(t *testing.T) {
 			t.Fatal(err)
 		}
 		if h != wantH || !bytes.Equal(copied.Bytes(), file.Bytes()) || z.Len() != wantZ.Len() {
-			t.Errorf("%s: Simulate differs from Collect + ReadCollected: header %+v vs %+v, %d vs %d reports", mech, h, wantH, z.Len(), wantZ.Len())
+			t.Errorf("%s: Simulate differs from CollectOver + ReadCollected: header %+v vs %+v, %d vs %d reports", mech, h, wantH, z.Len(), wantZ.Len())
 		}
 		wantZ.All(func(e ratings.Entry) bool {
 			u, _ := z.Users.Lookup(wantZ.Users.Name(e.User))
@@ -273,7 +273,7 @@ func TestFixedTimeDistribution(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, err := ldp.Collect(context.Background(), &buf, m, r, []string{"a", "b"}, noise.Seeded(31), 2); err != nil {
+	if _, err := ldp.CollectOver(context.Background(), &buf, m, r, []string{"a", "b"}, noise.Seeded(31), 2); err != nil {
 		t.Fatal(err)
 	}
 	_, z, err := ldp.ReadCollected(&buf)

@@ -10,9 +10,9 @@ import (
 	"github.com/privrec/privrec/ratings"
 )
 
-// ExampleCollect randomizes a tiny ratings matrix as the clients would and
+// ExampleCollectOver randomizes a tiny ratings matrix as the clients would and
 // reads the collect file back with the package's own reader.
-func ExampleCollect() {
+func ExampleCollectOver() {
 	b := ratings.NewBuilder(ratings.DupError)
 	for _, r := range []struct {
 		u, i string
@@ -39,7 +39,7 @@ func ExampleCollect() {
 	}
 	var file bytes.Buffer
 	// noise.Secure() for a real collection; seeded only in examples/tests.
-	st, err := ldp.Collect(context.Background(), &file, m, r, catalogue, noise.Seeded(1), 1)
+	st, err := ldp.CollectOver(context.Background(), &file, m, r, catalogue, noise.Seeded(1), 1)
 	if err != nil {
 		panic(err)
 	}

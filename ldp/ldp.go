@@ -4,7 +4,7 @@
 // the WHOLE item catalogue — missing entries included — on her device,
 // before anything leaves it. What the device must know in advance is
 // declared, never read from ratings: the rating scale (DeclaredScale), the
-// catalogue every report covers, and who the clients are (Collect,
+// catalogue every report covers, and who the clients are (CollectOver,
 // Simulate, WithClients). Two per-rating randomizers are provided:
 //
 //   - ModifiedLaplace: ratings mapped from the data's scale to [−1, 1];

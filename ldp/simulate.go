@@ -16,7 +16,7 @@ var errReaderStopped = errors.New("ldp: the reader of the reports stopped")
 // the data are the clients, each sending one report; m's user IDs may
 // include clients without ratings, see WithClients) randomizes her vector
 // over the declared catalogue with mechanism mech at per-rating ε on the
-// declared scale, as Collect does, and Simulate returns what the service
+// declared scale, as CollectOver does, and Simulate returns what the service
 // receives — the reports, read back exactly as from a collect file
 // (values rounded as written), and the header. Nothing of the scale or the
 // population is read from the ratings: a rating outside the scale is an
@@ -39,7 +39,7 @@ func SimulateTo(ctx context.Context, w io.Writer, m *ratings.Matrix, mech Mechan
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := Collect(ctx, out, m, r, catalogue, src, workers)
+		_, err := CollectOver(ctx, out, m, r, catalogue, src, workers)
 		pw.CloseWithError(err) // nil: EOF for the reader
 		done <- err
 	}()
