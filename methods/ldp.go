@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"strings"
 
 	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/ldp/recovery"
@@ -239,7 +240,7 @@ func (c *LDPConfig) Train(ctx context.Context, in release.Input, env Env) (*rele
 	g := user
 	g.Notion, g.Relation, g.Reproducible = privacy.Local, privacy.RelationLocalReport, h.Reproducible
 	g.Note = fmt.Sprintf("Post-processing of reports randomized on the users' devices (%s, noise sampler %s): each of the %d clients randomized her whole vector over the declared catalogue of %d items on the declared scale [%g, %g]. Per rating (one cell, rated ↔ missing included): ε = %.6g. Per user (all %d cells of her report): ε = %.6g. The reports, the model's users, factors and biases are public.",
-		per.Note, h.Sampler, h.Users, h.Items, h.Scale.Min, h.Scale.Max, per.Epsilon, h.Items, user.Epsilon)
+		strings.TrimSuffix(per.Note, "."), h.Sampler, h.Users, h.Items, h.Scale.Min, h.Scale.Max, per.Epsilon, h.Items, user.Epsilon)
 	rep["mechanism"], rep["sampler"] = string(h.Mechanism), h.Sampler
 	rep["per_rating_epsilon"], rep["per_user_epsilon"] = per.Epsilon, user.Epsilon
 	rep["clients"], rep["catalogue_items"], rep["reports"] = h.Users, h.Items, n

@@ -118,8 +118,13 @@ model file's header and arrays, and the train report:
   (c) the released value that differs most between the sides gives a
       Clopper–Pearson lower bound on ε, which must not exceed the claim.
 Any of these is a violation (exit status 1). A lower bound can only show a
-method is broken, never prove it private.`,
+method is broken, never prove it private. For the local-DP methods
+(ldp-laplace, ldp-rr) each side's ratings are first randomized as the
+users' devices would (per-rating --epsilon, the declared scale 1:5 and
+catalogue), and the method trains on the reports; under the local relation
+the clients' IDs are public, so only the canary item is searched.`,
 		`  privrec audit --method dp-bias --epsilon 1 --json
+  privrec audit --method ldp-rr --epsilon 1 --debias --runs 10 --samples 200
   privrec audit --method dpsvd --epsilon 2 --rank 2 --runs 20 --samples 1000`)
 	fs.String("method", "", "method to audit")
 	eps := fs.Float64("epsilon", 1, "ε the method is trained with")
