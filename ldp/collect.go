@@ -16,34 +16,49 @@ import (
 )
 
 // Header is what a collected (perturbed) ratings file records about how it
-// was made. It is written as "# key=value" comment lines before the data.
+// was made: the mechanism and ε, and facts declared before any rating was
+// read — the rating scale the clients were told, the size of the item
+// catalogue every report covers, and the number of clients. Nothing in it
+// is computed from the ratings, so it is as public as the reports. It is
+// written as "# key=value" comment lines before the data.
 type Header struct {
 	Mechanism Mechanism
 	Epsilon   float64
 	// Units of the values: "normalised" (Laplace: [−1, 1] plus noise) or
 	// "levels" (RR: 1…d).
 	Units string
+	// Scale is the declared rating scale (--scale, --levels).
 	Scale Scale
-	// Users and Items are the sizes of the whole matrix the clients covered
-	// (every user reported a value or "missing" for every item).
+	// Users is the number of clients, each of which sent one report (a
+	// report may have no present cell and then has no data line); Items
+	// is the size of the declared catalogue (--items) every report covers,
+	// rated or missing.
 	Users, Items int
+	// Sampler names how the clients drew their noise (SamplerFixedTime).
+	Sampler string
 	// Reproducible is true when the noise came from a seeded stream.
 	Reproducible bool
 }
 
-const headerMagic = "# privrec-collect v1"
+// HeaderMagic is the first line of a collect file. Version 1 files
+// (privrec before the declared population) took the population, and
+// without --scale the scale, from the raw ratings; they are refused.
+const (
+	HeaderMagic   = "# privrec-collect v2"
+	headerMagicV1 = "# privrec-collect v1"
+)
 
 // Write prints the header lines.
 func (h Header) Write(w io.Writer, r Randomizer) error {
-	_, err := fmt.Fprintf(w, "%s\n# mechanism=%s epsilon=%s units=%s scale_min=%s scale_max=%s levels=%d users=%d items=%d reproducible=%t\n# per-rating: %s\n# per-user: %s\n",
-		headerMagic, h.Mechanism, strconv.FormatFloat(h.Epsilon, 'g', -1, 64), h.Units,
+	_, err := fmt.Fprintf(w, "%s\n# mechanism=%s epsilon=%s units=%s scale_min=%s scale_max=%s levels=%d users=%d items=%d sampler=%s reproducible=%t\n# declared before collection: the scale, the %d catalogue items every report covers (missing cells randomized too) and the %d clients; nothing here is computed from ratings\n# per-rating: %s\n# per-user: %s\n",
+		HeaderMagic, h.Mechanism, strconv.FormatFloat(h.Epsilon, 'g', -1, 64), h.Units,
 		strconv.FormatFloat(h.Scale.Min, 'g', -1, 64), strconv.FormatFloat(h.Scale.Max, 'g', -1, 64), h.Scale.Levels,
-		h.Users, h.Items, h.Reproducible, r.PerRating(), r.PerUser(h.Items))
+		h.Users, h.Items, h.Sampler, h.Reproducible, h.Items, h.Users, r.PerRating(), r.PerUser(h.Items))
 	return err
 }
 
 // ParseHeader reads the header from the first lines of a collected file.
-// It returns an error when the file has no privrec-collect header.
+// It returns an error when the file has no privrec-collect v2 header.
 func ParseHeader(r io.Reader) (Header, error) {
 	br := bufio.NewReader(r)
 	var h Header
@@ -51,8 +66,12 @@ func ParseHeader(r io.Reader) (Header, error) {
 	if err != nil && first == "" {
 		return h, fmt.Errorf("ldp: reading header: %w", err)
 	}
-	if strings.TrimRight(first, "\r\n") != headerMagic {
-		return h, fmt.Errorf("ldp: not a privrec collect file (first line %q, want %q)", strings.TrimSpace(first), headerMagic)
+	switch strings.TrimRight(first, "\r\n") {
+	case HeaderMagic:
+	case headerMagicV1:
+		return h, fmt.Errorf("ldp: a privrec-collect v1 file, whose header took the population (and possibly the scale) from the raw ratings: collect again with `privrec collect --scale MIN:MAX --items FILE`")
+	default:
+		return h, fmt.Errorf("ldp: not a privrec collect file (first line %q, want %q)", strings.TrimSpace(first), HeaderMagic)
 	}
 	line, err := br.ReadString('\n')
 	if err != nil && line == "" {
@@ -92,44 +111,93 @@ func ParseHeader(r io.Reader) (Header, error) {
 		}
 		*dst = v
 	}
+	if h.Users < 1 || h.Items < 1 {
+		return h, fmt.Errorf("ldp: header declares %d clients and %d catalogue items; both must be positive", h.Users, h.Items)
+	}
 	h.Units = kv["units"]
+	if h.Sampler = kv["sampler"]; h.Sampler == "" {
+		return h, fmt.Errorf("ldp: header names no sampler")
+	}
 	h.Reproducible = kv["reproducible"] == "true"
-	if _, err := New(h.Mechanism, h.Epsilon, h.Scale); err != nil {
+	rnd, err := New(h.Mechanism, h.Epsilon, h.Scale)
+	if err != nil {
 		return h, fmt.Errorf("ldp: header: %w", err)
+	}
+	if h.Units != rnd.Units() {
+		return h, fmt.Errorf("ldp: header units=%q, but %s reports are in %s units", h.Units, h.Mechanism, rnd.Units())
 	}
 	return h, nil
 }
 
-// CollectStats counts what a collection produced.
+// CollectStats counts what a collection produced. Users, Items, Cells
+// and Reported are facts of the reports (public); the rest compare the
+// reports with the true ratings and are known only to whoever holds those
+// (a simulation, or one user about herself).
 type CollectStats struct {
 	Users, Items, Cells int64
-	// Input ratings, kept ratings (rated → present), removed ratings
-	// (rated → missing) and invented ratings (missing → present).
-	Ratings, Kept, Removed, Invented int64
 	// Reported is the number of data lines written (Kept + Invented).
 	Reported int64
+	// Input ratings of catalogue items, kept ratings (rated → present),
+	// removed ratings (rated → missing) and invented ratings (missing →
+	// present); Outside counts ratings of items outside the catalogue,
+	// which no client can report.
+	Ratings, Kept, Removed, Invented, Outside int64
 }
 
-// Collect randomizes every user of m over the whole item set exactly as
-// her device would, and writes the header and one "user \t item \t value"
-// line per present report to w, in user order. Each user gets her own
-// stream split from src (fresh crypto/rand for noise.Secure()). Users are
+// CollectOver randomizes the vector of every user of m over the catalogue
+// (the declared item IDs, in order) exactly as her device would, and
+// writes the header and one "user \t item \t value" line per present
+// report to w, in user order. The users of m (its user IDs, including any
+// with an empty row: see WithClients) are the clients: each sends one
+// report covering every catalogue item, rated or missing; ratings of
+// items outside the catalogue are not reported (counted in Outside). The
+// scale is the randomizer's (declared). Each user gets her own stream
+// split from src (fresh crypto/rand for noise.Secure()). Users are
 // processed in blocks by workers goroutines; only one dense row per user in
 // flight is held, so memory stays O(workers · block · items) beyond m.
-func Collect(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, src *noise.Source, workers int) (CollectStats, error) {
+func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, catalogue []string, src *noise.Source, workers int) (CollectStats, error) {
 	var st CollectStats
-	nu, ni := m.NumUsers(), m.NumItems()
-	st.Users, st.Items, st.Cells, st.Ratings = int64(nu), int64(ni), int64(nu)*int64(ni), int64(m.Len())
-	for _, ids := range []*ratings.IDs{m.Users, m.Items} {
-		for _, n := range ids.Names() {
-			if n == "" || strings.ContainsAny(n, "\t\r\n") {
-				return st, fmt.Errorf("ldp: identifier %q cannot be written as TSV", n)
-			}
+	nu, ni := m.NumUsers(), len(catalogue)
+	if nu == 0 {
+		return st, fmt.Errorf("ldp: no clients (no users in the ratings)")
+	}
+	if ni == 0 {
+		return st, fmt.Errorf("ldp: the catalogue lists no items")
+	}
+	st.Users, st.Items, st.Cells = int64(nu), int64(ni), int64(nu)*int64(ni)
+	check := func(n string) error {
+		if n == "" || strings.ContainsAny(n, "\t\r\n") || strings.HasPrefix(n, "#") {
+			return fmt.Errorf("ldp: identifier %q cannot be written as a TSV report", n)
 		}
+		return nil
+	}
+	index := make(map[string]int32, ni)
+	for j, n := range catalogue {
+		if err := check(n); err != nil {
+			return st, err
+		}
+		if _, dup := index[n]; dup {
+			return st, fmt.Errorf("ldp: catalogue item %q listed twice", n)
+		}
+		index[n] = int32(j)
+	}
+	for _, n := range m.Users.Names() {
+		if err := check(n); err != nil {
+			return st, err
+		}
+	}
+	// remap[i] is the catalogue index of m's item i, −1 outside it.
+	remap := make([]int32, m.NumItems())
+	for i, n := range m.Items.Names() {
+		j, ok := index[n]
+		if !ok {
+			j = -1
+		}
+		remap[i] = j
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	h := Header{Mechanism: r.Mechanism(), Epsilon: r.Epsilon(), Units: r.Units(), Scale: r.Scale(),
-		Users: nu, Items: ni, Reproducible: src.Reproducible()}
+		Users: nu, Items: ni, Sampler: r.Sampler(), Reproducible: src.Reproducible()}
 	if err := h.Write(bw, r); err != nil {
 		return st, fmt.Errorf("ldp: writing header: %w", err)
 	}
@@ -144,9 +212,9 @@ func Collect(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, 
 	const block = 32
 	nblocks := (nu + block - 1) / block
 	type result struct {
-		buf                     *[]byte
-		kept, removed, invented int64
-		err                     error
+		buf                                    *[]byte
+		ratings, kept, removed, invented, outs int64
+		err                                    error
 	}
 	// Each block's result goes to its own 1-slot channel; the writer drains
 	// them in order, so output order (and seeded output) is deterministic.
@@ -164,7 +232,7 @@ func Collect(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, 
 		users[u] = append([]byte(n), '\t')
 	}
 	items := make([][]byte, ni)
-	for j, n := range m.Items.Names() {
+	for j, n := range catalogue {
 		items[j] = append([]byte(n), '\t')
 	}
 	// Output buffers are recycled: at most workers + (blocks in flight)
@@ -207,7 +275,12 @@ func Collect(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, 
 					}
 					its, vals := m.UserRow(int32(u))
 					for k, it := range its {
-						in[it] = float64(vals[k])
+						if j := remap[it]; j >= 0 {
+							in[j] = float64(vals[k])
+							res.ratings++
+						} else {
+							res.outs++
+						}
 					}
 					if err := r.Randomize(srcs[u], in, out); err != nil {
 						res.err = fmt.Errorf("user %s: %w", m.Users.Name(int32(u)), err)
@@ -252,6 +325,8 @@ func Collect(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, 
 			close(stop)
 			break
 		}
+		st.Ratings += res.ratings
+		st.Outside += res.outs
 		st.Kept += res.kept
 		st.Removed += res.removed
 		st.Invented += res.invented
@@ -268,6 +343,18 @@ func Collect(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, 
 	}
 	st.Reported = st.Kept + st.Invented
 	return st, nil
+}
+
+// Collect is CollectOver with the items m has ratings for as the
+// catalogue.
+//
+// Deprecated: which items have ratings is a fact of the private ratings,
+// and the header then records it as if declared (an item whose only
+// rating is removed vanishes from it). It remains only for the experiment
+// runner's Collect helper until that switches to Simulate; use
+// CollectOver with a declared catalogue, or Simulate.
+func Collect(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, src *noise.Source, workers int) (CollectStats, error) {
+	return CollectOver(ctx, w, m, r, m.Items.Names(), src, workers)
 }
 
 // ReportDecimals is the number of decimal places AppendReport writes: the
@@ -315,7 +402,12 @@ func AppendReport(b []byte, v float64) []byte {
 
 // DetectScale infers the rating scale of m: [min, max] of its values and,
 // when every value lies on an integer-spaced or half-integer-spaced grid,
-// the number of levels. Callers should prefer a declared scale.
+// the number of levels.
+//
+// It reads the private ratings, so it is for non-private use only (the
+// non-private reference ldp-clean, data inspection): never for a
+// collection or anything released under a guarantee — there the clients
+// must be told the scale in advance (DeclaredScale).
 func DetectScale(m *ratings.Matrix) Scale {
 	lo, hi := m.Range()
 	sc := Scale{Min: lo, Max: hi}

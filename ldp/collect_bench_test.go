@@ -42,6 +42,7 @@ func ml1mShaped(b *testing.B) *ratings.Matrix {
 // matrix (22 M cells) at ε = 0.5, the densest output, with secure noise.
 func BenchmarkCollectML1M(b *testing.B) {
 	m := ml1mShaped(b)
+	cat := m.Items.Names()
 	for _, mech := range []ldp.Mechanism{ldp.Laplace, ldp.RR} {
 		r, err := ldp.New(mech, 0.5, ldp.Scale{Min: 1, Max: 5, Levels: 5})
 		if err != nil {
@@ -49,7 +50,7 @@ func BenchmarkCollectML1M(b *testing.B) {
 		}
 		b.Run(string(mech), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := ldp.Collect(context.Background(), io.Discard, m, r, noise.Secure(), 0); err != nil {
+				if _, err := ldp.CollectOver(context.Background(), io.Discard, m, r, cat, noise.Secure(), 0); err != nil {
 					b.Fatal(err)
 				}
 			}

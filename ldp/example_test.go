@@ -10,9 +10,9 @@ import (
 	"github.com/privrec/privrec/ratings"
 )
 
-// ExampleCollect randomizes a tiny ratings matrix as the clients would and
+// ExampleCollectOver randomizes a tiny ratings matrix as the clients would and
 // reads the collect file back with the package's own reader.
-func ExampleCollect() {
+func ExampleCollectOver() {
 	b := ratings.NewBuilder(ratings.DupError)
 	for _, r := range []struct {
 		u, i string
@@ -26,13 +26,20 @@ func ExampleCollect() {
 	if err != nil {
 		panic(err)
 	}
-	r, err := ldp.New(ldp.RR, 2, ldp.Scale{Min: 1, Max: 5, Levels: 5})
+	// Declared before any rating is read: the scale 1…5 (levels 1 apart)
+	// and the catalogue every report covers.
+	sc, err := ldp.DeclaredScale(1, 5, 0, ldp.RR)
+	if err != nil {
+		panic(err)
+	}
+	catalogue := []string{"film1", "film2", "film3", "film4"}
+	r, err := ldp.New(ldp.RR, 2, sc)
 	if err != nil {
 		panic(err)
 	}
 	var file bytes.Buffer
 	// noise.Secure() for a real collection; seeded only in examples/tests.
-	st, err := ldp.Collect(context.Background(), &file, m, r, noise.Seeded(1), 1)
+	st, err := ldp.CollectOver(context.Background(), &file, m, r, catalogue, noise.Seeded(1), 1)
 	if err != nil {
 		panic(err)
 	}
@@ -43,8 +50,8 @@ func ExampleCollect() {
 	fmt.Println(h.Mechanism, h.Epsilon, h.Users, "users ×", h.Items, "items")
 	fmt.Println(st.Cells, "cells randomized,", reports.Len() == int(st.Reported), "reports read back")
 	// Output:
-	// rr 2 2 users × 3 items
-	// 6 cells randomized, true reports read back
+	// rr 2 2 users × 4 items
+	// 8 cells randomized, true reports read back
 }
 
 func ExampleAppendReport() {

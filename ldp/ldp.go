@@ -1,8 +1,11 @@
 // Package ldp is the client side of local-DP rating collection (seeds
 // 002/003, "Two differentially private rating collection mechanisms for
 // recommender systems"): each user transforms her own rating vector over
-// the WHOLE item set — missing entries included — on her device, before
-// anything leaves it. Two per-rating randomizers are provided:
+// the WHOLE item catalogue — missing entries included — on her device,
+// before anything leaves it. What the device must know in advance is
+// declared, never read from ratings: the rating scale (DeclaredScale), the
+// catalogue every report covers, and who the clients are (CollectOver,
+// Simulate, WithClients). Two per-rating randomizers are provided:
 //
 //   - ModifiedLaplace: ratings mapped from the data's scale to [−1, 1];
 //     with probability q = e^{ε/2}/(e^{ε/2}+1) an observed rating x becomes
@@ -15,6 +18,11 @@
 // Each randomizer is ε-DP per rating (one cell of the user's vector may
 // change arbitrarily, including rated ↔ missing); a user's whole vector of
 // n cells is n·ε-DP by basic composition. Both guarantees are reported.
+//
+// The modified Laplace noise is drawn by the bounded-time sampler
+// (noise.SnapLaplaceFixedTime): a client's running time does not grow with
+// the noise; randomized response draws the same values whether a rating is
+// kept or replaced. The collect header records this (Header.Sampler).
 //
 // The randomizers depend only on the privacy packages (privacy, noise,
 // mechanism, accountant) and ratings, so that a device can embed them. The
@@ -29,6 +37,10 @@ import (
 	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/privacy/noise"
 )
+
+// SamplerFixedTime names the client-side samplers whose running time does
+// not depend on the noise drawn or on the rating (see Randomizer.Sampler).
+const SamplerFixedTime = "fixed-time"
 
 // Mechanism names a per-rating randomizer.
 type Mechanism string
@@ -82,6 +94,37 @@ func (s Scale) validate() error {
 	return nil
 }
 
+// DeclaredScale builds the scale the clients are told in advance from the
+// declared range [lo, hi] (--scale) and, for randomized response, the
+// number of levels d (--levels): 0 means d = hi − lo + 1 (step 1) when lo
+// and hi are integers. Nothing is read from any rating. The modified
+// Laplace mechanism needs no levels and refuses them.
+func DeclaredScale(lo, hi float64, levels int, m Mechanism) (Scale, error) {
+	sc := Scale{Min: lo, Max: hi}
+	if err := sc.validate(); err != nil {
+		return sc, err
+	}
+	switch m {
+	case Laplace:
+		if levels != 0 {
+			return sc, fmt.Errorf("ldp: --levels applies to randomized response only (the modified Laplace mechanism takes any value in [%g, %g])", lo, hi)
+		}
+	case RR:
+		switch {
+		case levels == 0 && lo == math.Trunc(lo) && hi == math.Trunc(hi) && hi-lo < 1<<20:
+			levels = int(hi-lo) + 1
+		case levels == 0:
+			return sc, fmt.Errorf("ldp: randomized response needs the number of rating levels: the scale [%g, %g] has non-integer ends, pass --levels d", lo, hi)
+		case levels < 2:
+			return sc, fmt.Errorf("ldp: --levels must be ≥ 2, got %d", levels)
+		}
+		sc.Levels = levels
+	default:
+		return sc, fmt.Errorf("ldp: unknown mechanism %q", m)
+	}
+	return sc, nil
+}
+
 // Level returns the 1-based level of v on a discrete scale, or an error when
 // v is not on the grid (nothing is silently rounded).
 func (s Scale) Level(v float64) (int, error) {
@@ -124,6 +167,10 @@ type Randomizer interface {
 	Randomize(s *noise.Source, in, out []float64) error
 	// Units says in which units Randomize reports values.
 	Units() string
+	// Sampler names how the noise is drawn (SamplerFixedTime: a running
+	// time that does not depend on the noise or the rating); it is
+	// recorded in the collect header.
+	Sampler() string
 	// PerRating is the guarantee for any one cell of the vector.
 	PerRating() privacy.Guarantee
 	// PerUser is the guarantee for a whole vector of n cells.

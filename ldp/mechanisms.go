@@ -37,8 +37,17 @@ func NewModifiedLaplace(eps float64, sc Scale) (*ModifiedLaplace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ldp: %w", err)
 	}
-	return &ModifiedLaplace{eps: eps, scale: sc, keep: mech.Zeta(), b: mech.Scale(), mech: mech}, nil
+	// The client path: the Laplace part comes from the bounded-time
+	// sampler (noise.SnapLaplaceFixedTime), the same law with a running
+	// time that does not grow with the noise, so a device whose per-value
+	// timing is observed does not leak |noise| (and with the output, the
+	// rating).
+	return &ModifiedLaplace{eps: eps, scale: sc, keep: mech.Zeta(), b: mech.Scale(), mech: mech.BoundedTime()}, nil
 }
+
+// Sampler implements Randomizer: the Laplace noise comes from the
+// bounded-time sampler.
+func (m *ModifiedLaplace) Sampler() string { return SamplerFixedTime }
 
 // Mechanism implements Randomizer.
 func (m *ModifiedLaplace) Mechanism() Mechanism { return Laplace }
@@ -156,6 +165,11 @@ func (m *RandomizedResponse) Scale() Scale { return m.scale }
 
 // Units implements Randomizer.
 func (m *RandomizedResponse) Units() string { return "levels" }
+
+// Sampler implements Randomizer: mechanism.KaryRR draws the keep coin and
+// the replacement value for every cell, kept or not, so its work does not
+// depend on the outcome.
+func (m *RandomizedResponse) Sampler() string { return SamplerFixedTime }
 
 // KeepProbability is e^ε/(e^ε+d).
 func (m *RandomizedResponse) KeepProbability() float64 { return m.keep }

@@ -57,7 +57,7 @@ func ReadCollected(r io.Reader) (Header, *ratings.Matrix, error) {
 		return h, nil, fmt.Errorf("ldp: %w", err)
 	}
 	if m.NumUsers() > h.Users || m.NumItems() > h.Items {
-		return h, nil, fmt.Errorf("ldp: %d users × %d items in the reports, more than the header's population %d × %d",
+		return h, nil, fmt.Errorf("ldp: %d users × %d items in the reports, more than the header's population of %d clients × %d catalogue items",
 			m.NumUsers(), m.NumItems(), h.Users, h.Items)
 	}
 	return h, m, nil

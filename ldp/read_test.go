@@ -18,7 +18,8 @@ func TestReadCollectedRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		st, err := ldp.Collect(context.Background(), &buf, m, r, noise.Seeded(3), 2)
+		cat := smallCatalogue()
+		st, err := ldp.CollectOver(context.Background(), &buf, m, r, cat, noise.Seeded(3), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,8 +27,8 @@ func TestReadCollectedRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", mech, err)
 		}
-		if h.Mechanism != mech || h.Users != m.NumUsers() || h.Items != m.NumItems() || int64(z.Len()) != st.Reported {
-			t.Errorf("%s: header %+v, %d reports; want %d × %d, %d reports", mech, h, z.Len(), m.NumUsers(), m.NumItems(), st.Reported)
+		if h.Mechanism != mech || h.Users != m.NumUsers() || h.Items != len(cat) || int64(z.Len()) != st.Reported {
+			t.Errorf("%s: header %+v, %d reports; want %d × %d, %d reports", mech, h, z.Len(), m.NumUsers(), len(cat), st.Reported)
 		}
 		h2, n, err := ldp.CountReports(bytes.NewReader(buf.Bytes()))
 		if err != nil || n != st.Reported || h2 != h {
@@ -37,9 +38,14 @@ func TestReadCollectedRoundTrip(t *testing.T) {
 }
 
 func TestReadCollectedErrors(t *testing.T) {
-	const head = "# privrec-collect v1\n# mechanism=rr epsilon=1 units=levels scale_min=1 scale_max=5 levels=5 users=2 items=2 reproducible=false\n"
+	const head = "# privrec-collect v2\n# mechanism=rr epsilon=1 units=levels scale_min=1 scale_max=5 levels=5 users=2 items=2 sampler=fixed-time reproducible=false\n"
 	for _, tc := range []struct{ name, body, want string }{
 		{"no header", "1\t1\t3\n", "not a privrec collect file"},
+		{"version 1", "# privrec-collect v1\n# mechanism=rr epsilon=1 units=levels scale_min=1 scale_max=5 levels=5 users=2 items=2 reproducible=false\n", "collect again"},
+		{"no clients", strings.Replace(head, "users=2", "users=0", 1), "positive"},
+		{"no sampler", strings.Replace(head, " sampler=fixed-time", "", 1), "sampler"},
+		{"wrong units", strings.Replace(head, "units=levels", "units=normalised", 1), "units"},
+		{"too many items", head + "1\t1\t3\n1\t2\t3\n1\t3\t3\n", "population"},
 		{"two fields", head + "1\t1\n", "want user"},
 		{"not a number", head + "1\t1\tx\n", "value"},
 		{"not a level", head + "1\t1\t2.5\n", "not a level"},
@@ -62,10 +68,10 @@ func TestReadCollectedErrors(t *testing.T) {
 // FuzzReadCollected: the reader never panics, and whatever it accepts
 // agrees with CountReports on the number of reports.
 func FuzzReadCollected(f *testing.F) {
-	const head = "# privrec-collect v1\n# mechanism=laplace epsilon=1 units=normalised scale_min=1 scale_max=5 levels=5 users=3 items=3 reproducible=false\n"
+	const head = "# privrec-collect v2\n# mechanism=laplace epsilon=1 units=normalised scale_min=1 scale_max=5 levels=0 users=3 items=3 sampler=fixed-time reproducible=false\n"
 	f.Add(head + "1\t1\t0.5\n2\t3\t-1.25\n")
 	f.Add(head + "# c\n1\t2\t7\r\n")
-	f.Add("# privrec-collect v1\n# mechanism=rr epsilon=2 units=levels scale_min=1 scale_max=5 levels=5 users=1 items=1\n1\t1\t5\n")
+	f.Add("# privrec-collect v2\n# mechanism=rr epsilon=2 units=levels scale_min=1 scale_max=5 levels=5 users=1 items=1 sampler=fixed-time\n1\t1\t5\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		_, z, err := ldp.ReadCollected(strings.NewReader(s))
 		if err != nil {

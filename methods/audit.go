@@ -284,6 +284,13 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	}
 	rep := &AuditReport{Method: name, Relation: rel, ClaimedEpsilon: g.Epsilon, Delta: g.Delta, Runs: o.Runs,
 		Confidence: o.Confidence, Differences: []string{}, Canaries: []string{}}
+	canaries := []string{CanaryUser, CanaryItem}
+	if rel == privacy.RelationLocalReport {
+		// Local DP: the population is public and each client's report,
+		// sent under her ID, is public; the canary user is a client on
+		// both inputs. Only the item outside the catalogue must not appear.
+		canaries = []string{CanaryItem}
+	}
 	var runs [2][]map[string]string
 	var mu sync.Mutex
 	var firstErr error
@@ -307,7 +314,7 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 					return
 				}
 				runs[s][k] = f
-				for _, c := range []string{CanaryUser, CanaryItem} {
+				for _, c := range canaries {
 					if bytes.Contains(raw, []byte(c)) {
 						place := fmt.Sprintf("%q in the public output of input %d", c, s)
 						if !slices.Contains(rep.Canaries, place) {

@@ -1,244 +1,371 @@
 package methods
 
 import (
+	"bufio"
 	"context"
-	"flag"
+	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/ldp/recovery"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
 )
 
-// Local-DP rating collection (seeds 002/003): the data these methods train
-// on are the randomized reports written by `privrec collect`, never true
-// ratings. Training is post-processing of locally private data, so the
-// model carries the collection's guarantee.
+// Local-DP rating collection (seeds 002/003): ldp-laplace and ldp-rr train
+// only on the randomized reports written by `privrec collect` (or
+// ldp.Simulate), never on true ratings. The collect header gives the
+// mechanism, ε and the facts the clients were told in advance (scale,
+// catalogue size, number of clients); the reports themselves are public.
+// Training is post-processing of the reports, so the whole model — users,
+// factors, biases — is public under the local relation and carries the
+// collection's guarantee. ldp-clean runs the same estimator on the true
+// ratings: a non-private reference.
 func init() {
 	for _, mech := range []ldp.Mechanism{ldp.Laplace, ldp.RR} {
 		name := "ldp-laplace"
-		summary := "recover ratings collected with the modified Laplace mechanism (nuclear-norm recovery, Eq. 4)"
+		summary := "recover ratings collected with the modified Laplace mechanism (nuclear-norm recovery, Eq. 4); trains on a `privrec collect` file"
 		if mech == ldp.RR {
 			name = "ldp-rr"
-			summary = "recover ratings collected with randomized response over {missing, 1…d} (nuclear-norm recovery, Eq. 4)"
+			summary = "recover ratings collected with randomized response over {missing, 1…d} (nuclear-norm recovery, Eq. 4); trains on a `privrec collect` file"
 		}
 		Register(&Method{
 			Name: name, Summary: summary, Seed: "003", Private: true,
-			Flags: func(fs *flag.FlagSet) Trainer { return ldpFlags(fs, mech) },
+			New: func() Config { return &LDPConfig{LDPRecovery: defaultLDPRecovery(), mech: mech} },
 		})
 	}
 	Register(&Method{
 		Name:    "ldp-clean",
 		Summary: "the ldp-laplace/ldp-rr recovery run on true ratings (no mechanism): their non-private reference",
 		Seed:    "003", Private: false,
-		Flags: func(fs *flag.FlagSet) Trainer { return ldpFlags(fs, recovery.Clean) },
+		New: func() Config { return &LDPCleanConfig{LDPRecovery: defaultLDPRecovery()} },
 	})
 }
 
-func ldpFlags(fs *flag.FlagSet, mech ldp.Mechanism) Trainer {
-	collected := fs.String("collected", "", "the collected file whose header gives mechanism, ε, scale and population size (default: the --data file, when it is a collect file)")
-	scaleFlag := fs.String("rating-scale", "", "original rating scale MIN:MAX when there is no --collected header")
-	levels := fs.Int("levels", 0, "number of rating levels d (RR) when there is no --collected header")
-	users := fs.Int("population-users", 0, "users the clients covered, when there is no header (0: users in the data)")
-	items := fs.Int("population-items", 0, "items the clients covered, when there is no header (0: items in the data)")
-	debias := fs.Bool("debias", false, "use the debiased recovery (knows the mechanism's means and rates of removed and invented ratings)")
-	rho := fs.Float64("rho", 0, "plain recovery: residual bound ρ in report units (0: Theorem 3 of seed 003)")
-	gamma := fs.Float64("gamma", 0.05, "Theorem 3 tolerance γ (the bound holds with probability ≥ 1 − γ)")
-	rho0 := fs.Float64("rho0", 0, "Theorem 3 noise level ρ0 of the true ratings, report units (0: 0.225 of the rating range, i.e. 0.45 normalised / 0.9 level for d = 5)")
-	lambda := fs.Float64("lambda", 0, "fix the nuclear-norm multiplier λ instead of searching for ρ")
-	rule := fs.String("lambda-rule", "", "debiased recovery: how λ is chosen, noise-norm (default: λ = expected operator norm of the noise's gradient) or discrepancy (residual = expected noise norm)")
-	refit := fs.Bool("refit", false, "debiased recovery with a fixed λ: re-estimate the kept singular values by least squares (undo the nuclear-norm shrinkage)")
-	maxRank := fs.Int("max-rank", 60, "largest rank of the recovered matrix")
-	maxIter := fs.Int("max-iter", 300, "proximal-gradient iterations per λ")
-	damping := fs.Float64("damping", 0, "debiased recovery: shrinkage of user and item biases, in pseudo-ratings (0: noise variance / (ρ0/2)²)")
-	return TrainerFunc(func(ctx context.Context, data *ratings.Matrix, c Common) (*Result, error) {
-		var h ldp.Header
-		clean := mech == recovery.Clean
-		collected := *collected
-		if collected == "" && !clean && isCollectFile(c.DataPath) {
-			collected = c.DataPath // the --data file is itself the collect file
-		}
-		switch {
-		case clean:
-			if collected != "" {
-				return nil, fmt.Errorf("ldp-clean trains on true ratings; --collected is for ldp-laplace/ldp-rr")
-			}
-			h = ldp.Header{Mechanism: mech, Scale: ldp.DetectScale(data)}
-			if *scaleFlag != "" {
-				a, b, err := parseScale(*scaleFlag)
-				if err != nil {
-					return nil, err
-				}
-				h.Scale.Min, h.Scale.Max = a, b
-			}
-			if lo, hi := data.Range(); lo < h.Scale.Min || hi > h.Scale.Max {
-				return nil, fmt.Errorf("ratings in [%g, %g] fall outside --rating-scale [%g, %g]", lo, hi, h.Scale.Min, h.Scale.Max)
-			}
-		case collected != "":
-			f, err := os.Open(collected)
-			if err != nil {
-				return nil, fmt.Errorf("--collected: %w", err)
-			}
-			var n int64
-			h, n, err = ldp.CountReports(f)
-			f.Close()
-			if err != nil {
-				return nil, fmt.Errorf("--collected %s: %w", collected, err)
-			}
-			if n != int64(data.Len()) {
-				return nil, fmt.Errorf("--collected %s holds %d reports but the --data ratings number %d: pass the collect file (or its data lines) as --data", collected, n, data.Len())
-			}
-			if h.Mechanism != mech {
-				return nil, fmt.Errorf("--collected %s was made with mechanism %s, not %s", collected, h.Mechanism, mech)
-			}
-		default:
-			if *scaleFlag == "" {
-				return nil, fmt.Errorf("give --collected FILE (the collect header) or --rating-scale MIN:MAX")
-			}
-			a, b, err := parseScale(*scaleFlag)
-			if err != nil {
-				return nil, err
-			}
-			h = ldp.Header{Mechanism: mech, Epsilon: c.Epsilon, Scale: ldp.Scale{Min: a, Max: b, Levels: *levels},
-				Users: *users, Items: *items}
-		}
-		if h.Users == 0 {
-			h.Users = data.NumUsers()
-		}
-		if h.Items == 0 {
-			h.Items = data.NumItems()
-		}
-		if data.NumUsers() > h.Users || data.NumItems() > h.Items {
-			return nil, fmt.Errorf("the data have %d users × %d items, more than the collected population %d × %d",
-				data.NumUsers(), data.NumItems(), h.Users, h.Items)
-		}
-		var rnd ldp.Randomizer
-		var err error
-		if !clean {
-			if rnd, err = ldp.New(h.Mechanism, h.Epsilon, h.Scale); err != nil {
-				return nil, err
-			}
-		}
-		if *maxRank < 1 || *maxIter < 1 || *rho < 0 || *lambda < 0 || !(*gamma > 0 && *gamma < 1) || *rho0 < 0 || *damping < 0 {
-			return nil, fmt.Errorf("--max-rank and --max-iter must be positive, --rho, --rho0 and --lambda non-negative, --damping non-negative, 0 < --gamma < 1")
-		}
-		var lrule recovery.LambdaRule
-		if *rule != "" {
-			if lrule, err = recovery.ParseLambdaRule(*rule); err != nil {
-				return nil, fmt.Errorf("--lambda-rule: %w", err)
-			}
-		}
-		if *refit && (!*debias || (lrule == recovery.Discrepancy && *lambda == 0)) {
-			return nil, fmt.Errorf("--refit applies to the debiased recovery with the noise-norm λ rule or a fixed --lambda")
-		}
-		var p *recovery.Problem
-		if clean {
-			p, err = recovery.NewCleanProblem(data, h.Scale)
-		} else {
-			p, err = recovery.NewProblem(data, h)
-		}
-		if err != nil {
-			return nil, err
-		}
-		opt := recovery.Options{Debias: *debias, Rho: *rho, Gamma: *gamma, Rho0: *rho0, Lambda: *lambda,
-			LambdaRule: lrule, Refit: *refit, MaxRank: *maxRank, MaxIter: *maxIter, Damping: *damping, Workers: c.Workers, Rand: c.Rand, Log: c.Log}
-		res, err := recovery.Recover(ctx, p, opt)
-		if err != nil {
-			return nil, err
-		}
-		name := "ldp-laplace"
-		switch mech {
-		case ldp.RR:
-			name = "ldp-rr"
-		case recovery.Clean:
-			name = "ldp-clean"
-		}
-		m := model.New(name, data)
-		om := ldp.OutputModel{ToReportB: 1} // ldp-clean: report units are the rating scale
-		if clean {
-			m.SeenPtr, m.SeenItems = seenItems(data)
-		} else {
-			// The service cannot know which items a user really rated
-			// (reports include invented ratings and miss removed ones), so
-			// nothing is excluded from recommendations.
-			m.SeenPtr = make([]int64, data.NumUsers()+1)
-			m.SeenItems = []int32{}
-			om = rnd.Model()
-		}
-		to := func(v float64) float64 { return om.ToReport(v) }
-		m.Transform.Scale = &model.Scale{FromMin: h.Scale.Min, FromMax: h.Scale.Max, ToMin: to(h.Scale.Min), ToMax: to(h.Scale.Max)}
-		m.Transform.Clamp = &model.Range{Min: h.Scale.Min, Max: h.Scale.Max}
-		m.Rank, m.U, m.V, m.Offset = res.Rank, res.U, res.V, res.Offset
-		m.UserBias, m.ItemBias = res.UserBias, res.ItemBias
-		if m.U == nil {
-			m.U, m.V = []float64{}, []float64{}
-		}
-		m.Params = map[string]any{"debias": *debias, "rho": res.Rho, "lambda": res.Lambda, "gamma": *gamma,
-			"lambda_rule": string(res.Rule), "refit": *refit, "mechanism": string(h.Mechanism)}
-		info := map[string]any{
-			"rho": res.Rho, "residual": res.Residual, "lambda": res.Lambda, "rank": res.Rank, "iterations": res.Iterations,
-			"zero_solution": res.Zero, "lambda_rule": string(res.Rule), "refit": *refit, "noise_op_norm": res.NoiseOpNorm, "report_norm": res.ZNorm,
-		}
-		if clean {
-			g := privacy.NoPrivacy(privacy.UnitEntry, "Non-private reference: the local-DP recovery's estimator run on the true ratings, with no randomization.")
-			return &Result{Model: m, Guarantee: g, Info: info}, nil
-		}
-		m.Params["collected_epsilon"] = h.Epsilon
-		g := rnd.PerRating()
-		pu := rnd.PerUser(h.Items)
-		g.Note = fmt.Sprintf("Post-processing of ratings randomized on the users' devices. %s Per user (all %d items of her vector): ε = %.6g.", g.Note, h.Items, pu.Epsilon)
-		if c.Epsilon != h.Epsilon && collected != "" {
-			c.Log.Debug("ldp: ε comes from the collected file's header, not --epsilon", "header_epsilon", h.Epsilon, "flag_epsilon", c.Epsilon)
-		}
-		if h.Reproducible {
-			g.Reproducible = true
-		}
-		info["per_rating_epsilon"], info["per_user_epsilon"], info["per_user_guarantee"] = h.Epsilon, pu.Epsilon, pu
-		info["estimated_true_ratings"] = math.Round(res.SEstimate)
-		return &Result{Model: m, Guarantee: g, Info: info}, nil
-	})
+// LDPRecovery holds the settings of the recovery estimator (ldp/recovery)
+// shared by ldp-laplace, ldp-rr and ldp-clean.
+type LDPRecovery struct {
+	Debias     bool    `json:"debias" flag:"debias" help:"use the debiased recovery (knows the mechanism's means and rates of removed and invented ratings)"`
+	Rho        float64 `json:"rho" flag:"rho" help:"plain recovery: residual bound ρ in report units (0: Theorem 3 of seed 003)"`
+	Gamma      float64 `json:"gamma" flag:"gamma" help:"Theorem 3 tolerance γ (the bound holds with probability ≥ 1 − γ)"`
+	Rho0       float64 `json:"rho0" flag:"rho0" help:"Theorem 3 noise level ρ0 of the true ratings, report units (0: 0.225 of the rating range, i.e. 0.45 normalised / 0.9 level for d = 5)"`
+	Lambda     float64 `json:"lambda" flag:"lambda" help:"fix the nuclear-norm multiplier λ instead of searching for ρ"`
+	LambdaRule string  `json:"lambda_rule" flag:"lambda-rule" help:"debiased recovery: how λ is chosen, noise-norm (default: λ = expected operator norm of the noise's gradient) or discrepancy (residual = expected noise norm)"`
+	Refit      bool    `json:"refit" flag:"refit" help:"debiased recovery with a fixed λ: re-estimate the kept singular values by least squares (undo the nuclear-norm shrinkage)"`
+	MaxRank    int     `json:"max_rank" flag:"max-rank" help:"largest rank of the recovered matrix"`
+	MaxIter    int     `json:"max_iter" flag:"max-iter" help:"proximal-gradient iterations per λ"`
+	Damping    float64 `json:"damping" flag:"damping" help:"debiased recovery: shrinkage of user and item biases, in pseudo-ratings (0: noise variance / (ρ0/2)²)"`
 }
 
-// parseScale reads a MIN:MAX rating scale.
-func parseScale(v string) (lo, hi float64, err error) {
-	a, b, ok := strings.Cut(v, ":")
-	lo, err1 := strconv.ParseFloat(a, 64)
-	hi, err2 := strconv.ParseFloat(b, 64)
-	if !ok || err1 != nil || err2 != nil || !(lo < hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
-		return 0, 0, fmt.Errorf("--rating-scale %q: want MIN:MAX with finite MIN < MAX", v)
+func defaultLDPRecovery() LDPRecovery {
+	return LDPRecovery{Gamma: 0.05, MaxRank: 60, MaxIter: 300}
+}
+
+// validate checks the recovery settings, naming the flag.
+func (o *LDPRecovery) validate() error {
+	if o.MaxRank < 1 {
+		return fmt.Errorf("--max-rank must be ≥ 1, got %d", o.MaxRank)
 	}
-	return lo, hi, nil
-}
-
-// seenItems returns the CSR of each user's training items (excluded from
-// recommendations).
-func seenItems(data *ratings.Matrix) ([]int64, []int32) {
-	ptr := make([]int64, data.NumUsers()+1)
-	items := make([]int32, 0, data.Len())
-	for u := range int32(data.NumUsers()) {
-		its, _ := data.UserRow(u)
-		items = append(items, its...)
-		ptr[u+1] = int64(len(items))
+	if o.MaxIter < 1 {
+		return fmt.Errorf("--max-iter must be ≥ 1, got %d", o.MaxIter)
 	}
-	return ptr, items
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"rho", o.Rho}, {"rho0", o.Rho0}, {"lambda", o.Lambda}, {"damping", o.Damping}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("--%s must be finite and ≥ 0, got %g", f.name, f.v)
+		}
+	}
+	if !(o.Gamma > 0 && o.Gamma < 1) {
+		return fmt.Errorf("--gamma must be in (0, 1), got %g", o.Gamma)
+	}
+	rule, err := o.rule()
+	if err != nil {
+		return err
+	}
+	if o.Refit && (!o.Debias || (rule == recovery.Discrepancy && o.Lambda == 0)) {
+		return fmt.Errorf("--refit applies to the debiased recovery (--debias) with the noise-norm λ rule or a fixed --lambda")
+	}
+	return nil
 }
 
-// isCollectFile reports whether path starts with a privrec collect header.
-func isCollectFile(path string) bool {
+func (o *LDPRecovery) rule() (recovery.LambdaRule, error) {
+	if o.LambdaRule == "" {
+		return "", nil
+	}
+	r, err := recovery.ParseLambdaRule(o.LambdaRule)
+	if err != nil {
+		return "", fmt.Errorf("--lambda-rule: %w", err)
+	}
+	return r, nil
+}
+
+// recover runs the estimator on p.
+func (o *LDPRecovery) recover(ctx context.Context, p *recovery.Problem, env Env) (*recovery.Result, error) {
+	rule, err := o.rule()
+	if err != nil {
+		return nil, err
+	}
+	log := env.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return recovery.Recover(ctx, p, recovery.Options{Debias: o.Debias, Rho: o.Rho, Gamma: o.Gamma, Rho0: o.Rho0, Lambda: o.Lambda,
+		LambdaRule: rule, Refit: o.Refit, MaxRank: o.MaxRank, MaxIter: o.MaxIter, Damping: o.Damping,
+		Workers: env.Workers, Rand: env.Rand, Log: log})
+}
+
+// fill copies the recovered matrix into m (report units mapped from the
+// scale by the transform) and returns the recovery's facts for the report.
+func (o *LDPRecovery) fill(m *model.Model, res *recovery.Result, sc ldp.Scale, om ldp.OutputModel) release.Report {
+	to := func(v float64) float64 { return om.ToReport(v) }
+	m.Transform.Scale = &model.Scale{FromMin: sc.Min, FromMax: sc.Max, ToMin: to(sc.Min), ToMax: to(sc.Max)}
+	m.Transform.Clamp = &model.Range{Min: sc.Min, Max: sc.Max}
+	m.Rank, m.U, m.V, m.Offset = res.Rank, res.U, res.V, res.Offset
+	m.UserBias, m.ItemBias = res.UserBias, res.ItemBias
+	if m.U == nil {
+		m.U, m.V = []float64{}, []float64{}
+	}
+	m.Params = map[string]any{"debias": o.Debias, "rho": res.Rho, "lambda": res.Lambda, "gamma": o.Gamma,
+		"lambda_rule": string(res.Rule), "refit": o.Refit, "max_rank": o.MaxRank, "max_iter": o.MaxIter}
+	return release.Report{
+		"rho": res.Rho, "residual": res.Residual, "lambda": res.Lambda, "rank": res.Rank, "iterations": res.Iterations,
+		"zero_solution": res.Zero, "lambda_rule": string(res.Rule), "refit": o.Refit, "noise_op_norm": res.NoiseOpNorm, "report_norm": res.ZNorm,
+	}
+}
+
+// LDPConfig configures ldp-laplace and ldp-rr.
+type LDPConfig struct {
+	Collected string `json:"collected" flag:"collected" help:"the collect file whose header gives the mechanism, ε, the declared scale and population (default: the --data file, which must then be a collect file)"`
+	LDPRecovery
+	mech ldp.Mechanism
+}
+
+// Validate implements Config.
+func (c *LDPConfig) Validate() error { return c.validate() }
+
+func (c *LDPConfig) name() string { return "ldp-" + string(c.mech) }
+
+// Train implements Config: it reads the collect header, checks the input
+// is that file's reports and agrees with anything declared, and recovers
+// the matrix from the reports.
+func (c *LDPConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
+	name := c.name()
+	path := c.Collected
 	if path == "" {
-		return false
+		path = in.Source
+	}
+	if path == "" {
+		return nil, fmt.Errorf("%s trains only on the reports of `privrec collect`: pass the collect file as --data (its header gives the mechanism, ε, the declared scale and the population) or name it with --collected", name)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return false
+		return nil, fmt.Errorf("the collect file: %w", err)
 	}
-	defer f.Close()
-	_, err = ldp.ParseHeader(f)
-	return err == nil
+	h, n, err := ldp.CountReports(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s trains only on the reports of `privrec collect`, whose header gives the mechanism, ε, the declared scale and the population (refusing to take them from flags or from the ratings): %s: %w", name, path, err)
+	}
+	if h.Mechanism != c.mech {
+		return nil, fmt.Errorf("%s was collected with mechanism %s; train it with --method ldp-%s, not %s", path, h.Mechanism, h.Mechanism, name)
+	}
+	reports := in.Ratings
+	if n != int64(reports.Len()) {
+		return nil, fmt.Errorf("%s holds %d reports but the training data number %d ratings: pass the collect file (or its data lines) as --data", path, n, reports.Len())
+	}
+	if reports.NumUsers() > h.Users || reports.NumItems() > h.Items {
+		return nil, fmt.Errorf("the reports cover %d users × %d items, more than the header's %d clients × %d catalogue items", reports.NumUsers(), reports.NumItems(), h.Users, h.Items)
+	}
+	if err := checkReports(reports, h); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// Declared facts must agree with what the clients were told.
+	if s := in.Declared.Scale; s != nil && (s.Min != h.Scale.Min || s.Max != h.Scale.Max) {
+		return nil, fmt.Errorf("--scale %g:%g differs from the scale the clients used, %g:%g (collect header); drop --scale, the header gives it", s.Min, s.Max, h.Scale.Min, h.Scale.Max)
+	}
+	if p := in.Declared.Population; p != 0 && p != h.Users {
+		return nil, fmt.Errorf("--population %d differs from the %d clients of the collect header", p, h.Users)
+	}
+	var cat *model.Catalogue
+	if cat = in.Declared.Catalogue; cat != nil {
+		if cat.Len() != h.Items {
+			return nil, fmt.Errorf("--items lists %d items, but the reports cover a catalogue of %d (collect header)", cat.Len(), h.Items)
+		}
+		for _, id := range reports.Items.Names() {
+			if _, ok := cat.Index(id); !ok {
+				return nil, fmt.Errorf("the reports cover item %q, which is not in --items: the collection used another catalogue", id)
+			}
+		}
+		if reports, err = release.OnCatalogue(reports, cat); err != nil {
+			return nil, err
+		}
+	}
+	if env.Log != nil && env.Epsilon != h.Epsilon {
+		env.Log.Debug("ldp: ε comes from the collect header, not --epsilon", "header_epsilon", h.Epsilon, "flag_epsilon", env.Epsilon)
+	}
+	rnd, err := ldp.New(h.Mechanism, h.Epsilon, h.Scale)
+	if err != nil {
+		return nil, err
+	}
+	p, err := recovery.NewProblem(reports, h)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.recover(ctx, p, env)
+	if err != nil {
+		return nil, err
+	}
+	m := model.New(name, reports)
+	if cat != nil && cat.HasTitles() {
+		m.Titles = cat.Titles()
+	}
+	// The service cannot know which items a user really rated (reports
+	// include invented ratings and miss removed ones), so nothing is
+	// excluded from recommendations.
+	m.SeenPtr = make([]int64, reports.NumUsers()+1)
+	m.SeenItems = []int32{}
+	rep := c.fill(m, res, h.Scale, rnd.Model())
+	m.Params["mechanism"], m.Params["collected_epsilon"] = string(h.Mechanism), h.Epsilon
+
+	per, user := rnd.PerRating(), rnd.PerUser(h.Items)
+	g := user
+	g.Notion, g.Relation, g.Reproducible = privacy.Local, privacy.RelationLocalReport, h.Reproducible
+	g.Note = fmt.Sprintf("Post-processing of reports randomized on the users' devices (%s, noise sampler %s): each of the %d clients randomized her whole vector over the declared catalogue of %d items on the declared scale [%g, %g]. Per rating (one cell, rated ↔ missing included): ε = %.6g. Per user (all %d cells of her report): ε = %.6g. The reports, the model's users, factors and biases are public.",
+		strings.TrimSuffix(per.Note, "."), h.Sampler, h.Users, h.Items, h.Scale.Min, h.Scale.Max, per.Epsilon, h.Items, user.Epsilon)
+	rep["mechanism"], rep["sampler"] = string(h.Mechanism), h.Sampler
+	rep["per_rating_epsilon"], rep["per_user_epsilon"] = per.Epsilon, user.Epsilon
+	rep["clients"], rep["catalogue_items"], rep["reports"] = h.Users, h.Items, n
+	rep["estimated_true_ratings"] = math.Round(res.SEstimate)
+	return &release.Release{Public: m, Guarantee: g, Report: rep}, nil
+}
+
+// checkReports checks every report is in the header's units: a level
+// 1…d for randomized response, a finite value for Laplace.
+func checkReports(z *ratings.Matrix, h ldp.Header) error {
+	var bad error
+	z.All(func(e ratings.Entry) bool {
+		v := float64(e.Value)
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			bad = fmt.Errorf("report %v is not a number", v)
+		case h.Mechanism == ldp.RR && (v != math.Trunc(v) || v < 1 || v > float64(h.Scale.Levels)):
+			bad = fmt.Errorf("report %v is not a level 1…%d", v, h.Scale.Levels)
+		}
+		return bad == nil
+	})
+	return bad
+}
+
+// LDPCleanConfig configures ldp-clean.
+type LDPCleanConfig struct {
+	LDPRecovery
+}
+
+// Validate implements Config.
+func (c *LDPCleanConfig) Validate() error { return c.validate() }
+
+// Train implements Config: the estimator on the true ratings, with an
+// identity "mechanism". Non-private: the scale is the declared one when
+// given (--scale), else the data's range.
+func (c *LDPCleanConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
+	data := in.Ratings
+	var sc ldp.Scale
+	if s := in.Declared.Scale; s != nil {
+		sc = ldp.Scale{Min: s.Min, Max: s.Max}
+		if lo, hi := data.Range(); lo < sc.Min || hi > sc.Max {
+			return nil, fmt.Errorf("ratings in [%g, %g] fall outside --scale %g:%g", lo, hi, sc.Min, sc.Max)
+		}
+	} else {
+		// Non-private: the data's own range (ldp.DetectScale reads the
+		// ratings, which is allowed here only because nothing is promised).
+		sc = ldp.DetectScale(data)
+		if !(sc.Min < sc.Max) {
+			return nil, errors.New("all ratings are equal: declare the scale with --scale MIN:MAX")
+		}
+	}
+	p, err := recovery.NewCleanProblem(data, sc)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.recover(ctx, p, env)
+	if err != nil {
+		return nil, err
+	}
+	m := model.New("ldp-clean", data)
+	rep := c.fill(m, res, sc, ldp.OutputModel{ToReportB: 1}) // report units are the rating scale
+	g := privacy.NoPrivacy(privacy.UnitEntry, "Non-private reference: the local-DP recovery's estimator run on the true ratings, with no randomization.")
+	return &release.Release{Public: m, Guarantee: g, Report: rep}, nil
+}
+
+// PrepareFunc turns one side's raw input into what a method trains on,
+// as the users' devices would (the type of AuditOptions.Prepare).
+type PrepareFunc = func(ctx context.Context, in release.Input, src *noise.Source) (release.Input, func(), error)
+
+// LDPPrepare simulates the clients of a local-DP collection: every user of
+// in.Ratings (the clients) randomizes her vector over the declared
+// catalogue on the declared scale with mechanism mech at per-rating ε,
+// drawing from src, and the result is an Input whose Ratings are the
+// reports and whose Source is a temporary collect file with its header
+// (the cleanup function removes it). The declared facts pass through. It
+// is the device side of ldp-laplace and ldp-rr for the whole-artefact
+// audit and for simulations.
+func LDPPrepare(mech ldp.Mechanism, eps float64, workers int) PrepareFunc {
+	return func(ctx context.Context, in release.Input, src *noise.Source) (release.Input, func(), error) {
+		scale, err := in.NeedScale("the local-DP clients")
+		if err != nil {
+			return release.Input{}, nil, err
+		}
+		cat, err := in.NeedCatalogue("the local-DP clients")
+		if err != nil {
+			return release.Input{}, nil, err
+		}
+		if p := in.Declared.Population; p != 0 && p != in.Ratings.NumUsers() {
+			return release.Input{}, nil, fmt.Errorf("--population %d, but the data have %d users (the clients)", p, in.Ratings.NumUsers())
+		}
+		sc, err := ldp.DeclaredScale(scale.Min, scale.Max, 0, mech)
+		if err != nil {
+			return release.Input{}, nil, err
+		}
+		f, err := os.CreateTemp("", "privrec-collect-*.tsv")
+		if err != nil {
+			return release.Input{}, nil, fmt.Errorf("temporary collect file: %w", err)
+		}
+		path := f.Name()
+		cleanup := func() { os.Remove(path) }
+		bw := bufio.NewWriter(f)
+		reports, _, err := ldp.SimulateTo(ctx, bw, in.Ratings, mech, eps, sc, cat.IDs(), src, workers)
+		if err == nil {
+			err = bw.Flush()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			cleanup()
+			return release.Input{}, nil, err
+		}
+		return release.Input{Ratings: reports, Declared: in.Declared, Source: path}, cleanup, nil
+	}
+}
+
+// DevicePrepare returns the step a method's users' devices run before the
+// service trains, at per-rating ε (nil for methods that train on the
+// ratings themselves): the local-DP collection for ldp-laplace and ldp-rr.
+func DevicePrepare(name string, eps float64) PrepareFunc {
+	switch name {
+	case "ldp-laplace":
+		return LDPPrepare(ldp.Laplace, eps, 1)
+	case "ldp-rr":
+		return LDPPrepare(ldp.RR, eps, 1)
+	}
+	return nil
 }

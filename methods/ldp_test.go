@@ -3,21 +3,24 @@ package methods_test
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratingio"
 	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
 )
 
 // ldpRatings is a small 1…5 rating matrix with a user effect (made here,
@@ -43,76 +46,162 @@ func ldpRatings(t *testing.T) *ratings.Matrix {
 	return m
 }
 
-func trainLDP(t *testing.T, name string, data *ratings.Matrix, args ...string) (*methods.Result, error) {
+// ldpCatalogue is the declared catalogue: the 40 items of ldpRatings and
+// two nobody rated.
+func ldpCatalogue(t *testing.T) *model.Catalogue {
 	t.Helper()
-	meth, err := methods.Lookup(name)
+	var ids []string
+	for i := range 42 {
+		ids = append(ids, fmt.Sprint("i", i))
+	}
+	c, err := model.NewCatalogue(ids, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	tr := meth.Flags(fs)
-	if err := fs.Parse(args); err != nil {
+	return c
+}
+
+// collectFile runs the clients on m and writes the collect file in dir.
+func collectFile(t *testing.T, dir string, m *ratings.Matrix, mech ldp.Mechanism, eps float64, cat *model.Catalogue) (string, *ratings.Matrix) {
+	t.Helper()
+	sc, err := ldp.DeclaredScale(1, 5, 0, mech)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return tr.Train(context.Background(), data, methods.Common{Epsilon: 1, Rand: noise.Seeded(1), Noise: noise.Seeded(2), Seed: 1,
+	var buf bytes.Buffer
+	z, _, err := ldp.SimulateTo(context.Background(), &buf, m, mech, eps, sc, cat.IDs(), noise.Seeded(3), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, string(mech)+".tsv")
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, z
+}
+
+func trainLDP(t *testing.T, name string, in release.Input, params map[string]any) (*release.Release, error) {
+	t.Helper()
+	cfg, err := methods.Configure(name, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return methods.Train(context.Background(), name, cfg, in, methods.Env{Epsilon: 1, Rand: noise.Seeded(1), Noise: noise.Seeded(2), Seed: 1,
 		Workers: 2, Log: slog.New(slog.DiscardHandler)})
 }
 
-// TestLDPTrainCollected: a collect file trains through ldp-laplace and
-// ldp-rr with --collected, whether the data come from ldp's own reader or
-// from ratingio (once ratingio skips '#' comment lines; until then that
-// half is skipped with a message), and a mismatched --data is refused.
+// TestLDPTrainCollected: a collect file trains ldp-laplace and ldp-rr,
+// named as the --data file or with --collected, whether the reports come
+// from ldp's own reader or from ratingio. The guarantee is the clients'
+// per-user one (n·ε over the n catalogue items) under the local relation;
+// the report holds facts of the reports and declared facts only, and the
+// model is on the declared catalogue when --items is given.
 func TestLDPTrainCollected(t *testing.T) {
 	m := ldpRatings(t)
+	cat := ldpCatalogue(t)
 	dir := t.TempDir()
+	wantKeys := []string{"catalogue_items", "clients", "estimated_true_ratings", "iterations", "lambda", "lambda_rule", "mechanism", "noise_op_norm",
+		"per_rating_epsilon", "per_user_epsilon", "rank", "refit", "report_norm", "reports", "residual", "rho", "sampler", "zero_solution"}
 	for _, mech := range []ldp.Mechanism{ldp.Laplace, ldp.RR} {
-		r, err := ldp.New(mech, 2, ldp.Scale{Min: 1, Max: 5, Levels: 5})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf bytes.Buffer
-		if _, err := ldp.Collect(context.Background(), &buf, m, r, noise.Seeded(3), 2); err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, string(mech)+".tsv")
-		if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		_, z, err := ldp.ReadCollected(bytes.NewReader(buf.Bytes()))
-		if err != nil {
-			t.Fatal(err)
-		}
+		path, z := collectFile(t, dir, m, mech, 2, cat)
 		name := "ldp-" + string(mech)
-		for _, extra := range [][]string{{"--debias"}, {"--debias", "--lambda-rule", "discrepancy"}, {}} {
-			res, err := trainLDP(t, name, z, append([]string{"--collected", path}, extra...)...)
+		for _, tc := range []struct {
+			in     release.Input
+			params map[string]any
+		}{
+			{release.Input{Ratings: z, Source: path}, map[string]any{"debias": true}},
+			{release.Input{Ratings: z}, map[string]any{"debias": true, "lambda_rule": "discrepancy", "collected": path}},
+			{release.Input{Ratings: z, Source: path, Declared: release.Declared{Catalogue: cat}}, nil},
+		} {
+			r, err := trainLDP(t, name, tc.in, tc.params)
 			if err != nil {
-				t.Fatalf("%s %v: %v", name, extra, err)
+				t.Fatalf("%s %v: %v", name, tc.params, err)
 			}
-			g := res.Guarantee
-			if g.Notion != privacy.Local || !(g.Epsilon >= 2 && g.Epsilon < 2+1e-9) || g.Status != privacy.Proven || !g.Reproducible {
-				t.Errorf("%s: guarantee %+v, want local ε = 2, proven, reproducible", name, g)
+			g := r.Guarantee
+			wantEps := r.Report["per_rating_epsilon"].(float64) * float64(cat.Len())
+			if g.Notion != privacy.Local || g.Unit != privacy.UnitUser || g.Relation != privacy.RelationLocalReport || g.Status != privacy.Proven ||
+				!(g.Epsilon >= wantEps && g.Epsilon <= wantEps*(1+1e-9)) || !g.Reproducible {
+				t.Errorf("%s: guarantee %+v, want local, per user ε = 42 × per-rating ε (%g), proven, reproducible", name, g, wantEps)
+			}
+			if e := r.Report["per_rating_epsilon"].(float64); !(e >= 2 && e < 2+1e-9) {
+				t.Errorf("%s: per-rating ε %v, want 2 (the header's)", name, e)
+			}
+			keys := make([]string, 0, len(r.Report))
+			for k := range r.Report {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			if !slices.Equal(keys, wantKeys) {
+				t.Errorf("%s: report keys %v, want %v", name, keys, wantKeys)
+			}
+			if r.Report["clients"] != 60 || r.Report["catalogue_items"] != 42 || r.Report["reports"] != int64(z.Len()) {
+				t.Errorf("%s: report %v", name, r.Report)
+			}
+			mdl := r.Model()
+			if tc.in.Declared.Catalogue != nil && !slices.Equal(mdl.Items, cat.IDs()) {
+				t.Errorf("%s with --items: model items %v, want the catalogue", name, mdl.Items)
 			}
 			for u := range 5 {
-				if p := res.Model.Predict(int32(u), int32(u)); !(p >= 1 && p <= 5) {
-					t.Errorf("%s %v: prediction %v outside 1…5", name, extra, p)
+				if p := mdl.Predict(int32(u), int32(u)); !(p >= 1 && p <= 5) {
+					t.Errorf("%s %v: prediction %v outside 1…5", name, tc.params, p)
 				}
 			}
-		}
-		// A --data that is not the collect file's reports is refused.
-		if _, err := trainLDP(t, name, m, "--collected", path, "--debias"); err == nil || !strings.Contains(err.Error(), "reports") {
-			t.Errorf("%s with the true ratings as --data: error %v, want a report-count mismatch", name, err)
 		}
 		// Through the ratings reader, as `privrec train --data Z.tsv` does.
 		zr, err := ratingio.ReadFile(path, ratingio.Options{Format: "tsv"})
 		if err != nil {
-			t.Logf("ratingio cannot read the collect file yet (comment lines): %v", err)
-			continue
+			t.Fatalf("ratingio cannot read the collect file: %v", err)
 		}
 		if zr.Len() != z.Len() || zr.NumUsers() != z.NumUsers() || zr.NumItems() != z.NumItems() {
 			t.Errorf("%s: ratingio read %d reports (%d × %d), ldp.ReadCollected %d (%d × %d)", mech, zr.Len(), zr.NumUsers(), zr.NumItems(), z.Len(), z.NumUsers(), z.NumItems())
 		}
-		if _, err := trainLDP(t, name, zr, "--collected", path, "--debias"); err != nil {
+		if _, err := trainLDP(t, name, release.Input{Ratings: zr, Source: path}, map[string]any{"debias": true}); err != nil {
 			t.Errorf("%s on ratingio's reading of the collect file: %v", name, err)
+		}
+	}
+}
+
+// TestLDPRefuses (defects 3 and 5): ldp-laplace and ldp-rr train only from
+// a collect file whose mechanism is theirs, on that file's reports, and
+// refuse declared facts that contradict the header. The old code trained
+// on raw ratings without a header (ε from --epsilon, "proven local DP").
+func TestLDPRefuses(t *testing.T) {
+	m := ldpRatings(t)
+	cat := ldpCatalogue(t)
+	dir := t.TempDir()
+	raw := filepath.Join(dir, "raw.tsv")
+	var b strings.Builder
+	m.All(func(e ratings.Entry) bool {
+		fmt.Fprintf(&b, "%s\t%s\t%g\n", m.Users.Name(e.User), m.Items.Name(e.Item), e.Value)
+		return true
+	})
+	if err := os.WriteFile(raw, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lapPath, lapZ := collectFile(t, dir, m, ldp.Laplace, 2, cat)
+	other, _ := model.NewCatalogue([]string{"i0", "i1"}, nil)
+	wrongScale := release.Scale{Min: 0, Max: 5}
+	for _, tc := range []struct {
+		name, method string
+		in           release.Input
+		want         string
+	}{
+		{"raw ratings, no file", "ldp-laplace", release.Input{Ratings: m}, "privrec collect"},
+		{"raw ratings file", "ldp-rr", release.Input{Ratings: m, Source: raw}, "privrec collect"},
+		{"raw ratings, declared scale", "ldp-rr", release.Input{Ratings: m, Source: raw, Declared: release.Declared{Scale: &release.Scale{Min: 1, Max: 5}}}, "privrec collect"},
+		{"other mechanism", "ldp-rr", release.Input{Ratings: lapZ, Source: lapPath}, "ldp-laplace"},
+		{"true ratings with the header", "ldp-laplace", release.Input{Ratings: m, Source: lapPath}, "reports"},
+		{"scale differs", "ldp-laplace", release.Input{Ratings: lapZ, Source: lapPath, Declared: release.Declared{Scale: &wrongScale}}, "--scale"},
+		{"catalogue differs", "ldp-laplace", release.Input{Ratings: lapZ, Source: lapPath, Declared: release.Declared{Catalogue: other}}, "--items"},
+		{"population differs", "ldp-laplace", release.Input{Ratings: lapZ, Source: lapPath, Declared: release.Declared{Population: 61}}, "--population"},
+	} {
+		r, err := trainLDP(t, tc.method, tc.in, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			g := ""
+			if r != nil {
+				g = r.Guarantee.String()
+			}
+			t.Errorf("%s (%s): error %v (guarantee %q), want a refusal mentioning %q", tc.name, tc.method, err, g, tc.want)
 		}
 	}
 }
@@ -122,17 +211,18 @@ func TestLDPTrainCollected(t *testing.T) {
 // user effect (deterministic: fixed seeds).
 func TestLDPClean(t *testing.T) {
 	m := ldpRatings(t)
-	res, err := trainLDP(t, "ldp-clean", m, "--debias")
+	r, err := trainLDP(t, "ldp-clean", release.Input{Ratings: m}, map[string]any{"debias": true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Guarantee.Status != privacy.None {
-		t.Errorf("ldp-clean guarantee %+v, want none", res.Guarantee)
+	if r.Guarantee.Status != privacy.None {
+		t.Errorf("ldp-clean guarantee %+v, want none", r.Guarantee)
 	}
+	mdl := r.Model()
 	var se, sm float64
 	mean := m.Mean()
 	m.All(func(e ratings.Entry) bool {
-		d := res.Model.Predict(e.User, e.Item) - float64(e.Value)
+		d := mdl.Predict(e.User, e.Item) - float64(e.Value)
 		se += d * d
 		sm += (mean - float64(e.Value)) * (mean - float64(e.Value))
 		return true
@@ -140,7 +230,48 @@ func TestLDPClean(t *testing.T) {
 	if !(se < 0.7*sm) {
 		t.Errorf("ldp-clean in-sample SSE %.2f not below 0.7 × global mean's %.2f", se, sm)
 	}
-	if _, err := trainLDP(t, "ldp-clean", m, "--rating-scale", "2:3"); err == nil {
-		t.Errorf("ldp-clean accepted ratings outside --rating-scale")
+	narrow := release.Scale{Min: 2, Max: 3}
+	if _, err := trainLDP(t, "ldp-clean", release.Input{Ratings: m, Declared: release.Declared{Scale: &narrow}}, nil); err == nil || !strings.Contains(err.Error(), "--scale") {
+		t.Errorf("ldp-clean with ratings outside --scale: %v", err)
+	}
+	for _, p := range []map[string]any{{"max_rank": 0}, {"gamma": 1}, {"lambda_rule": "nope"}, {"refit": true}, {"rho": -1}} {
+		if _, err := methods.Configure("ldp-clean", p); err == nil {
+			t.Errorf("Configure(ldp-clean, %v) accepted", p)
+		}
+	}
+}
+
+// TestLDPAudit: the whole-artefact audit of ldp-laplace and ldp-rr with
+// the devices simulated (DevicePrepare: each run collects the side's raw
+// ratings with the run's noise, then trains on the reports). No un-noised
+// public field may differ between the neighbours, the item outside the
+// catalogue must not appear, and the ε lower bound must stay under the
+// per-user guarantee. Differences and canaries are deterministic facts of
+// the code; the bound is at confidence 1 − 10⁻⁶, so the false-failure rate
+// is at most 10⁻⁶ per method (fixed seeds make the run repeatable).
+func TestLDPAudit(t *testing.T) {
+	runs, samples := 10, 60
+	if testing.Short() {
+		samples = 30
+	}
+	for _, name := range []string{"ldp-laplace", "ldp-rr"} {
+		cfg, err := methods.Configure(name, map[string]any{"debias": true, "max_rank": 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const eps = 1.0
+		rep, err := methods.Audit(context.Background(), name, cfg, methods.AuditOptions{Epsilon: eps, Runs: runs, Samples: samples,
+			Confidence: 1 - 1e-6, Seed: 11, Prepare: methods.DevicePrepare(name, eps)})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Logf("%s: relation %q, claimed ε %.4g, %d fields (%d noised), ε lower bound %.3f on %s (%s), %.1f s",
+			name, rep.Relation, rep.ClaimedEpsilon, rep.Fields, rep.Noised, rep.EpsilonLowerBound, rep.Statistic, rep.Event, rep.Seconds)
+		if rep.Violation || rep.Relation != privacy.RelationLocalReport || rep.Noised == 0 {
+			t.Errorf("%s: audit %+v", name, rep)
+		}
+	}
+	if methods.DevicePrepare("dp-bias", 1) != nil {
+		t.Errorf("dp-bias has a device step")
 	}
 }

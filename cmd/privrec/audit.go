@@ -118,8 +118,13 @@ model file's header and arrays, and the train report:
   (c) the released value that differs most between the sides gives a
       Clopper–Pearson lower bound on ε, which must not exceed the claim.
 Any of these is a violation (exit status 1). A lower bound can only show a
-method is broken, never prove it private.`,
+method is broken, never prove it private. For the local-DP methods
+(ldp-laplace, ldp-rr) each side's ratings are first randomized as the
+users' devices would (per-rating --epsilon, the declared scale 1:5 and
+catalogue), and the method trains on the reports; under the local relation
+the clients' IDs are public, so only the canary item is searched.`,
 		`  privrec audit --method dp-bias --epsilon 1 --json
+  privrec audit --method ldp-rr --epsilon 1 --debias --runs 10 --samples 200
   privrec audit --method dpsvd --epsilon 2 --rank 2 --runs 20 --samples 1000`)
 	fs.String("method", "", "method to audit")
 	eps := fs.Float64("epsilon", 1, "ε the method is trained with")
@@ -156,7 +161,7 @@ method is broken, never prove it private.`,
 		s = -1
 	}
 	rep, err := methods.Audit(ctx, name, cfg, methods.AuditOptions{Epsilon: *eps, Delta: *delta, Runs: *runs, Samples: s,
-		Confidence: *conf, Seed: *seed, Prepare: auditPrepare(meth)})
+		Confidence: *conf, Seed: *seed, Prepare: auditPrepare(meth, *eps)})
 	if err != nil {
 		return err
 	}
@@ -195,8 +200,9 @@ method is broken, never prove it private.`,
 	return nil
 }
 
-// auditPrepare is the device-side step a method's audit must simulate
-// (nil for methods that train on the ratings themselves).
-var auditPrepare = func(m *methods.Method) func(ctx context.Context, in release.Input, src *noise.Source) (release.Input, func(), error) {
-	return nil
+// auditPrepare is the device-side step a method's audit must simulate at
+// per-rating ε (nil for methods that train on the ratings themselves): the
+// local-DP collection for ldp-laplace and ldp-rr.
+var auditPrepare = func(m *methods.Method, eps float64) func(ctx context.Context, in release.Input, src *noise.Source) (release.Input, func(), error) {
+	return methods.DevicePrepare(m.Name, eps)
 }

@@ -4,14 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/privrec/privrec/ldp"
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/release"
 )
 
 func init() {
@@ -20,36 +20,57 @@ func init() {
 
 const collectSynopsis = `
 Transform a ratings file exactly as each user's device would before sending
-it (local differential privacy, seeds 002/003): every user randomizes her
-whole vector over ALL items, missing entries included, with fresh
-crypto/rand randomness. The output is what the service receives: a TSV of
-"user item value" lines after a "# privrec-collect v1" header that records
-the mechanism, ε, the rating scale and the population size.
+it (local differential privacy, seeds 002/003): every client randomizes her
+whole vector over the declared item catalogue (--items), missing entries
+included, on the declared rating scale (--scale), with fresh crypto/rand
+randomness. The output is what the service receives: a TSV of
+"user item value" lines after a "# privrec-collect v2" header that records
+the mechanism, ε, the noise sampler and the declared facts — the scale,
+the number of catalogue items and the number of clients. Nothing in the
+header is computed from the ratings.
+
+What the clients must know in advance is declared, never read from the data:
+  --scale MIN:MAX   the rating scale (required); --levels d for rr
+                    (default MAX−MIN+1 when MIN and MAX are integers)
+  --items FILE      the catalogue every report covers (required): one item
+                    ID per line, an optional title after a tab. Ratings of
+                    items outside it are not reported.
+  --users FILE      the clients, one user ID per line (optional). In a
+                    simulation from a ratings file the users in the file
+                    are the clients — each sends one report, and who the
+                    clients are is public under local DP; a client without
+                    any rating is not in a ratings file, so list her here.
 
 --mechanism laplace: the modified Laplace mechanism. Ratings are mapped from
   the scale to [−1, 1]; each rating is kept w.p. e^{ε/2}/(e^{ε/2}+1) with
   Laplace(2/ε) noise added, otherwise removed; each missing cell becomes a
   pure-noise rating Laplace(2/ε) w.p. 1/(e^{ε/2}+1). Values are written in the
-  normalised units.
+  normalised units. The noise comes from the bounded-time sampler (a
+  running time that does not grow with the noise).
 --mechanism rr: randomized response over {missing, 1…d} (d = rating levels):
   the true value is kept w.p. e^ε/(e^ε+d), else one of the d others uniformly.
   Values are written as levels 1…d.
 
 Each is ε-DP per rating (one cell changing arbitrarily, rated ↔ missing
-included) and n·ε-DP per user for n items; both are printed.`
+included) and n·ε-DP per user over the n catalogue items; both are printed.
+The counts of kept, removed and invented ratings compare the reports with
+the true ratings: they are printed for whoever runs the simulation (who
+holds the true ratings) and are not in the collect file.`
 
 func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	example := `  privrec collect --mechanism laplace --epsilon 2 --data ua.base \
-      --format movielens-100k --scale 1:5 --out ua.ldp.tsv
+      --format movielens-100k --scale 1:5 --items u.item --out ua.ldp.tsv
   privrec train --data ua.ldp.tsv --format tsv --method ldp-laplace \
-      --collected ua.ldp.tsv --debias --out ua.ldp.model
+      --debias --out ua.ldp.model
   privrec eval --model ua.ldp.model --data ua.test --format movielens-100k`
-	fs := newFlags("collect --mechanism laplace|rr --epsilon E --data FILE --out PERTURBED.tsv", collectSynopsis, example)
+	fs := newFlags("collect --mechanism laplace|rr --epsilon E --data FILE --scale MIN:MAX --items FILE --out PERTURBED.tsv", collectSynopsis, example)
 	var d dataFlags
 	d.add(fs, "data")
 	mechName := fs.String("mechanism", "", "laplace (modified Laplace) or rr (randomized response)")
 	eps := fs.Float64("epsilon", 0, "per-rating privacy parameter ε")
-	levels := fs.Int("levels", 0, "rating levels d for rr (0: from --scale/the data on an integer or half-integer grid)")
+	items := fs.String("items", "", "the declared item catalogue every report covers (required): one item ID per line, an optional title after a tab")
+	users := fs.String("users", "", "the clients, one user ID per line (default: the users in --data)")
+	levels := fs.Int("levels", 0, "rr: number of rating levels d on the declared scale (0: MAX−MIN+1 when MIN and MAX are integers)")
 	outPath := fs.String("out", "", "where to write the perturbed ratings (- for stdout)")
 	seed := fs.Uint64("seed", 0, "seed the noise (experiments only; recorded in the header)")
 	experiment := fs.Bool("experiment", false, "required together with --seed: a seeded collection is not private")
@@ -74,44 +95,41 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	if (*seed != 0) != *experiment {
 		return usagef("--seed and --experiment go together (seeded noise is for experiments only)")
 	}
+	if d.scale == "" {
+		return usagef("--scale MIN:MAX is required: the clients must be told the rating scale before any rating is read (it goes into the header; taking it from the data would make the header depend on the private ratings)")
+	}
+	declared, err := release.ParseScale(d.scale)
+	if err != nil {
+		return usagef("--scale: %v", err)
+	}
+	sc, err := ldp.DeclaredScale(declared.Min, declared.Max, *levels, mech)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if *items == "" {
+		return usagef("--items FILE is required: the catalogue every report covers (each client randomizes every catalogue item, missing ones included); the items that happen to have ratings are private")
+	}
+	cat, err := model.LoadCatalogue(*items)
+	if err != nil {
+		return usagef("--items: %v", err)
+	}
+	r, err := ldp.New(mech, *eps, sc)
+	if err != nil {
+		return usagef("%v", err)
+	}
 	start := time.Now()
 	data, err := d.read("data")
 	if err != nil {
 		return err
 	}
-	sc := ldp.DetectScale(data)
-	if d.scale != "" {
-		// d.read has validated --scale (MIN:MAX, MIN < MAX); parse it again
-		// here without swallowing errors.
-		lo, hi, _ := strings.Cut(d.scale, ":")
-		var err1, err2 error
-		sc.Min, err1 = strconv.ParseFloat(lo, 64)
-		sc.Max, err2 = strconv.ParseFloat(hi, 64)
-		if err1 != nil || err2 != nil {
-			return usagef("--scale %q: want MIN:MAX", d.scale)
+	if *users != "" {
+		clients, err := model.LoadCatalogue(*users) // one ID per line, as a catalogue
+		if err != nil {
+			return usagef("--users: %v", err)
 		}
-		sc.Levels = 0
-		// The data's grid step (1 or 0.5) fixes the levels of the declared
-		// scale when the declared range is a whole number of steps.
-		if det := ldp.DetectScale(data); det.Levels > 0 {
-			step := (det.Max - det.Min) / float64(det.Levels-1)
-			if det.Levels == 1 || step == 0 {
-				step = 1
-			}
-			k := (sc.Max - sc.Min) / step
-			if math.Abs(k-math.Round(k)) < 1e-9 {
-				sc.Levels = int(math.Round(k)) + 1
-			}
+		if data, err = ldp.WithClients(data, clients.IDs()); err != nil {
+			return fmt.Errorf("collect: --users: %w", err)
 		}
-	} else {
-		fmt.Fprintf(os.Stderr, "collect: no --scale given; using the data's range [%g, %g] (declare the scale: the clients must know it in advance)\n", sc.Min, sc.Max)
-	}
-	if *levels > 0 {
-		sc.Levels = *levels
-	}
-	r, err := ldp.New(mech, *eps, sc)
-	if err != nil {
-		return usagef("%v", err)
 	}
 	src := noise.Secure()
 	if *experiment {
@@ -127,7 +145,7 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 		defer os.Remove(f.Name())
 		w = f
 	}
-	st, err := ldp.Collect(ctx, w, data, r, src, *workers)
+	st, err := ldp.CollectOver(ctx, w, data, r, cat.IDs(), src, *workers)
 	if err != nil {
 		if f != nil {
 			f.Close()
@@ -143,25 +161,32 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	secs := time.Since(start).Seconds()
-	per, user := r.PerRating(), r.PerUser(data.NumItems())
+	per, user := r.PerRating(), r.PerUser(cat.Len())
 	if src.Reproducible() {
 		per.Reproducible, user.Reproducible = true, true
 	}
 	if *jsonOut {
 		return writeJSON(out, map[string]any{
 			"mechanism": string(mech), "epsilon": *eps, "out": *outPath, "seconds": secs,
-			"scale_min": sc.Min, "scale_max": sc.Max, "levels": sc.Levels, "units": r.Units(),
-			"users": st.Users, "items": st.Items, "cells": st.Cells, "ratings": st.Ratings,
-			"kept": st.Kept, "removed": st.Removed, "invented": st.Invented, "reported": st.Reported,
+			"scale_min": sc.Min, "scale_max": sc.Max, "levels": sc.Levels, "units": r.Units(), "sampler": r.Sampler(),
+			"users": st.Users, "items": st.Items, "cells": st.Cells, "reported": st.Reported,
 			"guarantee": per, "per_user_guarantee": user,
+			// Facts of the true ratings: for whoever ran the simulation.
+			"simulation": map[string]any{"ratings": st.Ratings, "kept": st.Kept, "removed": st.Removed, "invented": st.Invented,
+				"outside_catalogue": st.Outside},
 		})
 	}
 	if *outPath == "-" {
+		if st.Outside > 0 {
+			fmt.Fprintf(os.Stderr, "collect: %d ratings of items outside the catalogue were not reported\n", st.Outside)
+		}
 		return nil
 	}
-	fmt.Fprintf(out, "Collected %d users × %d items (%d cells, %d ratings) with %s at ε = %g in %.2f s → %s\n",
-		st.Users, st.Items, st.Cells, st.Ratings, mech, *eps, secs, *outPath)
-	fmt.Fprintf(out, "  kept %d, removed %d, invented %d; %d reports written (%s units)\n", st.Kept, st.Removed, st.Invented, st.Reported, r.Units())
+	fmt.Fprintf(out, "Collected %d clients × %d catalogue items (%d cells) with %s at ε = %g in %.2f s → %s\n",
+		st.Users, st.Items, st.Cells, mech, *eps, secs, *outPath)
+	fmt.Fprintf(out, "  %d reports written (%s units, %s sampler)\n", st.Reported, r.Units(), r.Sampler())
+	fmt.Fprintf(out, "  simulation only (true ratings, not in the file): %d ratings, kept %d, removed %d, invented %d; %d ratings of items outside the catalogue not reported\n",
+		st.Ratings, st.Kept, st.Removed, st.Invented, st.Outside)
 	fmt.Fprintf(out, "Per rating: %s\nPer user:   %s\n", per, user)
 	return nil
 }

@@ -6,17 +6,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/privrec/privrec/datasets"
 	"github.com/privrec/privrec/experiment"
+	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/transform"
 )
 
@@ -51,7 +56,8 @@ type demoScenario struct {
 	private, baseline string
 	flags             map[string]string // for the private method
 	baseFlags         map[string]string
-	collect           string // local-DP collection before training
+	collect           string           // local-DP collection before training
+	declared          release.Declared // what the clients are told in advance (collect)
 	eps               float64
 	metric            string
 	what              string // what the metric measures, in words
@@ -112,6 +118,15 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if *eps > 0 {
 		rs.eps = *eps
+	}
+	if rs.collect != "" {
+		// Declared for the clients: the scale 0–2 and the catalogue of the
+		// 130 restaurants (the data set's restaurant list, not the ratings).
+		cat, err := restaurantCatalogue()
+		if err != nil {
+			return err
+		}
+		rs.declared = release.Declared{Scale: &release.Scale{Min: 0, Max: 2}, Catalogue: cat}
 	}
 	all, err := datasets.Restaurant(ctx, "rating")
 	if err != nil {
@@ -194,6 +209,21 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
+// restaurantCatalogue is the list of the restaurants (placeID, name), in
+// placeID order.
+func restaurantCatalogue() (*model.Catalogue, error) {
+	names, err := datasets.RestaurantNames()
+	if err != nil {
+		return nil, err
+	}
+	ids := slices.Sorted(maps.Keys(names))
+	titles := make([]string, len(ids))
+	for k, id := range ids {
+		titles[k] = names[id]
+	}
+	return model.NewCatalogue(ids, titles)
+}
+
 type trained struct {
 	res    *methods.Result
 	metric float64
@@ -206,11 +236,11 @@ func demoPair(ctx context.Context, w io.Writer, s demoScenario, train, test *rat
 	if seed != 0 {
 		noiseSrc = noise.Seeded(seed)
 	}
-	p, err := demoTrain(ctx, s.private, s.flags, s.collect, s.eps, train, test, noiseSrc, s.metric)
+	p, err := demoTrain(ctx, s.private, s.flags, s.collect, s.declared, s.eps, train, test, noiseSrc, s.metric)
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := demoTrain(ctx, s.baseline, s.baseFlags, "", s.eps, train, test, noiseSrc, s.metric)
+	b, err := demoTrain(ctx, s.baseline, s.baseFlags, "", release.Declared{}, s.eps, train, test, noiseSrc, s.metric)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -220,10 +250,27 @@ func demoPair(ctx context.Context, w io.Writer, s demoScenario, train, test *rat
 	return p, b, nil
 }
 
-func demoTrain(ctx context.Context, name string, flags map[string]string, collect string, eps float64, train, test *ratings.Matrix, src *noise.Source, metric string) (*trained, error) {
+func demoTrain(ctx context.Context, name string, flags map[string]string, collect string, declared release.Declared, eps float64, train, test *ratings.Matrix, src *noise.Source, metric string) (*trained, error) {
 	m, err := methods.Lookup(name)
 	if err != nil {
 		return nil, err
+	}
+	data := train
+	if collect != "" {
+		// The users of the training ratings are the clients; each
+		// randomizes her vector over the declared catalogue and scale.
+		mech, err := ldp.ParseMechanism(collect)
+		if err != nil {
+			return nil, err
+		}
+		in, done, err := methods.LDPPrepare(mech, eps, 0)(ctx, release.Input{Ratings: train, Declared: declared}, src.Split())
+		if err != nil {
+			return nil, fmt.Errorf("local-DP collection: %w", err)
+		}
+		defer done()
+		data = in.Ratings
+		flags = maps.Clone(flags)
+		flags["collected"] = in.Source
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -242,16 +289,6 @@ func demoTrain(ctx context.Context, name string, flags map[string]string, collec
 		if fs.Lookup(k) != nil {
 			args = append(args, "--"+k+"="+v)
 		}
-	}
-	data := train
-	if collect != "" {
-		path, collected, err := experiment.Collect(ctx, train, collect, eps, src, os.TempDir(), 0)
-		if err != nil {
-			return nil, err
-		}
-		defer os.Remove(path)
-		data = collected
-		args = append(args, "--collected="+path)
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
