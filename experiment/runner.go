@@ -450,6 +450,7 @@ func runOne(ctx context.Context, c *Config, opt Options, j job, cache *splitCach
 		}
 		defer os.Remove(path)
 		train, extra = collected, []string{"--collected=" + path}
+		cm.DataPath = path
 	}
 	tr, _, err := trainerFor(j.method, c.Datasets[j.ds], c.Sweep, j.value, extra...)
 	if err != nil {
