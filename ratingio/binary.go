@@ -224,10 +224,20 @@ func readBinary(ctx context.Context, r io.Reader, ra io.ReaderAt, base int64, na
 	bad := func(format string, a ...any) error {
 		return &ParseError{File: name, Reason: "binary ratings file: " + fmt.Sprintf(format, a...)}
 	}
+	// badRead reports a failed read: damaged gzip data as the decompressor
+	// stream reported it (already a *ParseError), anything else as bad()
+	// wrapping err.
+	badRead := func(err error, format string, a ...any) error {
+		var pe *ParseError
+		if errors.As(err, &pe) {
+			return pe
+		}
+		return &ParseError{File: name, Reason: "binary ratings file: " + fmt.Sprintf(format, a...), Err: err}
+	}
 	cr := &crcReader{r: r, h: crc32.New(castagnoli)}
 	var h [headerSize]byte
 	if _, err := io.ReadFull(cr, h[:]); err != nil {
-		return nil, bad("truncated header: %v", err)
+		return nil, badRead(err, "truncated header: %v", err)
 	}
 	le := binary.LittleEndian
 	if v := le.Uint32(h[8:]); v != binaryVersion {
@@ -266,14 +276,14 @@ func readBinary(ctx context.Context, r io.Reader, ra io.ReaderAt, base int64, na
 	}
 	uNames, err := readNames(cr, uLen, nU, known)
 	if err != nil {
-		return nil, bad("user names: %v", err)
+		return nil, badRead(err, "user names: %v", err)
 	}
 	iNames, err := readNames(cr, iLen, nI, known)
 	if err != nil {
-		return nil, bad("item names: %v", err)
+		return nil, badRead(err, "item names: %v", err)
 	}
 	if _, err := io.ReadFull(cr, make([]byte, pad8(int(names%8)))); err != nil {
-		return nil, bad("truncated: %v", err)
+		return nil, badRead(err, "truncated: %v", err)
 	}
 	headSum := cr.h.Sum32()
 
@@ -321,7 +331,7 @@ func readBinary(ctx context.Context, r io.Reader, ra io.ReaderAt, base int64, na
 		next := func(what string, read func() error) error {
 			cr.h.Reset()
 			if err := read(); err != nil {
-				return wrapCtx(err, bad("%s: %v", what, err))
+				return wrapCtx(err, badRead(err, "%s: %v", what, err))
 			}
 			secs = append(secs, &section{what: what, sum: cr.h.Sum32()})
 			return nil
@@ -347,10 +357,14 @@ func readBinary(ctx context.Context, r io.Reader, ra io.ReaderAt, base int64, na
 			}
 		}
 		if _, err := io.ReadFull(r, trailer); err != nil {
-			return nil, bad("missing checksums: %v", err)
+			return nil, badRead(err, "missing checksums: %v", err)
 		}
-		if n, _ := r.Read(trailer[:1]); n != 0 {
+		// Reading on to the end also lets a gzip stream check its own
+		// checksum and length.
+		if n, err := r.Read(trailer[:1]); n != 0 {
 			return nil, bad("trailing data after the checksums")
+		} else if err != nil && !errors.Is(err, io.EOF) {
+			return nil, badRead(err, "after the checksums: %v", err)
 		}
 	}
 	if le.Uint32(trailer) != headSum {

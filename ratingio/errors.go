@@ -7,8 +7,10 @@ import (
 
 // ParseError reports bad input: which file, where, and why. Line is the
 // 1-based line number (0 when the problem concerns the whole file, e.g. an
-// empty file, or a binary file); Column is the 1-based field number (0 when
-// the problem concerns the whole line) and Field its role ("user", "item",
+// empty file, or a binary file; for a damaged gzip stream, the line the
+// decompressed text had reached, and the reason gives the byte offset in
+// the compressed stream); Column is the 1-based field number (0 when the
+// problem concerns the whole line) and Field its role ("user", "item",
 // "rating", "time", "count", or a header name) when known.
 type ParseError struct {
 	File   string

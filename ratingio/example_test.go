@@ -1,6 +1,7 @@
 package ratingio_test
 
 import (
+	"compress/flate"
 	"context"
 	"errors"
 	"fmt"
@@ -37,6 +38,18 @@ func ExampleParseError() {
 	// Output:
 	// 2 3 rating
 	// u.tsv:2: column 3 (rating): "four" is not a number
+}
+
+// A damaged gzip file is a *ParseError too; it unwraps to the
+// decompressor's error.
+func ExampleParseError_gzip() {
+	_, err := ratingio.ReadContext(context.Background(), strings.NewReader("\x1f\x8b\bA00000000000"), "u.data", ratingio.Options{})
+	var ce flate.CorruptInputError
+	fmt.Println(err)
+	fmt.Println(errors.As(err, &ce))
+	// Output:
+	// u.data: damaged gzip file: corrupt compressed data at byte 15 of the compressed stream
+	// true
 }
 
 func ExampleWriteBinary() {

@@ -3,7 +3,6 @@ package ratingio
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -49,11 +48,13 @@ func ReadContext(ctx context.Context, r io.Reader, name string, opt Options) (*r
 			}
 		}
 	}
-	br := bufio.NewReaderSize(r, 1<<16)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		gz, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, &ParseError{File: name, Reason: "bad gzip header: " + err.Error(), Err: err}
+	raw := &countingReader{r: r}
+	br := bufio.NewReaderSize(raw, 1<<16)
+	var gz *gzipStream
+	if isGzip(br) {
+		var err error
+		if gz, err = newGzipStream(name, raw, br); err != nil {
+			return nil, readError(name, err)
 		}
 		defer gz.Close()
 		size, ra = -1, nil
@@ -62,6 +63,9 @@ func ReadContext(ctx context.Context, r io.Reader, name string, opt Options) (*r
 	if magic, _ := br.Peek(len(binaryMagic)); string(magic) == binaryMagic {
 		if opt.Format != "" && opt.Format != "auto" && opt.Format != "binary" {
 			return nil, &ParseError{File: name, Reason: fmt.Sprintf("this is a privrec binary ratings file, not %s", opt.Format)}
+		}
+		if gz != nil {
+			gz.setText(false)
 		}
 		return readBinary(ctx, br, ra, base, name, opt, size)
 	}
@@ -81,11 +85,15 @@ type blocks struct {
 	r     io.Reader
 	carry []byte
 	eof   bool
+	err   error // a read error, returned once the lines before it are out
 	free  chan []byte
 }
 
 // next returns the next block, nil at the end of input.
 func (b *blocks) next() ([]byte, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
 	var buf []byte
 	select {
 	case buf = <-b.free:
@@ -116,6 +124,13 @@ func (b *blocks) next() ([]byte, error) {
 		if errors.Is(err, io.EOF) {
 			b.eof = true
 		} else if err != nil {
+			// Hand out the whole lines read before the error, so that a
+			// bad line among them is still reported first (file order);
+			// the error comes with the next call.
+			b.err = err
+			if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+				return buf[:i+1], nil
+			}
 			return nil, err
 		}
 	}
@@ -152,7 +167,7 @@ func readText(ctx context.Context, r io.Reader, name string, opt Options) (*rati
 	bl := &blocks{r: r}
 	first, err := bl.next()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, readError(name, err)
 	}
 	// The first block must hold the first non-blank line whole.
 	for {
@@ -161,7 +176,7 @@ func readText(ctx context.Context, r io.Reader, name string, opt Options) (*rati
 		}
 		more, err := bl.next()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, readError(name, err)
 		}
 		first = append(first, more...)
 	}
@@ -227,12 +242,12 @@ func readText(ctx context.Context, r io.Reader, name string, opt Options) (*rati
 	}
 	close(work)
 	wg.Wait()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// A bad line comes before a read error (e.g. damaged gzip data) that
+	// follows it in the file: whichever the reading loop met first, report
+	// the first problem in file order.
 	n := 0
 	for _, c := range chunks {
 		if c.err != nil {
@@ -240,6 +255,9 @@ func readText(ctx context.Context, r io.Reader, name string, opt Options) (*rati
 			return nil, c.err
 		}
 		n += len(c.user)
+	}
+	if err != nil {
+		return nil, readError(name, err)
 	}
 	if n == 0 {
 		reason := "empty file: no ratings"
@@ -260,19 +278,21 @@ func Detect(path string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	var r io.Reader = bufio.NewReaderSize(f, 1<<16)
-	if magic, _ := r.(*bufio.Reader).Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		gz, err := gzip.NewReader(r)
+	raw := &countingReader{r: f}
+	br := bufio.NewReaderSize(raw, 1<<16)
+	var r io.Reader = br
+	if isGzip(br) {
+		gz, err := newGzipStream(path, raw, br)
 		if err != nil {
-			return "", &ParseError{File: path, Reason: "bad gzip header: " + err.Error(), Err: err}
+			return "", readError(path, err)
 		}
 		defer gz.Close()
 		r = gz
 	}
 	head := make([]byte, 1<<16)
 	n, err := io.ReadFull(r, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("%s: %w", path, err)
+	if err != nil && (err != io.ErrUnexpectedEOF && err != io.EOF) {
+		return "", readError(path, err)
 	}
 	head = head[:n]
 	if bytes.HasPrefix(head, []byte(binaryMagic)) {
