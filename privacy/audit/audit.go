@@ -13,6 +13,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -129,6 +130,25 @@ type Result struct {
 	Event           string  `json:"event"`
 	EpsilonEstimate float64 `json:"epsilon_estimate"`
 	Seconds         float64 `json:"seconds"`
+}
+
+// MarshalJSON writes the result with an infinite (or undefined) point
+// estimate — an event never seen on the other input — as null, as SPEC §5
+// does for an infinite ε; JSON has no infinities.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	out := struct {
+		plain
+		EpsilonEstimate *float64 `json:"epsilon_estimate"`
+	}{plain: plain(r)}
+	if e := r.EpsilonEstimate; !math.IsInf(e, 0) && !math.IsNaN(e) {
+		out.EpsilonEstimate = &e
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("audit result: %w", err)
+	}
+	return b, nil
 }
 
 // ClopperPearson returns the exact two-sided-style one-sided bounds for k

@@ -2,8 +2,10 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/privrec/privrec/privacy"
@@ -313,5 +315,25 @@ func TestPilotEvents(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A point estimate on an event never seen on the other input is +Inf; the
+// JSON report carries it as null (JSON has no infinities) and keeps every
+// other field.
+func TestResultJSON(t *testing.T) {
+	for _, c := range []struct {
+		est  float64
+		want string
+	}{{math.Inf(1), `"epsilon_estimate":null`}, {math.NaN(), `"epsilon_estimate":null`}, {0.5, `"epsilon_estimate":0.5`}} {
+		b, err := json.Marshal(Result{Mechanism: "rr", ClaimedEpsilon: 1, EpsilonLowerBound: 0.25, EpsilonEstimate: c.est, Samples: 10})
+		if err != nil {
+			t.Fatalf("estimate %v: %v", c.est, err)
+		}
+		for _, w := range []string{c.want, `"mechanism":"rr"`, `"epsilon_lower_bound":0.25`, `"samples":10`, `"violation":false`} {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("estimate %v: %s lacks %s", c.est, b, w)
+			}
+		}
 	}
 }
