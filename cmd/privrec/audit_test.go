@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/privrec/privrec/privacy/audit"
 )
 
 // The audit command: JSON fields of SPEC §5, exit status 0 for a correct
@@ -36,12 +38,45 @@ func TestAuditCommand(t *testing.T) {
 		t.Errorf("under-noised Laplace: exit %d, output %q", code, out)
 	}
 
+	// The two mechanisms whose audit needed more than tails on the raw
+	// output, at their default sample counts (l2laplace 10^6; gaussian
+	// 6·10^7, skipped with -short): correct ones pass at confidence
+	// 1 − 1e-6 (false failure ≤ 1e-6), 0.9× under-noised ones are caught
+	// at the default confidence 0.95 (l2laplace: missed with probability
+	// < 1e-20; gaussian: ≈ 2e-4, see privacy/audit's TestStatedSampleCounts,
+	// which also runs the correct gaussian at 6·10^7). The correct gaussian
+	// runs here at 10^6 samples: passing holds at any sample count.
+	for _, c := range []struct {
+		args    []string
+		code    int
+		samples float64 // expected samples per input in the report
+		slow    bool
+	}{
+		{[]string{"--mechanism", "l2laplace", "--seed", "7", "--confidence", "0.999999"}, 0, audit.DefaultSamples, false},
+		{[]string{"--mechanism", "l2laplace", "--seed", "8", "--noise-factor", "0.9"}, 1, audit.DefaultSamples, false},
+		{[]string{"--mechanism", "gaussian", "--seed", "9", "--confidence", "0.999999", "--samples", "1000000"}, 0, 1e6, false},
+		{[]string{"--mechanism", "gaussian", "--seed", "10", "--noise-factor", "0.9"}, 1, audit.GaussianSamples, true},
+	} {
+		if c.slow && testing.Short() {
+			continue
+		}
+		out, errs, code := runCLI(t, append([]string{"audit", "--epsilon", "1", "--json"}, c.args...)...)
+		var r map[string]any
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v: bad JSON %q (%s): %v", c.args, out, errs, err)
+		}
+		if code != c.code || r["violation"] != (c.code == 1) || r["samples"] != c.samples {
+			t.Errorf("%v: exit %d, want %d; report %s", c.args, code, c.code, out)
+		}
+	}
+
 	for _, args := range [][]string{
 		{"audit"},
 		{"audit", "--mechanism", "nope"},
 		{"audit", "--mechanism", "laplace", "--epsilon", "NaN"},
 		{"audit", "--mechanism", "laplace", "--delta", "1e-5"},
 		{"audit", "--mechanism", "rr", "--samples", "5"},
+		{"audit", "--mechanism", "rr", "--samples", "-1"},
 		{"audit", "--mechanism", "rr", "--confidence", "1"},
 		{"audit", "--mechanism", "krr", "--values", "-3"},
 	} {

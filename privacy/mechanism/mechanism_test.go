@@ -402,3 +402,32 @@ func TestDiscreteGaussianDeltaBound(t *testing.T) {
 		}
 	}
 }
+
+// Mechanisms never reach the integer samplers' scale limit
+// (noise.MaxDiscreteLaplaceScale): the lattice keeps the integer scale at
+// most 2^40 whatever the float scale, so a scale of 2^50 (ε = 2^-30 on a
+// sensitivity of 2^20) gets all its noise. |noise|/b ≈ Exp(1) (mean 1,
+// sd 1), n = 125000, tolerance 4.42·sd/√n: false failure ≈ 1e-5.
+func TestLaplaceHugeScale(t *testing.T) {
+	m, err := NewLaplace(0x1p-30, Sensitivity{Value: 0x1p20, Norm: L1, Relation: ReplaceOne, Unit: privacy.UnitEntry}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := noise.EffectiveLaplaceScale(m.Scale())
+	if b < 0x1p50 {
+		t.Fatalf("scale %g below 2^50", b)
+	}
+	src := noise.Seeded(31)
+	const n = 125000
+	var s float64
+	for range n {
+		y, err := m.ReleaseScalar(src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s += math.Abs(y) / b
+	}
+	if s /= n; math.Abs(s-1) > 4.42/math.Sqrt(n) {
+		t.Errorf("E|noise|/b = %g at b = %g, want 1", s, b)
+	}
+}

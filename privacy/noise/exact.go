@@ -1,6 +1,8 @@
 package noise
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"math/bits"
@@ -55,11 +57,16 @@ func bernoulliExpFrac(s *Source, num, den uint64) bool {
 
 // DiscreteLaplace returns an exact sample of the discrete Laplace
 // (two-sided geometric) distribution on the integers with scale t = num/den:
-// P(z) ∝ exp(−|z|/t) (CKS 2020, Algorithm 2). num and den must be positive
-// num above MaxDiscreteLaplaceScale is coarsened toward more noise; num = 0
-// returns 0 and den = 0 (an infinite scale) panics, a programming error. The sample is exact except on
-// an event of probability below exp(−2^15) (an intermediate that would
-// overflow 64 bits, on which the draw restarts).
+// P(z) ∝ exp(−|z|/t) (CKS 2020, Algorithm 2). Any num and den are accepted
+// as long as the scale num/den is at most MaxDiscreteLaplaceScale; the
+// intermediates are computed in 128 bits, so the scale is used exactly
+// (never rounded). num = 0 returns 0. den = 0 (an infinite scale) and a
+// scale above MaxDiscreteLaplaceScale panic: both are programming errors
+// (the lattice samplers always pass t ≤ 2^40), and returning less noise
+// than asked would be a privacy bug; callers with untrusted scales check
+// them first with CheckDiscreteLaplaceScale. The sample is exact except on
+// an event of probability below exp(−2^63/t) ≤ exp(−2^11) (|z| ≥ 2^63,
+// which int64 cannot hold; the draw restarts).
 func DiscreteLaplace(s *Source, num, den uint64) int64 {
 	if den == 0 {
 		panic("noise: DiscreteLaplace with an infinite scale (den = 0)")
@@ -67,13 +74,8 @@ func DiscreteLaplace(s *Source, num, den uint64) int64 {
 	if num == 0 {
 		return 0
 	}
-	for num > MaxDiscreteLaplaceScale {
-		// Halve the ratio's precision toward more noise: num rounded up,
-		// den rounded down (never less noise than asked for).
-		num = (num + 1) / 2
-		if den > 1 {
-			den /= 2
-		}
+	if err := CheckDiscreteLaplaceScale(num, den); err != nil {
+		panic(err)
 	}
 	for {
 		u := s.uniformBelow(num)
@@ -84,12 +86,14 @@ func DiscreteLaplace(s *Source, num, den uint64) int64 {
 		for bernoulliExpFrac(s, 1, 1) {
 			v++
 		}
+		// X = num·v + u < 2^128 (num, u < 2^64), Y = ⌊X/den⌋.
 		hi, x := bits.Mul64(num, v)
 		x, c := bits.Add64(x, u, 0)
-		if hi != 0 || c != 0 {
-			continue // needs v ≥ 2^16: probability below exp(−2^16)
+		hi += c
+		if hi >= den {
+			continue // Y ≥ 2^64: probability below exp(−2^64/t)
 		}
-		y := x / den
+		y, _ := bits.Div64(hi, x, den)
 		if y > math.MaxInt64 {
 			continue
 		}
@@ -103,8 +107,30 @@ func DiscreteLaplace(s *Source, num, den uint64) int64 {
 	}
 }
 
-// MaxDiscreteLaplaceScale is the largest numerator DiscreteLaplace accepts.
-const MaxDiscreteLaplaceScale = 1 << 48
+// MaxDiscreteLaplaceScale is the largest scale num/den DiscreteLaplace and
+// DiscreteLaplaceFixedTime accept. Up to it the int64 result truncates the
+// law only on an event of probability below exp(−2^10); beyond it the
+// truncation would start to matter, so larger scales are refused rather
+// than sampled with less noise. (Lattice samplers such as SnapLaplace
+// handle any float scale with an integer scale t ≤ 2^40.)
+const MaxDiscreteLaplaceScale = 1 << 52
+
+// ErrScaleTooLarge is returned (wrapped) by CheckDiscreteLaplaceScale.
+var ErrScaleTooLarge = errors.New("noise: scale above MaxDiscreteLaplaceScale (2^52)")
+
+// CheckDiscreteLaplaceScale reports whether DiscreteLaplace(s, num, den)
+// can sample the scale num/den exactly: den > 0 and num/den ≤
+// MaxDiscreteLaplaceScale. Use it to validate a scale from outside before
+// sampling (DiscreteLaplace panics on a scale it refuses).
+func CheckDiscreteLaplaceScale(num, den uint64) error {
+	if den == 0 {
+		return fmt.Errorf("noise: discrete Laplace scale %d/0 is infinite", num)
+	}
+	if hi, lo := bits.Mul64(den, MaxDiscreteLaplaceScale); hi == 0 && num > lo {
+		return fmt.Errorf("discrete Laplace scale %d/%d ≈ %.4g: %w", num, den, float64(num)/float64(den), ErrScaleTooLarge)
+	}
+	return nil
+}
 
 // MaxDiscreteGaussianSigma is the largest σ accepted by DiscreteGaussian:
 // it keeps the rejection test in 128-bit integer arithmetic.

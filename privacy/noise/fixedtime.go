@@ -47,14 +47,16 @@ func bernoulliExpFracFixed(s *Source, num, den uint64) bool {
 
 // DiscreteLaplaceFixedTime is DiscreteLaplace(s, t, 1) — the exact discrete
 // Laplace of integer scale t, P(z) ∝ exp(−|z|/t) — with a running time that
-// does not depend on the sample (see above). t must be in
-// [1, MaxDiscreteLaplaceScale].
+// does not depend on the sample (see above). t = 0 returns 0; t above
+// MaxDiscreteLaplaceScale panics, as in DiscreteLaplace (never less noise
+// than asked; check untrusted scales with CheckDiscreteLaplaceScale(t, 1)).
+// The lattice sampler SnapLaplaceFixedTime passes t ≤ 2^40.
 func DiscreteLaplaceFixedTime(s *Source, t uint64) int64 {
 	if t == 0 {
 		return 0
 	}
-	if t > MaxDiscreteLaplaceScale {
-		t = MaxDiscreteLaplaceScale // callers pass lattice scales ≤ 2^40
+	if err := CheckDiscreteLaplaceScale(t, 1); err != nil {
+		panic(err)
 	}
 	for {
 		// U: the first of fixedAttempts proposals accepted with
@@ -87,7 +89,8 @@ func DiscreteLaplaceFixedTime(s *Source, t uint64) int64 {
 		neg := s.coin()
 		if hi != 0 || c != 0 || x > 1<<62 || (neg && x == 0) {
 			// x = 0 with a minus sign (probability 1/(2t) ≤ 2^-40 at lattice
-			// scales) restarts, as in CKS; overflow needs v ≥ 2^14.
+			// scales) restarts, as in CKS; x > 2^62 needs v ≥ 2^62/t ≥ 2^10,
+			// probability below exp(−2^10) at t ≤ MaxDiscreteLaplaceScale.
 			continue
 		}
 		if neg {

@@ -47,15 +47,27 @@ func FuzzSnap(f *testing.F) {
 	})
 }
 
-// FuzzDiscreteLaplace: any positive rational scale terminates and is
-// symmetric in law (checked elsewhere); here, no panic and a bounded value.
+// FuzzDiscreteLaplace: any positive rational scale up to
+// MaxDiscreteLaplaceScale terminates without panicking; a larger one is
+// refused (CheckDiscreteLaplaceScale errs and the sampler panics) instead
+// of being sampled with less noise. The law is checked elsewhere.
 func FuzzDiscreteLaplace(f *testing.F) {
 	f.Add(uint64(1), uint64(1), uint64(1))
 	f.Add(uint64(1)<<62, uint64(3), uint64(2))
 	f.Add(uint64(0), uint64(7), uint64(3))
+	f.Add(uint64(1)<<52, uint64(1), uint64(4))
+	f.Add(uint64(1)<<52+1, uint64(1), uint64(5))
+	f.Add(^uint64(0), ^uint64(0)-1, uint64(6))
 	f.Fuzz(func(t *testing.T, num, den, seed uint64) {
 		if den == 0 {
 			return
+		}
+		if num != 0 && CheckDiscreteLaplaceScale(num, den) != nil {
+			defer func() {
+				if recover() == nil {
+					t.Fatalf("scale %d/%d above the maximum was sampled", num, den)
+				}
+			}()
 		}
 		z := DiscreteLaplace(Seeded(seed), num, den)
 		if num == 0 && z != 0 {

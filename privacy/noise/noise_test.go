@@ -1,6 +1,7 @@
 package noise
 
 import (
+	"errors"
 	"math"
 	"runtime"
 	"slices"
@@ -292,6 +293,80 @@ func TestBernoulli128(t *testing.T) {
 	for range 1000 {
 		if !s.bernoulli128(u128{5, 9}, u128{5, 9}) {
 			t.Fatal("Bernoulli(1) returned false")
+		}
+	}
+}
+
+// Large scales are sampled exactly up to MaxDiscreteLaplaceScale (an
+// earlier version coarsened scales above 2^48 to 2^48: E|Z|/t was 0.25 at
+// t = 2^50). |Z|/t ≈ Exp(1) (mean 1, sd 1); tolerance 4.42·sd/√n, false
+// failure ≈ 1e-5 per scale. The bounded-time sampler costs ≈ 10 µs per
+// sample, so it gets a smaller n (same tolerance rule).
+func TestDiscreteLaplaceLargeScales(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		num, den uint64
+		n        int
+		sample   func(s *Source, num, den uint64) int64
+	}{
+		{"exact 2^50", 1 << 50, 1, 125000, DiscreteLaplace},
+		{"exact 2^52 (the maximum)", 1 << 52, 1, 125000, DiscreteLaplace},
+		{"exact (2^64−1)/2^13", ^uint64(0), 1 << 13, 125000, DiscreteLaplace},
+		{"exact 2^40 (lattice)", 1 << 40, 1, 125000, DiscreteLaplace},
+		{"bounded-time 2^50", 1 << 50, 1, 20000, func(s *Source, num, _ uint64) int64 { return DiscreteLaplaceFixedTime(s, num) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := Seeded(15)
+			scale := float64(c.num) / float64(c.den)
+			var m float64
+			for range c.n {
+				m += math.Abs(float64(c.sample(s, c.num, c.den))) / scale
+			}
+			m /= float64(c.n)
+			if math.Abs(m-1) > 4.42/math.Sqrt(float64(c.n)) {
+				t.Errorf("E|Z|/t = %g, want 1", m)
+			}
+		})
+	}
+}
+
+// Scales above MaxDiscreteLaplaceScale are refused, never sampled with less
+// noise: CheckDiscreteLaplaceScale errs with ErrScaleTooLarge and both
+// samplers panic.
+func TestDiscreteLaplaceRefusesHugeScales(t *testing.T) {
+	for _, c := range []struct {
+		num, den uint64
+		ok       bool
+	}{
+		{1 << 52, 1, true},
+		{1<<52 + 1, 1, false},
+		{1 << 53, 2, true},
+		{1<<53 + 1, 2, false},
+		{^uint64(0), 1, false},
+		{^uint64(0), 1 << 12, true},
+		{^uint64(0), 1<<12 - 1, false},
+		{1, 0, false},
+	} {
+		err := CheckDiscreteLaplaceScale(c.num, c.den)
+		if (err == nil) != c.ok {
+			t.Errorf("CheckDiscreteLaplaceScale(%d, %d) = %v", c.num, c.den, err)
+		}
+		if !c.ok && c.den != 0 && !errors.Is(err, ErrScaleTooLarge) {
+			t.Errorf("CheckDiscreteLaplaceScale(%d, %d) = %v, want ErrScaleTooLarge", c.num, c.den, err)
+		}
+		if c.ok || c.den == 0 {
+			continue
+		}
+		panics := func(f func()) (p bool) {
+			defer func() { p = recover() != nil }()
+			f()
+			return false
+		}
+		if !panics(func() { DiscreteLaplace(Seeded(1), c.num, c.den) }) {
+			t.Errorf("DiscreteLaplace(%d, %d) sampled a refused scale", c.num, c.den)
+		}
+		if c.den == 1 && !panics(func() { DiscreteLaplaceFixedTime(Seeded(1), c.num) }) {
+			t.Errorf("DiscreteLaplaceFixedTime(%d) sampled a refused scale", c.num)
 		}
 	}
 }
