@@ -192,61 +192,28 @@ func SetParam(cfg Config, name string, value any) error {
 	s, isString := value.(string)
 	switch f.Kind() {
 	case reflect.Float64:
-		switch x := value.(type) {
-		case float64:
-			f.SetFloat(x)
-		case int:
-			f.SetFloat(float64(x))
-		case string:
-			y, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-			if err != nil {
-				return fmt.Errorf("parameter %s: %q is not a number", name, x)
-			}
-			f.SetFloat(y)
-		default:
-			return fmt.Errorf("parameter %s: want a number, got %T", name, value)
+		x, err := paramNumber(name, value)
+		if err != nil {
+			return err
 		}
-	case reflect.Int, reflect.Int64:
-		var y float64
-		switch x := value.(type) {
-		case float64:
-			y = x
-		case int:
-			y = float64(x)
-		case string:
-			z, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
-			if err != nil {
-				return fmt.Errorf("parameter %s: %q is not an integer", name, x)
-			}
-			y = float64(z)
-		default:
-			return fmt.Errorf("parameter %s: want an integer, got %T", name, value)
-		}
-		if y != math.Trunc(y) || math.Abs(y) > 1<<53 {
-			return fmt.Errorf("parameter %s: %v is not an integer", name, y)
-		}
-		f.SetInt(int64(y))
-	case reflect.Uint64:
-		var y float64
-		switch x := value.(type) {
-		case float64:
-			y = x
-		case int:
-			y = float64(x)
-		case string:
-			z, err := strconv.ParseUint(strings.TrimSpace(x), 10, 64)
-			if err != nil {
-				return fmt.Errorf("parameter %s: %q is not a non-negative integer", name, x)
-			}
-			f.SetUint(z)
+		f.SetFloat(x)
+	case reflect.Int, reflect.Int64, reflect.Uint64:
+		if u, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64); isString && err == nil && f.Kind() == reflect.Uint64 {
+			f.SetUint(u) // exact beyond 2⁵³ (seeds)
 			return nil
-		default:
-			return fmt.Errorf("parameter %s: want an integer, got %T", name, value)
 		}
-		if y < 0 || y != math.Trunc(y) {
-			return fmt.Errorf("parameter %s: %v is not a non-negative integer", name, y)
+		x, err := paramNumber(name, value)
+		if err != nil {
+			return err
 		}
-		f.SetUint(uint64(y))
+		if x != math.Trunc(x) || math.Abs(x) > 1<<53 || (f.Kind() == reflect.Uint64 && x < 0) {
+			return fmt.Errorf("parameter %s: %v is not a whole number in range", name, x)
+		}
+		if f.Kind() == reflect.Uint64 {
+			f.SetUint(uint64(x))
+		} else {
+			f.SetInt(int64(x))
+		}
 	case reflect.Bool:
 		switch x := value.(type) {
 		case bool:
@@ -297,6 +264,24 @@ func SetParam(cfg Config, name string, value any) error {
 		return fmt.Errorf("parameter %s has an unsupported type", name)
 	}
 	return nil
+}
+
+// paramNumber reads a parameter value given as a number or as a string
+// written as on the command line ("0.5", "inf", "1e-6").
+func paramNumber(name string, value any) (float64, error) {
+	switch x := value.(type) {
+	case float64:
+		return x, nil
+	case int:
+		return float64(x), nil
+	case string:
+		y, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		if err != nil {
+			return 0, fmt.Errorf("parameter %s: %q is not a number", name, x)
+		}
+		return y, nil
+	}
+	return 0, fmt.Errorf("parameter %s: want a number, got %T", name, value)
 }
 
 // paramField finds the settable field with JSON name name (embedded
