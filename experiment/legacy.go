@@ -15,11 +15,12 @@ import (
 
 // The flag path for methods that have no typed Config yet (Method.New ==
 // nil): parameters become command-line flags of the method's flag set.
-//
-// Deprecated: it goes, with methods.Method.Flags, once every method has a
-// typed Config.
+// Everything in this file goes, with methods.Method.Flags, once every
+// method has a typed Config.
 
 // legacySpec is a flag-era method's parameter set.
+//
+// Deprecated: for methods without a typed Config only.
 type legacySpec struct {
 	args []string
 	fs   *flag.FlagSet
@@ -29,6 +30,8 @@ type legacySpec struct {
 // legacyScaleFlags are the flag-era methods' own rating-scale flags, set
 // from the declared scale when the spec does not set them (typed Configs
 // read Input.Declared.Scale instead).
+//
+// Deprecated: for methods without a typed Config only.
 var legacyScaleFlags = map[string]func(s release.Scale) string{
 	"rating-min":   func(s release.Scale) string { return fmtF(s.Min) },
 	"rating-max":   func(s release.Scale) string { return fmtF(s.Max) },
@@ -39,6 +42,8 @@ var legacyScaleFlags = map[string]func(s release.Scale) string{
 // prepareLegacy registers the method's flags and turns the spec's params,
 // the dataset's method_params the method has and the swept value into
 // arguments, checking that they parse.
+//
+// Deprecated: for methods without a typed Config only.
 func prepareLegacy(reg *methods.Method, m MethodSpec, d DataSpec, s *Sweep, v float64) (*prepared, error) {
 	if reg.Flags == nil {
 		return nil, fmt.Errorf("method %s has neither a typed Config nor flags", reg.Name)
@@ -97,6 +102,8 @@ func legacyValue(x any) string {
 
 // trainLegacy trains through the flag-era Trainer: the declared scale goes
 // to the method's own scale flags and a collected file to --collected.
+//
+// Deprecated: for methods without a typed Config only.
 func trainLegacy(ctx context.Context, p *prepared, in release.Input, env methods.Env) (*trained, error) {
 	l := p.legacy
 	set := map[string]bool{}
