@@ -33,10 +33,8 @@ type legacySpec struct {
 //
 // Deprecated: for methods without a typed Config only.
 var legacyScaleFlags = map[string]func(s release.Scale) string{
-	"rating-min":   func(s release.Scale) string { return fmtF(s.Min) },
-	"rating-max":   func(s release.Scale) string { return fmtF(s.Max) },
-	"range":        func(s release.Scale) string { return fmtF(s.Min) + ":" + fmtF(s.Max) },
-	"rating-scale": func(s release.Scale) string { return fmtF(s.Min) + ":" + fmtF(s.Max) },
+	"rating-min": func(s release.Scale) string { return fmtF(s.Min) },
+	"rating-max": func(s release.Scale) string { return fmtF(s.Max) },
 }
 
 // prepareLegacy registers the method's flags and turns the spec's params,
@@ -101,7 +99,7 @@ func legacyValue(x any) string {
 }
 
 // trainLegacy trains through the flag-era Trainer: the declared scale goes
-// to the method's own scale flags and a collected file to --collected.
+// to the method's own scale flags (McSherry–Mironov's --rating-min/max).
 //
 // Deprecated: for methods without a typed Config only.
 func trainLegacy(ctx context.Context, p *prepared, in release.Input, env methods.Env) (*trained, error) {
@@ -115,9 +113,6 @@ func trainLegacy(ctx context.Context, p *prepared, in release.Input, env methods
 				extra = append(extra, "--"+name+"="+legacyScaleFlags[name](*sc))
 			}
 		}
-	}
-	if in.Source != "" && l.fs.Lookup("collected") != nil {
-		extra = append(extra, "--collected="+in.Source)
 	}
 	// prepare made this flag set for this run; the extra flags add to it.
 	if err := l.fs.Parse(extra); err != nil {
