@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -64,40 +65,50 @@ type DataSpec struct {
 	Format  string  `json:"format,omitempty"`
 	Column  string  `json:"column,omitempty"`
 	Holdout float64 `json:"holdout,omitempty"`
+	// Scale is the dataset's public rating scale [min, max] (MovieLens
+	// [1, 5], Jester [−10, 10], UCI RC [0, 2]): a declared fact, given to
+	// every method as release.Input.Declared.Scale and used by local-DP
+	// collection. Synthetic generators know theirs; set it to override.
+	Scale []float64 `json:"scale,omitempty"`
 	// TopItems > 0 keeps the most-rated items (before splitting);
 	// CapPerUser > 0 keeps at most that many training ratings per user.
 	TopItems   int `json:"top_items,omitempty"`
 	CapPerUser int `json:"cap_per_user,omitempty"`
-	// Rescale, when set to [lo, hi], maps the observed rating range
-	// linearly onto it (seed 001 rescales Jester to 0–5).
+	// Rescale, when set to [lo, hi], maps the declared Scale linearly onto
+	// it (seed 001 rescales Jester from [−10, 10] to [0, 5]); the declared
+	// scale is then [lo, hi].
 	Rescale []float64 `json:"rescale,omitempty"`
 	// Params are generator parameters (sizes, observation ratio, …).
 	Params map[string]float64 `json:"params,omitempty"`
 	// Strings are generator options that are not numbers (e.g. link).
 	Strings map[string]string `json:"strings,omitempty"`
-	// MethodFlags are flags given to every method that has them when it
-	// runs on this dataset (e.g. the link that generated synthetic data, or
-	// a binarisation threshold); a method spec's own Flags win.
-	MethodFlags map[string]string `json:"method_flags,omitempty"`
+	// MethodParams are method parameters (JSON names, as in MethodSpec.Params)
+	// given to every method whose Config has them when it runs on this
+	// dataset (e.g. the link that generated synthetic data, or a
+	// binarisation threshold); a method spec's own Params win.
+	MethodParams map[string]any `json:"method_params,omitempty"`
 }
 
-// MethodSpec is one line of the figures: a registered method with flags.
+// MethodSpec is one line of the figures: a registered method with its
+// parameters.
 type MethodSpec struct {
 	// Method is the registered name (privrec train --method).
 	Method string `json:"method"`
 	// Label names the line (default Method); labels must be unique.
 	Label string `json:"label,omitempty"`
-	// Flags are the method's own flags, name → value, as on the command line.
-	Flags map[string]string `json:"flags,omitempty"`
+	// Params set fields of the method's typed Config by their JSON names
+	// (the flag names with '-' → '_'): numbers, true/false, or strings as
+	// on the command line ("inf", "probit", "2/(t+1)").
+	Params map[string]any `json:"params,omitempty"`
 	// Epsilons, when set, replaces the sweep's ε grid for this method.
 	Epsilons []float64 `json:"epsilons,omitempty"`
 	// Datasets, when set, restricts the method to the named datasets.
 	Datasets []string `json:"datasets,omitempty"`
 	// Collect, when set to a local-DP mechanism ("laplace" or "rr"),
 	// first randomizes the training ratings at the run's ε exactly as
-	// users' devices would (privrec collect; the rating scale is detected
-	// from the data) and trains on what the service would receive, passing
-	// the collected file's header with --collected.
+	// users' devices would (privrec collect), over the declared catalogue
+	// and on the dataset's declared scale, and trains on what the service
+	// would receive (the collected file is the method's Input.Source).
 	Collect string `json:"collect,omitempty"`
 }
 
@@ -117,7 +128,8 @@ func (m MethodSpec) runsOn(name string) bool {
 // Sweep is a further swept parameter.
 type Sweep struct {
 	// Name of the parameter: a generator parameter (Target "data") or a
-	// method flag (Target "flag").
+	// method parameter by its JSON name (Target "param"), set in every
+	// method whose Config has it.
 	Name   string    `json:"name"`
 	Target string    `json:"target"`
 	Values []float64 `json:"values"`
@@ -158,6 +170,9 @@ func ParseConfig(b []byte) (*Config, error) {
 	dec.DisallowUnknownFields()
 	var c Config
 	if err := dec.Decode(&c); err != nil {
+		if msg := err.Error(); strings.Contains(msg, `"flags"`) || strings.Contains(msg, `"method_flags"`) {
+			return nil, fmt.Errorf("decoding config: %w (method settings are now \"params\" and \"method_params\", by JSON name: the flag name with '-' → '_')", err)
+		}
 		return nil, fmt.Errorf("decoding config: %w", err)
 	}
 	if err := c.Validate(); err != nil {
@@ -227,8 +242,19 @@ func (c *Config) Validate() error {
 		case d.Source == "":
 			return fmt.Errorf("dataset %q: source is required (file or a generator: %s)", d.Name, strings.Join(Generators(), ", "))
 		}
-		if d.Rescale != nil && (len(d.Rescale) != 2 || !(d.Rescale[0] < d.Rescale[1])) {
-			return fmt.Errorf("dataset %q: rescale wants [lo, hi] with lo < hi", d.Name)
+		if err := checkRange(d.Scale); err != nil {
+			return fmt.Errorf("dataset %q: scale: %w", d.Name, err)
+		}
+		if d.Rescale != nil {
+			if err := checkRange(d.Rescale); err != nil {
+				return fmt.Errorf("dataset %q: rescale: %w", d.Name, err)
+			}
+			if d.Source != "file" || d.Scale == nil {
+				return fmt.Errorf("dataset %q: rescale maps a file's declared scale: give source file and \"scale\"", d.Name)
+			}
+		}
+		if err := checkParams(d.MethodParams); err != nil {
+			return fmt.Errorf("dataset %q: method_params: %w", d.Name, err)
 		}
 	}
 	for _, m := range c.Methods {
@@ -246,6 +272,9 @@ func (c *Config) Validate() error {
 		if err := checkEps("method "+l, m.Epsilons); err != nil {
 			return err
 		}
+		if err := checkParams(m.Params); err != nil {
+			return fmt.Errorf("method %s: params: %w", l, err)
+		}
 		if m.Collect != "" && m.Collect != "laplace" && m.Collect != "rr" {
 			return fmt.Errorf("method %s: collect %q: want laplace or rr", l, m.Collect)
 		}
@@ -259,11 +288,60 @@ func (c *Config) Validate() error {
 		if s.Name == "" || len(s.Values) == 0 {
 			return fmt.Errorf("sweep needs a name and values")
 		}
-		if s.Target != "data" && s.Target != "flag" {
-			return fmt.Errorf("sweep target %q: want data or flag", s.Target)
+		if s.Target == "flag" {
+			return fmt.Errorf("sweep target \"flag\" is now \"param\" (name the parameter by its JSON name, '-' → '_')")
+		}
+		if s.Target != "data" && s.Target != "param" {
+			return fmt.Errorf("sweep target %q: want data or param", s.Target)
+		}
+		if s.Target == "param" && strings.Contains(s.Name, "-") {
+			return fmt.Errorf("sweep: parameter %q: use its JSON name %q", s.Name, strings.ReplaceAll(s.Name, "-", "_"))
 		}
 	}
 	return nil
+}
+
+// checkRange checks an optional [lo, hi] pair.
+func checkRange(r []float64) error {
+	if r == nil {
+		return nil
+	}
+	if len(r) != 2 || math.IsInf(r[0], 0) || math.IsInf(r[1], 0) || !(r[0] < r[1]) {
+		return fmt.Errorf("want [lo, hi] with finite lo < hi, got %v", r)
+	}
+	return nil
+}
+
+// checkParams checks parameter names are JSON names and values are
+// numbers, booleans, strings or lists of numbers.
+func checkParams(p map[string]any) error {
+	for _, k := range sortedKeys(p) {
+		if strings.Contains(k, "-") {
+			return fmt.Errorf("parameter %q: use its JSON name %q ('-' → '_')", k, strings.ReplaceAll(k, "-", "_"))
+		}
+		switch v := p[k].(type) {
+		case float64, int, bool, string, []float64:
+		case []any:
+			for _, e := range v {
+				if _, ok := e.(float64); !ok {
+					return fmt.Errorf("parameter %s: a list must hold numbers only", k)
+				}
+			}
+		default:
+			return fmt.Errorf("parameter %s: want a number, true/false, a string or a list of numbers, got %T", k, v)
+		}
+	}
+	return nil
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // epsFor is the ε grid of a method.

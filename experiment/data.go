@@ -6,13 +6,27 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
 )
 
 // Split is one run's data: the training ratings, the held-out test ratings
-// and, for synthetic data, the full true matrix (for ARE).
+// and, for synthetic data, the full true matrix (for ARE); and the public
+// facts of the source a deployment would declare.
 type Split struct {
 	Train, Test, Truth *ratings.Matrix
+	// Scale is the rating scale the source's ratings lie in, when the
+	// source knows it (a generator's, or the file dataset's declared
+	// scale after any rescaling); nil: undeclared.
+	Scale *release.Scale
+	// Items is the source's full item list before splitting (train and
+	// test items), declared as the catalogue; nil: the items of Train,
+	// Test and Truth.
+	Items []string
+	// Users is the number of users of the source, declared as the
+	// population; 0: the users of Train, Test and Truth.
+	Users int
 }
 
 // Generator makes one run's data for a dataset spec. It must be
@@ -96,4 +110,60 @@ func Generate(ctx context.Context, d DataSpec, seed uint64, dataDir string) (*Sp
 		return nil, err
 	}
 	return g(ctx, d, seed, dataDir)
+}
+
+// scaleOf turns a validated [min, max] pair into a scale (nil for none).
+func scaleOf(r []float64) *release.Scale {
+	if len(r) != 2 {
+		return nil
+	}
+	return &release.Scale{Min: r[0], Max: r[1]}
+}
+
+// declared builds the public facts a run's method is given: the rating
+// scale (the dataset spec's, which overrides a generator's, unless the
+// file was rescaled), the catalogue (every item of the source, train and
+// test — declared, as a real deployment declares its catalogue) and the
+// population (the source's number of users).
+func declared(d DataSpec, s *Split) (release.Declared, error) {
+	var decl release.Declared
+	decl.Scale = s.Scale
+	if d.Scale != nil && d.Rescale == nil {
+		decl.Scale = scaleOf(d.Scale)
+	}
+	items, users := s.Items, s.Users
+	if items == nil || users == 0 {
+		seenI, seenU := map[string]bool{}, map[string]bool{}
+		var all []string
+		var nu int
+		for _, m := range []*ratings.Matrix{s.Train, s.Test, s.Truth} {
+			if m == nil {
+				continue
+			}
+			for _, n := range m.Items.Names() {
+				if !seenI[n] {
+					seenI[n] = true
+					all = append(all, n)
+				}
+			}
+			for _, n := range m.Users.Names() {
+				if !seenU[n] {
+					seenU[n] = true
+					nu++
+				}
+			}
+		}
+		if items == nil {
+			items = all
+		}
+		if users == 0 {
+			users = nu
+		}
+	}
+	cat, err := model.NewCatalogue(items, nil)
+	if err != nil {
+		return decl, fmt.Errorf("dataset %s: %w", d.Name, err)
+	}
+	decl.Catalogue, decl.Population = cat, users
+	return decl, nil
 }

@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/internal/atomicfile"
 	"github.com/privrec/privrec/plots"
 )
 
@@ -133,7 +133,7 @@ func WriteSummary(w io.Writer, c *Config, cells []*Cell) error {
 }
 
 func writeConfigCopy(c *Config, dir string) error {
-	return model.WriteFileAtomic(filepath.Join(dir, "config.json"), func(w io.Writer) error {
+	return atomicfile.Write(filepath.Join(dir, "config.json"), 0o644, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(c)
@@ -162,7 +162,7 @@ func WriteOutputs(c *Config, dir string) error {
 		}
 	}
 	cells := Summarise(c, mine)
-	if err := model.WriteFileAtomic(filepath.Join(dir, "summary.csv"), func(w io.Writer) error {
+	if err := atomicfile.Write(filepath.Join(dir, "summary.csv"), 0o644, func(w io.Writer) error {
 		return WriteSummary(w, c, cells)
 	}); err != nil {
 		return fmt.Errorf("writing summary: %w", err)
@@ -173,7 +173,7 @@ func WriteOutputs(c *Config, dir string) error {
 	}
 	var buf bytes.Buffer
 	writeReport(&buf, c, cells, figs, len(mine), len(jobs))
-	if err := model.WriteFileAtomic(filepath.Join(dir, "report.md"), func(w io.Writer) error {
+	if err := atomicfile.Write(filepath.Join(dir, "report.md"), 0o644, func(w io.Writer) error {
 		_, err := w.Write(buf.Bytes())
 		return err
 	}); err != nil {

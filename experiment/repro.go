@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,26 +10,62 @@ import (
 	"strings"
 )
 
-// Reproduction is a named configuration that reproduces one figure of a
-// seed paper, at a quick scale (minutes, fewer runs and ε values) or at
-// the paper's scale.
+// Reproduction is a named measurement: a sweep that reproduces one figure
+// or table of a seed paper or of the docs, at a quick scale (minutes,
+// fewer runs and ε values) or at the paper's scale; or, for the few
+// measurements that are not privacy–accuracy sweeps, a measurement that
+// writes its own report.
 type Reproduction struct {
 	Name    string
 	Summary string
 	Paper   string
-	// Scales lists the scales it offers ("quick", "paper").
+	// build returns the sweep (quick or paper scale).
 	build func(paper bool) *Config
+	// measure, set instead of build, runs a measurement that is not a
+	// sweep and writes report.md into out.
+	measure func(ctx context.Context, paper bool, dataDir, out string) error
+	// files are the data files a measurement reads.
+	files []string
+}
+
+// IsSweep reports whether the reproduction is a sweep (with a Config)
+// rather than a measurement of its own (Measure).
+func (r *Reproduction) IsSweep() bool { return r.build != nil }
+
+func parseScale(scale string) (paper bool, err error) {
+	switch scale {
+	case "quick":
+		return false, nil
+	case "paper":
+		return true, nil
+	}
+	return false, fmt.Errorf("scale %q: want quick or paper", scale)
+}
+
+// Measure runs a measurement that is not a sweep, writing report.md into
+// out (created if needed).
+func (r *Reproduction) Measure(ctx context.Context, scale, dataDir, out string) error {
+	if r.measure == nil {
+		return fmt.Errorf("reproduction %s is a sweep: run its Config", r.Name)
+	}
+	paper, err := parseScale(scale)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("creating output directory: %w", err)
+	}
+	return r.measure(ctx, paper, dataDir, out)
 }
 
 // Config returns the sweep for a scale ("quick" or "paper").
 func (r *Reproduction) Config(scale string) (*Config, error) {
-	var paper bool
-	switch scale {
-	case "quick":
-	case "paper":
-		paper = true
-	default:
-		return nil, fmt.Errorf("scale %q: want quick or paper", scale)
+	paper, err := parseScale(scale)
+	if err != nil {
+		return nil, err
+	}
+	if r.build == nil {
+		return nil, fmt.Errorf("reproduction %s is a measurement, not a sweep: it has no config", r.Name)
 	}
 	c := r.build(paper)
 	c.Name = r.Name + "-" + scale
@@ -47,6 +84,9 @@ func (r *Reproduction) Config(scale string) (*Config, error) {
 // Files lists the data files the reproduction reads (relative to the data
 // directory).
 func (r *Reproduction) Files() []string {
+	if r.build == nil {
+		return append([]string(nil), r.files...)
+	}
 	var out []string
 	for _, d := range r.build(false).Datasets {
 		if d.Source == "file" {
@@ -61,24 +101,34 @@ func (r *Reproduction) Files() []string {
 
 // CheckData reports the first missing data file, naming where to get it.
 func (r *Reproduction) CheckData(dataDir string) error {
-	for _, d := range r.build(false).Datasets {
-		if d.Source != "file" {
-			continue
+	type file struct{ dataset, path string }
+	var files []file
+	if r.build == nil {
+		for _, p := range r.files {
+			files = append(files, file{r.Name, p})
 		}
-		for _, p := range []string{d.Path, d.Test} {
-			if p == "" {
+	} else {
+		for _, d := range r.build(false).Datasets {
+			if d.Source != "file" {
 				continue
 			}
-			full := resolve(dataDir, p)
-			if _, err := os.Stat(full); errors.Is(err, fs.ErrNotExist) {
-				hint := dataHints[baseName(p)]
-				if dataDir == "" {
-					hint += " (no --data-dir given and ../shared/data does not exist)"
+			for _, p := range []string{d.Path, d.Test} {
+				if p != "" {
+					files = append(files, file{d.Name, p})
 				}
-				return &MissingDataError{Path: full, Dataset: d.Name, Hint: strings.ReplaceAll(hint, "DATA-DIR", dataDirOr(dataDir))}
-			} else if err != nil {
-				return fmt.Errorf("dataset %s: %w", d.Name, err)
 			}
+		}
+	}
+	for _, f := range files {
+		full := resolve(dataDir, f.path)
+		if _, err := os.Stat(full); errors.Is(err, fs.ErrNotExist) {
+			hint := dataHints[baseName(f.path)]
+			if dataDir == "" {
+				hint += " (no --data-dir given and ../shared/data does not exist)"
+			}
+			return &MissingDataError{Path: full, Dataset: f.dataset, Hint: strings.ReplaceAll(hint, "DATA-DIR", dataDirOr(dataDir))}
+		} else if err != nil {
+			return fmt.Errorf("dataset %s: %w", f.dataset, err)
 		}
 	}
 	return nil

@@ -2,12 +2,10 @@ package experiment
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,16 +13,18 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/privrec/privrec/internal/atomicfile"
 	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/noise"
-	"github.com/privrec/privrec/ratingio"
 	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
 )
 
 // Options control a sweep.
@@ -70,7 +70,8 @@ func deriveSeed(parts ...string) uint64 {
 }
 
 // Plan lists the runs of a config in a fixed order; it checks that every
-// method is registered and that its flags parse.
+// method is registered and that its parameters configure it (every swept
+// value included).
 func Plan(c *Config) ([]job, error) {
 	var missing []string
 	priv := map[string]bool{}
@@ -81,33 +82,32 @@ func Plan(c *Config) ([]job, error) {
 			continue
 		}
 		priv[m.Method] = reg.Private
-		for _, d := range c.Datasets {
-			if !m.runsOn(d.Name) {
-				continue
-			}
-			if _, _, err := trainerFor(m, d, c.Sweep, c.sweepValues()[0]); err != nil {
-				return nil, err
-			}
-		}
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("method(s) %s not registered in this build of privrec (registered: %s)",
 			strings.Join(missing, ", "), strings.Join(methods.Names(), ", "))
 	}
-	if s := c.Sweep; s != nil && s.Target == "flag" {
-		any := false
-		for _, m := range c.Methods {
-			fs := flag.NewFlagSet("", flag.ContinueOnError)
-			reg, _ := methods.Lookup(m.Method)
-			if reg.Flags == nil {
+	swept := false
+	for _, m := range c.Methods {
+		reg, _ := methods.Lookup(m.Method)
+		for _, d := range c.Datasets {
+			if !m.runsOn(d.Name) {
 				continue
 			}
-			reg.Flags(fs)
-			any = any || fs.Lookup(s.Name) != nil
+			if err := checkNeeds(reg, m, d); err != nil {
+				return nil, err
+			}
+			for _, v := range c.sweepValues() {
+				p, err := prepare(m, d, c.Sweep, v)
+				if err != nil {
+					return nil, err
+				}
+				swept = swept || p.swept
+			}
 		}
-		if !any {
-			return nil, fmt.Errorf("swept flag --%s is not a flag of any method in the config", s.Name)
-		}
+	}
+	if s := c.Sweep; s != nil && s.Target == "param" && !swept {
+		return nil, fmt.Errorf("swept parameter %s is not a parameter of any method in the config", s.Name)
 	}
 	var jobs []job
 	for di, d := range c.Datasets {
@@ -139,6 +139,20 @@ func Plan(c *Config) ([]job, error) {
 	return jobs, nil
 }
 
+// checkNeeds refuses, before anything runs, a method that needs the
+// declared scale on a file dataset that declares none (generators know
+// their scale).
+func checkNeeds(reg *methods.Method, m MethodSpec, d DataSpec) error {
+	needScale := m.Collect != ""
+	for _, n := range reg.Needs {
+		needScale = needScale || n == "scale"
+	}
+	if needScale && d.Source == "file" && d.Scale == nil {
+		return fmt.Errorf("method %s needs the rating scale of dataset %s declared: set \"scale\": [min, max] in the dataset (e.g. [1, 5] for MovieLens)", m.LabelOf(), d.Name)
+	}
+	return nil
+}
+
 func (c *Config) paramName() string {
 	if c.Sweep == nil {
 		return ""
@@ -146,53 +160,50 @@ func (c *Config) paramName() string {
 	return c.Sweep.Name
 }
 
-// trainerFor registers a method's flags and parses into them the spec's
-// values, the dataset's method flags the method has, and the swept flag.
-func trainerFor(m MethodSpec, d DataSpec, s *Sweep, v float64, extra ...string) (methods.Trainer, *methods.Method, error) {
+// prepared is one run's method, configured: a typed Config, or (for a
+// method not yet converted) a flag-era trainer.
+type prepared struct {
+	reg *methods.Method
+	cfg methods.Config
+	// swept is true when the swept parameter is one of the method's.
+	swept bool
+	// legacy is the flag-era parameter set, for methods without New.
+	legacy *legacySpec
+}
+
+// prepare merges a run's parameters — the spec's own, then the dataset's
+// method_params the method has, then the swept value — and configures the
+// method with them (methods.Configure: an unknown or mistyped parameter is
+// an error naming it).
+func prepare(m MethodSpec, d DataSpec, s *Sweep, v float64) (*prepared, error) {
 	reg, err := methods.Lookup(m.Method)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if reg.Flags == nil {
-		cfg, err := methods.ConfigureStrings(m.Method, m.Flags)
-		if err != nil {
-			return nil, nil, err
-		}
-		return methods.AsTrainer(m.Method, cfg), reg, nil
+	if reg.New == nil {
+		return prepareLegacy(reg, m, d, s, v)
 	}
-	fs := flag.NewFlagSet(m.Method, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	tr := reg.Flags(fs)
-	names := make([]string, 0, len(m.Flags))
-	for k := range m.Flags {
-		names = append(names, k)
+	def := reg.New()
+	params := make(map[string]any, len(m.Params)+len(d.MethodParams)+1)
+	for k, x := range m.Params {
+		params[k] = x
 	}
-	sort.Strings(names)
-	var args []string
-	for _, k := range names {
-		args = append(args, "--"+k+"="+m.Flags[k])
-	}
-	dnames := make([]string, 0, len(d.MethodFlags))
-	for k := range d.MethodFlags {
-		if _, own := m.Flags[k]; !own && fs.Lookup(k) != nil {
-			dnames = append(dnames, k)
+	for k, x := range d.MethodParams {
+		if _, own := m.Params[k]; !own && methods.HasParam(def, k) {
+			params[k] = x
 		}
 	}
-	sort.Strings(dnames)
-	for _, k := range dnames {
-		args = append(args, "--"+k+"="+d.MethodFlags[k])
-	}
-	if s != nil && s.Target == "flag" && fs.Lookup(s.Name) != nil {
-		if _, set := m.Flags[s.Name]; set {
-			return nil, nil, fmt.Errorf("method %s: flag --%s is both set and swept", m.LabelOf(), s.Name)
+	p := &prepared{reg: reg}
+	if s != nil && s.Target == "param" && methods.HasParam(def, s.Name) {
+		if _, set := m.Params[s.Name]; set {
+			return nil, fmt.Errorf("method %s: parameter %s is both set and swept", m.LabelOf(), s.Name)
 		}
-		args = append(args, "--"+s.Name+"="+fmtF(v))
+		params[s.Name], p.swept = v, true
 	}
-	args = append(args, extra...)
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, fmt.Errorf("method %s: flags %v: %w", m.LabelOf(), args, err)
+	if p.cfg, err = methods.Configure(m.Method, params); err != nil {
+		return nil, fmt.Errorf("method %s on %s: %w", m.LabelOf(), d.Name, err)
 	}
-	return tr, reg, nil
+	return p, nil
 }
 
 // splitCache shares one run's data among the methods and ε values that use
@@ -205,11 +216,13 @@ type splitCache struct {
 type splitEntry struct {
 	once    sync.Once
 	split   *Split
+	decl    release.Declared
 	err     error
 	pending int
 }
 
-func (sc *splitCache) get(ctx context.Context, c *Config, j job, dataDir string) (*Split, error) {
+// get returns a run's data and the facts declared about it.
+func (sc *splitCache) get(ctx context.Context, c *Config, j job, dataDir string) (*Split, release.Declared, error) {
 	sc.mu.Lock()
 	e := sc.entries[j.splitKey]
 	sc.mu.Unlock()
@@ -226,9 +239,11 @@ func (sc *splitCache) get(ctx context.Context, c *Config, j job, dataDir string)
 		e.split, e.err = g(ctx, d, j.dataSeed, dataDir)
 		if e.err != nil {
 			e.err = fmt.Errorf("dataset %s: %w", d.Name, e.err)
+			return
 		}
+		e.decl, e.err = declared(d, e.split)
 	})
-	return e.split, e.err
+	return e.split, e.decl, e.err
 }
 
 func (sc *splitCache) done(j job) {
@@ -425,57 +440,64 @@ func runJobs(ctx context.Context, c *Config, opt Options, todo []job, skipped, t
 
 // runOne trains and evaluates one run.
 func runOne(ctx context.Context, c *Config, opt Options, j job, cache *splitCache, workers int) (*Row, error) {
-	split, err := cache.get(ctx, c, j, opt.DataDir)
+	split, decl, err := cache.get(ctx, c, j, opt.DataDir)
 	if err != nil {
 		return nil, err
 	}
+	d := c.Datasets[j.ds]
 	eps := j.eps
 	if math.IsNaN(eps) {
 		eps = 1 // ignored by non-private methods; what privrec train passes by default
 	}
-	cm := methods.Common{
+	env := methods.Env{
 		Epsilon: eps, Delta: c.Delta, Seed: j.seed, Workers: workers,
 		Rand: noise.Seeded(j.seed),
 		// Experiments use a seeded noise stream so runs are repeatable;
-		// the guarantee is marked Reproducible below.
+		// the guarantee is marked Reproducible.
 		Noise: noise.Seeded(j.seed ^ 0x6e6f697365),
 		Log:   slog.New(quietHandler{opt.Log.Handler()}).With("run", j.key),
 	}
-	train := split.Train
-	var extra []string
+	p, err := prepare(j.method, d, c.Sweep, j.value)
+	if err != nil {
+		return nil, err
+	}
+	if err := needsMet(p.reg, j.method, d, decl); err != nil {
+		return nil, err
+	}
+	in := release.Input{Ratings: split.Train, Declared: decl}
 	if j.method.Collect != "" {
-		path, collected, err := Collect(ctx, train, j.method.Collect, eps, cm.Noise, opt.Out, workers)
+		path, collected, err := Collect(ctx, split.Train, j.method.Collect, eps, decl, env.Noise, opt.Out, workers)
 		if err != nil {
 			return nil, fmt.Errorf("local-DP collection: %w", err)
 		}
 		defer os.Remove(path)
-		train, extra = collected, []string{"--collected=" + path}
-		cm.DataPath = path
-	}
-	tr, _, err := trainerFor(j.method, c.Datasets[j.ds], c.Sweep, j.value, extra...)
-	if err != nil {
-		return nil, err
+		in.Ratings, in.Source = collected, path
 	}
 	t0 := time.Now()
-	res, err := tr.Train(ctx, train, cm)
+	var out *trained
+	if p.legacy != nil {
+		out, err = trainLegacy(ctx, p, in, env)
+	} else {
+		out, err = trainTyped(ctx, p, j.method.Method, in, env)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("training: %w", err)
 	}
 	secs := time.Since(t0).Seconds()
-	g := res.Guarantee
+	g := out.guarantee
 	g.Reproducible = true
-	eo := methods.EvalOptions{K: c.K, Truth: split.Truth}
+	eo := methods.EvalOptions{K: c.K, Truth: split.Truth, States: out.states}
 	var rep *methods.Report
-	if res.Model != nil {
-		res.Model.Guarantee = g
-		rep, err = methods.EvaluateModel(ctx, res.Model, split.Test, eo)
+	if out.model != nil {
+		out.model.Guarantee = g
+		rep, err = methods.EvaluateModel(ctx, out.model, split.Test, eo)
 	} else {
-		rep, err = evalSaved(ctx, res, split, eo, opt.Out)
+		rep, err = evalSaved(ctx, out.save, split.Test, eo, opt.Out)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("evaluating: %w", err)
 	}
-	row := &Row{Key: j.key, Dataset: c.Datasets[j.ds].Name, Method: j.method.Method, Label: j.method.LabelOf(),
+	row := &Row{Key: j.key, Dataset: d.Name, Method: j.method.Method, Label: j.method.LabelOf(),
 		Param: c.paramName(), Value: j.value, Epsilon: j.eps, Run: j.run, Seed: j.seed,
 		Metrics: reportMetrics(rep), N: rep.N, Seconds: secs,
 		GEpsilon: g.Epsilon, GDelta: g.Delta, GRho: g.Rho, GUnit: string(g.Unit), GNotion: string(g.Notion),
@@ -486,19 +508,67 @@ func runOne(ctx context.Context, c *Config, opt Options, j job, cache *splitCach
 	return row, nil
 }
 
+// needsMet says which declared fact a method lacks, in an experiment's terms.
+func needsMet(reg *methods.Method, m MethodSpec, d DataSpec, decl release.Declared) error {
+	if decl.Scale != nil {
+		return nil
+	}
+	need := m.Collect != ""
+	for _, n := range reg.Needs {
+		need = need || n == "scale"
+	}
+	if need {
+		return fmt.Errorf("method %s needs the rating scale of dataset %s declared: set \"scale\": [min, max] in the dataset", m.LabelOf(), d.Name)
+	}
+	return nil
+}
+
+// trained is what one run's training released, in the form evaluation
+// needs.
+type trained struct {
+	// model is the public low-rank model (nil for other kinds, which
+	// save writes to a file).
+	model *model.Model
+	// states are the users' own states of a joint-DP model (nil otherwise).
+	states *model.UserStates
+	save   func(path string) error
+	// guarantee covers the public part.
+	guarantee privacy.Guarantee
+}
+
+// trainTyped trains a typed Config through methods.Train.
+func trainTyped(ctx context.Context, p *prepared, name string, in release.Input, env methods.Env) (*trained, error) {
+	rel, err := methods.Train(ctx, name, p.cfg, in, env)
+	if err != nil {
+		return nil, err
+	}
+	save := func(path string) error { return atomicfile.Write(path, 0o600, rel.Public.Write) }
+	return &trained{model: rel.Model(), states: rel.PerUser, save: save, guarantee: rel.Guarantee}, nil
+}
+
 // Collect randomizes ratings with a local-DP mechanism ("laplace" or
-// "rr") at ε exactly as users' devices would (ldp.Collect, the rating
-// scale detected from m) into a file in dir, and reads back what the
-// service receives. The file (with its header, for a trainer's
-// --collected) stays until the caller removes it.
-func Collect(ctx context.Context, m *ratings.Matrix, mech string, eps float64, src *noise.Source, dir string, workers int) (string, *ratings.Matrix, error) {
+// "rr") at per-rating ε exactly as users' devices would (ldp.SimulateTo):
+// every user of m reports over the whole declared catalogue, on the
+// declared rating scale (a device must know both in advance; ratings are
+// clamped to the scale). Randomized response needs a scale whose ends are
+// whole numbers: its levels are the integers between them. It writes the
+// collect file into dir and returns its path (a method reads the header
+// through Input.Source; the caller removes the file) and the reports the
+// service receives.
+func Collect(ctx context.Context, m *ratings.Matrix, mech string, eps float64, decl release.Declared, src *noise.Source, dir string, workers int) (string, *ratings.Matrix, error) {
 	mc, err := ldp.ParseMechanism(mech)
 	if err != nil {
 		return "", nil, err
 	}
-	rnd, err := ldp.New(mc, eps, ldp.DetectScale(m))
-	if err != nil {
-		return "", nil, err
+	if decl.Scale == nil || decl.Catalogue == nil {
+		return "", nil, fmt.Errorf("the rating scale and the catalogue must be declared: the clients randomize on them")
+	}
+	sc := ldp.Scale{Min: decl.Scale.Min, Max: decl.Scale.Max}
+	if mc == ldp.RR {
+		if sc.Min != math.Trunc(sc.Min) || sc.Max != math.Trunc(sc.Max) {
+			return "", nil, fmt.Errorf("randomized response needs a scale with whole-number ends (its levels), got [%g, %g]", sc.Min, sc.Max)
+		}
+		sc.Levels = int(sc.Max-sc.Min) + 1
 	}
 	f, err := os.CreateTemp(dir, ".collected-*.tsv")
 	if err != nil {
@@ -506,7 +576,7 @@ func Collect(ctx context.Context, m *ratings.Matrix, mech string, eps float64, s
 	}
 	path := f.Name()
 	bw := bufio.NewWriter(f)
-	_, err = ldp.Collect(ctx, bw, m, rnd, src, workers)
+	got, _, err := ldp.SimulateTo(ctx, bw, release.ClampToScale(m, *decl.Scale), mc, eps, sc, decl.Catalogue.IDs(), src, workers)
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -517,29 +587,12 @@ func Collect(ctx context.Context, m *ratings.Matrix, mech string, eps float64, s
 		os.Remove(path)
 		return "", nil, err
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		os.Remove(path)
-		return "", nil, fmt.Errorf("reading collected ratings: %w", err)
-	}
-	// The header is "# key=value" lines (ldp.Header), which the trainer
-	// reads from the file itself; the ratings reader gets the data lines.
-	var data bytes.Buffer
-	for _, line := range bytes.SplitAfter(raw, []byte("\n")) {
-		if !bytes.HasPrefix(line, []byte("#")) {
-			data.Write(line)
-		}
-	}
-	got, err := ratingio.ReadContext(ctx, &data, path, ratingio.Options{Format: "tsv", Cols: "user=0,item=1,rating=2"})
-	if err != nil {
-		os.Remove(path)
-		return "", nil, fmt.Errorf("reading collected ratings: %w", err)
-	}
 	return path, got, nil
 }
 
-// evalSaved evaluates a model of another kind through its saved file.
-func evalSaved(ctx context.Context, res *methods.Result, split *Split, eo methods.EvalOptions, dir string) (*methods.Report, error) {
+// evalSaved evaluates a model of another kind (e.g. a tensor model)
+// through a saved file, as privrec eval would.
+func evalSaved(ctx context.Context, save func(path string) error, test *ratings.Matrix, eo methods.EvalOptions, dir string) (*methods.Report, error) {
 	f, err := os.CreateTemp(dir, ".model-*")
 	if err != nil {
 		return nil, fmt.Errorf("temporary model file: %w", err)
@@ -547,10 +600,10 @@ func evalSaved(ctx context.Context, res *methods.Result, split *Split, eo method
 	path := f.Name()
 	f.Close()
 	defer os.Remove(path)
-	if err := res.SaveTo(path); err != nil {
+	if err := save(path); err != nil {
 		return nil, fmt.Errorf("saving model: %w", err)
 	}
-	return methods.EvaluateFile(ctx, path, split.Test, eo)
+	return methods.EvaluateFile(ctx, path, test, eo)
 }
 
 func reportMetrics(r *methods.Report) map[string]float64 {

@@ -7,12 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratingio"
 	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/synth"
 	"github.com/privrec/privrec/tensor"
 	"github.com/privrec/privrec/transform"
@@ -90,7 +92,9 @@ func readCached(dataset, path, format, column string) (*ratings.Matrix, error) {
 
 // fileSource reads a ratings file and splits it: a canonical test file, or
 // a random hold-out per run; then the optional item restriction, rescaling
-// and per-user cap of the spec.
+// and per-user cap of the spec. The split carries the source's facts taken
+// before splitting: its items (the catalogue), its number of users, and
+// its declared scale (after rescaling).
 func fileSource(ctx context.Context, d DataSpec, seed uint64, dataDir string) (*Split, error) {
 	all, err := readCached(d.Name, resolve(dataDir, d.Path), d.Format, d.Column)
 	if err != nil {
@@ -115,12 +119,44 @@ func fileSource(ctx context.Context, d DataSpec, seed uint64, dataDir string) (*
 			test = test.Filter(func(e ratings.Entry) bool { return keep[test.Items.Name(e.Item)] })
 		}
 	}
+	sc := scaleOf(d.Scale)
 	if d.Rescale != nil {
-		scaled, sc := transform.MinMax(all, d.Rescale[0], d.Rescale[1])
-		all = scaled
+		// A fixed linear map of the declared scale (not of the observed
+		// range, which is private) onto [lo, hi].
+		from, lo, hi := *sc, d.Rescale[0], d.Rescale[1]
+		f := func(e ratings.Entry) float32 {
+			return float32(lo + (float64(e.Value)-from.Min)*(hi-lo)/from.Width())
+		}
+		all = all.MapValues(f)
 		if test != nil {
 			train = all
-			test = test.MapValues(func(e ratings.Entry) float32 { return float32(sc.Apply(float64(e.Value))) })
+			test = test.MapValues(f)
+		}
+		sc = &release.Scale{Min: lo, Max: hi}
+	}
+	// The source's items and users, before splitting.
+	items := slices.Clone(all.Items.Names())
+	users := all.NumUsers()
+	if test != nil {
+		seenI := make(map[string]bool, len(items))
+		for _, n := range items {
+			seenI[n] = true
+		}
+		for _, n := range test.Items.Names() {
+			if !seenI[n] {
+				seenI[n] = true
+				items = append(items, n)
+			}
+		}
+		seenU := make(map[string]bool, users)
+		for _, n := range all.Users.Names() {
+			seenU[n] = true
+		}
+		for _, n := range test.Users.Names() {
+			if !seenU[n] {
+				seenU[n] = true
+				users++
+			}
 		}
 	}
 	if test == nil {
@@ -132,7 +168,7 @@ func fileSource(ctx context.Context, d DataSpec, seed uint64, dataDir string) (*
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return &Split{Train: train, Test: test}, nil
+	return &Split{Train: train, Test: test, Scale: sc, Items: items, Users: users}, nil
 }
 
 // emptyLike is a matrix with m's IDs and no ratings.
@@ -180,7 +216,8 @@ func oneBitSource(ctx context.Context, d DataSpec, seed uint64, _ string) (*Spli
 	if err != nil {
 		return nil, err
 	}
-	return &Split{Train: data.Observed, Test: emptyLike(data.Observed), Truth: truth}, nil
+	return &Split{Train: data.Observed, Test: emptyLike(data.Observed), Truth: truth,
+		Scale: &release.Scale{Min: -1, Max: 1}, Items: data.Observed.Items.Names(), Users: data.Observed.NumUsers()}, nil
 }
 
 // rankOneSource is seed 001's synthetic setup: params users, items,
@@ -196,7 +233,10 @@ func rankOneSource(ctx context.Context, d DataSpec, seed uint64, _ string) (*Spl
 		return nil, err
 	}
 	train, test := transform.HoldOut(data.Observed, d.param("holdout", 0.01), seed^0x401d)
-	return &Split{Train: train, Test: test}, nil
+	// ‖Y*‖∞ = 1: the ratings lie in [−1, 1] (the optional noise may leave
+	// it; methods clamp to the declared scale).
+	return &Split{Train: train, Test: test, Scale: &release.Scale{Min: -1, Max: 1},
+		Items: data.Observed.Items.Names(), Users: data.Observed.NumUsers()}, nil
 }
 
 // lowRankSource is the generating process of seeds 002/003: params users,
@@ -215,7 +255,11 @@ func lowRankSource(ctx context.Context, d DataSpec, seed uint64, _ string) (*Spl
 		return nil, err
 	}
 	train, test := transform.HoldOut(data.Observed, d.param("holdout", 0.1), seed^0x10d)
-	s := &Split{Train: train, Test: test}
+	sc := &release.Scale{Min: -1, Max: 1}
+	if cfg.Levels >= 2 {
+		sc = &release.Scale{Min: 1, Max: float64(cfg.Levels)}
+	}
+	s := &Split{Train: train, Test: test, Scale: sc, Items: data.Observed.Items.Names(), Users: data.Observed.NumUsers()}
 	if r, c := data.Truth.Dims(); r*c <= 4<<20 {
 		if s.Truth, err = denseTruth(data.Truth, data.Observed.Users, data.Observed.Items); err != nil {
 			return nil, err
@@ -227,7 +271,7 @@ func lowRankSource(ctx context.Context, d DataSpec, seed uint64, _ string) (*Spl
 // tensorSource is seed 004's synthetic tensor (§5.1) as timestamped
 // ratings with day-tagged item IDs ("j@k", time k·86400), the way privrec
 // data synth-tensor writes it; tensor methods need --item-day (set it in
-// the dataset's method_flags). Params n1, n2, n3, rank, snr, missing,
+// the dataset's method_params). Params n1, n2, n3, rank, snr, missing,
 // train_frac; strings kind (cp|tucker). Test holds the noise-free truth at
 // the held-out observed positions, as the seed measures RMSE.
 func tensorSource(ctx context.Context, d DataSpec, seed uint64, _ string) (*Split, error) {
@@ -266,5 +310,6 @@ func tensorSource(ctx context.Context, d DataSpec, seed uint64, _ string) (*Spli
 	if err != nil {
 		return nil, err
 	}
-	return &Split{Train: train, Test: test}, nil
+	// Min–max scaled to [0, 1] before the noise; methods clamp to it.
+	return &Split{Train: train, Test: test, Scale: &release.Scale{Min: 0, Max: 1}, Users: cfg.Dims[0]}, nil
 }

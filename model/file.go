@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
+	"github.com/privrec/privrec/internal/atomicfile"
 	"github.com/privrec/privrec/privacy"
 )
 
@@ -215,30 +215,7 @@ func WriteFileAtomic(path string, write func(io.Writer) error) error {
 }
 
 func writeAtomic(path string, mode os.FileMode, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".privrec-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	tmp := f.Name()
-	werr := write(f)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	cerr := f.Close()
-	if werr != nil || cerr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, errors.Join(werr, cerr))
-	}
-	// CreateTemp makes the file 0600; a written result gets the asked mode.
-	if err := os.Chmod(tmp, mode); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, mode, write)
 }
 
 // Read decodes a low-rank model.

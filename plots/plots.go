@@ -9,8 +9,6 @@ import (
 	"image/color"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +20,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/privrec/privrec/internal/atomicfile"
 )
 
 // Series is one line of a figure: the mean of a metric at each x with its
@@ -441,21 +441,8 @@ func (f *Figure) Save(base string, formats ...string) ([]string, error) {
 }
 
 func writeFile(path string, write func(io.Writer) error) error {
-	tmp := path + ".tmp"
-	fh, err := os.Create(tmp)
-	if err != nil {
+	if err := atomicfile.Write(path, 0o644, write); err != nil {
 		return fmt.Errorf("plots: %w", err)
-	}
-	err = write(fh)
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("plots: writing %s: %w", filepath.Base(path), err)
 	}
 	return nil
 }

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
+	"github.com/privrec/privrec/internal/atomicfile"
 	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy/noise"
@@ -135,30 +135,18 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	if *experiment {
 		src = noise.Seeded(*seed)
 	}
-	var w io.Writer = out
-	var f *os.File
-	if *outPath != "-" {
-		f, err = os.CreateTemp(dirOf(*outPath), ".collect-*")
-		if err != nil {
-			return fmt.Errorf("collect: %w", err)
-		}
-		defer os.Remove(f.Name())
-		w = f
+	var st ldp.CollectStats
+	collect := func(w io.Writer) (err error) {
+		st, err = ldp.CollectOver(ctx, w, data, r, cat.IDs(), src, *workers)
+		return err
 	}
-	st, err := ldp.CollectOver(ctx, w, data, r, cat.IDs(), src, *workers)
+	if *outPath == "-" {
+		err = collect(out)
+	} else {
+		err = atomicfile.Write(*outPath, 0o644, collect)
+	}
 	if err != nil {
-		if f != nil {
-			f.Close()
-		}
 		return fmt.Errorf("collect: %w", err)
-	}
-	if f != nil {
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("collect: %w", err)
-		}
-		if err := os.Rename(f.Name(), *outPath); err != nil {
-			return fmt.Errorf("collect: %w", err)
-		}
 	}
 	secs := time.Since(start).Seconds()
 	per, user := r.PerRating(), r.PerUser(cat.Len())
@@ -189,11 +177,4 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 		st.Ratings, st.Kept, st.Removed, st.Invented, st.Outside)
 	fmt.Fprintf(out, "Per rating: %s\nPer user:   %s\n", per, user)
 	return nil
-}
-
-func dirOf(path string) string {
-	if i := strings.LastIndexByte(path, '/'); i >= 0 {
-		return path[:i+1]
-	}
-	return "."
 }

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/privrec/privrec/internal/atomicfile"
 	"github.com/privrec/privrec/ratingio"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/transform"
@@ -114,9 +114,9 @@ func runDataSplit(ctx context.Context, args []string, out io.Writer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err = writeFilesAtomic(
-		outFile{*trainPath, func(w io.Writer) error { return ratingio.WriteTSV(w, train) }},
-		outFile{*testPath, func(w io.Writer) error { return ratingio.WriteTSV(w, test) }},
+	err = atomicfile.WriteAll(0o644,
+		atomicfile.File{Path: *trainPath, Write: func(w io.Writer) error { return ratingio.WriteTSV(w, train) }},
+		atomicfile.File{Path: *testPath, Write: func(w io.Writer) error { return ratingio.WriteTSV(w, test) }},
 	)
 	if err != nil {
 		return err
@@ -152,47 +152,4 @@ func sameFile(a, b string) bool {
 	sa, errA := os.Stat(a)
 	sb, errB := os.Stat(b)
 	return errA == nil && errB == nil && os.SameFile(sa, sb)
-}
-
-// outFile is one file a command writes.
-type outFile struct {
-	path  string
-	write func(io.Writer) error
-}
-
-// writeFilesAtomic writes every file to a temporary file in its target
-// directory and renames them into place only when all writes succeeded,
-// so a failure leaves no output (and no partial file) behind.
-func writeFilesAtomic(files ...outFile) (err error) {
-	tmps := make([]string, 0, len(files))
-	defer func() {
-		if err != nil {
-			for _, t := range tmps {
-				os.Remove(t)
-			}
-		}
-	}()
-	for _, f := range files {
-		tf, err := os.CreateTemp(filepath.Dir(f.path), ".privrec-*")
-		if err != nil {
-			return fmt.Errorf("writing %s: %w", f.path, err)
-		}
-		tmps = append(tmps, tf.Name())
-		werr := f.write(tf)
-		cerr := tf.Close()
-		if werr != nil || cerr != nil {
-			return fmt.Errorf("writing %s: %w", f.path, errors.Join(werr, cerr))
-		}
-		if err := os.Chmod(tf.Name(), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", f.path, err)
-		}
-	}
-	for k, f := range files {
-		if err := os.Rename(tmps[k], f.path); err != nil {
-			// Files renamed before this one are complete; the rest are removed.
-			tmps = tmps[k:]
-			return fmt.Errorf("writing %s: %w", f.path, err)
-		}
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/privrec/privrec/internal/atomicfile"
 	"github.com/privrec/privrec/ratingio"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/synth"
@@ -180,11 +181,11 @@ func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	files := []outFile{{*outPath, func(w io.Writer) error { return ratingio.WriteTSV(w, obsM) }}}
+	files := []atomicfile.File{{Path: *outPath, Write: func(w io.Writer) error { return ratingio.WriteTSV(w, obsM) }}}
 	if *truthPath != "" {
-		files = append(files, outFile{*truthPath, func(w io.Writer) error { return writeTruthTSV(ctx, w, truth) }})
+		files = append(files, atomicfile.File{Path: *truthPath, Write: func(w io.Writer) error { return writeTruthTSV(ctx, w, truth) }})
 	}
-	if err := writeFilesAtomic(files...); err != nil {
+	if err := atomicfile.WriteAll(0o644, files...); err != nil {
 		return err
 	}
 	rep.Users, rep.Items, rep.Ratings, rep.Density = obsM.NumUsers(), obsM.NumItems(), obsM.Len(), obsM.Density()

@@ -5,10 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
+	"github.com/privrec/privrec/internal/atomicfile"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/tensor"
 )
@@ -72,10 +72,10 @@ item ID carries the day as a tag, "item@day"; train tensor methods with
 	if err != nil {
 		return err
 	}
-	if err := writeTensorTSV(*trainPath, s.Train); err != nil {
-		return err
-	}
-	if err := writeTensorTSV(*testPath, s.Test); err != nil {
+	if err := atomicfile.WriteAll(0o644,
+		atomicfile.File{Path: *trainPath, Write: func(w io.Writer) error { return writeTensorTSV(w, s.Train) }},
+		atomicfile.File{Path: *testPath, Write: func(w io.Writer) error { return writeTensorTSV(w, s.Test) }},
+	); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%s tensor %v, rank %d, noise σ = %.4g: %d training entries → %s, %d test entries (true values) → %s\n",
@@ -83,21 +83,11 @@ item ID carries the day as a tag, "item@day"; train tensor methods with
 	return nil
 }
 
-func writeTensorTSV(path string, t *tensor.Tensor) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	w := bufio.NewWriter(f)
+// writeTensorTSV writes t as "user item@day value time" lines.
+func writeTensorTSV(w io.Writer, t *tensor.Tensor) error {
+	bw := bufio.NewWriter(w)
 	for e := range t.Len() {
-		fmt.Fprintf(w, "%d\t%d%s%d\t%s\t%d\n", t.I[e]+1, t.J[e]+1, tensor.ItemDaySep, t.K[e], strconv.FormatFloat(t.Val[e], 'g', -1, 64), int64(t.K[e])*tensor.SecondsPerDay)
+		fmt.Fprintf(bw, "%d\t%d%s%d\t%s\t%d\n", t.I[e]+1, t.J[e]+1, tensor.ItemDaySep, t.K[e], strconv.FormatFloat(t.Val[e], 'g', -1, 64), int64(t.K[e])*tensor.SecondsPerDay)
 	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return bw.Flush()
 }

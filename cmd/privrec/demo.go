@@ -33,8 +33,12 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
+		cat, err := restaurantCatalogue()
+		if err != nil {
+			return nil, err
+		}
 		train, test := transform.HoldOut(m, 0.2, seed)
-		return &experiment.Split{Train: train, Test: test}, nil
+		return &experiment.Split{Train: train, Test: test, Items: cat.IDs()}, nil
 	})
 }
 
@@ -182,10 +186,10 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		cfg := &experiment.Config{
 			Name: "demo", Title: "privrec demo: privacy vs accuracy on the restaurant ratings",
 			Description: "The UCI restaurant–consumer ratings, a random 80/20 split per run; " + rs.what + ".",
-			Datasets:    []experiment.DataSpec{{Name: "restaurants", Source: "demo-restaurant"}},
+			Datasets:    []experiment.DataSpec{{Name: "restaurants", Source: "demo-restaurant", Scale: []float64{0, 2}}},
 			Methods: []experiment.MethodSpec{
-				{Method: rs.baseline, Label: rs.baseline + " (non-private)", Flags: rs.baseFlags},
-				{Method: rs.private, Flags: rs.flags, Collect: rs.collect},
+				{Method: rs.baseline, Label: rs.baseline + " (non-private)", Params: demoParams(rs.baseFlags)},
+				{Method: rs.private, Params: demoParams(rs.flags), Collect: rs.collect},
 			},
 			Epsilons: []float64{0.5, 1, 2, 4, 8},
 			Runs:     4,
@@ -314,6 +318,15 @@ func demoTrain(ctx context.Context, name string, flags map[string]string, collec
 		v = *rep.RMSE
 	}
 	return &trained{res: res, metric: v}, nil
+}
+
+// demoParams turns flag values into experiment params (JSON names).
+func demoParams(flags map[string]string) map[string]any {
+	p := make(map[string]any, len(flags))
+	for k, v := range flags {
+		p[strings.ReplaceAll(k, "-", "_")] = v
+	}
+	return p
 }
 
 // wrap breaks text into lines of at most width runes, indenting the rest.

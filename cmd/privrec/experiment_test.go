@@ -13,8 +13,9 @@ func TestExperimentCommand(t *testing.T) {
 	os.WriteFile(cfg, []byte(`{
   "name": "cli",
   "datasets": [{"name": "small", "source": "lowrank-synthetic",
-    "params": {"users": 60, "items": 40, "rank": 2, "obs": 0.3, "levels": 5, "holdout": 0.2}}],
-  "methods": [{"method": "bias"}, {"method": "global-mean"}],
+    "params": {"users": 60, "items": 40, "rank": 2, "obs": 0.3, "levels": 5, "holdout": 0.2},
+    "scale": [1, 5], "method_params": {"damping": 5}}],
+  "methods": [{"method": "bias", "params": {"damping": "20"}}, {"method": "global-mean"}],
   "epsilons": [1],
   "runs": 2,
   "metric": "rmse"
@@ -42,10 +43,15 @@ func TestExperimentCommand(t *testing.T) {
 	if code != 0 || string(res2) != string(res) {
 		t.Fatalf("resume: exit %d, %s; results changed: %v", code, stderr, string(res2) != string(res))
 	}
-	// A config typo is an error naming the field.
+	// A config typo is an error naming the field; so is an unknown method parameter.
 	os.WriteFile(cfg, []byte(`{"name": "x", "epsilon": [1]}`), 0o644)
 	if _, stderr, code = runCLI(t, "experiment", "--config", cfg, "--out", out); code != 1 || !strings.Contains(stderr, "epsilon") {
 		t.Fatalf("typo: exit %d, %s", code, stderr)
+	}
+	os.WriteFile(cfg, []byte(`{"name": "x", "datasets": [{"name": "s", "source": "lowrank-synthetic", "params": {"users": 20, "items": 10}}],
+  "methods": [{"method": "bias", "params": {"dampign": 5}}], "metric": "rmse"}`), 0o644)
+	if _, stderr, code = runCLI(t, "experiment", "--config", cfg, "--out", filepath.Join(dir, "typo")); code != 1 || !strings.Contains(stderr, `"dampign"`) {
+		t.Fatalf("unknown parameter: exit %d, %s", code, stderr)
 	}
 }
 
@@ -54,7 +60,9 @@ func TestReproduceCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("list exit %d", code)
 	}
-	for _, name := range []string{"000-fig1", "000-fig2", "000-fig3", "000-fig4", "000-fig5", "001-fig2a", "001-fig2b", "001-fig2c", "003-rmse", "004-fig4"} {
+	for _, name := range []string{"000-fig1", "000-fig2", "000-fig3", "000-fig4", "000-fig5", "000-clear-speed",
+		"001-fig2a", "001-fig2b", "001-fig2c", "001-table-synthetic", "001-table-ml1m", "001-table-jester", "001-gram-signal",
+		"003-rmse", "003-ml100k", "004-fig2", "004-fig3", "004-fig4"} {
 		if !strings.Contains(stdout, name) {
 			t.Errorf("--list lacks %s", name)
 		}
@@ -68,8 +76,16 @@ func TestReproduceCommand(t *testing.T) {
 		t.Errorf("missing data: exit %d, %s", code, stderr)
 	}
 	stdout, _, code = runCLI(t, "reproduce", "000-fig3", "--print-config")
-	if code != 0 || !strings.Contains(stdout, `"name": "000-fig3-quick"`) {
+	if code != 0 || !strings.Contains(stdout, `"name": "000-fig3-quick"`) || !strings.Contains(stdout, `"scale": [`) ||
+		!strings.Contains(stdout, `"method_params"`) || !strings.Contains(stdout, `"threshold": 1.5`) {
 		t.Errorf("print-config: exit %d, %s", code, stdout)
+	}
+	// A measurement that is not a sweep: no config; missing data named.
+	if _, stderr, code := runCLI(t, "reproduce", "001-gram-signal", "--print-config"); code != 2 || !strings.Contains(stderr, "not a sweep") {
+		t.Errorf("measurement print-config: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "reproduce", "001-gram-signal", "--data-dir", t.TempDir(), "--out", t.TempDir()); code != 1 || !strings.Contains(stderr, "ratings.tsv") {
+		t.Errorf("measurement missing data: exit %d, %s", code, stderr)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/privrec/privrec/experiment"
 )
@@ -16,13 +17,16 @@ func init() {
 }
 
 const reproduceSynopsis = `
-Run one named reproduction of a seed paper's figure as an experiment (see
-'privrec experiment --help'): results.csv, summary.csv, figures and a
-report.md with our numbers beside the paper's claims. --scale quick runs in
-minutes with fewer runs and ε values; --scale paper uses the paper's grid
-and number of runs. Real data is read from --data-dir (never embedded); a
-missing file is an error naming the file and where to get it. Re-running
-the same command resumes an interrupted reproduction.`
+Run one named reproduction — a seed paper's figure, or a measurement the
+docs report — as an experiment (see 'privrec experiment --help'):
+results.csv, summary.csv, figures and a report.md with our numbers beside
+the paper's claims. A few measurements are not privacy–accuracy sweeps;
+they write their own report.md. --scale quick runs in minutes with fewer
+runs and ε values; --scale paper uses the paper's grid and number of runs.
+Real data is read from --data-dir (never embedded); a missing file is an
+error naming the file and where to get it. Re-running the same command
+resumes an interrupted reproduction. Every dataset declares its public
+rating scale and catalogue (all items of the source) to the methods.`
 
 func runReproduce(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("reproduce NAME --out DIR [--scale quick|paper] [--data-dir DIR]\n       privrec reproduce --list", reproduceSynopsis,
@@ -60,6 +64,9 @@ func runReproduce(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
+	if !r.IsSweep() {
+		return runMeasurement(ctx, r, *scale, *outDir, *dataDir, *printConfig, *jsonOut, out)
+	}
 	cfg, err := r.Config(*scale)
 	if err != nil {
 		return usagef("%v", err)
@@ -82,6 +89,34 @@ func runReproduce(ctx context.Context, args []string, out io.Writer) error {
 	return runSweep(ctx, cfg, dir, *dataDir, *workers, false, *jsonOut, out)
 }
 
+// runMeasurement runs a reproduction that is not a sweep.
+func runMeasurement(ctx context.Context, r *experiment.Reproduction, scale, outDir, dataDir string, printConfig, jsonOut bool, out io.Writer) error {
+	if printConfig {
+		return usagef("%s is a measurement, not a sweep: it has no config to print", r.Name)
+	}
+	if scale != "quick" && scale != "paper" {
+		return usagef("scale %q: want quick or paper", scale)
+	}
+	if err := r.CheckData(dataDir); err != nil {
+		return err
+	}
+	dir := outDir
+	if dir == "" {
+		dir = filepath.Join("repro", r.Name+"-"+scale)
+	}
+	start := time.Now()
+	if err := r.Measure(ctx, scale, dataDir, dir); err != nil {
+		return err
+	}
+	report := filepath.Join(dir, "report.md")
+	secs := time.Since(start).Seconds()
+	if jsonOut {
+		return writeJSON(out, map[string]any{"name": r.Name + "-" + scale, "out": dir, "seconds": secs, "report": report, "complete": true})
+	}
+	fmt.Fprintf(out, "%s-%s: %.1f s; report %s\n", r.Name, scale, secs, report)
+	return nil
+}
+
 func listReproductions(out io.Writer, jsonOut bool) error {
 	rs := experiment.Reproductions()
 	if jsonOut {
@@ -96,6 +131,10 @@ func listReproductions(out io.Writer, jsonOut bool) error {
 		var items []item
 		for _, r := range rs {
 			it := item{Name: r.Name, Paper: r.Paper, Summary: r.Summary, Files: r.Files(), Ready: true}
+			if !r.IsSweep() {
+				items = append(items, it)
+				continue
+			}
 			if cfg, err := r.Config("quick"); err != nil {
 				it.Ready, it.Missing = false, err.Error()
 			} else if _, err := experiment.Plan(cfg); err != nil {
@@ -108,14 +147,16 @@ func listReproductions(out io.Writer, jsonOut bool) error {
 	fmt.Fprintln(out, "Named reproductions (privrec reproduce NAME --out DIR [--scale quick|paper]):")
 	for _, r := range rs {
 		status := ""
-		if cfg, err := r.Config("quick"); err == nil {
+		if !r.IsSweep() {
+			status = "  [a measurement, not a sweep]"
+		} else if cfg, err := r.Config("quick"); err == nil {
 			if _, err := experiment.Plan(cfg); err != nil {
 				status = "  [not runnable in this build: " + err.Error() + "]"
 			}
 		}
-		fmt.Fprintf(out, "  %-10s %s — %s%s\n", r.Name, r.Paper, r.Summary, status)
+		fmt.Fprintf(out, "  %-19s %s — %s%s\n", r.Name, r.Paper, r.Summary, status)
 		if files := r.Files(); len(files) > 0 {
-			fmt.Fprintf(out, "             reads: %s\n", strings.Join(files, ", "))
+			fmt.Fprintf(out, "  %-19s reads: %s\n", "", strings.Join(files, ", "))
 		}
 	}
 	return nil

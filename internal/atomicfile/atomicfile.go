@@ -1,0 +1,85 @@
+// Package atomicfile writes files so that no reader ever sees a partial
+// one: each file is written to a temporary file in its target directory,
+// synced, and renamed into place only when everything was written. A
+// failure leaves the previous file (or none) and no temporary behind.
+//
+// It is the one place privrec writes output files atomically (model files,
+// per-user states, experiment results, figures, data files, collected
+// reports). It lives apart from package model because plots, the command
+// line's data files and collected reports are not models, and a figure
+// writer should not depend on the model format.
+package atomicfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// File is one file of a WriteAll: its path and what to write into it.
+type File struct {
+	Path  string
+	Write func(io.Writer) error
+}
+
+// Write writes path atomically with permission mode: write fills a
+// temporary file in the same directory, which is synced and renamed onto
+// path only when write and the close succeeded.
+func Write(path string, mode fs.FileMode, write func(io.Writer) error) error {
+	return WriteAll(mode, File{Path: path, Write: write})
+}
+
+// WriteAll writes every file to a temporary file in its target directory
+// and renames them into place only when all writes succeeded, so a failed
+// write leaves none of them changed. (Should a rename itself fail, the
+// files renamed before it are complete and the rest are removed.)
+func WriteAll(mode fs.FileMode, files ...File) (err error) {
+	tmps := make([]string, 0, len(files))
+	defer func() {
+		if err != nil {
+			for _, t := range tmps {
+				os.Remove(t)
+			}
+		}
+	}()
+	for _, f := range files {
+		tmp, err := writeTemp(f, mode)
+		if err != nil {
+			return err
+		}
+		tmps = append(tmps, tmp)
+	}
+	for k, f := range files {
+		if err := os.Rename(tmps[k], f.Path); err != nil {
+			tmps = tmps[k:]
+			return fmt.Errorf("writing %s: %w", f.Path, err)
+		}
+	}
+	return nil
+}
+
+// writeTemp writes one file's content into a synced temporary file beside
+// it with the final mode and returns its name (removed on failure).
+func writeTemp(f File, mode fs.FileMode) (string, error) {
+	t, err := os.CreateTemp(filepath.Dir(f.Path), ".privrec-*")
+	if err != nil {
+		return "", fmt.Errorf("writing %s: %w", f.Path, err)
+	}
+	werr := f.Write(t)
+	if werr == nil {
+		werr = t.Sync()
+	}
+	cerr := t.Close()
+	if werr == nil && cerr == nil {
+		// CreateTemp makes the file 0600; the result gets the asked mode.
+		cerr = os.Chmod(t.Name(), mode)
+	}
+	if werr != nil || cerr != nil {
+		os.Remove(t.Name())
+		return "", fmt.Errorf("writing %s: %w", f.Path, errors.Join(werr, cerr))
+	}
+	return t.Name(), nil
+}
