@@ -1,12 +1,8 @@
 package methods_test
 
 import (
-	"gonum.org/v1/gonum/mat"
-
 	"context"
-	"flag"
 	"fmt"
-	"github.com/privrec/privrec/privacy/accountant"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,10 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratingio"
 	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/synth"
 	"github.com/privrec/privrec/transform"
 )
@@ -55,6 +56,7 @@ func TestTables(t *testing.T) {
 		}
 	}
 	var data *ratings.Matrix
+	var scale release.Scale    // the declared rating scale of the data set
 	var args map[string]string // row label → flags; the method is the label up to "/"
 	switch which {
 	case "synthetic":
@@ -79,8 +81,9 @@ func TestTables(t *testing.T) {
 			"dpfw/paper": fmt.Sprintf("--nuclear %g --iterations 10 --clip 3 --center=false", k),
 			"dpfw/tuned": fmt.Sprintf("--nuclear %g --iterations 5 --clip 4 --center=false --step 2/(t+1) --bias-scale 0", k),
 			"dpsvd":      "--rank 1 --clip 3 --center=false",
-			"mm":         "--rank 1 --rating-min -1 --rating-max 1",
+			"mm":         "--rank 1",
 		}
+		scale = release.Scale{Min: -1, Max: 1}
 	case "jester":
 		m, err := ratingio.ReadFile(filepath.Join(os.Getenv("JOINTDP_DATA"), "jester", "jester5k_ratings.tsv"), ratingio.Options{Format: "tsv"})
 		if err != nil {
@@ -92,8 +95,9 @@ func TestTables(t *testing.T) {
 			"dpfw/paper": "--nuclear 1500 --iterations 10 --clip 6 --max-per-user 0",
 			"dpfw/tuned": "--nuclear 1500 --iterations 5 --clip 6 --max-per-user 0 --step 2/(t+1) --bias-scale 0",
 			"dpsvd":      "--rank 2 --clip 6 --max-per-user 0",
-			"mm":         "--rank 2 --max-per-user 0 --rating-min 0 --rating-max 5",
+			"mm":         "--rank 2 --max-per-user 0",
 		}
+		scale = release.Scale{Min: 0, Max: 5}
 	case "ml1m":
 		m, err := ratingio.ReadFile(filepath.Join(os.Getenv("JOINTDP_DATA"), "ml-1m", "ratings.tsv"), ratingio.Options{Format: "tsv"})
 		if err != nil {
@@ -105,8 +109,9 @@ func TestTables(t *testing.T) {
 			"dpfw/paper": "--nuclear 3000 --iterations 10 --clip 5",
 			"dpfw/tuned": "--nuclear 3000 --iterations 5 --clip 5 --step 2/(t+1) --bias-scale 0",
 			"dpsvd":      "--rank 2 --clip 5",
-			"mm":         "--rank 2 --rating-min 1 --rating-max 5",
+			"mm":         "--rank 2",
 		}
+		scale = release.Scale{Min: 1, Max: 5}
 	default:
 		t.Fatalf("unknown JOINTDP_TABLES %q", which)
 	}
@@ -145,7 +150,7 @@ func TestTables(t *testing.T) {
 			}
 			for _, e := range grid {
 				start := time.Now()
-				rmse, g, err := trainEval(ctx, name, args[name], train, test, e, uint64(1000*run+7))
+				rmse, g, err := trainEval(ctx, name, args[name], train, test, scale, e, uint64(1000*run+7))
 				if err != nil {
 					t.Fatalf("%s ε=%g: %v", name, e, err)
 				}
@@ -183,34 +188,60 @@ func TestTables(t *testing.T) {
 	t.Log(b.String())
 }
 
-func trainEval(ctx context.Context, label, args string, train, test *ratings.Matrix, eps float64, seed uint64) (float64, float64, error) {
+// trainEval trains one row's method on train and returns its test RMSE
+// and proven ε. The harness declares the data's own item set as the
+// catalogue (the seed treats the item set as public) and the data set's
+// scale.
+func trainEval(ctx context.Context, label, args string, train, test *ratings.Matrix, scale release.Scale, eps float64, seed uint64) (float64, float64, error) {
 	name, _, _ := strings.Cut(label, "/")
 	if name == "mean" {
 		name = "fw"
 	}
-	m, err := methods.Lookup(name)
+	cfg, err := methods.Configure(name, flagParams(args))
 	if err != nil {
-		return 0, 0, err
-	}
-	fs := flag.NewFlagSet(label, flag.ContinueOnError)
-	tr := m.Flags(fs)
-	if err := fs.Parse(strings.Fields(args)); err != nil {
 		return 0, 0, err
 	}
 	if math.IsInf(eps, 1) {
 		eps = 1
 	}
-	c := methods.Common{Epsilon: eps, Delta: 1e-6, Seed: seed, Workers: 2,
-		Rand: noise.Seeded(seed), Noise: noise.Seeded(seed ^ 0x6e6f697365)}
-	r, err := tr.Train(ctx, train, c)
+	cat, err := model.NewCatalogue(train.Items.Names(), nil)
 	if err != nil {
 		return 0, 0, err
 	}
-	rep, err := methods.EvaluateModel(ctx, r.Model, test, methods.EvalOptions{})
+	in := release.Input{Ratings: train, Declared: release.Declared{Scale: &scale, Catalogue: cat}}
+	env := methods.Env{Epsilon: eps, Delta: 1e-6, Seed: seed, Workers: 2,
+		Rand: noise.Seeded(seed), Noise: noise.Seeded(seed ^ 0x6e6f697365)}
+	r, err := methods.Train(ctx, name, cfg, in, env)
+	if err != nil {
+		return 0, 0, err
+	}
+	rep, err := methods.EvaluateModel(ctx, r.Model(), test, methods.EvalOptions{States: r.PerUser})
 	if err != nil {
 		return 0, 0, err
 	}
 	return *rep.RMSE, r.Guarantee.Epsilon, nil
+}
+
+// flagParams reads "--name value", "--name=value" and "--flag" (true) into
+// parameters by JSON name.
+func flagParams(args string) map[string]any {
+	out := map[string]any{}
+	f := strings.Fields(args)
+	for i := 0; i < len(f); i++ {
+		k, ok := strings.CutPrefix(f[i], "--")
+		if !ok {
+			continue
+		}
+		if name, v, eq := strings.Cut(k, "="); eq {
+			out[strings.ReplaceAll(name, "-", "_")] = v
+		} else if i+1 < len(f) && !strings.HasPrefix(f[i+1], "--") {
+			out[strings.ReplaceAll(k, "-", "_")] = f[i+1]
+			i++
+		} else {
+			out[strings.ReplaceAll(k, "-", "_")] = "true"
+		}
+	}
+	return out
 }
 
 func envInt(key string, def int) int {
