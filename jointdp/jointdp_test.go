@@ -695,3 +695,16 @@ func TestSolversReleaseThroughMechanisms(t *testing.T) {
 		t.Errorf("dpfw with an undersized mechanism: err = %v, want mechanism.ErrData", err)
 	}
 }
+
+// A model naming a fold-in rule that no linked package registered is
+// refused, not folded in by another rule. Deterministic.
+func TestUnknownFoldInRule(t *testing.T) {
+	m := &model.Model{Method: "x", Output: model.Ratings, Items: []string{"a", "b"}, Rank: 1, V: []float64{1, 0}, FoldIn: "no-such-rule"}
+	if _, err := m.FoldInUser("u", []string{"a"}, []float64{1}); err == nil {
+		t.Error("an unknown fold-in rule was accepted")
+	}
+	m.FoldIn = FoldMM // registered by this package, but the model lacks its parameters
+	if _, err := m.FoldInUser("u", []string{"a"}, []float64{1}); err == nil {
+		t.Error("mm-fit without bound and ridge was accepted")
+	}
+}

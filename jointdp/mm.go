@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
@@ -235,43 +237,18 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 		lcent = centre(loc)
 	}
 	err = parallel(ctx, loc.chunks(workers(o.Workers)), func(w, lo, hi int) error {
-		A := mat.NewSymDense(r, nil)
-		rhs := mat.NewVecDense(r, nil)
-		var sol mat.VecDense
-		var chol mat.Cholesky
+		fit := newMMFitter(r)
 		for i := lo; i < hi; i++ {
 			items, _ := loc.Row(i)
 			if len(items) == 0 {
 				continue
 			}
 			a := loc.Ptr[i]
-			ridge := o.Ridge * float64(len(items)) / float64(n)
-			for x := range r {
-				rhs.SetVec(x, 0)
-				for y := x; y < r; y++ {
-					d := 0.0
-					if x == y {
-						d = ridge
-					}
-					A.SetSym(x, y, d)
-				}
+			u, err := fit.fit(f.V, n, o.Ridge, items, lcent[a:a+int64(len(items))])
+			if err != nil {
+				return fmt.Errorf("jointdp: MM local fit for user %d: %w", i, err)
 			}
-			for q, it := range items {
-				vj := f.V[int(it)*r : int(it)*r+r]
-				for x := range r {
-					rhs.SetVec(x, rhs.AtVec(x)+vj[x]*lcent[a+int64(q)])
-					for y := x; y < r; y++ {
-						A.SetSym(x, y, A.At(x, y)+vj[x]*vj[y])
-					}
-				}
-			}
-			if !chol.Factorize(A) {
-				return fmt.Errorf("jointdp: MM local fit for user %d is not positive definite", i)
-			}
-			if err := chol.SolveVecTo(&sol, rhs); err != nil {
-				return fmt.Errorf("jointdp: MM local fit: %w", err)
-			}
-			copy(f.U[i*r:(i+1)*r], sol.RawVector().Data)
+			copy(f.U[i*r:(i+1)*r], u)
 		}
 		return nil
 	})
@@ -280,4 +257,87 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 	}
 	res.Factors = f
 	return res, nil
+}
+
+// mmFitter is MM's local step for one user at a time: the ridge fit
+// (V_ΩᵀV_Ω + ridge·|Ω_i|/n·I)u = V_Ωᵀc of her centred, clamped ratings c
+// on the rows of V (n × r, row-major) she rated.
+type mmFitter struct {
+	r    int
+	A    *mat.SymDense
+	rhs  *mat.VecDense
+	sol  mat.VecDense
+	chol mat.Cholesky
+}
+
+func newMMFitter(r int) *mmFitter {
+	return &mmFitter{r: r, A: mat.NewSymDense(r, nil), rhs: mat.NewVecDense(r, nil)}
+}
+
+// fit returns her row (valid until the next call).
+func (m *mmFitter) fit(V []float64, n int, ridge float64, items []int32, c []float64) ([]float64, error) {
+	r := m.r
+	rel := ridge * float64(len(items)) / float64(n)
+	for x := range r {
+		m.rhs.SetVec(x, 0)
+		for y := x; y < r; y++ {
+			d := 0.0
+			if x == y {
+				d = rel
+			}
+			m.A.SetSym(x, y, d)
+		}
+	}
+	for q, it := range items {
+		vj := V[int(it)*r : int(it)*r+r]
+		for x := range r {
+			m.rhs.SetVec(x, m.rhs.AtVec(x)+vj[x]*c[q])
+			for y := x; y < r; y++ {
+				m.A.SetSym(x, y, m.A.At(x, y)+vj[x]*vj[y])
+			}
+		}
+	}
+	if !m.chol.Factorize(m.A) {
+		return nil, fmt.Errorf("the system is not positive definite")
+	}
+	if err := m.chol.SolveVecTo(&m.sol, m.rhs); err != nil {
+		return nil, err
+	}
+	return m.sol.RawVector().Data, nil
+}
+
+// FoldMM is the fold-in rule of mm models: a user's row is MM's own local
+// fit (mmFitter) of her ratings minus the public item averages and her
+// damped effect, clamped to [−B, B] (model parameter "bound"), with the
+// relative ridge of model parameter "ridge".
+const FoldMM model.FoldIn = "mm-fit"
+
+func init() { model.RegisterFoldIn(FoldMM, foldMM) }
+
+// foldMM is model.FoldRule for FoldMM.
+func foldMM(m *model.Model, items []int32, res []float64) ([]float64, error) {
+	B, err := modelNumber(m, "bound")
+	if err != nil {
+		return nil, err
+	}
+	ridge, err := modelNumber(m, "ridge")
+	if err != nil {
+		return nil, err
+	}
+	if !(B > 0) || !(ridge > 0) || math.IsInf(B+ridge, 0) {
+		return nil, fmt.Errorf("jointdp: mm model has bound %g and ridge %g", B, ridge)
+	}
+	n, r := m.NumItems(), m.Rank
+	if len(m.V) != n*r {
+		return nil, fmt.Errorf("jointdp: mm model has %d factor values for %d items × rank %d", len(m.V), n, r)
+	}
+	c := make([]float64, len(res))
+	for k, x := range res {
+		c[k] = min(max(x, -B), B)
+	}
+	u, err := newMMFitter(r).fit(m.V, n, ridge, items, c)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(u), nil
 }

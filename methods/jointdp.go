@@ -332,11 +332,10 @@ func capPerUser(m *ratings.Matrix, xi int, seed uint64) (*ratings.Matrix, error)
 	return out, nil
 }
 
-// foldLambda is the ridge a user's device uses to fold her ratings in on
-// the public item factors (model.FoldRidge) for dpfw and mm, whose own
-// local steps FoldInUser cannot replay: ridge·ξ′/n, the relative ridge of
-// mm's local fit for a user with ξ′ = ξ ratings (100 when uncapped, at
-// most n). Public: it uses only settings and the catalogue size.
+// foldLambda is the ridge with which fw (non-private, whose users are in
+// its model) folds in a user it does not know (model.FoldRidge):
+// ridge·ξ′/n, the relative ridge of mm's local fit for a user with ξ′ = ξ
+// ratings (100 when uncapped, at most n).
 func foldLambda(ridge float64, xi, n int) float64 {
 	ref := xi
 	if ref <= 0 {
@@ -425,15 +424,42 @@ func (c *DPFWConfig) Train(ctx context.Context, in release.Input, env Env) (*rel
 	for t, b := range r.Public.Broadcasts {
 		lams[t] = b.Lambda
 	}
-	m := d.shell("dpfw")
-	m.Rank, m.U, m.V = r.Rank, r.U, r.V
-	if c.Center {
-		m.Transform.UserCentred, m.UserBias = true, d.means
-	}
-	states := m.SplitUsers()
+	m := model.NewPublic("dpfw", d.cat)
+	m.Rank, m.V = r.Rank, r.V
+	m.Transform.UserCentred = c.Center
 	m.Transform.MaxPerUser = c.MaxPerUser
 	m.Transform.Clamp = declaredClamp(in)
-	m.FoldIn, m.FoldLambda = model.FoldRidge, foldLambda(0.1, c.MaxPerUser, d.n)
+	m.FoldIn = jointdp.FoldReplay
+	// Each user's own row, as her device computes it: her replay of the
+	// public broadcasts (jointdp.LocalRow) on all her centred catalogue
+	// ratings — the fold-in rule the model records, so privrec recommend
+	// --ratings reproduces her state. (During training her local steps ran
+	// on her ξ sample, which is what entered the noisy Gram matrices.)
+	states := &model.UserStates{Method: "dpfw", Rank: r.Rank, States: make([]model.UserState, d.full.NumUsers())}
+	for u := range int32(d.full.NumUsers()) {
+		if u%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		items, vals := d.full.UserRow(u)
+		st := model.UserState{User: d.full.Users.Name(u), Seen: make([]string, len(items))}
+		cv := make([]float32, len(vals))
+		for k, it := range items {
+			st.Seen[k] = d.full.Items.Name(it)
+			cv[k] = vals[k]
+			if c.Center {
+				cv[k] = float32(float64(vals[k]) - d.means[u])
+			}
+		}
+		if c.Center {
+			st.Bias = d.means[u]
+		}
+		row, err := jointdp.LocalRow(&r.Public, items, cv)
+		if err != nil {
+			return nil, err
+		}
+		st.Row = row
+		states.States[u] = st
+	}
 	sig := r.Sigmas
 	m.Params = map[string]any{"nuclear": k, "iterations": c.Iterations, "clip": c.Clip, "step": c.Step, "calibration": c.Calibration,
 		"bias_scale": c.BiasScale, "max_per_user": c.MaxPerUser, "center": c.Center, "lambda_biased": lams, "sigmas": sig}
@@ -441,7 +467,7 @@ func (c *DPFWConfig) Train(ctx context.Context, in release.Input, env Env) (*rel
 	if c.Calibration == jointdp.CalPaper {
 		note += fmt.Sprintf(" The paper's σ = L²√(64T ln(1/δ))/ε was used; the paper claims ε = %g, the accountant proves ε = %.4g for replace-one neighbours.", env.Epsilon, plan.Guarantee.Epsilon)
 	}
-	note += " Each user's row is her local replay of the public broadcasts on her ξ sample (jointdp.LocalRow); privrec recommend --ratings approximates it by a ridge fold-in."
+	note += " Each user's row is her replay of the public broadcasts on her own ratings (jointdp.LocalRow, fold-in rule dpfw-replay)."
 	g := jointGuarantee(plan.Guarantee, note)
 	rep := release.Report{"iterations": c.Iterations, "clip": c.Clip, "nuclear": k, "sigma_first": sig[0], "sigma_last": sig[len(sig)-1],
 		"calibration": c.Calibration, "step": c.Step, "bias_scale": c.BiasScale, "max_per_user": c.MaxPerUser, "items": d.n}
@@ -505,8 +531,8 @@ func (c *DPSVDConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	return &release.Release{Public: m, PerUser: states, Guarantee: g, Report: rep}, nil
 }
 
-// mmUserDamping is jointdp's default β_p, recorded so fold-in computes the
-// same user effect.
+// mmUserDamping (β_p) and mmRidge are mm's user damping and relative
+// ridge, recorded in the model so fold-in computes the same effect and fit.
 const mmUserDamping, mmRidge = 20, 0.1
 
 // Train implements Config.
@@ -546,10 +572,10 @@ func (c *MMConfig) Train(ctx context.Context, in release.Input, env Env) (*relea
 	states := m.SplitUsers()
 	m.Transform.MaxPerUser = c.MaxPerUser
 	m.Transform.Clamp = &scale
-	m.FoldIn, m.FoldLambda = model.FoldRidge, foldLambda(mmRidge, c.MaxPerUser, d.n)
+	m.FoldIn = jointdp.FoldMM // her own fit, reproduced exactly from "bound" and "ridge"
 	s := plan.Sigmas()
-	m.Params = map[string]any{"rank": c.Rank, "bound": c.Bound, "max_per_user": c.MaxPerUser, "sigmas": s[:]}
-	g := jointGuarantee(plan.Guarantee, fmt.Sprintf("McSherry & Mironov (KDD 2009) with Gaussian noise: a noisy global average, damped noisy item averages and a noisy weighted item–item covariance (zCDP budget split 2/18/80 %%), ratings clamped to the declared scale [%g, %g]; then each user's own damped effect and ridge fit on its top eigenvectors. privrec recommend --ratings approximates her fit by a ridge fold-in with a fixed λ.", scale.Min, scale.Max))
+	m.Params = map[string]any{"rank": c.Rank, "bound": c.Bound, "ridge": mmRidge, "max_per_user": c.MaxPerUser, "sigmas": s[:]}
+	g := jointGuarantee(plan.Guarantee, fmt.Sprintf("McSherry & Mironov (KDD 2009) with Gaussian noise: a noisy global average, damped noisy item averages and a noisy weighted item–item covariance (zCDP budget split 2/18/80 %%), ratings clamped to the declared scale [%g, %g]; then each user's own damped effect and ridge fit on its top eigenvectors (fold-in rule mm-fit).", scale.Min, scale.Max))
 	rep := release.Report{"rank": c.Rank, "bound": c.Bound, "max_per_user": c.MaxPerUser, "items": d.n,
 		"sigma_global": s[0], "sigma_items": s[1], "sigma_covariance": s[2], "global_average": r.GlobalAvg}
 	return &release.Release{Public: m, PerUser: states, Guarantee: g, Report: rep}, nil
