@@ -9,132 +9,294 @@ import (
 	"github.com/privrec/privrec/privacy/mechanism"
 )
 
+// This file is the accounting layer of package jointdp: it turns a budget
+// (ε, δ) and the public sizes (clip L, catalogue size n, iterations T,
+// rating scale) into privacy/mechanism values and the composed guarantee.
+// The solvers (PrivateFrankWolfe, PrivateSVD, McSherryMironov) take these
+// plans and add noise only through the mechanisms in them; they compute no
+// noise scale and no ε themselves.
+
 // Noise calibrations for the Gaussian releases of DPFW and DPSVD.
 const (
 	// CalPaper uses the paper's σ = L²·√(64·T·ln(1/δ))/ε for every
-	// release; the guarantee printed is what the accountant proves for it.
+	// release; the guarantee is what the accountant proves for it.
 	CalPaper = "paper"
-	// CalZCDP uses equal σ_t calibrated by the zCDP accountant so that the
-	// T releases together are exactly the requested (ε, δ).
+	// CalZCDP splits the zCDP budget of the requested (ε, δ) equally over
+	// the T releases (equal σ_t): together they are exactly (ε, δ).
 	CalZCDP = "zcdp"
-	// CalDecay rescales σ per iteration (σ_t ∝ 1/√t: less noise as the
-	// residual shrinks), as the seed's experiments do, with the same total
-	// zCDP budget as CalZCDP.
+	// CalDecay gives release t the share ∝ t of the same zCDP budget
+	// (σ_t ∝ 1/√t: less noise as the residual shrinks), as the seed's
+	// experiments rescale σ per iteration.
 	CalDecay = "zcdp-decay"
 )
 
-// noisePlan is the per-release noise and the guarantee it gives.
-type noisePlan struct {
-	Sigmas    []float64
+// GramPlan is the noise of the Gram releases of DPFW (T of them) or DPSVD
+// (one): each user's row is clipped to ℓ2 norm L, and Mechs[t] is the
+// Gaussian mechanism of release t, calibrated to the Gram sum's ℓ2
+// sensitivity for that L over the n(n+1)/2 noised coordinates of an n × n
+// symmetric matrix.
+type GramPlan struct {
+	// L is the clip the sensitivities were computed for; the solver clips
+	// with it.
+	L float64
+	// N is the number of items (the Gram matrix is N × N).
+	N int
+	// Mechs holds one mechanism per release, in order.
+	Mechs []*mechanism.Gaussian
+	// Guarantee is the composition of all the releases (user-level,
+	// joint; the method states the relation).
 	Guarantee privacy.Guarantee
-	Rho       float64
 }
 
-// planGaussian calibrates T Gaussian releases of ℓ2 sensitivity sens (under
-// replace-one-user neighbours), each of dim noised coordinates, to the
-// requested (ε, δ) with the chosen calibration, and states the guarantee
-// that the accountant proves. paperSigma is the paper's per-release σ
-// (used by CalPaper).
-//
-// The noise is lattice Gaussian (privacy/noise): the input is rounded to a
-// grid g before integer noise is added, which can move neighbours apart by
-// up to √dim·g more than sens. The accounting therefore uses
-// mechanism.GaussianRho (Δ + √dim·g, the effective σ), and the calibrated
-// σ_t are scaled up until that exact ρ is within the target.
-func planGaussian(cal string, eps, delta float64, T int, sens, paperSigma float64, dim int) (noisePlan, error) {
+// Sigmas lists the requested σ of each release.
+func (p *GramPlan) Sigmas() []float64 {
+	s := make([]float64, len(p.Mechs))
+	for t, m := range p.Mechs {
+		s[t] = m.Sigma()
+	}
+	return s
+}
+
+// check validates a plan against the problem it is used on.
+func (p *GramPlan) check(n int) error {
+	if p == nil || len(p.Mechs) == 0 {
+		return fmt.Errorf("jointdp: no noise plan")
+	}
+	if !(p.L > 0) || math.IsInf(p.L, 0) {
+		return fmt.Errorf("jointdp: clip bound L must be positive and finite, got %g", p.L)
+	}
+	if p.N != n {
+		return fmt.Errorf("jointdp: noise plan is for %d items, the problem has %d", p.N, n)
+	}
+	for t, m := range p.Mechs {
+		if m == nil {
+			return fmt.Errorf("jointdp: noise plan has no mechanism for release %d", t+1)
+		}
+	}
+	return nil
+}
+
+// DPFWSensitivity is the ℓ2 (Frobenius) sensitivity of Σ_i A_iᵀA_i when
+// one user's row is replaced: ‖aaᵀ − bbᵀ‖_F² = ‖a‖⁴ + ‖b‖⁴ − 2(a·b)² with
+// ‖a‖, ‖b‖ ≤ 2L (‖P_Ω Y_i‖ ≤ L by Π_{L,Ω}, ‖P_Ω Y*_i‖ ≤ L by Π_L), so
+// Δ = √2·(2L)². (Add/remove-one gives (2L)², the paper's 4L².) The upper
+// triangle that is actually noised has norm at most the Frobenius norm.
+func DPFWSensitivity(L float64) float64 { return math.Sqrt2 * 4 * L * L }
+
+// DPSVDSensitivity is the Frobenius sensitivity of Σ_i Π_L(x_i)ᵀΠ_L(x_i)
+// when one user's row is replaced: √2·L² (L² for add/remove).
+func DPSVDSensitivity(L float64) float64 { return math.Sqrt2 * L * L }
+
+// PaperSigma is Algorithm 1's σ = L²·√(64·T·ln(1/δ))/ε.
+func PaperSigma(L float64, T int, eps, delta float64) float64 {
+	return L * L * math.Sqrt(64*float64(T)*math.Log(1/delta)) / eps
+}
+
+func userSens(v float64) mechanism.Sensitivity {
+	return mechanism.Sensitivity{Value: v, Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
+}
+
+// PlanDPFW builds the T Gram mechanisms of Algorithm 1 for clip L on n
+// items with the chosen calibration.
+func PlanDPFW(cal string, eps, delta float64, T int, L float64, n int) (*GramPlan, error) {
+	if cal == "" {
+		cal = CalZCDP
+	}
+	return planGram(cal, eps, delta, T, L, n, DPFWSensitivity(L), PaperSigma(L, T, eps, delta))
+}
+
+// PlanDPSVD builds the one Gram mechanism of Algorithm 3 (CalZCDP or
+// CalPaper: σ = L²√(64 ln(1/δ))/ε).
+func PlanDPSVD(cal string, eps, delta float64, L float64, n int) (*GramPlan, error) {
+	if cal == "" {
+		cal = CalZCDP
+	}
+	if cal == CalDecay {
+		return nil, fmt.Errorf("jointdp: private SVD makes one release; use %s or %s", CalZCDP, CalPaper)
+	}
+	return planGram(cal, eps, delta, 1, L, n, DPSVDSensitivity(L), PaperSigma(L, 1, eps, delta))
+}
+
+// planGram calibrates T Gaussian releases of ℓ2 sensitivity sens (under
+// replace-one-user neighbours) over the n(n+1)/2 coordinates of an n × n
+// symmetric matrix. For the zCDP calibrations release t gets the share
+// w_t of ρ = RhoForApprox(ε, δ) (Σ w_t ≤ 1) and its σ_t is the smallest
+// with the lattice rounding accounted (mechanism.GaussianSigma); every
+// share is charged to an accountant.RhoBudget, which refuses to overspend.
+// The guarantee is the zCDP composition (accountant.Compose).
+func planGram(cal string, eps, delta float64, T int, L float64, n int, sens, paperSigma float64) (*GramPlan, error) {
 	if err := accountant.CheckEpsilon(eps); err != nil {
-		return noisePlan{}, fmt.Errorf("jointdp: %w", err)
+		return nil, fmt.Errorf("jointdp: %w", err)
 	}
 	if err := accountant.CheckDelta(delta); err != nil {
-		return noisePlan{}, fmt.Errorf("jointdp: %w", err)
+		return nil, fmt.Errorf("jointdp: %w", err)
 	}
 	if T < 1 {
-		return noisePlan{}, fmt.Errorf("jointdp: %d releases", T)
+		return nil, fmt.Errorf("jointdp: iterations T must be ≥ 1, got %d", T)
 	}
-	var sig []float64
+	if !(L > 0) || math.IsInf(L, 0) {
+		return nil, fmt.Errorf("jointdp: clip bound L must be positive and finite, got %g", L)
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("jointdp: %d items", n)
+	}
+	s := userSens(sens)
+	dim := symCoords(n)
+	plan := &GramPlan{L: L, N: n, Mechs: make([]*mechanism.Gaussian, T)}
 	switch cal {
 	case CalPaper:
-		sig = make([]float64, T)
-		for t := range sig {
-			sig[t] = paperSigma
+		for t := range T {
+			m, err := mechanism.NewGaussianSigma(paperSigma, delta, s, dim)
+			if err != nil {
+				return nil, fmt.Errorf("jointdp: release %d: %w", t+1, err)
+			}
+			plan.Mechs[t] = m
 		}
-	case CalZCDP, "":
-		s, err := accountant.GaussianSigmaForTarget(eps, delta, T, sens)
-		if err != nil {
-			return noisePlan{}, fmt.Errorf("jointdp: calibrating σ: %w", err)
-		}
-		sig = make([]float64, T)
-		for t := range sig {
-			sig[t] = s
-		}
-	case CalDecay:
+	case CalZCDP, CalDecay:
 		w := make([]float64, T)
+		var sum float64
 		for t := range w {
-			w[t] = 1 / math.Sqrt(float64(t+1))
+			w[t] = 1
+			if cal == CalDecay {
+				w[t] = float64(t + 1)
+			}
+			sum += w[t]
 		}
-		s, err := accountant.ScheduleSigmas(eps, delta, sens, w)
+		budget, err := accountant.NewRhoBudgetFor(eps, delta)
 		if err != nil {
-			return noisePlan{}, fmt.Errorf("jointdp: calibrating σ schedule: %w", err)
+			return nil, fmt.Errorf("jointdp: %w", err)
 		}
-		sig = s
+		for t := range T {
+			// Rounded down so that the shares sum to at most ρ.
+			share := math.Nextafter(budget.Total()*w[t]/sum*(1-1e-12), 0)
+			sg, err := mechanism.GaussianSigma(share, sens, dim)
+			if err != nil {
+				return nil, fmt.Errorf("jointdp: calibrating release %d: %w", t+1, err)
+			}
+			m, err := mechanism.NewGaussianSigma(sg, delta, s, dim)
+			if err != nil {
+				return nil, fmt.Errorf("jointdp: release %d: %w", t+1, err)
+			}
+			if err := budget.Spend(m.Rho()); err != nil {
+				return nil, fmt.Errorf("jointdp: release %d: %w", t+1, err)
+			}
+			plan.Mechs[t] = m
+		}
 	default:
-		return noisePlan{}, fmt.Errorf("jointdp: unknown noise calibration %q (want %s, %s or %s)", cal, CalPaper, CalZCDP, CalDecay)
+		return nil, fmt.Errorf("jointdp: unknown noise calibration %q (want %s, %s or %s)", cal, CalZCDP, CalDecay, CalPaper)
 	}
-	rho, err := latticeRho(sens, sig, dim)
+	g, err := composeJoint(delta, plan.Mechs...)
 	if err != nil {
-		return noisePlan{}, err
+		return nil, err
 	}
-	if cal != CalPaper {
-		// The textbook ρ the calibration aimed at; the lattice rounding
-		// adds a relative ~√dim·2^-27, so a few rescalings settle it.
-		target, err := accountant.ScheduleRho(sens, sig)
-		if err != nil {
-			return noisePlan{}, fmt.Errorf("jointdp: accounting: %w", err)
-		}
-		for i := 0; rho > target; i++ {
-			if i == 64 {
-				return noisePlan{}, fmt.Errorf("jointdp: lattice Gaussian calibration did not converge")
-			}
-			f := math.Sqrt(rho/target) * (1 + 1e-12)
-			for t := range sig {
-				sig[t] *= f
-			}
-			if rho, err = latticeRho(sens, sig, dim); err != nil {
-				return noisePlan{}, err
-			}
-		}
-	}
-	proven, err := accountant.ZCDPToApprox(rho, delta)
-	if err != nil {
-		return noisePlan{}, fmt.Errorf("jointdp: accounting: %w", err)
-	}
-	g := privacy.Guarantee{
-		Epsilon: proven, Delta: delta, Rho: rho,
-		Unit: privacy.UnitUser, Notion: privacy.Joint, Status: privacy.Proven,
-	}
-	if cal == CalPaper && math.Abs(proven-eps) > 1e-9*eps {
+	if cal == CalPaper && math.Abs(g.Epsilon-eps) > 1e-9*eps {
 		g.ClaimedEpsilon = eps
 	}
-	return noisePlan{Sigmas: sig, Guarantee: g, Rho: rho}, nil
+	plan.Guarantee = g
+	return plan, nil
 }
 
-// latticeRho is the zCDP ρ of lattice Gaussian releases of ℓ2 sensitivity
-// sens with standard deviations sigmas, each over dim coordinates, with the
-// rounding to the lattice accounted (mechanism.GaussianRho), composed.
-func latticeRho(sens float64, sigmas []float64, dim int) (float64, error) {
-	rhos := make([]float64, len(sigmas))
-	for t, sg := range sigmas {
-		r, err := mechanism.GaussianRho(sens, sg, dim)
-		if err != nil {
-			return 0, fmt.Errorf("jointdp: accounting: %w", err)
-		}
-		rhos[t] = r
+// composeJoint composes the mechanisms' guarantees in zCDP and states the
+// result as user-level joint DP (the notion of the whole method: the
+// mechanisms release aggregates centrally, each user's own output is
+// computed from them and her own data).
+func composeJoint(delta float64, mechs ...*mechanism.Gaussian) (privacy.Guarantee, error) {
+	parts := make([]privacy.Guarantee, len(mechs))
+	for i, m := range mechs {
+		parts[i] = m.Guarantee()
 	}
-	rho, err := accountant.ZCDPCompose(rhos...)
+	g, err := accountant.Compose(delta, parts...)
 	if err != nil {
-		return 0, fmt.Errorf("jointdp: accounting: %w", err)
+		return privacy.Guarantee{}, fmt.Errorf("jointdp: accounting: %w", err)
 	}
-	return rho, nil
+	g.Notion, g.Unit, g.Note = privacy.Joint, privacy.UnitUser, ""
+	return g, nil
+}
+
+// MMPlan is the noise of the McSherry–Mironov baseline: ratings are
+// clamped to the declared scale [Min, Max], the centred ratings entering
+// the covariance to [−B, B], and three Gaussian mechanisms release the
+// global average, the item sums and counts, and the weighted covariance
+// and its weights.
+type MMPlan struct {
+	Min, Max, B float64
+	// N is the number of items.
+	N int
+	// Global releases (Σ_i mean_i, #users) (2 coordinates), Items the item
+	// sums and counts (2N), Cov the upper triangles of the covariance and
+	// of its weights (2·N(N+1)/2).
+	Global, Items, Cov *mechanism.Gaussian
+	Guarantee          privacy.Guarantee
+}
+
+// Sigmas lists the σ of the three releases.
+func (p *MMPlan) Sigmas() [3]float64 {
+	return [3]float64{p.Global.Sigma(), p.Items.Sigma(), p.Cov.Sigma()}
+}
+
+// MMSensitivities are the ℓ2 sensitivities of MM's three releases for one
+// user's ratings replaced, with R = max(|Min|, |Max|): 2·‖(R, 1)‖ for the
+// vector sums (global: (mean_i, 1); items: weights 1/√|Ω_i|) and
+// √2·‖(B², 1)‖ for the PSD sums of the covariance and its weights
+// (weights 1/|Ω_i|).
+func MMSensitivities(min, max, B float64) [3]float64 {
+	R := math.Max(math.Abs(min), math.Abs(max))
+	return [3]float64{2 * math.Hypot(R, 1), 2 * math.Hypot(R, 1), math.Sqrt2 * math.Hypot(B*B, 1)}
+}
+
+// PlanMM splits the zCDP budget of (ε, δ) over MM's three releases in the
+// proportions split (default 0.02, 0.18, 0.80) and builds their
+// mechanisms for the scale [min, max], covariance clamp B and n items.
+func PlanMM(eps, delta float64, split [3]float64, min, max, B float64, n int) (*MMPlan, error) {
+	if !(max > min) || math.IsInf(max-min, 0) || math.IsNaN(max-min) {
+		return nil, fmt.Errorf("jointdp: rating scale [%g, %g] is not a finite interval", min, max)
+	}
+	if !(B > 0) || math.IsInf(B, 0) {
+		return nil, fmt.Errorf("jointdp: covariance bound B must be positive and finite, got %g", B)
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("jointdp: %d items", n)
+	}
+	if split == [3]float64{} {
+		split = [3]float64{0.02, 0.18, 0.80}
+	}
+	var ssum float64
+	for _, s := range split {
+		if !(s > 0) || math.IsInf(s, 0) {
+			return nil, fmt.Errorf("jointdp: budget split must be positive and finite, got %v", split)
+		}
+		ssum += s
+	}
+	budget, err := accountant.NewRhoBudgetFor(eps, delta)
+	if err != nil {
+		return nil, fmt.Errorf("jointdp: %w", err)
+	}
+	if err := accountant.CheckDelta(delta); err != nil {
+		return nil, fmt.Errorf("jointdp: %w", err)
+	}
+	sens := MMSensitivities(min, max, B)
+	dims := [3]int{2, 2 * n, 2 * symCoords(n)}
+	var mechs [3]*mechanism.Gaussian
+	for k := range 3 {
+		share := math.Nextafter(budget.Total()*split[k]/ssum*(1-1e-12), 0)
+		sg, err := mechanism.GaussianSigma(share, sens[k], dims[k])
+		if err != nil {
+			return nil, fmt.Errorf("jointdp: calibrating MM release %d: %w", k+1, err)
+		}
+		m, err := mechanism.NewGaussianSigma(sg, delta, userSens(sens[k]), dims[k])
+		if err != nil {
+			return nil, fmt.Errorf("jointdp: MM release %d: %w", k+1, err)
+		}
+		if err := budget.Spend(m.Rho()); err != nil {
+			return nil, fmt.Errorf("jointdp: MM release %d: %w", k+1, err)
+		}
+		mechs[k] = m
+	}
+	g, err := composeJoint(delta, mechs[:]...)
+	if err != nil {
+		return nil, err
+	}
+	return &MMPlan{Min: min, Max: max, B: B, N: n, Global: mechs[0], Items: mechs[1], Cov: mechs[2], Guarantee: g}, nil
 }
 
 // symCoords is the number of coordinates noised in an n × n symmetric

@@ -112,7 +112,7 @@ func BenchmarkDPFW500k(b *testing.B) {
 			runtime.GC()
 			b.ResetTimer()
 			for range b.N {
-				_, err := PrivateFrankWolfe(context.Background(), p, DPFWOptions{K: 1e5, T: T, L: 5, Epsilon: 1, Delta: 1e-6,
+				_, err := PrivateFrankWolfe(context.Background(), p, DPFWOptions{K: 1e5, Plan: dpfwPlan(b, CalZCDP, 1, T, 5, p.N),
 					Noise: noise.Seeded(1), Workers: 2})
 				if err != nil {
 					b.Fatal(err)

@@ -18,7 +18,11 @@
 // Every solver works on a Problem: the users' rows of P_Ω(Y*) in compressed
 // sparse row form. Private solvers clip each row to ℓ2 norm L locally
 // (Π_L), which is what bounds one user's influence on the released
-// aggregates. The privacy guarantees are user-level (all ratings of one
-// user) joint DP under the paper's neighbour relation (one user's ratings
-// replaced by arbitrary others); see Guarantee fields of each result.
+// aggregates. The noise comes from noise plans (PlanDPFW, PlanDPSVD,
+// PlanMM: privacy/mechanism values built from the budget and composed in
+// zCDP); the solvers add noise only through them. The guarantees are
+// user-level (all ratings of one user) joint DP under the paper's neighbour
+// relation (one user's ratings replaced by arbitrary others); see each
+// plan's Guarantee. FoldReplay and FoldMM are the fold-in rules with which a
+// user's device recomputes her dpfw or mm row from a saved public model.
 package jointdp

@@ -7,22 +7,18 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
 // DPFWOptions configures private Frank–Wolfe (Algorithm 1).
 type DPFWOptions struct {
-	// K is the nuclear-norm bound k, T the number of iterations (= noisy
-	// releases), L the bound on ‖P_Ω(Y_i)‖₂ that each user's row (and her
-	// iterate) is clipped to.
+	// K is the nuclear-norm bound k.
 	K float64
-	T int
-	L float64
-	// Epsilon and Delta are the target user-level joint-DP parameters.
-	Epsilon, Delta float64
-	// Calibration is CalZCDP (default), CalDecay or CalPaper.
-	Calibration string
+	// Plan holds the T Gram mechanisms (T = len(Plan.Mechs) iterations)
+	// and the clip L that each user's row (and her iterate) is clipped to
+	// (PlanDPFW). The solver adds noise only through these mechanisms.
+	Plan *GramPlan
 	// Beta is the failure probability in the bias of λ̂ (default 1/3, as in
 	// Theorem 3.2); BiasScale multiplies the bias (default 1; 0 is allowed
 	// via NoBias).
@@ -61,9 +57,9 @@ type DPFWResult struct {
 	// Factors: U's row i is user i's coefficients, computed by her local
 	// step (private to her); V's columns are the public v̂_t.
 	Factors
-	Public    PublicState
-	Sigmas    []float64
-	Guarantee privacy.Guarantee
+	Public PublicState
+	// Sigmas are the σ of the T releases (from the plan's mechanisms).
+	Sigmas []float64
 }
 
 // ---------------------------------------------------------------------
@@ -185,9 +181,9 @@ func (a *Aggregate) reset() {
 	}
 }
 
-// release returns Σ_i A_iᵀA_i + N with N symmetric, i.i.d. N(0, σ²) on and
-// above the diagonal.
-func (a *Aggregate) release(src *noise.Source, sigma float64) *mat.SymDense {
+// release returns Σ_i A_iᵀA_i + N, the noise N added by mech (symmetric,
+// i.i.d. on and above the diagonal: mechanism.Gaussian.ReleaseSym).
+func (a *Aggregate) release(src *noise.Source, mech *mechanism.Gaussian) (*mat.SymDense, error) {
 	n := a.n
 	w := mat.NewSymDense(n, nil)
 	for i := range n {
@@ -199,8 +195,10 @@ func (a *Aggregate) release(src *noise.Source, sigma float64) *mat.SymDense {
 			w.SetSym(i, j, s)
 		}
 	}
-	noise.AddSymGaussian(src, w, sigma)
-	return w
+	if err := mech.ReleaseSym(src, w); err != nil {
+		return nil, fmt.Errorf("jointdp: releasing the Gram matrix: %w", err)
+	}
+	return w, nil
 }
 
 // global is the global component: it sees only the released (noisy) Gram
@@ -226,18 +224,6 @@ func (g *global) step(ctx context.Context, w *mat.SymDense, sigma float64) (Broa
 	return Broadcast{V: v, Lambda: lam + bias}, nil
 }
 
-// dpfwSensitivity is the ℓ2 (Frobenius) sensitivity of Σ_i A_iᵀA_i when
-// one user's row is replaced: ‖aaᵀ − bbᵀ‖_F² = ‖a‖⁴ + ‖b‖⁴ − 2(a·b)² with
-// ‖a‖, ‖b‖ ≤ 2L (‖P_Ω Y_i‖ ≤ L by Π_{L,Ω}, ‖P_Ω Y*_i‖ ≤ L by Π_L), so
-// Δ = √2·(2L)². (Add/remove-one gives (2L)², the paper's 4L².) The upper
-// triangle that is actually noised has norm at most the Frobenius norm.
-func dpfwSensitivity(L float64) float64 { return math.Sqrt2 * 4 * L * L }
-
-// PaperSigma is Algorithm 1's σ = L²·√(64·T·ln(1/δ))/ε.
-func PaperSigma(L float64, T int, eps, delta float64) float64 {
-	return L * L * math.Sqrt(64*float64(T)*math.Log(1/delta)) / eps
-}
-
 // PrivateFrankWolfe runs Algorithm 1. The users' local steps run in
 // parallel over o.Workers goroutines (each summing its users' A_iᵀA_i into
 // its own part of the Aggregate); the global step reads only the released
@@ -246,19 +232,17 @@ func PrivateFrankWolfe(ctx context.Context, p *Problem, o DPFWOptions) (*DPFWRes
 	if !(o.K > 0) || math.IsInf(o.K, 0) {
 		return nil, fmt.Errorf("jointdp: nuclear-norm bound k must be positive and finite, got %g", o.K)
 	}
-	if o.T < 1 {
-		return nil, fmt.Errorf("jointdp: iterations T must be ≥ 1, got %d", o.T)
+	if err := o.Plan.check(p.N); err != nil {
+		return nil, err
 	}
-	if !(o.L > 0) || math.IsInf(o.L, 0) {
-		return nil, fmt.Errorf("jointdp: clip bound L must be positive and finite, got %g", o.L)
-	}
+	T, L := len(o.Plan.Mechs), o.Plan.L
 	if o.Noise == nil {
 		return nil, fmt.Errorf("jointdp: no noise source")
 	}
 	if o.Step == "" {
 		o.Step = StepConst
 	}
-	if _, err := stepSize(o.Step, 1, o.T); err != nil {
+	if _, err := stepSize(o.Step, 1, T); err != nil {
 		return nil, err
 	}
 	if o.Beta == 0 {
@@ -276,35 +260,31 @@ func PrivateFrankWolfe(ctx context.Context, p *Problem, o DPFWOptions) (*DPFWRes
 	if o.BiasScale < 0 || math.IsNaN(o.BiasScale) {
 		return nil, fmt.Errorf("jointdp: bias scale must be ≥ 0, got %g", o.BiasScale)
 	}
-	plan, err := planGaussian(o.Calibration, o.Epsilon, o.Delta, o.T, dpfwSensitivity(o.L), PaperSigma(o.L, o.T, o.Epsilon, o.Delta), symCoords(p.N))
-	if err != nil {
-		return nil, err
-	}
 	rnd := o.Rand
 	if rnd == nil {
 		rnd = noise.Seeded(1)
 	}
 	ch := p.chunks(workers(o.Workers))
 	agg := newAggregate(p.N, len(ch))
-	scales := p.clipScales(o.L)
+	scales := p.clipScales(L)
 	y := make([]float64, p.Len())
-	coef := make([]float64, p.M*o.T)
+	coef := make([]float64, p.M*T)
 	user := func(i int) local {
 		a, b := p.Ptr[i], p.Ptr[i+1]
-		return local{items: p.Cols[a:b], vals: p.Vals[a:b], scale: scales[i], y: y[a:b], coef: coef[i*o.T : (i+1)*o.T]}
+		return local{items: p.Cols[a:b], vals: p.Vals[a:b], scale: scales[i], y: y[a:b], coef: coef[i*T : (i+1)*T]}
 	}
 	gl := &global{n: p.N, beta: o.Beta, scale: o.BiasScale, rnd: rnd}
-	res := &DPFWResult{Sigmas: plan.Sigmas, Guarantee: plan.Guarantee}
-	res.Public = PublicState{N: p.N, K: o.K, L: o.L, T: o.T, Step: o.Step}
+	res := &DPFWResult{Sigmas: o.Plan.Sigmas()}
+	res.Public = PublicState{N: p.N, K: o.K, L: L, T: T, Step: o.Step}
 	var last *Broadcast
-	for t := 1; t <= o.T+1; t++ {
+	for t := 1; t <= T+1; t++ {
 		// Local steps: apply the previous broadcast (if any), then return
 		// A_iᵀA_i for the next release (not after the last update).
 		var eta float64
 		if last != nil {
-			eta, _ = stepSize(o.Step, t-1, o.T)
+			eta, _ = stepSize(o.Step, t-1, T)
 		}
-		final := t == o.T+1
+		final := t == T+1
 		agg.reset()
 		err := parallel(ctx, ch, func(w, lo, hi int) error {
 			var buf []float64
@@ -314,7 +294,7 @@ func PrivateFrankWolfe(ctx context.Context, p *Problem, o DPFWOptions) (*DPFWRes
 				}
 				l := user(i)
 				if last != nil {
-					l.update(last, t-1, eta, o.K, o.L)
+					l.update(last, t-1, eta, o.K, L)
 				}
 				if !final {
 					buf = l.addGram(&agg.parts[w], buf)
@@ -326,25 +306,28 @@ func PrivateFrankWolfe(ctx context.Context, p *Problem, o DPFWOptions) (*DPFWRes
 			return nil, err
 		}
 		if last != nil && o.Progress != nil {
-			o.Progress(t-1, o.T)
+			o.Progress(t-1, T)
 		}
 		if final {
 			break
 		}
 		// Global step: only the noisy release is read.
-		sigma := plan.Sigmas[t-1]
-		w := agg.release(o.Noise, sigma)
-		b, err := gl.step(ctx, w, sigma)
+		mech := o.Plan.Mechs[t-1]
+		w, err := agg.release(o.Noise, mech)
+		if err != nil {
+			return nil, err
+		}
+		b, err := gl.step(ctx, w, mech.Sigma())
 		if err != nil {
 			return nil, fmt.Errorf("jointdp: DPFW iteration %d: %w", t, err)
 		}
 		res.Public.Broadcasts = append(res.Public.Broadcasts, b)
 		last = &res.Public.Broadcasts[len(res.Public.Broadcasts)-1]
 	}
-	f := Factors{M: p.M, N: p.N, Rank: o.T, U: coef, V: make([]float64, p.N*o.T)}
+	f := Factors{M: p.M, N: p.N, Rank: T, U: coef, V: make([]float64, p.N*T)}
 	for t, b := range res.Public.Broadcasts {
 		for j, x := range b.V {
-			f.V[j*o.T+t] = x
+			f.V[j*T+t] = x
 		}
 	}
 	res.Factors = f

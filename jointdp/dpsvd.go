@@ -3,37 +3,31 @@ package jointdp
 import (
 	"context"
 	"fmt"
-	"math"
 
-	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
 // DPSVDOptions configures private SVD (Algorithm 3).
 type DPSVDOptions struct {
-	// Rank is r, L the ℓ2 clip of each user's row in the Gram matrix.
+	// Rank is r.
 	Rank int
-	L    float64
-	// Epsilon and Delta are the target user-level joint-DP parameters.
-	Epsilon, Delta float64
-	// Calibration is CalZCDP (default) or CalPaper (σ = L²√(64 ln(1/δ))/ε).
-	Calibration string
-	Noise       *noise.Source
-	Workers     int
+	// Plan holds the one Gram mechanism and the ℓ2 clip L of each user's
+	// row in the Gram matrix (PlanDPSVD).
+	Plan    *GramPlan
+	Noise   *noise.Source
+	Workers int
 }
 
 // DPSVDResult is the output of PrivateSVD: V holds the public top-r
 // eigenvectors V_r, U's row i is user i's local projection.
 type DPSVDResult struct {
 	Factors
+	// Eigenvalues are the top r eigenvalues of the released (noisy) Gram
+	// matrix.
 	Eigenvalues []float64
-	Sigma       float64
-	Guarantee   privacy.Guarantee
+	// Sigma is the σ of the release (from the plan's mechanism).
+	Sigma float64
 }
-
-// dpsvdSensitivity is the Frobenius sensitivity of Σ_i Π_L(x_i)ᵀΠ_L(x_i)
-// when one user's row is replaced: √2·L² (L² for add/remove).
-func dpsvdSensitivity(L float64) float64 { return math.Sqrt2 * L * L }
 
 // PrivateSVD runs Algorithm 3: the global step releases W = Σ_i
 // Π_L(P_Ω(Y*_i))ᵀΠ_L(P_Ω(Y*_i)) + N once and takes its top-r eigenspace
@@ -46,26 +40,22 @@ func PrivateSVD(ctx context.Context, p *Problem, o DPSVDOptions) (*DPSVDResult, 
 	if o.Rank < 1 || o.Rank > p.N {
 		return nil, fmt.Errorf("jointdp: rank must lie in 1..%d, got %d", p.N, o.Rank)
 	}
-	if !(o.L > 0) || math.IsInf(o.L, 0) {
-		return nil, fmt.Errorf("jointdp: clip bound L must be positive and finite, got %g", o.L)
+	if err := o.Plan.check(p.N); err != nil {
+		return nil, err
+	}
+	if len(o.Plan.Mechs) != 1 {
+		return nil, fmt.Errorf("jointdp: private SVD makes one release, the plan has %d", len(o.Plan.Mechs))
 	}
 	if o.Noise == nil {
 		return nil, fmt.Errorf("jointdp: no noise source")
 	}
-	if o.Calibration == CalDecay {
-		return nil, fmt.Errorf("jointdp: private SVD makes one release; use %s or %s", CalZCDP, CalPaper)
-	}
-	paper := o.L * o.L * math.Sqrt(64*math.Log(1/o.Delta)) / o.Epsilon
-	plan, err := planGaussian(o.Calibration, o.Epsilon, o.Delta, 1, dpsvdSensitivity(o.L), paper, symCoords(p.N))
-	if err != nil {
-		return nil, err
-	}
+	mech := o.Plan.Mechs[0]
 	ch := p.chunks(workers(o.Workers))
 	agg := newAggregate(p.N, len(ch))
-	scales := p.clipScales(o.L)
+	scales := p.clipScales(o.Plan.L)
 	// Local: each user adds Π_L(x_i)ᵀΠ_L(x_i) (a zero iterate makes
 	// local.addGram return exactly that, up to sign, which cancels).
-	err = parallel(ctx, ch, func(w, lo, hi int) error {
+	err := parallel(ctx, ch, func(w, lo, hi int) error {
 		var buf []float64
 		for i := lo; i < hi; i++ {
 			if i%4096 == 0 && ctx.Err() != nil {
@@ -80,7 +70,10 @@ func PrivateSVD(ctx context.Context, p *Problem, o DPSVDOptions) (*DPSVDResult, 
 	if err != nil {
 		return nil, err
 	}
-	W := agg.release(o.Noise, plan.Sigmas[0])
+	W, err := agg.release(o.Noise, mech)
+	if err != nil {
+		return nil, err
+	}
 	vals, Vr, err := topEigenDense(W, o.Rank)
 	if err != nil {
 		return nil, err
@@ -114,5 +107,5 @@ func PrivateSVD(ctx context.Context, p *Problem, o DPSVDOptions) (*DPSVDResult, 
 	if err != nil {
 		return nil, err
 	}
-	return &DPSVDResult{Factors: f, Eigenvalues: vals, Sigma: plan.Sigmas[0], Guarantee: plan.Guarantee}, nil
+	return &DPSVDResult{Factors: f, Eigenvalues: vals, Sigma: mech.Sigma()}, nil
 }

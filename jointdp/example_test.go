@@ -45,13 +45,19 @@ func ExamplePrivateFrankWolfe() {
 	p := tiny()
 	// Seeded noise is for examples and experiments only; releases use
 	// noise.Secure().
-	r, err := jointdp.PrivateFrankWolfe(context.Background(), p, jointdp.DPFWOptions{
-		K: 4, T: 5, L: 2, Epsilon: 1, Delta: 1e-6, Noise: noise.Seeded(1)})
+	// The accounting layer builds one Gaussian mechanism per iteration
+	// (T = 5, clip L = 2, n = 3 items) from the budget; the solver adds
+	// noise only through them.
+	plan, err := jointdp.PlanDPFW(jointdp.CalZCDP, 1, 1e-6, 5, 2, p.N)
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("σ per release %.1f, guarantee ε = %.3g, δ = %g, %s/%s/%s\n", r.Sigmas[0], r.Guarantee.Epsilon, r.Guarantee.Delta,
-		r.Guarantee.Unit, r.Guarantee.Notion, r.Guarantee.Status)
+	r, err := jointdp.PrivateFrankWolfe(context.Background(), p, jointdp.DPFWOptions{K: 4, Plan: plan, Noise: noise.Seeded(1)})
+	if err != nil {
+		panic(err)
+	}
+	g := plan.Guarantee
+	fmt.Printf("σ per release %.1f, guarantee ε = %.3g, δ = %g, %s/%s/%s\n", r.Sigmas[0], g.Epsilon, g.Delta, g.Unit, g.Notion, g.Status)
 	// User 0 recomputes her own row from the public broadcasts.
 	items, vals := p.Row(0)
 	row, err := jointdp.LocalRow(&r.Public, items, vals)
@@ -66,11 +72,15 @@ func ExamplePrivateFrankWolfe() {
 
 func ExamplePrivateSVD() {
 	p := tiny()
-	r, err := jointdp.PrivateSVD(context.Background(), p, jointdp.DPSVDOptions{Rank: 1, L: 2, Epsilon: 1, Delta: 1e-6, Noise: noise.Seeded(1)})
+	plan, err := jointdp.PlanDPSVD(jointdp.CalZCDP, 1, 1e-6, 2, p.N)
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("rank %d, one release with σ = %.1f, ε = %.3g\n", r.Rank, r.Sigma, r.Guarantee.Epsilon)
+	r, err := jointdp.PrivateSVD(context.Background(), p, jointdp.DPSVDOptions{Rank: 1, Plan: plan, Noise: noise.Seeded(1)})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("rank %d, one release with σ = %.1f, ε = %.3g\n", r.Rank, r.Sigma, plan.Guarantee.Epsilon)
 	// Output: rank 1, one release with σ = 25.6, ε = 1
 }
 
@@ -100,10 +110,14 @@ func ExampleMcSherryMironov() {
 	if err != nil {
 		panic(err)
 	}
-	r, err := jointdp.McSherryMironov(context.Background(), p, jointdp.MMOptions{Rank: 1, Min: 1, Max: 5, Epsilon: 2, Delta: 1e-6, Noise: noise.Seeded(1)})
+	plan, err := jointdp.PlanMM(2, 1e-6, [3]float64{}, 1, 5, 1, p.N)
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%d item averages, rank %d, ε = %.3g (%s)\n", len(r.ItemAvg), r.Rank, r.Guarantee.Epsilon, r.Guarantee.Status)
+	r, err := jointdp.McSherryMironov(context.Background(), p, jointdp.MMOptions{Rank: 1, Plan: plan, Noise: noise.Seeded(1)})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%d item averages, rank %d, ε = %.3g (%s)\n", len(r.ItemAvg), r.Rank, plan.Guarantee.Epsilon, plan.Guarantee.Status)
 	// Output: 6 item averages, rank 1, ε = 2 (proven)
 }

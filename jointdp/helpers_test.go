@@ -3,6 +3,7 @@ package jointdp
 import (
 	"math"
 	"slices"
+	"testing"
 
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
@@ -83,4 +84,24 @@ func nuclearTruth(p *Problem, truth func(i, j int) float64) float64 {
 		}
 	}
 	return math.Sqrt(s)
+}
+
+// dpfwPlan is PlanDPFW at δ = 10⁻⁶ for tests.
+func dpfwPlan(t testing.TB, cal string, eps float64, T int, L float64, n int) *GramPlan {
+	t.Helper()
+	pl, err := PlanDPFW(cal, eps, 1e-6, T, L, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+// dpsvdPlan is PlanDPSVD (zCDP calibration) at δ = 10⁻⁶ for tests.
+func dpsvdPlan(t testing.TB, eps, L float64, n int) *GramPlan {
+	t.Helper()
+	pl, err := PlanDPSVD(CalZCDP, eps, 1e-6, L, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
 }

@@ -1,20 +1,21 @@
 package jointdp
 
 import (
-	"path/filepath"
-
 	"context"
-	"github.com/privrec/privrec/model"
-	"github.com/privrec/privrec/ratings"
+	"errors"
 	"math"
+	"path/filepath"
 	"testing"
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/accountant"
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/ratings"
 )
 
 func TestTopEigenMatchesDense(t *testing.T) {
@@ -155,7 +156,7 @@ func TestDPFWLocalRowReplaysAndIterateStaysClipped(t *testing.T) {
 	p, truth := rankOne(2000, 30, 10, 5)
 	k := nuclearTruth(p, truth)
 	const L = 1.5
-	r, err := PrivateFrankWolfe(context.Background(), p, DPFWOptions{K: k, T: 8, L: L, Epsilon: 2, Delta: 1e-6,
+	r, err := PrivateFrankWolfe(context.Background(), p, DPFWOptions{K: k, Plan: dpfwPlan(t, CalZCDP, 2, 8, L, p.N),
 		Noise: noise.Seeded(7), Workers: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -194,11 +195,12 @@ func TestDPFWGuarantee(t *testing.T) {
 		eps float64
 		T   int
 	}{{CalZCDP, 1, 10}, {CalDecay, 1, 10}, {CalPaper, 1, 10}, {CalPaper, 20, 40}, {CalZCDP, 0.5, 3}} {
-		r, err := PrivateFrankWolfe(context.Background(), p, DPFWOptions{K: k, T: tc.T, L: 2, Epsilon: tc.eps, Delta: 1e-6, Calibration: tc.cal, Noise: noise.Seeded(1)})
+		plan := dpfwPlan(t, tc.cal, tc.eps, tc.T, 2, p.N)
+		r, err := PrivateFrankWolfe(context.Background(), p, DPFWOptions{K: k, Plan: plan, Noise: noise.Seeded(1)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := r.Guarantee
+		g := plan.Guarantee
 		if g.Unit != privacy.UnitUser || g.Notion != privacy.Joint || g.Status != privacy.Proven {
 			t.Errorf("%s: guarantee %+v", tc.cal, g)
 		}
@@ -258,12 +260,12 @@ func TestPrivateMethodsAccuracy(t *testing.T) {
 		t.Fatal(err)
 	}
 	fwErr := rmseAll(p, &fw.Factors, truth)
-	dp, err := PrivateFrankWolfe(ctx, p, DPFWOptions{K: k, T: 10, L: 2.5, Epsilon: 1e4, Delta: 1e-6, Step: StepClassic, NoBias: true, Noise: noise.Seeded(3)})
+	dp, err := PrivateFrankWolfe(ctx, p, DPFWOptions{K: k, Plan: dpfwPlan(t, CalZCDP, 1e4, 10, 2.5, p.N), Step: StepClassic, NoBias: true, Noise: noise.Seeded(3)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dpErr := rmseAll(p, &dp.Factors, truth)
-	svd, err := PrivateSVD(ctx, p, DPSVDOptions{Rank: 1, L: 2.5, Epsilon: 2, Delta: 1e-6, Noise: noise.Seeded(4)})
+	svd, err := PrivateSVD(ctx, p, DPSVDOptions{Rank: 1, Plan: dpsvdPlan(t, 2, 2.5, p.N), Noise: noise.Seeded(4)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +290,11 @@ func TestMcSherryMironov(t *testing.T) {
 	for k := range p.Vals {
 		p.Vals[k] = 3 + 2*p.Vals[k]
 	}
-	r, err := McSherryMironov(context.Background(), p, MMOptions{Rank: 2, Min: 1, Max: 5, B: 2, Epsilon: 10, Delta: 1e-6, Noise: noise.Seeded(5)})
+	plan, err := PlanMM(10, 1e-6, [3]float64{}, 1, 5, 2, p.N)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := McSherryMironov(context.Background(), p, MMOptions{Rank: 2, Plan: plan, Noise: noise.Seeded(5)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,12 +310,12 @@ func TestMcSherryMironov(t *testing.T) {
 		}
 	}
 	full, item := math.Sqrt(sFull/float64(p.M*p.N)), math.Sqrt(sItem/float64(p.M*p.N))
-	t.Logf("MM RMSE %.4f, item averages alone %.4f, ε %.4g", full, item, r.Guarantee.Epsilon)
+	t.Logf("MM RMSE %.4f, item averages alone %.4f, ε %.4g", full, item, plan.Guarantee.Epsilon)
 	if full > 0.8*item {
 		t.Errorf("MM RMSE %v not clearly below item-average RMSE %v", full, item)
 	}
-	if r.Guarantee.Epsilon > 10*(1+1e-9) || r.Guarantee.Epsilon < 9.99 {
-		t.Errorf("MM proven ε %v, want 10", r.Guarantee.Epsilon)
+	if plan.Guarantee.Epsilon > 10*(1+1e-9) || plan.Guarantee.Epsilon < 9.99 {
+		t.Errorf("MM proven ε %v, want 10", plan.Guarantee.Epsilon)
 	}
 }
 
@@ -324,32 +330,40 @@ func TestInvalidOptions(t *testing.T) {
 		{"fw k=0", func() error { _, err := FrankWolfe(ctx, p, FWOptions{K: 0, T: 3}); return err }},
 		{"fw T=0", func() error { _, err := FrankWolfe(ctx, p, FWOptions{K: 1, T: 0}); return err }},
 		{"fw bad step", func() error { _, err := FrankWolfe(ctx, p, FWOptions{K: 1, T: 2, Step: "x"}); return err }},
-		{"dpfw NaN L", func() error {
-			_, err := PrivateFrankWolfe(ctx, p, DPFWOptions{K: 1, T: 2, L: math.NaN(), Epsilon: 1, Delta: 1e-6, Noise: s})
+		{"plan NaN L", func() error { _, err := PlanDPFW(CalZCDP, 1, 1e-6, 2, math.NaN(), p.N); return err }},
+		{"plan eps 0", func() error { _, err := PlanDPFW(CalZCDP, 0, 1e-6, 2, 1, p.N); return err }},
+		{"plan delta 1", func() error { _, err := PlanDPFW(CalZCDP, 1, 1, 2, 1, p.N); return err }},
+		{"plan T 0", func() error { _, err := PlanDPFW(CalZCDP, 1, 1e-6, 0, 1, p.N); return err }},
+		{"plan bad calibration", func() error { _, err := PlanDPFW("x", 1, 1e-6, 2, 1, p.N); return err }},
+		{"dpsvd plan decay", func() error { _, err := PlanDPSVD(CalDecay, 1, 1e-6, 1, p.N); return err }},
+		{"mm plan scale", func() error { _, err := PlanMM(1, 1e-6, [3]float64{}, 5, 1, 1, p.N); return err }},
+		{"mm plan split", func() error { _, err := PlanMM(1, 1e-6, [3]float64{1, -1, 1}, 1, 5, 1, p.N); return err }},
+		{"dpfw no plan", func() error {
+			_, err := PrivateFrankWolfe(ctx, p, DPFWOptions{K: 1, Noise: s})
 			return err
 		}},
-		{"dpfw eps 0", func() error {
-			_, err := PrivateFrankWolfe(ctx, p, DPFWOptions{K: 1, T: 2, L: 1, Epsilon: 0, Delta: 1e-6, Noise: s})
-			return err
-		}},
-		{"dpfw delta 1", func() error {
-			_, err := PrivateFrankWolfe(ctx, p, DPFWOptions{K: 1, T: 2, L: 1, Epsilon: 1, Delta: 1, Noise: s})
+		{"dpfw plan for other n", func() error {
+			_, err := PrivateFrankWolfe(ctx, p, DPFWOptions{K: 1, Plan: dpfwPlan(t, CalZCDP, 1, 2, 1, p.N+1), Noise: s})
 			return err
 		}},
 		{"dpfw no noise", func() error {
-			_, err := PrivateFrankWolfe(ctx, p, DPFWOptions{K: 1, T: 2, L: 1, Epsilon: 1, Delta: 1e-6})
+			_, err := PrivateFrankWolfe(ctx, p, DPFWOptions{K: 1, Plan: dpfwPlan(t, CalZCDP, 1, 2, 1, p.N)})
 			return err
 		}},
 		{"dpfw line search", func() error {
-			_, err := PrivateFrankWolfe(ctx, p, DPFWOptions{K: 1, T: 2, L: 1, Epsilon: 1, Delta: 1e-6, Step: StepLineSearch, Noise: s})
+			_, err := PrivateFrankWolfe(ctx, p, DPFWOptions{K: 1, Plan: dpfwPlan(t, CalZCDP, 1, 2, 1, p.N), Step: StepLineSearch, Noise: s})
 			return err
 		}},
 		{"dpsvd rank", func() error {
-			_, err := PrivateSVD(ctx, p, DPSVDOptions{Rank: 11, L: 1, Epsilon: 1, Delta: 1e-6, Noise: s})
+			_, err := PrivateSVD(ctx, p, DPSVDOptions{Rank: 11, Plan: dpsvdPlan(t, 1, 1, p.N), Noise: s})
 			return err
 		}},
-		{"mm scale", func() error {
-			_, err := McSherryMironov(ctx, p, MMOptions{Rank: 1, Min: 5, Max: 1, Epsilon: 1, Delta: 1e-6, Noise: s})
+		{"dpsvd two releases", func() error {
+			_, err := PrivateSVD(ctx, p, DPSVDOptions{Rank: 1, Plan: dpfwPlan(t, CalZCDP, 1, 2, 1, p.N), Noise: s})
+			return err
+		}},
+		{"mm no plan", func() error {
+			_, err := McSherryMironov(ctx, p, MMOptions{Rank: 1, Noise: s})
 			return err
 		}},
 	} {
@@ -366,7 +380,7 @@ func TestCancel(t *testing.T) {
 	if _, err := FrankWolfe(ctx, p, FWOptions{K: nuclearTruth(p, truth), T: 5}); err == nil {
 		t.Error("FW ignored a cancelled context")
 	}
-	if _, err := PrivateFrankWolfe(ctx, p, DPFWOptions{K: 1, T: 5, L: 1, Epsilon: 1, Delta: 1e-6, Noise: noise.Seeded(1)}); err == nil {
+	if _, err := PrivateFrankWolfe(ctx, p, DPFWOptions{K: 1, Plan: dpfwPlan(t, CalZCDP, 1, 5, 1, p.N), Noise: noise.Seeded(1)}); err == nil {
 		t.Error("DPFW ignored a cancelled context")
 	}
 }
@@ -383,7 +397,7 @@ func TestDPFWWithoutNoiseIsFrankWolfe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dp, err := PrivateFrankWolfe(ctx, p, DPFWOptions{K: k, T: 12, L: 10, Epsilon: 1e12, Delta: 1e-6, NoBias: true, Step: step, Noise: noise.Seeded(1)})
+		dp, err := PrivateFrankWolfe(ctx, p, DPFWOptions{K: k, Plan: dpfwPlan(t, CalZCDP, 1e12, 12, 10, p.N), NoBias: true, Step: step, Noise: noise.Seeded(1)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,7 +450,8 @@ func FuzzLocalRow(f *testing.F) {
 
 func TestPublicStateSurvivesModelFile(t *testing.T) {
 	p, truth := rankOne(300, 12, 5, 8)
-	r, err := PrivateFrankWolfe(context.Background(), p, DPFWOptions{K: nuclearTruth(p, truth), T: 4, L: 2, Epsilon: 3, Delta: 1e-6, Noise: noise.Seeded(2)})
+	plan := dpfwPlan(t, CalZCDP, 3, 4, 2, p.N)
+	r, err := PrivateFrankWolfe(context.Background(), p, DPFWOptions{K: nuclearTruth(p, truth), Plan: plan, Noise: noise.Seeded(2)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +462,7 @@ func TestPublicStateSurvivesModelFile(t *testing.T) {
 	m := &model.Model{Method: "dpfw", Output: model.Ratings, Rank: r.Rank, U: r.U, V: r.V,
 		Users: ratings.Sequential(p.M).Names(), Items: ratings.Sequential(p.N).Names(),
 		Params:    map[string]any{"nuclear": r.Public.K, "clip": r.Public.L, "iterations": r.Public.T, "step": r.Public.Step, "lambda_biased": lams},
-		Guarantee: r.Guarantee}
+		Guarantee: plan.Guarantee}
 	path := filepath.Join(t.TempDir(), "m.model")
 	if err := m.Save(path); err != nil {
 		t.Fatal(err)
@@ -481,7 +496,7 @@ func TestPublicStateSurvivesModelFile(t *testing.T) {
 func TestAggregateSensitivity(t *testing.T) {
 	// Replace one user's row by an adversarial one and replay the same
 	// public broadcasts: the Frobenius distance between the two sums
-	// Σ_i A_iᵀA_i must stay within dpfwSensitivity(L) at every iteration
+	// Σ_i A_iᵀA_i must stay within DPFWSensitivity(L) at every iteration
 	// (the bound the noise is calibrated to). Deterministic.
 	const n, T, L, k = 6, 8, 1.5, 50.0
 	rnd := noise.Seeded(4)
@@ -537,10 +552,10 @@ func TestAggregateSensitivity(t *testing.T) {
 			worst = math.Max(worst, math.Sqrt(d2))
 		}
 	}
-	if worst > dpfwSensitivity(L)*(1+1e-12) {
-		t.Fatalf("observed Frobenius change %v exceeds Δ = %v", worst, dpfwSensitivity(L))
+	if worst > DPFWSensitivity(L)*(1+1e-12) {
+		t.Fatalf("observed Frobenius change %v exceeds Δ = %v", worst, DPFWSensitivity(L))
 	}
-	t.Logf("largest observed change %.3f of Δ = %.3f", worst, dpfwSensitivity(L))
+	t.Logf("largest observed change %.3f of Δ = %.3f", worst, DPFWSensitivity(L))
 }
 
 func TestAddGramIsUpperTriangleOfOuterProduct(t *testing.T) {
@@ -628,5 +643,68 @@ func TestTopEigenDenseLanczos(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Algorithm 3's local step — user i's projection (n/|Ω_i|)·x_i·V_r of her
+// own row — is what model.FoldInUser computes with FoldProject from the
+// public V_r and her ratings, so a user's device (privrec recommend
+// --ratings) reproduces the solver's row. Deterministic.
+func TestDPSVDLocalStepIsFoldProject(t *testing.T) {
+	p, _ := rankOne(300, 20, 6, 9)
+	r, err := PrivateSVD(context.Background(), p, DPSVDOptions{Rank: 2, Plan: dpsvdPlan(t, 2, 2, p.N), Noise: noise.Seeded(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &model.Model{Method: "dpsvd", Output: model.Ratings, Items: ratings.Sequential(p.N).Names(), Rank: 2, V: r.V, FoldIn: model.FoldProject}
+	for i := range p.M {
+		items, vals := p.Row(i)
+		ids := make([]string, len(items))
+		fv := make([]float64, len(items))
+		for k, it := range items {
+			ids[k], fv[k] = m.Items[it], float64(vals[k])
+		}
+		st, err := m.FoldInUser("u", ids, fv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for c := range 2 {
+			if want := r.U[i*2+c]; math.Abs(st.Row[c]-want) > 1e-12*(1+math.Abs(want)) {
+				t.Fatalf("user %d: fold-in %v, Algorithm 3 %v", i, st.Row, r.U[i*2:i*2+2])
+			}
+		}
+	}
+}
+
+// The solvers add noise only through the plan's mechanisms: a mechanism
+// calibrated for fewer coordinates than the n × n Gram matrix has is
+// refused by the mechanism itself, not bypassed. Deterministic.
+func TestSolversReleaseThroughMechanisms(t *testing.T) {
+	p, _ := rankOne(50, 10, 3, 1)
+	small, err := mechanism.NewGaussianSigma(1, 1e-6, mechanism.Sensitivity{Value: 1, Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := &GramPlan{L: 1, N: p.N, Mechs: []*mechanism.Gaussian{small}}
+	_, err = PrivateSVD(context.Background(), p, DPSVDOptions{Rank: 1, Plan: plan, Noise: noise.Seeded(1)})
+	if !errors.Is(err, mechanism.ErrData) {
+		t.Errorf("dpsvd with an undersized mechanism: err = %v, want mechanism.ErrData", err)
+	}
+	_, err = PrivateFrankWolfe(context.Background(), p, DPFWOptions{K: 1, Plan: plan, Noise: noise.Seeded(1)})
+	if !errors.Is(err, mechanism.ErrData) {
+		t.Errorf("dpfw with an undersized mechanism: err = %v, want mechanism.ErrData", err)
+	}
+}
+
+// A model naming a fold-in rule that no linked package registered is
+// refused, not folded in by another rule. Deterministic.
+func TestUnknownFoldInRule(t *testing.T) {
+	m := &model.Model{Method: "x", Output: model.Ratings, Items: []string{"a", "b"}, Rank: 1, V: []float64{1, 0}, FoldIn: "no-such-rule"}
+	if _, err := m.FoldInUser("u", []string{"a"}, []float64{1}); err == nil {
+		t.Error("an unknown fold-in rule was accepted")
+	}
+	m.FoldIn = FoldMM // registered by this package, but the model lacks its parameters
+	if _, err := m.FoldInUser("u", []string{"a"}, []float64{1}); err == nil {
+		t.Error("mm-fit without bound and ridge was accepted")
 	}
 }

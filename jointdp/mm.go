@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/privrec/privrec/privacy"
-	"github.com/privrec/privrec/privacy/accountant"
-	"github.com/privrec/privrec/privacy/mechanism"
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
@@ -19,11 +18,11 @@ import (
 type MMOptions struct {
 	// Rank is the dimension of the cleansed covariance's eigenspace.
 	Rank int
-	// Min and Max are the public rating scale; ratings are clamped to it.
-	Min, Max float64
-	// B clamps the centred ratings entering the covariance to [−B, B]
-	// (default 1, McSherry–Mironov's choice on a 1–5 scale).
-	B float64
+	// Plan holds the three mechanisms and the public bounds they were
+	// calibrated for: the rating scale [Min, Max] ratings are clamped to
+	// and the bound B on the centred ratings entering the covariance
+	// (PlanMM).
+	Plan *MMPlan
 	// ItemDamping (β_m), UserDamping (β_p) and CovDamping are the damping
 	// pseudo-counts of the item averages, user effects and covariance
 	// (defaults 15, 20 and 20: weighted counts, see the code).
@@ -33,13 +32,12 @@ type MMOptions struct {
 	// (|Ω_i|/n)·I: the fit solves (V_ΩᵀV_Ω + Ridge·|Ω_i|/n·I)u = V_Ωᵀr
 	// (default 0.1).
 	Ridge float64
-	// Epsilon and Delta are the target user-level joint-DP parameters;
-	// Split divides the zCDP budget among the global average, the item
-	// averages and the covariance (default 0.02, 0.18, 0.80).
-	Epsilon, Delta float64
-	Split          [3]float64
-	Noise          *noise.Source
-	Workers        int
+	// Local, when set, holds the users' own rows for their local steps
+	// (user effect and fit), e.g. all their ratings when p holds only a ξ
+	// sample of each; it must have p's users and items. nil: p.
+	Local   *Problem
+	Noise   *noise.Source
+	Workers int
 }
 
 // MMResult is the model: prediction = ItemAvg_j + UserEffect_i + U_i·V_j.
@@ -48,8 +46,8 @@ type MMResult struct {
 	GlobalAvg  float64
 	ItemAvg    []float64 // public (noisy)
 	UserEffect []float64 // local to each user
-	Guarantee  privacy.Guarantee
-	Sigmas     [3]float64
+	// Sigmas are the σ of the three releases (from the plan).
+	Sigmas [3]float64
 }
 
 // McSherryMironov trains the baseline on raw (uncentred) ratings:
@@ -63,66 +61,48 @@ type MMResult struct {
 //  5. its top-Rank eigenspace V, and locally for each user a ridge fit of
 //     her centred ratings on the rows of V she rated.
 //
-// Sensitivities are for replacing one user's row: 2·max‖c_i‖ for the
-// vector sums of steps 1–2 and √2·max‖c_i‖_F for the PSD sums of step 4.
+// Steps 1, 2 and 4 read p and release through the plan's mechanisms;
+// steps 3 and 5 read each user's own row of o.Local (or p).
 func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, error) {
 	if o.Rank < 1 || o.Rank > p.N {
 		return nil, fmt.Errorf("jointdp: rank must lie in 1..%d, got %d", p.N, o.Rank)
 	}
-	if !(o.Max > o.Min) || math.IsInf(o.Max-o.Min, 0) {
-		return nil, fmt.Errorf("jointdp: rating scale [%g, %g] is not a finite interval", o.Min, o.Max)
+	pl := o.Plan
+	if pl == nil || pl.Global == nil || pl.Items == nil || pl.Cov == nil {
+		return nil, fmt.Errorf("jointdp: no MM noise plan")
+	}
+	if pl.N != p.N {
+		return nil, fmt.Errorf("jointdp: MM noise plan is for %d items, the problem has %d", pl.N, p.N)
+	}
+	if !(pl.Max > pl.Min) || math.IsInf(pl.Max-pl.Min, 0) {
+		return nil, fmt.Errorf("jointdp: rating scale [%g, %g] is not a finite interval", pl.Min, pl.Max)
 	}
 	if o.Noise == nil {
 		return nil, fmt.Errorf("jointdp: no noise source")
+	}
+	loc := o.Local
+	if loc == nil {
+		loc = p
+	}
+	if loc.M != p.M || loc.N != p.N {
+		return nil, fmt.Errorf("jointdp: local rows are %d × %d, the problem is %d × %d", loc.M, loc.N, p.M, p.N)
 	}
 	def := func(x *float64, d float64) {
 		if *x == 0 {
 			*x = d
 		}
 	}
-	def(&o.B, 1)
 	def(&o.ItemDamping, 15)
 	def(&o.UserDamping, 20)
 	def(&o.CovDamping, 20)
 	def(&o.Ridge, 0.1)
-	if o.Split == [3]float64{} {
-		o.Split = [3]float64{0.02, 0.18, 0.80}
-	}
-	for _, x := range []float64{o.B, o.ItemDamping, o.UserDamping, o.CovDamping, o.Ridge} {
+	for _, x := range []float64{pl.B, o.ItemDamping, o.UserDamping, o.CovDamping, o.Ridge} {
 		if !(x > 0) || math.IsInf(x, 0) {
 			return nil, fmt.Errorf("jointdp: MM parameters must be positive and finite")
 		}
 	}
-	rho, err := accountant.RhoForApprox(o.Epsilon, o.Delta)
-	if err != nil {
-		return nil, fmt.Errorf("jointdp: %w", err)
-	}
-	var ssum float64
-	for _, s := range o.Split {
-		if !(s > 0) {
-			return nil, fmt.Errorf("jointdp: budget split must be positive, got %v", o.Split)
-		}
-		ssum += s
-	}
-	R := math.Max(math.Abs(o.Min), math.Abs(o.Max))
-	sens := [3]float64{
-		2 * math.Hypot(R, 1),                // (Σ_i mean_i, #users)
-		2 * math.Hypot(R, 1),                // (S_j, C_j) with weights 1/√|Ω_i|
-		math.Sqrt2 * math.Hypot(o.B*o.B, 1), // (Cov, Wgt) with weights 1/|Ω_i|
-	}
-	// Coordinates noised by each release (lattice rounding is accounted
-	// per coordinate, mechanism.GaussianRho): (sum, count); (S, C); the
-	// upper triangles of Cov and Wgt.
-	dims := [3]int{2, 2 * p.N, 2 * symCoords(p.N)}
-	res := &MMResult{}
-	for k := range 3 {
-		s, err := mechanism.GaussianSigma(rho*o.Split[k]/ssum, sens[k], dims[k])
-		if err != nil {
-			return nil, fmt.Errorf("jointdp: calibrating MM step %d: %w", k+1, err)
-		}
-		res.Sigmas[k] = s
-	}
-	clamp := func(v float32) float64 { return min(max(float64(v), o.Min), o.Max) }
+	res := &MMResult{Sigmas: pl.Sigmas()}
+	clamp := func(v float32) float64 { return min(max(float64(v), pl.Min), pl.Max) }
 	n := p.N
 	// 1. Global average of user means.
 	var num, den float64
@@ -139,16 +119,18 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 		den++
 	}
 	nd := []float64{num, den}
-	noise.AddGaussian(o.Noise, nd, res.Sigmas[0])
+	if err := pl.Global.Release(o.Noise, nd); err != nil {
+		return nil, fmt.Errorf("jointdp: MM global average: %w", err)
+	}
 	num, den = nd[0], nd[1]
-	G := (o.Min + o.Max) / 2
+	G := (pl.Min + pl.Max) / 2
 	if den > 1 {
-		G = min(max(num/den, o.Min), o.Max)
+		G = min(max(num/den, pl.Min), pl.Max)
 	}
 	res.GlobalAvg = G
 	// 2. Item averages.
-	S := make([]float64, n)
-	C := make([]float64, n)
+	SC := make([]float64, 2*n) // item sums, then item counts: one release
+	S, C := SC[:n], SC[n:]
 	for i := range p.M {
 		items, v := p.Row(i)
 		if len(v) == 0 {
@@ -160,34 +142,42 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 			C[it] += w
 		}
 	}
-	noise.AddGaussian(o.Noise, S, res.Sigmas[1])
-	noise.AddGaussian(o.Noise, C, res.Sigmas[1])
+	if err := pl.Items.Release(o.Noise, SC); err != nil {
+		return nil, fmt.Errorf("jointdp: MM item averages: %w", err)
+	}
 	res.ItemAvg = make([]float64, n)
 	for j := range n {
 		d := math.Max(C[j], 0) + o.ItemDamping
-		res.ItemAvg[j] = min(max((S[j]+o.ItemDamping*G)/d, o.Min), o.Max)
+		res.ItemAvg[j] = min(max((S[j]+o.ItemDamping*G)/d, pl.Min), pl.Max)
 	}
-	// 3. Local user effects and centred, clamped ratings.
+	// 3. Local user effects (from each user's own row) and centred,
+	// clamped ratings.
 	res.UserEffect = make([]float64, p.M)
-	cent := make([]float64, p.Len())
-	for i := range p.M {
-		items, v := p.Row(i)
-		a := p.Ptr[i]
+	for i := range loc.M {
+		items, v := loc.Row(i)
 		var s float64
 		for q, it := range items {
 			s += clamp(v[q]) - res.ItemAvg[it]
 		}
-		e := s / (float64(len(v)) + o.UserDamping)
-		res.UserEffect[i] = e
-		for q, it := range items {
-			cent[a+int64(q)] = min(max(clamp(v[q])-res.ItemAvg[it]-e, -o.B), o.B)
-		}
+		res.UserEffect[i] = s / (float64(len(v)) + o.UserDamping)
 	}
+	centre := func(q *Problem) []float64 {
+		c := make([]float64, q.Len())
+		for i := range q.M {
+			items, v := q.Row(i)
+			a, e := q.Ptr[i], res.UserEffect[i]
+			for k, it := range items {
+				c[a+int64(k)] = min(max(clamp(v[k])-res.ItemAvg[it]-e, -pl.B), pl.B)
+			}
+		}
+		return c
+	}
+	cent := centre(p)
 	// 4. Noisy weighted covariance and weights (two n × n sums).
 	ch := p.chunks(workers(o.Workers))
 	cov := newAggregate(n, len(ch))
 	wgt := newAggregate(n, len(ch))
-	err = parallel(ctx, ch, func(w, lo, hi int) error {
+	err := parallel(ctx, ch, func(w, lo, hi int) error {
 		cu, wu := cov.parts[w].upper, wgt.parts[w].upper
 		for i := lo; i < hi; i++ {
 			if i%4096 == 0 && ctx.Err() != nil {
@@ -213,8 +203,17 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 	if err != nil {
 		return nil, err
 	}
-	Cov := cov.release(o.Noise, res.Sigmas[2])
-	Wgt := wgt.release(o.Noise, res.Sigmas[2])
+	// One mechanism releases both triangles (it is calibrated for the
+	// 2·n(n+1)/2 coordinates of the pair and the pair's sensitivity):
+	// independent noise of the same σ on each, in two calls.
+	Cov, err := cov.release(o.Noise, pl.Cov)
+	if err != nil {
+		return nil, err
+	}
+	Wgt, err := wgt.release(o.Noise, pl.Cov)
+	if err != nil {
+		return nil, err
+	}
 	clean := mat.NewSymDense(n, nil)
 	for j := range n {
 		for k := j; k < n; k++ {
@@ -233,44 +232,23 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 			f.V[j*r+c] = Vr.At(j, c)
 		}
 	}
-	err = parallel(ctx, ch, func(w, lo, hi int) error {
-		A := mat.NewSymDense(r, nil)
-		rhs := mat.NewVecDense(r, nil)
-		var sol mat.VecDense
-		var chol mat.Cholesky
+	lcent := cent
+	if loc != p {
+		lcent = centre(loc)
+	}
+	err = parallel(ctx, loc.chunks(workers(o.Workers)), func(w, lo, hi int) error {
+		fit := newMMFitter(r)
 		for i := lo; i < hi; i++ {
-			items, _ := p.Row(i)
+			items, _ := loc.Row(i)
 			if len(items) == 0 {
 				continue
 			}
-			a := p.Ptr[i]
-			ridge := o.Ridge * float64(len(items)) / float64(n)
-			for x := range r {
-				rhs.SetVec(x, 0)
-				for y := x; y < r; y++ {
-					d := 0.0
-					if x == y {
-						d = ridge
-					}
-					A.SetSym(x, y, d)
-				}
+			a := loc.Ptr[i]
+			u, err := fit.fit(f.V, n, o.Ridge, items, lcent[a:a+int64(len(items))])
+			if err != nil {
+				return fmt.Errorf("jointdp: MM local fit for user %d: %w", i, err)
 			}
-			for q, it := range items {
-				vj := f.V[int(it)*r : int(it)*r+r]
-				for x := range r {
-					rhs.SetVec(x, rhs.AtVec(x)+vj[x]*cent[a+int64(q)])
-					for y := x; y < r; y++ {
-						A.SetSym(x, y, A.At(x, y)+vj[x]*vj[y])
-					}
-				}
-			}
-			if !chol.Factorize(A) {
-				return fmt.Errorf("jointdp: MM local fit for user %d is not positive definite", i)
-			}
-			if err := chol.SolveVecTo(&sol, rhs); err != nil {
-				return fmt.Errorf("jointdp: MM local fit: %w", err)
-			}
-			copy(f.U[i*r:(i+1)*r], sol.RawVector().Data)
+			copy(f.U[i*r:(i+1)*r], u)
 		}
 		return nil
 	})
@@ -278,20 +256,88 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 		return nil, err
 	}
 	res.Factors = f
-	var rhos [3]float64
-	for k := range 3 {
-		if rhos[k], err = mechanism.GaussianRho(sens[k], res.Sigmas[k], dims[k]); err != nil {
-			return nil, fmt.Errorf("jointdp: accounting: %w", err)
+	return res, nil
+}
+
+// mmFitter is MM's local step for one user at a time: the ridge fit
+// (V_ΩᵀV_Ω + ridge·|Ω_i|/n·I)u = V_Ωᵀc of her centred, clamped ratings c
+// on the rows of V (n × r, row-major) she rated.
+type mmFitter struct {
+	r    int
+	A    *mat.SymDense
+	rhs  *mat.VecDense
+	sol  mat.VecDense
+	chol mat.Cholesky
+}
+
+func newMMFitter(r int) *mmFitter {
+	return &mmFitter{r: r, A: mat.NewSymDense(r, nil), rhs: mat.NewVecDense(r, nil)}
+}
+
+// fit returns her row (valid until the next call).
+func (m *mmFitter) fit(V []float64, n int, ridge float64, items []int32, c []float64) ([]float64, error) {
+	r := m.r
+	rel := ridge * float64(len(items)) / float64(n)
+	for x := range r {
+		m.rhs.SetVec(x, 0)
+		for y := x; y < r; y++ {
+			d := 0.0
+			if x == y {
+				d = rel
+			}
+			m.A.SetSym(x, y, d)
 		}
 	}
-	total, err := accountant.ZCDPCompose(rhos[:]...)
-	if err != nil {
-		return nil, fmt.Errorf("jointdp: accounting: %w", err)
+	for q, it := range items {
+		vj := V[int(it)*r : int(it)*r+r]
+		for x := range r {
+			m.rhs.SetVec(x, m.rhs.AtVec(x)+vj[x]*c[q])
+			for y := x; y < r; y++ {
+				m.A.SetSym(x, y, m.A.At(x, y)+vj[x]*vj[y])
+			}
+		}
 	}
-	eps, err := accountant.ZCDPToApprox(total, o.Delta)
-	if err != nil {
-		return nil, fmt.Errorf("jointdp: accounting: %w", err)
+	if !m.chol.Factorize(m.A) {
+		return nil, fmt.Errorf("the system is not positive definite")
 	}
-	res.Guarantee = privacy.Guarantee{Epsilon: eps, Delta: o.Delta, Rho: total, Unit: privacy.UnitUser, Notion: privacy.Joint, Status: privacy.Proven}
-	return res, nil
+	if err := m.chol.SolveVecTo(&m.sol, m.rhs); err != nil {
+		return nil, err
+	}
+	return m.sol.RawVector().Data, nil
+}
+
+// FoldMM is the fold-in rule of mm models: a user's row is MM's own local
+// fit (mmFitter) of her ratings minus the public item averages and her
+// damped effect, clamped to [−B, B] (model parameter "bound"), with the
+// relative ridge of model parameter "ridge".
+const FoldMM model.FoldIn = "mm-fit"
+
+func init() { model.RegisterFoldIn(FoldMM, foldMM) }
+
+// foldMM is model.FoldRule for FoldMM.
+func foldMM(m *model.Model, items []int32, res []float64) ([]float64, error) {
+	B, err := modelNumber(m, "bound")
+	if err != nil {
+		return nil, err
+	}
+	ridge, err := modelNumber(m, "ridge")
+	if err != nil {
+		return nil, err
+	}
+	if !(B > 0) || !(ridge > 0) || math.IsInf(B+ridge, 0) {
+		return nil, fmt.Errorf("jointdp: mm model has bound %g and ridge %g", B, ridge)
+	}
+	n, r := m.NumItems(), m.Rank
+	if len(m.V) != n*r {
+		return nil, fmt.Errorf("jointdp: mm model has %d factor values for %d items × rank %d", len(m.V), n, r)
+	}
+	c := make([]float64, len(res))
+	for k, x := range res {
+		c[k] = min(max(x, -B), B)
+	}
+	u, err := newMMFitter(r).fit(m.V, n, ridge, items, c)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(u), nil
 }

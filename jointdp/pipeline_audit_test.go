@@ -61,23 +61,30 @@ func TestPipelineAudit(t *testing.T) {
 		// badEps is the ε an under-noised run is built for (claimed: 1):
 		// large enough that the two sides' outputs separate.
 		badEps float64
-		run    func(src *noise.Source, p *Problem, eps float64) (float64, error)
+		// plan builds the mechanisms for ε (the accounting layer); run
+		// is the solver with them.
+		plan func(eps float64) (*GramPlan, error)
+		run  func(src *noise.Source, p *Problem, plan *GramPlan) (float64, error)
 	}{
-		{"dpsvd", 200, func(src *noise.Source, p *Problem, eps float64) (float64, error) {
-			r, err := PrivateSVD(context.Background(), p, DPSVDOptions{Rank: 1, L: 2, Epsilon: eps, Delta: delta, Noise: src, Workers: 1})
-			if err != nil {
-				return 0, err
-			}
-			return r.At(0, 0), nil
-		}},
-		{"dpfw", 1e5, func(src *noise.Source, p *Problem, eps float64) (float64, error) {
-			r, err := PrivateFrankWolfe(context.Background(), p, DPFWOptions{K: 4, T: 3, L: 2, Epsilon: eps, Delta: delta,
-				Step: StepClassic, NoBias: true, Noise: src, Rand: noise.Seeded(5), Workers: 1})
-			if err != nil {
-				return 0, err
-			}
-			return r.At(0, 0), nil
-		}},
+		{"dpsvd", 200,
+			func(eps float64) (*GramPlan, error) { return PlanDPSVD(CalZCDP, eps, delta, 2, 3) },
+			func(src *noise.Source, p *Problem, plan *GramPlan) (float64, error) {
+				r, err := PrivateSVD(context.Background(), p, DPSVDOptions{Rank: 1, Plan: plan, Noise: src, Workers: 1})
+				if err != nil {
+					return 0, err
+				}
+				return r.At(0, 0), nil
+			}},
+		{"dpfw", 1e5,
+			func(eps float64) (*GramPlan, error) { return PlanDPFW(CalZCDP, eps, delta, 3, 2, 3) },
+			func(src *noise.Source, p *Problem, plan *GramPlan) (float64, error) {
+				r, err := PrivateFrankWolfe(context.Background(), p, DPFWOptions{K: 4, Plan: plan,
+					Step: StepClassic, NoBias: true, Noise: src, Rand: noise.Seeded(5), Workers: 1})
+				if err != nil {
+					return 0, err
+				}
+				return r.At(0, 0), nil
+			}},
 	}
 	for _, pl := range pipelines {
 		for _, tc := range []struct {
@@ -86,8 +93,12 @@ func TestPipelineAudit(t *testing.T) {
 			violation bool
 		}{{"calibrated", 1, false}, {"under-noised", pl.badEps, true}} {
 			t.Run(pl.name+"/"+tc.name, func(t *testing.T) {
+				plan, err := pl.plan(tc.eps)
+				if err != nil {
+					t.Fatal(err)
+				}
 				sample := func(src *noise.Source, side int) float64 {
-					y, err := pl.run(src, problems[side], tc.eps)
+					y, err := pl.run(src, problems[side], plan)
 					if err != nil {
 						return math.NaN()
 					}

@@ -200,6 +200,23 @@ func (m *Model) FoldInUser(user string, items []string, values []float64) (*User
 		return st, nil
 	}
 	switch m.FoldIn {
+	case FoldRidge, FoldProject, "":
+	default:
+		f, ok := foldRules[m.FoldIn]
+		if !ok {
+			return nil, fmt.Errorf("model: unknown fold-in rule %q (the package defining it is not linked in)", m.FoldIn)
+		}
+		row, err := f(m, idx, res)
+		if err != nil {
+			return nil, fmt.Errorf("model: fold-in: %w", err)
+		}
+		if len(row) != r {
+			return nil, fmt.Errorf("model: fold-in rule %q returned %d values for rank %d", m.FoldIn, len(row), r)
+		}
+		copy(st.Row, row)
+		return st, nil
+	}
+	switch m.FoldIn {
 	case FoldProject:
 		s := float64(len(m.Items)) / float64(len(idx))
 		for k, i := range idx {
@@ -237,6 +254,24 @@ func (m *Model) FoldInUser(user string, items []string, values []float64) (*User
 		}
 	}
 	return st, nil
+}
+
+// FoldRule computes a user's row from the public model and her own
+// ratings: items are model item indices (in her order), res her values
+// after the model's transformations, offset, item biases and her own bias.
+// A solver package registers one for its own FoldIn name when the generic
+// rules cannot replay its local step (jointdp: private Frank–Wolfe).
+type FoldRule func(m *Model, items []int32, res []float64) ([]float64, error)
+
+var foldRules = map[FoldIn]FoldRule{}
+
+// RegisterFoldIn registers a fold-in rule (from an init function); it
+// panics on a duplicate or on the name of a built-in rule.
+func RegisterFoldIn(name FoldIn, f FoldRule) {
+	if _, dup := foldRules[name]; dup || name == FoldRidge || name == FoldProject || name == "" {
+		panic("model: fold-in rule " + string(name) + " registered twice")
+	}
+	foldRules[name] = f
 }
 
 // LoadUserStates reads every user state in a directory written by Save.
