@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -140,26 +139,6 @@ func init() {
 	})
 	methods.Register(&methods.Method{Name: "test-params", Summary: "test only",
 		New: func() methods.Config { return &paramsConfig{Iters: 10, Alpha: 1} }})
-	// A method not yet converted: the flag path (deprecated) must keep
-	// working, the declared scale reaching its own scale flags.
-	methods.Register(&methods.Method{
-		Name: "test-legacy-mean", Summary: "test only", Private: true,
-		Flags: func(fs *flag.FlagSet) methods.Trainer {
-			shift := fs.Float64("shift", 0, "added to the prediction")
-			lo := fs.Float64("rating-min", math.NaN(), "public lower end of the scale")
-			return methods.TrainerFunc(func(ctx context.Context, data *ratings.Matrix, c methods.Common) (*methods.Result, error) {
-				if math.IsNaN(*lo) {
-					return nil, fmt.Errorf("--rating-min not set from the declared scale")
-				}
-				m := model.New("test-legacy-mean", data)
-				m.U, m.V = []float64{}, []float64{}
-				m.Offset = data.Mean() + noise.Laplace(c.Noise, 1/c.Epsilon) + *shift
-				m.Params = map[string]any{"rating_min": *lo}
-				g := privacy.Guarantee{Epsilon: c.Epsilon, Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.Proven, Note: fmt.Sprintf("min %g", *lo)}
-				return &methods.Result{Model: m, Guarantee: g}, nil
-			})
-		},
-	})
 	RegisterGenerator("test-synth", func(ctx context.Context, d DataSpec, seed uint64, dir string) (*Split, error) {
 		users := int(d.param("users", 12))
 		s := noise.Seeded(seed)
@@ -275,7 +254,7 @@ func TestPlanUnknownMethodOrParam(t *testing.T) {
 	}
 	for _, m := range []MethodSpec{
 		{Method: "test-noisy-mean", Params: map[string]any{"nope": 1}},
-		{Method: "test-legacy-mean", Params: map[string]any{"nope": 1}},
+		{Method: "test-params", Params: map[string]any{"nope": 1}},
 	} {
 		c = testConfig()
 		c.Methods[0] = m
@@ -429,21 +408,19 @@ func TestDeclaredFactsReachTheMethod(t *testing.T) {
 }
 
 // A joint-DP model holds no users; its users' own states evaluate it.
-// Non-matrix artefacts are evaluated through their saved file. A method
-// without a typed Config runs through its flags.
-func TestReleaseKindsAndLegacyMethods(t *testing.T) {
+// Non-matrix artefacts are evaluated through their saved file.
+func TestReleaseKinds(t *testing.T) {
 	c := testConfig()
 	c.Methods = []MethodSpec{
 		{Method: "dp-bias"},
 		{Method: "test-const"},
-		{Method: "test-legacy-mean", Label: "legacy", Params: map[string]any{"shift": 0.25}},
 	}
 	c.Runs, c.Epsilons = 1, []float64{1, 8}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	rows := byKey(runToDir(t, c, t.TempDir()))
-	for _, k := range []string{"toy|dp-bias||eps=8|0", "toy|test-const||eps=|0", "toy|legacy||eps=1|0"} {
+	for _, k := range []string{"toy|dp-bias||eps=8|0", "toy|test-const||eps=|0"} {
 		r := rows[k]
 		if r == nil || !(r.Metrics["rmse"] > 0 && r.Metrics["rmse"] < 3) {
 			t.Fatalf("%s: %+v", k, r)
@@ -453,9 +430,6 @@ func TestReleaseKindsAndLegacyMethods(t *testing.T) {
 	// scored too, since that item is in the declared catalogue.
 	if r := rows["toy|dp-bias||eps=8|0"]; r.N != 13 || r.GNotion != "joint" || r.GUnit != "user" {
 		t.Errorf("dp-bias row: n %d, notion %s, unit %s", r.N, r.GNotion, r.GUnit)
-	}
-	if r := rows["toy|legacy||eps=1|0"]; r.GNote != "min 0" {
-		t.Errorf("the declared scale did not reach the legacy method's --rating-min: note %q", r.GNote)
 	}
 }
 
@@ -784,15 +758,7 @@ func someMethodHas(c *Config, param string) bool {
 		if err != nil {
 			continue
 		}
-		if reg.New != nil {
-			if methods.HasParam(reg.New(), param) {
-				return true
-			}
-			continue
-		}
-		fs := flag.NewFlagSet(m.Method, flag.ContinueOnError)
-		reg.Flags(fs)
-		if fs.Lookup(strings.ReplaceAll(param, "_", "-")) != nil {
+		if methods.HasParam(reg.New(), param) {
 			return true
 		}
 	}

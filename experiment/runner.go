@@ -160,15 +160,12 @@ func (c *Config) paramName() string {
 	return c.Sweep.Name
 }
 
-// prepared is one run's method, configured: a typed Config, or (for a
-// method not yet converted) a flag-era trainer.
+// prepared is one run's method, configured.
 type prepared struct {
 	reg *methods.Method
 	cfg methods.Config
 	// swept is true when the swept parameter is one of the method's.
 	swept bool
-	// legacy is the flag-era parameter set, for methods without New.
-	legacy *legacySpec
 }
 
 // prepare merges a run's parameters — the spec's own, then the dataset's
@@ -179,9 +176,6 @@ func prepare(m MethodSpec, d DataSpec, s *Sweep, v float64) (*prepared, error) {
 	reg, err := methods.Lookup(m.Method)
 	if err != nil {
 		return nil, err
-	}
-	if reg.New == nil {
-		return prepareLegacy(reg, m, d, s, v)
 	}
 	def := reg.New()
 	params := make(map[string]any, len(m.Params)+len(d.MethodParams)+1)
@@ -474,12 +468,7 @@ func runOne(ctx context.Context, c *Config, opt Options, j job, cache *splitCach
 		in.Ratings, in.Source = collected, path
 	}
 	t0 := time.Now()
-	var out *trained
-	if p.legacy != nil {
-		out, err = trainLegacy(ctx, p, in, env)
-	} else {
-		out, err = trainTyped(ctx, p, j.method.Method, in, env)
-	}
+	out, err := trainTyped(ctx, p, j.method.Method, in, env)
 	if err != nil {
 		return nil, fmt.Errorf("training: %w", err)
 	}

@@ -11,7 +11,6 @@ package methods
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"math"
@@ -21,34 +20,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/privrec/privrec/model"
-	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/noise"
-	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
 )
-
-// Common is what every method receives besides its own flags.
-type Common struct {
-	// Epsilon and Delta are the requested privacy parameters (ignored by
-	// non-private methods).
-	Epsilon, Delta float64
-	// Noise is the random source for the privacy noise: noise.Secure()
-	// unless the user asked for a seeded experiment.
-	Noise *noise.Source
-	// Rand is the source for non-privacy randomness (initialisation,
-	// shuffling); seeded from Seed so runs are repeatable.
-	Rand *noise.Source
-	Seed uint64
-	// DataPath is the file the training data came from ("" when built in
-	// memory); a method may read a header from it (e.g. a collect file).
-	DataPath string
-	// Workers bounds parallelism (0 = GOMAXPROCS).
-	Workers int
-	Log     *slog.Logger
-	// Progress, when non-nil, is told how far a long run has got.
-	Progress func(done, total int)
-}
 
 // Env is what every method receives besides its Input and Config: the
 // requested budget and the sources of randomness.
@@ -81,44 +55,6 @@ type Config interface {
 	Train(ctx context.Context, in release.Input, env Env) (*release.Release, error)
 }
 
-// Result is what a trainer returns.
-type Result struct {
-	// Model is set by matrix methods.
-	Model *model.Model
-	// Save writes a model of another kind (e.g. a tensor model); nil for
-	// matrix methods, whose Model.Save is used.
-	Save func(path string) error
-	// Guarantee is the privacy guarantee of what is released.
-	Guarantee privacy.Guarantee
-	// Info holds extra facts for the train report (iterations, objective,
-	// tuning notes); keys become JSON fields.
-	Info map[string]any
-}
-
-// SaveTo writes the result's model.
-func (r *Result) SaveTo(path string) error {
-	if r.Save != nil {
-		return r.Save(path)
-	}
-	if r.Model == nil {
-		return fmt.Errorf("method produced no model")
-	}
-	return r.Model.Save(path)
-}
-
-// Trainer trains one method on a rating matrix.
-type Trainer interface {
-	Train(ctx context.Context, data *ratings.Matrix, c Common) (*Result, error)
-}
-
-// TrainerFunc adapts a function to Trainer.
-type TrainerFunc func(ctx context.Context, data *ratings.Matrix, c Common) (*Result, error)
-
-// Train calls f.
-func (f TrainerFunc) Train(ctx context.Context, data *ratings.Matrix, c Common) (*Result, error) {
-	return f(ctx, data, c)
-}
-
 // Method describes one trainable method.
 type Method struct {
 	Name    string
@@ -127,12 +63,6 @@ type Method struct {
 	Seed string
 	// Private is false for non-private baselines.
 	Private bool
-	// Flags registers the method's own flags on fs and returns a trainer
-	// that reads them once fs is parsed. Several methods may register the
-	// same flag names; only the chosen method's flags are registered.
-	//
-	// Deprecated: methods move to New; Flags goes once all have moved.
-	Flags func(fs *flag.FlagSet) Trainer
 	// New returns the method's Config with its defaults.
 	New func() Config
 	// PerUser is true when the method's Release has per-user state
@@ -345,6 +275,9 @@ var registry = map[string]*Method{}
 func Register(m *Method) {
 	if _, dup := registry[m.Name]; dup {
 		panic("methods: duplicate method " + m.Name)
+	}
+	if m.New == nil {
+		panic("methods: method " + m.Name + " has no Config (New)")
 	}
 	registry[m.Name] = m
 }

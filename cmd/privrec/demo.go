@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -58,8 +57,8 @@ repeatable numbers); the sweep uses seeded noise, as experiments do.`
 // methods are registered is used.
 type demoScenario struct {
 	private, baseline string
-	flags             map[string]string // for the private method
-	baseFlags         map[string]string
+	params            map[string]any // for the private method
+	baseParams        map[string]any
 	collect           string           // local-DP collection before training
 	declared          release.Declared // what the clients are told in advance (collect)
 	eps               float64
@@ -72,9 +71,9 @@ type demoScenario struct {
 // one-bit completion (seed 000) took minutes and was no better than the
 // majority sign in our runs (docs/RESULTS.md).
 var restaurantScenarios = []demoScenario{
-	{private: "ldp-rr", baseline: "bias", collect: "rr", flags: map[string]string{"debias": "true"},
+	{private: "ldp-rr", baseline: "bias", collect: "rr", params: map[string]any{"debias": true},
 		eps: 2, metric: "rmse", what: "the root-mean-square error of predicted ratings (0–2) on held-out ratings"},
-	{private: "onebit-inp", baseline: "onebit-clear", flags: map[string]string{"threshold": "1.5", "max-iter": "100"}, baseFlags: map[string]string{"threshold": "1.5", "max-iter": "100"},
+	{private: "onebit-inp", baseline: "onebit-clear", params: map[string]any{"threshold": 1.5, "max_iter": 100}, baseParams: map[string]any{"threshold": 1.5, "max_iter": 100},
 		eps: 4, metric: "accuracy", what: "how often it predicts correctly whether a held-out rating is a 2 (\"liked\") — seed 000's task"},
 }
 
@@ -146,8 +145,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	}
 	names, _ := datasets.RestaurantNames()
 	user := "U1077"
-	if u, ok := priv.res.Model.UserIndex(user); ok {
-		recs := priv.res.Model.Recommend(u, 3, nil)
+	if recs := recommendFrom(priv.rel, user, 3); recs != nil {
 		var parts []string
 		for i, r := range recs {
 			n := names[r.Item]
@@ -175,7 +173,11 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintf(out, "2. Synthetic ratings: a rank-one matrix, %d users × %d items, %d ratings per user (seed 001's setup, smaller).\n",
 		split.Train.NumUsers(), split.Train.NumItems(), int(spec.Params["per_user"]))
 	fmt.Fprintf(out, "   We measure %s.\n\n", ss.what)
-	ss.flags = map[string]string{"rating-min": "-1", "rating-max": "1"}
+	synthCat, err := model.NewCatalogue(split.Train.Items.Names(), nil)
+	if err != nil {
+		return err
+	}
+	ss.declared = release.Declared{Scale: &release.Scale{Min: -1, Max: 1}, Catalogue: synthCat}
 	if _, _, err := demoPair(ctx, out, ss, split.Train, split.Test, *seed); err != nil {
 		return err
 	}
@@ -188,8 +190,8 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 			Description: "The UCI restaurant–consumer ratings, a random 80/20 split per run; " + rs.what + ".",
 			Datasets:    []experiment.DataSpec{{Name: "restaurants", Source: "demo-restaurant", Scale: []float64{0, 2}}},
 			Methods: []experiment.MethodSpec{
-				{Method: rs.baseline, Label: rs.baseline + " (non-private)", Params: demoParams(rs.baseFlags)},
-				{Method: rs.private, Params: demoParams(rs.flags), Collect: rs.collect},
+				{Method: rs.baseline, Label: rs.baseline + " (non-private)", Params: rs.baseParams},
+				{Method: rs.private, Params: rs.params, Collect: rs.collect},
 			},
 			Epsilons: []float64{0.5, 1, 2, 4, 8},
 			Runs:     4,
@@ -229,8 +231,26 @@ func restaurantCatalogue() (*model.Catalogue, error) {
 }
 
 type trained struct {
-	res    *methods.Result
+	rel    *release.Release
 	metric float64
+}
+
+// recommendFrom lists a user's top k from a release: from the public model
+// when it holds its users, else from her own state.
+func recommendFrom(rel *release.Release, user string, k int) []model.Recommendation {
+	m := rel.Model()
+	if m == nil {
+		return nil
+	}
+	if u, ok := m.UserIndex(user); ok {
+		return m.Recommend(u, k, nil)
+	}
+	if rel.PerUser != nil {
+		if st, ok := rel.PerUser.Lookup(user); ok {
+			return m.RecommendFor(st, k)
+		}
+	}
+	return nil
 }
 
 // demoPair trains and scores the private and the non-private method of a
@@ -240,26 +260,22 @@ func demoPair(ctx context.Context, w io.Writer, s demoScenario, train, test *rat
 	if seed != 0 {
 		noiseSrc = noise.Seeded(seed)
 	}
-	p, err := demoTrain(ctx, s.private, s.flags, s.collect, s.declared, s.eps, train, test, noiseSrc, s.metric)
+	p, err := demoTrain(ctx, s.private, s.params, s.collect, s.declared, s.eps, train, test, noiseSrc, s.metric)
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := demoTrain(ctx, s.baseline, s.baseFlags, "", release.Declared{}, s.eps, train, test, noiseSrc, s.metric)
+	b, err := demoTrain(ctx, s.baseline, s.baseParams, "", s.declared, s.eps, train, test, noiseSrc, s.metric)
 	if err != nil {
 		return nil, nil, err
 	}
-	fmt.Fprintf(w, "   Private model (%s, ε = %g): %s\n", s.private, s.eps, wrap(p.res.Guarantee.String(), "   ", 100))
+	fmt.Fprintf(w, "   Private model (%s, ε = %g): %s\n", s.private, s.eps, wrap(p.rel.Guarantee.String(), "   ", 100))
 	name := map[string]string{"accuracy": "accuracy", "rmse": "RMSE"}[s.metric]
 	fmt.Fprintf(w, "   %-8s private %.3f   non-private (%s) %.3f\n", name, p.metric, s.baseline, b.metric)
 	return p, b, nil
 }
 
-func demoTrain(ctx context.Context, name string, flags map[string]string, collect string, declared release.Declared, eps float64, train, test *ratings.Matrix, src *noise.Source, metric string) (*trained, error) {
-	m, err := methods.Lookup(name)
-	if err != nil {
-		return nil, err
-	}
-	data := train
+func demoTrain(ctx context.Context, name string, params map[string]any, collect string, declared release.Declared, eps float64, train, test *ratings.Matrix, src *noise.Source, metric string) (*trained, error) {
+	in := release.Input{Ratings: train, Declared: declared}
 	if collect != "" {
 		// The users of the training ratings are the clients; each
 		// randomizes her vector over the declared catalogue and scale.
@@ -267,46 +283,27 @@ func demoTrain(ctx context.Context, name string, flags map[string]string, collec
 		if err != nil {
 			return nil, err
 		}
-		in, done, err := methods.LDPPrepare(mech, eps, 0)(ctx, release.Input{Ratings: train, Declared: declared}, src.Split())
+		collected, done, err := methods.LDPPrepare(mech, eps, 0)(ctx, in, src.Split())
 		if err != nil {
 			return nil, fmt.Errorf("local-DP collection: %w", err)
 		}
 		defer done()
-		data = in.Ratings
-		flags = maps.Clone(flags)
-		flags["collected"] = in.Source
+		in = collected
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var tr methods.Trainer
-	if m.Flags != nil {
-		tr = m.Flags(fs)
-	} else {
-		cfg, err := methods.ConfigureStrings(name, flags)
-		if err != nil {
-			return nil, err
-		}
-		tr = methods.AsTrainer(name, cfg)
-	}
-	var args []string
-	for k, v := range flags {
-		if fs.Lookup(k) != nil {
-			args = append(args, "--"+k+"="+v)
-		}
-	}
-	if err := fs.Parse(args); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	cfg, err := methods.Configure(name, params)
+	if err != nil {
+		return nil, err
 	}
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	res, err := tr.Train(ctx, data, methods.Common{Epsilon: eps, Delta: 1e-6, Noise: src, Rand: noise.Seeded(1), Seed: 1, Log: quiet})
+	rel, err := methods.Train(ctx, name, cfg, in, methods.Env{Epsilon: eps, Delta: 1e-6, Noise: src, Rand: noise.Seeded(1), Seed: 1, Log: quiet})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
-	if src.Reproducible() {
-		res.Guarantee.Reproducible = true
+	m := rel.Model()
+	if m == nil {
+		return nil, fmt.Errorf("%s: the demo shows matrix models only", name)
 	}
-	res.Model.Guarantee = res.Guarantee
-	rep, err := methods.EvaluateModel(ctx, res.Model, test, methods.EvalOptions{})
+	rep, err := methods.EvaluateModel(ctx, m, test, methods.EvalOptions{States: rel.PerUser})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -317,16 +314,7 @@ func demoTrain(ctx context.Context, name string, flags map[string]string, collec
 	case metric == "rmse" && rep.RMSE != nil:
 		v = *rep.RMSE
 	}
-	return &trained{res: res, metric: v}, nil
-}
-
-// demoParams turns flag values into experiment params (JSON names).
-func demoParams(flags map[string]string) map[string]any {
-	p := make(map[string]any, len(flags))
-	for k, v := range flags {
-		p[strings.ReplaceAll(k, "-", "_")] = v
-	}
-	return p
+	return &trained{rel: rel, metric: v}, nil
 }
 
 // wrap breaks text into lines of at most width runes, indenting the rest.

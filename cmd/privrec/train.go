@@ -95,23 +95,17 @@ Methods:
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
 	workers := fs.Int("workers", 0, "goroutines to use (0: all cores)")
 	var (
-		trainer methods.Trainer
-		meth    *methods.Method
-		cfg     methods.Config
+		meth *methods.Method
+		cfg  methods.Config
 	)
 	if name != "" {
 		m, err := methods.Lookup(name)
 		if err != nil {
 			return usagef("%v", err)
 		}
-		meth = m
-		if m.New != nil {
-			cfg = m.New()
-			if err := bindConfig(fs, cfg); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-		} else {
-			trainer = m.Flags(fs)
+		meth, cfg = m, m.New()
+		if err := bindConfig(fs, cfg); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	if err := parse(fs, args, false); err != nil {
@@ -129,10 +123,8 @@ Methods:
 	if *population < 0 {
 		return usagef("--population must be ≥ 0, got %d", *population)
 	}
-	if cfg != nil {
-		if err := cfg.Validate(); err != nil {
-			return usagef("%s: %v", name, err)
-		}
+	if err := cfg.Validate(); err != nil {
+		return usagef("%s: %v", name, err)
 	}
 	in := release.Input{Source: d.path}
 	if d.scale != "" {
@@ -177,12 +169,7 @@ Methods:
 		env.Progress = progressPrinter(os.Stderr, name)
 	}
 	start := time.Now()
-	var rel *release.Release
-	if cfg != nil {
-		rel, err = methods.Train(ctx, name, cfg, in, env)
-	} else {
-		rel, err = legacyTrain(ctx, trainer, name, in, env)
-	}
+	rel, err := methods.Train(ctx, name, cfg, in, env)
 	if err != nil {
 		return err
 	}
@@ -229,52 +216,6 @@ Methods:
 		fmt.Fprintf(out, "  %s: %v\n", k, rel.Report[k])
 	}
 	return nil
-}
-
-// legacyTrain runs a method that still uses the flag-set Trainer and wraps
-// its result as a release (the whole model public, as before).
-//
-// Deprecated: goes once every method has a typed Config.
-func legacyTrain(ctx context.Context, tr methods.Trainer, name string, in release.Input, env methods.Env) (*release.Release, error) {
-	c := methods.Common{Epsilon: env.Epsilon, Delta: env.Delta, Noise: env.Noise, Rand: env.Rand, Seed: env.Seed,
-		DataPath: in.Source, Workers: env.Workers, Log: env.Log, Progress: env.Progress}
-	res, err := tr.Train(ctx, in.Ratings, c)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if env.Noise.Reproducible() {
-		res.Guarantee.Reproducible = true
-	}
-	rel := &release.Release{Guarantee: res.Guarantee, Report: res.Info}
-	if res.Model != nil {
-		res.Model.Guarantee = res.Guarantee
-		rel.Public = res.Model
-	} else {
-		rel.Public = legacyArtefact{res.Save}
-	}
-	return rel, nil
-}
-
-type legacyArtefact struct{ save func(string) error }
-
-func (legacyArtefact) Kind() string { return "legacy" }
-func (a legacyArtefact) Write(w io.Writer) error {
-	f, err := os.CreateTemp("", "privrec-legacy-*")
-	if err != nil {
-		return err
-	}
-	name := f.Name()
-	f.Close()
-	defer os.Remove(name)
-	if err := a.save(name); err != nil {
-		return err
-	}
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(b)
-	return err
 }
 
 // progressPrinter reports long runs on w, at most a few times a second.
