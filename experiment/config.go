@@ -46,7 +46,7 @@ type Config struct {
 	// Claims are the source paper's statements about this figure, quoted
 	// in the report beside our numbers.
 	Claims []string `json:"claims,omitempty"`
-	// Paper cites the source ("seed 000, Fig. 2").
+	// Paper cites the source (authors, title, figure).
 	Paper string `json:"paper,omitempty"`
 }
 

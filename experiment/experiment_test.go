@@ -776,6 +776,13 @@ func TestGramSignalMeasurement(t *testing.T) {
 	if err := r.CheckData(data); err == nil || !strings.Contains(err.Error(), "ratings.tsv") {
 		t.Fatalf("missing data: %v", err)
 	}
+	// The error says where to download the data and the layout expected,
+	// and points at nothing outside the repository.
+	if err := r.CheckData(""); err == nil || !strings.Contains(err.Error(), "grouplens.org") ||
+		!strings.Contains(err.Error(), "user<TAB>item<TAB>rating") || !strings.Contains(err.Error(), "PRIVREC_DATA_DIR") ||
+		strings.Contains(err.Error(), "shared") {
+		t.Errorf("missing data without a data dir: %v", err)
+	}
 	os.MkdirAll(filepath.Join(data, "ml-1m"), 0o755)
 	var sb strings.Builder
 	s := noise.Seeded(3)

@@ -124,7 +124,7 @@ func (r *Reproduction) CheckData(dataDir string) error {
 		if _, err := os.Stat(full); errors.Is(err, fs.ErrNotExist) {
 			hint := dataHints[baseName(f.path)]
 			if dataDir == "" {
-				hint += " (no --data-dir given and ../shared/data does not exist)"
+				hint += " (no --data-dir given and PRIVREC_DATA_DIR is not set, so the path is relative to the working directory)"
 			}
 			return &MissingDataError{Path: full, Dataset: f.dataset, Hint: strings.ReplaceAll(hint, "DATA-DIR", dataDirOr(dataDir))}
 		} else if err != nil {
@@ -143,7 +143,7 @@ func baseName(p string) string {
 
 func dataDirOr(d string) string {
 	if d == "" {
-		return "the data directory"
+		return "."
 	}
 	return d
 }

@@ -52,9 +52,9 @@ var dataHints = map[string]string{
 	"ub.test":              "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
 	"u.data":               "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)",
 	"ratings.dat":          "MovieLens 1M from https://grouplens.org/datasets/movielens/1m/ (unzip into DATA-DIR/ml-1m/)",
-	"ratings.tsv":          "MovieLens 1M from https://grouplens.org/datasets/movielens/1m/ as TSV user item rating in DATA-DIR/ml-1m/ (see ../shared/data/ml-1m/README.md)",
+	"ratings.tsv":          "MovieLens 1M from https://grouplens.org/datasets/movielens/1m/, converted to DATA-DIR/ml-1m/ratings.tsv: one rating per line, user<TAB>item<TAB>rating, no header (privrec data convert --in ratings.dat --format movielens --to tsv --out ratings.tsv writes it, with an extra time column the reproductions do not use)",
 	"rating_final.csv":     "UCI restaurant & consumer data (CC BY 4.0) from https://archive.ics.uci.edu/dataset/232 into DATA-DIR/restaurant-consumer/",
-	"jester5k_ratings.tsv": "Jester Dataset 1 from https://eigentaste.berkeley.edu/dataset/ (its 5,000-user sample) as TSV user joke rating in DATA-DIR/jester/ (see ../shared/data/jester/README.md)",
+	"jester5k_ratings.tsv": "Jester5k, the 5,000-user sample of Jester Dataset 1 (https://eigentaste.berkeley.edu/dataset/; shipped as Jester5k in the R package recommenderlab), as DATA-DIR/jester/jester5k_ratings.tsv: one rating per line, user<TAB>joke<TAB>rating (jokes 1..100, ratings in [-10, 10]), no header",
 }
 
 func resolve(dir, path string) string {

@@ -10,7 +10,7 @@ import (
 	"github.com/privrec/privrec/ratings"
 )
 
-// PRIVACY.md tier 6: whole pipelines on tiny data. Each audit runs the
+// docs/PRIVACY.md, test tier 6: whole pipelines on tiny data. Each audit runs the
 // complete solver (clipping, Gram accumulation, lattice Gaussian release,
 // eigenvectors, the local steps) on two neighbouring data sets — user 3's
 // ratings replaced — and looks at what user 0 receives: her own predicted

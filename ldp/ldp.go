@@ -1,8 +1,8 @@
 // Package ldp is the client side of local-DP rating collection (seeds
-// 002/003, "Two differentially private rating collection mechanisms for
-// recommender systems"): each user transforms her own rating vector over
-// the WHOLE item catalogue — missing entries included — on her device,
-// before anything leaves it. What the device must know in advance is
+// 002/003: Wenjie Zheng, "Two Differentially Private Rating Collection
+// Mechanisms for Recommender Systems"): each user transforms her own
+// rating vector over the WHOLE item catalogue — missing entries included —
+// on her device, before anything leaves it. What the device must know in advance is
 // declared, never read from ratings: the rating scale (DeclaredScale), the
 // catalogue every report covers, and who the clients are (CollectOver,
 // Simulate, WithClients). Two per-rating randomizers are provided:

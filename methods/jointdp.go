@@ -350,7 +350,7 @@ func jointGuarantee(g privacy.Guarantee, notes ...string) privacy.Guarantee {
 	notes = append(notes,
 		"Public: the item side over the declared catalogue; each user's row, bias and rated items are in her own state only (joint DP).",
 		"The ξ cap and centring by her own mean are per-user steps (her sample is drawn from her own stream).",
-		"Hyper-parameters (k, T, L, r) chosen by trying values on this same data cost extra privacy that is not counted here (SPEC §2 rule 2); tune on public or synthetic data.")
+		"Hyper-parameters (k, T, L, r) chosen by trying values on this same data cost extra privacy that is not counted here; tune on public or synthetic data.")
 	g.Note = strings.Join(notes, " ")
 	return g
 }

@@ -10,7 +10,7 @@ import (
 
 // Stats summarises a matrix: shape, density, the rating distribution and
 // how many ratings users and items have. The JSON field names are the
-// contract of 'privrec data stats --json' (SPEC §5).
+// contract of 'privrec data stats --json' (docs/DATA.md).
 type Stats struct {
 	Users      int     `json:"users"`
 	Items      int     `json:"items"`

@@ -8,7 +8,7 @@ import (
 	"github.com/privrec/privrec/privacy/audit"
 )
 
-// The audit command: JSON fields of SPEC §5, exit status 0 for a correct
+// The audit command: its fixed JSON field names, exit status 0 for a correct
 // mechanism and 1 for an under-noised one, 2 for usage errors. Audits run
 // at confidence 1 − 1e-6 with a fixed seed (false failure ≤ 1e-6; the
 // under-noised case is missed with probability < 1e-20, see

@@ -8,7 +8,8 @@ import (
 )
 
 // The seed-004 pipeline end to end: synth-tensor, train a tensor method
-// with --json (the guarantee is printed with the SPEC §5 field names), and
+// with --json (the guarantee is printed with the field names of
+// docs/MODEL_FORMAT.md's guarantee object), and
 // eval --json (n, rmse, mae; no sign accuracy for a rating model).
 func TestSynthTensorTrainEval(t *testing.T) {
 	dir := t.TempDir()

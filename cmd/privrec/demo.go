@@ -102,7 +102,7 @@ func pickScenario(ss []demoScenario) (demoScenario, error) {
 
 func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("demo [--out DIR] [--epsilon E] [--seed S]", demoSynopsis, `  privrec demo
-  privrec demo --out /tmp/demo --epsilon 2`)
+  privrec demo --out demo-eps2 --epsilon 2`)
 	outDir := fs.String("out", "privrec-demo", "directory for the plot and report")
 	eps := fs.Float64("epsilon", 0, "ε of the private restaurant model (0: the scenario's default)")
 	seed := fs.Uint64("seed", 0, "seed the privacy noise too (repeatable numbers; an experiment, not a release)")

@@ -30,14 +30,12 @@ bands) and report.md.
 Privacy noise in experiments comes from seeded streams, so results are
 repeatable; such models are experiments, never releases.`
 
-func defaultDataDir() string {
-	for _, d := range []string{"../shared/data", "../../shared/data"} {
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			return d
-		}
-	}
-	return ""
-}
+// dataDirEnv names the environment variable that gives --data-dir its
+// default; without it (and without the flag) relative dataset paths are
+// resolved against the working directory.
+const dataDirEnv = "PRIVREC_DATA_DIR"
+
+func defaultDataDir() string { return os.Getenv(dataDirEnv) }
 
 func runExperiment(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("experiment --config FILE --out DIR [--data-dir DIR] [--workers N]", experimentSynopsis,
@@ -46,7 +44,7 @@ func runExperiment(ctx context.Context, args []string, out io.Writer) error {
   privrec reproduce 000-fig3 --out rc --print-config > sweep.json   # a config to start from`)
 	cfgPath := fs.String("config", "", "experiment config (JSON)")
 	outDir := fs.String("out", "", "output directory")
-	dataDir := fs.String("data-dir", defaultDataDir(), "directory that relative dataset paths are resolved against")
+	dataDir := fs.String("data-dir", defaultDataDir(), "directory that relative dataset paths are resolved against (default $"+dataDirEnv+")")
 	workers := fs.Int("workers", 0, "runs trained at once (0: all cores)")
 	reportOnly := fs.Bool("report-only", false, "only rewrite summary, figures and report from results.csv")
 	jsonOut := fs.Bool("json", false, "print a JSON summary on stdout")

@@ -89,6 +89,33 @@ func TestReproduceCommand(t *testing.T) {
 	}
 }
 
+// Without --data-dir the data directory comes from PRIVREC_DATA_DIR, and
+// without either, relative dataset paths are relative to the working
+// directory (there is no other default).
+func TestReproduceDataDirEnv(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PRIVREC_DATA_DIR", dir)
+	_, stderr, code := runCLI(t, "reproduce", "000-fig2", "--out", t.TempDir())
+	if want := filepath.Join(dir, "ml-100k", "u1.base"); code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("PRIVREC_DATA_DIR=%s: exit %d, want %s named: %s", dir, code, want, stderr)
+	}
+	// The flag wins over the variable.
+	other := t.TempDir()
+	_, stderr, code = runCLI(t, "reproduce", "000-fig2", "--data-dir", other, "--out", t.TempDir())
+	if want := filepath.Join(other, "ml-100k", "u1.base"); code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("--data-dir %s: exit %d, want %s named: %s", other, code, want, stderr)
+	}
+	t.Setenv("PRIVREC_DATA_DIR", "")
+	_, stderr, code = runCLI(t, "reproduce", "000-fig2", "--out", t.TempDir())
+	if code != 1 || !strings.Contains(stderr, "PRIVREC_DATA_DIR is not set") {
+		t.Errorf("no data dir: exit %d, %s", code, stderr)
+	}
+	stdout, stderr, _ := runCLI(t, "reproduce", "--help")
+	if !strings.Contains(stdout+stderr, "PRIVREC_DATA_DIR") {
+		t.Errorf("reproduce --help does not name PRIVREC_DATA_DIR:\n%s%s", stdout, stderr)
+	}
+}
+
 func TestDemo(t *testing.T) {
 	dir := t.TempDir()
 	stdout, stderr, code := runCLI(t, "demo", "--out", dir, "--seed", "3")

@@ -23,8 +23,9 @@ results.csv, summary.csv, figures and a report.md with our numbers beside
 the paper's claims. A few measurements are not privacy–accuracy sweeps;
 they write their own report.md. --scale quick runs in minutes with fewer
 runs and ε values; --scale paper uses the paper's grid and number of runs.
-Real data is read from --data-dir (never embedded); a missing file is an
-error naming the file and where to get it. Re-running the same command
+Real data is read from --data-dir, or from $PRIVREC_DATA_DIR when the flag
+is not given (never embedded); a missing file is an error naming the file,
+where to download it and the layout expected. Re-running the same command
 resumes an interrupted reproduction. Every dataset declares its public
 rating scale and catalogue (all items of the source) to the methods.`
 
@@ -36,7 +37,7 @@ func runReproduce(ctx context.Context, args []string, out io.Writer) error {
 	list := fs.Bool("list", false, "list the named reproductions")
 	outDir := fs.String("out", "", "output directory (default repro/NAME-SCALE)")
 	scale := fs.String("scale", "quick", "quick or paper")
-	dataDir := fs.String("data-dir", defaultDataDir(), "directory holding the real datasets (ml-100k/, ml-1m/, jester/, restaurant-consumer/)")
+	dataDir := fs.String("data-dir", defaultDataDir(), "directory holding the real datasets (ml-100k/, ml-1m/, jester/, restaurant-consumer/; default $"+dataDirEnv+")")
 	workers := fs.Int("workers", 0, "runs trained at once (0: all cores)")
 	printConfig := fs.Bool("print-config", false, "print the experiment config as JSON and stop (a starting point for privrec experiment)")
 	jsonOut := fs.Bool("json", false, "print a JSON summary on stdout")

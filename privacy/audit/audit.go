@@ -116,7 +116,8 @@ type Spec struct {
 // mechanisms whose Spec.Samples is 0.
 const DefaultSamples = 1_000_000
 
-// Result is the audit's finding; the JSON field names are SPEC §5's.
+// Result is the audit's finding; the JSON field names are the fixed
+// contract of 'privrec audit --json'.
 type Result struct {
 	Mechanism         string  `json:"mechanism"`
 	ClaimedEpsilon    float64 `json:"claimed_epsilon"`
@@ -133,8 +134,8 @@ type Result struct {
 }
 
 // MarshalJSON writes the result with an infinite (or undefined) point
-// estimate — an event never seen on the other input — as null, as SPEC §5
-// does for an infinite ε; JSON has no infinities.
+// estimate — an event never seen on the other input — as null, as the
+// guarantee's JSON does for an infinite ε; JSON has no infinities.
 func (r Result) MarshalJSON() ([]byte, error) {
 	type plain Result
 	out := struct {
@@ -274,9 +275,9 @@ func Run(ctx context.Context, spec Spec, n int, confidence float64, src *noise.S
 // PilotEvents fixes a pipeline audit's events before its sampling: it draws
 // n outputs of side 0 from src (a stream of its own, not the audit's) and
 // returns {y ≥ q} and {y ≤ q} at the 1, 5, 20, 50, 80, 95 and 99 %
-// quantiles of that pilot. For whole pipelines (PRIVACY.md tier 6) whose
-// output distribution is not known in closed form; NaN outputs (failed
-// runs) are left out of the quantiles.
+// quantiles of that pilot. For whole pipelines (docs/PRIVACY.md, test
+// tier 6) whose output distribution is not known in closed form; NaN
+// outputs (failed runs) are left out of the quantiles.
 func PilotEvents(sample func(src *noise.Source, side int) float64, n int, src *noise.Source) []Event {
 	pilot := make([]float64, 0, n)
 	for range n {
