@@ -69,8 +69,10 @@ func DiscreteLaplace(s *Source, num, den uint64) int64 {
 	}
 	for num > MaxDiscreteLaplaceScale {
 		// Halve the ratio's precision toward more noise: num rounded up,
-		// den rounded down (never less noise than asked for).
-		num = (num + 1) / 2
+		// den rounded down (never less noise than asked for). Not
+		// (num+1)/2, which wraps to 0 for num = 2^64−1 (and then never
+		// returns).
+		num = num/2 + num&1
 		if den > 1 {
 			den /= 2
 		}
