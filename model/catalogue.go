@@ -54,11 +54,11 @@ func ReadCatalogue(r io.Reader, name string) (*Catalogue, error) {
 	for sc.Scan() {
 		line++
 		t := strings.TrimRight(sc.Text(), "\r")
-		if tt := strings.TrimSpace(t); tt == "" || strings.HasPrefix(tt, "#") {
-			continue
-		}
 		if !utf8.ValidString(t) {
 			t = latin1(t) // MovieLens 100K's u.item is Latin-1
+		}
+		if tt := strings.TrimSpace(t); tt == "" || strings.HasPrefix(tt, "#") {
+			continue
 		}
 		id, title, hasTitle := cutCatalogueLine(t)
 		id = strings.TrimSpace(id)
