@@ -17,7 +17,7 @@ const (
 	paper000 = "seed 000: Li, Wei, Huang, Mao & Wang, \"One-Bit Matrix Completion with Differential Privacy\""
 	paper001 = "seed 001: Jain, Thakkar & Thakurta, \"Differentially Private Matrix Completion, Revisited\" (ICML 2018)"
 	paper003 = "seeds 002/003: Zheng, \"Two Differentially Private Rating Collection Mechanisms for Recommender Systems\""
-	paper004 = "seed 004: Wei, Li, Mao & Wang, \"Applying Differential Privacy to Tensor Completion\""
+	paper004 = "seed 004: \"Applying Differential Privacy to Tensor Completion\" (arXiv 2110.00539)"
 )
 
 // oneBitMethods are seed 000's five lines: Clear and the four mechanisms.
