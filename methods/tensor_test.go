@@ -211,7 +211,10 @@ func TestTensorFileHasNoFingerprint(t *testing.T) {
 // noised values.
 func TestTensorReportIsPublic(t *testing.T) {
 	train, _ := synthTensorData(t)
-	allowed := map[string]bool{"days": true, "updates": true, "noise_scale": true, "sensitivity": true, "sigma": true, "rho": true, "offset": true}
+	// lambda and sweeps: the ALS solver's choice on the validation split
+	// of the (IP: noisy) training ratings.
+	allowed := map[string]bool{"days": true, "updates": true, "noise_scale": true, "sensitivity": true, "sigma": true, "rho": true, "offset": true,
+		"lambda": true, "sweeps": true}
 	for _, c := range []struct {
 		name   string
 		params map[string]any

@@ -40,6 +40,9 @@ func (c Config) numParams(dims [3]int) int {
 	if c.Kind == tensor.Tucker {
 		n += c.Rank * c.Rank * c.Rank
 	}
+	if c.Biases {
+		n += dims[0] + dims[1] + dims[2] + 1
+	}
 	return n
 }
 
