@@ -40,26 +40,26 @@ func init() {
 	variants := []variant{
 		{"", completion.NoMechanism, "non-private, by ALS with biases (λ chosen on a validation split)", nil,
 			func() Config { return &CPConfig{tensorDefaults(), fitDefaults()} },
-			func() Config { return &TuckerConfig{tensorDefaults(), fitDefaults(), TuckerOptions{LambdaG: 1}} }},
+			func() Config { return &TuckerConfig{tensorDefaults(), fitDefaults(), alsCore()} }},
 		{"-ip", completion.IP, "input perturbation (Laplace on each rating clamped to the declared --scale; ε-DP per rating value, proven), then ALS on the noisy ratings", []string{"scale"},
 			func() Config { return &CPIPConfig{tensorDefaults(), fitDefaults(), IPOptions{Clamp: true}} },
 			func() Config {
-				return &TuckerIPConfig{tensorDefaults(), fitDefaults(), TuckerOptions{LambdaG: 1}, IPOptions{Clamp: true}}
+				return &TuckerIPConfig{tensorDefaults(), fitDefaults(), alsCore(), IPOptions{Clamp: true}}
 			}},
 		{"-gp", completion.GP, "the seed's SGD with gradient perturbation on C as the seed calibrates it (A, B released un-noised: no guarantee)", nil,
 			func() Config { return &CPGPConfig{tensorDefaults(), sgdDefaults(tensor.CP), GPOptions{Clip: 1}} },
 			func() Config {
-				return &TuckerGPConfig{tensorDefaults(), sgdDefaults(tensor.Tucker), TuckerOptions{LambdaG: 0.0001}, GPOptions{Clip: 1}}
+				return &TuckerGPConfig{tensorDefaults(), sgdDefaults(tensor.Tucker), paperCore(), GPOptions{Clip: 1}}
 			}},
 		{"-op", completion.OP, "the seed's SGD with output perturbation on C as the seed calibrates it (A, B released un-noised: no guarantee)", nil,
 			func() Config { return &CPOPConfig{tensorDefaults(), sgdDefaults(tensor.CP), OPOptions{Clip: 1}} },
 			func() Config {
-				return &TuckerOPConfig{tensorDefaults(), sgdDefaults(tensor.Tucker), TuckerOptions{LambdaG: 0.0001}, OPOptions{Clip: 1}}
+				return &TuckerOPConfig{tensorDefaults(), sgdDefaults(tensor.Tucker), paperCore(), OPOptions{Clip: 1}}
 			}},
 		{"-dpsgd", completion.DPSGD, "DP-SGD over all parameters and biases, zCDP-accounted ((ε, δ) per rating value, proven)", nil,
 			func() Config { return &CPDPSGDConfig{tensorDefaults(), dpsgdDefaults()} },
 			func() Config {
-				return &TuckerDPSGDConfig{tensorDefaults(), dpsgdDefaults(), TuckerOptions{LambdaG: 100}}
+				return &TuckerDPSGDConfig{tensorDefaults(), dpsgdDefaults(), TuckerOptions{LambdaG: completion.DPSGDDefaults(tensor.Tucker).LambdaG}}
 			}},
 	}
 	for _, kind := range []tensor.Kind{tensor.CP, tensor.Tucker} {
@@ -152,6 +152,13 @@ type DPSGDOptions struct {
 	Precondition bool    `json:"precondition" flag:"precondition" help:"divide each parameter's noisy gradient sum by its Gauss–Newton curvature plus the ridge (computed from positions and released parameters only: post-processing)"`
 }
 
+func alsCore() TuckerOptions {
+	return TuckerOptions{LambdaG: completion.Defaults(tensor.Tucker).LambdaG}
+}
+func paperCore() TuckerOptions {
+	return TuckerOptions{LambdaG: completion.Paper(tensor.Tucker).LambdaG}
+}
+
 func tensorDefaults() TensorOptions { return TensorOptions{Rank: 3, Init: 0.5, BiScaleIters: 10} }
 
 func fitDefaults() FitOptions {
@@ -166,7 +173,8 @@ func sgdDefaults(kind tensor.Kind) SGDOptions {
 }
 
 func dpsgdDefaults() DPSGDOptions {
-	return DPSGDOptions{Passes: 5, LR: 0.5, Lambda: 100, Biases: true, BiasDamping: 25, Precondition: true}
+	d := completion.DPSGDDefaults(tensor.CP)
+	return DPSGDOptions{Passes: d.Passes, LR: d.LR, Lambda: d.Lambda, Biases: d.Biases, BiasDamping: d.BiasDamping, Precondition: d.Precondition}
 }
 
 // CPConfig configures cp (non-private).

@@ -159,6 +159,23 @@ func Defaults(kind tensor.Kind) Config {
 	return c
 }
 
+// DPSGDDefaults returns DP-SGD's default settings (the mechanism, ε and δ
+// and the value range are the caller's): 5 passes of full-data noisy
+// steps with a global mean and user, item and day biases, each
+// parameter's step preconditioned by its Gauss–Newton curvature plus the
+// ridge (factors λ = 100, Tucker core λ_g = 100, biases 25
+// pseudo-observations), η = 0.5, clip 1 (methods sets a quarter of the
+// declared scale's width). Chosen on a random 10 % of MovieLens-100K's
+// ua.base held out from the rest of it.
+func DPSGDDefaults(kind tensor.Kind) Config {
+	c := Config{Kind: kind, Mechanism: DPSGD, Rank: 3, Passes: 5, LR: 0.5, Lambda: 100, Biases: true, BiasDamping: 25,
+		Precondition: true, InitScale: 0.5, Workers: 2, Clip: 1}
+	if kind == tensor.Tucker {
+		c.LambdaG = 100
+	}
+	return c
+}
+
 // Paper returns the seed's synthetic-data settings for a decomposition,
 // the faithful reproduction: per-entry SGD, no biases, rank 3, 100
 // passes, initial factors N(0, 0.5²), CP λ = 0.01, η = 0.005; Tucker
