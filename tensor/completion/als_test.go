@@ -75,7 +75,7 @@ func alsObjective(m *Model, x *tensor.Tensor, cfg Config) float64 {
 		}
 		return s
 	}
-	f += cfg.Lambda * (sq(m.A) + sq(m.B)) + cfg.LambdaG*sq(m.G) + cfg.BiasDamping*(sq(m.BA)+sq(m.BB)+sq(m.BC))
+	f += cfg.Lambda*(sq(m.A)+sq(m.B)) + cfg.LambdaG*sq(m.G) + cfg.BiasDamping*(sq(m.BA)+sq(m.BB)+sq(m.BC))
 	for k := range m.Dims[2] {
 		for r := range m.Rank {
 			v := m.C[k*m.Rank+r] - dayPrior(m.Kind, r)
