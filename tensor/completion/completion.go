@@ -1,12 +1,21 @@
-// Package completion fits CP and Tucker models to a sparse 3-way tensor by
-// stochastic gradient descent, as in seed 004 ("differentially private
-// tensor completion"), with the seed's three mechanisms — input
-// perturbation (IP), gradient perturbation (GP) and output perturbation
-// (OP) — and a sound DP-SGD variant. Guarantee describes, honestly, what
-// each configuration provably gives.
+// Package completion fits CP and Tucker models to a sparse 3-way tensor,
+// as in seed 004 ("differentially private tensor completion"), with the
+// seed's three mechanisms — input perturbation (IP), gradient perturbation
+// (GP) and output perturbation (OP) — and a sound DP-SGD variant.
+// Guarantee describes, honestly, what each configuration provably gives.
 //
-// Updates. For an observed entry x_ijk with error e = x_ijk − x̂_ijk, every
-// parameter row touched moves against the gradient of
+// Solvers. The default (Defaults) is ALS with a global mean and user,
+// item and day biases, λ and the number of sweeps chosen on a validation
+// split of the training entries (als.go, fit.go); IP fits its noisy
+// ratings the same way. The seed's per-entry SGD (Paper, Solver = SGD) is
+// kept as the faithful reproduction and is what GP and OP are defined on;
+// with the seed's settings it gives the models the seed-era package gave.
+// DP-SGD (dpsgd.go) has its own solver: noisy clipped full-batch
+// gradients, optionally with biases and a preconditioned step
+// (DPSGDDefaults).
+//
+// SGD updates. For an observed entry x_ijk with error e = x_ijk − x̂_ijk,
+// every parameter row touched moves against the gradient of
 // ½e² + ½λ‖row‖² (the seed's per-entry SGD; the factor 2 of the squared
 // loss is absorbed in the learning rate):
 //
@@ -14,16 +23,16 @@
 //	Tucker: a_i ← a_i + η(e·∂x̂/∂a_i − λ_o a_i), likewise b_j, c_k;
 //	        G ← G + η(e·(a_i ⊗ b_j ⊗ c_k) − λ_g G)
 //
-// Order and parallelism. Each pass visits every training entry once, in a
-// stratified order (Gemulla et al.'s DSGD): every mode's indices are split
-// in two halves of about equal entry count, giving 8 blocks; the 4 pairs of
-// blocks that share no index in any mode are visited in a random order, and
-// the two blocks of a pair are processed at the same time by two goroutines
-// (each in its own random order). The two blocks touch disjoint factor rows,
-// so the result does not depend on the number of workers: a seed gives the
-// same model with one goroutine or two. The Tucker core, shared by all
-// entries, is updated on a private copy per block and the two copies'
-// changes are added after each pair.
+// SGD order and parallelism. Each pass visits every training entry once,
+// in a stratified order (Gemulla et al.'s DSGD): every mode's indices are
+// split in two halves of about equal entry count, giving 8 blocks; the 4
+// pairs of blocks that share no index in any mode are visited in a random
+// order, and the two blocks of a pair are processed at the same time by
+// two goroutines (each in its own random order). The two blocks touch
+// disjoint factor rows, so the result does not depend on the number of
+// workers: a seed gives the same model with one goroutine or two. The
+// Tucker core, shared by all entries, is updated on a private copy per
+// block and the two copies' changes are added after each pair.
 package completion
 
 import (

@@ -3,7 +3,6 @@ package completion
 import (
 	"context"
 	"math"
-	"os"
 
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/tensor"
@@ -35,8 +34,8 @@ func newSweeper(t *tensor.Tensor, cfg Config, cal *calibration, m *Model, rnd *n
 // tried in the order given (the defaults: from strong to weak
 // regularisation) and, once a candidate after the first has improved on
 // the best, the search stops after two candidates in a row that do not;
-// with Starts > 1 the search is repeated from every initial model. Every candidate and the refit start
-// from the same initial model.
+// with Starts > 1 the search is repeated from every initial model. Every
+// candidate of a start and the refit begin from the same initial model.
 func fit(ctx context.Context, t *tensor.Tensor, cfg Config, cal *calibration, rnd *noise.Source, info *Info, progress func(done, total int)) (*Model, error) {
 	grid := cfg.LambdaGrid
 	if len(grid) == 0 {
@@ -149,5 +148,3 @@ func fit(ctx context.Context, t *tensor.Tensor, cfg Config, cal *calibration, rn
 	info.Updates = sweeps * t.Len()
 	return m, nil
 }
-
-var debugFit = os.Getenv("FITDEBUG") != ""

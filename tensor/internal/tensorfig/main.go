@@ -1,11 +1,15 @@
-// Command tensorfig measures the seed-004 figures: RMSE versus ε on the
+// Command tensorfig measures the seed-004 figures with the seed's settings
+// (completion.Paper: per-entry SGD, no biases): RMSE versus ε on the
 // synthetic tensors (Figure 2), versus the missing ratio (Figure 3), and on
-// MovieLens-100K users × movies × day with the ua/ub splits (Figure 4). It
-// prints Markdown tables (mean ± sd over realisations) for docs/tensor.md.
+// MovieLens-100K users × movies × day with the ua/ub splits (Figure 4); and
+// the default settings (-fig defaults: ALS with biases, the new DP-SGD) on
+// both. It prints Markdown tables (mean ± sd over realisations) for
+// docs/tensor.md.
 //
 //	go run ./tensor/internal/tensorfig -fig 2 -runs 50
 //	go run ./tensor/internal/tensorfig -fig 3 -runs 10
-//	go run ./tensor/internal/tensorfig -fig 4 -runs 3 -ml /work/shared/data/ml-100k
+//	go run ./tensor/internal/tensorfig -fig 4 -runs 3 -ml DIR
+//	go run ./tensor/internal/tensorfig -fig defaults -runs 50 -ml DIR
 package main
 
 import (
@@ -69,7 +73,7 @@ func (c cell) String() string {
 
 // config returns the solver configuration of the seed's synthetic setting.
 func config(kind tensor.Kind, m completion.Mechanism, eps float64) completion.Config {
-	cfg := completion.Defaults(kind)
+	cfg := completion.Paper(kind)
 	cfg.Workers = 1 // cells run in parallel instead
 	cfg.Mechanism, cfg.Epsilon, cfg.Delta = m, eps, 1e-5
 	cfg.ClampNoisy = true
@@ -164,12 +168,19 @@ func newRes(rows, cols, runs int) [][]cell {
 }
 
 func main() {
-	fig := flag.Int("fig", 2, "figure: 2 (RMSE vs ε), 3 (RMSE vs missing ratio), 4 (MovieLens-100K)")
+	figName := flag.String("fig", "2", "figure: 2 (RMSE vs ε), 3 (RMSE vs missing ratio), 4 (MovieLens-100K), defaults (the default settings on MovieLens-100K ua/ub and the synthetic tensors)")
+	mlRuns := flag.Int("ml-runs", 5, "runs per split of the randomised methods (-fig defaults)")
 	runs := flag.Int("runs", 50, "realisations per point")
 	epsList := flag.String("eps", "0.1,0.5,1,2,5,10", "ε grid")
 	figEps := flag.Float64("fig3-eps", 1, "ε for the missing-ratio sweep")
-	mlDir := flag.String("ml", "/work/shared/data/ml-100k", "MovieLens-100K folder (figure 4)")
+	mlDir := flag.String("ml", "", "MovieLens-100K folder (figure 4, defaults)")
 	flag.Parse()
+	fig := new(int)
+	if *figName != "defaults" {
+		if _, err := fmt.Sscan(*figName, fig); err != nil {
+			log.Fatalf("-fig %q: %v", *figName, err)
+		}
+	}
 	var eps []float64
 	for _, s := range strings.Split(*epsList, ",") {
 		var v float64
@@ -181,6 +192,7 @@ func main() {
 		epsCols[c] = fmt.Sprintf("ε=%g", e)
 	}
 	switch *fig {
+	case 0:
 	case 2, 3:
 		for _, kind := range []tensor.Kind{tensor.CP, tensor.Tucker} {
 			var xs []string
@@ -221,6 +233,14 @@ func main() {
 		}
 	case 4:
 		fig4(*mlDir, eps, epsCols, *runs)
+	default:
+		if *figName != "defaults" {
+			log.Fatalf("unknown -fig %d", *fig)
+		}
+	}
+	if *figName == "defaults" {
+		defaultsML(*mlDir, *mlRuns)
+		defaultsSynth(eps, *runs)
 	}
 }
 
@@ -318,15 +338,29 @@ func scalingRMSE(train, test *ratings.Matrix) float64 {
 	return *rep.RMSE
 }
 
-func mlRun(kind tensor.Kind, mech completion.Mechanism, eps float64, train, test *ratings.Matrix, run int) float64 {
-	name := mechName(kind, mech)
-	params := map[string]any{"biscale": true, "lambda": 0.01, "lr": 0.005}
+// paperParams are the seed's MovieLens settings as method parameters
+// (docs/tensor.md, "Reproducing the seed"): the seed's SGD without biases
+// or validation, CP λ = 0.01, η = 0.005; Tucker λ_o = 0.01, λ_g = 0.001,
+// η = 0.003; 100 passes; and the seed-era DP-SGD (clip 0.3, no biases, no
+// preconditioning).
+func paperParams(kind tensor.Kind, mech completion.Mechanism) map[string]any {
+	params := map[string]any{"lambda": 0.01, "lr": 0.005, "passes": 100}
 	if kind == tensor.Tucker {
 		params["lambda_g"], params["lr"] = 0.001, 0.003
 	}
-	if mech == completion.DPSGD {
-		params["clip"] = 0.3
+	switch mech {
+	case completion.NoMechanism, completion.IP:
+		params["solver"], params["biases"], params["validation"] = "sgd", false, 0
+	case completion.DPSGD:
+		params["clip"], params["biases"], params["precondition"] = 0.3, false, false
 	}
+	return params
+}
+
+func mlRun(kind tensor.Kind, mech completion.Mechanism, eps float64, train, test *ratings.Matrix, run int) float64 {
+	name := mechName(kind, mech)
+	params := paperParams(kind, mech)
+	params["biscale"] = true
 	cfg, err := methods.Configure(name, params)
 	if err != nil {
 		log.Fatal(err)
