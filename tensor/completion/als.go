@@ -112,10 +112,70 @@ func (s *alsSolver) sweep(ctx context.Context) error {
 			return err
 		}
 	}
+	s.balance()
 	if s.cfg.Biases {
 		s.updateMean()
 	}
 	return nil
+}
+
+// balance rescales the user and item factors against each other (CP,
+// per component) or against the core (Tucker) so that the ridge penalty
+// is smallest for the same model values: a_r·s, b_r/s with s² =
+// ‖b_r‖/‖a_r‖ (CP), A·s, G/s with s⁴ = λ_g‖G‖²/(λ‖A‖²) and likewise B
+// (Tucker). The fit is unchanged and the penalty does not grow, so the
+// objective still never increases; it spares ALS the many sweeps it
+// otherwise spends drifting along the model's scale ambiguity.
+func (s *alsSolver) balance() {
+	m, d := s.m, s.m.Rank
+	lam := s.cfg.Lambda
+	if lam == 0 {
+		return
+	}
+	if m.Kind == tensor.CP {
+		for r := range d {
+			var na, nb float64
+			for i := range m.Dims[0] {
+				na += m.A[i*d+r] * m.A[i*d+r]
+			}
+			for j := range m.Dims[1] {
+				nb += m.B[j*d+r] * m.B[j*d+r]
+			}
+			if !(na > 0 && nb > 0) {
+				continue
+			}
+			sc := math.Pow(nb/na, 0.25)
+			for i := range m.Dims[0] {
+				m.A[i*d+r] *= sc
+			}
+			for j := range m.Dims[1] {
+				m.B[j*d+r] /= sc
+			}
+		}
+		return
+	}
+	if s.cfg.LambdaG == 0 {
+		return
+	}
+	for _, f := range [][]float64{m.A, m.B} {
+		var nf, ng float64
+		for _, v := range f {
+			nf += v * v
+		}
+		for _, v := range m.G {
+			ng += v * v
+		}
+		if !(nf > 0 && ng > 0) {
+			continue
+		}
+		sc := math.Pow(s.cfg.LambdaG*ng/(lam*nf), 0.25)
+		for x := range f {
+			f[x] *= sc
+		}
+		for x := range m.G {
+			m.G[x] /= sc
+		}
+	}
 }
 
 // rowsOf returns the factor rows of entry x.
