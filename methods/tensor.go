@@ -100,7 +100,7 @@ type FitOptions struct {
 	Solver      string    `json:"solver" flag:"solver" help:"als (alternating ridge regression, the default) or sgd (the seed's per-entry SGD, without biases)"`
 	Passes      int       `json:"passes" flag:"passes" help:"ALS sweeps or SGD passes (with --validation: the most that are run)"`
 	LR          float64   `json:"lr" flag:"lr" help:"SGD learning rate η (--solver sgd)"`
-	Lambda      []float64 `json:"lambda" flag:"lambda" help:"ridge λ of the factors (ALS: per row, in pseudo-observations; SGD: the seed's decay per visit); several values are candidates, chosen on the validation split, tried in the order given"`
+	Lambda      []float64 `json:"lambda" flag:"lambda" help:"ridge λ of the factors (ALS: per row, in pseudo-observations; SGD: the seed's decay per visit); several values are candidates, chosen on the validation split, tried in the order given (default 100,30,10,3,1,0.3,0.1,0.03,0.01)"`
 	Validation  float64   `json:"validation" flag:"validation" help:"fraction of the training ratings held out to choose λ and the number of sweeps (then refitted on all; 0: none, the first λ and --passes sweeps)"`
 	Starts      int       `json:"starts" flag:"starts" help:"ALS initial models tried with --validation (the first starts as a matrix factorisation, the others from random day factors)"`
 	Biases      bool      `json:"biases" flag:"biases" help:"add a global mean and user, item and day biases to the tensor model (ALS)"`

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -451,5 +452,18 @@ func TestTensorConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %v: err = %v, want one naming %s", c.name, c.params, err, c.want)
 		}
+	}
+}
+
+// The --lambda help states the default candidates (a list flag prints no
+// default of its own).
+func TestTensorLambdaHelp(t *testing.T) {
+	f, _ := reflect.TypeOf(FitOptions{}).FieldByName("Lambda")
+	var parts []string
+	for _, l := range completion.Defaults(tensor.CP).LambdaGrid {
+		parts = append(parts, fmt.Sprint(l))
+	}
+	if want := "(default " + strings.Join(parts, ",") + ")"; !strings.Contains(f.Tag.Get("help"), want) {
+		t.Errorf("--lambda help %q lacks %q", f.Tag.Get("help"), want)
 	}
 }

@@ -36,8 +36,9 @@ import (
 // Cholesky through gonum — then (Tucker) the core's d³-dimensional ridge
 // problem (Cholesky on normal equations formed as Σ_i a_i a_iᵀ ⊗ Σ w wᵀ
 // with w = b_j ⊗ c_k for d³ ≤ 64; conjugate gradients warm-started at
-// the current core beyond), then μ as the mean residual. No step
-// increases the objective (tested). With entries missing this is the
+// the current core beyond), then a rescaling along the model's scale
+// ambiguity that lowers the ridge (balance), then μ as the mean residual.
+// No step increases the objective (tested). With entries missing this is the
 // missing-data form of CP-ALS and of Tucker's alternating (HOOI-style)
 // updates; the factors are not orthonormalised, the ridge fixes their
 // scale.
@@ -736,4 +737,3 @@ func dayPrior(kind tensor.Kind, r int) float64 {
 	}
 	return 0
 }
-
