@@ -170,6 +170,10 @@ func SetParam(cfg Config, name string, value any) error {
 		switch x := value.(type) {
 		case []float64:
 			out = x
+		case float64: // one number is a list of one
+			out = []float64{x}
+		case int:
+			out = []float64{float64(x)}
 		case []any:
 			for _, e := range x {
 				y, ok := e.(float64)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -211,7 +213,10 @@ func TestTensorFileHasNoFingerprint(t *testing.T) {
 // noised values.
 func TestTensorReportIsPublic(t *testing.T) {
 	train, _ := synthTensorData(t)
-	allowed := map[string]bool{"days": true, "updates": true, "noise_scale": true, "sensitivity": true, "sigma": true, "rho": true, "offset": true}
+	// lambda and sweeps: the ALS solver's choice on the validation split
+	// of the (IP: noisy) training ratings.
+	allowed := map[string]bool{"days": true, "updates": true, "noise_scale": true, "sensitivity": true, "sigma": true, "rho": true, "offset": true,
+		"lambda": true, "sweeps": true}
 	for _, c := range []struct {
 		name   string
 		params map[string]any
@@ -368,5 +373,97 @@ func TestTensorAuditCatchesFingerprint(t *testing.T) {
 	}
 	if !rep.Violation || len(rep.Differences) != 1 || !strings.Contains(rep.Differences[0], "params.fingerprint") {
 		t.Errorf("planted fingerprint: %+v", rep)
+	}
+}
+
+// The seed's settings stay reachable through the method parameters: with
+// them cp, tucker and their IP and DP-SGD variants train exactly the model
+// completion.Train trains with completion.Paper (the seed-era solver and
+// defaults), so the reproductions of seed 004 keep measuring the seed's
+// algorithm. Deterministic (seeded randomness).
+func TestTensorPaperSettings(t *testing.T) {
+	s, err := tensor.Synthesize(tensor.PaperSynth(tensor.CP), noise.Seeded(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	train := synthRatings(t, s.Train)
+	for _, c := range []struct {
+		name   string
+		kind   tensor.Kind
+		mech   completion.Mechanism
+		params map[string]any
+	}{
+		{"cp", tensor.CP, completion.NoMechanism, map[string]any{"solver": "sgd", "biases": false, "validation": 0, "lambda": 0.01, "lr": 0.005}},
+		{"tucker-ip", tensor.Tucker, completion.IP, map[string]any{"solver": "sgd", "biases": false, "validation": 0, "lambda": "0.001", "lambda_g": 0.0001, "lr": 0.005}},
+		{"cp-dpsgd", tensor.CP, completion.DPSGD, map[string]any{"biases": false, "precondition": false, "lambda": 0.01, "lr": 0.005, "clip": 0.3}},
+		{"tucker-gp", tensor.Tucker, completion.GP, nil},
+	} {
+		params := map[string]any{"item_day": true, "passes": 4}
+		for k, v := range c.params {
+			params[k] = v
+		}
+		rel, err := trainTensor(t, c.name, params, release.Input{Ratings: train, Declared: release.Declared{Scale: unitScale()}}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := rel.Public.(*completion.File).Model
+		x, _, err := tensor.FromRatings(train)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _, err = tensor.MergeItemDays(x, train.Items.Names())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := completion.Paper(c.kind)
+		cfg.Passes, cfg.Mechanism, cfg.Epsilon, cfg.Delta, cfg.Lo, cfg.Hi, cfg.ClampNoisy = 4, c.mech, 1, 1e-5, 0, 1, true
+		if c.mech == completion.DPSGD {
+			cfg.Clip = 0.3
+		}
+		want, _, err := completion.Train(context.Background(), x, cfg, noise.Seeded(2), noise.Seeded(3), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.A, want.A) || !slices.Equal(got.B, want.B) || !slices.Equal(got.C, want.C) || !slices.Equal(got.G, want.G) || got.BA != nil {
+			t.Errorf("%s with the seed's settings: model differs from completion.Paper's", c.name)
+		}
+	}
+}
+
+// Invalid settings are refused with the flag named.
+func TestTensorConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		params map[string]any
+		want   string
+	}{
+		{"cp", map[string]any{"solver": "newton"}, "--solver"},
+		{"cp", map[string]any{"solver": "sgd"}, "--biases"},
+		{"cp", map[string]any{"validation": 0}, "--validation"},
+		{"tucker-ip", map[string]any{"validation": 0.9}, "--validation"},
+		{"cp", map[string]any{"lambda": "1,-1"}, "--lambda"},
+		{"cp", map[string]any{"starts": 0}, "--starts"},
+		{"tucker", map[string]any{"bias_damping": -1}, "--bias-damping"},
+		{"cp-dpsgd", map[string]any{"clip": -1}, "--clip"},
+		{"cp-gp", map[string]any{"clip": 0}, "--clip"},
+		{"tucker-dpsgd", map[string]any{"passes": 0}, "--passes"},
+	} {
+		_, err := Configure(c.name, c.params)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %v: err = %v, want one naming %s", c.name, c.params, err, c.want)
+		}
+	}
+}
+
+// The --lambda help states the default candidates (a list flag prints no
+// default of its own).
+func TestTensorLambdaHelp(t *testing.T) {
+	f, _ := reflect.TypeOf(FitOptions{}).FieldByName("Lambda")
+	var parts []string
+	for _, l := range completion.Defaults(tensor.CP).LambdaGrid {
+		parts = append(parts, fmt.Sprint(l))
+	}
+	if want := "(default " + strings.Join(parts, ",") + ")"; !strings.Contains(f.Tag.Get("help"), want) {
+		t.Errorf("--lambda help %q lacks %q", f.Tag.Get("help"), want)
 	}
 }

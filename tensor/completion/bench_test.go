@@ -33,7 +33,7 @@ func Benchmark100Passes(b *testing.B) {
 	t := mlShaped(b)
 	for _, kind := range []tensor.Kind{tensor.CP, tensor.Tucker} {
 		b.Run(string(kind), func(b *testing.B) {
-			cfg := Defaults(kind)
+			cfg := Paper(kind)
 			cfg.InitScale = 0.1
 			start := cpuTime()
 			for b.Loop() {

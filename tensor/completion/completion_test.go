@@ -44,7 +44,7 @@ func TestRecoversLowRank(t *testing.T) {
 		{tensor.Tucker, 3, 1000, 0.05, 0, 0.04},
 	} {
 		s := synth(t, c.kind, 0, 1)
-		cfg := Defaults(c.kind)
+		cfg := Paper(c.kind)
 		cfg.Rank, cfg.Passes, cfg.LR, cfg.Lambda, cfg.LambdaG = c.rank, c.passes, c.lr, c.lambda, 0
 		m, _, err := Train(context.Background(), s.Train, cfg, noise.Seeded(2), nil, nil)
 		if err != nil {
@@ -69,7 +69,7 @@ func TestWorkersReproducible(t *testing.T) {
 			s := synth(t, kind, 1, 3)
 			var models [2]*Model
 			for w := range 2 {
-				cfg := Defaults(kind)
+				cfg := Paper(kind)
 				cfg.Passes, cfg.Workers = 5, w+1
 				cfg.Mechanism, cfg.Epsilon, cfg.Delta = mech, 5, 1e-5
 				m, _, err := Train(context.Background(), s.Train, cfg, noise.Seeded(4), noise.Seeded(5), nil)
@@ -106,7 +106,7 @@ func TestGuarantee(t *testing.T) {
 		{OP, privacy.None, false, 2},
 		{DPSGD, privacy.Proven, true, 0},
 	} {
-		cfg := Defaults(tensor.Tucker)
+		cfg := Paper(tensor.Tucker)
 		cfg.Mechanism, cfg.Epsilon, cfg.Delta = c.mech, 2, 1e-6
 		g, err := cfg.Guarantee(s.Train)
 		if err != nil {
@@ -138,7 +138,7 @@ func TestGuaranteeNotes(t *testing.T) {
 		{GP, fmt.Sprintf("counting passes gives ε = %.6g", 50.0)},
 		{OP, fmt.Sprintf("composed over its rows, is ε = %.6g", float64(n)*0.5)},
 	} {
-		cfg := Defaults(tensor.CP)
+		cfg := Paper(tensor.CP)
 		cfg.Mechanism, cfg.Epsilon = c.mech, 0.5
 		g, err := cfg.Guarantee(s.Train)
 		if err != nil {
@@ -157,7 +157,7 @@ func TestGuaranteeNotes(t *testing.T) {
 func TestDPSGDCalibration(t *testing.T) {
 	s := synth(t, tensor.CP, 1, 1)
 	for _, eps := range []float64{0.1, 1, 10} {
-		cfg := Defaults(tensor.CP)
+		cfg := Paper(tensor.CP)
 		cfg.Mechanism, cfg.Epsilon, cfg.Delta, cfg.Clip = DPSGD, eps, 1e-6, 0.3
 		cal, err := cfg.calibrate(s.Train.Dims, s.Train.Len())
 		if err != nil {
@@ -188,7 +188,7 @@ func TestDPSGDCalibration(t *testing.T) {
 // and predictions include it.
 func TestCentredDPSGD(t *testing.T) {
 	s := synth(t, tensor.CP, 1, 1)
-	cfg := Defaults(tensor.CP)
+	cfg := Paper(tensor.CP)
 	cfg.Mechanism, cfg.Epsilon, cfg.Delta, cfg.Clip, cfg.CentreEps, cfg.Passes = DPSGD, 1, 1e-5, 0.3, 0.1, 10
 	m, info, err := Train(context.Background(), s.Train, cfg, noise.Seeded(1), noise.Seeded(2), nil)
 	if err != nil {
@@ -284,7 +284,7 @@ func TestPerturbInputScale(t *testing.T) {
 func TestTucker3MatchesGeneral(t *testing.T) {
 	s := synth(t, tensor.Tucker, 1, 2)
 	for _, mech := range []Mechanism{NoMechanism, OP} {
-		cfg := Defaults(tensor.Tucker)
+		cfg := Paper(tensor.Tucker)
 		cfg.Passes, cfg.Mechanism, cfg.Epsilon = 3, mech, 1
 		var models [2]*Model
 		for v := range 2 {
@@ -365,7 +365,7 @@ func TestClipTo(t *testing.T) {
 func TestFileRoundTrip(t *testing.T) {
 	for _, kind := range []tensor.Kind{tensor.CP, tensor.Tucker} {
 		s := synth(t, kind, 1, 1)
-		cfg := Defaults(kind)
+		cfg := Paper(kind)
 		cfg.Passes = 3
 		m, _, err := Train(context.Background(), s.Train, cfg, noise.Seeded(1), nil, nil)
 		if err != nil {
@@ -415,7 +415,7 @@ func TestCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, mech := range []Mechanism{NoMechanism, DPSGD} {
-		cfg := Defaults(tensor.CP)
+		cfg := Paper(tensor.CP)
 		cfg.Mechanism, cfg.Epsilon, cfg.Delta = mech, 1, 1e-5
 		if _, _, err := Train(ctx, s.Train, cfg, noise.Seeded(1), noise.Seeded(2), nil); !errors.Is(err, context.Canceled) {
 			t.Errorf("%q: err = %v, want context.Canceled", mech, err)
@@ -439,7 +439,7 @@ func TestConfigErrors(t *testing.T) {
 		func(c *Config) { c.Mechanism, c.Epsilon, c.Delta, c.CentreEps = DPSGD, 1, 1e-5, 1 },
 		func(c *Config) { c.Mechanism, c.Epsilon, c.Delta, c.CentreEps, c.Hi = DPSGD, 1, 1e-5, 0.1, 0 },
 	} {
-		c := Defaults(tensor.CP)
+		c := Paper(tensor.CP)
 		mod(&c)
 		if err := c.Validate(); err == nil {
 			t.Errorf("%+v: no error", c)
@@ -452,7 +452,7 @@ func ExampleTrain() {
 	if err != nil {
 		panic(err)
 	}
-	cfg := Defaults(tensor.CP)
+	cfg := Paper(tensor.CP)
 	cfg.Mechanism, cfg.Epsilon = IP, 1
 	// noise.Seeded makes this example reproducible; real releases use noise.Secure().
 	m, info, err := Train(context.Background(), s.Train, cfg, noise.Seeded(2), noise.Seeded(3), nil)
@@ -473,7 +473,7 @@ func ExampleConfig_Guarantee() {
 	if err != nil {
 		panic(err)
 	}
-	cfg := Defaults(tensor.CP)
+	cfg := Paper(tensor.CP)
 	cfg.Mechanism, cfg.Epsilon = GP, 1
 	g, err := cfg.Guarantee(s.Train)
 	if err != nil {
@@ -531,7 +531,7 @@ func FuzzReadFile(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		cfg := Defaults(kind)
+		cfg := Paper(kind)
 		cfg.Rank, cfg.Passes = 2, 1
 		m, info, err := Train(context.Background(), s.Train, cfg, noise.Seeded(1), nil, nil)
 		if err != nil {

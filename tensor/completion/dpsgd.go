@@ -43,16 +43,57 @@ func trainDPSGD(ctx context.Context, t *tensor.Tensor, cfg Config, cal *calibrat
 	info.Sensitivity = 2 * cfg.Clip
 	info.NoiseScale = mech.Sigma()
 	d := cfg.Rank
-	nA, nB, nC := len(m.A), len(m.B), len(m.C)
-	total := nA + nB + nC + len(m.G)
+	nA, nB, nC, nG := len(m.A), len(m.B), len(m.C), len(m.G)
+	// Layout of the parameter vector: A, B, C, G, then (with biases) α, β,
+	// γ and μ.
+	oA, oB, oC, oG := 0, nA, nA+nB, nA+nB+nC
+	oBias := oG + nG
+	nBias := 0
+	if m.BA != nil {
+		nBias = len(m.BA) + len(m.BB) + len(m.BC) + 1
+	}
+	oBA, oBB, oBC, oMu := oBias, oBias+len(m.BA), oBias+len(m.BA)+len(m.BB), oBias+nBias-1
+	total := oBias + nBias
+	params := make([]float64, total)
+	pack := func() {
+		copy(params[oA:], m.A)
+		copy(params[oB:], m.B)
+		copy(params[oC:], m.C)
+		copy(params[oG:], m.G)
+		if nBias > 0 {
+			copy(params[oBA:], m.BA)
+			copy(params[oBB:], m.BB)
+			copy(params[oBC:], m.BC)
+			params[oMu] = m.Offset
+		}
+	}
+	unpack := func() {
+		copy(m.A, params[oA:oA+nA])
+		copy(m.B, params[oB:oB+nB])
+		copy(m.C, params[oC:oC+nC])
+		copy(m.G, params[oG:oG+nG])
+		if nBias > 0 {
+			copy(m.BA, params[oBA:oBA+len(m.BA)])
+			copy(m.BB, params[oBB:oBB+len(m.BB)])
+			copy(m.BC, params[oBC:oBC+len(m.BC)])
+			m.Offset = params[oMu]
+		}
+	}
 	// Accumulators: one per half of a batch, summed in a fixed order so the
-	// result does not depend on the number of goroutines.
+	// result does not depend on the number of goroutines. curv holds the
+	// diagonal Gauss–Newton curvature Σ (∂x̂/∂θ)² of the preconditioned
+	// update: it depends on the positions and the current (already
+	// released) parameters only, never on a rating value.
 	acc := [2][]float64{make([]float64, total), make([]float64, total)}
-	scratch := [2][]float64{make([]float64, 3*d+len(m.G)+d*d), make([]float64, 3*d+len(m.G)+d*d)}
+	var curv [2][]float64
+	if cfg.Precondition {
+		curv = [2][]float64{make([]float64, total), make([]float64, total)}
+	}
+	scratch := [2][]float64{make([]float64, 3*d+nG+d*d), make([]float64, 3*d+nG+d*d)}
 	accumulate := func(h int, idx []int) {
 		g := acc[h]
 		s := scratch[h]
-		ga, gb, gc, gg, tq := s[:d], s[d:2*d], s[2*d:3*d], s[3*d:3*d+len(m.G)], s[3*d+len(m.G):]
+		ga, gb, gc, gg, tq := s[:d], s[d:2*d], s[2*d:3*d], s[3*d:3*d+nG], s[3*d+nG:]
 		for _, e := range idx {
 			i, j, k := int(t.I[e]), int(t.J[e]), int(t.K[e])
 			a, b, c := m.A[i*d:i*d+d], m.B[j*d:j*d+d], m.C[k*d:k*d+d]
@@ -68,6 +109,26 @@ func trainDPSGD(ctx context.Context, t *tensor.Tensor, cfg Config, cal *calibrat
 					pred += a[p] * ga[p]
 				}
 			}
+			if nBias > 0 {
+				pred += m.Offset + m.BA[i] + m.BB[j] + m.BC[k]
+			}
+			if curv[h] != nil {
+				cv := curv[h]
+				for r := range d {
+					cv[oA+i*d+r] += ga[r] * ga[r]
+					cv[oB+j*d+r] += gb[r] * gb[r]
+					cv[oC+k*d+r] += gc[r] * gc[r]
+				}
+				for x, v := range gg {
+					cv[oG+x] += v * v
+				}
+				if nBias > 0 {
+					cv[oBA+i]++
+					cv[oBB+j]++
+					cv[oBC+k]++
+					cv[oMu]++
+				}
+			}
 			err := t.Val[e] - pred
 			var ss float64
 			for r := range d {
@@ -78,17 +139,27 @@ func trainDPSGD(ctx context.Context, t *tensor.Tensor, cfg Config, cal *calibrat
 				gg[x] *= -err
 				ss += gg[x] * gg[x]
 			}
+			if nBias > 0 {
+				ss += 4 * err * err // ∂/∂α_i, ∂/∂β_j, ∂/∂γ_k, ∂/∂μ are all −e
+			}
 			f := 1.0
 			if ss > cfg.Clip*cfg.Clip {
 				f = cfg.Clip / math.Sqrt(ss)
 			}
 			for r := range d {
-				g[i*d+r] += f * ga[r]
-				g[nA+j*d+r] += f * gb[r]
-				g[nA+nB+k*d+r] += f * gc[r]
+				g[oA+i*d+r] += f * ga[r]
+				g[oB+j*d+r] += f * gb[r]
+				g[oC+k*d+r] += f * gc[r]
 			}
 			for x := range gg {
-				g[nA+nB+nC+x] += f * gg[x]
+				g[oG+x] += f * gg[x]
+			}
+			if nBias > 0 {
+				fe := -f * err
+				g[oBA+i] += fe
+				g[oBB+j] += fe
+				g[oBC+k] += fe
+				g[oMu] += fe
 			}
 		}
 	}
@@ -102,8 +173,12 @@ func trainDPSGD(ctx context.Context, t *tensor.Tensor, cfg Config, cal *calibrat
 			}
 			idx := perm[lo:min(lo+batch, n)]
 			half := len(idx) / 2
-			clear(acc[0])
-			clear(acc[1])
+			for h := range 2 {
+				clear(acc[h])
+				if curv[h] != nil {
+					clear(curv[h])
+				}
+			}
 			if parallel {
 				var wg sync.WaitGroup
 				wg.Add(1)
@@ -124,32 +199,71 @@ func trainDPSGD(ctx context.Context, t *tensor.Tensor, cfg Config, cal *calibrat
 				}
 				return fmt.Errorf("completion: DP-SGD noise: %w", err)
 			}
+			// Everything below is post-processing of the noisy sum.
 			eta := cfg.LR
-			for x := range nA {
-				m.A[x] -= eta * sum[x]
-			}
-			for x := range nB {
-				m.B[x] -= eta * sum[nA+x]
-			}
-			for x := range nC {
-				m.C[x] -= eta * sum[nA+nB+x]
-			}
-			for x := range m.G {
-				m.G[x] -= eta * sum[nA+nB+nC+x]
-			}
-			// Regularisation: a data-independent decay per visit of a row.
-			decay := 1 - eta*cfg.Lambda
-			for _, e := range idx {
-				for _, row := range [][]float64{m.A[int(t.I[e])*d:][:d], m.B[int(t.J[e])*d:][:d], m.C[int(t.K[e])*d:][:d]} {
-					for r := range row {
-						row[r] *= decay
+			if cfg.Precondition {
+				cv := curv[0]
+				for x := range cv {
+					cv[x] += curv[1][x]
+				}
+				pack()
+				update := func(from, to int, lam float64, prior func(x int) float64) {
+					for x := from; x < to; x++ {
+						p := params[x]
+						if prior != nil {
+							p -= prior(x)
+						}
+						params[x] -= eta * (sum[x] + lam*p) / (cv[x] + lam + 1e-12)
 					}
 				}
-			}
-			if m.G != nil {
-				gd := math.Pow(1-eta*cfg.LambdaG, float64(len(idx)))
+				update(oA, oB, cfg.Lambda, nil)
+				update(oB, oC, cfg.Lambda, nil)
+				update(oC, oG, cfg.Lambda, func(x int) float64 { return dayPrior(cfg.Kind, (x-oC)%d) })
+				update(oG, oBias, cfg.LambdaG, nil)
+				if nBias > 0 {
+					update(oBA, oMu, cfg.BiasDamping, nil)
+					update(oMu, oMu+1, 0, nil)
+				}
+				unpack()
+			} else {
+				for x := range nA {
+					m.A[x] -= eta * sum[x]
+				}
+				for x := range nB {
+					m.B[x] -= eta * sum[nA+x]
+				}
+				for x := range nC {
+					m.C[x] -= eta * sum[nA+nB+x]
+				}
 				for x := range m.G {
-					m.G[x] *= gd
+					m.G[x] -= eta * sum[nA+nB+nC+x]
+				}
+				if nBias > 0 {
+					for x := range m.BA {
+						m.BA[x] -= eta * sum[oBA+x]
+					}
+					for x := range m.BB {
+						m.BB[x] -= eta * sum[oBB+x]
+					}
+					for x := range m.BC {
+						m.BC[x] -= eta * sum[oBC+x]
+					}
+					m.Offset -= eta * sum[oMu]
+				}
+				// Regularisation: a data-independent decay per visit of a row.
+				decay := 1 - eta*cfg.Lambda
+				for _, e := range idx {
+					for _, row := range [][]float64{m.A[int(t.I[e])*d:][:d], m.B[int(t.J[e])*d:][:d], m.C[int(t.K[e])*d:][:d]} {
+						for r := range row {
+							row[r] *= decay
+						}
+					}
+				}
+				if m.G != nil {
+					gd := math.Pow(1-eta*cfg.LambdaG, float64(len(idx)))
+					for x := range m.G {
+						m.G[x] *= gd
+					}
 				}
 			}
 			steps++
@@ -159,6 +273,8 @@ func trainDPSGD(ctx context.Context, t *tensor.Tensor, cfg Config, cal *calibrat
 		}
 	}
 	info.Updates = steps
+	info.Sweeps = cfg.Passes
+	info.Lambda = cfg.Lambda
 	return nil
 }
 

@@ -45,7 +45,8 @@ type fileMeta struct {
 	Rank       int         `json:"rank"`
 	Dims       [3]int      `json:"dims"`
 	HasScaling bool        `json:"bi_scaled"`
-	// Offset is the model's constant term (centred DP-SGD); omitted when 0.
+	// Offset is the model's constant term: the global mean μ of a model
+	// with biases, the private mean of centred DP-SGD; omitted when 0.
 	Offset float64 `json:"offset,omitempty"`
 }
 
@@ -70,6 +71,9 @@ func (f *File) Write(w io.Writer) error {
 	arrays := []model.Array{{Name: "A", F64: m.A}, {Name: "B", F64: m.B}, {Name: "C", F64: m.C}}
 	if m.G != nil {
 		arrays = append(arrays, model.Array{Name: "G", F64: m.G})
+	}
+	if m.BA != nil {
+		arrays = append(arrays, model.Array{Name: "bias_a", F64: m.BA}, model.Array{Name: "bias_b", F64: m.BB}, model.Array{Name: "bias_c", F64: m.BC})
 	}
 	if s := f.Scaling; s != nil {
 		rk, rv, ck, cv := s.Flatten()
@@ -108,6 +112,12 @@ func ReadFile(r io.Reader) (*File, error) {
 	if d <= 0 || len(m.A) != meta.Dims[0]*d || len(m.B) != meta.Dims[1]*d || len(m.C) != meta.Dims[2]*d ||
 		(m.Kind == tensor.Tucker && len(m.G) != d*d*d) || len(meta.Users) != meta.Dims[0] || len(meta.Items) != meta.Dims[1] || meta.Axis.Days != meta.Dims[2] {
 		return nil, fmt.Errorf("tensor model: arrays do not match the declared shape %v, rank %d", meta.Dims, d)
+	}
+	if ba, ok := arrays["bias_a"]; ok {
+		m.BA, m.BB, m.BC = ba.F64, arrays["bias_b"].F64, arrays["bias_c"].F64
+		if len(m.BA) != meta.Dims[0] || len(m.BB) != meta.Dims[1] || len(m.BC) != meta.Dims[2] {
+			return nil, fmt.Errorf("tensor model: bias arrays do not match the declared shape %v", meta.Dims)
+		}
 	}
 	f := meta.File
 	f.Model = m

@@ -40,6 +40,9 @@ func (c Config) numParams(dims [3]int) int {
 	if c.Kind == tensor.Tucker {
 		n += c.Rank * c.Rank * c.Rank
 	}
+	if c.Biases {
+		n += dims[0] + dims[1] + dims[2] + 1
+	}
 	return n
 }
 
@@ -206,10 +209,18 @@ func (c Config) guarantee(cal *calibration, t *tensor.Tensor) (privacy.Guarantee
 		if err != nil {
 			return wrap(err)
 		}
+		what := "all parameters"
+		if c.Biases {
+			what = "all parameters (factors" + coreText(c) + ", the global mean and the user, item and day biases)"
+		}
+		step := ""
+		if c.Precondition {
+			step = " Each step divides a parameter's noisy sum by its curvature Σ(∂x̂/∂θ)² plus the ridge, computed from the rated positions and the already released parameters: post-processing."
+		}
 		g := privacy.Guarantee{Epsilon: eps, Delta: c.Delta, Rho: rho, Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.Proven,
-			Note: fmt.Sprintf("DP-SGD over all parameters: each entry's gradient clipped to %g (Δ = %g between neighbours), lattice Gaussian noise σ = %.4g on every parameter per batch, "+
-				"%d passes of disjoint batches, ρ = %.4g per pass, composed ρ = %.4g zCDP, (ε, δ) by the tight conversion.",
-				c.Clip, 2*c.Clip, cal.sgd.Sigma(), c.Passes, cal.sgdPassRho, rho)}
+			Note: fmt.Sprintf("DP-SGD over %s: each entry's gradient clipped to %g (Δ = %g between neighbours), lattice Gaussian noise σ = %.4g on every parameter per batch, "+
+				"%d passes of disjoint batches, ρ = %.4g per pass, composed ρ = %.4g zCDP, (ε, δ) by the tight conversion.%s",
+				what, c.Clip, 2*c.Clip, cal.sgd.Sigma(), c.Passes, cal.sgdPassRho, rho, step)}
 		if cal.centre != nil {
 			cg := cal.centre.Guarantee()
 			if g, err = accountant.Compose(c.Delta, cg, g); err != nil {

@@ -54,7 +54,7 @@ func TestPipelineAudit(t *testing.T) {
 		{"dpsgd/under-noised", DPSGD, 1e-5, 1e4, true, 10000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Defaults(tensor.CP)
+			cfg := Paper(tensor.CP)
 			cfg.Rank, cfg.Passes, cfg.LR, cfg.Workers = 2, 5, 0.1, 1
 			cfg.Mechanism, cfg.Epsilon, cfg.Delta = tc.mech, tc.eps, tc.delta
 			sample := func(src *noise.Source, side int) float64 {
