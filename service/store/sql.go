@@ -1,0 +1,470 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// dialect holds what differs between the databases.
+type dialect struct {
+	kind string
+	ddl  []string
+	// dollar: placeholders are $1, $2, … (PostgreSQL) instead of ?.
+	dollar bool
+}
+
+// rebind turns ? placeholders into $n for PostgreSQL.
+func (d dialect) rebind(q string) string {
+	if !d.dollar {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range q {
+		if c == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// The statements every write transaction uses, prepared once.
+const (
+	qCharge = `UPDATE users SET spent_nano = spent_nano + ?, reports = reports + 1
+		WHERE id = ? AND spent_nano + ? <= budget_nano RETURNING spent_nano, budget_nano`
+	qUncharge = `UPDATE users SET spent_nano = spent_nano - ?, reports = reports - 1 WHERE id = ?`
+	qInsert   = `INSERT INTO reports (user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, client_id) DO NOTHING RETURNING seq`
+	qReport = `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
+		FROM reports WHERE user_id = ? AND client_id = ?`
+	qUser       = `SELECT id, budget_nano, spent_nano, reports, created_ms FROM users WHERE id = ?`
+	qCreateUser = `INSERT INTO users (id, token_hash, budget_nano, spent_nano, reports, created_ms) VALUES (?, ?, ?, 0, 0, ?)`
+)
+
+// sqlStore implements Store over database/sql.
+type sqlStore struct {
+	d dialect
+	// w runs write transactions; r serves reads (the same pool for
+	// PostgreSQL; a read-only pool for SQLite, whose WAL lets readers run
+	// beside the single writer).
+	w, r *sql.DB
+	// prepared statements on w.
+	charge, uncharge, insert, report, user, createUser *sql.Stmt
+}
+
+func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB) (*sqlStore, error) {
+	s := &sqlStore{d: d, w: w, r: r}
+	for _, q := range d.ddl {
+		if _, err := w.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("store: creating tables: %w", err)
+		}
+	}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		q   string
+	}{{&s.charge, qCharge}, {&s.uncharge, qUncharge}, {&s.insert, qInsert}, {&s.report, qReport}, {&s.user, qUser}, {&s.createUser, qCreateUser}} {
+		st, err := w.PrepareContext(ctx, d.rebind(p.q))
+		if err != nil {
+			return nil, fmt.Errorf("store: preparing statements: %w", err)
+		}
+		*p.dst = st
+	}
+	return s, nil
+}
+
+func (s *sqlStore) Kind() string { return s.d.kind }
+
+func (s *sqlStore) q(q string) string { return s.d.rebind(q) }
+
+func (s *sqlStore) Close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.charge, s.uncharge, s.insert, s.report, s.user, s.createUser} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	errs = append(errs, s.w.Close())
+	if s.r != s.w {
+		errs = append(errs, s.r.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (s *sqlStore) Ping(ctx context.Context) error {
+	var one int
+	if err := s.r.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("store: ping: %w", err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Init(ctx context.Context, config []byte) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: init: %w", err)
+	}
+	defer tx.Rollback()
+	var stored string
+	err = tx.QueryRowContext(ctx, s.q(`SELECT value FROM meta WHERE key = ?`), "config").Scan(&stored)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO meta (key, value) VALUES (?, ?), (?, ?)`), "config", string(config), "schema", "1"); err != nil {
+			return fmt.Errorf("store: init: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("store: init: %w", err)
+	case stored != string(config):
+		return ErrConfigMismatch
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: init: %w", err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Config(ctx context.Context) ([]byte, error) {
+	var v string
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT value FROM meta WHERE key = ?`), "config").Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading the configuration: %w", err)
+	}
+	return []byte(v), nil
+}
+
+// Update runs fn in one transaction. The context of the transaction is
+// ctx; the service passes one that outlives any single request, so that a
+// client hanging up does not abort the others' batch.
+func (s *sqlStore) Update(ctx context.Context, fn func(Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	t := &sqlTx{s: s, tx: tx, ctx: ctx}
+	if err := fn(t); err != nil {
+		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+			return errors.Join(err, fmt.Errorf("store: rollback: %w", rerr))
+		}
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+type sqlTx struct {
+	s   *sqlStore
+	tx  *sql.Tx
+	ctx context.Context
+}
+
+func (t *sqlTx) CreateUser(ctx context.Context, u NewUser) error {
+	if _, err := t.tx.StmtContext(ctx, t.s.createUser).ExecContext(ctx, u.ID, u.TokenHash, u.Budget, u.CreatedMS); err != nil {
+		return fmt.Errorf("store: creating user: %w", err)
+	}
+	return nil
+}
+
+// Submit charges the user and stores the report, in the transaction.
+// The common path is two statements: a conditional debit (refused when it
+// would pass the budget) and an insert that does nothing on a repeated
+// client ID. A repeat is undone and answered with the original.
+func (t *sqlTx) Submit(ctx context.Context, sub Submission) (Result, error) {
+	var res Result
+	err := t.tx.StmtContext(ctx, t.s.charge).QueryRowContext(ctx, sub.Charge, sub.User, sub.Charge).Scan(&res.Spent, &res.Budget)
+	if errors.Is(err, sql.ErrNoRows) {
+		// Not charged: a repeat of a stored report (answered as such even
+		// when the budget is now spent), no such user, or over budget.
+		if orig, err := t.reportTx(ctx, sub.User, sub.ClientID); err == nil {
+			return t.repeat(ctx, sub, orig)
+		} else if !errors.Is(err, ErrNotFound) {
+			return res, err
+		}
+		u, err := t.userTx(ctx, sub.User)
+		if errors.Is(err, ErrNotFound) {
+			return Result{Outcome: NoUser}, nil
+		}
+		if err != nil {
+			return res, err
+		}
+		return Result{Outcome: OverBudget, Spent: u.Spent, Budget: u.Budget}, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("store: charging: %w", err)
+	}
+	var seq int64
+	err = t.tx.StmtContext(ctx, t.s.insert).QueryRowContext(ctx, sub.User, sub.ClientID, sub.BodyHash, sub.Charge, res.Spent, sub.Received, sub.Values).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		// A repeated client ID: undo the charge, answer with the original.
+		if _, err := t.tx.StmtContext(ctx, t.s.uncharge).ExecContext(ctx, sub.Charge, sub.User); err != nil {
+			return res, fmt.Errorf("store: undoing a repeated report's charge: %w", err)
+		}
+		orig, err := t.reportTx(ctx, sub.User, sub.ClientID)
+		if err != nil {
+			return res, err
+		}
+		return t.repeat(ctx, sub, orig)
+	}
+	if err != nil {
+		return res, fmt.Errorf("store: storing the report: %w", err)
+	}
+	res.Outcome = Stored
+	res.Report = Report{Seq: seq, User: sub.User, ClientID: sub.ClientID, BodyHash: sub.BodyHash, Charge: sub.Charge,
+		SpentAfter: res.Spent, Received: sub.Received, Values: sub.Values}
+	return res, nil
+}
+
+// repeat answers a submission whose client ID is stored already.
+func (t *sqlTx) repeat(ctx context.Context, sub Submission, orig Report) (Result, error) {
+	u, err := t.userTx(ctx, sub.User)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Outcome: Duplicate, Report: orig, Spent: u.Spent, Budget: u.Budget}
+	if !bytes.Equal(orig.BodyHash, sub.BodyHash) {
+		res.Outcome = Conflict
+	}
+	return res, nil
+}
+
+func (t *sqlTx) reportTx(ctx context.Context, user, clientID string) (Report, error) {
+	return scanReport(t.tx.StmtContext(ctx, t.s.report).QueryRowContext(ctx, user, clientID))
+}
+
+func (t *sqlTx) userTx(ctx context.Context, id string) (User, error) {
+	return scanUser(t.tx.StmtContext(ctx, t.s.user).QueryRowContext(ctx, id))
+}
+
+type scanner interface{ Scan(dst ...any) error }
+
+func scanReport(row scanner) (Report, error) {
+	var r Report
+	var vals string
+	err := row.Scan(&r.Seq, &r.User, &r.ClientID, &r.BodyHash, &r.Charge, &r.SpentAfter, &r.Received, &vals)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, ErrNotFound
+	}
+	if err != nil {
+		return r, fmt.Errorf("store: reading a report: %w", err)
+	}
+	r.Values = []byte(vals)
+	return r, nil
+}
+
+func scanUser(row scanner) (User, error) {
+	var u User
+	err := row.Scan(&u.ID, &u.Budget, &u.Spent, &u.Reports, &u.CreatedMS)
+	if errors.Is(err, sql.ErrNoRows) {
+		return u, ErrNotFound
+	}
+	if err != nil {
+		return u, fmt.Errorf("store: reading a user: %w", err)
+	}
+	return u, nil
+}
+
+func (s *sqlStore) UserByToken(ctx context.Context, h []byte) (User, error) {
+	return scanUser(s.r.QueryRowContext(ctx, s.q(`SELECT id, budget_nano, spent_nano, reports, created_ms FROM users WHERE token_hash = ?`), h))
+}
+
+func (s *sqlStore) User(ctx context.Context, id string) (User, error) {
+	return scanUser(s.r.QueryRowContext(ctx, s.q(qUser), id))
+}
+
+func (s *sqlStore) Report(ctx context.Context, user, clientID string) (Report, error) {
+	return scanReport(s.r.QueryRowContext(ctx, s.q(qReport), user, clientID))
+}
+
+func (s *sqlStore) Reports(ctx context.Context, user string) ([]Report, error) {
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
+		FROM reports WHERE user_id = ? ORDER BY seq`), user)
+	if err != nil {
+		return nil, fmt.Errorf("store: listing reports: %w", err)
+	}
+	defer rows.Close()
+	var out []Report
+	for rows.Next() {
+		r, err := scanReport(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: listing reports: %w", err)
+	}
+	return out, nil
+}
+
+func (s *sqlStore) ScanReports(ctx context.Context, maxSeq int64, fn func(Report) error) (int64, error) {
+	if maxSeq <= 0 {
+		maxSeq = math.MaxInt64
+	}
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
+		FROM reports WHERE seq <= ? ORDER BY seq`), maxSeq)
+	if err != nil {
+		return 0, fmt.Errorf("store: reading reports: %w", err)
+	}
+	defer rows.Close()
+	var last int64
+	for rows.Next() {
+		r, err := scanReport(rows)
+		if err != nil {
+			return last, err
+		}
+		if err := fn(r); err != nil {
+			return last, err
+		}
+		last = r.Seq
+	}
+	if err := rows.Err(); err != nil {
+		return last, fmt.Errorf("store: reading reports: %w", err)
+	}
+	return last, nil
+}
+
+func (s *sqlStore) Publish(ctx context.Context, nr NewRelease) (int64, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store: publish: %w", err)
+	}
+	defer tx.Rollback()
+	for _, c := range nr.Charges {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET spent_nano = spent_nano + ? WHERE id = ? AND spent_nano + ? <= budget_nano`), c.Nano, c.User, c.Nano)
+		if err != nil {
+			return 0, fmt.Errorf("store: charging user %s: %w", c.User, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return 0, fmt.Errorf("store: charging user %s: %w", c.User, err)
+		} else if n == 0 {
+			u, err := scanUser(tx.QueryRowContext(ctx, s.q(qUser), c.User))
+			if err != nil {
+				return 0, fmt.Errorf("store: charging user %s: %w", c.User, err)
+			}
+			return 0, &OverBudgetError{User: c.User, Spent: u.Spent, Charge: c.Nano, Budget: u.Budget}
+		}
+	}
+	var id int64
+	if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO releases (created_ms, method, max_seq, users_charged, doc) VALUES (?, ?, ?, ?, ?) RETURNING id`),
+		nr.CreatedMS, nr.Method, nr.MaxSeq, int64(len(nr.Charges)), string(nr.Doc)).Scan(&id); err != nil {
+		return 0, fmt.Errorf("store: storing the release: %w", err)
+	}
+	if len(nr.Charges) > 0 {
+		st, err := tx.PrepareContext(ctx, s.q(`INSERT INTO release_charges (release_id, user_id, epsilon_nano) VALUES (?, ?, ?)`))
+		if err != nil {
+			return 0, fmt.Errorf("store: storing charges: %w", err)
+		}
+		for _, c := range nr.Charges {
+			if _, err := st.ExecContext(ctx, id, c.User, c.Nano); err != nil {
+				st.Close()
+				return 0, fmt.Errorf("store: storing charges: %w", err)
+			}
+		}
+		st.Close()
+	}
+	if len(nr.States) > 0 {
+		st, err := tx.PrepareContext(ctx, s.q(`INSERT INTO user_states (release_id, user_id, state) VALUES (?, ?, ?)`))
+		if err != nil {
+			return 0, fmt.Errorf("store: storing user states: %w", err)
+		}
+		for _, u := range nr.States {
+			if _, err := st.ExecContext(ctx, id, u.User, string(u.State)); err != nil {
+				st.Close()
+				return 0, fmt.Errorf("store: storing user states: %w", err)
+			}
+		}
+		st.Close()
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("store: publish: commit: %w", err)
+	}
+	return id, nil
+}
+
+func scanRelease(row scanner) (ReleaseRow, error) {
+	var r ReleaseRow
+	var doc string
+	err := row.Scan(&r.ID, &r.CreatedMS, &r.Method, &r.MaxSeq, &r.UsersCharged, &doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, ErrNotFound
+	}
+	if err != nil {
+		return r, fmt.Errorf("store: reading a release: %w", err)
+	}
+	r.Doc = []byte(doc)
+	return r, nil
+}
+
+func (s *sqlStore) LatestRelease(ctx context.Context) (ReleaseRow, error) {
+	return scanRelease(s.r.QueryRowContext(ctx, `SELECT id, created_ms, method, max_seq, users_charged, doc FROM releases ORDER BY id DESC LIMIT 1`))
+}
+
+func (s *sqlStore) Release(ctx context.Context, id int64) (ReleaseRow, error) {
+	return scanRelease(s.r.QueryRowContext(ctx, s.q(`SELECT id, created_ms, method, max_seq, users_charged, doc FROM releases WHERE id = ?`), id))
+}
+
+func (s *sqlStore) UserState(ctx context.Context, release int64, user string) ([]byte, error) {
+	var v string
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT state FROM user_states WHERE release_id = ? AND user_id = ?`), release, user).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading a user state: %w", err)
+	}
+	return []byte(v), nil
+}
+
+func (s *sqlStore) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := s.r.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM users), (SELECT COUNT(*) FROM reports), (SELECT COUNT(*) FROM releases),
+		(SELECT COALESCE(MAX(spent_nano), 0) FROM users)`).Scan(&st.Users, &st.Reports, &st.Releases, &st.MaxSpent)
+	if err != nil {
+		return st, fmt.Errorf("store: stats: %w", err)
+	}
+	return st, nil
+}
+
+func (s *sqlStore) Check(ctx context.Context) error {
+	rows, err := s.r.QueryContext(ctx, `SELECT u.id, u.spent_nano, u.budget_nano, u.reports,
+		COALESCE((SELECT SUM(r.epsilon_nano) FROM reports r WHERE r.user_id = u.id), 0),
+		(SELECT COUNT(*) FROM reports r WHERE r.user_id = u.id),
+		COALESCE((SELECT SUM(c.epsilon_nano) FROM release_charges c WHERE c.user_id = u.id), 0)
+		FROM users u ORDER BY u.id`)
+	if err != nil {
+		return fmt.Errorf("store: check: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var spent, budget, count, reportSum, reportCount, releaseSum int64
+		if err := rows.Scan(&id, &spent, &budget, &count, &reportSum, &reportCount, &releaseSum); err != nil {
+			return fmt.Errorf("store: check: %w", err)
+		}
+		switch {
+		case spent != reportSum+releaseSum:
+			return fmt.Errorf("store: user %s: ledger says %d nano-ε spent, her reports and releases charged %d + %d", id, spent, reportSum, releaseSum)
+		case count != reportCount:
+			return fmt.Errorf("store: user %s: ledger counts %d reports, %d stored", id, count, reportCount)
+		case spent > budget:
+			return fmt.Errorf("store: user %s: spent %d nano-ε, over her budget %d", id, spent, budget)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: check: %w", err)
+	}
+	return nil
+}
