@@ -97,13 +97,14 @@ func CheckReportID(id string) *Error {
 	}
 	for _, c := range []byte(id) {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
-			return BadRequest(CodeInvalidValue, "id", "id %q has a character outside A–Z a–z 0–9 . _ : -", truncate(id))
+			return BadRequest(CodeInvalidValue, "id", "id %q has a character outside A–Z a–z 0–9 . _ : -", Truncate(id))
 		}
 	}
 	return nil
 }
 
-func truncate(s string) string {
+// Truncate shortens s for a message.
+func Truncate(s string) string {
 	if len(s) > 40 {
 		return s[:40] + "…"
 	}
@@ -168,7 +169,7 @@ func parseValue(v json.RawMessage, k int) (x float64, isNull bool, e *Error) {
 	case c == '-' || (c >= '0' && c <= '9'):
 		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil || math.IsInf(f, 0) {
-			return 0, false, BadRequest(CodeOutOfRange, field, "%s = %s is not a finite number", field, truncate(string(v)))
+			return 0, false, BadRequest(CodeOutOfRange, field, "%s = %s is not a finite number", field, Truncate(string(v)))
 		}
 		return f, false, nil
 	case c == '"':

@@ -84,12 +84,12 @@ type NewUser struct {
 
 // Submission is a report to store and charge.
 type Submission struct {
-	User      string
-	ClientID  string
-	BodyHash  []byte
-	Charge    int64 // nano-ε
-	Values    []byte
-	Received  int64 // unix ms
+	User     string
+	ClientID string
+	BodyHash []byte
+	Charge   int64 // nano-ε
+	Values   []byte
+	Received int64 // unix ms
 }
 
 // Outcome says what happened to a submission.
