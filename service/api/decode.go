@@ -53,6 +53,9 @@ func jsonError(err error) *Error {
 		return BadRequest(CodeMalformedJSON, "", "malformed JSON at byte %d: %s", syn.Offset, syn.Error())
 	case errors.As(err, &typ):
 		field := typ.Field
+		if strings.HasPrefix(typ.Value, "number ") && field != "" { // "number 1e400": an overflow
+			return BadRequest(CodeOutOfRange, field, "%s: %s does not fit %s", field, typ.Value, jsonTypeName(typ.Type.String()))
+		}
 		if field == "" {
 			return BadRequest(CodeWrongType, "", "want a JSON object, got JSON %s", typ.Value)
 		}
