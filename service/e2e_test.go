@@ -45,6 +45,9 @@ func parallel(w, n int, f func(i int) error) error {
 // and publishes the release; every client computes her own top-10 from
 // the public part and her own ratings. On both databases.
 func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the 1 000-client end-to-end test runs in the full go test (not -short)")
+	}
 	for _, kind := range storetest.Kinds {
 		t.Run(kind, func(t *testing.T) { testEndToEnd(t, kind, 1000) })
 	}

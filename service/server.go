@@ -410,6 +410,13 @@ func (s *Server) getMe(w http.ResponseWriter, r *http.Request) {
 		Budget: store.Eps(u.Budget), Reports: u.Reports})
 }
 
+// TokenHash is what the store keeps of a token: its SHA-256 (a token has
+// 256 random bits, so no salt or slow hash is needed).
+func TokenHash(tok string) []byte {
+	h := sha256.Sum256([]byte(tok))
+	return h[:]
+}
+
 // reportHash identifies a report's content: ID, ε and canonical values.
 func reportHash(rep api.Report, vals []byte) []byte {
 	h := sha256.New()
