@@ -74,28 +74,45 @@ func NewReportID() string {
 	return "r-" + hex.EncodeToString(b[:])
 }
 
-// Randomize builds the report the device sends: in local mode, the
-// user's vector over the whole catalogue (a missing rating is a cell too)
-// randomized with the configuration's mechanism and per-item ε, noise from
-// src (noise.Secure(): fresh crypto/rand); in central mode, her ratings as
-// they are. Ratings of items outside the catalogue are not reported
-// (their count is returned); a rating off the scale is an error.
-func Randomize(cfg *api.Config, r Ratings, src *noise.Source, id string) (api.Report, int, error) {
+// Device randomizes reports under one collection configuration, checked
+// once (CheckConfig); it is safe for concurrent use.
+type Device struct {
+	cfg   *api.Config
+	rnd   ldp.Randomizer // nil in central mode
+	index map[string]int
+}
+
+// NewDevice checks the configuration and prepares the randomizer.
+func NewDevice(cfg *api.Config) (*Device, error) {
 	if err := CheckConfig(cfg); err != nil {
-		return api.Report{}, 0, err
+		return nil, err
 	}
-	n := len(cfg.Items)
-	index := make(map[string]int, n)
+	d := &Device{cfg: cfg, index: make(map[string]int, len(cfg.Items))}
 	for j, it := range cfg.Items {
-		index[it.ID] = j
+		d.index[it.ID] = j
 	}
+	if cfg.Mode == api.ModeLocal {
+		r, err := randomizer(cfg)
+		if err != nil {
+			return nil, err
+		}
+		d.rnd = r
+	}
+	return d, nil
+}
+
+// Randomize builds the report the device sends (see the package function
+// Randomize).
+func (d *Device) Randomize(r Ratings, src *noise.Source, id string) (api.Report, int, error) {
+	cfg := d.cfg
+	n := len(cfg.Items)
 	in := make([]float64, n)
 	for j := range in {
 		in[j] = ldp.Missing
 	}
 	outside := 0
 	for item, v := range r {
-		j, ok := index[item]
+		j, ok := d.index[item]
 		if !ok {
 			outside++
 			continue
@@ -106,35 +123,38 @@ func Randomize(cfg *api.Config, r Ratings, src *noise.Source, id string) (api.Re
 		in[j] = v
 	}
 	rep := api.Report{ID: id, Values: make([]*float64, n)}
-	switch cfg.Mode {
-	case api.ModeLocal:
-		rnd, err := randomizer(cfg)
-		if err != nil {
-			return api.Report{}, 0, err
-		}
-		out := make([]float64, n)
-		if err := rnd.Randomize(src, in, out); err != nil {
+	vals := make([]float64, n) // backing store of the present values
+	if d.rnd != nil {
+		if err := d.rnd.Randomize(src, in, vals); err != nil {
 			return api.Report{}, 0, fmt.Errorf("client: randomizing: %w", err)
 		}
-		for j, v := range out {
-			if !ldp.IsMissing(v) {
-				x := v
-				rep.Values[j] = &x
-			}
-		}
 		rep.Epsilon = cfg.ReportEpsilon
-	default:
-		for j, v := range in {
-			if !ldp.IsMissing(v) {
-				x := v
-				rep.Values[j] = &x
-			}
+	} else {
+		copy(vals, in)
+	}
+	for j := range vals {
+		if !ldp.IsMissing(vals[j]) {
+			rep.Values[j] = &vals[j]
 		}
 	}
 	if e := api.CheckReport(cfg, rep); e != nil {
 		return api.Report{}, 0, fmt.Errorf("client: the report fails the server's checks: %w", e)
 	}
 	return rep, outside, nil
+}
+
+// Randomize builds the report the device sends: in local mode, the
+// user's vector over the whole catalogue (a missing rating is a cell too)
+// randomized with the configuration's mechanism and per-item ε, noise from
+// src (noise.Secure(): fresh crypto/rand); in central mode, her ratings as
+// they are. Ratings of items outside the catalogue are not reported
+// (their count is returned); a rating off the scale is an error.
+func Randomize(cfg *api.Config, r Ratings, src *noise.Source, id string) (api.Report, int, error) {
+	d, err := NewDevice(cfg)
+	if err != nil {
+		return api.Report{}, 0, err
+	}
+	return d.Randomize(r, src, id)
 }
 
 // ReadRatings reads one user's ratings: one "item rating" pair per line

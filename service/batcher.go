@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/privrec/privrec/service/store"
@@ -32,6 +33,8 @@ type batcher struct {
 	stopped chan struct{}
 	once    sync.Once
 	m       *metrics
+	// commits and ops count committed transactions and the writes in them.
+	commits, ops atomic.Int64
 }
 
 var errClosed = errors.New("service: shutting down")
@@ -114,6 +117,9 @@ func (b *batcher) run(batch []*op) {
 		}
 	} else if err != nil {
 		batch[0].err = err
+	} else {
+		b.commits.Add(1)
+		b.ops.Add(int64(len(batch)))
 	}
 	for _, o := range batch {
 		close(o.done)
@@ -126,6 +132,7 @@ func (b *batcher) commit(batch []*op) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return b.st.Update(ctx, func(tx store.Tx) error {
+		var subs []store.Submission
 		for _, o := range batch {
 			switch {
 			case o.enrol != nil:
@@ -133,11 +140,21 @@ func (b *batcher) commit(batch []*op) error {
 					return err
 				}
 			case o.sub != nil:
-				res, err := tx.Submit(ctx, *o.sub)
-				if err != nil {
-					return err
-				}
-				o.res = res
+				subs = append(subs, *o.sub)
+			}
+		}
+		if len(subs) == 0 {
+			return nil
+		}
+		res, err := tx.SubmitBatch(ctx, subs)
+		if err != nil {
+			return err
+		}
+		k := 0
+		for _, o := range batch {
+			if o.sub != nil {
+				o.res = res[k]
+				k++
 			}
 		}
 		return nil

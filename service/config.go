@@ -85,9 +85,9 @@ func (o *Options) defaults() {
 	}
 }
 
-// identity is what the database records of the collection: every fact
+// Identity is what the database records of the collection: every fact
 // the stored reports and ledgers depend on.
-type identity struct {
+type Identity struct {
 	Mode          string    `json:"mode"`
 	Mechanism     string    `json:"mechanism"`
 	ReportEpsilon float64   `json:"report_epsilon"`
@@ -189,7 +189,7 @@ func mechanismName(m string) string {
 
 // identityJSON is the canonical record of the collection in the database.
 func identityJSON(c *api.Config) []byte {
-	id := identity{Mode: c.Mode, Mechanism: c.Mechanism, ReportEpsilon: c.ReportEpsilon, CellEpsilon: c.CellEpsilon,
+	id := Identity{Mode: c.Mode, Mechanism: c.Mechanism, ReportEpsilon: c.ReportEpsilon, CellEpsilon: c.CellEpsilon,
 		Budget: c.Budget, Scale: c.Scale, Units: c.Units}
 	for _, it := range c.Items {
 		id.Items = append(id.Items, it.ID)
@@ -200,11 +200,11 @@ func identityJSON(c *api.Config) []byte {
 
 // mismatch explains how the stored collection differs from the flags.
 func mismatch(stored []byte, c *api.Config) error {
-	var s identity
+	var s Identity
 	if err := json.Unmarshal(stored, &s); err != nil {
 		return fmt.Errorf("the database records a collection this version cannot read: %w", err)
 	}
-	now := identity{}
+	now := Identity{}
 	_ = json.Unmarshal(identityJSON(c), &now)
 	var diffs []string
 	if s.Mechanism != now.Mechanism {

@@ -40,8 +40,11 @@ func newRandomizer(mech string, cellEps float64, sc api.Scale) (ldp.Randomizer, 
 // returns that guarantee, the report units and the largest |value| a
 // laplace report can take (with probability 1 − 10⁻²⁶ per cell).
 func localParams(mech string, reportEps float64, n int, sc api.Scale) (cellEps float64, g privacy.Guarantee, units string, maxAbs float64, err error) {
+	// The randomizer states the ε it realizes (from its realized, rounded
+	// probabilities, composed and rounded up), which may exceed n·ε by
+	// a few parts in 10¹²: shrink the per-item ε until it fits.
 	cellEps = reportEps / float64(n)
-	for range 64 {
+	for range 100 {
 		r, err := newRandomizer(mech, cellEps, sc)
 		if err != nil {
 			return 0, g, "", 0, err
@@ -57,7 +60,7 @@ func localParams(mech string, reportEps float64, n int, sc api.Scale) (cellEps f
 			}
 			return cellEps, g, units, maxAbs, nil
 		}
-		cellEps = math.Nextafter(cellEps, 0)
+		cellEps *= min(reportEps/g.Epsilon, 1-1e-12)
 	}
 	return 0, g, "", 0, fmt.Errorf("cannot fit %d cells into a per-report ε of %g", n, reportEps)
 }

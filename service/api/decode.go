@@ -122,49 +122,86 @@ type rawReport struct {
 	Values  []json.RawMessage `json:"values"`
 }
 
+// parsed is a report body's fields before validation.
+type parsed struct {
+	id        *string
+	epsilon   *float64
+	hasValues bool
+	values    []*float64
+}
+
 // DecodeReport reads a report body strictly and validates it against the
 // collection configuration (CheckReport). Nothing about it is stored or
-// charged unless it returns no error.
+// charged unless it returns no error. The common shape is parsed by a
+// small dedicated parser; anything else by encoding/json, which words the
+// errors.
 func DecodeReport(r io.Reader, cfg *Config) (Report, *Error) {
-	var raw rawReport
-	if e := DecodeStrict(r, &raw); e != nil {
-		return Report{}, e
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return Report{}, jsonError(err)
 	}
+	f, ok := fastReport(b)
+	if !ok {
+		var e *Error
+		if f, e = slowReport(b); e != nil {
+			return Report{}, e
+		}
+	}
+	return f.report(cfg)
+}
+
+// slowReport decodes with encoding/json (strict), naming the field of
+// any error.
+func slowReport(b []byte) (parsed, *Error) {
+	var raw rawReport
+	if e := DecodeStrict(bytes.NewReader(b), &raw); e != nil {
+		return parsed{}, e
+	}
+	f := parsed{id: raw.ID, epsilon: raw.Epsilon, hasValues: raw.Values != nil}
+	if f.hasValues {
+		f.values = make([]*float64, len(raw.Values))
+		for k, v := range raw.Values {
+			x, isNull, e := parseValue(v, k)
+			if e != nil {
+				return parsed{}, e
+			}
+			if !isNull {
+				f.values[k] = &x
+			}
+		}
+	}
+	return f, nil
+}
+
+// report checks the required fields and the values.
+func (f parsed) report(cfg *Config) (Report, *Error) {
 	var rep Report
-	if raw.ID == nil {
+	if f.id == nil {
 		return rep, CheckReportID("")
 	}
-	rep.ID = *raw.ID
-	if raw.Epsilon != nil {
-		rep.Epsilon = *raw.Epsilon
+	rep.ID = *f.id
+	if f.epsilon != nil {
+		rep.Epsilon = *f.epsilon
 	} else if cfg.Mode == ModeLocal {
 		return rep, BadRequest(CodeMissingField, "epsilon", "epsilon is required: the per-report ε the device spent (the configuration's report_epsilon, %g)", cfg.ReportEpsilon)
 	}
-	if raw.Values == nil {
+	if !f.hasValues {
 		return rep, BadRequest(CodeMissingField, "values", "values is required: one value or null per catalogue item (%d)", len(cfg.Items))
 	}
-	rep.Values = make([]*float64, len(raw.Values))
-	for k, v := range raw.Values {
-		x, isNull, e := parseValue(v, k)
-		if e != nil {
-			return rep, e
-		}
-		if !isNull {
-			rep.Values[k] = &x
-		}
-	}
+	rep.Values = f.values
 	if e := CheckReport(cfg, rep); e != nil {
 		return rep, e
 	}
 	return rep, nil
 }
 
-// parseValue reads one element of values: null or a JSON number.
+// parseValue reads one element of values: null or a JSON number. The
+// field name is formatted only for an error (this runs for every cell of
+// every report).
 func parseValue(v json.RawMessage, k int) (x float64, isNull bool, e *Error) {
-	field := fmt.Sprintf("values[%d]", k)
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 {
-		return 0, false, BadRequest(CodeMalformedJSON, field, "%s is empty", field)
+		return 0, false, BadRequest(CodeMalformedJSON, valueField(k), "%s is empty", valueField(k))
 	}
 	switch c := v[0]; {
 	case c == 'n':
@@ -172,20 +209,22 @@ func parseValue(v json.RawMessage, k int) (x float64, isNull bool, e *Error) {
 	case c == '-' || (c >= '0' && c <= '9'):
 		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil || math.IsInf(f, 0) {
-			return 0, false, BadRequest(CodeOutOfRange, field, "%s = %s is not a finite number", field, Truncate(string(v)))
+			return 0, false, BadRequest(CodeOutOfRange, valueField(k), "%s = %s is not a finite number", valueField(k), Truncate(string(v)))
 		}
 		return f, false, nil
 	case c == '"':
-		return 0, false, BadRequest(CodeWrongType, field, "%s: want a number or null, got a string", field)
+		return 0, false, BadRequest(CodeWrongType, valueField(k), "%s: want a number or null, got a string", valueField(k))
 	case c == 't' || c == 'f':
-		return 0, false, BadRequest(CodeWrongType, field, "%s: want a number or null, got true/false", field)
+		return 0, false, BadRequest(CodeWrongType, valueField(k), "%s: want a number or null, got true/false", valueField(k))
 	case c == '[':
-		return 0, false, BadRequest(CodeWrongType, field, "%s: want a number or null, got an array", field)
+		return 0, false, BadRequest(CodeWrongType, valueField(k), "%s: want a number or null, got an array", valueField(k))
 	case c == '{':
-		return 0, false, BadRequest(CodeWrongType, field, "%s: want a number or null, got an object", field)
+		return 0, false, BadRequest(CodeWrongType, valueField(k), "%s: want a number or null, got an object", valueField(k))
 	}
-	return 0, false, BadRequest(CodeMalformedJSON, field, "%s is not a JSON value", field)
+	return 0, false, BadRequest(CodeMalformedJSON, valueField(k), "%s is not a JSON value", valueField(k))
 }
+
+func valueField(k int) string { return "values[" + strconv.Itoa(k) + "]" }
 
 // CheckReport validates a report against the configuration: the ID, the
 // ε (equal to report_epsilon in local mode, 0 in central mode), one value
@@ -222,29 +261,28 @@ func CheckReport(cfg *Config, rep Report) *Error {
 }
 
 func checkValue(cfg *Config, v float64, k int) *Error {
-	field := fmt.Sprintf("values[%d]", k)
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return BadRequest(CodeOutOfRange, field, "%s is not finite", field)
+		return BadRequest(CodeOutOfRange, valueField(k), "%s is not finite", valueField(k))
 	}
 	switch cfg.Units {
 	case "levels":
 		if v != math.Trunc(v) || v < 1 || v > float64(cfg.Scale.Levels) {
-			return BadRequest(CodeOutOfRange, field, "%s = %g is not a level 1…%d (randomized response reports levels, or null for missing)", field, v, cfg.Scale.Levels)
+			return BadRequest(CodeOutOfRange, valueField(k), "%s = %g is not a level 1…%d (randomized response reports levels, or null for missing)", valueField(k), v, cfg.Scale.Levels)
 		}
 	case "normalised":
 		if math.Abs(v) > cfg.MaxAbsValue {
-			return BadRequest(CodeOutOfRange, field, "%s = %g is beyond ±%g, which the mechanism's noise does not reach", field, v, cfg.MaxAbsValue)
+			return BadRequest(CodeOutOfRange, valueField(k), "%s = %g is beyond ±%g, which the mechanism's noise does not reach", valueField(k), v, cfg.MaxAbsValue)
 		}
 	default: // ratings on the declared scale
 		sc := cfg.Scale
 		if v < sc.Min || v > sc.Max {
-			return BadRequest(CodeOutOfRange, field, "%s = %g is outside the rating scale [%g, %g]", field, v, sc.Min, sc.Max)
+			return BadRequest(CodeOutOfRange, valueField(k), "%s = %g is outside the rating scale [%g, %g]", valueField(k), v, sc.Min, sc.Max)
 		}
 		if sc.Levels >= 2 {
 			step := (sc.Max - sc.Min) / float64(sc.Levels-1)
 			q := (v - sc.Min) / step
 			if math.Abs(q-math.Round(q)) > 1e-9 {
-				return BadRequest(CodeOutOfRange, field, "%s = %g is not one of the %d levels of [%g, %g]", field, v, sc.Levels, sc.Min, sc.Max)
+				return BadRequest(CodeOutOfRange, valueField(k), "%s = %g is not one of the %d levels of [%g, %g]", valueField(k), v, sc.Levels, sc.Min, sc.Max)
 			}
 		}
 	}

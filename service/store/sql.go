@@ -178,66 +178,191 @@ func (t *sqlTx) CreateUser(ctx context.Context, u NewUser) error {
 	return nil
 }
 
-// Submit charges the user and stores the report, in the transaction.
-// The common path is two statements: a conditional debit (refused when it
-// would pass the budget) and an insert that does nothing on a repeated
-// client ID. A repeat is undone and answered with the original.
+// Submit is SubmitBatch of one submission.
 func (t *sqlTx) Submit(ctx context.Context, sub Submission) (Result, error) {
-	var res Result
-	err := t.tx.StmtContext(ctx, t.s.charge).QueryRowContext(ctx, sub.Charge, sub.User, sub.Charge).Scan(&res.Spent, &res.Budget)
-	if errors.Is(err, sql.ErrNoRows) {
-		// Not charged: a repeat of a stored report (answered as such even
-		// when the budget is now spent), no such user, or over budget.
-		if orig, err := t.reportTx(ctx, sub.User, sub.ClientID); err == nil {
-			return t.repeat(ctx, sub, orig)
-		} else if !errors.Is(err, ErrNotFound) {
-			return res, err
-		}
-		u, err := t.userTx(ctx, sub.User)
-		if errors.Is(err, ErrNotFound) {
-			return Result{Outcome: NoUser}, nil
-		}
-		if err != nil {
-			return res, err
-		}
-		return Result{Outcome: OverBudget, Spent: u.Spent, Budget: u.Budget}, nil
-	}
-	if err != nil {
-		return res, fmt.Errorf("store: charging: %w", err)
-	}
-	var seq int64
-	err = t.tx.StmtContext(ctx, t.s.insert).QueryRowContext(ctx, sub.User, sub.ClientID, sub.BodyHash, sub.Charge, res.Spent, sub.Received, sub.Values).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		// A repeated client ID: undo the charge, answer with the original.
-		if _, err := t.tx.StmtContext(ctx, t.s.uncharge).ExecContext(ctx, sub.Charge, sub.User); err != nil {
-			return res, fmt.Errorf("store: undoing a repeated report's charge: %w", err)
-		}
-		orig, err := t.reportTx(ctx, sub.User, sub.ClientID)
-		if err != nil {
-			return res, err
-		}
-		return t.repeat(ctx, sub, orig)
-	}
-	if err != nil {
-		return res, fmt.Errorf("store: storing the report: %w", err)
-	}
-	res.Outcome = Stored
-	res.Report = Report{Seq: seq, User: sub.User, ClientID: sub.ClientID, BodyHash: sub.BodyHash, Charge: sub.Charge,
-		SpentAfter: res.Spent, Received: sub.Received, Values: sub.Values}
-	return res, nil
-}
-
-// repeat answers a submission whose client ID is stored already.
-func (t *sqlTx) repeat(ctx context.Context, sub Submission, orig Report) (Result, error) {
-	u, err := t.userTx(ctx, sub.User)
+	res, err := t.SubmitBatch(ctx, []Submission{sub})
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Outcome: Duplicate, Report: orig, Spent: u.Spent, Budget: u.Budget}
+	return res[0], nil
+}
+
+// SubmitBatch charges and stores a batch of reports in a few statements,
+// whatever its size: it locks and reads the ledgers of the batch's users
+// (SELECT … FOR UPDATE in PostgreSQL; SQLite's write transaction is
+// exclusive), reads any stored report with a repeated client ID, decides
+// each submission in batch order in Go — a repeat is answered with the
+// original, a charge beyond the budget refused — then inserts the
+// accepted reports in one multi-row INSERT and writes the new ledgers in
+// one UPDATE. Every writer locks the ledger rows first, so concurrent
+// transactions (several servers on one PostgreSQL) serialize per user and
+// can never overspend.
+func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, error) {
+	res := make([]Result, len(subs))
+	if len(subs) == 0 {
+		return res, nil
+	}
+	// The ledgers of the batch's users, locked.
+	type ledger struct {
+		spent, budget, reports int64
+		changed               bool
+	}
+	users := map[string]*ledger{}
+	var ids []any
+	for _, s := range subs {
+		if _, ok := users[s.User]; !ok {
+			users[s.User] = nil
+			ids = append(ids, s.User)
+		}
+	}
+	q := "SELECT id, spent_nano, budget_nano, reports FROM users WHERE id IN (" + placeholders(len(ids), 1) + ")"
+	if t.s.d.dollar {
+		q += " ORDER BY id FOR UPDATE"
+	}
+	rows, err := t.tx.QueryContext(ctx, t.s.q(q), ids...)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading ledgers: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		l := &ledger{}
+		if err := rows.Scan(&id, &l.spent, &l.budget, &l.reports); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: reading ledgers: %w", err)
+		}
+		users[id] = l
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: reading ledgers: %w", err)
+	}
+	// Reports already stored under the batch's client IDs.
+	type key struct{ user, id string }
+	stored := map[key]Report{}
+	args := make([]any, 0, 2*len(subs))
+	for _, s := range subs {
+		args = append(args, s.User, s.ClientID)
+	}
+	rows, err = t.tx.QueryContext(ctx, t.s.q(`SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
+		FROM reports WHERE (user_id, client_id) IN (VALUES `+placeholders(len(subs), 2)+`)`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: looking up client IDs: %w", err)
+	}
+	for rows.Next() {
+		r, err := scanReport(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		stored[key{r.User, r.ClientID}] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: looking up client IDs: %w", err)
+	}
+	// Decide, in batch order.
+	first := map[key]int{} // batch index of a report accepted in this batch
+	var accepted []int
+	for k, s := range subs {
+		l := users[s.User]
+		kk := key{s.User, s.ClientID}
+		switch orig, dup := stored[kk]; {
+		case l == nil:
+			res[k] = Result{Outcome: NoUser}
+		case dup:
+			res[k] = repeatOf(s, orig)
+			res[k].Spent, res[k].Budget = l.spent, l.budget
+		case first[kk] != 0:
+			res[k] = Result{Outcome: Outcome(-first[kk])} // a repeat within the batch: filled in after the insert
+		case l.spent+s.Charge > l.budget:
+			res[k] = Result{Outcome: OverBudget, Spent: l.spent, Budget: l.budget}
+		default:
+			l.spent += s.Charge
+			l.reports++
+			l.changed = true
+			res[k] = Result{Outcome: Stored, Spent: l.spent, Budget: l.budget, Report: Report{User: s.User, ClientID: s.ClientID,
+				BodyHash: s.BodyHash, Charge: s.Charge, SpentAfter: l.spent, Received: s.Received, Values: s.Values}}
+			first[kk] = k + 1
+			accepted = append(accepted, k)
+		}
+	}
+	if len(accepted) > 0 {
+		args = args[:0]
+		for _, k := range accepted {
+			r := res[k].Report
+			args = append(args, r.User, r.ClientID, r.BodyHash, r.Charge, r.SpentAfter, r.Received, r.Values)
+		}
+		rows, err := t.tx.QueryContext(ctx, t.s.q(`INSERT INTO reports (user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals)
+			VALUES `+placeholders(len(accepted), 7)+` RETURNING user_id, client_id, seq`), args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: storing reports: %w", err)
+		}
+		n := 0
+		for rows.Next() {
+			var kk key
+			var seq int64
+			if err := rows.Scan(&kk.user, &kk.id, &seq); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: storing reports: %w", err)
+			}
+			res[first[kk]-1].Report.Seq = seq
+			n++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("store: storing reports: %w", err)
+		}
+		if n != len(accepted) {
+			return nil, fmt.Errorf("store: stored %d of %d reports", n, len(accepted))
+		}
+		// The new ledgers, in one statement.
+		args = args[:0]
+		nu := 0
+		for _, id := range ids {
+			if l := users[id.(string)]; l != nil && l.changed {
+				args = append(args, id, l.spent, l.reports)
+				nu++
+			}
+		}
+		vals := strings.TrimSuffix(strings.Repeat("(?, CAST(? AS BIGINT), CAST(? AS BIGINT)), ", nu), ", ")
+		r, err := t.tx.ExecContext(ctx, t.s.q(`UPDATE users SET spent_nano = v.column2, reports = v.column3
+			FROM (VALUES `+vals+`) AS v WHERE users.id = v.column1`), args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: writing ledgers: %w", err)
+		}
+		if m, err := r.RowsAffected(); err != nil || m != int64(nu) {
+			return nil, fmt.Errorf("store: wrote %d of %d ledgers (%v)", m, nu, err)
+		}
+	}
+	// Repeats within the batch answer with the report stored first.
+	for k := range res {
+		if o := res[k].Outcome; o < 0 {
+			orig := res[-int(o)-1]
+			res[k] = repeatOf(subs[k], orig.Report)
+			res[k].Spent, res[k].Budget = orig.Spent, orig.Budget
+		}
+	}
+	return res, nil
+}
+
+// placeholders is n groups of k placeholders: "(?, ?), (?, ?)" (k > 1)
+// or "?, ?" (k = 1).
+func placeholders(n, k int) string {
+	one := strings.TrimSuffix(strings.Repeat("?, ", k), ", ")
+	if k > 1 {
+		one = "(" + one + ")"
+	}
+	return strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
+}
+
+// repeatOf answers a submission whose client ID is stored already: the
+// original when the content is the same, else a conflict.
+func repeatOf(sub Submission, orig Report) Result {
+	res := Result{Outcome: Duplicate, Report: orig}
 	if !bytes.Equal(orig.BodyHash, sub.BodyHash) {
 		res.Outcome = Conflict
 	}
-	return res, nil
+	return res
 }
 
 func (t *sqlTx) reportTx(ctx context.Context, user, clientID string) (Report, error) {

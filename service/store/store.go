@@ -131,7 +131,8 @@ type Result struct {
 	// Report is the stored (or, for a duplicate, the original) report.
 	Report Report
 	// Spent and Budget are the user's ledger after the outcome (for
-	// OverBudget: before the refused charge).
+	// OverBudget: before the refused charge; for a repeat: after the
+	// original, or unset).
 	Spent, Budget int64
 }
 
@@ -195,6 +196,9 @@ type Stats struct {
 type Tx interface {
 	CreateUser(ctx context.Context, u NewUser) error
 	Submit(ctx context.Context, s Submission) (Result, error)
+	// SubmitBatch decides and stores many submissions in batch order
+	// (a later one sees the earlier ones' charges and client IDs).
+	SubmitBatch(ctx context.Context, subs []Submission) ([]Result, error)
 }
 
 // Store is the durable storage.

@@ -66,6 +66,7 @@ func TestStore(t *testing.T) {
 			t.Run("rollback", func(t *testing.T) { testRollback(t, kind) })
 			t.Run("publish", func(t *testing.T) { testPublish(t, kind) })
 			t.Run("concurrent", func(t *testing.T) { testConcurrent(t, kind) })
+			t.Run("batch", func(t *testing.T) { testBatch(t, kind) })
 		})
 	}
 }
@@ -326,5 +327,62 @@ func TestNano(t *testing.T) {
 	}
 	if _, err := store.BudgetNano(0); err == nil {
 		t.Error("BudgetNano(0) accepted")
+	}
+}
+
+// testBatch: one batch decides its submissions in order — a repeat within
+// the batch answers with the first, charges accumulate, the one past the
+// budget is refused, an unknown user is reported — in one transaction.
+func testBatch(t *testing.T, kind string) {
+	ctx := context.Background()
+	s := open(t, kind)
+	enrol(t, s, "alice", 2_500)
+	enrol(t, s, "bob", 10_000)
+	submit(t, s, sub("bob", "old", "[0]", 1_000))
+	batch := []store.Submission{
+		sub("alice", "a1", "[1]", 1_000),
+		sub("bob", "old", "[0]", 1_000), // stored before: the original
+		sub("alice", "a1", "[1]", 1_000), // repeat within the batch
+		sub("alice", "a2", "[2]", 1_000),
+		sub("alice", "a1", "[9]", 1_000), // same ID, other content
+		sub("alice", "a3", "[3]", 1_000), // 3 000 > 2 500
+		sub("zed", "z1", "[1]", 1),
+		sub("bob", "b1", "[1]", 1_000),
+	}
+	var res []store.Result
+	err := s.Update(ctx, func(tx store.Tx) error {
+		var err error
+		res, err = tx.SubmitBatch(ctx, batch)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Outcome{store.Stored, store.Duplicate, store.Duplicate, store.Stored, store.Conflict, store.OverBudget, store.NoUser, store.Stored}
+	for k, r := range res {
+		if r.Outcome != want[k] {
+			t.Fatalf("submission %d: %v, want %v (%+v)", k, r.Outcome, want[k], r)
+		}
+	}
+	if res[2].Report.Seq != res[0].Report.Seq || res[2].Report.SpentAfter != 1_000 {
+		t.Fatalf("in-batch repeat %+v, first %+v", res[2].Report, res[0].Report)
+	}
+	if res[3].Report.SpentAfter != 2_000 || res[5].Spent != 2_000 || res[5].Budget != 2_500 {
+		t.Fatalf("ledger order: %+v, %+v", res[3], res[5])
+	}
+	if res[1].Report.SpentAfter != 1_000 || res[7].Report.SpentAfter != 2_000 || res[1].Budget != 10_000 {
+		t.Fatalf("bob: %+v, %+v", res[1], res[7])
+	}
+	for _, u := range []struct {
+		id             string
+		spent, reports int64
+	}{{"alice", 2_000, 2}, {"bob", 2_000, 2}} {
+		got, _ := s.User(ctx, u.id)
+		if got.Spent != u.spent || got.Reports != u.reports {
+			t.Fatalf("%s: %+v", u.id, got)
+		}
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
