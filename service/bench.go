@@ -41,20 +41,20 @@ type BenchOptions struct {
 // committed) reports per second and the latency of a submission as its
 // client saw it (HTTP round trip, including the group commit).
 type BenchResult struct {
-	DB            string  `json:"db"`
-	Clients       int     `json:"clients"`
-	Items         int     `json:"items"`
-	Mechanism     string  `json:"mechanism"`
-	Seconds       float64 `json:"seconds"`
-	Acknowledged  int64   `json:"acknowledged"`
-	PerSecond     float64 `json:"reports_per_second"`
-	P50ms         float64 `json:"p50_ms"`
-	P90ms         float64 `json:"p90_ms"`
-	P99ms         float64 `json:"p99_ms"`
-	MaxMs         float64 `json:"max_ms"`
-	Errors        int64   `json:"errors"`
-	Commits       int64   `json:"commits"`
-	MeanBatch     float64 `json:"mean_batch"`
+	DB           string  `json:"db"`
+	Clients      int     `json:"clients"`
+	Items        int     `json:"items"`
+	Mechanism    string  `json:"mechanism"`
+	Seconds      float64 `json:"seconds"`
+	Acknowledged int64   `json:"acknowledged"`
+	PerSecond    float64 `json:"reports_per_second"`
+	P50ms        float64 `json:"p50_ms"`
+	P90ms        float64 `json:"p90_ms"`
+	P99ms        float64 `json:"p99_ms"`
+	MaxMs        float64 `json:"max_ms"`
+	Errors       int64   `json:"errors"`
+	Commits      int64   `json:"commits"`
+	MeanBatch    float64 `json:"mean_batch"`
 	// StoredReports and LedgerOK check the run afterwards: the store holds
 	// every acknowledged report and every ledger is exact.
 	StoredReports int64 `json:"stored_reports"`
@@ -145,10 +145,10 @@ func Bench(ctx context.Context, o BenchOptions) (BenchResult, error) {
 		}
 	}
 	var (
-		mu       sync.Mutex
-		lat      []time.Duration
-		acked    int64
-		errs     int64
+		mu    sync.Mutex
+		lat   []time.Duration
+		acked int64
+		errs  int64
 	)
 	var commits0, ops0 int64
 	start := time.Now()

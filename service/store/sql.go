@@ -205,7 +205,7 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 	// The ledgers of the batch's users, locked.
 	type ledger struct {
 		spent, budget, reports int64
-		changed               bool
+		changed                bool
 	}
 	users := map[string]*ledger{}
 	var ids []any

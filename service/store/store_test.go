@@ -341,7 +341,7 @@ func testBatch(t *testing.T, kind string) {
 	submit(t, s, sub("bob", "old", "[0]", 1_000))
 	batch := []store.Submission{
 		sub("alice", "a1", "[1]", 1_000),
-		sub("bob", "old", "[0]", 1_000), // stored before: the original
+		sub("bob", "old", "[0]", 1_000),  // stored before: the original
 		sub("alice", "a1", "[1]", 1_000), // repeat within the batch
 		sub("alice", "a2", "[2]", 1_000),
 		sub("alice", "a1", "[9]", 1_000), // same ID, other content
