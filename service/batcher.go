@@ -39,9 +39,24 @@ type batcher struct {
 
 var errClosed = errors.New("service: shutting down")
 
-func newBatcher(st store.Store, max int, m *metrics) *batcher {
-	b := &batcher{st: st, in: make(chan *op, max), max: max, quit: make(chan struct{}), stopped: make(chan struct{}), m: m}
-	go b.loop()
+// newBatcher starts writers goroutines taking batches from one queue:
+// always one for SQLite (a single writer); PostgreSQL may run several
+// transactions concurrently (each locks its users' ledger rows, in ID
+// order, so batches touching the same user serialize).
+func newBatcher(st store.Store, max, writers int, m *metrics) *batcher {
+	b := &batcher{st: st, in: make(chan *op, max*writers), max: max, quit: make(chan struct{}), stopped: make(chan struct{}), m: m}
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.loop()
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(b.stopped)
+	}()
 	return b
 }
 
@@ -70,7 +85,6 @@ func (b *batcher) close() {
 }
 
 func (b *batcher) loop() {
-	defer close(b.stopped)
 	batch := make([]*op, 0, b.max)
 	for {
 		var first *op

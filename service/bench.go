@@ -34,7 +34,10 @@ type BenchOptions struct {
 	Items int
 	// Mechanism is rr or laplace.
 	Mechanism string
-	Log       *slog.Logger
+	// Writers is the number of concurrent write transactions (0: the
+	// server's default).
+	Writers int
+	Log     *slog.Logger
 }
 
 // BenchResult is what the benchmark measured: acknowledged (durably
@@ -100,7 +103,7 @@ func Bench(ctx context.Context, o BenchOptions) (BenchResult, error) {
 	// ε = 1 per report, a budget no run exhausts: the ledger is checked
 	// and debited on every report, never refuses.
 	opt := Options{Catalogue: cat, Mechanism: o.Mechanism, Epsilon: 1, Budget: 1e8, Scale: model.Range{Min: 1, Max: 5},
-		Rate: 1e9, Burst: 1 << 30, EnrollRate: 1e9, EnrollBurst: 1 << 30, Log: o.Log}
+		Rate: 1e9, Burst: 1 << 30, EnrollRate: 1e9, EnrollBurst: 1 << 30, Writers: o.Writers, Log: o.Log}
 	srv, err := New(ctx, st, opt)
 	if err != nil {
 		return BenchResult{}, err

@@ -47,6 +47,11 @@ type Options struct {
 	Burst, EnrollBurst int
 	// MaxBatch bounds how many writes share one transaction (0: 256).
 	MaxBatch int
+	// Writers is the number of concurrent write transactions (0: 1;
+	// always 1 for SQLite, which has one writer). On a small machine one
+	// writer with large batches beats several with small ones, for
+	// PostgreSQL too.
+	Writers int
 	// Workers bounds training parallelism (0: all cores).
 	Workers int
 	// Log receives structured logs (nil: discarded). Tokens and report

@@ -99,7 +99,11 @@ func New(ctx context.Context, st store.Store, opt Options) (*Server, error) {
 		}
 		s.admin, s.isAdm = sha256.Sum256([]byte(opt.AdminToken)), true
 	}
-	s.b = newBatcher(st, opt.MaxBatch, s.m)
+	writers := max(opt.Writers, 1)
+	if st.Kind() == "sqlite" {
+		writers = 1 // one write connection
+	}
+	s.b = newBatcher(st, opt.MaxBatch, writers, s.m)
 	s.routes()
 	return s, nil
 }

@@ -78,6 +78,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	enrollBurst := fs.Int("enroll-burst", 100, "burst of enrolments per client address")
 	maxBody := fs.Int64("max-body", 0, "largest request body in bytes (0: 64 KiB + 32 bytes per catalogue item)")
 	maxBatch := fs.Int("max-batch", 256, "largest group-commit batch (writes per transaction)")
+	writers := fs.Int("writers", 0, "concurrent write transactions (PostgreSQL only; 0: 1 — on a small machine one writer with large batches is fastest)")
 	grace := fs.Duration("grace", 15*time.Second, "how long a graceful shutdown waits for requests in flight")
 	logLevel := fs.String("log-level", "info", "debug (every request), info, warn or error")
 	logFormat := fs.String("log-format", "json", "json or text")
@@ -115,7 +116,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	}
 	opt := service.Options{Catalogue: cat, Mechanism: *mech, Epsilon: *eps, Budget: *budget, Scale: sc, Levels: *levels,
 		AdminToken: admin, EnrollAdminOnly: *enroll == "admin", MaxBody: *maxBody, Rate: *rate, Burst: *burst,
-		EnrollRate: *enrollRate, EnrollBurst: *enrollBurst, MaxBatch: *maxBatch, Workers: *workers, Log: log}
+		EnrollRate: *enrollRate, EnrollBurst: *enrollBurst, MaxBatch: *maxBatch, Writers: *writers, Workers: *workers, Log: log}
 	if _, err := service.BuildConfig(opt); err != nil {
 		return usagef("%v", err)
 	}
@@ -249,11 +250,12 @@ func runServeBench(ctx context.Context, args []string, out io.Writer) error {
 	warm := fs.Duration("warmup", 2*time.Second, "warm-up before measuring")
 	items := fs.Int("items", 40, "catalogue size (every report covers it all)")
 	mech := fs.String("mechanism", "rr", "rr or laplace")
+	writers := fs.Int("writers", 0, "concurrent write transactions (PostgreSQL only; 0: 1)")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
-	res, err := service.Bench(ctx, service.BenchOptions{DB: *db, Clients: *clients, Duration: *dur, Warmup: *warm, Items: *items, Mechanism: *mech})
+	res, err := service.Bench(ctx, service.BenchOptions{DB: *db, Clients: *clients, Duration: *dur, Warmup: *warm, Items: *items, Mechanism: *mech, Writers: *writers})
 	if err != nil {
 		return err
 	}
