@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 	"sync"
 	"time"
 
@@ -57,6 +58,11 @@ type BenchResult struct {
 	MaxMs        float64 `json:"max_ms"`
 	Errors       int64   `json:"errors"`
 	Commits      int64   `json:"commits"`
+	// CPUPerReport is the CPU time (user + system, client and server
+	// together) this process spent per acknowledged report in the window;
+	// Cores the CPU time per second of wall time it got.
+	CPUPerReportUs float64 `json:"cpu_us_per_report"`
+	Cores          float64 `json:"cores_used"`
 	MeanBatch    float64 `json:"mean_batch"`
 	// StoredReports and LedgerOK check the run afterwards: the store holds
 	// every acknowledged report and every ledger is exact.
@@ -201,8 +207,10 @@ func Bench(ctx context.Context, o BenchOptions) (BenchResult, error) {
 	// Commit counters at the start of the window.
 	time.Sleep(time.Until(warmEnd))
 	commits0, ops0 = srv.b.commits.Load(), srv.b.ops.Load()
+	cpu0 := cpuTime()
 	time.Sleep(time.Until(end))
 	commits1, ops1 := srv.b.commits.Load(), srv.b.ops.Load()
+	cpu := cpuTime() - cpu0
 	wg.Wait()
 	if len(lat) == 0 {
 		return BenchResult{}, errors.New("bench: no report was acknowledged")
@@ -216,6 +224,10 @@ func Bench(ctx context.Context, o BenchOptions) (BenchResult, error) {
 		Acknowledged: acked, PerSecond: float64(acked) / o.Duration.Seconds(),
 		P50ms: q(0.50), P90ms: q(0.90), P99ms: q(0.99), MaxMs: float64(lat[len(lat)-1].Microseconds()) / 1000,
 		Errors: errs, Commits: commits1 - commits0}
+	res.Cores = cpu.Seconds() / o.Duration.Seconds()
+	if acked > 0 {
+		res.CPUPerReportUs = float64(cpu.Microseconds()) / float64(acked)
+	}
 	if res.Commits > 0 {
 		res.MeanBatch = float64(ops1-ops0) / float64(res.Commits)
 	}
@@ -226,4 +238,13 @@ func Bench(ctx context.Context, o BenchOptions) (BenchResult, error) {
 	res.StoredReports = stats.Reports
 	res.LedgerOK = st.Check(ctx) == nil
 	return res, nil
+}
+
+// cpuTime is the process's user + system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

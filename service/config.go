@@ -232,3 +232,14 @@ func mismatch(stored []byte, c *api.Config) error {
 	}
 	return fmt.Errorf("the database was created for another collection: %s; its reports and ledgers were made under the stored settings — start with those, or use a new database", strings.Join(diffs, "; "))
 }
+
+// Config is the part of the collection configuration a database records
+// (the catalogue without titles): what reading the stored reports needs.
+func (id Identity) Config() *api.Config {
+	c := &api.Config{Mode: id.Mode, Mechanism: id.Mechanism, ReportEpsilon: id.ReportEpsilon, CellEpsilon: id.CellEpsilon,
+		Budget: id.Budget, Scale: id.Scale, Units: id.Units}
+	for _, it := range id.Items {
+		c.Items = append(c.Items, api.Item{ID: it})
+	}
+	return c
+}

@@ -83,6 +83,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	logLevel := fs.String("log-level", "info", "debug (every request), info, warn or error")
 	logFormat := fs.String("log-format", "json", "json or text")
 	workers := fs.Int("workers", 0, "training goroutines (0: all cores)")
+	addrFile := fs.String("addr-file", "", "write the listening address (host:port) to this file once ready")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
@@ -137,6 +138,13 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	cfg := srv.Config()
+	if *addrFile != "" {
+		if err := model.WriteFileAtomicBytes(*addrFile, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+			ln.Close()
+			srv.Close()
+			return fmt.Errorf("--addr-file: %w", err)
+		}
+	}
 	log.Info("listening", "addr", ln.Addr().String(), "db", store.Redact(*db), "mode", cfg.Mode, "mechanism", cfg.Mechanism,
 		"report_epsilon", cfg.ReportEpsilon, "cell_epsilon", cfg.CellEpsilon, "budget", cfg.Budget, "items", len(cfg.Items),
 		"admin_api", admin != "", "enroll", *enroll)
@@ -262,8 +270,8 @@ func runServeBench(ctx context.Context, args []string, out io.Writer) error {
 	if *jsonOut {
 		return writeJSON(out, res)
 	}
-	fmt.Fprintf(out, "%s, %d clients, %d items (%s): %.0f acknowledged durable reports/s over %.0f s; latency p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms; %d commits, %.1f reports per commit; %d errors; stored %d, ledgers %s\n",
-		res.DB, res.Clients, res.Items, res.Mechanism, res.PerSecond, res.Seconds, res.P50ms, res.P90ms, res.P99ms, res.MaxMs, res.Commits, res.MeanBatch, res.Errors, res.StoredReports,
+	fmt.Fprintf(out, "%s, %d clients, %d items (%s): %.0f acknowledged durable reports/s over %.0f s; latency p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms; %d commits, %.1f reports per commit; %.0f µs CPU per report, %.2f cores used; %d errors; stored %d, ledgers %s\n",
+		res.DB, res.Clients, res.Items, res.Mechanism, res.PerSecond, res.Seconds, res.P50ms, res.P90ms, res.P99ms, res.MaxMs, res.Commits, res.MeanBatch, res.CPUPerReportUs, res.Cores, res.Errors, res.StoredReports,
 		map[bool]string{true: "exact", false: "INCONSISTENT"}[res.LedgerOK])
 	return nil
 }
