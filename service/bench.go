@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/privrec/privrec/client"
@@ -63,7 +63,7 @@ type BenchResult struct {
 	// Cores the CPU time per second of wall time it got.
 	CPUPerReportUs float64 `json:"cpu_us_per_report"`
 	Cores          float64 `json:"cores_used"`
-	MeanBatch    float64 `json:"mean_batch"`
+	MeanBatch      float64 `json:"mean_batch"`
 	// StoredReports and LedgerOK check the run afterwards: the store holds
 	// every acknowledged report and every ledger is exact.
 	StoredReports int64 `json:"stored_reports"`

@@ -262,4 +262,3 @@ func clientErr(out io.Writer, jsonOut bool, err error) error {
 	}
 	return fmt.Errorf("refused: %s", e.Error())
 }
-
