@@ -176,3 +176,52 @@ func testEndToEnd(t *testing.T, kind string, users int) {
 		t.Fatal("a report row leaked into the public items")
 	}
 }
+
+// TestLaplace: the modified Laplace mechanism end to end (200 clients):
+// normalised reports within the published bound, ldp-laplace trained on
+// them, recommendations from the public part.
+func TestLaplace(t *testing.T) {
+	const items, users = 12, 200
+	ctx := context.Background()
+	opt := localOptions(t, items)
+	opt.Mechanism, opt.Epsilon, opt.Budget = "laplace", 12, 12
+	s := newTestServer(t, "sqlite", opt)
+	cfg, err := s.client("").Config(ctx)
+	if err != nil || cfg.Units != "normalised" || !(cfg.MaxAbsValue > 1) {
+		t.Fatalf("configuration %+v, %v", cfg, err)
+	}
+	dev, err := client.NewDevice(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pop := synthPopulation(users, items, 0.5, 9)
+	err = parallel(16, users, func(u int) error {
+		c := s.client("")
+		if _, err := c.Enroll(ctx); err != nil {
+			return err
+		}
+		rep, _, err := dev.Randomize(pop.rated[u], noise.Secure(), client.NewReportID())
+		if err != nil {
+			return err
+		}
+		_, _, err = c.Submit(ctx, rep)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.client(adminToken).Publish(ctx, api.ReleaseRequest{Method: "ldp-laplace", Params: map[string]any{"max_rank": 3, "max_iter": 50}, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := s.client("").LatestRelease(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := client.Recommend(rel, pop.rated[0], 3)
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("recommendations %v, %v", recs, err)
+	}
+	if err := s.st.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
