@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -40,16 +41,34 @@ func (d dialect) rebind(q string) string {
 
 // The statements every write transaction uses, prepared once.
 const (
-	qCharge = `UPDATE users SET spent_nano = spent_nano + ?, reports = reports + 1
-		WHERE id = ? AND spent_nano + ? <= budget_nano RETURNING spent_nano, budget_nano`
-	qUncharge = `UPDATE users SET spent_nano = spent_nano - ?, reports = reports - 1 WHERE id = ?`
-	qInsert   = `INSERT INTO reports (user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, client_id) DO NOTHING RETURNING seq`
 	qReport = `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
 		FROM reports WHERE user_id = ? AND client_id = ?`
 	qUser       = `SELECT id, budget_nano, spent_nano, reports, created_ms FROM users WHERE id = ?`
 	qCreateUser = `INSERT INTO users (id, token_hash, budget_nano, spent_nano, reports, created_ms) VALUES (?, ?, ?, 0, 0, ?)`
 )
+
+// chunkSizes are the sizes of the prepared batch statements: a batch of
+// n is run in chunks of these sizes (n's binary digits), so that no
+// statement is parsed per batch.
+var chunkSizes = []int{256, 128, 64, 32, 16, 8, 4, 2, 1}
+
+// chunks splits n into chunk sizes, largest first.
+func chunks(n int) []int {
+	var out []int
+	for _, c := range chunkSizes {
+		for n >= c {
+			out = append(out, c)
+			n -= c
+		}
+	}
+	return out
+}
+
+// batchStmts are the set-based statements of SubmitBatch for one chunk
+// size.
+type batchStmts struct {
+	ledgers, lookup, insert, update *sql.Stmt
+}
 
 // sqlStore implements Store over database/sql.
 type sqlStore struct {
@@ -59,27 +78,74 @@ type sqlStore struct {
 	// beside the single writer).
 	w, r *sql.DB
 	// prepared statements on w.
-	charge, uncharge, insert, report, user, createUser *sql.Stmt
+	report, user, createUser *sql.Stmt
+	batch                    map[int]*batchStmts
 }
 
 func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB) (*sqlStore, error) {
-	s := &sqlStore{d: d, w: w, r: r}
+	s := &sqlStore{d: d, w: w, r: r, batch: map[int]*batchStmts{}}
 	for _, q := range d.ddl {
 		if _, err := w.ExecContext(ctx, q); err != nil {
 			return nil, fmt.Errorf("store: creating tables: %w", err)
 		}
 	}
-	for _, p := range []struct {
-		dst **sql.Stmt
-		q   string
-	}{{&s.charge, qCharge}, {&s.uncharge, qUncharge}, {&s.insert, qInsert}, {&s.report, qReport}, {&s.user, qUser}, {&s.createUser, qCreateUser}} {
-		st, err := w.PrepareContext(ctx, d.rebind(p.q))
+	prep := func(q string) (*sql.Stmt, error) {
+		st, err := w.PrepareContext(ctx, d.rebind(q))
 		if err != nil {
 			return nil, fmt.Errorf("store: preparing statements: %w", err)
 		}
-		*p.dst = st
+		return st, nil
+	}
+	var err error
+	for _, p := range []struct {
+		dst **sql.Stmt
+		q   string
+	}{{&s.report, qReport}, {&s.user, qUser}, {&s.createUser, qCreateUser}} {
+		if *p.dst, err = prep(p.q); err != nil {
+			s.closeStmts()
+			return nil, err
+		}
+	}
+	lock := ""
+	if d.dollar {
+		lock = " ORDER BY id FOR UPDATE"
+	}
+	for _, n := range chunkSizes {
+		b := &batchStmts{}
+		s.batch[n] = b
+		for _, p := range []struct {
+			dst **sql.Stmt
+			q   string
+		}{
+			{&b.ledgers, "SELECT id, spent_nano, budget_nano, reports FROM users WHERE id IN (" + placeholders(n, 1) + ")" + lock},
+			{&b.lookup, `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
+				FROM reports WHERE (user_id, client_id) IN (VALUES ` + placeholders(n, 2) + `)`},
+			{&b.insert, `INSERT INTO reports (user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals)
+				VALUES ` + placeholders(n, 7) + ` RETURNING user_id, client_id, seq`},
+			{&b.update, `UPDATE users SET spent_nano = v.column2, reports = v.column3 FROM (VALUES ` +
+				strings.TrimSuffix(strings.Repeat("(?, CAST(? AS BIGINT), CAST(? AS BIGINT)), ", n), ", ") + `) AS v WHERE users.id = v.column1`},
+		} {
+			if *p.dst, err = prep(p.q); err != nil {
+				s.closeStmts()
+				return nil, err
+			}
+		}
 	}
 	return s, nil
+}
+
+func (s *sqlStore) closeStmts() []error {
+	var errs []error
+	all := []*sql.Stmt{s.report, s.user, s.createUser}
+	for _, b := range s.batch {
+		all = append(all, b.ledgers, b.lookup, b.insert, b.update)
+	}
+	for _, st := range all {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errs
 }
 
 func (s *sqlStore) Kind() string { return s.d.kind }
@@ -87,12 +153,7 @@ func (s *sqlStore) Kind() string { return s.d.kind }
 func (s *sqlStore) q(q string) string { return s.d.rebind(q) }
 
 func (s *sqlStore) Close() error {
-	var errs []error
-	for _, st := range []*sql.Stmt{s.charge, s.uncharge, s.insert, s.report, s.user, s.createUser} {
-		if st != nil {
-			errs = append(errs, st.Close())
-		}
-	}
+	errs := s.closeStmts()
 	errs = append(errs, s.w.Close())
 	if s.r != s.w {
 		errs = append(errs, s.r.Close())
@@ -202,66 +263,75 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 	if len(subs) == 0 {
 		return res, nil
 	}
-	// The ledgers of the batch's users, locked.
+	// The ledgers of the batch's users, locked (in ID order).
 	type ledger struct {
 		spent, budget, reports int64
-		changed                bool
+		changed               bool
 	}
 	users := map[string]*ledger{}
-	var ids []any
+	var ids []string
 	for _, s := range subs {
 		if _, ok := users[s.User]; !ok {
 			users[s.User] = nil
 			ids = append(ids, s.User)
 		}
 	}
-	q := "SELECT id, spent_nano, budget_nano, reports FROM users WHERE id IN (" + placeholders(len(ids), 1) + ")"
-	if t.s.d.dollar {
-		q += " ORDER BY id FOR UPDATE"
-	}
-	rows, err := t.tx.QueryContext(ctx, t.s.q(q), ids...)
-	if err != nil {
-		return nil, fmt.Errorf("store: reading ledgers: %w", err)
-	}
-	for rows.Next() {
-		var id string
-		l := &ledger{}
-		if err := rows.Scan(&id, &l.spent, &l.budget, &l.reports); err != nil {
-			rows.Close()
+	slices.Sort(ids)
+	args := make([]any, 0, 7*len(subs))
+	off := 0
+	for _, n := range chunks(len(ids)) {
+		args = args[:0]
+		for _, id := range ids[off : off+n] {
+			args = append(args, id)
+		}
+		off += n
+		rows, err := t.tx.StmtContext(ctx, t.s.batch[n].ledgers).QueryContext(ctx, args...)
+		if err != nil {
 			return nil, fmt.Errorf("store: reading ledgers: %w", err)
 		}
-		users[id] = l
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: reading ledgers: %w", err)
+		for rows.Next() {
+			var id string
+			l := &ledger{}
+			if err := rows.Scan(&id, &l.spent, &l.budget, &l.reports); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: reading ledgers: %w", err)
+			}
+			users[id] = l
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("store: reading ledgers: %w", err)
+		}
 	}
 	// Reports already stored under the batch's client IDs.
 	type key struct{ user, id string }
 	stored := map[key]Report{}
-	args := make([]any, 0, 2*len(subs))
-	for _, s := range subs {
-		args = append(args, s.User, s.ClientID)
-	}
-	rows, err = t.tx.QueryContext(ctx, t.s.q(`SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
-		FROM reports WHERE (user_id, client_id) IN (VALUES `+placeholders(len(subs), 2)+`)`), args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: looking up client IDs: %w", err)
-	}
-	for rows.Next() {
-		r, err := scanReport(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
+	off = 0
+	for _, n := range chunks(len(subs)) {
+		args = args[:0]
+		for _, s := range subs[off : off+n] {
+			args = append(args, s.User, s.ClientID)
 		}
-		stored[key{r.User, r.ClientID}] = r
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: looking up client IDs: %w", err)
+		off += n
+		rows, err := t.tx.StmtContext(ctx, t.s.batch[n].lookup).QueryContext(ctx, args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: looking up client IDs: %w", err)
+		}
+		for rows.Next() {
+			r, err := scanReport(rows)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			stored[key{r.User, r.ClientID}] = r
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("store: looking up client IDs: %w", err)
+		}
 	}
 	// Decide, in batch order.
-	first := map[key]int{} // batch index of a report accepted in this batch
+	first := map[key]int{} // 1 + batch index of a report accepted in this batch
 	var accepted []int
 	for k, s := range subs {
 		l := users[s.User]
@@ -286,18 +356,20 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 			accepted = append(accepted, k)
 		}
 	}
-	if len(accepted) > 0 {
+	// The accepted reports, in multi-row inserts.
+	off = 0
+	for _, n := range chunks(len(accepted)) {
 		args = args[:0]
-		for _, k := range accepted {
+		for _, k := range accepted[off : off+n] {
 			r := res[k].Report
 			args = append(args, r.User, r.ClientID, r.BodyHash, r.Charge, r.SpentAfter, r.Received, r.Values)
 		}
-		rows, err := t.tx.QueryContext(ctx, t.s.q(`INSERT INTO reports (user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals)
-			VALUES `+placeholders(len(accepted), 7)+` RETURNING user_id, client_id, seq`), args...)
+		off += n
+		rows, err := t.tx.StmtContext(ctx, t.s.batch[n].insert).QueryContext(ctx, args...)
 		if err != nil {
 			return nil, fmt.Errorf("store: storing reports: %w", err)
 		}
-		n := 0
+		got := 0
 		for rows.Next() {
 			var kk key
 			var seq int64
@@ -306,32 +378,37 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 				return nil, fmt.Errorf("store: storing reports: %w", err)
 			}
 			res[first[kk]-1].Report.Seq = seq
-			n++
+			got++
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return nil, fmt.Errorf("store: storing reports: %w", err)
 		}
-		if n != len(accepted) {
-			return nil, fmt.Errorf("store: stored %d of %d reports", n, len(accepted))
+		if got != n {
+			return nil, fmt.Errorf("store: stored %d of %d reports", got, n)
 		}
-		// The new ledgers, in one statement.
+	}
+	// The new ledgers.
+	var changed []string
+	for _, id := range ids {
+		if l := users[id]; l != nil && l.changed {
+			changed = append(changed, id)
+		}
+	}
+	off = 0
+	for _, n := range chunks(len(changed)) {
 		args = args[:0]
-		nu := 0
-		for _, id := range ids {
-			if l := users[id.(string)]; l != nil && l.changed {
-				args = append(args, id, l.spent, l.reports)
-				nu++
-			}
+		for _, id := range changed[off : off+n] {
+			l := users[id]
+			args = append(args, id, l.spent, l.reports)
 		}
-		vals := strings.TrimSuffix(strings.Repeat("(?, CAST(? AS BIGINT), CAST(? AS BIGINT)), ", nu), ", ")
-		r, err := t.tx.ExecContext(ctx, t.s.q(`UPDATE users SET spent_nano = v.column2, reports = v.column3
-			FROM (VALUES `+vals+`) AS v WHERE users.id = v.column1`), args...)
+		off += n
+		r, err := t.tx.StmtContext(ctx, t.s.batch[n].update).ExecContext(ctx, args...)
 		if err != nil {
 			return nil, fmt.Errorf("store: writing ledgers: %w", err)
 		}
-		if m, err := r.RowsAffected(); err != nil || m != int64(nu) {
-			return nil, fmt.Errorf("store: wrote %d of %d ledgers (%v)", m, nu, err)
+		if m, err := r.RowsAffected(); err != nil || m != int64(n) {
+			return nil, fmt.Errorf("store: wrote %d of %d ledgers (%v)", m, n, err)
 		}
 	}
 	// Repeats within the batch answer with the report stored first.
@@ -363,14 +440,6 @@ func repeatOf(sub Submission, orig Report) Result {
 		res.Outcome = Conflict
 	}
 	return res
-}
-
-func (t *sqlTx) reportTx(ctx context.Context, user, clientID string) (Report, error) {
-	return scanReport(t.tx.StmtContext(ctx, t.s.report).QueryRowContext(ctx, user, clientID))
-}
-
-func (t *sqlTx) userTx(ctx context.Context, id string) (User, error) {
-	return scanUser(t.tx.StmtContext(ctx, t.s.user).QueryRowContext(ctx, id))
 }
 
 type scanner interface{ Scan(dst ...any) error }
