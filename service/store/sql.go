@@ -266,7 +266,7 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 	// The ledgers of the batch's users, locked (in ID order).
 	type ledger struct {
 		spent, budget, reports int64
-		changed               bool
+		changed                bool
 	}
 	users := map[string]*ledger{}
 	var ids []string
