@@ -254,6 +254,12 @@ func writeError(w http.ResponseWriter, e *api.Error) {
 // internal answers a database or other server failure: logged with its
 // cause, answered without it.
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, what string, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		// The client hung up before its write was queued: nothing was
+		// stored, and nobody is listening for the answer.
+		writeError(w, &api.Error{Status: 499, Code: api.CodeUnavailable, Message: "request cancelled"})
+		return
+	}
 	if errors.Is(err, errClosed) {
 		writeError(w, &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "the server is shutting down; retry"})
 		return

@@ -362,7 +362,7 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 		args = args[:0]
 		for _, k := range accepted[off : off+n] {
 			r := res[k].Report
-			args = append(args, r.User, r.ClientID, r.BodyHash, r.Charge, r.SpentAfter, r.Received, r.Values)
+			args = append(args, r.User, r.ClientID, r.BodyHash, r.Charge, r.SpentAfter, r.Received, string(r.Values))
 		}
 		off += n
 		rows, err := t.tx.StmtContext(ctx, t.s.batch[n].insert).QueryContext(ctx, args...)
