@@ -1,0 +1,197 @@
+// Package client is the reference client of `privrec serve`: the HTTP
+// calls (enrol, submit, status, releases), the device side of local-DP
+// collection — the user's ratings are randomized here, with the same ldp
+// code as `privrec collect`, before anything leaves the device — and her
+// own recommendations, computed here from the public release and her own
+// ratings. It depends on no server or storage package, so it can be
+// compiled for a browser (GOOS=js GOARCH=wasm).
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/privrec/privrec/service/api"
+)
+
+// Client talks to one server. Token is the user's secret (or, for the
+// admin calls, the admin token).
+type Client struct {
+	Server string
+	Token  string
+	HTTP   *http.Client
+}
+
+// New returns a client for the server at base URL (e.g.
+// http://127.0.0.1:8080).
+func New(server, token string) *Client {
+	return &Client{Server: strings.TrimRight(server, "/"), Token: token, HTTP: &http.Client{Timeout: 5 * time.Minute}}
+}
+
+// do sends a JSON request and decodes a JSON answer; a non-2xx answer is
+// returned as *api.Error.
+func (c *Client) do(ctx context.Context, method, path string, body, out any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("client: encoding the request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Server+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return resp, fmt.Errorf("client: %s %s: reading the answer: %w", method, path, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		e := &api.Error{}
+		if json.Unmarshal(b, e) != nil || e.Message == "" {
+			e = &api.Error{Message: strings.TrimSpace(string(b))}
+		}
+		e.Status = resp.StatusCode
+		return resp, e
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return resp, fmt.Errorf("client: %s %s: decoding the answer: %w", method, path, err)
+		}
+	}
+	return resp, nil
+}
+
+// Config fetches the collection configuration.
+func (c *Client) Config(ctx context.Context) (*api.Config, error) {
+	var cfg api.Config
+	if _, err := c.do(ctx, http.MethodGet, api.PathConfig, nil, &cfg); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// Enroll enrols a new user and sets the client's token to hers.
+func (c *Client) Enroll(ctx context.Context) (api.Enrolment, error) {
+	var e api.Enrolment
+	if _, err := c.do(ctx, http.MethodPost, api.PathEnroll, nil, &e); err != nil {
+		return e, err
+	}
+	c.Token = e.Token
+	return e, nil
+}
+
+// Submit sends one report. replayed is true when the server had stored a
+// report with this ID and content before (the acknowledgement is the
+// original; nothing was charged now).
+func (c *Client) Submit(ctx context.Context, rep api.Report) (ack api.Ack, replayed bool, err error) {
+	resp, err := c.do(ctx, http.MethodPost, api.PathReports, rep, &ack)
+	if resp != nil {
+		replayed = resp.Header.Get(api.HeaderReplayed) == "true"
+	}
+	return ack, replayed, err
+}
+
+// SubmitRetry is Submit retried, with the same report ID, after a
+// network failure or a 5xx/429 answer (up to attempts tries, backing off
+// from 100 ms): a report is never stored or charged twice, so a retry
+// after a lost acknowledgement returns the original one.
+func (c *Client) SubmitRetry(ctx context.Context, rep api.Report, attempts int) (api.Ack, bool, error) {
+	wait := 100 * time.Millisecond
+	var lastErr error
+	for k := range max(attempts, 1) {
+		ack, replayed, err := c.Submit(ctx, rep)
+		if err == nil || !Retryable(err) {
+			return ack, replayed, err
+		}
+		lastErr = err
+		if k+1 < attempts {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return ack, false, errors.Join(lastErr, ctx.Err())
+			}
+			wait = min(2*wait, 5*time.Second)
+		}
+	}
+	return api.Ack{}, false, lastErr
+}
+
+// Retryable reports whether a call may succeed if repeated: a network
+// failure, 429 or 5xx.
+func Retryable(err error) bool {
+	var e *api.Error
+	if errors.As(err, &e) {
+		return e.Status == http.StatusTooManyRequests || e.Status >= 500
+	}
+	return err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// Status fetches the caller's own ledger.
+func (c *Client) Status(ctx context.Context) (api.Status, error) {
+	var s api.Status
+	_, err := c.do(ctx, http.MethodGet, api.PathMe, nil, &s)
+	return s, err
+}
+
+// Reports lists the caller's own stored reports.
+func (c *Client) Reports(ctx context.Context) ([]api.StoredReport, error) {
+	var out struct {
+		Reports []api.StoredReport `json:"reports"`
+	}
+	_, err := c.do(ctx, http.MethodGet, api.PathReports, nil, &out)
+	return out.Reports, err
+}
+
+// Report fetches one of the caller's own stored reports.
+func (c *Client) Report(ctx context.Context, id string) (api.StoredReport, error) {
+	var r api.StoredReport
+	_, err := c.do(ctx, http.MethodGet, api.PathReports+"/"+id, nil, &r)
+	return r, err
+}
+
+// LatestRelease fetches the public part of the latest release.
+func (c *Client) LatestRelease(ctx context.Context) (*api.Release, error) {
+	var r api.Release
+	if _, err := c.do(ctx, http.MethodGet, api.PathLatestRelease, nil, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Publish asks the server to train and publish a release (admin token).
+func (c *Client) Publish(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, error) {
+	var r api.ReleaseResult
+	_, err := c.do(ctx, http.MethodPost, api.PathAdminReleases, req, &r)
+	return r, err
+}
+
+// Stats fetches the store's counts (admin token).
+func (c *Client) Stats(ctx context.Context) (api.Stats, error) {
+	var s api.Stats
+	_, err := c.do(ctx, http.MethodGet, api.PathAdminStats, nil, &s)
+	return s, err
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/privrec/privrec/ldp"
+)
+
+// runCmd runs privrec with args and returns the exit status and stdout.
+func runCmd(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	if code != 0 {
+		t.Logf("privrec %s: exit %d: %s", strings.Join(args, " "), code, errb.String())
+	}
+	return code, out.String()
+}
+
+func decodeJSON(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("not JSON: %q", s)
+	}
+	return v
+}
+
+// TestServeAndClient runs `privrec serve` and drives it with `privrec
+// client` as the command-line contract says: enroll --json → {user,
+// token}; submit --json → {accepted, spent, remaining}, exit 1 when
+// refused; status --json → {spent, remaining, reports}; a release, the
+// client's own recommendations, `serve stats --json`, and the stored
+// reports read back as training data; then a graceful stop.
+func TestServeAndClient(t *testing.T) {
+	dir := t.TempDir()
+	items := filepath.Join(dir, "items.txt")
+	var cat strings.Builder
+	for j := 1; j <= 12; j++ {
+		cat.WriteString("i" + string(rune('a'+j-1)) + "\tItem " + string(rune('A'+j-1)) + "\n")
+	}
+	must(t, os.WriteFile(items, []byte(cat.String()), 0o644))
+	adminFile := filepath.Join(dir, "admin.token")
+	admin := "cmd-test-admin-token-0123456789"
+	must(t, os.WriteFile(adminFile, []byte(admin+"\n"), 0o600))
+	mine := filepath.Join(dir, "mine.tsv")
+	must(t, os.WriteFile(mine, []byte("# my ratings\nia\t5\nib\t4\nic\t1\nzz\t3\n"), 0o644))
+	db := "sqlite:" + filepath.Join(dir, "serve.db")
+	addrFile := filepath.Join(dir, "addr")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		var out, errb bytes.Buffer
+		code := run(ctx, []string{"serve", "--db", db, "--listen", "127.0.0.1:0", "--items", items, "--mechanism", "rr",
+			"--scale", "1:5", "--epsilon", "6", "--budget", "12", "--admin-token-file", adminFile, "--addr-file", addrFile, "--log-level", "warn"}, &out, &errb)
+		if code != 0 {
+			t.Logf("serve: %s", errb.String())
+		}
+		done <- code
+	}()
+	var addr string
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(addrFile); err == nil {
+			addr = "http://" + strings.TrimSpace(string(b))
+			break
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatal("the server did not start")
+		}
+	}
+
+	code, out := runCmd(t, "client", "--server", addr, "enroll", "--json")
+	e := decodeJSON(t, out)
+	token, _ := e["token"].(string)
+	if code != 0 || e["user"] == "" || !strings.HasPrefix(token, "prt_") {
+		t.Fatalf("enroll: %d %s", code, out)
+	}
+	for k := range 2 {
+		code, out = runCmd(t, "client", "--server", addr, "--token", token, "submit", "--ratings", mine, "--json")
+		a := decodeJSON(t, out)
+		if code != 0 || a["accepted"] != true || a["spent"] != float64(6*(k+1)) || a["remaining"] != float64(12-6*(k+1)) {
+			t.Fatalf("submit %d: %d %s", k+1, code, out)
+		}
+	}
+	// The budget is spent: refused, exit 1, the refusal as JSON.
+	code, out = runCmd(t, "client", "--server", addr, "--token", token, "submit", "--ratings", mine, "--json")
+	r := decodeJSON(t, out)
+	if code != 1 || r["accepted"] != false || r["code"] != "budget_exceeded" || r["remaining"] != float64(0) {
+		t.Fatalf("over budget: %d %s", code, out)
+	}
+	code, out = runCmd(t, "client", "--server", addr, "--token", token, "status", "--json")
+	s := decodeJSON(t, out)
+	if code != 0 || s["spent"] != float64(12) || s["remaining"] != float64(0) || s["reports"] != float64(2) {
+		t.Fatalf("status: %d %s", code, out)
+	}
+	// A few more users, so that the recovery has data.
+	for range 20 {
+		_, out = runCmd(t, "client", "--server", addr, "enroll", "--json")
+		tok := decodeJSON(t, out)["token"].(string)
+		if code, out = runCmd(t, "client", "--server", addr, "--token", tok, "submit", "--ratings", mine, "--json"); code != 0 {
+			t.Fatalf("submit: %s", out)
+		}
+	}
+	// A user token cannot publish; the admin's can.
+	if code, _ = runCmd(t, "client", "--server", addr, "--token", token, "publish", "--method", "ldp-rr", "--json"); code != 1 {
+		t.Fatalf("a user published: exit %d", code)
+	}
+	code, out = runCmd(t, "client", "--server", addr, "--token", admin, "publish", "--method", "ldp-rr", "--params", `{"max_rank": 3, "max_iter": 50}`, "--seed", "3", "--json")
+	p := decodeJSON(t, out)
+	if code != 0 || p["id"] != float64(1) || p["reports"] != float64(22) {
+		t.Fatalf("publish: %d %s", code, out)
+	}
+	code, out = runCmd(t, "client", "--server", addr, "recommend", "--ratings", mine, "-k", "3", "--json")
+	rec := decodeJSON(t, out)
+	list, _ := rec["recommendations"].([]any)
+	if code != 0 || rec["release"] != float64(1) || len(list) != 3 {
+		t.Fatalf("recommend: %d %s", code, out)
+	}
+	for _, it := range list {
+		if id := it.(map[string]any)["item"]; id == "ia" || id == "ib" || id == "ic" {
+			t.Fatalf("recommended %v, which she rated", id)
+		}
+	}
+	code, out = runCmd(t, "serve", "stats", "--db", db, "--json")
+	st := decodeJSON(t, out)
+	if code != 0 || st["users"] != float64(21) || st["reports"] != float64(22) || st["releases"] != float64(1) || st["max_spent"] != float64(12) || st["ledger_ok"] != true {
+		t.Fatalf("serve stats: %d %s", code, out)
+	}
+	// The stored reports, read as training data: a collect file whose
+	// header declares the population of 22 reports over 12 items.
+	d := dataFlags{path: db}
+	m, err := d.readStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(d.path)
+	if err != nil {
+		t.Fatalf("the collect file: %v", err)
+	}
+	h, n, err := ldp.CountReports(f)
+	f.Close()
+	if err != nil || n != int64(m.Len()) || h.Users != 22 || h.Items != 12 || h.Mechanism != ldp.RR {
+		t.Fatalf("collect file %s: header %+v, %d reports (matrix %d), %v", d.path, h, n, m.Len(), err)
+	}
+	code, out = runCmd(t, "train", "--data", d.path, "--format", "tsv", "--method", "ldp-rr", "--debias", "--max-rank", "3", "--max-iter", "50",
+		"--out", filepath.Join(dir, "offline.model"), "--json")
+	if code != 0 {
+		t.Fatalf("training on the exported reports: %s", out)
+	}
+	// SIGTERM's path: the context ends, the server stops cleanly.
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 && code != 130 {
+			t.Fatalf("serve exited %d", code)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func TestServeFlags(t *testing.T) {
+	dir := t.TempDir()
+	items := filepath.Join(dir, "items.txt")
+	must(t, os.WriteFile(items, []byte("a\nb\n"), 0o644))
+	db := "sqlite:" + filepath.Join(dir, "x.db")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--items", items}, "--db"},
+		{[]string{"serve", "--db", db, "--scale", "1:5"}, "--items"},
+		{[]string{"serve", "--db", db, "--items", items}, "--scale"},
+		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "rr", "--epsilon", "0", "--budget", "1"}, "--epsilon"},
+		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "xx", "--epsilon", "1", "--budget", "1"}, "--mechanism"},
+		{[]string{"serve", "stats"}, "--db"},
+		{[]string{"client", "enroll"}, "--server"},
+		{[]string{"client", "--server", "http://127.0.0.1:1", "status"}, "token"},
+		{[]string{"client", "--server", "http://127.0.0.1:1", "--token", "t", "submit"}, "--ratings"},
+		{[]string{"client", "--server", "http://127.0.0.1:1", "dance"}, "unknown client command"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), c.args, &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("privrec %s: exit %d, %q; want a usage error naming %s", strings.Join(c.args, " "), code, errb.String(), c.want)
+		}
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,291 @@
+// Package api holds the wire types of the privrec collection and serving
+// API (`privrec serve`, docs/SERVICE.md, docs/openapi.yaml) and the strict
+// decoders the server uses for every request body. It depends only on the
+// standard library and privrec's model and privacy packages, so that a
+// client — the reference Go client, or the same code compiled to
+// WebAssembly — can share it without the server's storage drivers.
+package api
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/privrec/privrec/privacy"
+)
+
+// Paths of the API.
+const (
+	PathConfig        = "/v1/config"
+	PathEnroll        = "/v1/enroll"
+	PathMe            = "/v1/me"
+	PathMyState       = "/v1/me/state"
+	PathReports       = "/v1/reports"
+	PathReleases      = "/v1/releases"
+	PathLatestRelease = "/v1/releases/latest"
+	PathAdminReleases = "/v1/admin/releases"
+	PathAdminStats    = "/v1/admin/stats"
+	PathHealth        = "/healthz"
+	PathMetrics       = "/metrics"
+)
+
+// Collection modes.
+const (
+	// ModeLocal: each report is randomized on the user's device (local DP);
+	// the server charges each report's ε when it stores it, and releases
+	// are post-processing of the reports, charged nothing.
+	ModeLocal = "local"
+	// ModeCentral: users send true ratings to a trusted curator; a report
+	// is charged nothing, and every release charges each user whose data
+	// it used her per-user ε of the release.
+	ModeCentral = "central"
+)
+
+// MechanismNone is the mechanism name of the central mode (no
+// randomization on the device).
+const MechanismNone = "none"
+
+// Scale is the declared rating scale. Levels > 0 declares a discrete
+// scale Min, Min+step, …, Max of Levels values (randomized response needs
+// one).
+type Scale struct {
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	Levels int     `json:"levels,omitempty"`
+}
+
+// Item is one catalogue item.
+type Item struct {
+	ID    string `json:"id"`
+	Title string `json:"title,omitempty"`
+}
+
+// Config is the published collection configuration (GET /v1/config):
+// everything a client needs to randomize a report on the device, and what
+// each report costs.
+type Config struct {
+	// Mode is ModeLocal or ModeCentral.
+	Mode string `json:"mode"`
+	// Mechanism is "rr" (randomized response over {missing, 1…d}),
+	// "laplace" (the modified Laplace mechanism) or "none" (central mode).
+	Mechanism string `json:"mechanism"`
+	// ReportEpsilon is the per-user ε of one report: what the ledger
+	// debits for each stored report (local mode; 0 in central mode).
+	ReportEpsilon float64 `json:"report_epsilon"`
+	// CellEpsilon is the randomizer's per-rating ε: ReportEpsilon spread
+	// over the whole catalogue, which every report covers (each cell,
+	// rated or missing, is randomized; basic composition over the n cells
+	// gives ReportEpsilon).
+	CellEpsilon float64 `json:"cell_epsilon,omitempty"`
+	// Budget is each user's total ε (the ledger refuses anything beyond).
+	Budget float64 `json:"budget"`
+	// MaxReports is how many reports fit into the budget (local mode).
+	MaxReports int `json:"max_reports,omitempty"`
+	// Scale is the declared rating scale.
+	Scale Scale `json:"scale"`
+	// Units are the units of report values: "levels" (rr: integers 1…d),
+	// "normalised" (laplace: the scale mapped to [−1, 1], plus noise) or
+	// "rating" (central mode: ratings on the scale).
+	Units string `json:"units"`
+	// MaxAbsValue bounds |value| of a laplace report (the noise exceeds it
+	// with probability below 10⁻²⁶ per cell); larger values are refused.
+	MaxAbsValue float64 `json:"max_abs_value,omitempty"`
+	// Items is the declared catalogue; a report's values are in its order.
+	Items []Item `json:"items"`
+	// Guarantee is the guarantee of one report (local mode) or a
+	// statement that the curator is trusted (central mode).
+	Guarantee     privacy.Guarantee `json:"guarantee"`
+	GuaranteeText string            `json:"guarantee_text"`
+}
+
+// Enrolment is the answer to POST /v1/enroll: the new user's ID and her
+// secret token (shown once; the server keeps only its hash).
+type Enrolment struct {
+	User  string `json:"user"`
+	Token string `json:"token"`
+}
+
+// Report is the body of POST /v1/reports.
+type Report struct {
+	// ID is chosen by the client (1–64 characters of A–Z a–z 0–9 . _ : -);
+	// resubmitting the same ID returns the original acknowledgement and
+	// stores and charges nothing.
+	ID string `json:"id"`
+	// Epsilon is the per-report ε the client spent (must equal the
+	// configuration's report_epsilon; 0 or absent in central mode).
+	Epsilon float64 `json:"epsilon"`
+	// Values has one entry per catalogue item, in catalogue order: nil
+	// (JSON null) for a missing report, else the value in the
+	// configuration's units.
+	Values []*float64 `json:"values"`
+}
+
+// Ack acknowledges a stored report. Spent and Remaining are the user's
+// ledger right after this report was charged.
+type Ack struct {
+	ID        string    `json:"id"`
+	Accepted  bool      `json:"accepted"`
+	Seq       int64     `json:"seq"`
+	Epsilon   float64   `json:"epsilon"`
+	Spent     float64   `json:"spent"`
+	Remaining float64   `json:"remaining"`
+	Budget    float64   `json:"budget"`
+	Received  time.Time `json:"received"`
+}
+
+// HeaderReplayed is set to "true" on the answer to a resubmitted report
+// (same ID, same content): the body is the original acknowledgement.
+const HeaderReplayed = "Idempotent-Replayed"
+
+// Status is GET /v1/me: the caller's own ledger.
+type Status struct {
+	User      string  `json:"user"`
+	Spent     float64 `json:"spent"`
+	Remaining float64 `json:"remaining"`
+	Budget    float64 `json:"budget"`
+	Reports   int64   `json:"reports"`
+}
+
+// StoredReport is one of the caller's own reports (GET /v1/reports,
+// GET /v1/reports/{id}).
+type StoredReport struct {
+	ID       string     `json:"id"`
+	Seq      int64      `json:"seq"`
+	Epsilon  float64    `json:"epsilon"`
+	Received time.Time  `json:"received"`
+	Values   []*float64 `json:"values"`
+}
+
+// Error is every error answer. Field names the offending request field
+// (JSON name, with an index for array elements: "values[3]").
+type Error struct {
+	Status  int    `json:"status"`
+	Code    string `json:"code"`
+	Message string `json:"error"`
+	Field   string `json:"field,omitempty"`
+	// Budget facts of a refusal for lack of budget (code budget_exceeded).
+	Spent     *float64 `json:"spent,omitempty"`
+	Remaining *float64 `json:"remaining,omitempty"`
+	Budget    *float64 `json:"budget,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s (field %s, HTTP %d %s)", e.Message, e.Field, e.Status, e.Code)
+	}
+	return fmt.Sprintf("%s (HTTP %d %s)", e.Message, e.Status, e.Code)
+}
+
+// Error codes.
+const (
+	CodeMalformedJSON  = "malformed_json"
+	CodeUnknownField   = "unknown_field"
+	CodeWrongType      = "wrong_type"
+	CodeMissingField   = "missing_field"
+	CodeInvalidValue   = "invalid_value"
+	CodeOutOfRange     = "out_of_range"
+	CodeBadEpsilon     = "bad_epsilon"
+	CodeTooLarge       = "too_large"
+	CodeUnauthorized   = "unauthorized"
+	CodeForbidden      = "forbidden"
+	CodeNotFound       = "not_found"
+	CodeBudgetExceeded = "budget_exceeded"
+	CodeIDConflict     = "id_conflict"
+	CodeRateLimited    = "rate_limited"
+	CodeMethod         = "method_not_allowed"
+	CodeUnavailable    = "unavailable"
+	CodeInternal       = "internal"
+	CodeTrainFailed    = "train_failed"
+)
+
+// ReleaseRequest is the body of POST /v1/admin/releases.
+type ReleaseRequest struct {
+	// Method is a registered training method (ldp-rr or ldp-laplace in
+	// local mode, matching the collection's mechanism).
+	Method string `json:"method"`
+	// Params are the method's parameters by JSON name (as in experiment
+	// files), e.g. {"max_rank": 10, "debias": true}.
+	Params map[string]any `json:"params,omitempty"`
+	// Epsilon and Delta are the release's privacy parameters (central
+	// mode; ignored in local mode, where the reports carry the guarantee).
+	Epsilon float64 `json:"epsilon,omitempty"`
+	Delta   float64 `json:"delta,omitempty"`
+	// Seed seeds the non-private randomness (0: random).
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// Release is a published release (GET /v1/releases/latest,
+// GET /v1/releases/{id}): the public part only.
+type Release struct {
+	ID            int64             `json:"id"`
+	Created       time.Time         `json:"created"`
+	Method        string            `json:"method"`
+	Guarantee     privacy.Guarantee `json:"guarantee"`
+	GuaranteeText string            `json:"guarantee_text"`
+	// Ledger says what the release cost and how the users' ledgers cover
+	// it.
+	Ledger string         `json:"ledger"`
+	Report map[string]any `json:"report,omitempty"`
+	Model  PublicModel    `json:"model"`
+}
+
+// ReleaseResult answers POST /v1/admin/releases: the published release's
+// ID and what it charged.
+type ReleaseResult struct {
+	ID int64 `json:"id"`
+	// UsersCharged is how many users' ledgers were debited, and MaxCharge
+	// the largest single debit (0 in local mode).
+	UsersCharged int     `json:"users_charged"`
+	MaxCharge    float64 `json:"max_charge"`
+	Reports      int64   `json:"reports"`
+	Seconds      float64 `json:"seconds"`
+	Release      Release `json:"release"`
+}
+
+// Stats is `privrec serve stats` and GET /v1/admin/stats.
+type Stats struct {
+	Users    int64   `json:"users"`
+	Reports  int64   `json:"reports"`
+	Releases int64   `json:"releases"`
+	MaxSpent float64 `json:"max_spent"`
+	Budget   float64 `json:"budget"`
+}
+
+// Finite replaces non-finite floats (which JSON cannot carry) in a report
+// or parameter map by strings ("+Inf", "NaN"), recursively.
+func Finite(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = finiteValue(v)
+	}
+	return out
+}
+
+func finiteValue(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return fmt.Sprint(x)
+		}
+	case float32:
+		return finiteValue(float64(x))
+	case map[string]any:
+		return Finite(x)
+	case []float64:
+		out := make([]any, len(x))
+		for i, y := range x {
+			out[i] = finiteValue(y)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, y := range x {
+			out[i] = finiteValue(y)
+		}
+		return out
+	}
+	return v
+}

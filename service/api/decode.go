@@ -1,0 +1,335 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// BadRequest returns a 400 error naming the field.
+func BadRequest(code, field, format string, a ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: code, Field: field, Message: fmt.Sprintf(format, a...)}
+}
+
+// DecodeStrict decodes exactly one JSON value from r into v, refusing
+// unknown fields, wrong types and trailing data. Every error names the
+// field when there is one.
+func DecodeStrict(r io.Reader, v any) *Error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	// Exactly one value: anything but white space after it is an error.
+	if _, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			return BadRequest(CodeMalformedJSON, "", "malformed JSON: data after the object")
+		}
+		return jsonError(err)
+	}
+	return nil
+}
+
+// jsonError maps an encoding/json error to an API error.
+func jsonError(err error) *Error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return &Error{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+			Message: fmt.Sprintf("request body larger than %d bytes", tooBig.Limit)}
+	case errors.Is(err, io.EOF):
+		return BadRequest(CodeMalformedJSON, "", "malformed JSON: empty body (want a JSON object)")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return BadRequest(CodeMalformedJSON, "", "malformed JSON: the body ends inside a value")
+	case errors.As(err, &syn):
+		return BadRequest(CodeMalformedJSON, "", "malformed JSON at byte %d: %s", syn.Offset, syn.Error())
+	case errors.As(err, &typ):
+		field := typ.Field
+		if strings.HasPrefix(typ.Value, "number ") && field != "" { // "number 1e400": an overflow
+			return BadRequest(CodeOutOfRange, field, "%s: %s does not fit %s", field, typ.Value, jsonTypeName(typ.Type.String()))
+		}
+		if field == "" {
+			return BadRequest(CodeWrongType, "", "want a JSON object, got JSON %s", typ.Value)
+		}
+		return BadRequest(CodeWrongType, field, "%s: want %s, got JSON %s", field, jsonTypeName(typ.Type.String()), typ.Value)
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		name, _ = strconv.Unquote(name)
+		return BadRequest(CodeUnknownField, name, "unknown field %q", name)
+	}
+	return BadRequest(CodeMalformedJSON, "", "malformed JSON: %s", strings.TrimPrefix(msg, "json: "))
+}
+
+// jsonTypeName says in JSON words what a Go type wants.
+func jsonTypeName(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case strings.HasPrefix(goType, "map["), strings.HasPrefix(goType, "struct"), strings.Contains(goType, "."):
+		return "an object"
+	case strings.HasPrefix(goType, "float"), strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"):
+		return "a number (" + goType + ")"
+	case goType == "string":
+		return "a string"
+	case goType == "bool":
+		return "true or false"
+	}
+	return goType
+}
+
+// MaxIDLen is the longest client-chosen report ID.
+const MaxIDLen = 64
+
+// CheckReportID checks a client-chosen report ID: 1–64 characters of
+// A–Z a–z 0–9 . _ : -.
+func CheckReportID(id string) *Error {
+	if id == "" {
+		return BadRequest(CodeMissingField, "id", "id is required: a client-chosen report ID (1–%d characters of A–Z a–z 0–9 . _ : -)", MaxIDLen)
+	}
+	if len(id) > MaxIDLen {
+		return BadRequest(CodeInvalidValue, "id", "id is %d bytes long; at most %d", len(id), MaxIDLen)
+	}
+	for _, c := range []byte(id) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return BadRequest(CodeInvalidValue, "id", "id %q has a character outside A–Z a–z 0–9 . _ : -", Truncate(id))
+		}
+	}
+	return nil
+}
+
+// Truncate shortens s for a message.
+func Truncate(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// rawReport is the wire form of a report before validation: values stay
+// raw so that each element's error names its index.
+type rawReport struct {
+	ID      *string           `json:"id"`
+	Epsilon *float64          `json:"epsilon"`
+	Values  []json.RawMessage `json:"values"`
+}
+
+// parsed is a report body's fields before validation.
+type parsed struct {
+	id        *string
+	epsilon   *float64
+	hasValues bool
+	values    []*float64
+}
+
+// DecodeReport reads a report body strictly and validates it against the
+// collection configuration (CheckReport). Nothing about it is stored or
+// charged unless it returns no error. The common shape is parsed by a
+// small dedicated parser; anything else by encoding/json, which words the
+// errors.
+func DecodeReport(r io.Reader, cfg *Config) (Report, *Error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return Report{}, jsonError(err)
+	}
+	f, ok := fastReport(b)
+	if !ok {
+		var e *Error
+		if f, e = slowReport(b); e != nil {
+			return Report{}, e
+		}
+	}
+	return f.report(cfg)
+}
+
+// slowReport decodes with encoding/json (strict), naming the field of
+// any error.
+func slowReport(b []byte) (parsed, *Error) {
+	var raw rawReport
+	if e := DecodeStrict(bytes.NewReader(b), &raw); e != nil {
+		return parsed{}, e
+	}
+	f := parsed{id: raw.ID, epsilon: raw.Epsilon, hasValues: raw.Values != nil}
+	if f.hasValues {
+		f.values = make([]*float64, len(raw.Values))
+		for k, v := range raw.Values {
+			x, isNull, e := parseValue(v, k)
+			if e != nil {
+				return parsed{}, e
+			}
+			if !isNull {
+				f.values[k] = &x
+			}
+		}
+	}
+	return f, nil
+}
+
+// report checks the required fields and the values.
+func (f parsed) report(cfg *Config) (Report, *Error) {
+	var rep Report
+	if f.id == nil {
+		return rep, CheckReportID("")
+	}
+	rep.ID = *f.id
+	if f.epsilon != nil {
+		rep.Epsilon = *f.epsilon
+	} else if cfg.Mode == ModeLocal {
+		return rep, BadRequest(CodeMissingField, "epsilon", "epsilon is required: the per-report ε the device spent (the configuration's report_epsilon, %g)", cfg.ReportEpsilon)
+	}
+	if !f.hasValues {
+		return rep, BadRequest(CodeMissingField, "values", "values is required: one value or null per catalogue item (%d)", len(cfg.Items))
+	}
+	rep.Values = f.values
+	if e := CheckReport(cfg, rep); e != nil {
+		return rep, e
+	}
+	return rep, nil
+}
+
+// parseValue reads one element of values: null or a JSON number. The
+// field name is formatted only for an error (this runs for every cell of
+// every report).
+func parseValue(v json.RawMessage, k int) (x float64, isNull bool, e *Error) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return 0, false, BadRequest(CodeMalformedJSON, valueField(k), "%s is empty", valueField(k))
+	}
+	switch c := v[0]; {
+	case c == 'n':
+		return 0, true, nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil || math.IsInf(f, 0) {
+			return 0, false, BadRequest(CodeOutOfRange, valueField(k), "%s = %s is not a finite number", valueField(k), Truncate(string(v)))
+		}
+		return f, false, nil
+	case c == '"':
+		return 0, false, BadRequest(CodeWrongType, valueField(k), "%s: want a number or null, got a string", valueField(k))
+	case c == 't' || c == 'f':
+		return 0, false, BadRequest(CodeWrongType, valueField(k), "%s: want a number or null, got true/false", valueField(k))
+	case c == '[':
+		return 0, false, BadRequest(CodeWrongType, valueField(k), "%s: want a number or null, got an array", valueField(k))
+	case c == '{':
+		return 0, false, BadRequest(CodeWrongType, valueField(k), "%s: want a number or null, got an object", valueField(k))
+	}
+	return 0, false, BadRequest(CodeMalformedJSON, valueField(k), "%s is not a JSON value", valueField(k))
+}
+
+func valueField(k int) string { return "values[" + strconv.Itoa(k) + "]" }
+
+// CheckReport validates a report against the configuration: the ID, the
+// ε (equal to report_epsilon in local mode, 0 in central mode), one value
+// per catalogue item, each null or in range for the units.
+func CheckReport(cfg *Config, rep Report) *Error {
+	if e := CheckReportID(rep.ID); e != nil {
+		return e
+	}
+	switch cfg.Mode {
+	case ModeLocal:
+		if math.IsNaN(rep.Epsilon) || math.IsInf(rep.Epsilon, 0) || !(rep.Epsilon > 0) {
+			return BadRequest(CodeBadEpsilon, "epsilon", "epsilon must be a positive finite number (the per-report ε, %g), got %g", cfg.ReportEpsilon, rep.Epsilon)
+		}
+		if math.Abs(rep.Epsilon-cfg.ReportEpsilon) > 1e-12*cfg.ReportEpsilon {
+			return BadRequest(CodeBadEpsilon, "epsilon", "epsilon = %g differs from the collection's per-report ε = %g: randomize with the published configuration (GET %s)", rep.Epsilon, cfg.ReportEpsilon, PathConfig)
+		}
+	default:
+		if rep.Epsilon != 0 {
+			return BadRequest(CodeBadEpsilon, "epsilon", "epsilon must be 0 or absent in central mode (reports are not randomized; releases are charged), got %g", rep.Epsilon)
+		}
+	}
+	if len(rep.Values) != len(cfg.Items) {
+		return BadRequest(CodeInvalidValue, "values", "values has %d entries; want one per catalogue item, %d", len(rep.Values), len(cfg.Items))
+	}
+	for k, p := range rep.Values {
+		if p == nil {
+			continue
+		}
+		if e := checkValue(cfg, *p, k); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func checkValue(cfg *Config, v float64, k int) *Error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return BadRequest(CodeOutOfRange, valueField(k), "%s is not finite", valueField(k))
+	}
+	switch cfg.Units {
+	case "levels":
+		if v != math.Trunc(v) || v < 1 || v > float64(cfg.Scale.Levels) {
+			return BadRequest(CodeOutOfRange, valueField(k), "%s = %g is not a level 1…%d (randomized response reports levels, or null for missing)", valueField(k), v, cfg.Scale.Levels)
+		}
+	case "normalised":
+		if math.Abs(v) > cfg.MaxAbsValue {
+			return BadRequest(CodeOutOfRange, valueField(k), "%s = %g is beyond ±%g, which the mechanism's noise does not reach", valueField(k), v, cfg.MaxAbsValue)
+		}
+	default: // ratings on the declared scale
+		sc := cfg.Scale
+		if v < sc.Min || v > sc.Max {
+			return BadRequest(CodeOutOfRange, valueField(k), "%s = %g is outside the rating scale [%g, %g]", valueField(k), v, sc.Min, sc.Max)
+		}
+		if sc.Levels >= 2 {
+			step := (sc.Max - sc.Min) / float64(sc.Levels-1)
+			q := (v - sc.Min) / step
+			if math.Abs(q-math.Round(q)) > 1e-9 {
+				return BadRequest(CodeOutOfRange, valueField(k), "%s = %g is not one of the %d levels of [%g, %g]", valueField(k), v, sc.Levels, sc.Min, sc.Max)
+			}
+		}
+	}
+	return nil
+}
+
+// EncodeValues is the canonical text of a report's values: a JSON array
+// with null for missing cells, numbers in their shortest form.
+func EncodeValues(vals []*float64) []byte {
+	b := make([]byte, 0, 2+3*len(vals))
+	b = append(b, '[')
+	for k, p := range vals {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		if p == nil {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendFloat(b, *p, 'g', -1, 64)
+		}
+	}
+	return append(b, ']')
+}
+
+// DecodeValues reads EncodeValues' text back.
+func DecodeValues(b []byte) ([]*float64, error) {
+	var vals []*float64
+	if err := json.Unmarshal(b, &vals); err != nil {
+		return nil, fmt.Errorf("api: stored values: %w", err)
+	}
+	return vals, nil
+}
+
+// DecodeReleaseRequest reads an admin release request strictly.
+func DecodeReleaseRequest(r io.Reader) (ReleaseRequest, *Error) {
+	var req ReleaseRequest
+	if e := DecodeStrict(r, &req); e != nil {
+		return req, e
+	}
+	if req.Method == "" {
+		return req, BadRequest(CodeMissingField, "method", "method is required (e.g. ldp-rr)")
+	}
+	if math.IsNaN(req.Epsilon) || math.IsInf(req.Epsilon, 0) || req.Epsilon < 0 {
+		return req, BadRequest(CodeBadEpsilon, "epsilon", "epsilon must be finite and ≥ 0, got %g", req.Epsilon)
+	}
+	if math.IsNaN(req.Delta) || !(req.Delta >= 0 && req.Delta < 1) {
+		return req, BadRequest(CodeOutOfRange, "delta", "delta must be in [0, 1), got %g", req.Delta)
+	}
+	return req, nil
+}

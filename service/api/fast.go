@@ -1,0 +1,205 @@
+package api
+
+import (
+	"strconv"
+)
+
+// fastReport parses the common shape of a report body without
+// encoding/json: one object whose keys are among "id", "epsilon" and
+// "values" (each at most once), an id string without escapes, an
+// epsilon number, and values an array of numbers and nulls, with
+// optional white space. Anything else — escapes, other keys or types,
+// repeated keys, malformed numbers, trailing data — returns ok = false
+// and the caller decodes with the strict general path, which also words
+// the errors. When ok, raw is exactly what the general path would decode
+// (FuzzDecodeReport checks it).
+func fastReport(b []byte) (f parsed, ok bool) {
+	p := parser{b: b}
+	p.ws()
+	if !p.eat('{') {
+		return f, false
+	}
+	seen := 0
+	p.ws()
+	if p.eat('}') {
+		p.ws()
+		return f, p.i == len(p.b)
+	}
+	for {
+		p.ws()
+		key, ok := p.plainString()
+		if !ok {
+			return f, false
+		}
+		p.ws()
+		if !p.eat(':') {
+			return f, false
+		}
+		p.ws()
+		switch string(key) {
+		case "id":
+			if seen&1 != 0 {
+				return f, false
+			}
+			seen |= 1
+			s, ok := p.plainString()
+			if !ok {
+				return f, false
+			}
+			id := string(s)
+			f.id = &id
+		case "epsilon":
+			if seen&2 != 0 {
+				return f, false
+			}
+			seen |= 2
+			x, ok := p.number()
+			if !ok {
+				return f, false
+			}
+			f.epsilon = &x
+		case "values":
+			if seen&4 != 0 {
+				return f, false
+			}
+			seen |= 4
+			if !p.eat('[') {
+				return f, false
+			}
+			f.hasValues = true
+			f.values = make([]*float64, 0, 64)
+			p.ws()
+			if !p.eat(']') {
+				for {
+					p.ws()
+					if p.literal("null") {
+						f.values = append(f.values, nil)
+					} else {
+						x, ok := p.number()
+						if !ok {
+							return f, false
+						}
+						f.values = append(f.values, &x)
+					}
+					p.ws()
+					if p.eat(']') {
+						break
+					}
+					if !p.eat(',') {
+						return f, false
+					}
+				}
+			}
+		default:
+			return f, false
+		}
+		p.ws()
+		if p.eat('}') {
+			break
+		}
+		if !p.eat(',') {
+			return f, false
+		}
+	}
+	p.ws()
+	if p.i != len(p.b) {
+		return f, false
+	}
+	return f, true
+}
+
+type parser struct {
+	b []byte
+	i int
+}
+
+func (p *parser) ws() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) eat(c byte) bool {
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *parser) literal(s string) bool {
+	if len(p.b)-p.i >= len(s) && string(p.b[p.i:p.i+len(s)]) == s {
+		p.i += len(s)
+		return true
+	}
+	return false
+}
+
+// plainString reads a string without escapes or control characters and
+// of valid UTF-8 only in its ASCII subset (anything else: not handled).
+func (p *parser) plainString() ([]byte, bool) {
+	if !p.eat('"') {
+		return nil, false
+	}
+	start := p.i
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		switch {
+		case c == '"':
+			s := p.b[start:p.i]
+			p.i++
+			return s, true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, false
+		}
+		p.i++
+	}
+	return nil, false
+}
+
+// number reads a JSON number (RFC 8259 grammar) that fits a finite
+// float64.
+func (p *parser) number() (float64, bool) {
+	start := p.i
+	p.eat('-')
+	switch {
+	case p.eat('0'):
+	case p.i < len(p.b) && p.b[p.i] >= '1' && p.b[p.i] <= '9':
+		p.digits()
+	default:
+		return 0, false
+	}
+	if p.eat('.') {
+		if p.digits() == 0 {
+			return 0, false
+		}
+	}
+	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
+		p.i++
+		if !p.eat('+') {
+			p.eat('-')
+		}
+		if p.digits() == 0 {
+			return 0, false
+		}
+	}
+	x, err := strconv.ParseFloat(string(p.b[start:p.i]), 64)
+	if err != nil {
+		return 0, false
+	}
+	return x, true
+}
+
+func (p *parser) digits() int {
+	n := 0
+	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		p.i++
+		n++
+	}
+	return n
+}

@@ -1,0 +1,461 @@
+package service_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/privrec/privrec/client"
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/service"
+	"github.com/privrec/privrec/service/api"
+	"github.com/privrec/privrec/service/store"
+	"github.com/privrec/privrec/service/store/storetest"
+)
+
+// raw sends a request and returns the status, the decoded error (if the
+// answer is one) and the body.
+func raw(t testing.TB, s *testServer, method, path, token, body string) (int, api.Error, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, s.ts.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := s.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var e api.Error
+	if resp.StatusCode >= 400 {
+		if err := json.Unmarshal(b, &e); err != nil {
+			t.Fatalf("%s %s: %d answer is not a JSON error: %q", method, path, resp.StatusCode, b)
+		}
+	}
+	return resp.StatusCode, e, b
+}
+
+func enrolled(t testing.TB, s *testServer) *client.Client {
+	t.Helper()
+	c := s.client("")
+	if _, err := c.Enroll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func reportBody(id string, eps any, vals string) string {
+	return fmt.Sprintf(`{"id":%q,"epsilon":%v,"values":%s}`, id, eps, vals)
+}
+
+// TestBadInput tries every kind of malformed request: each gets a 4xx
+// JSON error naming the field, and nothing is stored or charged. With
+// PRIVREC_BADINPUT_TABLE=FILE it writes the table of docs/SERVICE.md.
+func TestBadInput(t *testing.T) {
+	const items = 8
+	opt := localOptions(t, items) // ε = 4 per report, budget 8
+	opt.MaxBody = 4096
+	s := newTestServer(t, "sqlite", opt)
+	alice := enrolled(t, s)
+	bob := enrolled(t, s)
+	// Bob's report, which Alice will try to read.
+	if _, _, err := bob.Submit(context.Background(), api.Report{ID: "bob-1", Epsilon: 4, Values: make([]*float64, items)}); err != nil {
+		t.Fatal(err)
+	}
+	good := "[1,null,2,3,null,4,5,null]"
+	big := `{"id":"big","epsilon":4,"values":[` + strings.Repeat(" ", 5000) + `]}`
+	tok := alice.Token
+	cases := []struct {
+		name, method, path, token, body string
+		status                          int
+		code, field                     string
+	}{
+		{"malformed JSON", "POST", api.PathReports, tok, `{"id": "a", `, 400, api.CodeMalformedJSON, ""},
+		{"not JSON at all", "POST", api.PathReports, tok, `id=a&epsilon=4`, 400, api.CodeMalformedJSON, ""},
+		{"empty body", "POST", api.PathReports, tok, ``, 400, api.CodeMalformedJSON, ""},
+		{"an array, not an object", "POST", api.PathReports, tok, `[1,2,3]`, 400, api.CodeWrongType, ""},
+		{"trailing data", "POST", api.PathReports, tok, reportBody("a", 4, good) + `{}`, 400, api.CodeMalformedJSON, ""},
+		{"unknown field (another user)", "POST", api.PathReports, tok, `{"id":"a","epsilon":4,"values":` + good + `,"user":"u_0"}`, 400, api.CodeUnknownField, "user"},
+		{"id of wrong type", "POST", api.PathReports, tok, `{"id":7,"epsilon":4,"values":` + good + `}`, 400, api.CodeWrongType, "id"},
+		{"epsilon of wrong type", "POST", api.PathReports, tok, `{"id":"a","epsilon":"4","values":` + good + `}`, 400, api.CodeWrongType, "epsilon"},
+		{"values of wrong type", "POST", api.PathReports, tok, `{"id":"a","epsilon":4,"values":"1,2"}`, 400, api.CodeWrongType, "values"},
+		{"a value of wrong type (string)", "POST", api.PathReports, tok, reportBody("a", 4, `[1,null,2,"3",null,4,5,null]`), 400, api.CodeWrongType, "values[3]"},
+		{"a value of wrong type (bool)", "POST", api.PathReports, tok, reportBody("a", 4, `[1,null,true,3,null,4,5,null]`), 400, api.CodeWrongType, "values[2]"},
+		{"a value of wrong type (object)", "POST", api.PathReports, tok, reportBody("a", 4, `[1,{},2,3,null,4,5,null]`), 400, api.CodeWrongType, "values[1]"},
+		{"missing id", "POST", api.PathReports, tok, `{"epsilon":4,"values":` + good + `}`, 400, api.CodeMissingField, "id"},
+		{"missing epsilon", "POST", api.PathReports, tok, `{"id":"a","values":` + good + `}`, 400, api.CodeMissingField, "epsilon"},
+		{"missing values", "POST", api.PathReports, tok, `{"id":"a","epsilon":4}`, 400, api.CodeMissingField, "values"},
+		{"id with a space", "POST", api.PathReports, tok, reportBody("a b", 4, good), 400, api.CodeInvalidValue, "id"},
+		{"id too long", "POST", api.PathReports, tok, reportBody(strings.Repeat("x", 65), 4, good), 400, api.CodeInvalidValue, "id"},
+		{"too few values", "POST", api.PathReports, tok, reportBody("a", 4, "[1,2,3]"), 400, api.CodeInvalidValue, "values"},
+		{"level 0", "POST", api.PathReports, tok, reportBody("a", 4, "[0,null,2,3,null,4,5,null]"), 400, api.CodeOutOfRange, "values[0]"},
+		{"level 6 (d = 5)", "POST", api.PathReports, tok, reportBody("a", 4, "[1,null,2,3,null,4,6,null]"), 400, api.CodeOutOfRange, "values[6]"},
+		{"level 2.5", "POST", api.PathReports, tok, reportBody("a", 4, "[1,null,2.5,3,null,4,5,null]"), 400, api.CodeOutOfRange, "values[2]"},
+		{"value 1e400", "POST", api.PathReports, tok, reportBody("a", 4, "[1e400,null,2,3,null,4,5,null]"), 400, api.CodeOutOfRange, "values[0]"},
+		{"epsilon 0", "POST", api.PathReports, tok, reportBody("a", 0, good), 400, api.CodeBadEpsilon, "epsilon"},
+		{"epsilon negative", "POST", api.PathReports, tok, reportBody("a", -4, good), 400, api.CodeBadEpsilon, "epsilon"},
+		{"epsilon not the configured one", "POST", api.PathReports, tok, reportBody("a", 3, good), 400, api.CodeBadEpsilon, "epsilon"},
+		{"epsilon 1e400", "POST", api.PathReports, tok, reportBody("a", "1e400", good), 400, api.CodeOutOfRange, "epsilon"},
+		{"body over the size limit", "POST", api.PathReports, tok, big, 413, api.CodeTooLarge, ""},
+		{"no token", "POST", api.PathReports, "", reportBody("a", 4, good), 401, api.CodeUnauthorized, ""},
+		{"unknown token", "POST", api.PathReports, "prt_bogus", reportBody("a", 4, good), 401, api.CodeUnauthorized, ""},
+		{"admin token as a user", "POST", api.PathReports, adminToken, reportBody("a", 4, good), 401, api.CodeUnauthorized, ""},
+		{"wrong method", "PUT", api.PathReports, tok, reportBody("a", 4, good), 405, api.CodeMethod, ""},
+		{"another user's report", "GET", api.PathReports + "/bob-1", tok, "", 404, api.CodeNotFound, "id"},
+		{"enrolment with a body field", "POST", api.PathEnroll, "", `{"user":"u_1"}`, 400, api.CodeUnknownField, "user"},
+		{"release without the admin token", "POST", api.PathAdminReleases, "", `{"method":"ldp-rr"}`, 401, api.CodeUnauthorized, ""},
+		{"release with a user token", "POST", api.PathAdminReleases, tok, `{"method":"ldp-rr"}`, 401, api.CodeUnauthorized, ""},
+		{"release: unknown field", "POST", api.PathAdminReleases, adminToken, `{"method":"ldp-rr","rank":3}`, 400, api.CodeUnknownField, "rank"},
+		{"release: missing method", "POST", api.PathAdminReleases, adminToken, `{}`, 400, api.CodeMissingField, "method"},
+		{"release: method of another mechanism", "POST", api.PathAdminReleases, adminToken, `{"method":"ldp-laplace"}`, 400, api.CodeInvalidValue, "method"},
+		{"release: negative epsilon", "POST", api.PathAdminReleases, adminToken, `{"method":"ldp-rr","epsilon":-1}`, 400, api.CodeBadEpsilon, "epsilon"},
+		{"release: delta ≥ 1", "POST", api.PathAdminReleases, adminToken, `{"method":"ldp-rr","delta":2}`, 400, api.CodeOutOfRange, "delta"},
+		{"release: bad fold_lambda", "POST", api.PathAdminReleases, adminToken, `{"method":"ldp-rr","params":{"fold_lambda":"x"}}`, 400, api.CodeOutOfRange, "params.fold_lambda"},
+		{"release id not a number", "GET", api.PathReleases + "/abc", "", "", 400, api.CodeInvalidValue, "id"},
+		{"unknown release", "GET", api.PathReleases + "/99", "", "", 404, api.CodeNotFound, "id"},
+		{"unknown endpoint", "GET", "/v1/nope", "", "", 404, api.CodeNotFound, ""},
+	}
+	var table bytes.Buffer
+	table.WriteString("| request | status | code | field | message |\n|---|---|---|---|---|\n")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, e, b := raw(t, s, c.method, c.path, c.token, c.body)
+			if status != c.status || e.Code != c.code || e.Field != c.field {
+				t.Fatalf("%s %s: %d %s field %q (%s); want %d %s field %q", c.method, c.path, status, e.Code, e.Field, b, c.status, c.code, c.field)
+			}
+			if e.Message == "" || e.Status != status {
+				t.Fatalf("error without a message or status: %s", b)
+			}
+			msg := strings.ReplaceAll(e.Message, "|", "\\|")
+			fmt.Fprintf(&table, "| %s: `%s %s` | %d | %s | %s | %s |\n", c.name, c.method, c.path, status, e.Code, e.Field, msg)
+		})
+	}
+	// Nothing was stored or charged: Alice has no report, and the store
+	// holds Bob's one report and no release.
+	st, err := alice.Status(context.Background())
+	if err != nil || st.Spent != 0 || st.Reports != 0 {
+		t.Fatalf("after the bad requests Alice's ledger is %+v, %v", st, err)
+	}
+	stats, err := s.st.Stats(context.Background())
+	if err != nil || stats.Reports != 1 || stats.Releases != 0 || stats.Users != 2 {
+		t.Fatalf("after the bad requests the store holds %+v, %v", stats, err)
+	}
+	if path := os.Getenv("PRIVREC_BADINPUT_TABLE"); path != "" {
+		if err := os.WriteFile(path, table.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestIsolation: a user reads and writes only her own data. No endpoint
+// takes a user ID: the token alone names the user.
+func TestIsolation(t *testing.T) {
+	for _, kind := range storetest.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			s := newTestServer(t, kind, localOptions(t, 8))
+			alice, bob := enrolled(t, s), enrolled(t, s)
+			one := 3.0
+			vals := []*float64{&one, nil, nil, nil, nil, nil, nil, nil}
+			if _, _, err := alice.Submit(ctx, api.Report{ID: "shared-id", Epsilon: 4, Values: vals}); err != nil {
+				t.Fatal(err)
+			}
+			// Bob cannot read Alice's report, even knowing its ID.
+			if _, err := bob.Report(ctx, "shared-id"); !isStatus(err, 404) {
+				t.Fatalf("Bob read Alice's report: %v", err)
+			}
+			// Bob's submission with Alice's report ID is his own report:
+			// Alice's ledger does not move.
+			ack, replayed, err := bob.Submit(ctx, api.Report{ID: "shared-id", Epsilon: 4, Values: make([]*float64, 8)})
+			if err != nil || replayed || !ack.Accepted {
+				t.Fatalf("Bob's report: %+v %v %v", ack, replayed, err)
+			}
+			sa, _ := alice.Status(ctx)
+			sb, _ := bob.Status(ctx)
+			if sa.Spent != 4 || sa.Reports != 1 || sb.Spent != 4 || sb.Reports != 1 || sa.User == sb.User {
+				t.Fatalf("ledgers: Alice %+v, Bob %+v", sa, sb)
+			}
+			// Each lists her own reports only, with her own values.
+			ra, _ := alice.Reports(ctx)
+			rb, _ := bob.Reports(ctx)
+			if len(ra) != 1 || len(rb) != 1 || ra[0].Values[0] == nil || rb[0].Values[0] != nil {
+				t.Fatalf("lists: Alice %+v, Bob %+v", ra, rb)
+			}
+			// A body naming another user is refused.
+			status, e, _ := raw(t, s, "POST", api.PathReports, bob.Token, `{"id":"x","epsilon":4,"values":[null,null,null,null,null,null,null,null],"user":"`+sa.User+`"}`)
+			if status != 400 || e.Field != "user" {
+				t.Fatalf("a report naming another user: %d %+v", status, e)
+			}
+			// The admin API is not open to users.
+			if _, err := bob.Stats(ctx); !isStatus(err, 401) {
+				t.Fatalf("a user read the stats: %v", err)
+			}
+			if err := s.st.Check(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func isStatus(err error, status int) bool {
+	e, ok := err.(*api.Error)
+	return ok && e.Status == status
+}
+
+// TestIdempotent: a resubmitted report is neither stored nor charged
+// twice; its answer is the original acknowledgement.
+func TestIdempotent(t *testing.T) {
+	ctx := context.Background()
+	s := newTestServer(t, "sqlite", localOptions(t, 8))
+	c := enrolled(t, s)
+	cfg, _ := c.Config(ctx)
+	rep, _, err := client.Randomize(cfg, client.Ratings{"i01": 5, "i02": 1}, noise.Secure(), "r-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1, replayed, err := c.Submit(ctx, rep)
+	if err != nil || replayed {
+		t.Fatal(err, replayed)
+	}
+	// Spend the rest of the budget, then resubmit the first report.
+	rep2, _, _ := client.Randomize(cfg, client.Ratings{}, noise.Secure(), "r-2")
+	if _, _, err := c.Submit(ctx, rep2); err != nil {
+		t.Fatal(err)
+	}
+	a2, replayed, err := c.Submit(ctx, rep)
+	if err != nil || !replayed || a2 != a1 {
+		t.Fatalf("resubmission: %+v replayed=%v %v; original %+v", a2, replayed, err, a1)
+	}
+	// The same ID with other content is a conflict.
+	other := rep
+	other.Values = append([]*float64(nil), rep.Values...)
+	five := 5.0
+	other.Values[0], other.Values[1] = &five, nil
+	if _, _, err := c.Submit(ctx, other); !isStatus(err, 409) {
+		t.Fatalf("same ID, other content: %v", err)
+	}
+	// A third report is over budget: refused with the budget in the error.
+	rep3, _, _ := client.Randomize(cfg, client.Ratings{}, noise.Secure(), "r-3")
+	_, _, err = c.Submit(ctx, rep3)
+	e, ok := err.(*api.Error)
+	if !ok || e.Status != 403 || e.Code != api.CodeBudgetExceeded || e.Remaining == nil || *e.Remaining != 0 || !strings.Contains(e.Message, "budget") {
+		t.Fatalf("over budget: %v", err)
+	}
+	st, _ := c.Status(ctx)
+	if st.Reports != 2 || st.Spent != 8 || st.Remaining != 0 {
+		t.Fatalf("ledger %+v", st)
+	}
+}
+
+// TestLedgerConcurrent: 64 concurrent submitters for one user never
+// overspend: exactly the reports the budget allows are stored; and 64
+// concurrent copies of one report are stored and charged once. Run with
+// the race detector in CI.
+func TestLedgerConcurrent(t *testing.T) {
+	for _, kind := range storetest.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			opt := localOptions(t, 8)
+			opt.Epsilon, opt.Budget = 1, 10 // ten reports
+			s := newTestServer(t, kind, opt)
+			c := enrolled(t, s)
+			var mu sync.Mutex
+			outcomes := map[int]int{}
+			var wg sync.WaitGroup
+			for g := range 64 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for k := range 2 {
+						_, _, err := c.Submit(ctx, api.Report{ID: fmt.Sprintf("g%d-%d", g, k), Epsilon: 1, Values: make([]*float64, 8)})
+						status := 201
+						if err != nil {
+							e, ok := err.(*api.Error)
+							if !ok {
+								t.Error(err)
+								return
+							}
+							status = e.Status
+						}
+						mu.Lock()
+						outcomes[status]++
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			if outcomes[201] != 10 || outcomes[403] != 118 {
+				t.Fatalf("outcomes %v, want 10 stored and 118 refused", outcomes)
+			}
+			st, _ := c.Status(ctx)
+			if st.Spent != 10 || st.Reports != 10 {
+				t.Fatalf("ledger %+v", st)
+			}
+			// 64 copies of one report from another user: one stored.
+			d := enrolled(t, s)
+			replays := 0
+			for range 64 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, replayed, err := d.Submit(ctx, api.Report{ID: "same", Epsilon: 1, Values: make([]*float64, 8)})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if replayed {
+						mu.Lock()
+						replays++
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			if sd, _ := d.Status(ctx); sd.Spent != 1 || sd.Reports != 1 || replays != 63 {
+				t.Fatalf("64 copies: ledger %+v, %d replays", sd, replays)
+			}
+			if err := s.st.Check(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	opt := localOptions(t, 8)
+	opt.Rate, opt.Burst = 0.001, 3
+	opt.EnrollRate, opt.EnrollBurst = 0.001, 2
+	s := newTestServer(t, "sqlite", opt)
+	c := enrolled(t, s)
+	enrolled(t, s)
+	if _, err := s.client("").Enroll(context.Background()); !isStatus(err, 429) {
+		t.Fatalf("third enrolment from one address: %v", err)
+	}
+	for k := range 4 {
+		_, err := c.Status(context.Background())
+		if k < 3 && err != nil {
+			t.Fatal(err)
+		}
+		if k == 3 && !isStatus(err, 429) {
+			t.Fatalf("fourth call: %v, want 429", err)
+		}
+	}
+}
+
+func TestAdminOnlyEnrolment(t *testing.T) {
+	opt := localOptions(t, 8)
+	opt.EnrollAdminOnly = true
+	s := newTestServer(t, "sqlite", opt)
+	if _, err := s.client("").Enroll(context.Background()); !isStatus(err, 401) {
+		t.Fatalf("enrolment without the admin token: %v", err)
+	}
+	if e, err := s.client(adminToken).Enroll(context.Background()); err != nil || e.Token == "" {
+		t.Fatalf("admin enrolment: %+v %v", e, err)
+	}
+}
+
+func TestHealthAndMetrics(t *testing.T) {
+	s := newTestServer(t, "sqlite", localOptions(t, 8))
+	c := enrolled(t, s)
+	if _, _, err := c.Submit(context.Background(), api.Report{ID: "a", Epsilon: 4, Values: make([]*float64, 8)}); err != nil {
+		t.Fatal(err)
+	}
+	status, _, b := raw(t, s, "GET", api.PathHealth, "", "")
+	if status != 200 || !strings.Contains(string(b), `"ok"`) {
+		t.Fatalf("healthz: %d %s", status, b)
+	}
+	status, _, b = raw(t, s, "GET", api.PathMetrics, "", "")
+	for _, want := range []string{`privrec_reports_total{outcome="stored"} 1`, `privrec_enrolments_total 1`, "privrec_commit_seconds_bucket", `privrec_http_requests_total{code="201",route="/v1/reports"} 1`} {
+		if status != 200 || !strings.Contains(string(b), want) {
+			t.Fatalf("metrics lack %q", want)
+		}
+	}
+	// No token or value in the metrics.
+	if strings.Contains(string(b), c.Token) {
+		t.Fatal("a token in the metrics")
+	}
+}
+
+// TestConfigMismatch: a database made for one collection refuses a
+// server started with other settings, naming the flag.
+func TestConfigMismatch(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.URL(t, "sqlite")
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	opt := localOptions(t, 8)
+	srv, err := service.New(ctx, st, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	opt.Epsilon = 2
+	if _, err := service.New(ctx, st, opt); err == nil || !strings.Contains(err.Error(), "--epsilon 2") {
+		t.Fatalf("other ε: %v", err)
+	}
+	opt = localOptions(t, 9)
+	if _, err := service.New(ctx, st, opt); err == nil || !strings.Contains(err.Error(), "--items") {
+		t.Fatalf("other catalogue: %v", err)
+	}
+}
+
+// TestBuildConfig: bad settings are refused naming the flag.
+func TestBuildConfig(t *testing.T) {
+	base := localOptions(t, 8)
+	for _, c := range []struct {
+		name string
+		edit func(*service.Options)
+		want string
+	}{
+		{"no catalogue", func(o *service.Options) { o.Catalogue = nil }, "--items"},
+		{"unknown mechanism", func(o *service.Options) { o.Mechanism = "gauss" }, "--mechanism"},
+		{"ε ≤ 0", func(o *service.Options) { o.Epsilon = 0 }, "--epsilon"},
+		{"ε > budget", func(o *service.Options) { o.Epsilon = 9 }, "--epsilon"},
+		{"no budget", func(o *service.Options) { o.Budget = 0 }, "--budget"},
+		{"bad scale", func(o *service.Options) { o.Scale = model.Range{Min: 5, Max: 1} }, "--scale"},
+		{"rr without levels", func(o *service.Options) { o.Scale = model.Range{Min: 0.5, Max: 5} }, "--levels"},
+		{"levels for laplace", func(o *service.Options) { o.Mechanism, o.Levels = "laplace", 5 }, "--levels"},
+		{"ε in central mode", func(o *service.Options) { o.Mechanism = "none" }, "--epsilon"},
+	} {
+		o := base
+		c.edit(&o)
+		if _, err := service.BuildConfig(o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error naming %s", c.name, err, c.want)
+		}
+	}
+	cfg, err := service.BuildConfig(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.CheckConfig(cfg); err != nil {
+		t.Fatalf("the server's own configuration fails the client's check: %v", err)
+	}
+	lap := base
+	lap.Mechanism = "laplace"
+	cfg, err = service.BuildConfig(lap)
+	if err != nil || cfg.Units != "normalised" || !(cfg.MaxAbsValue > 1) {
+		t.Fatalf("laplace configuration %+v, %v", cfg, err)
+	}
+	if err := client.CheckConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+}

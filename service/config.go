@@ -1,0 +1,245 @@
+package service
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/service/api"
+	"github.com/privrec/privrec/service/store"
+)
+
+// Options configure a server. The collection fields (Catalogue through
+// Levels) are recorded in the database on first start; a later start with
+// other values is refused, since the stored reports and ledgers were made
+// under them.
+type Options struct {
+	// Catalogue is the declared item catalogue (--items FILE).
+	Catalogue *model.Catalogue
+	// Mechanism is "rr", "laplace" (local DP) or "none" (central mode).
+	Mechanism string
+	// Epsilon is the per-user ε of one report (local mode).
+	Epsilon float64
+	// Budget is every user's total ε.
+	Budget float64
+	// Scale is the declared rating scale; Levels its number of levels
+	// (rr: 0 means max − min + 1 for integer ends).
+	Scale  model.Range
+	Levels int
+
+	// AdminToken authorises the admin calls ("" disables them).
+	AdminToken string
+	// EnrollAdminOnly: only the admin may enrol users.
+	EnrollAdminOnly bool
+	// MaxBody bounds a request body in bytes (0: 64 KiB + 32 bytes per
+	// catalogue item).
+	MaxBody int64
+	// Rate and Burst limit requests per user token (per second; 0: 50/s,
+	// burst 100); EnrollRate and EnrollBurst limit enrolments per client
+	// address (0: 10/s, burst 100).
+	Rate, EnrollRate   float64
+	Burst, EnrollBurst int
+	// MaxBatch bounds how many writes share one transaction (0: 256).
+	MaxBatch int
+	// Writers is the number of concurrent write transactions (0: 1;
+	// always 1 for SQLite, which has one writer). On a small machine one
+	// writer with large batches beats several with small ones, for
+	// PostgreSQL too.
+	Writers int
+	// Workers bounds training parallelism (0: all cores).
+	Workers int
+	// Log receives structured logs (nil: discarded). Tokens and report
+	// values are never logged.
+	Log *slog.Logger
+	// Root, when set, serves every path outside the API (a web client).
+	Root http.Handler
+	// Now is the clock (nil: time.Now); tests may fix it.
+	Now func() time.Time
+}
+
+func (o *Options) defaults() {
+	if o.Rate == 0 {
+		o.Rate = 50
+	}
+	if o.Burst == 0 {
+		o.Burst = 100
+	}
+	if o.EnrollRate == 0 {
+		o.EnrollRate = 10
+	}
+	if o.EnrollBurst == 0 {
+		o.EnrollBurst = 100
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = 256
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxBody == 0 && o.Catalogue != nil {
+		o.MaxBody = 64<<10 + 32*int64(o.Catalogue.Len())
+	}
+}
+
+// Identity is what the database records of the collection: every fact
+// the stored reports and ledgers depend on.
+type Identity struct {
+	Mode          string    `json:"mode"`
+	Mechanism     string    `json:"mechanism"`
+	ReportEpsilon float64   `json:"report_epsilon"`
+	CellEpsilon   float64   `json:"cell_epsilon"`
+	Budget        float64   `json:"budget"`
+	Scale         api.Scale `json:"scale"`
+	Units         string    `json:"units"`
+	Items         []string  `json:"items"`
+}
+
+// BuildConfig validates the options and builds the published collection
+// configuration. Errors name the flag.
+func BuildConfig(o Options) (*api.Config, error) {
+	if o.Catalogue == nil || o.Catalogue.Len() == 0 {
+		return nil, fmt.Errorf("--items FILE is required: the declared catalogue every report covers")
+	}
+	for _, id := range o.Catalogue.IDs() {
+		if strings.ContainsAny(id, "\t\r\n") || strings.HasPrefix(id, "#") {
+			return nil, fmt.Errorf("--items: item ID %q cannot be written in a collect file (tab, newline or leading #)", id)
+		}
+	}
+	if err := o.Scale.Validate(); err != nil {
+		return nil, fmt.Errorf("--scale: %w", err)
+	}
+	if !(o.Budget > 0) || math.IsInf(o.Budget, 0) {
+		return nil, fmt.Errorf("--budget must be a positive finite ε, got %g", o.Budget)
+	}
+	if _, err := store.BudgetNano(o.Budget); err != nil {
+		return nil, fmt.Errorf("--budget: %w", err)
+	}
+	n := o.Catalogue.Len()
+	cfg := &api.Config{Mechanism: o.Mechanism, Budget: o.Budget, Scale: api.Scale{Min: o.Scale.Min, Max: o.Scale.Max, Levels: o.Levels}}
+	titles := o.Catalogue.Titles()
+	for k, id := range o.Catalogue.IDs() {
+		it := api.Item{ID: id}
+		if titles != nil {
+			it.Title = titles[k]
+		}
+		cfg.Items = append(cfg.Items, it)
+	}
+	switch o.Mechanism {
+	case "rr", "laplace":
+		cfg.Mode = api.ModeLocal
+		if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0) {
+			return nil, fmt.Errorf("--epsilon must be a positive finite per-report ε, got %g", o.Epsilon)
+		}
+		if o.Epsilon > o.Budget {
+			return nil, fmt.Errorf("--epsilon %g exceeds --budget %g: no report would fit", o.Epsilon, o.Budget)
+		}
+		if o.Mechanism == "rr" {
+			lv, err := rrLevels(cfg.Scale)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Scale.Levels = lv
+		} else if o.Levels != 0 {
+			return nil, fmt.Errorf("--levels applies to --mechanism rr only")
+		}
+		cell, g, units, maxAbs, err := localParams(o.Mechanism, o.Epsilon, n, cfg.Scale)
+		if err != nil {
+			return nil, fmt.Errorf("--epsilon: %w", err)
+		}
+		cfg.ReportEpsilon, cfg.CellEpsilon, cfg.Units, cfg.MaxAbsValue = o.Epsilon, cell, units, maxAbs
+		charge, _ := store.ChargeNano(o.Epsilon)
+		budget, _ := store.BudgetNano(o.Budget)
+		cfg.MaxReports = int(budget / charge)
+		g.Epsilon = o.Epsilon
+		g.Relation = privacy.RelationLocalReport
+		g.Note = fmt.Sprintf("One report covers all %d catalogue items, each randomized on the device (%s, per-item ε = %.6g; a missing rating is randomized too); by basic composition one report is ε = %g-DP for its user. The ledger debits ε = %g per stored report and refuses reports beyond the budget ε = %g, so all of a user's reports together are at most %g-DP.",
+			n, mechanismName(o.Mechanism), cell, o.Epsilon, o.Epsilon, o.Budget, o.Budget)
+		cfg.Guarantee = g
+	case api.MechanismNone:
+		cfg.Mode = api.ModeCentral
+		if o.Epsilon != 0 {
+			return nil, fmt.Errorf("--epsilon applies to local mechanisms (rr, laplace); in central mode (--mechanism none) each release states its own ε")
+		}
+		if o.Levels < 0 || o.Levels == 1 {
+			return nil, fmt.Errorf("--levels must be 0 or ≥ 2, got %d", o.Levels)
+		}
+		cfg.Units = "rating"
+		cfg.Guarantee = privacy.Guarantee{Epsilon: math.Inf(1), Unit: privacy.UnitUser, Notion: privacy.Central, Status: privacy.None,
+			Note: fmt.Sprintf("Central mode: reports carry true ratings to a trusted curator and cost nothing; every release charges each user whose ratings it used her per-user ε of that release, and a release that would take anyone past the budget ε = %g is refused.", o.Budget)}
+	default:
+		return nil, fmt.Errorf("--mechanism %q: want rr or laplace (local DP, randomized on the device) or none (central: a trusted curator)", o.Mechanism)
+	}
+	cfg.GuaranteeText = cfg.Guarantee.String()
+	return cfg, nil
+}
+
+func mechanismName(m string) string {
+	switch m {
+	case "rr":
+		return "randomized response over {missing, 1…d}"
+	case "laplace":
+		return "the modified Laplace mechanism"
+	}
+	return m
+}
+
+// identityJSON is the canonical record of the collection in the database.
+func identityJSON(c *api.Config) []byte {
+	id := Identity{Mode: c.Mode, Mechanism: c.Mechanism, ReportEpsilon: c.ReportEpsilon, CellEpsilon: c.CellEpsilon,
+		Budget: c.Budget, Scale: c.Scale, Units: c.Units}
+	for _, it := range c.Items {
+		id.Items = append(id.Items, it.ID)
+	}
+	b, _ := json.Marshal(id) // plain types: cannot fail
+	return b
+}
+
+// mismatch explains how the stored collection differs from the flags.
+func mismatch(stored []byte, c *api.Config) error {
+	var s Identity
+	if err := json.Unmarshal(stored, &s); err != nil {
+		return fmt.Errorf("the database records a collection this version cannot read: %w", err)
+	}
+	now := Identity{}
+	_ = json.Unmarshal(identityJSON(c), &now)
+	var diffs []string
+	if s.Mechanism != now.Mechanism {
+		diffs = append(diffs, fmt.Sprintf("--mechanism %s (the database holds %s)", now.Mechanism, s.Mechanism))
+	}
+	if s.ReportEpsilon != now.ReportEpsilon || s.CellEpsilon != now.CellEpsilon {
+		diffs = append(diffs, fmt.Sprintf("--epsilon %g (the database holds %g)", now.ReportEpsilon, s.ReportEpsilon))
+	}
+	if s.Budget != now.Budget {
+		diffs = append(diffs, fmt.Sprintf("--budget %g (the database holds %g)", now.Budget, s.Budget))
+	}
+	if s.Scale != now.Scale {
+		diffs = append(diffs, fmt.Sprintf("--scale %g:%g with %d levels (the database holds %g:%g with %d)", now.Scale.Min, now.Scale.Max, now.Scale.Levels, s.Scale.Min, s.Scale.Max, s.Scale.Levels))
+	}
+	if strings.Join(s.Items, "\n") != strings.Join(now.Items, "\n") {
+		diffs = append(diffs, fmt.Sprintf("--items lists %d items (the database's catalogue has %d, or another order)", len(now.Items), len(s.Items)))
+	}
+	if len(diffs) == 0 {
+		diffs = append(diffs, "the collection settings")
+	}
+	return fmt.Errorf("the database was created for another collection: %s; its reports and ledgers were made under the stored settings — start with those, or use a new database", strings.Join(diffs, "; "))
+}
+
+// Config is the part of the collection configuration a database records
+// (the catalogue without titles): what reading the stored reports needs.
+func (id Identity) Config() *api.Config {
+	c := &api.Config{Mode: id.Mode, Mechanism: id.Mechanism, ReportEpsilon: id.ReportEpsilon, CellEpsilon: id.CellEpsilon,
+		Budget: id.Budget, Scale: id.Scale, Units: id.Units}
+	for _, it := range id.Items {
+		c.Items = append(c.Items, api.Item{ID: it})
+	}
+	return c
+}

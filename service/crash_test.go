@@ -1,0 +1,314 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/privrec/privrec/client"
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/service"
+	"github.com/privrec/privrec/service/api"
+	"github.com/privrec/privrec/service/store"
+	"github.com/privrec/privrec/service/store/storetest"
+)
+
+// The crash test runs the server as a separate process: this test binary
+// re-executed with PRIVREC_SERVE_CHILD set (TestMain), so that it can be
+// killed with SIGKILL mid-write.
+const (
+	envChild     = "PRIVREC_SERVE_CHILD"
+	envChildDB   = "PRIVREC_SERVE_CHILD_DB"
+	envChildAddr = "PRIVREC_SERVE_CHILD_ADDR"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envChild) != "" {
+		os.Exit(runChild())
+	}
+	os.Exit(m.Run())
+}
+
+// childOptions is the collection of the child server: 8 items, ε = 1 per
+// report, budget 10⁶ (the ledger never refuses in the crash test).
+func childOptions() (service.Options, error) {
+	ids := make([]string, 8)
+	for j := range ids {
+		ids[j] = fmt.Sprintf("i%02d", j+1)
+	}
+	cat, err := model.NewCatalogue(ids, nil)
+	if err != nil {
+		return service.Options{}, err
+	}
+	return service.Options{Catalogue: cat, Mechanism: "rr", Epsilon: 1, Budget: 1e6, Scale: model.Range{Min: 1, Max: 5},
+		AdminToken: adminToken, Rate: 1e6, Burst: 1 << 20, EnrollRate: 1e6, EnrollBurst: 1 << 20}, nil
+}
+
+// runChild serves until SIGTERM/SIGINT, writing its address to the file
+// named by PRIVREC_SERVE_CHILD_ADDR once it listens.
+func runChild() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, "child:", err); return 1 }
+	st, err := store.Open(ctx, os.Getenv(envChildDB))
+	if err != nil {
+		return fail(err)
+	}
+	defer st.Close()
+	opt, err := childOptions()
+	if err != nil {
+		return fail(err)
+	}
+	srv, err := service.New(ctx, st, opt)
+	if err != nil {
+		return fail(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fail(err)
+	}
+	path := os.Getenv(envChildAddr)
+	if err := os.WriteFile(path+".tmp", []byte(ln.Addr().String()), 0o600); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		return fail(err)
+	}
+	if err := service.Serve(ctx, srv, ln, 10*time.Second); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fail(err)
+	}
+	return 0
+}
+
+// child is a running server process.
+type child struct {
+	cmd  *exec.Cmd
+	addr string
+	done chan error
+}
+
+func startChild(t *testing.T, dbURL string) *child {
+	t.Helper()
+	dir := t.TempDir()
+	addrFile := filepath.Join(dir, "addr")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"=1", envChildDB+"="+dbURL, envChildAddr+"="+addrFile)
+	logf, err := os.Create(filepath.Join(dir, "child.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, done: make(chan error, 1)}
+	go func() { c.done <- cmd.Wait(); logf.Close() }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := os.ReadFile(addrFile)
+		if err == nil {
+			c.addr = "http://" + string(b)
+			return c
+		}
+		select {
+		case err := <-c.done:
+			log, _ := os.ReadFile(logf.Name())
+			t.Fatalf("the server process exited: %v\n%s", err, log)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			c.cmd.Process.Kill()
+			t.Fatal("the server process did not start")
+		}
+	}
+}
+
+func (c *child) client(token string) *client.Client {
+	cl := client.New(c.addr, token)
+	cl.HTTP = &http.Client{Timeout: 10 * time.Second}
+	return cl
+}
+
+// TestCrash kills the server with SIGKILL while 16 clients submit
+// reports, restarts it on the same database, and checks that every
+// acknowledged report is stored and charged exactly once — a report in
+// flight at the kill is stored with its charge or not at all, and
+// resubmitting any report stores and charges nothing more. Three rounds
+// on each database; the last restart is stopped with SIGTERM and must
+// exit cleanly.
+func TestCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the crash test runs in the full go test (not -short)")
+	}
+	for _, kind := range storetest.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			url := storetest.URL(t, kind)
+			for round := range 3 {
+				crashRound(t, url, round)
+			}
+		})
+	}
+}
+
+type sent struct {
+	token, id string
+	rep       api.Report
+	ack       *api.Ack // nil: no acknowledgement received
+}
+
+func crashRound(t *testing.T, url string, round int) {
+	ctx := context.Background()
+	c := startChild(t, url)
+	const users, submitters = 16, 16
+	tokens := make([]string, users)
+	for u := range tokens {
+		e, err := c.client("").Enroll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[u] = e.Token
+	}
+	// Submit until killed.
+	var mu sync.Mutex
+	var all []*sent
+	acked := 0
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range submitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := c.client(tokens[g%users])
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s := &sent{token: cl.Token, id: fmt.Sprintf("round%d-g%d-%d", round, g, k)}
+				s.rep = api.Report{ID: s.id, Epsilon: 1, Values: make([]*float64, 8)}
+				mu.Lock()
+				all = append(all, s)
+				mu.Unlock()
+				ack, _, err := cl.Submit(ctx, s.rep)
+				if err != nil {
+					return // the server died
+				}
+				mu.Lock()
+				s.ack = &ack
+				acked++
+				mu.Unlock()
+			}
+		}()
+	}
+	// Kill after at least 100 acknowledgements (and ≥ 200 ms of load),
+	// plus a random 0–20 ms so that the kill lands anywhere in the commit
+	// cycle: mid-batch, mid-fsync, between commit and acknowledgement. The
+	// test must pass wherever it lands (no false failures).
+	jitter := time.Duration(rand.IntN(20_000)) * time.Microsecond
+	start := time.Now()
+	for {
+		mu.Lock()
+		n := acked
+		mu.Unlock()
+		if n >= 100 && time.Since(start) > 200*time.Millisecond {
+			break
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("only %d acknowledgements in 20 s", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(jitter)
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-c.done
+	close(stop)
+	wg.Wait()
+	// Restart on the same database.
+	c = startChild(t, url)
+	defer func() {
+		// Graceful stop: SIGTERM, clean exit.
+		c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-c.done:
+			if err != nil {
+				t.Errorf("after SIGTERM the server exited with %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			c.cmd.Process.Kill()
+			t.Error("the server did not stop within 20 s of SIGTERM")
+		}
+	}()
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// Every acknowledged report is there with its acknowledged seq.
+	nack, inflight := 0, 0
+	for _, s := range all {
+		if s.ack == nil {
+			inflight++
+			continue
+		}
+		nack++
+		u, err := st.UserByToken(ctx, hashToken(s.token))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := st.Report(ctx, u.ID, s.id)
+		if err != nil {
+			t.Fatalf("acknowledged report %s (seq %d) lost after kill -9: %v", s.id, s.ack.Seq, err)
+		}
+		if r.Seq != s.ack.Seq || r.SpentAfter != int64(s.ack.Spent*store.Nano) {
+			t.Fatalf("report %s stored as seq %d spent %d, acknowledged as seq %d spent %g", s.id, r.Seq, r.SpentAfter, s.ack.Seq, s.ack.Spent)
+		}
+	}
+	// Every ledger equals its reports' charges (charged exactly once).
+	if err := st.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Resubmitting everything — acknowledged or in flight — stores and
+	// charges nothing twice: an acknowledged one returns its original
+	// acknowledgement.
+	before, _ := st.Stats(ctx)
+	fresh := 0
+	for _, s := range all {
+		ack, replayed, err := c.client(s.token).SubmitRetry(ctx, s.rep, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.ack != nil && (!replayed || ack != *s.ack) {
+			t.Fatalf("resubmitted %s: %+v replayed=%v, original %+v", s.id, ack, replayed, *s.ack)
+		}
+		if !replayed {
+			fresh++
+		}
+	}
+	after, _ := st.Stats(ctx)
+	if after.Reports != before.Reports+int64(fresh) {
+		t.Fatalf("resubmission stored %d reports, %d were new", after.Reports-before.Reports, fresh)
+	}
+	if err := st.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s round %d: SIGKILL after %d acknowledged reports, all present and charged once; of the %d in flight, %d had committed without their acknowledgement (resubmitted: answered as replays, not charged again) and %d had not (stored once on resubmission); ledgers exact",
+		st.Kind(), round, nack, inflight, inflight-fresh, fresh)
+}
+
+func hashToken(tok string) []byte {
+	return service.TokenHash(tok)
+}

@@ -1,0 +1,191 @@
+package service
+
+// Every call the server makes into package ldp and into the ldp-* training
+// methods is in this file, so that changes to those packages (declared
+// scale and catalogue, fixed-time samplers, collect header v2) are adapted
+// here only. The device side is client/randomize.go.
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"reflect"
+	"strconv"
+
+	"github.com/privrec/privrec/ldp"
+	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/service/api"
+)
+
+// newRandomizer is the device randomizer of a local-mode configuration.
+func newRandomizer(mech string, cellEps float64, sc api.Scale) (ldp.Randomizer, error) {
+	m, err := ldp.ParseMechanism(mech)
+	if err != nil {
+		return nil, err
+	}
+	return ldp.New(m, cellEps, ldp.Scale{Min: sc.Min, Max: sc.Max, Levels: sc.Levels})
+}
+
+// localParams fixes the per-cell ε so that one report over the n items
+// of the catalogue is at most reportEps-DP for its user (the randomizer's
+// own per-user guarantee, basic composition over the n cells), and
+// returns that guarantee, the report units and the largest |value| a
+// laplace report can take (with probability 1 − 10⁻²⁶ per cell).
+func localParams(mech string, reportEps float64, n int, sc api.Scale) (cellEps float64, g privacy.Guarantee, units string, maxAbs float64, err error) {
+	// The randomizer states the ε it realizes (from its realized, rounded
+	// probabilities, composed and rounded up), which may exceed n·ε by
+	// a few parts in 10¹²: shrink the per-item ε until it fits.
+	cellEps = reportEps / float64(n)
+	for range 100 {
+		r, err := newRandomizer(mech, cellEps, sc)
+		if err != nil {
+			return 0, g, "", 0, err
+		}
+		g = r.PerUser(n)
+		if g.Epsilon <= reportEps {
+			units = r.Units()
+			if units == "normalised" {
+				// The report is a normalised rating in [−1, 1] plus
+				// Laplace(2/ε) noise, or pure noise: |noise| > 60·(2/ε)
+				// has probability e⁻⁶⁰.
+				maxAbs = 1 + 60*2/cellEps
+			}
+			return cellEps, g, units, maxAbs, nil
+		}
+		cellEps *= min(reportEps/g.Epsilon, 1-1e-12)
+	}
+	return 0, g, "", 0, fmt.Errorf("cannot fit %d cells into a per-report ε of %g", n, reportEps)
+}
+
+// rrLevels is the number of randomized-response levels of a declared
+// scale: given, or hi − lo + 1 for integer ends.
+func rrLevels(sc api.Scale) (int, error) {
+	if sc.Levels != 0 {
+		if sc.Levels < 2 {
+			return 0, fmt.Errorf("--levels must be ≥ 2, got %d", sc.Levels)
+		}
+		return sc.Levels, nil
+	}
+	if sc.Min == math.Trunc(sc.Min) && sc.Max == math.Trunc(sc.Max) && sc.Max-sc.Min < 1<<16 {
+		return int(sc.Max-sc.Min) + 1, nil
+	}
+	return 0, fmt.Errorf("randomized response needs the number of rating levels: the scale [%g, %g] has non-integer ends, pass --levels d", sc.Min, sc.Max)
+}
+
+// writeCollectFile writes the stored reports as a `privrec collect` file
+// (header and "row \t item \t value" lines), which is what the ldp-*
+// methods train on: every report is one row (one client's vector over the
+// whole catalogue), so the header's population is the number of reports
+// (a report with no present value has no line but counts).
+func writeCollectFile(w io.Writer, cfg *api.Config, reps *ratings.Matrix, population int) error {
+	r, err := newRandomizer(cfg.Mechanism, cfg.CellEpsilon, cfg.Scale)
+	if err != nil {
+		return err
+	}
+	h := ldp.Header{Mechanism: r.Mechanism(), Epsilon: cfg.CellEpsilon, Units: r.Units(), Scale: r.Scale(),
+		Users: population, Items: len(cfg.Items)}
+	// Header v2 (the ldp branch) records the sampler the devices used;
+	// set it when both the field and the method exist, so this file
+	// builds before and after that change.
+	if sr, ok := r.(interface{ Sampler() string }); ok {
+		if f := reflect.ValueOf(&h).Elem().FieldByName("Sampler"); f.IsValid() && f.Kind() == reflect.String {
+			f.SetString(sr.Sampler())
+		}
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	if err := h.Write(bw, r); err != nil {
+		return fmt.Errorf("writing the collect header: %w", err)
+	}
+	levels := r.Units() == "levels"
+	var line []byte
+	for u := range int32(reps.NumUsers()) {
+		items, vals := reps.UserRow(u)
+		name := reps.Users.Name(u)
+		for k, it := range items {
+			line = append(line[:0], name...)
+			line = append(line, '\t')
+			line = append(line, reps.Items.Name(it)...)
+			line = append(line, '\t')
+			if levels {
+				line = strconv.AppendInt(line, int64(vals[k]), 10)
+			} else {
+				line = ldp.AppendReport(line, float64(vals[k]))
+			}
+			line = append(line, '\n')
+			if _, err := bw.Write(line); err != nil {
+				return fmt.Errorf("writing the collect file: %w", err)
+			}
+		}
+	}
+	return bw.Flush()
+}
+
+// trainLocal trains an ldp-* method on the reports (in.Ratings, rows =
+// reports; in.Source the collect file written by writeCollectFile). A
+// method with a typed Config goes through methods.Train; one still on
+// flags (before the ldp conversion lands) through its flag set, params
+// given by their JSON names.
+func trainLocal(ctx context.Context, name string, params map[string]any, in release.Input, env methods.Env) (*release.Release, error) {
+	m, err := methods.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if m.New != nil {
+		cfg, err := methods.Configure(name, params)
+		if err != nil {
+			return nil, err
+		}
+		return methods.Train(ctx, name, cfg, in, env)
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	tr := m.Flags(fs)
+	for k, v := range params {
+		fl := fs.Lookup(flagName(k))
+		if fl == nil {
+			return nil, fmt.Errorf("%s: unknown parameter %q", name, k)
+		}
+		if err := fl.Value.Set(fmt.Sprint(v)); err != nil {
+			return nil, fmt.Errorf("%s: parameter %s: %w", name, k, err)
+		}
+	}
+	if env.Log == nil {
+		env.Log = slog.New(slog.DiscardHandler)
+	}
+	if env.Noise == nil {
+		env.Noise = noise.Secure()
+	}
+	res, err := tr.Train(ctx, in.Ratings, methods.Common{Epsilon: env.Epsilon, Delta: env.Delta, Noise: env.Noise, Rand: env.Rand,
+		Seed: env.Seed, DataPath: in.Source, Workers: env.Workers, Log: env.Log})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if res.Model == nil {
+		return nil, fmt.Errorf("%s: not a matrix model", name)
+	}
+	res.Model.Guarantee = res.Guarantee
+	rel := &release.Release{Public: res.Model, Guarantee: res.Guarantee, Report: res.Info}
+	if rel.Guarantee.Private() && rel.Guarantee.Relation == "" {
+		rel.Guarantee.Relation = privacy.RelationLocalReport
+	}
+	return rel, rel.Validate()
+}
+
+// flagName maps a JSON parameter name to its flag name.
+func flagName(json string) string {
+	b := []byte(json)
+	for i, c := range b {
+		if c == '_' {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,52 @@
+package service
+
+import (
+	"sync"
+	"time"
+)
+
+// limiter is a token bucket per key (a user ID, or a client address for
+// enrolment): rate tokens per second, at most burst saved.
+type limiter struct {
+	rate  float64
+	burst float64
+	mu    sync.Mutex
+	b     map[string]*bucket
+	last  time.Time // last sweep
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+func newLimiter(rate float64, burst int) *limiter {
+	return &limiter{rate: rate, burst: float64(burst), b: map[string]*bucket{}}
+}
+
+// allow takes one token for key; false when none is left.
+func (l *limiter) allow(key string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.last) > time.Minute {
+		// Forget buckets that have refilled: they hold no state.
+		for k, b := range l.b {
+			if b.tokens+now.Sub(b.at).Seconds()*l.rate >= l.burst {
+				delete(l.b, k)
+			}
+		}
+		l.last = now
+	}
+	b, ok := l.b[key]
+	if !ok {
+		b = &bucket{tokens: l.burst, at: now}
+		l.b[key] = b
+	}
+	b.tokens = min(l.burst, b.tokens+now.Sub(b.at).Seconds()*l.rate)
+	b.at = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

@@ -1,0 +1,572 @@
+// Package service is `privrec serve`: the collection and serving system.
+// Users enrol and receive a secret token (the server keeps only its
+// SHA-256); in local mode each user's device randomizes a report over the
+// whole published catalogue and submits it, and the server debits her
+// privacy ledger and stores the report in one durable transaction, refusing
+// anything beyond her budget; an administrator trains a method on the
+// stored reports and publishes its Release, whose public part every
+// client downloads to compute her own recommendations from her own
+// ratings. docs/SERVICE.md describes the API, the threat model and the
+// operations; docs/openapi.yaml the wire format.
+package service
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/privrec/privrec/service/api"
+	"github.com/privrec/privrec/service/store"
+)
+
+// Server serves the API over a store.
+type Server struct {
+	opt     Options
+	cfg     *api.Config
+	cfgJSON []byte
+	charge  int64 // nano-ε debited per report
+	budget  int64 // nano-ε of every new user
+	st      store.Store
+	b       *batcher
+	m       *metrics
+	log     *slog.Logger
+	users   *limiter
+	enrols  *limiter
+	admin   [32]byte
+	isAdm   bool
+	mux     *http.ServeMux
+
+	authMu sync.RWMutex
+	auth   map[[32]byte]string // token hash → user ID (positive lookups only)
+
+	relMu    sync.Mutex // one training at a time
+	docMu    sync.Mutex
+	docCache map[int64][]byte // published release documents by ID (immutable)
+}
+
+// New checks the options, records (or checks) the collection in the
+// store, and starts the group-commit writer. Close stops it.
+func New(ctx context.Context, st store.Store, opt Options) (*Server, error) {
+	opt.defaults()
+	cfg, err := BuildConfig(opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Init(ctx, identityJSON(cfg)); err != nil {
+		if errors.Is(err, store.ErrConfigMismatch) {
+			stored, cerr := st.Config(ctx)
+			if cerr != nil {
+				return nil, errors.Join(err, cerr)
+			}
+			return nil, mismatch(stored, cfg)
+		}
+		return nil, err
+	}
+	s := &Server{opt: opt, cfg: cfg, st: st, m: newMetrics(), log: opt.Log,
+		users: newLimiter(opt.Rate, opt.Burst), enrols: newLimiter(opt.EnrollRate, opt.EnrollBurst),
+		auth: map[[32]byte]string{}, docCache: map[int64][]byte{}}
+	if cfg.Mode == api.ModeLocal {
+		if s.charge, err = store.ChargeNano(cfg.ReportEpsilon); err != nil {
+			return nil, err
+		}
+	}
+	if s.budget, err = store.BudgetNano(cfg.Budget); err != nil {
+		return nil, err
+	}
+	if s.cfgJSON, err = json.Marshal(cfg); err != nil {
+		return nil, fmt.Errorf("encoding the configuration: %w", err)
+	}
+	if opt.AdminToken != "" {
+		if len(opt.AdminToken) < 16 {
+			return nil, fmt.Errorf("the admin token must be at least 16 characters")
+		}
+		s.admin, s.isAdm = sha256.Sum256([]byte(opt.AdminToken)), true
+	}
+	writers := max(opt.Writers, 1)
+	if st.Kind() == "sqlite" {
+		writers = 1 // one write connection
+	}
+	s.b = newBatcher(st, opt.MaxBatch, writers, s.m)
+	s.routes()
+	return s, nil
+}
+
+// Config is the published collection configuration.
+func (s *Server) Config() *api.Config { return s.cfg }
+
+// Handler is the HTTP handler of the whole API.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Close stops the writer after the writes already queued. Call it after
+// the HTTP server has shut down; it does not close the store.
+func (s *Server) Close() { s.b.close() }
+
+// route registers a path whose methods are dispatched here, so that a
+// wrong method gets a JSON 405 like every other error.
+func (s *Server) route(path string, handlers map[string]http.HandlerFunc) {
+	allow := make([]string, 0, len(handlers))
+	for m := range handlers {
+		allow = append(allow, m)
+	}
+	s.mux.Handle(path, s.instrument(path, func(w http.ResponseWriter, r *http.Request) {
+		h, ok := handlers[r.Method]
+		if !ok && r.Method == http.MethodHead {
+			h, ok = handlers[http.MethodGet]
+		}
+		if !ok {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, &api.Error{Status: http.StatusMethodNotAllowed, Code: api.CodeMethod,
+				Message: fmt.Sprintf("%s does not take %s (allowed: %s)", path, r.Method, strings.Join(allow, ", "))})
+			return
+		}
+		h(w, r)
+	}))
+}
+
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	s.route(api.PathConfig, map[string]http.HandlerFunc{http.MethodGet: s.getConfig})
+	s.route(api.PathEnroll, map[string]http.HandlerFunc{http.MethodPost: s.postEnroll})
+	s.route(api.PathMe, map[string]http.HandlerFunc{http.MethodGet: s.getMe})
+	s.route(api.PathMyState, map[string]http.HandlerFunc{http.MethodGet: s.getMyState})
+	s.route(api.PathReports, map[string]http.HandlerFunc{http.MethodPost: s.postReport, http.MethodGet: s.getReports})
+	s.route(api.PathReports+"/{id}", map[string]http.HandlerFunc{http.MethodGet: s.getReport})
+	s.route(api.PathLatestRelease, map[string]http.HandlerFunc{http.MethodGet: s.getLatestRelease})
+	s.route(api.PathReleases+"/{id}", map[string]http.HandlerFunc{http.MethodGet: s.getRelease})
+	s.route(api.PathAdminReleases, map[string]http.HandlerFunc{http.MethodPost: s.postRelease})
+	s.route(api.PathAdminStats, map[string]http.HandlerFunc{http.MethodGet: s.getStats})
+	s.route(api.PathHealth, map[string]http.HandlerFunc{http.MethodGet: s.getHealth})
+	s.mux.Handle(api.PathMetrics, s.instrument(api.PathMetrics, promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}).ServeHTTP))
+	s.mux.Handle("/v1/", s.instrument("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: fmt.Sprintf("no endpoint %s", r.URL.Path)})
+	}))
+	root := s.opt.Root
+	if root == nil {
+		root = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: fmt.Sprintf("no endpoint %s (the API is under /v1/)", r.URL.Path)})
+		})
+	}
+	s.mux.Handle("/", s.instrument("/", root.ServeHTTP))
+}
+
+// recorder captures what a handler answered, for metrics and logs.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+	user   string
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += n
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// instrument records metrics and writes one structured log line per
+// request (at debug level when it succeeded): method, route, status,
+// duration, the user ID when authenticated — never a token, a body or a
+// report value.
+func (s *Server) instrument(route string, h http.HandlerFunc) http.Handler {
+	lat := s.m.latency.WithLabelValues(route)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w}
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h(rec, r)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		d := time.Since(start)
+		lat.Observe(d.Seconds())
+		s.m.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
+		level := slog.LevelDebug
+		switch {
+		case rec.status >= 500:
+			level = slog.LevelError
+		case rec.status >= 400:
+			level = slog.LevelInfo
+		}
+		if s.log.Enabled(r.Context(), level) {
+			attrs := []slog.Attr{slog.String("method", r.Method), slog.String("route", route), slog.Int("status", rec.status),
+				slog.Float64("ms", float64(d.Microseconds())/1000), slog.Int("bytes", rec.bytes)}
+			if rec.user != "" {
+				attrs = append(attrs, slog.String("user", rec.user))
+			}
+			s.log.LogAttrs(r.Context(), level, "request", attrs...)
+		}
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, &api.Error{Status: http.StatusInternalServerError, Code: api.CodeInternal, Message: "encoding the answer failed"})
+		return
+	}
+	writeJSONBytes(w, status, b)
+}
+
+func writeJSONBytes(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	w.Write(b)
+	w.Write([]byte{'\n'})
+}
+
+func writeError(w http.ResponseWriter, e *api.Error) {
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="privrec"`)
+	}
+	writeJSON(w, e.Status, e)
+}
+
+// internal answers a database or other server failure: logged with its
+// cause, answered without it.
+func (s *Server) internal(w http.ResponseWriter, r *http.Request, what string, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		// The client hung up before its write was queued: nothing was
+		// stored, and nobody is listening for the answer.
+		writeError(w, &api.Error{Status: 499, Code: api.CodeUnavailable, Message: "request cancelled"})
+		return
+	}
+	if errors.Is(err, errClosed) {
+		writeError(w, &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "the server is shutting down; retry"})
+		return
+	}
+	s.log.LogAttrs(r.Context(), slog.LevelError, what, slog.String("error", err.Error()))
+	writeError(w, &api.Error{Status: http.StatusInternalServerError, Code: api.CodeInternal, Message: what + " failed; retry later (a report resubmitted with the same id is never stored or charged twice)"})
+}
+
+// bearer extracts the bearer token of a request ("" when none).
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok || len(tok) > 256 {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// authUser authenticates a user call and applies her rate limit; on
+// failure it has answered and returns false.
+func (s *Server) authUser(w http.ResponseWriter, r *http.Request) (string, bool) {
+	tok := bearer(r)
+	if tok == "" {
+		writeError(w, &api.Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: "missing bearer token: send Authorization: Bearer TOKEN (the token from POST " + api.PathEnroll + ")"})
+		return "", false
+	}
+	h := sha256.Sum256([]byte(tok))
+	s.authMu.RLock()
+	id, ok := s.auth[h]
+	s.authMu.RUnlock()
+	if !ok {
+		u, err := s.st.UserByToken(r.Context(), h[:])
+		if errors.Is(err, store.ErrNotFound) {
+			writeError(w, &api.Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: "unknown token"})
+			return "", false
+		}
+		if err != nil {
+			s.internal(w, r, "authentication", err)
+			return "", false
+		}
+		id = u.ID
+		s.authMu.Lock()
+		if len(s.auth) >= 1<<20 {
+			clear(s.auth)
+		}
+		s.auth[h] = id
+		s.authMu.Unlock()
+	}
+	if rec, ok := w.(*recorder); ok {
+		rec.user = id
+	}
+	if !s.users.allow(id, s.opt.Now()) {
+		s.m.rateLimited.Inc()
+		w.Header().Set("Retry-After", "1")
+		writeError(w, &api.Error{Status: http.StatusTooManyRequests, Code: api.CodeRateLimited,
+			Message: fmt.Sprintf("too many requests for this token (limit %g per second, burst %d)", s.opt.Rate, s.opt.Burst)})
+		return "", false
+	}
+	return id, true
+}
+
+// authAdmin checks the admin token (constant-time on its hash).
+func (s *Server) authAdmin(w http.ResponseWriter, r *http.Request) bool {
+	if !s.isAdm {
+		writeError(w, &api.Error{Status: http.StatusForbidden, Code: api.CodeForbidden, Message: "the admin API is disabled: start the server with --admin-token-file FILE or PRIVREC_ADMIN_TOKEN"})
+		return false
+	}
+	h := sha256.Sum256([]byte(bearer(r)))
+	if subtle.ConstantTimeCompare(h[:], s.admin[:]) != 1 {
+		writeError(w, &api.Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: "admin token required"})
+		return false
+	}
+	if rec, ok := w.(*recorder); ok {
+		rec.user = "admin"
+	}
+	return true
+}
+
+func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "public, max-age=60")
+	writeJSONBytes(w, http.StatusOK, s.cfgJSON)
+}
+
+// clientAddr is the address enrolment is rate-limited by.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// emptyBody accepts an absent body or an empty JSON object.
+func emptyBody(r io.Reader) *api.Error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &api.Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge, Message: "enrolment takes no body (or {})"}
+		}
+		return api.BadRequest(api.CodeMalformedJSON, "", "reading the body: %v", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	var v struct{}
+	return api.DecodeStrict(bytes.NewReader(b), &v)
+}
+
+func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) {
+	if s.opt.EnrollAdminOnly {
+		if !s.authAdmin(w, r) {
+			return
+		}
+	} else if !s.enrols.allow("addr:"+clientAddr(r), s.opt.Now()) {
+		s.m.rateLimited.Inc()
+		w.Header().Set("Retry-After", "1")
+		writeError(w, &api.Error{Status: http.StatusTooManyRequests, Code: api.CodeRateLimited,
+			Message: fmt.Sprintf("too many enrolments from this address (limit %g per second, burst %d)", s.opt.EnrollRate, s.opt.EnrollBurst)})
+		return
+	}
+	if e := emptyBody(http.MaxBytesReader(w, r.Body, 1024)); e != nil {
+		writeError(w, e)
+		return
+	}
+	var idb [10]byte
+	var tokb [32]byte
+	rand.Read(idb[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
+	rand.Read(tokb[:])
+	id := "u_" + hex.EncodeToString(idb[:])
+	tok := "prt_" + base64.RawURLEncoding.EncodeToString(tokb[:])
+	h := sha256.Sum256([]byte(tok))
+	o := &op{enrol: &store.NewUser{ID: id, TokenHash: h[:], Budget: s.budget, CreatedMS: s.opt.Now().UnixMilli()}}
+	if err := s.b.do(r.Context(), o); err != nil {
+		s.internal(w, r, "enrolment", err)
+		return
+	}
+	s.m.enrolments.Inc()
+	if rec, ok := w.(*recorder); ok {
+		rec.user = id
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, api.Enrolment{User: id, Token: tok})
+}
+
+func (s *Server) getMe(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.authUser(w, r)
+	if !ok {
+		return
+	}
+	u, err := s.st.User(r.Context(), id)
+	if err != nil {
+		s.internal(w, r, "reading the ledger", err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, api.Status{User: u.ID, Spent: store.Eps(u.Spent), Remaining: store.Eps(u.Budget - u.Spent),
+		Budget: store.Eps(u.Budget), Reports: u.Reports})
+}
+
+// TokenHash is what the store keeps of a token: its SHA-256 (a token has
+// 256 random bits, so no salt or slow hash is needed).
+func TokenHash(tok string) []byte {
+	h := sha256.Sum256([]byte(tok))
+	return h[:]
+}
+
+// reportHash identifies a report's content: ID, ε and canonical values.
+func reportHash(rep api.Report, vals []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte(rep.ID))
+	h.Write([]byte{0})
+	h.Write(strconv.AppendFloat(nil, rep.Epsilon, 'g', -1, 64))
+	h.Write([]byte{0})
+	h.Write(vals)
+	return h.Sum(nil)
+}
+
+func ack(rep store.Report, budget int64) api.Ack {
+	return api.Ack{ID: rep.ClientID, Accepted: true, Seq: rep.Seq, Epsilon: store.Eps(rep.Charge),
+		Spent: store.Eps(rep.SpentAfter), Remaining: store.Eps(budget - rep.SpentAfter), Budget: store.Eps(budget),
+		Received: time.UnixMilli(rep.Received).UTC()}
+}
+
+func (s *Server) postReport(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.authUser(w, r)
+	if !ok {
+		return
+	}
+	rep, e := api.DecodeReport(http.MaxBytesReader(w, r.Body, s.opt.MaxBody), s.cfg)
+	if e != nil {
+		s.m.reports.WithLabelValues("invalid").Inc()
+		writeError(w, e)
+		return
+	}
+	vals := api.EncodeValues(rep.Values)
+	o := &op{sub: &store.Submission{User: id, ClientID: rep.ID, BodyHash: reportHash(rep, vals), Charge: s.charge,
+		Values: vals, Received: s.opt.Now().UnixMilli()}}
+	if err := s.b.do(r.Context(), o); err != nil {
+		s.internal(w, r, "storing the report", err)
+		return
+	}
+	res := o.res
+	s.m.reports.WithLabelValues(res.Outcome.String()).Inc()
+	w.Header().Set("Cache-Control", "no-store")
+	switch res.Outcome {
+	case store.Stored:
+		writeJSON(w, http.StatusCreated, ack(res.Report, res.Budget))
+	case store.Duplicate:
+		w.Header().Set(api.HeaderReplayed, "true")
+		writeJSON(w, http.StatusOK, ack(res.Report, res.Budget))
+	case store.Conflict:
+		writeError(w, &api.Error{Status: http.StatusConflict, Code: api.CodeIDConflict, Field: "id",
+			Message: fmt.Sprintf("report id %q was used before with other content; choose a new id for a new report", rep.ID)})
+	case store.OverBudget:
+		spent, budget := store.Eps(res.Spent), store.Eps(res.Budget)
+		remaining := store.Eps(res.Budget - res.Spent)
+		writeError(w, &api.Error{Status: http.StatusForbidden, Code: api.CodeBudgetExceeded, Field: "epsilon",
+			Message: fmt.Sprintf("privacy budget exceeded: this report costs ε = %g, but only %g of your budget ε = %g remains (spent %g); nothing was stored or charged",
+				store.Eps(s.charge), remaining, budget, spent),
+			Spent: &spent, Remaining: &remaining, Budget: &budget})
+	default:
+		writeError(w, &api.Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: "unknown user"})
+	}
+}
+
+func storedReport(r store.Report) (api.StoredReport, error) {
+	vals, err := api.DecodeValues(r.Values)
+	if err != nil {
+		return api.StoredReport{}, err
+	}
+	return api.StoredReport{ID: r.ClientID, Seq: r.Seq, Epsilon: store.Eps(r.Charge), Received: time.UnixMilli(r.Received).UTC(), Values: vals}, nil
+}
+
+func (s *Server) getReports(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.authUser(w, r)
+	if !ok {
+		return
+	}
+	reps, err := s.st.Reports(r.Context(), id)
+	if err != nil {
+		s.internal(w, r, "listing reports", err)
+		return
+	}
+	out := make([]api.StoredReport, 0, len(reps))
+	for _, rep := range reps {
+		sr, err := storedReport(rep)
+		if err != nil {
+			s.internal(w, r, "listing reports", err)
+			return
+		}
+		out = append(out, sr)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, map[string]any{"reports": out})
+}
+
+func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.authUser(w, r)
+	if !ok {
+		return
+	}
+	rid := r.PathValue("id")
+	// Only the caller's own reports are looked up: another user's ID is
+	// simply not found.
+	rep, err := s.st.Report(r.Context(), id, rid)
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Field: "id", Message: fmt.Sprintf("you have no report %q", api.Truncate(rid))})
+		return
+	}
+	if err != nil {
+		s.internal(w, r, "reading a report", err)
+		return
+	}
+	sr, err := storedReport(rep)
+	if err != nil {
+		s.internal(w, r, "reading a report", err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, sr)
+}
+
+func (s *Server) getHealth(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.st.Ping(ctx); err != nil {
+		s.log.LogAttrs(r.Context(), slog.LevelError, "health check", slog.String("error", err.Error()))
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "db": s.st.Kind()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "db": s.st.Kind(), "mode": s.cfg.Mode})
+}
+
+func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
+	if !s.authAdmin(w, r) {
+		return
+	}
+	st, err := s.st.Stats(r.Context())
+	if err != nil {
+		s.internal(w, r, "stats", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, StatsOf(st, s.cfg.Budget))
+}
+
+// StatsOf converts store counts for the API.
+func StatsOf(st store.Stats, budget float64) api.Stats {
+	return api.Stats{Users: st.Users, Reports: st.Reports, Releases: st.Releases, MaxSpent: store.Eps(st.MaxSpent), Budget: budget}
+}

@@ -1,0 +1,664 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// dialect holds what differs between the databases.
+type dialect struct {
+	kind string
+	ddl  []string
+	// dollar: placeholders are $1, $2, … (PostgreSQL) instead of ?.
+	dollar bool
+}
+
+// rebind turns ? placeholders into $n for PostgreSQL.
+func (d dialect) rebind(q string) string {
+	if !d.dollar {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range q {
+		if c == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// The statements every write transaction uses, prepared once.
+const (
+	qReport = `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
+		FROM reports WHERE user_id = ? AND client_id = ?`
+	qUser       = `SELECT id, budget_nano, spent_nano, reports, created_ms FROM users WHERE id = ?`
+	qCreateUser = `INSERT INTO users (id, token_hash, budget_nano, spent_nano, reports, created_ms) VALUES (?, ?, ?, 0, 0, ?)`
+)
+
+// chunkSizes are the sizes of the prepared batch statements: a batch of
+// n is run in chunks of these sizes (n's binary digits), so that no
+// statement is parsed per batch.
+var chunkSizes = []int{256, 128, 64, 32, 16, 8, 4, 2, 1}
+
+// chunks splits n into chunk sizes, largest first.
+func chunks(n int) []int {
+	var out []int
+	for _, c := range chunkSizes {
+		for n >= c {
+			out = append(out, c)
+			n -= c
+		}
+	}
+	return out
+}
+
+// batchStmts are the set-based statements of SubmitBatch for one chunk
+// size.
+type batchStmts struct {
+	ledgers, lookup, insert, update *sql.Stmt
+}
+
+// sqlStore implements Store over database/sql.
+type sqlStore struct {
+	d dialect
+	// w runs write transactions; r serves reads (the same pool for
+	// PostgreSQL; a read-only pool for SQLite, whose WAL lets readers run
+	// beside the single writer).
+	w, r *sql.DB
+	// prepared statements on w.
+	report, user, createUser *sql.Stmt
+	batch                    map[int]*batchStmts
+}
+
+func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB) (*sqlStore, error) {
+	s := &sqlStore{d: d, w: w, r: r, batch: map[int]*batchStmts{}}
+	for _, q := range d.ddl {
+		if _, err := w.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("store: creating tables: %w", err)
+		}
+	}
+	prep := func(q string) (*sql.Stmt, error) {
+		st, err := w.PrepareContext(ctx, d.rebind(q))
+		if err != nil {
+			return nil, fmt.Errorf("store: preparing statements: %w", err)
+		}
+		return st, nil
+	}
+	var err error
+	for _, p := range []struct {
+		dst **sql.Stmt
+		q   string
+	}{{&s.report, qReport}, {&s.user, qUser}, {&s.createUser, qCreateUser}} {
+		if *p.dst, err = prep(p.q); err != nil {
+			s.closeStmts()
+			return nil, err
+		}
+	}
+	lock := ""
+	if d.dollar {
+		lock = " ORDER BY id FOR UPDATE"
+	}
+	for _, n := range chunkSizes {
+		b := &batchStmts{}
+		s.batch[n] = b
+		for _, p := range []struct {
+			dst **sql.Stmt
+			q   string
+		}{
+			{&b.ledgers, "SELECT id, spent_nano, budget_nano, reports FROM users WHERE id IN (" + placeholders(n, 1) + ")" + lock},
+			{&b.lookup, `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
+				FROM reports WHERE (user_id, client_id) IN (VALUES ` + placeholders(n, 2) + `)`},
+			{&b.insert, `INSERT INTO reports (user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals)
+				VALUES ` + placeholders(n, 7) + ` RETURNING user_id, client_id, seq`},
+			{&b.update, `UPDATE users SET spent_nano = v.column2, reports = v.column3 FROM (VALUES ` +
+				strings.TrimSuffix(strings.Repeat("(?, CAST(? AS BIGINT), CAST(? AS BIGINT)), ", n), ", ") + `) AS v WHERE users.id = v.column1`},
+		} {
+			if *p.dst, err = prep(p.q); err != nil {
+				s.closeStmts()
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}
+
+func (s *sqlStore) closeStmts() []error {
+	var errs []error
+	all := []*sql.Stmt{s.report, s.user, s.createUser}
+	for _, b := range s.batch {
+		all = append(all, b.ledgers, b.lookup, b.insert, b.update)
+	}
+	for _, st := range all {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errs
+}
+
+func (s *sqlStore) Kind() string { return s.d.kind }
+
+func (s *sqlStore) q(q string) string { return s.d.rebind(q) }
+
+func (s *sqlStore) Close() error {
+	errs := s.closeStmts()
+	errs = append(errs, s.w.Close())
+	if s.r != s.w {
+		errs = append(errs, s.r.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (s *sqlStore) Ping(ctx context.Context) error {
+	var one int
+	if err := s.r.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("store: ping: %w", err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Init(ctx context.Context, config []byte) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: init: %w", err)
+	}
+	defer tx.Rollback()
+	var stored string
+	err = tx.QueryRowContext(ctx, s.q(`SELECT value FROM meta WHERE key = ?`), "config").Scan(&stored)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO meta (key, value) VALUES (?, ?), (?, ?)`), "config", string(config), "schema", "1"); err != nil {
+			return fmt.Errorf("store: init: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("store: init: %w", err)
+	case stored != string(config):
+		return ErrConfigMismatch
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: init: %w", err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Config(ctx context.Context) ([]byte, error) {
+	var v string
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT value FROM meta WHERE key = ?`), "config").Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading the configuration: %w", err)
+	}
+	return []byte(v), nil
+}
+
+// Update runs fn in one transaction. The context of the transaction is
+// ctx; the service passes one that outlives any single request, so that a
+// client hanging up does not abort the others' batch.
+func (s *sqlStore) Update(ctx context.Context, fn func(Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	t := &sqlTx{s: s, tx: tx, ctx: ctx}
+	if err := fn(t); err != nil {
+		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+			return errors.Join(err, fmt.Errorf("store: rollback: %w", rerr))
+		}
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+type sqlTx struct {
+	s   *sqlStore
+	tx  *sql.Tx
+	ctx context.Context
+}
+
+func (t *sqlTx) CreateUser(ctx context.Context, u NewUser) error {
+	if _, err := t.tx.StmtContext(ctx, t.s.createUser).ExecContext(ctx, u.ID, u.TokenHash, u.Budget, u.CreatedMS); err != nil {
+		return fmt.Errorf("store: creating user: %w", err)
+	}
+	return nil
+}
+
+// Submit is SubmitBatch of one submission.
+func (t *sqlTx) Submit(ctx context.Context, sub Submission) (Result, error) {
+	res, err := t.SubmitBatch(ctx, []Submission{sub})
+	if err != nil {
+		return Result{}, err
+	}
+	return res[0], nil
+}
+
+// SubmitBatch charges and stores a batch of reports in a few statements,
+// whatever its size: it locks and reads the ledgers of the batch's users
+// (SELECT … FOR UPDATE in PostgreSQL; SQLite's write transaction is
+// exclusive), reads any stored report with a repeated client ID, decides
+// each submission in batch order in Go — a repeat is answered with the
+// original, a charge beyond the budget refused — then inserts the
+// accepted reports in one multi-row INSERT and writes the new ledgers in
+// one UPDATE. Every writer locks the ledger rows first, so concurrent
+// transactions (several servers on one PostgreSQL) serialize per user and
+// can never overspend.
+func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, error) {
+	res := make([]Result, len(subs))
+	if len(subs) == 0 {
+		return res, nil
+	}
+	// The ledgers of the batch's users, locked (in ID order).
+	type ledger struct {
+		spent, budget, reports int64
+		changed                bool
+	}
+	users := map[string]*ledger{}
+	var ids []string
+	for _, s := range subs {
+		if _, ok := users[s.User]; !ok {
+			users[s.User] = nil
+			ids = append(ids, s.User)
+		}
+	}
+	slices.Sort(ids)
+	args := make([]any, 0, 7*len(subs))
+	off := 0
+	for _, n := range chunks(len(ids)) {
+		args = args[:0]
+		for _, id := range ids[off : off+n] {
+			args = append(args, id)
+		}
+		off += n
+		rows, err := t.tx.StmtContext(ctx, t.s.batch[n].ledgers).QueryContext(ctx, args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: reading ledgers: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			l := &ledger{}
+			if err := rows.Scan(&id, &l.spent, &l.budget, &l.reports); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: reading ledgers: %w", err)
+			}
+			users[id] = l
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("store: reading ledgers: %w", err)
+		}
+	}
+	// Reports already stored under the batch's client IDs.
+	type key struct{ user, id string }
+	stored := map[key]Report{}
+	off = 0
+	for _, n := range chunks(len(subs)) {
+		args = args[:0]
+		for _, s := range subs[off : off+n] {
+			args = append(args, s.User, s.ClientID)
+		}
+		off += n
+		rows, err := t.tx.StmtContext(ctx, t.s.batch[n].lookup).QueryContext(ctx, args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: looking up client IDs: %w", err)
+		}
+		for rows.Next() {
+			r, err := scanReport(rows)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			stored[key{r.User, r.ClientID}] = r
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("store: looking up client IDs: %w", err)
+		}
+	}
+	// Decide, in batch order.
+	first := map[key]int{} // 1 + batch index of a report accepted in this batch
+	var accepted []int
+	for k, s := range subs {
+		l := users[s.User]
+		kk := key{s.User, s.ClientID}
+		switch orig, dup := stored[kk]; {
+		case l == nil:
+			res[k] = Result{Outcome: NoUser}
+		case dup:
+			res[k] = repeatOf(s, orig)
+			res[k].Spent, res[k].Budget = l.spent, l.budget
+		case first[kk] != 0:
+			res[k] = Result{Outcome: Outcome(-first[kk])} // a repeat within the batch: filled in after the insert
+		case l.spent+s.Charge > l.budget:
+			res[k] = Result{Outcome: OverBudget, Spent: l.spent, Budget: l.budget}
+		default:
+			l.spent += s.Charge
+			l.reports++
+			l.changed = true
+			res[k] = Result{Outcome: Stored, Spent: l.spent, Budget: l.budget, Report: Report{User: s.User, ClientID: s.ClientID,
+				BodyHash: s.BodyHash, Charge: s.Charge, SpentAfter: l.spent, Received: s.Received, Values: s.Values}}
+			first[kk] = k + 1
+			accepted = append(accepted, k)
+		}
+	}
+	// The accepted reports, in multi-row inserts.
+	off = 0
+	for _, n := range chunks(len(accepted)) {
+		args = args[:0]
+		for _, k := range accepted[off : off+n] {
+			r := res[k].Report
+			args = append(args, r.User, r.ClientID, r.BodyHash, r.Charge, r.SpentAfter, r.Received, string(r.Values))
+		}
+		off += n
+		rows, err := t.tx.StmtContext(ctx, t.s.batch[n].insert).QueryContext(ctx, args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: storing reports: %w", err)
+		}
+		got := 0
+		for rows.Next() {
+			var kk key
+			var seq int64
+			if err := rows.Scan(&kk.user, &kk.id, &seq); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: storing reports: %w", err)
+			}
+			res[first[kk]-1].Report.Seq = seq
+			got++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("store: storing reports: %w", err)
+		}
+		if got != n {
+			return nil, fmt.Errorf("store: stored %d of %d reports", got, n)
+		}
+	}
+	// The new ledgers.
+	var changed []string
+	for _, id := range ids {
+		if l := users[id]; l != nil && l.changed {
+			changed = append(changed, id)
+		}
+	}
+	off = 0
+	for _, n := range chunks(len(changed)) {
+		args = args[:0]
+		for _, id := range changed[off : off+n] {
+			l := users[id]
+			args = append(args, id, l.spent, l.reports)
+		}
+		off += n
+		r, err := t.tx.StmtContext(ctx, t.s.batch[n].update).ExecContext(ctx, args...)
+		if err != nil {
+			return nil, fmt.Errorf("store: writing ledgers: %w", err)
+		}
+		if m, err := r.RowsAffected(); err != nil || m != int64(n) {
+			return nil, fmt.Errorf("store: wrote %d of %d ledgers (%v)", m, n, err)
+		}
+	}
+	// Repeats within the batch answer with the report stored first.
+	for k := range res {
+		if o := res[k].Outcome; o < 0 {
+			orig := res[-int(o)-1]
+			res[k] = repeatOf(subs[k], orig.Report)
+			res[k].Spent, res[k].Budget = orig.Spent, orig.Budget
+		}
+	}
+	return res, nil
+}
+
+// placeholders is n groups of k placeholders: "(?, ?), (?, ?)" (k > 1)
+// or "?, ?" (k = 1).
+func placeholders(n, k int) string {
+	one := strings.TrimSuffix(strings.Repeat("?, ", k), ", ")
+	if k > 1 {
+		one = "(" + one + ")"
+	}
+	return strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
+}
+
+// repeatOf answers a submission whose client ID is stored already: the
+// original when the content is the same, else a conflict.
+func repeatOf(sub Submission, orig Report) Result {
+	res := Result{Outcome: Duplicate, Report: orig}
+	if !bytes.Equal(orig.BodyHash, sub.BodyHash) {
+		res.Outcome = Conflict
+	}
+	return res
+}
+
+type scanner interface{ Scan(dst ...any) error }
+
+func scanReport(row scanner) (Report, error) {
+	var r Report
+	var vals string
+	err := row.Scan(&r.Seq, &r.User, &r.ClientID, &r.BodyHash, &r.Charge, &r.SpentAfter, &r.Received, &vals)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, ErrNotFound
+	}
+	if err != nil {
+		return r, fmt.Errorf("store: reading a report: %w", err)
+	}
+	r.Values = []byte(vals)
+	return r, nil
+}
+
+func scanUser(row scanner) (User, error) {
+	var u User
+	err := row.Scan(&u.ID, &u.Budget, &u.Spent, &u.Reports, &u.CreatedMS)
+	if errors.Is(err, sql.ErrNoRows) {
+		return u, ErrNotFound
+	}
+	if err != nil {
+		return u, fmt.Errorf("store: reading a user: %w", err)
+	}
+	return u, nil
+}
+
+func (s *sqlStore) UserByToken(ctx context.Context, h []byte) (User, error) {
+	return scanUser(s.r.QueryRowContext(ctx, s.q(`SELECT id, budget_nano, spent_nano, reports, created_ms FROM users WHERE token_hash = ?`), h))
+}
+
+func (s *sqlStore) User(ctx context.Context, id string) (User, error) {
+	return scanUser(s.r.QueryRowContext(ctx, s.q(qUser), id))
+}
+
+func (s *sqlStore) Report(ctx context.Context, user, clientID string) (Report, error) {
+	return scanReport(s.r.QueryRowContext(ctx, s.q(qReport), user, clientID))
+}
+
+func (s *sqlStore) Reports(ctx context.Context, user string) ([]Report, error) {
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
+		FROM reports WHERE user_id = ? ORDER BY seq`), user)
+	if err != nil {
+		return nil, fmt.Errorf("store: listing reports: %w", err)
+	}
+	defer rows.Close()
+	var out []Report
+	for rows.Next() {
+		r, err := scanReport(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: listing reports: %w", err)
+	}
+	return out, nil
+}
+
+func (s *sqlStore) ScanReports(ctx context.Context, maxSeq int64, fn func(Report) error) (int64, error) {
+	if maxSeq <= 0 {
+		maxSeq = math.MaxInt64
+	}
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
+		FROM reports WHERE seq <= ? ORDER BY seq`), maxSeq)
+	if err != nil {
+		return 0, fmt.Errorf("store: reading reports: %w", err)
+	}
+	defer rows.Close()
+	var last int64
+	for rows.Next() {
+		r, err := scanReport(rows)
+		if err != nil {
+			return last, err
+		}
+		if err := fn(r); err != nil {
+			return last, err
+		}
+		last = r.Seq
+	}
+	if err := rows.Err(); err != nil {
+		return last, fmt.Errorf("store: reading reports: %w", err)
+	}
+	return last, nil
+}
+
+func (s *sqlStore) Publish(ctx context.Context, nr NewRelease) (int64, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store: publish: %w", err)
+	}
+	defer tx.Rollback()
+	for _, c := range nr.Charges {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET spent_nano = spent_nano + ? WHERE id = ? AND spent_nano + ? <= budget_nano`), c.Nano, c.User, c.Nano)
+		if err != nil {
+			return 0, fmt.Errorf("store: charging user %s: %w", c.User, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return 0, fmt.Errorf("store: charging user %s: %w", c.User, err)
+		} else if n == 0 {
+			u, err := scanUser(tx.QueryRowContext(ctx, s.q(qUser), c.User))
+			if err != nil {
+				return 0, fmt.Errorf("store: charging user %s: %w", c.User, err)
+			}
+			return 0, &OverBudgetError{User: c.User, Spent: u.Spent, Charge: c.Nano, Budget: u.Budget}
+		}
+	}
+	var id int64
+	if err := tx.QueryRowContext(ctx, s.q(`INSERT INTO releases (created_ms, method, max_seq, users_charged, doc) VALUES (?, ?, ?, ?, ?) RETURNING id`),
+		nr.CreatedMS, nr.Method, nr.MaxSeq, int64(len(nr.Charges)), string(nr.Doc)).Scan(&id); err != nil {
+		return 0, fmt.Errorf("store: storing the release: %w", err)
+	}
+	if len(nr.Charges) > 0 {
+		st, err := tx.PrepareContext(ctx, s.q(`INSERT INTO release_charges (release_id, user_id, epsilon_nano) VALUES (?, ?, ?)`))
+		if err != nil {
+			return 0, fmt.Errorf("store: storing charges: %w", err)
+		}
+		for _, c := range nr.Charges {
+			if _, err := st.ExecContext(ctx, id, c.User, c.Nano); err != nil {
+				st.Close()
+				return 0, fmt.Errorf("store: storing charges: %w", err)
+			}
+		}
+		st.Close()
+	}
+	if len(nr.States) > 0 {
+		st, err := tx.PrepareContext(ctx, s.q(`INSERT INTO user_states (release_id, user_id, state) VALUES (?, ?, ?)`))
+		if err != nil {
+			return 0, fmt.Errorf("store: storing user states: %w", err)
+		}
+		for _, u := range nr.States {
+			if _, err := st.ExecContext(ctx, id, u.User, string(u.State)); err != nil {
+				st.Close()
+				return 0, fmt.Errorf("store: storing user states: %w", err)
+			}
+		}
+		st.Close()
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("store: publish: commit: %w", err)
+	}
+	return id, nil
+}
+
+func scanRelease(row scanner) (ReleaseRow, error) {
+	var r ReleaseRow
+	var doc string
+	err := row.Scan(&r.ID, &r.CreatedMS, &r.Method, &r.MaxSeq, &r.UsersCharged, &doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, ErrNotFound
+	}
+	if err != nil {
+		return r, fmt.Errorf("store: reading a release: %w", err)
+	}
+	r.Doc = []byte(doc)
+	return r, nil
+}
+
+func (s *sqlStore) LatestRelease(ctx context.Context) (ReleaseRow, error) {
+	return scanRelease(s.r.QueryRowContext(ctx, `SELECT id, created_ms, method, max_seq, users_charged, doc FROM releases ORDER BY id DESC LIMIT 1`))
+}
+
+func (s *sqlStore) Release(ctx context.Context, id int64) (ReleaseRow, error) {
+	return scanRelease(s.r.QueryRowContext(ctx, s.q(`SELECT id, created_ms, method, max_seq, users_charged, doc FROM releases WHERE id = ?`), id))
+}
+
+func (s *sqlStore) UserState(ctx context.Context, release int64, user string) ([]byte, error) {
+	var v string
+	err := s.r.QueryRowContext(ctx, s.q(`SELECT state FROM user_states WHERE release_id = ? AND user_id = ?`), release, user).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading a user state: %w", err)
+	}
+	return []byte(v), nil
+}
+
+func (s *sqlStore) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := s.r.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM users), (SELECT COUNT(*) FROM reports), (SELECT COUNT(*) FROM releases),
+		(SELECT COALESCE(MAX(spent_nano), 0) FROM users)`).Scan(&st.Users, &st.Reports, &st.Releases, &st.MaxSpent)
+	if err != nil {
+		return st, fmt.Errorf("store: stats: %w", err)
+	}
+	return st, nil
+}
+
+func (s *sqlStore) Check(ctx context.Context) error {
+	rows, err := s.r.QueryContext(ctx, `SELECT u.id, u.spent_nano, u.budget_nano, u.reports,
+		COALESCE((SELECT SUM(r.epsilon_nano) FROM reports r WHERE r.user_id = u.id), 0),
+		(SELECT COUNT(*) FROM reports r WHERE r.user_id = u.id),
+		COALESCE((SELECT SUM(c.epsilon_nano) FROM release_charges c WHERE c.user_id = u.id), 0)
+		FROM users u ORDER BY u.id`)
+	if err != nil {
+		return fmt.Errorf("store: check: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var spent, budget, count, reportSum, reportCount, releaseSum int64
+		if err := rows.Scan(&id, &spent, &budget, &count, &reportSum, &reportCount, &releaseSum); err != nil {
+			return fmt.Errorf("store: check: %w", err)
+		}
+		switch {
+		case spent != reportSum+releaseSum:
+			return fmt.Errorf("store: user %s: ledger says %d nano-ε spent, her reports and releases charged %d + %d", id, spent, reportSum, releaseSum)
+		case count != reportCount:
+			return fmt.Errorf("store: user %s: ledger counts %d reports, %d stored", id, count, reportCount)
+		case spent > budget:
+			return fmt.Errorf("store: user %s: spent %d nano-ε, over her budget %d", id, spent, budget)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: check: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,287 @@
+// Package store is the durable storage of `privrec serve`: users (with
+// only a hash of their token), their privacy ledgers, the reports they
+// submitted, the releases published and each user's own per-release
+// state. One interface, two implementations over database/sql: embedded
+// SQLite (modernc.org/sqlite; WAL, synchronous=FULL: a commit is on disk
+// before it returns) and PostgreSQL (pgx; synchronous commits).
+//
+// The ledger is kept in integer nano-ε (1 ε = 10⁹ units): a charge is
+// rounded up and a budget down, so floating-point sums can never let a
+// user overspend. Every ledger change happens in the same transaction as
+// the row that justifies it (a report, a release's charges), so a crash
+// leaves either both or neither.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Nano is one 10⁻⁹ of ε, the ledger's unit.
+const Nano = 1e9
+
+// ChargeNano converts an ε to charge into ledger units, rounding up (a
+// charge within 10⁻⁶ units of an integer is taken as that integer, so
+// that 0.1 costs exactly 10⁸).
+func ChargeNano(eps float64) (int64, error) {
+	if math.IsNaN(eps) || math.IsInf(eps, 0) || eps < 0 || eps > 1e9 {
+		return 0, fmt.Errorf("store: cannot charge ε = %v", eps)
+	}
+	return int64(math.Ceil(eps*Nano - 1e-6)), nil
+}
+
+// BudgetNano converts a budget into ledger units, rounding down.
+func BudgetNano(eps float64) (int64, error) {
+	if math.IsNaN(eps) || math.IsInf(eps, 0) || eps <= 0 || eps > 1e9 {
+		return 0, fmt.Errorf("store: budget ε = %v must be positive and finite", eps)
+	}
+	return int64(math.Floor(eps*Nano + 1e-6)), nil
+}
+
+// Eps converts ledger units back to ε.
+func Eps(n int64) float64 { return float64(n) / Nano }
+
+// Errors.
+var (
+	// ErrNotFound: no such user, report or release.
+	ErrNotFound = errors.New("store: not found")
+	// ErrConfigMismatch: the database was created with another
+	// collection configuration.
+	ErrConfigMismatch = errors.New("store: configuration mismatch")
+)
+
+// OverBudgetError refuses a release that would push a user over budget.
+type OverBudgetError struct {
+	User                  string
+	Spent, Charge, Budget int64
+}
+
+func (e *OverBudgetError) Error() string {
+	return fmt.Sprintf("store: user %s has spent ε = %g of her budget %g; a charge of %g would exceed it",
+		e.User, Eps(e.Spent), Eps(e.Budget), Eps(e.Charge))
+}
+
+// User is one enrolled user's ledger.
+type User struct {
+	ID        string
+	Budget    int64 // nano-ε
+	Spent     int64 // nano-ε
+	Reports   int64
+	CreatedMS int64
+}
+
+// NewUser is a user to enrol.
+type NewUser struct {
+	ID        string
+	TokenHash []byte
+	Budget    int64
+	CreatedMS int64
+}
+
+// Submission is a report to store and charge.
+type Submission struct {
+	User     string
+	ClientID string
+	BodyHash []byte
+	Charge   int64 // nano-ε
+	Values   []byte
+	Received int64 // unix ms
+}
+
+// Outcome says what happened to a submission.
+type Outcome int
+
+const (
+	// Stored: the report was stored and charged.
+	Stored Outcome = iota + 1
+	// Duplicate: a report with this client ID and the same content was
+	// stored before; nothing was stored or charged, Report is the original.
+	Duplicate
+	// Conflict: the client ID was used before with other content.
+	Conflict
+	// OverBudget: the charge would exceed the budget; nothing stored.
+	OverBudget
+	// NoUser: the user does not exist.
+	NoUser
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Stored:
+		return "stored"
+	case Duplicate:
+		return "duplicate"
+	case Conflict:
+		return "conflict"
+	case OverBudget:
+		return "over_budget"
+	case NoUser:
+		return "no_user"
+	}
+	return "unknown"
+}
+
+// Result is a submission's outcome with the facts for the acknowledgement.
+type Result struct {
+	Outcome Outcome
+	// Report is the stored (or, for a duplicate, the original) report.
+	Report Report
+	// Spent and Budget are the user's ledger after the outcome (for
+	// OverBudget: before the refused charge; for a repeat: after the
+	// original, or unset).
+	Spent, Budget int64
+}
+
+// Report is a stored report.
+type Report struct {
+	Seq        int64
+	User       string
+	ClientID   string
+	BodyHash   []byte
+	Charge     int64
+	SpentAfter int64
+	Received   int64
+	Values     []byte
+}
+
+// Charge debits one user for a release.
+type Charge struct {
+	User string
+	Nano int64
+}
+
+// UserState is one user's own state in a release (joint DP).
+type UserState struct {
+	User  string
+	State []byte
+}
+
+// NewRelease is a release to publish.
+type NewRelease struct {
+	CreatedMS int64
+	Method    string
+	MaxSeq    int64
+	// Doc is the public JSON document (api.Release without its ID).
+	Doc []byte
+	// Charges are the ledger debits (central and joint releases).
+	Charges []Charge
+	// States are the users' own states (joint DP), served to each only.
+	States []UserState
+}
+
+// ReleaseRow is a stored release.
+type ReleaseRow struct {
+	ID           int64
+	CreatedMS    int64
+	Method       string
+	MaxSeq       int64
+	UsersCharged int64
+	Doc          []byte
+}
+
+// Stats are whole-store counts.
+type Stats struct {
+	Users, Reports, Releases int64
+	MaxSpent                 int64
+}
+
+// Tx is one write transaction. The service groups many operations into
+// one Tx (group commit); each returns its business outcome, and an error
+// only when the database failed (the whole transaction is then rolled
+// back).
+type Tx interface {
+	CreateUser(ctx context.Context, u NewUser) error
+	Submit(ctx context.Context, s Submission) (Result, error)
+	// SubmitBatch decides and stores many submissions in batch order
+	// (a later one sees the earlier ones' charges and client IDs).
+	SubmitBatch(ctx context.Context, subs []Submission) ([]Result, error)
+}
+
+// Store is the durable storage.
+type Store interface {
+	// Init creates the tables if needed and records the collection
+	// configuration (canonical JSON) on first use; a later Init with a
+	// different configuration returns ErrConfigMismatch naming the stored
+	// one.
+	Init(ctx context.Context, config []byte) error
+	// Config returns the recorded configuration (ErrNotFound before Init).
+	Config(ctx context.Context) ([]byte, error)
+	// Update runs fn in one transaction and commits it durably.
+	Update(ctx context.Context, fn func(Tx) error) error
+	// UserByToken finds the user whose token hashes to h.
+	UserByToken(ctx context.Context, h []byte) (User, error)
+	// User reads one user's ledger.
+	User(ctx context.Context, id string) (User, error)
+	// Report reads one of a user's reports by client ID.
+	Report(ctx context.Context, user, clientID string) (Report, error)
+	// Reports lists a user's reports in submission order.
+	Reports(ctx context.Context, user string) ([]Report, error)
+	// ScanReports calls fn for every report with seq ≤ maxSeq (0: all) in
+	// seq order and returns the largest seq seen.
+	ScanReports(ctx context.Context, maxSeq int64, fn func(Report) error) (int64, error)
+	// Publish stores a release, its users' states and its charges in one
+	// transaction; an *OverBudgetError (nothing stored) when a charge
+	// would push a user over her budget.
+	Publish(ctx context.Context, r NewRelease) (int64, error)
+	// LatestRelease and Release read published releases.
+	LatestRelease(ctx context.Context) (ReleaseRow, error)
+	Release(ctx context.Context, id int64) (ReleaseRow, error)
+	// UserState reads one user's own state in a release.
+	UserState(ctx context.Context, release int64, user string) ([]byte, error)
+	// Stats counts users, reports, releases and the largest ε spent.
+	Stats(ctx context.Context) (Stats, error)
+	// Check verifies the ledger: every user's spent equals the sum of her
+	// reports' and releases' charges, her report count her reports, and
+	// no user is over budget. It returns the first inconsistency.
+	Check(ctx context.Context) error
+	// Ping checks the database is reachable.
+	Ping(ctx context.Context) error
+	Close() error
+	// Kind is "sqlite" or "postgres".
+	Kind() string
+}
+
+// Open opens a store by URL: "sqlite:FILE" (or "sqlite://FILE", or
+// "file:…") or "postgres://…" / "postgresql://…".
+func Open(ctx context.Context, url string) (Store, error) {
+	switch {
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return OpenPostgres(ctx, url)
+	case strings.HasPrefix(url, "sqlite:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
+		if path == "" {
+			return nil, fmt.Errorf("store: %q names no file (want sqlite:FILE)", url)
+		}
+		return OpenSQLite(ctx, path)
+	}
+	return nil, fmt.Errorf("store: unknown database URL %q (want sqlite:FILE or postgres://…)", redact(url))
+}
+
+// IsURL reports whether s names a store rather than a file.
+func IsURL(s string) bool {
+	return strings.HasPrefix(s, "sqlite:") || strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// redact hides a password in a URL for messages.
+func redact(url string) string {
+	if i := strings.Index(url, "://"); i >= 0 {
+		rest := url[i+3:]
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			cred := rest[:at]
+			if c := strings.Index(cred, ":"); c >= 0 {
+				return url[:i+3] + cred[:c] + ":***" + rest[at:]
+			}
+		}
+	}
+	return url
+}
+
+// Redact hides the password of a database URL, for logs.
+func Redact(url string) string { return redact(url) }
+
+// NowMS is the current time in unix milliseconds.
+func NowMS() int64 { return time.Now().UnixMilli() }

@@ -1,0 +1,79 @@
+// Package storetest gives tests a fresh database of each kind: an SQLite
+// file in a temporary directory, and — when PRIVREC_TEST_POSTGRES holds a
+// PostgreSQL URL (.ci/run sets it) — a schema of its own in that
+// database, dropped afterwards.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+)
+
+// EnvPostgres names the variable holding the test PostgreSQL URL.
+const EnvPostgres = "PRIVREC_TEST_POSTGRES"
+
+// Kinds are the database kinds every store test runs on.
+var Kinds = []string{"sqlite", "postgres"}
+
+// URL returns the URL of a fresh, empty database of the kind; a
+// PostgreSQL test is skipped, with a message saying why, when
+// PRIVREC_TEST_POSTGRES is unset.
+func URL(t testing.TB, kind string) string {
+	t.Helper()
+	switch kind {
+	case "sqlite":
+		return "sqlite:" + filepath.Join(t.TempDir(), "privrec.db")
+	case "postgres":
+		base := Postgres(t)
+		var b [6]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			t.Fatal(err)
+		}
+		schema := "t_" + hex.EncodeToString(b[:])
+		db, err := sql.Open("pgx", base)
+		if err != nil {
+			t.Fatalf("storetest: %v", err)
+		}
+		if _, err := db.ExecContext(context.Background(), "CREATE SCHEMA "+schema); err != nil {
+			db.Close()
+			t.Fatalf("storetest: creating schema: %v", err)
+		}
+		t.Cleanup(func() {
+			if _, err := db.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+				t.Errorf("storetest: dropping schema %s: %v", schema, err)
+			}
+			db.Close()
+		})
+		return WithParam(base, "search_path", schema)
+	}
+	t.Fatalf("storetest: unknown kind %q", kind)
+	return ""
+}
+
+// Postgres returns PRIVREC_TEST_POSTGRES or skips the test.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv(EnvPostgres)
+	if base == "" {
+		t.Skipf("%s is not set: skipping the PostgreSQL run (.ci/run starts PostgreSQL and sets it, e.g. postgres://privrec:privrec@127.0.0.1:5432/privrec_test?sslmode=disable)", EnvPostgres)
+	}
+	return base
+}
+
+// WithParam adds a query parameter to a database URL.
+func WithParam(base, key, value string) string {
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	return base + sep + url.QueryEscape(key) + "=" + url.QueryEscape(value)
+}
