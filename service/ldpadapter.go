@@ -8,10 +8,8 @@ package service
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"reflect"
 	"strconv"
@@ -19,7 +17,6 @@ import (
 	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/methods"
 	"github.com/privrec/privrec/privacy"
-	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/service/api"
@@ -138,54 +135,13 @@ func trainLocal(ctx context.Context, name string, params map[string]any, in rele
 	if err != nil {
 		return nil, err
 	}
-	if m.New != nil {
-		cfg, err := methods.Configure(name, params)
-		if err != nil {
-			return nil, err
-		}
-		return methods.Train(ctx, name, cfg, in, env)
+	if m.New == nil {
+		return nil, fmt.Errorf("%s: no typed configuration", name)
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	tr := m.Flags(fs)
-	for k, v := range params {
-		fl := fs.Lookup(flagName(k))
-		if fl == nil {
-			return nil, fmt.Errorf("%s: unknown parameter %q", name, k)
-		}
-		if err := fl.Value.Set(fmt.Sprint(v)); err != nil {
-			return nil, fmt.Errorf("%s: parameter %s: %w", name, k, err)
-		}
-	}
-	if env.Log == nil {
-		env.Log = slog.New(slog.DiscardHandler)
-	}
-	if env.Noise == nil {
-		env.Noise = noise.Secure()
-	}
-	res, err := tr.Train(ctx, in.Ratings, methods.Common{Epsilon: env.Epsilon, Delta: env.Delta, Noise: env.Noise, Rand: env.Rand,
-		Seed: env.Seed, DataPath: in.Source, Workers: env.Workers, Log: env.Log})
+	cfg, err := methods.Configure(name, params)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
-	if res.Model == nil {
-		return nil, fmt.Errorf("%s: not a matrix model", name)
-	}
-	res.Model.Guarantee = res.Guarantee
-	rel := &release.Release{Public: res.Model, Guarantee: res.Guarantee, Report: res.Info}
-	if rel.Guarantee.Private() && rel.Guarantee.Relation == "" {
-		rel.Guarantee.Relation = privacy.RelationLocalReport
-	}
-	return rel, rel.Validate()
+	return methods.Train(ctx, name, cfg, in, env)
 }
 
-// flagName maps a JSON parameter name to its flag name.
-func flagName(json string) string {
-	b := []byte(json)
-	for i, c := range b {
-		if c == '_' {
-			b[i] = '-'
-		}
-	}
-	return string(b)
-}
