@@ -123,10 +123,10 @@ type side struct {
 }
 
 // scratch is per-worker memory for the (k+1)-systems.
-type scratch struct{ a, b, c [][]float64 }
+type scratch struct{ a, b, c, y [][]float64 }
 
 func newScratch(w, d int) *scratch {
-	s := &scratch{a: make([][]float64, w), b: make([][]float64, w), c: make([][]float64, w)}
+	s := &scratch{a: make([][]float64, w), b: make([][]float64, w), c: make([][]float64, w), y: make([][]float64, w)}
 	for i := range w {
 		s.a[i] = make([]float64, d*d)
 		s.b[i] = make([]float64, d)
@@ -159,15 +159,18 @@ func (s side) solve(ctx context.Context, k int, mean, lambda, biasLambda float64
 			clear(b)
 			clear(sv)
 			idx := s.idx[beg:end]
-			gramAdd(a, d, k, s.other, idx, nil)
-			// The bias column: Σ x_j (its last coordinate 1) and n.
-			for t, j := range idx {
-				v := s.other[int(j)*k : int(j)*k+k]
-				y := float64(s.val[int(beg)+t]) - mean - s.otherBias[j]
-				axpy(y, v, b)
-				b[k] += y
-				axpy(1, v, sv)
+			// The targets y_j, Σ x_j x_jᵀ and Σ y_j x_j in one pass, then
+			// the bias column: Σ x_j (its last coordinate 1) and n.
+			if cap(scr.y[wk]) < cnt {
+				scr.y[wk] = make([]float64, cnt)
 			}
+			y := scr.y[wk][:cnt]
+			for t, j := range idx {
+				y[t] = float64(s.val[int(beg)+t]) - mean - s.otherBias[j]
+				b[k] += y[t]
+				axpy(1, s.other[int(j)*k:int(j)*k+k], sv)
+			}
+			gramAdd(a, d, k, s.other, idx, nil, y, b)
 			for p, x := range sv {
 				a[p*d+k] = x
 			}

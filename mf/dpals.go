@@ -281,7 +281,11 @@ func dpalsLists(p *Problem, o *DPALSOptions) *itemLists {
 	l := &itemLists{ptr: cnt, user: make([]int32, n), pos: make([]int64, n), c: make([]float32, n), y: make([]float32, n)}
 	next := make([]int64, p.NumItems)
 	copy(next, cnt[:p.NumItems])
-	weight := func(j int32) float64 { return math.Pow(math.Max(o.Counts[j], 1), o.WeightExponent) }
+	wj := make([]float64, p.NumItems)
+	for j := range wj {
+		wj[j] = math.Pow(math.Max(o.Counts[j], 1), o.WeightExponent)
+	}
+	weight := func(j int32) float64 { return wj[j] }
 	for u := range p.NumUsers {
 		beg, end := p.RowPtr[u], p.RowPtr[u+1]
 		var norm2 float64
@@ -330,15 +334,22 @@ func dpalsResiduals(p *Problem, o *DPALSOptions, itemBias, res []float64, l *ite
 			res[t] -= mean
 		}
 	}
+	R := o.ResidualClip
 	for q, t := range l.pos {
-		l.y[q] = roundDown32(math.Max(-o.ResidualClip, math.Min(o.ResidualClip, res[t])))
+		y := res[t]
+		if y > R {
+			y = R
+		} else if y < -R {
+			y = -R
+		}
+		l.y[q] = roundDown32(y)
 	}
 }
 
 // roundDown32 is x as a float32 no larger in magnitude than x.
 func roundDown32(x float64) float32 {
 	f := float32(x)
-	if math.Abs(float64(f)) > math.Abs(x) {
+	if (x >= 0 && float64(f) > x) || (x < 0 && float64(f) < x) {
 		f = math.Nextafter32(f, 0)
 	}
 	return f
@@ -350,10 +361,7 @@ func roundDown32(x float64) float32 {
 func userSolve(a, b []float64, k int, V []float64, items []int32, y []float64, lambda float64) bool {
 	clear(a)
 	clear(b)
-	gramAdd(a, k, k, V, items, nil)
-	for t, j := range items {
-		axpy(y[t], V[int(j)*k:int(j)*k+k], b)
-	}
+	gramAdd(a, k, k, V, items, nil, y, b)
 	for c := range k {
 		a[c*k+c] += lambda
 	}
@@ -456,6 +464,7 @@ func dpalsItems(ctx context.Context, p *Problem, o *DPALSOptions, rel Releaser, 
 		h    []float64
 		sys  []float64
 		cw   []float64
+		cy   []float64
 	}
 	iscr := make([]*itemScratch, w)
 	for i := range iscr {
@@ -475,13 +484,12 @@ func dpalsItems(ctx context.Context, p *Problem, o *DPALSOptions, rel Releaser, 
 				raw := s.g.RawSymmetric()
 				clear(raw.Data)
 				clear(s.h)
-				s.cw = s.cw[:0]
+				s.cw, s.cy = s.cw[:0], s.cy[:0]
 				for q := beg; q < end; q++ {
 					s.cw = append(s.cw, float64(l.c[q]))
-					u := int(l.user[q])
-					axpy(float64(l.c[q])*float64(l.y[q]), U[u*d:u*d+d], s.h)
+					s.cy = append(s.cy, float64(l.y[q]))
 				}
-				gramAdd(raw.Data, raw.Stride, d, U, l.user[beg:end], s.cw)
+				gramAdd(raw.Data, raw.Stride, d, U, l.user[beg:end], s.cw, s.cy, s.h)
 				if err := releaseGram(rel, src, s.g); err != nil {
 					return fmt.Errorf("DPALS: releasing the Gram block of item %d: %w", j, err)
 				}

@@ -145,11 +145,25 @@ func TestKernels(t *testing.T) {
 		}
 		lda := k + 2
 		a := make([]float64, lda*lda)
-		gramAdd(a, lda, k, f, idx, w)
+		z := make([]float64, n)
+		for i := range z {
+			z[i] = r.NormFloat64()
+		}
+		h := make([]float64, k)
+		gramAdd(a, lda, k, f, idx, w, z, h)
 		want := mat.NewSymDense(k, nil)
+		wantH := make([]float64, k)
 		for t, j := range idx {
 			x := mat.NewVecDense(k, f[int(j)*k:int(j)*k+k])
 			want.SymRankOne(want, w[t], x)
+			for c := range k {
+				wantH[c] += w[t] * z[t] * f[int(j)*k+c]
+			}
+		}
+		for c := range k {
+			if d := math.Abs(h[c] - wantH[c]); d > 1e-9*(1+math.Abs(wantH[c])) {
+				t.Fatalf("k=%d: h[%d] = %v, want %v", k, c, h[c], wantH[c])
+			}
 		}
 		for p := range k {
 			for q := p; q < k; q++ {
