@@ -261,8 +261,17 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		return nil, fmt.Errorf("composed ε = %g exceeds the requested %g", g.Epsilon, env.Epsilon)
 	}
 	g.Notion, g.Relation = privacy.Joint, privacy.RelationUserReplace
-	g.Note = fmt.Sprintf("zCDP composition of 1 + %d Gaussian releases. (1) Bias statistics (σ = %.4g, ℓ2 sensitivity %.4g): per-item weighted sums of ratings centred at each user's mean and clipped to ±%g, per-item weighted counts, a global-mean pair. (2) Each of %d ALS steps (σ = %.4g, ℓ2 sensitivity %.4g over %d items with factors): per item the Gram block Σ c·ũũᵀ and Σ c·y·ũ of the users' rows clipped to ‖ũ‖ ≤ %g (with a constant coordinate %g that re-estimates the item biases), ratings centred and clipped to ±%g, weights Σ_j c_ij² ≤ 1 per user. Each user's row and bias are computed on her side from the public item factors and her own ratings.",
-		c.Steps, st.Sigma, biasSens.Value, clip, c.Steps, sigmaStep, stepSensValue, nActive, c.UserClip, biasScale, clip)
+	g.Note = fmt.Sprintf("zCDP composition of %d Gaussian release(s). Bias statistics (σ = %.4g, ℓ2 sensitivity %.4g): per-item weighted sums of ratings centred at each user's mean and clipped to ±%g, per-item weighted counts, a global-mean pair.", len(parts), st.Sigma, biasSens.Value, clip)
+	if steps := len(parts) - 1; steps > 0 {
+		g.Note += fmt.Sprintf(" Each of %d ALS steps (σ = %.4g, ℓ2 sensitivity %.4g over %d items with factors): per item the Gram block Σ c·ũũᵀ and Σ c·y·ũ of the users' rows clipped to ‖ũ‖ ≤ %g", steps, sigmaStep, stepSensValue, nActive, c.UserClip)
+		if biasScale > 0 {
+			g.Note += fmt.Sprintf(" (with a constant coordinate %g that re-estimates the item biases)", biasScale)
+		}
+		g.Note += fmt.Sprintf(", ratings centred and clipped to ±%g, weights Σ_j c_ij² ≤ 1 per user.", clip)
+	} else {
+		g.Note += " No ALS step ran; the item factors (if any) are public post-processing of that release (item biases and log counts)."
+	}
+	g.Note += " Each user's row and bias are computed on her side from the public model and her own ratings."
 
 	m := model.NewPublic("dpals", cat)
 	m.Rank, m.V = k, V
