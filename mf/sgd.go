@@ -27,7 +27,9 @@ type SGDOptions struct {
 	LearnRate float64
 	// Iterations is the number of passes over the ratings.
 	Iterations int
-	// Bins is the side of the block grid (0: max(20, 2·workers+1)).
+	// Bins is the side of the block grid (0: max(4, 2·workers)): one
+	// barrier per stratum, so few strata, each with about two blocks per
+	// worker to balance.
 	Bins int
 	// InitScale is the standard deviation of the initial factors, times
 	// 1/√k.
@@ -78,7 +80,8 @@ func (o *SGDOptions) check() error {
 // run in parallel (see runStrata), and steps adapt per row (Chin, Zhuang,
 // Juan, Lin, "A Learning-Rate Schedule for Stochastic Gradient Methods to
 // Matrix Factorization", PAKDD 2015). The result is a function of the
-// data, the options and the random source only, whatever Workers is.
+// data, the options (Bins included) and the random source only, not of
+// which goroutine ran which block.
 func SGD(ctx context.Context, p *Problem, o SGDOptions) (*Factors, error) {
 	if err := o.check(); err != nil {
 		return nil, err
@@ -87,7 +90,7 @@ func SGD(ctx context.Context, p *Problem, o SGDOptions) (*Factors, error) {
 	w := workers(o.Workers)
 	nb := o.Bins
 	if nb <= 0 {
-		nb = max(20, 2*w+1)
+		nb = max(4, 2*w)
 	}
 	nb = max(1, min(nb, p.NumUsers, p.NumItems))
 	mean := p.Mean()
