@@ -62,7 +62,7 @@ type DPALSConfig struct {
 	MaxPerUser  int     `json:"max_per_user" flag:"max-per-user" help:"keep a uniform sample of at most this many of a user's ratings in the item statistics (0: all)"`
 	UserClip    float64 `json:"user_clip" flag:"user-clip" help:"bound Γ on the norm of a user's row in the item statistics"`
 	BiasScale   float64 `json:"bias_scale" flag:"bias-scale" help:"bias refinement: each user's row in the item statistics gets a constant coordinate bias-scale × user-clip, so every step also re-estimates the item biases (0: item biases from the bias statistics only)"`
-	RHSWeight   float64 `json:"rhs_weight" flag:"rhs-weight" help:"weight ω of the right-hand sides against the Gram blocks in the released vector: s = ω·user-clip/clip (larger: less noise on the right-hand sides, more on the Gram blocks)"`
+	RHSWeight   float64 `json:"rhs_weight" flag:"rhs-weight" help:"weight ω of the right-hand sides against the Gram blocks in the released vector: s = ω·Γ'/clip, Γ' the norm bound of the rows in the statistics (larger: less noise on the right-hand sides, more on the Gram blocks)"`
 	Clip        float64 `json:"clip" flag:"clip" help:"bound R on a centred rating (rating units) in the item statistics and, as dp-bias --clip, in the bias statistics"`
 	MinCount    float64 `json:"min_count" flag:"min-count" help:"items whose noisy weighted count is below min-count × the bias statistics' σ get no factors (fallback)"`
 	Fallback    string  `json:"fallback" flag:"fallback" help:"prediction for items without factors: item-bias (mean + item bias + user bias) or user-mean (mean + user bias)"`
