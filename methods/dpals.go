@@ -66,7 +66,8 @@ type DPALSConfig struct {
 	Clip        float64 `json:"clip" flag:"clip" help:"bound R on a centred rating (rating units) in the item statistics and, as dp-bias --clip, in the bias statistics"`
 	MinCount    float64 `json:"min_count" flag:"min-count" help:"items whose noisy weighted count is below min-count × the bias statistics' σ get no factors (fallback)"`
 	Fallback    string  `json:"fallback" flag:"fallback" help:"prediction for items without factors: item-bias (mean + item bias + user bias) or user-mean (mean + user bias)"`
-	Init        string  `json:"init" flag:"init" help:"initial item factors: public (first columns the item biases and standardised log counts of the bias statistics, the rest random) or random"`
+	Init        string  `json:"init" flag:"init" help:"initial item factors: public (up to four columns of item features from the bias statistics — bias, log count, its square, their product — the rest random) or random"`
+	PriorRidge  bool    `json:"prior_ridge" flag:"prior-ridge" help:"with --init public, item solves shrink toward the public initial factors instead of toward zero"`
 	InitScale   float64 `json:"init_scale" flag:"init-scale" help:"scale of the initial item factors (random columns: standard deviation × 1/√rank)"`
 
 	// sigmaScale multiplies the calibrated noise of the ALS steps while
@@ -78,9 +79,9 @@ type DPALSConfig struct {
 
 // NewDPALSConfig returns the defaults.
 func NewDPALSConfig() *DPALSConfig {
-	return &DPALSConfig{Rank: 4, Steps: 2, BiasShare: 0.8, UserLambda: 10, UserDamping: 5, ItemDamping: 2.5,
-		ItemLambda: 3, ItemLambda0: 0.3, RegExponent: 1, WeightExp: 0, UserClip: 0.3, RHSWeight: 1, Clip: 1.5, BiasScale: 0,
-		MinCount: 30, Fallback: FallbackItemBias, Init: InitPublic, InitScale: 1}
+	return &DPALSConfig{Rank: 4, Steps: 0, BiasShare: 0.9, UserLambda: 30, UserDamping: 5, ItemDamping: 2.5,
+		ItemLambda: 10, ItemLambda0: 0.3, RegExponent: 1, WeightExp: 0, UserClip: 0.3, RHSWeight: 1, Clip: 1.5, BiasScale: 0,
+		MinCount: 0, Fallback: FallbackItemBias, Init: InitPublic, PriorRidge: true, InitScale: 1}
 }
 
 // Validate implements Config.
@@ -233,7 +234,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 			UserLambda: c.UserLambda, UserDamping: c.UserDamping, ItemLambda: itemLambda, BiasLambda: biasLambda,
 			UserClip: c.UserClip, ResidualClip: clip, RHSScale: rhsScale,
 			BiasScale:  biasScale,
-			MaxPerUser: c.MaxPerUser, WeightExponent: c.WeightExp, Init: init, InitScale: c.InitScale,
+			MaxPerUser: c.MaxPerUser, WeightExponent: c.WeightExp, Init: init, PriorRidge: c.PriorRidge, InitScale: c.InitScale,
 			Rand: env.Rand.Rand(), Workers: env.Workers,
 			Progress: func(it mf.Iteration) {
 				if env.Log != nil {
@@ -292,48 +293,62 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		"items": n, "global_mean": st.Mean, "rank": k}}, nil
 }
 
-// publicInit is the public initial item factors: column 0 the item biases,
-// column 1 the standardised log counts, both scaled to standard deviation
-// scale over the active items; further columns random with standard
-// deviation scale/√k. Inactive items get zero rows.
+// publicInit is the public initial item factors, features of each item
+// computed from the bias statistics alone: column 0 the item bias, column
+// 1 the log weighted count, column 2 its square, column 3 their product
+// (each standardised to mean 0 and standard deviation scale over the
+// active items); further columns random with standard deviation
+// scale/√k. Inactive items get zero rows. A user's row fitted to these
+// (fold-in) is her own taste for well-rated, popular, niche … items.
 func publicInit(itemBias, counts []float64, active []bool, k int, scale float64, r *rand.Rand) []float64 {
 	n := len(itemBias)
 	V := make([]float64, n*k)
-	cols := [][]float64{itemBias, make([]float64, n)}
-	for j := range n {
-		cols[1][j] = math.Log1p(math.Max(counts[j], 0))
-	}
-	for c := range min(k, 2) {
+	standardise := func(x []float64) []float64 {
 		var m, s2 float64
 		na := 0
 		for j := range n {
 			if active[j] {
-				m += cols[c][j]
+				m += x[j]
 				na++
 			}
 		}
 		if na == 0 {
-			return V
+			return x
 		}
 		m /= float64(na)
 		for j := range n {
 			if active[j] {
-				s2 += (cols[c][j] - m) * (cols[c][j] - m)
+				s2 += (x[j] - m) * (x[j] - m)
 			}
 		}
 		sd := math.Sqrt(s2 / float64(na))
 		if sd == 0 {
 			sd = 1
 		}
+		out := make([]float64, n)
 		for j := range n {
-			if active[j] {
-				V[j*k+c] = scale * (cols[c][j] - m) / sd
-			}
+			out[j] = (x[j] - m) / sd
 		}
+		return out
 	}
+	logc := make([]float64, n)
 	for j := range n {
-		if active[j] {
-			for c := 2; c < k; c++ {
+		logc[j] = math.Log1p(math.Max(counts[j], 0))
+	}
+	b, l := standardise(itemBias), standardise(logc)
+	sq, prod := make([]float64, n), make([]float64, n)
+	for j := range n {
+		sq[j], prod[j] = l[j]*l[j], b[j]*l[j]
+	}
+	cols := [][]float64{b, l, standardise(sq), standardise(prod)}
+	for j := range n {
+		if !active[j] {
+			continue
+		}
+		for c := range k {
+			if c < len(cols) {
+				V[j*k+c] = scale * cols[c][j]
+			} else {
 				V[j*k+c] = scale / math.Sqrt(float64(k)) * r.NormFloat64()
 			}
 		}

@@ -70,9 +70,12 @@ type DPALSOptions struct {
 	// μ ≤ 0, favouring rare items; μ > 0 favours popular ones).
 	WeightExponent float64
 	// Init, when non-nil, is the initial item factors (items × k, public);
-	// otherwise they are drawn with standard deviation InitScale/√k.
-	Init      []float64
-	InitScale float64
+	// otherwise they are drawn with standard deviation InitScale/√k. With
+	// PriorRidge the item solves shrink toward Init instead of toward 0:
+	// v_j = (G_j + λ_j I)⁻¹ (h_j + λ_j·v⁰_j).
+	Init       []float64
+	PriorRidge bool
+	InitScale  float64
 	// Rand draws the initial factors and the per-user samples.
 	Rand *rand.Rand
 	// Workers bounds the goroutines (0: GOMAXPROCS).
@@ -508,6 +511,9 @@ func dpalsItems(ctx context.Context, p *Problem, o *DPALSOptions, rel Releaser, 
 				}
 				for a := range k {
 					s.sys[a*d+a] += o.ItemLambda[j]
+					if o.PriorRidge && o.Init != nil {
+						s.h[a] += o.ItemLambda[j] * o.Init[j*k+a]
+					}
 				}
 				if d > k {
 					s.sys[k*d+k] += o.BiasLambda[j]
