@@ -30,7 +30,7 @@ epsilons=${EPSILONS:-"0.5 1 2 4 8 16"}
 scale=${SCALE:-1:5}
 configs=${CONFIGS:-"dp-bias|dp-bias|
 dpals|dpals|
-dpals-public|dpals|--steps 0 --rank 2"}
+dpals-2steps|dpals|--steps 2"}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 out=$tmp/runs.tsv
