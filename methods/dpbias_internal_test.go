@@ -1,0 +1,51 @@
+package methods
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// The sensitivity of the bias statistics holds for random and extreme
+// pairs of users: ‖x_u − x_u'‖ ≤ Δ₂ (deterministic, fixed seed).
+func TestBiasSensitivityHolds(t *testing.T) {
+	const n = 12
+	r := rand.New(rand.NewPCG(5, 5))
+	mid, half := 3.0, 2.0
+	vec := func(items []int32, vals []float32, clip float64) []float64 {
+		x := make([]float64, biasDim(n))
+		biasContribution(items, vals, n, mid, half, clip, func(i int, v float64) { x[i] += v })
+		return x
+	}
+	user := func() ([]int32, []float32) {
+		m := 1 + r.IntN(n)
+		perm := r.Perm(n)[:m]
+		items := make([]int32, m)
+		vals := make([]float32, m)
+		for k, j := range perm {
+			items[k] = int32(j)
+			vals[k] = float32(1 + 4*float64(r.IntN(2))) // extremes 1 or 5
+			if r.IntN(3) == 0 {
+				vals[k] = float32(1 + 4*r.Float64())
+			}
+		}
+		return items, vals
+	}
+	sens := biasSensitivity().Value
+	worst := 0.0
+	for range 20000 {
+		clip := []float64{0.5, 1.5, 2}[r.IntN(3)]
+		a, av := user()
+		b, bv := user()
+		x, y := vec(a, av, clip), vec(b, bv, clip)
+		var d float64
+		for i := range x {
+			d += (x[i] - y[i]) * (x[i] - y[i])
+		}
+		worst = math.Max(worst, math.Sqrt(d))
+	}
+	t.Logf("largest ‖x_u − x_u'‖ seen: %.4f, Δ₂ = %.4f", worst, sens)
+	if worst > sens*(1+1e-12) {
+		t.Fatalf("‖x_u − x_u'‖ = %g exceeds the sensitivity %g", worst, sens)
+	}
+}

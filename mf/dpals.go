@@ -1,0 +1,532 @@
+package mf
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/privrec/privrec/privacy/noise"
+)
+
+// Releaser adds the privacy noise of one DPALS item step: a
+// privacy/mechanism Gaussian calibrated for that step's statistics (the
+// solver never chooses a noise scale).
+type Releaser interface {
+	// Release adds noise to x in place.
+	Release(src *noise.Source, x []float64) error
+	// ReleaseSym adds a symmetric noise matrix to s in place.
+	ReleaseSym(src *noise.Source, s *mat.SymDense) error
+}
+
+// DPALSOptions configure DPALS. Everything here is public (declared,
+// chosen, or released earlier through an accounted mechanism); the
+// ratings are the only private input.
+type DPALSOptions struct {
+	// Rank is the number of factor columns k.
+	Rank int
+	// Steps holds one Releaser per ALS step; the number of steps is its
+	// length.
+	Steps []Releaser
+	// Noise is the source the Releasers draw from.
+	Noise *noise.Source
+
+	// Mean and ItemBias are the public offset and item biases the ratings
+	// are centred with; Counts the public (noisy) item counts that set
+	// the adaptive weights; Active marks the items that get factors (the
+	// others keep a zero row).
+	Mean     float64
+	ItemBias []float64
+	Counts   []float64
+	Active   []bool
+
+	// UserLambda is the ridge λ_u of the user solve and UserDamping the
+	// shrinkage of the user's bias: the user side is exactly
+	// model.FoldRidge with a user-centred transform (see userSolve).
+	UserLambda, UserDamping float64
+	// ItemLambda is the ridge λ_j of each item solve on the factor
+	// coordinates, BiasLambda that on the bias coordinate (bias
+	// refinement only).
+	ItemLambda []float64
+	BiasLambda []float64
+	// UserClip Γ bounds ‖u‖ and ResidualClip R the centred rating in the
+	// item statistics; RHSScale s weighs the right-hand sides against the
+	// Gram blocks in the released vector (see DPALSSensitivity).
+	UserClip, ResidualClip, RHSScale float64
+	// BiasScale γ_b > 0 appends a constant coordinate γ_b to every user's
+	// clipped row in the item statistics, so that each step also
+	// re-estimates the item biases: the item solve gives (v_j, β_j) and
+	// the public item bias becomes b_j + γ_b·β_j (0: item biases fixed).
+	// The row the sensitivity bounds is then the augmented one, of norm
+	// ≤ √(Γ² + γ_b²).
+	BiasScale float64
+	// MaxPerUser, if > 0, keeps a uniform sample of at most that many of
+	// a user's (active) ratings in the item statistics.
+	MaxPerUser int
+	// WeightExponent μ sets the adaptive weights c_ij ∝ max(count_j, 1)^μ,
+	// normalised so that Σ_j c_ij² = 1 for every user (the papers use
+	// μ ≤ 0, favouring rare items; μ > 0 favours popular ones).
+	WeightExponent float64
+	// Init, when non-nil, is the initial item factors (items × k, public);
+	// otherwise they are drawn with standard deviation InitScale/√k. With
+	// PriorRidge the item solves shrink toward Init instead of toward 0:
+	// v_j = (G_j + λ_j I)⁻¹ (h_j + λ_j·v⁰_j).
+	Init       []float64
+	PriorRidge bool
+	InitScale  float64
+	// Rand draws the initial factors and the per-user samples.
+	Rand *rand.Rand
+	// Workers bounds the goroutines (0: GOMAXPROCS).
+	Workers int
+	// Progress, when set, is told after every step.
+	Progress func(Iteration)
+
+	// snapshot, when set (tests), gets the item factors and the clipped
+	// user rows after every step.
+	snapshot func(step int, v, u []float64)
+}
+
+// DPALSSensitivity is the ℓ2 sensitivity of one DPALS step's released
+// vector when one user's ratings are replaced by any others; userClip is
+// the bound on the norm of the rows that enter the statistics (with bias
+// refinement, √(Γ² + γ_b²) for the augmented rows).
+//
+// The released vector holds, for every active item j, the Gram block
+// G_j = Σ_i c_ij ũ_i ũ_iᵀ as its upper triangle with the off-diagonal
+// entries multiplied by √2 (so that the vector's inner product is the
+// Frobenius one), and s·h_j with h_j = Σ_i c_ij y_ij ũ_i. User i's part
+// is x_i = (c_ij·T(ũ_i ũ_iᵀ), s·c_ij·y_ij·ũ_i)_j with ‖ũ_i‖ ≤ Γ, |y_ij| ≤ R
+// and Σ_j c_ij² ≤ 1. Her row ũ_i depends only on the public item factors
+// of the previous step and her own ratings, so replacing her changes only
+// x_i: Δ = x_i' − x_i.
+//
+//   - ‖x_i‖² = Σ_j c_ij² (‖ũ_i‖⁴ + s²y_ij²‖ũ_i‖²) ≤ Γ⁴ + s²R²Γ².
+//   - ⟨x_i, x_i'⟩ = Σ_j c_ij c'_ij ((ũ·ũ')² + s² y_ij y'_ij (ũ·ũ'))
+//     ≥ Σ_j c_ij c'_ij · min_{t∈[0,Γ²]} (t² − s²R² t) = Σ_j c_ij c'_ij · m,
+//     with t = |ũ·ũ'| ≤ Γ² (any sign of ũ·ũ') and m = −s⁴R⁴/4 if
+//     s²R² ≤ 2Γ², else Γ⁴ − s²R²Γ²;
+//     as m ≤ 0 and Σ_j c_ij c'_ij ≤ 1 (Cauchy–Schwarz), ⟨x_i, x_i'⟩ ≥ m.
+//   - ‖Δ‖² = ‖x_i‖² + ‖x_i'‖² − 2⟨x_i, x_i'⟩ ≤ 2(Γ⁴ + s²R²Γ²) − 2m.
+//
+// With s = Γ/R (the two parts of ‖x_i‖² equal), m = −Γ⁴/4 and
+// Δ = Γ²·√4.5 ≈ 2.121·Γ²; the triangle inequality alone would give
+// 2√2·Γ² ≈ 2.828·Γ². The reference implementation of
+// Chien et al. (2021) bounds the right-hand side assuming |y| ≤ 1 without
+// clipping y; here y is clipped to ±R before it enters h_j.
+func DPALSSensitivity(userClip, residualClip, rhsScale float64) float64 {
+	g2 := userClip * userClip
+	sr2 := rhsScale * rhsScale * residualClip * residualClip
+	m := g2*g2 - sr2*g2
+	if sr2 <= 2*g2 {
+		m = -sr2 * sr2 / 4
+	}
+	return math.Sqrt(2*(g2*g2+sr2*g2) - 2*m)
+}
+
+// DPALSDim is the number of coordinates one step releases for a items at
+// rank k (k+1 with bias refinement).
+func DPALSDim(items, k int) int { return items * (k*(k+1)/2 + k) }
+
+func (o *DPALSOptions) check(p *Problem) error {
+	if err := checkRank(o.Rank); err != nil {
+		return err
+	}
+	if o.Init != nil && len(o.Init) != p.NumItems*o.Rank {
+		return fmt.Errorf("DPALS: the initial factors have %d values, want %d × %d", len(o.Init), p.NumItems, o.Rank)
+	}
+	if o.Noise == nil || o.Rand == nil {
+		return fmt.Errorf("DPALS needs a noise source and a random source")
+	}
+	n := p.NumItems
+	if len(o.ItemBias) != n || len(o.Counts) != n || len(o.Active) != n || len(o.ItemLambda) != n {
+		return fmt.Errorf("DPALS: item biases, counts, active flags and λs must have one entry per item (%d)", n)
+	}
+	for _, x := range []struct {
+		name string
+		v    float64
+		pos  bool
+	}{{"user λ", o.UserLambda, true}, {"user damping", o.UserDamping, false}, {"user clip", o.UserClip, true},
+		{"residual clip", o.ResidualClip, true}, {"right-hand-side scale", o.RHSScale, true}, {"init scale", o.InitScale, false},
+		{"bias scale", o.BiasScale, false}} {
+		if math.IsNaN(x.v) || math.IsInf(x.v, 0) || x.v < 0 || (x.pos && x.v == 0) {
+			return fmt.Errorf("DPALS: %s must be finite and %s, got %g", x.name, map[bool]string{true: "> 0", false: "≥ 0"}[x.pos], x.v)
+		}
+	}
+	if math.IsNaN(o.WeightExponent) || math.IsInf(o.WeightExponent, 0) {
+		return fmt.Errorf("DPALS: the weight exponent must be finite, got %g", o.WeightExponent)
+	}
+	if o.BiasScale > 0 && len(o.BiasLambda) != n {
+		return fmt.Errorf("DPALS: bias refinement needs one bias λ per item (%d)", n)
+	}
+	for j, l := range o.ItemLambda {
+		if o.Active[j] && (!(l > 0) || math.IsInf(l, 0)) {
+			return fmt.Errorf("DPALS: item λ of item %d must be finite and > 0, got %g", j, l)
+		}
+		if o.Active[j] && o.BiasScale > 0 && (!(o.BiasLambda[j] > 0) || math.IsInf(o.BiasLambda[j], 0)) {
+			return fmt.Errorf("DPALS: bias λ of item %d must be finite and > 0, got %g", j, o.BiasLambda[j])
+		}
+	}
+	return nil
+}
+
+// itemLists are the entries of the item statistics in item-major order:
+// for item j, entries [ptr[j], ptr[j+1]) with the user, the position of
+// the rating in the user-major arrays, the weight c_ij and (refreshed
+// every step) the clipped centred rating y_ij.
+type itemLists struct {
+	ptr  []int64
+	user []int32
+	pos  []int64
+	c, y []float32
+}
+
+// DPALS runs user-level joint-DP alternating least squares (Chien, Jain,
+// Krichene, Rendle, Song, Thakurta, Zhang, "Private Alternating Least
+// Squares: Practical Private Matrix Completion with Tighter Rates", ICML
+// 2021), with the adaptive weights and frequency-scaled regularisation of
+// Krichene, Jain, Song, Sundararajan, Thakurta, Zhang, "Multi-Task
+// Differential Privacy Under Distribution Skew", ICML 2023. Each step:
+//
+//  1. every user centres her ratings with the public offset and item
+//     biases and her own bias, and solves for her own row from the public
+//     item factors (userSolve: the computation her device does; the rows
+//     are never released), clipped to ‖ũ‖ ≤ Γ for the statistics;
+//  2. every active item's statistics G_j = Σ_i c_ij ũ_i ũ_iᵀ and
+//     h_j = Σ_i c_ij y_ij ũ_i (ũ augmented by γ_b with bias refinement)
+//     are released through the step's Releaser (DPALSSensitivity);
+//  3. the noisy G_j is projected on the PSD cone and the item row is
+//     (G_j + λ_j I)⁻¹ h_j.
+//
+// It returns the public item factors (items × k, zero rows for inactive
+// items) and item biases; with no steps, the initial factors.
+func DPALS(ctx context.Context, p *Problem, o DPALSOptions) (V, itemBias []float64, err error) {
+	if err := o.check(p); err != nil {
+		return nil, nil, err
+	}
+	k := o.Rank
+	w := workers(o.Workers)
+	V = make([]float64, p.NumItems*k)
+	sc := o.InitScale / math.Sqrt(float64(k))
+	for j := range p.NumItems {
+		if !o.Active[j] {
+			continue
+		}
+		for c := range k {
+			if o.Init != nil {
+				V[j*k+c] = o.Init[j*k+c]
+			} else {
+				V[j*k+c] = sc * o.Rand.NormFloat64()
+			}
+		}
+	}
+	itemBias = append([]float64(nil), o.ItemBias...)
+	lists := dpalsLists(p, &o)
+	res := make([]float64, p.Len())
+	d := k
+	if o.BiasScale > 0 {
+		d = k + 1
+	}
+	U := make([]float64, p.NumUsers*d)
+	uscr := newScratch(w, k)
+	prev := make([]float64, len(V))
+	for t, rel := range o.Steps {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		dpalsResiduals(p, &o, itemBias, res, lists)
+		if err := dpalsUsers(ctx, p, &o, V, res, U, d, w, uscr); err != nil {
+			return nil, nil, err
+		}
+		copy(prev, V)
+		if err := dpalsItems(ctx, p, &o, rel, lists, U, d, V, itemBias, w); err != nil {
+			return nil, nil, err
+		}
+		if o.snapshot != nil {
+			o.snapshot(t+1, V, U)
+		}
+		if o.Progress != nil {
+			o.Progress(Iteration{Done: t + 1, Total: len(o.Steps), Change: relChange(prev, V, nil)})
+		}
+	}
+	return V, itemBias, nil
+}
+
+// dpalsLists chooses the entries of the item statistics (a user's ratings
+// of active items, a uniform sample of at most MaxPerUser of them) and
+// their weights c_ij ∝ max(count_j, 1)^μ with Σ_j c_ij² = 1, and lays them
+// out item by item.
+func dpalsLists(p *Problem, o *DPALSOptions) *itemLists {
+	cnt := make([]int64, p.NumItems+1)
+	keep := make([]bool, p.Len())
+	var idx []int
+	for u := range p.NumUsers {
+		idx = idx[:0]
+		for t := p.RowPtr[u]; t < p.RowPtr[u+1]; t++ {
+			if o.Active[p.RowCol[t]] {
+				idx = append(idx, int(t))
+			}
+		}
+		if o.MaxPerUser > 0 && len(idx) > o.MaxPerUser {
+			o.Rand.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+			idx = idx[:o.MaxPerUser]
+		}
+		for _, t := range idx {
+			keep[t] = true
+			cnt[p.RowCol[t]+1]++
+		}
+	}
+	for j := range p.NumItems {
+		cnt[j+1] += cnt[j]
+	}
+	n := cnt[p.NumItems]
+	l := &itemLists{ptr: cnt, user: make([]int32, n), pos: make([]int64, n), c: make([]float32, n), y: make([]float32, n)}
+	next := make([]int64, p.NumItems)
+	copy(next, cnt[:p.NumItems])
+	wj := make([]float64, p.NumItems)
+	for j := range wj {
+		wj[j] = math.Pow(math.Max(o.Counts[j], 1), o.WeightExponent)
+	}
+	weight := func(j int32) float64 { return wj[j] }
+	for u := range p.NumUsers {
+		beg, end := p.RowPtr[u], p.RowPtr[u+1]
+		var norm2 float64
+		for t := beg; t < end; t++ {
+			if keep[t] {
+				a := weight(p.RowCol[t])
+				norm2 += a * a
+			}
+		}
+		if norm2 == 0 {
+			continue
+		}
+		inv := 1 / math.Sqrt(norm2)
+		for t := beg; t < end; t++ {
+			if !keep[t] {
+				continue
+			}
+			j := p.RowCol[t]
+			q := next[j]
+			next[j]++
+			l.user[q], l.pos[q] = int32(u), t
+			// Rounding to float32 must not raise Σ c² above 1: round down.
+			l.c[q] = roundDown32(weight(j) * inv)
+		}
+	}
+	return l
+}
+
+// dpalsResiduals computes every user's centred ratings with the current
+// public item biases, her bias removed as model.FoldInUser does:
+// res = r − μ − b_j − b_i, b_i = Σ(r − μ − b_j)/(n_i + damping); and the
+// clipped residuals y_ij = clip(res, ±R) of the item lists.
+func dpalsResiduals(p *Problem, o *DPALSOptions, itemBias, res []float64, l *itemLists) {
+	for u := range p.NumUsers {
+		beg, end := p.RowPtr[u], p.RowPtr[u+1]
+		if beg == end {
+			continue
+		}
+		var mean float64
+		for t := beg; t < end; t++ {
+			res[t] = float64(p.RowVal[t]) - o.Mean - itemBias[p.RowCol[t]]
+			mean += res[t]
+		}
+		mean /= float64(end-beg) + o.UserDamping
+		for t := beg; t < end; t++ {
+			res[t] -= mean
+		}
+	}
+	R := o.ResidualClip
+	for q, t := range l.pos {
+		y := res[t]
+		if y > R {
+			y = R
+		} else if y < -R {
+			y = -R
+		}
+		l.y[q] = roundDown32(y)
+	}
+}
+
+// roundDown32 is x as a float32 no larger in magnitude than x.
+func roundDown32(x float64) float32 {
+	f := float32(x)
+	if (x >= 0 && float64(f) > x) || (x < 0 && float64(f) < x) {
+		f = math.Nextafter32(f, 0)
+	}
+	return f
+}
+
+// userSolve is user i's own computation: with her centred residuals y
+// (bias removed) over her items, u = (Σ_j v_j v_jᵀ + λ_u I)⁻¹ Σ_j y_j v_j,
+// which is model.FoldInUser's ridge fold-in (FoldRidge, FoldLambda λ_u).
+func userSolve(a, b []float64, k int, V []float64, items []int32, y []float64, lambda float64) bool {
+	clear(a)
+	clear(b)
+	gramAdd(a, k, k, V, items, nil, y, b)
+	for c := range k {
+		a[c*k+c] += lambda
+	}
+	return cholSolve(a, k, b)
+}
+
+// dpalsUsers solves every user's row and stores it clipped to ‖ũ‖ ≤ Γ in
+// U (stride d; with bias refinement the last coordinate is γ_b).
+func dpalsUsers(ctx context.Context, p *Problem, o *DPALSOptions, V, res, U []float64, d, w int, scr *scratch) error {
+	k := o.Rank
+	g2 := o.UserClip * o.UserClip
+	return parallelRows(ctx, p.NumUsers, w, 256, func(wk, lo, hi int) error {
+		a, b := scr.a[wk], scr.b[wk]
+		for u := lo; u < hi; u++ {
+			beg, end := p.RowPtr[u], p.RowPtr[u+1]
+			out := U[u*d : u*d+d]
+			if !userSolve(a, b, k, V, p.RowCol[beg:end], res[beg:end], o.UserLambda) {
+				return fmt.Errorf("DPALS: the system of user %d is not positive definite", u)
+			}
+			copy(out, b[:k])
+			if n2 := dot(out[:k], out[:k]); n2 > g2 {
+				// A hair inside the ball, so rounding cannot leave it.
+				s := o.UserClip / math.Sqrt(n2) * (1 - 1e-12)
+				for c := range k {
+					out[c] *= s
+				}
+			}
+			if d > k {
+				out[k] = o.BiasScale
+			}
+		}
+		return nil
+	})
+}
+
+// releaseGram releases the symmetric g through rel with its off-diagonal
+// entries scaled by √2 during the release (the Frobenius inner product;
+// see DPALSSensitivity).
+func releaseGram(rel Releaser, src *noise.Source, g *mat.SymDense) error {
+	raw := g.RawSymmetric()
+	k := raw.N
+	for a := range k {
+		for b := a + 1; b < k; b++ {
+			raw.Data[a*raw.Stride+b] *= math.Sqrt2
+		}
+	}
+	if err := rel.ReleaseSym(src, g); err != nil {
+		return err
+	}
+	for a := range k {
+		for b := a + 1; b < k; b++ {
+			raw.Data[a*raw.Stride+b] /= math.Sqrt2
+		}
+	}
+	return nil
+}
+
+// psdProject writes the projection of g on the PSD cone (negative
+// eigenvalues set to zero) into the upper triangle of out (k×k).
+func psdProject(g *mat.SymDense, eig *mat.EigenSym, vecs *mat.Dense, out []float64) error {
+	k := g.SymmetricDim()
+	if !eig.Factorize(g, true) {
+		return fmt.Errorf("eigendecomposition failed")
+	}
+	vals := eig.Values(nil)
+	eig.VectorsTo(vecs)
+	clear(out)
+	raw := vecs.RawMatrix()
+	for e, lam := range vals {
+		if lam <= 0 {
+			continue
+		}
+		for a := range k {
+			x := lam * raw.Data[a*raw.Stride+e]
+			for b := a; b < k; b++ {
+				out[a*k+b] += x * raw.Data[b*raw.Stride+e]
+			}
+		}
+	}
+	return nil
+}
+
+// itemChunk is the number of items that share one noise stream.
+const itemChunk = 16
+
+func dpalsItems(ctx context.Context, p *Problem, o *DPALSOptions, rel Releaser, l *itemLists, U []float64, d int, V, itemBias []float64, w int) error {
+	k := o.Rank
+	n := p.NumItems
+	// One noise stream per chunk of items, split in item order, so a
+	// seeded run does not depend on the number of workers.
+	nc := (n + itemChunk - 1) / itemChunk
+	srcs := make([]*noise.Source, nc)
+	for c := range srcs {
+		srcs[c] = o.Noise.Split()
+	}
+	type itemScratch struct {
+		g    *mat.SymDense
+		eig  mat.EigenSym
+		vecs mat.Dense
+		h    []float64
+		sys  []float64
+		cw   []float64
+		cy   []float64
+	}
+	iscr := make([]*itemScratch, w)
+	for i := range iscr {
+		iscr[i] = &itemScratch{g: mat.NewSymDense(d, nil), h: make([]float64, d), sys: make([]float64, d*d)}
+	}
+	return parallelRows(ctx, nc, w, 1, func(wk, lo, hi int) error {
+		s := iscr[wk]
+		for ch := lo; ch < hi; ch++ {
+			src := srcs[ch]
+			for j := ch * itemChunk; j < min(n, (ch+1)*itemChunk); j++ {
+				v := V[j*k : j*k+k]
+				if !o.Active[j] {
+					clear(v)
+					continue
+				}
+				beg, end := l.ptr[j], l.ptr[j+1]
+				raw := s.g.RawSymmetric()
+				clear(raw.Data)
+				clear(s.h)
+				s.cw, s.cy = s.cw[:0], s.cy[:0]
+				for q := beg; q < end; q++ {
+					s.cw = append(s.cw, float64(l.c[q]))
+					s.cy = append(s.cy, float64(l.y[q]))
+				}
+				gramAdd(raw.Data, raw.Stride, d, U, l.user[beg:end], s.cw, s.cy, s.h)
+				if err := releaseGram(rel, src, s.g); err != nil {
+					return fmt.Errorf("DPALS: releasing the Gram block of item %d: %w", j, err)
+				}
+				for c := range s.h {
+					s.h[c] *= o.RHSScale
+				}
+				if err := rel.Release(src, s.h); err != nil {
+					return fmt.Errorf("DPALS: releasing the right-hand side of item %d: %w", j, err)
+				}
+				for c := range s.h {
+					s.h[c] /= o.RHSScale
+				}
+				// Post-processing: PSD projection, ridge, solve.
+				if err := psdProject(s.g, &s.eig, &s.vecs, s.sys); err != nil {
+					return fmt.Errorf("DPALS: item %d: %w", j, err)
+				}
+				for a := range k {
+					s.sys[a*d+a] += o.ItemLambda[j]
+					if o.PriorRidge && o.Init != nil {
+						s.h[a] += o.ItemLambda[j] * o.Init[j*k+a]
+					}
+				}
+				if d > k {
+					s.sys[k*d+k] += o.BiasLambda[j]
+				}
+				if !cholSolve(s.sys, d, s.h) {
+					return fmt.Errorf("DPALS: the system of item %d is not positive definite", j)
+				}
+				copy(v, s.h[:k])
+				if d > k {
+					itemBias[j] += o.BiasScale * s.h[k]
+				}
+			}
+		}
+		return nil
+	})
+}

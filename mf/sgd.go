@@ -1,0 +1,402 @@
+package mf
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// SGDOptions configure SGD.
+type SGDOptions struct {
+	// Rank is the number of factor columns k.
+	Rank int
+	// Lambda is the L2 penalty on the factors, applied at every rating a
+	// row takes part in (so a row with n ratings is penalised ∝ λ·n, the
+	// weighted-λ of ALS).
+	Lambda float64
+	// BiasLambda is the same penalty on the biases.
+	BiasLambda float64
+	// LearnRate is the base step η of the per-row adaptive steps
+	// η/√G_row, G_row the running mean squared gradient of the row plus 1.
+	LearnRate float64
+	// Iterations is the number of passes over the ratings.
+	Iterations int
+	// Bins is the side of the block grid (0: max(4, 2·workers)): one
+	// barrier per stratum, so few strata, each with about two blocks per
+	// worker to balance.
+	Bins int
+	// InitScale is the standard deviation of the initial factors, times
+	// 1/√k.
+	InitScale float64
+	// Workers bounds the goroutines (0: GOMAXPROCS).
+	Workers int
+	// Rand draws the initial factors, the user and item permutations and
+	// the block order.
+	Rand *rand.Rand
+	// Progress, when set, is told after every iteration.
+	Progress func(Iteration)
+
+	// snapshot, when set (tests and tuning), gets the model after every
+	// iteration.
+	snapshot func(it int, f *Factors)
+}
+
+func (o *SGDOptions) check() error {
+	if err := checkRank(o.Rank); err != nil {
+		return err
+	}
+	for _, x := range []struct {
+		name string
+		v    float64
+	}{{"λ", o.Lambda}, {"bias λ", o.BiasLambda}} {
+		if !(x.v >= 0) || math.IsInf(x.v, 0) {
+			return fmt.Errorf("%s must be finite and ≥ 0, got %g", x.name, x.v)
+		}
+	}
+	if !(o.LearnRate > 0) || math.IsInf(o.LearnRate, 0) {
+		return fmt.Errorf("learning rate must be finite and > 0, got %g", o.LearnRate)
+	}
+	if o.Iterations < 1 {
+		return fmt.Errorf("iterations must be ≥ 1, got %d", o.Iterations)
+	}
+	if o.Rand == nil {
+		return fmt.Errorf("SGD needs a random source")
+	}
+	return nil
+}
+
+// SGD fits a biased rank-k model by parallel stochastic gradient descent
+// on a grid of blocks, as LIBMF does (Chin, Zhuang, Juan, Lin, "A Fast
+// Parallel Stochastic Gradient Method for Matrix Factorization in Shared
+// Memory Systems", ACM TIST 2015): users and items are randomly permuted
+// and cut into Bins×Bins blocks, each block's ratings are kept in user
+// order (a user's row stays in cache), blocks that share no row or column
+// run in parallel (see runStrata), and steps adapt per row (Chin, Zhuang,
+// Juan, Lin, "A Learning-Rate Schedule for Stochastic Gradient Methods to
+// Matrix Factorization", PAKDD 2015). The result is a function of the
+// data, the options (Bins included) and the random source only, not of
+// which goroutine ran which block.
+func SGD(ctx context.Context, p *Problem, o SGDOptions) (*Factors, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	k := o.Rank
+	w := workers(o.Workers)
+	nb := o.Bins
+	if nb <= 0 {
+		nb = max(4, 2*w)
+	}
+	nb = max(1, min(nb, p.NumUsers, p.NumItems))
+	mean := p.Mean()
+	g := newGrid(p, nb, mean, o.Rand)
+	st := &sgdState{k: k,
+		P: make([]float32, p.NumUsers*k), Q: make([]float32, p.NumItems*k),
+		bu: make([]float32, p.NumUsers), bi: make([]float32, p.NumItems),
+		pG: make([]float32, p.NumUsers), qG: make([]float32, p.NumItems),
+		pn: make([]float32, p.NumUsers), qn: make([]float32, p.NumItems),
+		ps: ones(p.NumUsers), qs: ones(p.NumItems),
+		lambda: float32(o.Lambda), lambdaB: float32(o.BiasLambda), eta: float32(o.LearnRate)}
+	sc := o.InitScale / math.Sqrt(float64(k))
+	for i := range st.P {
+		st.P[i] = float32(sc * o.Rand.NormFloat64())
+	}
+	for i := range st.Q {
+		st.Q[i] = float32(sc * o.Rand.NormFloat64())
+	}
+	for i := range st.pG {
+		st.pG[i] = 1
+	}
+	for i := range st.qG {
+		st.qG[i] = 1
+	}
+	prevQ := make([]float64, len(st.Q)+len(st.bi))
+	for it := range o.Iterations {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for i, x := range st.Q {
+			prevQ[i] = float64(x)
+		}
+		for i, x := range st.bi {
+			prevQ[len(st.Q)+i] = float64(x)
+		}
+		st.materialiseAll()
+		if err := runStrata(ctx, nb, w, o.Rand, func(b int) { st.block(g, b) }); err != nil {
+			return nil, err
+		}
+		if o.snapshot != nil {
+			o.snapshot(it+1, st.factors(mean))
+		}
+		if o.Progress != nil {
+			var d, n float64
+			for i, x := range st.Q {
+				d += (float64(x) - prevQ[i]) * (float64(x) - prevQ[i])
+				n += float64(x) * float64(x)
+			}
+			for i, x := range st.bi {
+				y := prevQ[len(st.Q)+i]
+				d += (float64(x) - y) * (float64(x) - y)
+				n += float64(x) * float64(x)
+			}
+			ch := 0.0
+			if n > 0 {
+				ch = math.Sqrt(d / n)
+			}
+			o.Progress(Iteration{Done: it + 1, Total: o.Iterations, Change: ch})
+		}
+	}
+	return st.factors(mean), nil
+}
+
+// factors returns the model (as float64) with the scales folded in.
+func (st *sgdState) factors(mean float64) *Factors {
+	st.materialiseAll()
+	f := &Factors{Rank: st.k, Mean: mean, U: make([]float64, len(st.P)), V: make([]float64, len(st.Q)),
+		UserBias: make([]float64, len(st.bu)), ItemBias: make([]float64, len(st.bi))}
+	for i, x := range st.P {
+		f.U[i] = float64(x)
+	}
+	for i, x := range st.Q {
+		f.V[i] = float64(x)
+	}
+	for i, x := range st.bu {
+		f.UserBias[i] = float64(x)
+	}
+	for i, x := range st.bi {
+		f.ItemBias[i] = float64(x)
+	}
+	return f
+}
+
+// grid holds the ratings cut into blocks, each in (user, item) order.
+type grid struct {
+	nb   int
+	ptr  []int // block b's ratings are [ptr[b], ptr[b+1])
+	u, i []int32
+	r    []float32 // centred ratings
+}
+
+func newGrid(p *Problem, nb int, mean float64, rnd *rand.Rand) *grid {
+	pu, pi := rnd.Perm(p.NumUsers), rnd.Perm(p.NumItems)
+	segU := (p.NumUsers + nb - 1) / nb
+	segI := (p.NumItems + nb - 1) / nb
+	blockOf := func(u, i int32) int { return pu[u]/segU*nb + pi[i]/segI }
+	g := &grid{nb: nb, ptr: make([]int, nb*nb+1)}
+	n := p.Len()
+	for u := range p.NumUsers {
+		for t := p.RowPtr[u]; t < p.RowPtr[u+1]; t++ {
+			g.ptr[blockOf(int32(u), p.RowCol[t])+1]++
+		}
+	}
+	for b := range nb * nb {
+		g.ptr[b+1] += g.ptr[b]
+	}
+	g.u, g.i, g.r = make([]int32, n), make([]int32, n), make([]float32, n)
+	pos := slices.Clone(g.ptr[:nb*nb])
+	// Users in permuted order, so each block's ratings come out sorted by
+	// permuted user (then item index): a user's row stays in cache.
+	order := make([]int32, p.NumUsers)
+	for u, x := range pu {
+		order[x] = int32(u)
+	}
+	for _, u := range order {
+		for t := p.RowPtr[u]; t < p.RowPtr[u+1]; t++ {
+			it := p.RowCol[t]
+			b := blockOf(u, it)
+			g.u[pos[b]], g.i[pos[b]], g.r[pos[b]] = u, it, float32(float64(p.RowVal[t])-mean)
+			pos[b]++
+		}
+	}
+	return g
+}
+
+// sgdState is the model being trained (float32: half the cache footprint
+// of float64, and the precision SGD needs).
+type sgdState struct {
+	k                    int
+	P, Q                 []float32
+	bu, bi               []float32
+	pG, qG               []float32
+	pn, qn               []float32 // squared row norms
+	ps, qs               []float32 // row scales: user u's row is ps[u]·P[u·k:(u+1)·k]
+	lambda, lambdaB, eta float32
+}
+
+// block runs SGD over the ratings of block b. With e = r − b_u − b_i −
+// p·q, the gradients are g_p = λp − e·q and g_q = λq − e·p, and the step
+// is p' = a_p·p + c_p·q with a_p = 1 − η_pλ, c_p = η_p·e (likewise q').
+//
+// A row is held as a scale times a direction, p = s_p·p̃, so the shrink
+// a_p is a change of s_p and the step is one axpy on p̃: q̃ ← q̃ + β·p̃
+// first (β = c_q·s_p/s_q'), then p̃ ← p̃ + (α/(1 − αβ))·q̃ (α = c_p·s_q/s_p'),
+// which is the step from the old q̃ = q̃' − β·p̃ with the factor 1 − αβ
+// moved into s_p. The dot product and both axpys run in gonum's SIMD
+// kernels. The squared gradient norms that drive the adaptive steps come
+// from squared row norms kept in closed form: ‖g_p‖² = λ²‖p‖² −
+// 2λe(p·q) + e²‖q‖² and ‖p'‖² = a_p²‖p‖² + 2a_p·c_p(p·q) + c_p²‖q‖².
+func (s *sgdState) block(g *grid, b int) {
+	k := s.k
+	lam, lamB, eta := s.lambda, s.lambdaB, s.eta
+	rk := 1 / float32(k)
+	us, is, rs := g.u[g.ptr[b]:g.ptr[b+1]], g.i[g.ptr[b]:g.ptr[b+1]], g.r[g.ptr[b]:g.ptr[b+1]]
+	is, rs = is[:len(us)], rs[:len(us)]
+	var impl gonum.Implementation
+	for t, u32 := range us {
+		u, it := int(u32), int(is[t])
+		p := s.P[u*k : u*k+k : u*k+k]
+		q := s.Q[it*k : it*k+k : it*k+k]
+		sp, sq := s.ps[u], s.qs[it]
+		pq := sp * sq * impl.Sdot(k, p, 1, q, 1)
+		e := rs[t] - s.bu[u] - s.bi[it] - pq
+		pn, qn := s.pn[u], s.qn[it]
+		etaP := eta / sqrt32(s.pG[u])
+		etaQ := eta / sqrt32(s.qG[it])
+		ap, cp := 1-etaP*lam, etaP*e
+		aq, cq := 1-etaQ*lam, etaQ*e
+		sp2, sq2 := ap*sp, aq*sq
+		alpha, beta := cp*sq/sp2, cq*sp/sq2
+		c := 1 - alpha*beta
+		if c > 0.5 && c < 2 && sp2 > 1e-3 && sq2 > 1e-3 {
+			impl.Saxpy(k, beta, p, 1, q, 1)
+			impl.Saxpy(k, alpha/c, q, 1, p, 1)
+			s.ps[u], s.qs[it] = sp2*c, sq2
+		} else {
+			// Huge steps or tiny scales: fold the scales into the rows
+			// and take the plain step.
+			s.materialise(u, it)
+			step32(p, q, ap, cp, aq, cq)
+		}
+		s.pn[u] = max(0, ap*ap*pn+2*ap*cp*pq+cp*cp*qn)
+		s.qn[it] = max(0, aq*aq*qn+2*aq*cq*pq+cq*cq*pn)
+		gp2 := max(0, lam*lam*pn-2*lam*e*pq+e*e*qn)
+		gq2 := max(0, lam*lam*qn-2*lam*e*pq+e*e*pn)
+		s.bu[u] -= etaP * (lamB*s.bu[u] - e)
+		s.bi[it] -= etaQ * (lamB*s.bi[it] - e)
+		s.pG[u] += gp2 * rk
+		s.qG[it] += gq2 * rk
+	}
+}
+
+// materialise folds the scales of user u's and item i's rows into them.
+func (s *sgdState) materialise(u, i int) {
+	k := s.k
+	if sc := s.ps[u]; sc != 1 {
+		p := s.P[u*k : u*k+k]
+		for d := range p {
+			p[d] *= sc
+		}
+		s.ps[u] = 1
+	}
+	if sc := s.qs[i]; sc != 1 {
+		q := s.Q[i*k : i*k+k]
+		for d := range q {
+			q[d] *= sc
+		}
+		s.qs[i] = 1
+	}
+}
+
+// materialiseAll folds every scale into its row and recomputes the
+// squared norms (otherwise updated in closed form, where rounding would
+// accumulate).
+func (s *sgdState) materialiseAll() {
+	k := s.k
+	for u := range s.ps {
+		s.materialise(u, 0)
+		p := s.P[u*k : u*k+k]
+		s.pn[u] = dot32(p, p)
+	}
+	for i := range s.qs {
+		s.materialise(0, i)
+		q := s.Q[i*k : i*k+k]
+		s.qn[i] = dot32(q, q)
+	}
+}
+
+// step32 sets p ← ap·p + cp·q and q ← aq·q + cq·p (old p), unrolled by
+// four.
+func step32(p, q []float32, ap, cp, aq, cq float32) {
+	for len(p) >= 4 && len(q) >= 4 {
+		p0, p1, p2, p3 := p[0], p[1], p[2], p[3]
+		q0, q1, q2, q3 := q[0], q[1], q[2], q[3]
+		p[0], p[1], p[2], p[3] = ap*p0+cp*q0, ap*p1+cp*q1, ap*p2+cp*q2, ap*p3+cp*q3
+		q[0], q[1], q[2], q[3] = aq*q0+cq*p0, aq*q1+cq*p1, aq*q2+cq*p2, aq*q3+cq*p3
+		p, q = p[4:], q[4:]
+	}
+	for d := range p {
+		pd, qd := p[d], q[d]
+		p[d], q[d] = ap*pd+cp*qd, aq*qd+cq*pd
+	}
+}
+
+func ones(n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = 1
+	}
+	return x
+}
+
+func sqrt32(x float32) float32 { return float32(math.Sqrt(float64(x))) }
+
+// dot32 is Σ x[i]·y[i] (len(y) ≥ len(x)), with four partial sums so
+// that the additions pipeline.
+func dot32(x, y []float32) float32 {
+	var s0, s1, s2, s3 float32
+	for len(x) >= 4 && len(y) >= 4 {
+		s0 += x[0] * y[0]
+		s1 += x[1] * y[1]
+		s2 += x[2] * y[2]
+		s3 += x[3] * y[3]
+		x, y = x[4:], y[4:]
+	}
+	for i := range x {
+		s0 += x[i] * y[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// runStrata makes one pass over the nb×nb blocks in nb strata, in a
+// random order: stratum s holds the blocks (r, (r+s) mod nb), which share
+// no row and no column of blocks, so its blocks run in parallel on w
+// goroutines and the result does not depend on which goroutine ran which
+// block, nor on their number (Gemulla, Nijkamp, Haas, Sismanis,
+// "Large-Scale Matrix Factorization with Distributed Stochastic Gradient
+// Descent", KDD 2011). LIBMF's dynamic scheduler instead lets a worker
+// take any free block; with nb ≫ w the waits at the end of each stratum
+// cost little, and this way a seeded run is repeatable on any number of
+// cores.
+func runStrata(ctx context.Context, nb, w int, rnd *rand.Rand, f func(b int)) error {
+	for _, s := range rnd.Perm(nb) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if w == 1 {
+			for r := range nb {
+				f(r*nb + (r+s)%nb)
+			}
+			continue
+		}
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range min(w, nb) {
+			wg.Go(func() {
+				for {
+					r := int(next.Add(1)) - 1
+					if r >= nb {
+						return
+					}
+					f(r*nb + (r+s)%nb)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	return nil
+}
