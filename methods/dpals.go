@@ -49,7 +49,7 @@ const (
 // DPALSConfig configures dpals. The defaults were chosen on a validation
 // split of MovieLens-1M's training part (docs/mf.md).
 type DPALSConfig struct {
-	Rank        int     `json:"rank" flag:"rank" help:"number of latent factors"`
+	Rank        int     `json:"rank" flag:"rank" help:"number of latent factors (with --steps 0, at most the 4 public item features are used)"`
 	Steps       int     `json:"steps" flag:"steps" help:"ALS steps T (each a user solve and a noised item solve; 0: no step, the whole budget to the bias statistics and the item factors from --init public)"`
 	BiasShare   float64 `json:"bias_share" flag:"bias-share" help:"fraction of the zCDP budget ρ spent on the bias statistics (mean, item biases, item counts); the rest is split evenly over the steps"`
 	UserLambda  float64 `json:"user_lambda" flag:"user-lambda" help:"ridge λ_u of each user's solve (and of fold-in)"`
@@ -203,7 +203,14 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	case nActive == 0:
 		V = make([]float64, n*k)
 	case c.Steps == 0:
+		// Only the public features: random further columns would be
+		// noise for the users to fit.
 		V = init
+		for j := range n {
+			for col := min(k, 4); col < k; col++ {
+				V[j*k+col] = 0
+			}
+		}
 	default:
 		// The ALS steps.
 		var mechs []*mechanism.Gaussian
@@ -270,7 +277,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		}
 		g.Note += fmt.Sprintf(", ratings centred and clipped to ±%g, weights Σ_j c_ij² ≤ 1 per user.", clip)
 	} else {
-		g.Note += " No ALS step ran; the item factors (if any) are public post-processing of that release (item biases and log counts)."
+		g.Note += " No ALS step ran; the item factors are public post-processing of that release (item bias, log count, its square, their product)."
 	}
 	g.Note += " Each user's row and bias are computed on her side from the public model and her own ratings."
 
@@ -283,7 +290,8 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	m.Params = map[string]any{"rank": k, "steps": c.Steps, "bias_share": c.BiasShare, "user_lambda": c.UserLambda,
 		"user_damping": c.UserDamping, "item_damping": c.ItemDamping, "item_lambda": c.ItemLambda, "item_lambda0": c.ItemLambda0,
 		"reg_exponent": c.RegExponent, "weight_exponent": c.WeightExp, "max_per_user": c.MaxPerUser, "user_clip": c.UserClip,
-		"clip": clip, "min_count": c.MinCount, "fallback": c.Fallback, "bias_scale": c.BiasScale, "rhs_weight": c.RHSWeight}
+		"clip": clip, "min_count": c.MinCount, "fallback": c.Fallback, "bias_scale": c.BiasScale, "rhs_weight": c.RHSWeight,
+		"init": c.Init, "prior_ridge": c.PriorRidge}
 	states, err := foldInAll(ctx, m, in.Ratings, "dpals")
 	if err != nil {
 		return nil, err
