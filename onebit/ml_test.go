@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // loadML reads a MovieLens-100K split binarised at thr (measurement only:
@@ -75,4 +76,30 @@ func benchClearML100K(b *testing.B, alpha float64) {
 		b.ReportMetric(float64(sol.Projections), "projections")
 		b.ReportMetric(float64(sol.Sweeps), "sweeps")
 	}
+}
+
+// TestTraceML100K prints the DR solver's iterations on MovieLens-100K
+// (measurement only: PRIVREC_ML100K and PRIVREC_ONEBIT_TRACE must be set).
+func TestTraceML100K(t *testing.T) {
+	if os.Getenv("PRIVREC_ONEBIT_TRACE") == "" {
+		t.Skip("PRIVREC_ONEBIT_TRACE not set")
+	}
+	p := loadML(t, "u1.base", 3.5)
+	debugDR = t.Logf
+	defer func() { debugDR = nil }()
+	rng := rand.New(rand.NewPCG(1, 1))
+	opt := Options{Link: Logistic{}, Tau: math.Sqrt(943 * 1682), Alpha: 1, Rand: rng.Float64}
+	opt.Rho, _ = strconv.ParseFloat(os.Getenv("PRIVREC_ONEBIT_RHO"), 64)
+	opt.Relax, _ = strconv.ParseFloat(os.Getenv("PRIVREC_ONEBIT_RELAX"), 64)
+	opt.AAMemory, _ = strconv.Atoi(os.Getenv("PRIVREC_ONEBIT_AA"))
+	opt.GapTol, _ = strconv.ParseFloat(os.Getenv("PRIVREC_ONEBIT_GAPTOL"), 64)
+	if s := os.Getenv("PRIVREC_ONEBIT_MAXITER"); s != "" {
+		opt.MaxIter, _ = strconv.Atoi(s)
+	}
+	start := time.Now()
+	sol, err := Solve(context.Background(), p, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("objective %.8g gap %.3g iterations %d projections %d sweeps %d stop %s rank %d (%.1f s)", sol.Objective, sol.Gap, sol.Iterations, sol.Projections, sol.Sweeps, sol.Stop, sol.Rank(), time.Since(start).Seconds())
 }
