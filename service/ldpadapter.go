@@ -144,3 +144,4 @@ func trainLocal(ctx context.Context, name string, params map[string]any, in rele
 	}
 	return methods.Train(ctx, name, cfg, in, env)
 }
+
