@@ -144,4 +144,3 @@ func trainLocal(ctx context.Context, name string, params map[string]any, in rele
 	}
 	return methods.Train(ctx, name, cfg, in, env)
 }
-
