@@ -80,7 +80,7 @@ type DPALSConfig struct {
 // NewDPALSConfig returns the defaults.
 func NewDPALSConfig() *DPALSConfig {
 	return &DPALSConfig{Rank: 4, Steps: 0, BiasShare: 0.9, UserLambda: 30, UserDamping: 5, ItemDamping: 2.5,
-		ItemLambda: 10, ItemLambda0: 0.3, RegExponent: 1, WeightExp: 0, UserClip: 0.3, RHSWeight: 1, Clip: 1.5, BiasScale: 0,
+		ItemLambda: 10, ItemLambda0: 0.3, RegExponent: 1, WeightExp: 0, UserClip: 0.3, RHSWeight: 1, Clip: 1, BiasScale: 0,
 		MinCount: 0, Fallback: FallbackItemBias, Init: InitPublic, PriorRidge: true, InitScale: 1}
 }
 
