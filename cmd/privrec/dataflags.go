@@ -8,6 +8,7 @@ import (
 
 	"github.com/privrec/privrec/ratingio"
 	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/service/store"
 )
 
 // dataFlags are the flags every command that reads a ratings file shares.
@@ -48,6 +49,9 @@ func (d *dataFlags) options() (ratingio.Options, error) {
 func (d *dataFlags) read(flagName string) (*ratings.Matrix, error) {
 	if d.path == "" {
 		return nil, usagef("--%s is required", flagName)
+	}
+	if store.IsURL(d.path) {
+		return d.readStore()
 	}
 	opt, err := d.options()
 	if err != nil {

@@ -19,11 +19,7 @@ import (
 
 // A --data value naming a `privrec serve` database (sqlite:FILE,
 // postgres://…) is read through the store: dataFlags.read calls
-// readStore for it (one line there:
-//
-//	if store.IsURL(d.path) { return d.readStore() }
-//
-// ), and train takes in.Source = d.path after the read.
+// readStore for it, and train takes in.Source = d.path after the read.
 //
 // In local mode the data are the stored reports, one row per report
 // ("r<seq>", its randomized values over the catalogue); they are also

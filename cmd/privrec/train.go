@@ -146,7 +146,7 @@ Methods:
 	if err != nil {
 		return err
 	}
-	in.Ratings = data
+	in.Ratings, in.Source = data, d.path // a stored database is read through an exported collect file
 	s := *seed
 	if s == 0 {
 		var b [8]byte
