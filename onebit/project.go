@@ -42,6 +42,12 @@ type Projector struct {
 	// NoWarmStart makes every projection start Dykstra from zero
 	// increments (the textbook algorithm; slower inside SPG).
 	NoWarmStart bool
+	// ColdSubspace makes a call without start vectors (the first) use
+	// the subspace iteration from random vectors, up to ColdSweeps sweeps
+	// (default 8), instead of the exact spectrum of the Gram matrix; the
+	// block still doubles while every Ritz value is above the threshold.
+	ColdSubspace bool
+	ColdSweeps   int
 
 	rnd         func() float64
 	warmDykstra bool       // q holds the last call's box increment
@@ -227,8 +233,15 @@ func (pr *Projector) nuclear(dst, z []float64) (bool, triplets, error) {
 		return pr.shrink(dst, z, t)
 	}
 	b := max(pr.rank+max(16, pr.rank/4), 32)
+	cold := pr.warm == nil && pr.ColdSubspace
 	for {
-		if b > m/2 || pr.warm == nil {
+		sweepsMax := pr.MaxSweeps
+		if cold && b <= m/2 {
+			sweepsMax = pr.ColdSweeps
+			if sweepsMax <= 0 {
+				sweepsMax = 8
+			}
+		} else if b > m/2 || pr.warm == nil {
 			// No start vectors (first call) or a block too large: the
 			// exact spectrum is cheaper than many sweeps.
 			pr.Fallbacks++
@@ -239,7 +252,7 @@ func (pr *Projector) nuclear(dst, z []float64) (bool, triplets, error) {
 			pr.warm, pr.warmS = t.V, t.S
 			return pr.shrink(dst, z, t)
 		}
-		t, sweeps, ok := subspaceSVD(a, b, pr.Tau, pr.SweepTol, pr.MaxSweeps, pr.warm, pr.warmS, pr.rnd)
+		t, sweeps, ok := subspaceSVD(a, b, pr.Tau, pr.SweepTol, sweepsMax, pr.warm, pr.warmS, pr.rnd)
 		pr.Sweeps += sweeps
 		if debugProj != nil {
 			_, k := softThreshold(t.S, pr.Tau)

@@ -75,7 +75,23 @@ type Options struct {
 	// data-dependent stopping, so every decision is post-processing of the
 	// perturbed gradients.
 	Gradient func(iter int, g []float64) error
-	// ProjTol and FullSVD configure the projection (see Projector).
+	// Solver is "dr" (the default): Douglas–Rachford splitting between
+	// the nuclear ball and the entrywise loss-plus-box, Anderson
+	// accelerated, stopped by a certified duality gap (dr.go); or "spg":
+	// the spectral projected gradient method with Dykstra projections onto
+	// C (the previous solver, kept as a reference).
+	Solver string
+	// GapTol: DR stops when f(X̂) minus a proven lower bound on the
+	// optimum is at most GapTol·|f(X̂)| (default 1e-3), so the returned
+	// objective is within that fraction of the optimum.
+	GapTol float64
+	// Rho, Relax and AAMemory are DR's penalty ρ (default 1.2·L''(0) of
+	// the link), over-relaxation γ (default 1.6) and Anderson memory
+	// (default 5; negative: no acceleration).
+	Rho, Relax float64
+	AAMemory   int
+	// ProjTol configures SPG's Dykstra projection (see Projector); FullSVD
+	// makes every nuclear projection use a full SVD (both solvers).
 	ProjTol float64
 	FullSVD bool
 	// Rand is the non-private randomness for the subspace iteration's start
@@ -97,6 +113,10 @@ type Solution struct {
 	ProjStep   float64
 	// Stop says why the solver stopped.
 	Stop string
+	// Gap (DR only) is Objective minus a proven lower bound on the
+	// optimum (+Inf when none was proved: non-convex adjusted link,
+	// matrices too large to certify, or SPG).
+	Gap float64
 	// Projection statistics.
 	Projections, Sweeps, DykstraIters, Fallbacks int
 }
@@ -167,6 +187,16 @@ func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 	if opt.Linear != nil && len(opt.Linear) != len(p.Y) {
 		return nil, fmt.Errorf("onebit: %d linear terms for %d observations", len(opt.Linear), len(p.Y))
 	}
+	switch opt.Solver {
+	case "", "dr":
+		if opt.Gradient != nil {
+			return solveNoisy(ctx, p, opt, nil, nil)
+		}
+		return solveDR(ctx, p, opt)
+	case "spg":
+	default:
+		return nil, fmt.Errorf("onebit: unknown solver %q (want dr or spg)", opt.Solver)
+	}
 	pr, err := NewProjector(p.D1, p.D2, opt.Tau, opt.Alpha, opt.Rand)
 	if err != nil {
 		return nil, err
@@ -194,6 +224,7 @@ func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 	if opt.Gradient != nil {
 		return solveNoisy(ctx, p, opt, pr, idx)
 	}
+	sol.Gap = math.Inf(1)
 	retries := 0 // step reductions in this iteration
 	// trust bounds the step after a step reduction, then grows by half
 	// per accepted iteration: the steps that met a non-descent direction
@@ -359,8 +390,29 @@ func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 // solveNoisy is gradient perturbation's loop: exactly MaxIter steps
 // X ← P_C(X − γ g̃) with g̃ the perturbed gradient and γ the spectral step
 // computed from the iterates and perturbed gradients only.
+//
+// With pr nil (the DR solver) each projection onto C is the splitting of
+// dr.go on ½‖X − Z‖² plus the box, warm-started from the previous
+// projection's state; with α = ∞ it is a single nuclear projection.
 func solveNoisy(ctx context.Context, p *Problem, opt Options, pr *Projector, idx []int) (*Solution, error) {
 	n, m := p.D1*p.D2, len(p.Y)
+	var dr *drSolver
+	if pr == nil {
+		var err error
+		if pr, err = NewProjector(p.D1, p.D2, opt.Tau, opt.Alpha, opt.Rand); err != nil {
+			return nil, err
+		}
+		pr.FullSVD = opt.FullSVD
+		idx = make([]int, m)
+		for k := range m {
+			idx[k] = int(p.Rows[k])*p.D2 + int(p.Cols[k])
+		}
+		if !math.IsInf(opt.Alpha, 1) {
+			if dr, err = newDRSolver(p.D1, p.D2, opt.Tau, opt.Alpha, opt.Rand, opt.FullSVD); err != nil {
+				return nil, err
+			}
+		}
+	}
 	x := make([]float64, n)
 	z := make([]float64, n)
 	xo := make([]float64, m)
@@ -390,9 +442,22 @@ func solveNoisy(ctx context.Context, p *Problem, opt Options, pr *Projector, idx
 		for k := range m {
 			z[idx[k]] -= alpha * g[k]
 		}
-		tr, scale, err := pr.Project(z, z)
-		if err != nil {
-			return nil, err
+		var tr triplets
+		scale := 1.0
+		if dr != nil {
+			res, err := dr.solve(ctx, &projTerm{z: z, alpha: opt.Alpha}, projectionConfig(opt))
+			if err != nil {
+				return nil, err
+			}
+			copy(z, res.X)
+			if res.Factors != nil {
+				tr = *res.Factors
+			}
+		} else {
+			var err error
+			if tr, scale, err = pr.Project(z, z); err != nil {
+				return nil, err
+			}
 		}
 		sts = 0
 		var dInf float64
@@ -419,6 +484,10 @@ func solveNoisy(ctx context.Context, p *Problem, opt Options, pr *Projector, idx
 	sol.Factors = factors
 	sol.Objective = math.NaN() // not computed: it would be an un-noised statistic
 	sol.Projections, sol.Sweeps, sol.DykstraIters, sol.Fallbacks = pr.NuclearProjections, pr.Sweeps, pr.DykstraIters, pr.Fallbacks
+	if dr != nil {
+		sol.Projections, sol.Sweeps, sol.Fallbacks = dr.nuc.NuclearProjections, dr.nuc.Sweeps, dr.nuc.Fallbacks
+	}
+	sol.Gap = math.Inf(1)
 	return sol, nil
 }
 
