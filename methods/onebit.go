@@ -49,9 +49,11 @@ type OnebitConfig struct {
 	Tau       float64 `json:"tau" flag:"tau" help:"nuclear-norm radius τ (0: α·√(users·items), the seed's τ for rank 1; √(users·items) with --alpha inf)"`
 	Alpha     float64 `json:"alpha" flag:"alpha" help:"max-norm bound α on the latent matrix; inf drops the bound (nuclear ball only, as the 1BMC reference code runs MovieLens; not for onebit-outp or probit onebit-objp)"`
 	Threshold float64 `json:"threshold" flag:"threshold" help:"ratings above this are +1, others −1; fix it without looking at the data (default: the midpoint of the declared --scale; private methods need one of the two)"`
-	MaxIter   int     `json:"max_iter" flag:"max-iter" help:"SPG iteration limit"`
-	OptTol    float64 `json:"opt_tol" flag:"opt-tol" help:"SPG stops when the projected step ‖P(X−αg)−X‖∞/min(α,1) is below this (it also stops when the objective stalls: < 1e-5 relative decrease over 10 iterations)"`
-	ProjTol   float64 `json:"proj_tol" flag:"proj-tol" help:"Dykstra tolerance of the projection, relative to α (tightened automatically when needed)"`
+	Solver    string  `json:"solver" flag:"solver" help:"dr: Douglas–Rachford splitting with Anderson acceleration, stopped by a certified duality gap (default); spg: spectral projected gradient with Dykstra projections (the previous solver, much slower with a finite --alpha)"`
+	GapTol    float64 `json:"gap_tol" flag:"gap-tol" help:"dr stops when the objective is within this fraction of a proven lower bound on the optimum"`
+	MaxIter   int     `json:"max_iter" flag:"max-iter" help:"iteration limit (dr: nuclear projections; spg: SPG steps)"`
+	OptTol    float64 `json:"opt_tol" flag:"opt-tol" help:"spg stops when the projected step ‖P(X−αg)−X‖∞/min(α,1) is below this (it also stops when the objective stalls: < 1e-5 relative decrease over 10 iterations)"`
+	ProjTol   float64 `json:"proj_tol" flag:"proj-tol" help:"spg: Dykstra tolerance of the projection, relative to α (tightened automatically when needed)"`
 	FullSVD   bool    `json:"full_svd" flag:"full-svd" help:"use a full SVD in every nuclear projection (slow reference)"`
 
 	mech onebit.Mechanism
@@ -72,7 +74,7 @@ type OnebitGraPConfig struct {
 }
 
 func newOnebitConfig(mech onebit.Mechanism) Config {
-	base := OnebitConfig{Link: "logit", Sigma: 1, Alpha: 1, Threshold: math.NaN(), MaxIter: 500, OptTol: 1e-4, ProjTol: 1e-2, mech: mech}
+	base := OnebitConfig{Link: "logit", Sigma: 1, Alpha: 1, Threshold: math.NaN(), Solver: "dr", GapTol: 1e-3, MaxIter: 500, OptTol: 1e-4, ProjTol: 1e-2, mech: mech}
 	switch mech {
 	case onebit.InP:
 		return &OnebitInPConfig{OnebitConfig: base}
@@ -100,6 +102,12 @@ func (c *OnebitConfig) Validate() error {
 	}
 	if math.IsInf(c.Threshold, 0) {
 		return fmt.Errorf("--threshold must be finite, got %g", c.Threshold)
+	}
+	if c.Solver != "dr" && c.Solver != "spg" {
+		return fmt.Errorf("--solver must be dr or spg, got %q", c.Solver)
+	}
+	if !(c.GapTol > 0 && c.GapTol < 1) {
+		return fmt.Errorf("--gap-tol must be in (0, 1), got %g", c.GapTol)
 	}
 	if c.MaxIter < 1 {
 		return fmt.Errorf("--max-iter must be ≥ 1, got %d", c.MaxIter)
@@ -247,7 +255,7 @@ func (c *OnebitConfig) train(ctx context.Context, in release.Input, env Env, ocf
 		return true
 	})
 	ocfg.Mechanism, ocfg.Epsilon, ocfg.Noise = c.mech, env.Epsilon, env.Noise
-	ocfg.Solver = onebit.Options{Link: link, Tau: tau, Alpha: alpha, MaxIter: c.MaxIter, OptTol: c.OptTol,
+	ocfg.Solver = onebit.Options{Link: link, Tau: tau, Alpha: alpha, Solver: c.Solver, GapTol: c.GapTol, MaxIter: c.MaxIter, OptTol: c.OptTol,
 		ProjTol: c.ProjTol, FullSVD: c.FullSVD, Rand: env.Rand.Float64, Progress: env.Progress}
 	res, err := onebit.Run(ctx, p, ocfg)
 	if err != nil {

@@ -251,7 +251,7 @@ func (t *lossTerm) value(x []float64) float64 {
 	return f
 }
 
-// curvature is L''(x) for sign y: analytic for the logistic and probit
+// curvature is L”(x) for sign y: analytic for the logistic and probit
 // links, a central difference of the derivative otherwise (clipped at 0:
 // it only steers Newton's method, which bisection safeguards).
 func curvature(link Link, x, y float64) float64 {
@@ -372,11 +372,17 @@ func newDRSolver(d1, d2 int, tau, alpha float64, rnd func() float64, fullSVD boo
 	}
 	nuc.MaxSweeps = 1
 	nuc.ColdSubspace = true
+	nuc.SparseInput = true
+	nuc.BlockMargin = drBlockMargin
 	nuc.FullSVD = fullSVD
 	n := d1 * d2
 	return &drSolver{d1: d1, d2: d2, tau: tau, alpha: alpha, nuc: nuc,
 		s: make([]float64, n), w: make([]float64, n), x: make([]float64, n), a: make([]float64, n), g: make([]float64, n)}, nil
 }
+
+// drBlockMargin is the splitting's subspace-iteration margin (see
+// Projector.BlockMargin).
+var drBlockMargin = 0
 
 // drResult is one solve's outcome.
 type drResult struct {
@@ -528,7 +534,7 @@ func (d *drSolver) solve(ctx context.Context, term drTerm, cfg drConfig) (*drRes
 			}
 		}
 		if debugDR != nil {
-			debugDR("dr it %d f %.8g best %.8g r %.3g c %.6f rank %d sweeps %d", it, f, res.Objective, r, c, len(t.S), d.nuc.Sweeps)
+			debugDR("dr it %d f %.8g best %.8g r %.3g |w| %.3g c %.6f rank %d sweeps %d", it, f, res.Objective, r, wn, c, len(t.S), d.nuc.Sweeps)
 		}
 		if cfg.progress != nil {
 			cfg.progress(it+1, cfg.maxIter)
@@ -736,7 +742,7 @@ func lanczosMax(g *mat.SymDense, k int, rnd func() float64) float64 {
 			steps = j + 1
 			break
 		}
-		q.ColView(j + 1).(*mat.VecDense).ScaleVec(1/beta[j], w)
+		q.ColView(j+1).(*mat.VecDense).ScaleVec(1/beta[j], w)
 	}
 	t := mat.NewSymDense(steps, nil)
 	for j := range steps {
@@ -918,11 +924,24 @@ func drDefaults(opt Options, rhoDefault float64) drConfig {
 // residual (no certificate: the Gram matrix of a dense Λ is costly), at
 // most 100 iterations.
 func projectionConfig(opt Options) drConfig {
-	cfg := drDefaults(Options{Rho: 1, AAMemory: opt.AAMemory, Relax: opt.Relax, MaxIter: 100}, 1)
+	rho, iters := 30.0, 100
+	if projRho > 0 {
+		rho = projRho
+	}
+	if projIter > 0 {
+		iters = projIter
+	}
+	cfg := drDefaults(Options{Rho: rho, AAMemory: opt.AAMemory, Relax: opt.Relax, MaxIter: iters}, 1)
 	cfg.gapTol = 0
 	cfg.resTol = 1e-3
 	return cfg
 }
+
+// Measurement hooks (tests only).
+var (
+	projRho  float64
+	projIter int
+)
 
 // solveDR minimises the loss over C by the splitting (dr.go).
 func solveDR(ctx context.Context, p *Problem, opt Options) (*Solution, error) {

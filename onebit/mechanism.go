@@ -72,6 +72,13 @@ func Run(ctx context.Context, p *Problem, cfg Config) (*Result, error) {
 			return nil, err
 		}
 		info["iterations"], info["objective"], info["stop"], info["rank"] = sol.Iterations, sol.Objective, sol.Stop, sol.Rank()
+		info["solver"] = opt.Solver
+		if opt.Solver == "" {
+			info["solver"] = "dr"
+		}
+		if !math.IsInf(sol.Gap, 1) {
+			info["gap"] = sol.Gap // the objective minus a proven lower bound on the optimum
+		}
 		return &Result{Solution: sol, Guarantee: ClearGuarantee(), Info: info}, nil
 	}
 	if cfg.Noise == nil {
