@@ -71,6 +71,7 @@ type OnebitGraPConfig struct {
 	OnebitConfig
 	Iterations int     `json:"iterations" flag:"iterations" help:"the number K of noisy gradient steps (each gets ε/K; noise scale K·Δ1/ε)"`
 	Clamp      float64 `json:"clamp" flag:"clamp" help:"clamp gradient entries to [−C, C] (Δ1 = 2C; negative: no clamp, Δ1 = the link's Δ, which needs a finite α for probit)"`
+	ProjIter   int     `json:"proj_iter" flag:"proj-iter" help:"--solver dr: splitting iterations per projection onto the constraint set, warm-started (the result is always in the set; more iterations project more exactly and cost one nuclear projection each)"`
 }
 
 func newOnebitConfig(mech onebit.Mechanism) Config {
@@ -79,7 +80,7 @@ func newOnebitConfig(mech onebit.Mechanism) Config {
 	case onebit.InP:
 		return &OnebitInPConfig{OnebitConfig: base}
 	case onebit.GraP:
-		return &OnebitGraPConfig{OnebitConfig: base, Iterations: 10, Clamp: 0.5}
+		return &OnebitGraPConfig{OnebitConfig: base, Iterations: 10, Clamp: 0.5, ProjIter: 1}
 	}
 	return &base
 }
@@ -157,6 +158,9 @@ func (c *OnebitGraPConfig) Validate() error {
 	if c.Iterations < 1 {
 		return fmt.Errorf("--iterations must be ≥ 1, got %d", c.Iterations)
 	}
+	if c.ProjIter < 1 {
+		return fmt.Errorf("--proj-iter must be ≥ 1, got %d", c.ProjIter)
+	}
 	if c.Clamp == 0 || math.IsNaN(c.Clamp) || math.IsInf(c.Clamp, 0) {
 		return fmt.Errorf("--clamp must be finite and non-zero (negative: no clamp), got %g", c.Clamp)
 	}
@@ -178,8 +182,8 @@ func (c *OnebitInPConfig) Train(ctx context.Context, in release.Input, env Env) 
 
 // Train implements Config.
 func (c *OnebitGraPConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
-	return c.train(ctx, in, env, onebit.Config{Iterations: c.Iterations, Clamp: c.Clamp},
-		map[string]any{"iterations": c.Iterations, "clamp": c.Clamp})
+	return c.train(ctx, in, env, onebit.Config{Iterations: c.Iterations, Clamp: c.Clamp, ProjIter: c.ProjIter},
+		map[string]any{"iterations": c.Iterations, "clamp": c.Clamp, "proj_iter": c.ProjIter})
 }
 
 // threshold returns the binarisation threshold and where it came from. A

@@ -71,7 +71,7 @@ func TestProjectDR(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := projectionConfig(Options{})
-			cfg.maxIter, cfg.gapTol, cfg.resTol = 3000, 1e-6, 0
+			cfg.rho, cfg.maxIter, cfg.gapTol, cfg.resTol = 30, 3000, 1e-6, 0
 			res, err := d.solve(context.Background(), &projTerm{z: z, alpha: tc.alpha}, cfg)
 			if err != nil {
 				t.Fatal(err)

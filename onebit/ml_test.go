@@ -131,6 +131,8 @@ func loadMLSplit(tb testing.TB, base, test string, thr float64) (train, held *Pr
 // may be shared), iterations, nuclear projections, and for Clear the
 // objective and the certified duality gap.
 func BenchmarkML100K(b *testing.B) {
+	projRho, _ = strconv.ParseFloat(os.Getenv("PRIVREC_ONEBIT_PROJRHO"), 64)
+	projIter, _ = strconv.Atoi(os.Getenv("PRIVREC_ONEBIT_PROJITER"))
 	eps := 4.0
 	if s := os.Getenv("PRIVREC_ONEBIT_EPS"); s != "" {
 		eps, _ = strconv.ParseFloat(s, 64)

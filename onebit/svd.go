@@ -317,6 +317,12 @@ func orthonormalize(q *mat.Dense) {
 // which rotates an m × m matrix of vectors) costs 3–5 times as much for
 // m ≈ 1000. Singular values below 1e-7·σ₁ are treated as 0 (as gramSVD).
 func gramTop(a *mat.Dense, tau float64) (t triplets, inside bool, ok bool) {
+	return gramTopK(a, tau, 0)
+}
+
+// gramTopK is gramTop with keep > 0: the triplets of the keep largest
+// singular values above 1e-10·σ₁ (tau ignored).
+func gramTopK(a *mat.Dense, tau float64, keep int) (t triplets, inside bool, ok bool) {
 	d1, d2 := a.Dims()
 	m := min(d1, d2)
 	var wide mat.Matrix = a // m × n
@@ -353,15 +359,25 @@ func gramTop(a *mat.Dense, tau float64) (t triplets, inside bool, ok bool) {
 	for i := range m {
 		s[i] = math.Sqrt(math.Max(lam[m-1-i], 0))
 	}
-	for i := range s {
-		if s[i] <= 1e-7*s[0] {
-			s[i] = 0
+	var k int
+	if keep > 0 {
+		for k < min(keep, m) && s[k] > 1e-10*s[0] {
+			k++
 		}
+		if k == 0 {
+			return triplets{S: nil, U: mat.NewDense(d1, 1, nil), V: mat.NewDense(d2, 1, nil)}, false, true
+		}
+	} else {
+		for i := range s {
+			if s[i] <= 1e-7*s[0] {
+				s[i] = 0
+			}
+		}
+		if floats.Sum(s) <= tau {
+			return triplets{S: s}, true, true
+		}
+		_, k = softThreshold(s, tau)
 	}
-	if floats.Sum(s) <= tau {
-		return triplets{S: s}, true, true
-	}
-	_, k := softThreshold(s, tau)
 	// Eigenvectors of T for the k largest eigenvalues.
 	var tnorm float64 // ‖T‖₁
 	for i := range m {
