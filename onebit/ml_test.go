@@ -131,6 +131,7 @@ func loadMLSplit(tb testing.TB, base, test string, thr float64) (train, held *Pr
 // may be shared), iterations, nuclear projections, and for Clear the
 // objective and the certified duality gap.
 func BenchmarkML100K(b *testing.B) {
+	drDouble = os.Getenv("PRIVREC_ONEBIT_DOUBLE") != ""
 	projRho, _ = strconv.ParseFloat(os.Getenv("PRIVREC_ONEBIT_PROJRHO"), 64)
 	projIter, _ = strconv.Atoi(os.Getenv("PRIVREC_ONEBIT_PROJITER"))
 	eps := 4.0
@@ -226,6 +227,7 @@ func TestTraceGraPML100K(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	opt := Options{Link: Logistic{}, Tau: math.Sqrt(943 * 1682), Alpha: 1, Rand: rng.Float64}
 	opt.Solver = os.Getenv("PRIVREC_ONEBIT_SOLVER")
+	drDouble = os.Getenv("PRIVREC_ONEBIT_DOUBLE") != ""
 	projRho, _ = strconv.ParseFloat(os.Getenv("PRIVREC_ONEBIT_PROJRHO"), 64)
 	projIter, _ = strconv.Atoi(os.Getenv("PRIVREC_ONEBIT_PROJITER"))
 	start := time.Now()

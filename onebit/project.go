@@ -51,6 +51,10 @@ type Projector struct {
 	// SparseInput: matrices with at most 1/16 of their entries non-zero
 	// go to the subspace iteration in compressed rows.
 	SparseInput bool
+	// Single makes the subspace iteration's block products single
+	// precision (see dense32Op).
+	Single bool
+	buf32  []float32
 	// BlockMargin is the number of subspace-iteration vectors beyond the
 	// last call's rank (0: max(16, rank/4)).
 	BlockMargin int
@@ -271,6 +275,11 @@ func (pr *Projector) nuclear(dst, z []float64) (bool, triplets, error) {
 			return pr.shrink(dst, z, t)
 		}
 		var op blockOp = denseOp{a}
+		if pr.Single {
+			o32 := newDense32Op(z, pr.D1, pr.D2, pr.buf32)
+			pr.buf32 = o32.a
+			op = o32
+		}
 		if pr.SparseInput {
 			if sp, ok := newSparseOp(z, pr.D1, pr.D2, len(z)/16); ok {
 				op = sp

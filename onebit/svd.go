@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/lapack/gonum"
 	"gonum.org/v1/gonum/lapack/lapack64"
@@ -142,6 +143,67 @@ func (o denseOp) Dims() (int, int)         { return o.a.Dims() }
 func (o denseOp) mulTo(dst, v *mat.Dense)  { dst.Mul(o.a, v) }
 func (o denseOp) mulTTo(dst, q *mat.Dense) { dst.Mul(o.a.T(), q) }
 
+// dense32Op is a dense matrix whose products are computed in single
+// precision (gonum's Sgemm does about 1.4 times the work per second of
+// Dgemm): the subspace iteration only needs the block products to steer
+// its vectors, and every vector it returns is re-orthonormalised or
+// checked in double precision (the certificate's nuclear-norm bound uses
+// the vectors actually returned, whatever their accuracy).
+type dense32Op struct {
+	d1, d2 int
+	a      []float32
+}
+
+// newDense32Op converts z (d1 × d2 row-major) into buf (reused when large
+// enough).
+func newDense32Op(z []float64, d1, d2 int, buf []float32) dense32Op {
+	if cap(buf) < len(z) {
+		buf = make([]float32, len(z))
+	}
+	buf = buf[:len(z)]
+	for i, v := range z {
+		buf[i] = float32(v)
+	}
+	return dense32Op{d1: d1, d2: d2, a: buf}
+}
+
+func (o dense32Op) Dims() (int, int) { return o.d1, o.d2 }
+
+func to32(m *mat.Dense) blas32.General {
+	r, c := m.Dims()
+	out := blas32.General{Rows: r, Cols: c, Stride: c, Data: make([]float32, r*c)}
+	for i := range r {
+		row := m.RawRowView(i)
+		for j, v := range row {
+			out.Data[i*c+j] = float32(v)
+		}
+	}
+	return out
+}
+
+func from32(dst *mat.Dense, g blas32.General) {
+	for i := range g.Rows {
+		row := dst.RawRowView(i)
+		for j := range row {
+			row[j] = float64(g.Data[i*g.Stride+j])
+		}
+	}
+}
+
+func (o dense32Op) mulTo(dst, v *mat.Dense) {
+	_, b := v.Dims()
+	out := blas32.General{Rows: o.d1, Cols: b, Stride: b, Data: make([]float32, o.d1*b)}
+	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, blas32.General{Rows: o.d1, Cols: o.d2, Stride: o.d2, Data: o.a}, to32(v), 0, out)
+	from32(dst, out)
+}
+
+func (o dense32Op) mulTTo(dst, q *mat.Dense) {
+	_, b := q.Dims()
+	out := blas32.General{Rows: o.d2, Cols: b, Stride: b, Data: make([]float32, o.d2*b)}
+	blas32.Gemm(blas.Trans, blas.NoTrans, 1, blas32.General{Rows: o.d1, Cols: o.d2, Stride: o.d2, Data: o.a}, to32(q), 0, out)
+	from32(dst, out)
+}
+
 // sparseOp is a matrix in compressed rows (the splitting's first
 // nuclear projection: 2·prox(0) is zero off Ω).
 type sparseOp struct {
@@ -180,6 +242,16 @@ func (o *sparseOp) Dims() (int, int) { return o.d1, o.d2 }
 
 func (o *sparseOp) mulTo(dst, v *mat.Dense) {
 	dst.Zero()
+	if _, b := v.Dims(); b == 1 {
+		for i := range o.d1 {
+			var sum float64
+			for p := o.rowPtr[i]; p < o.rowPtr[i+1]; p++ {
+				sum += o.val[p] * v.At(int(o.col[p]), 0)
+			}
+			dst.Set(i, 0, sum)
+		}
+		return
+	}
 	for i := range o.d1 {
 		row := dst.RawRowView(i)
 		for p := o.rowPtr[i]; p < o.rowPtr[i+1]; p++ {
@@ -190,6 +262,16 @@ func (o *sparseOp) mulTo(dst, v *mat.Dense) {
 
 func (o *sparseOp) mulTTo(dst, q *mat.Dense) {
 	dst.Zero()
+	if _, b := q.Dims(); b == 1 {
+		for i := range o.d1 {
+			qi := q.At(i, 0)
+			for p := o.rowPtr[i]; p < o.rowPtr[i+1]; p++ {
+				j := int(o.col[p])
+				dst.Set(j, 0, dst.At(j, 0)+o.val[p]*qi)
+			}
+		}
+		return
+	}
 	for i := range o.d1 {
 		qi := q.RawRowView(i)
 		for p := o.rowPtr[i]; p < o.rowPtr[i+1]; p++ {
