@@ -574,7 +574,7 @@ func (d *drSolver) solve(ctx context.Context, term drTerm, cfg drConfig) (*drRes
 		if gated {
 			sinceCheck++
 		}
-		if term.convex() && cfg.gapTol > 0 && ((gated && sinceCheck >= max(cfg.checkEvery, 1)) || it+1 >= cfg.maxIter) {
+		if cfg.gapTol > 0 && ((gated && sinceCheck >= max(cfg.checkEvery, 1)) || it+1 >= cfg.maxIter) {
 			sinceCheck = 0
 			lb, err := d.dualBound(term, rho, false)
 			if err != nil {
@@ -584,17 +584,23 @@ func (d *drSolver) solve(ctx context.Context, term drTerm, cfg drConfig) (*drRes
 				debugDR("dr it %d dual estimate %.8g gap %.3g", it, lb, res.Objective-lb)
 			}
 			if res.Objective-lb <= cfg.gapTol*scale {
-				d.certChecks++
-				lb, err = d.dualBound(term, rho, true)
-				if err != nil {
-					return nil, err
+				switch {
+				case !term.convex():
+					res.Stop = fmt.Sprintf("estimated duality gap %.3g ≤ %.3g·|f| (not a certificate: the loss is not convex)", res.Objective-lb, cfg.gapTol)
+				case min(d.d1, d.d2) > certifyDim:
+					res.Stop = fmt.Sprintf("estimated duality gap %.3g ≤ %.3g·|f| (not certified: the matrix is too large for the Gram certificate)", res.Objective-lb, cfg.gapTol)
+				default:
+					d.certChecks++
+					if lb, err = d.dualBound(term, rho, true); err != nil {
+						return nil, err
+					}
+					res.Dual = math.Max(res.Dual, lb)
+					if res.Objective-res.Dual <= cfg.gapTol*scale {
+						res.Certified = true
+						res.Stop = fmt.Sprintf("duality gap %.3g ≤ %.3g·|f|", res.Objective-res.Dual, cfg.gapTol)
+					}
 				}
-				if lb > res.Dual {
-					res.Dual = lb
-				}
-				if res.Objective-res.Dual <= cfg.gapTol*scale {
-					res.Certified = !math.IsInf(res.Dual, -1)
-					res.Stop = fmt.Sprintf("duality gap %.3g ≤ %.3g·|f|", res.Objective-res.Dual, cfg.gapTol)
+				if res.Stop != "" {
 					break
 				}
 			}
