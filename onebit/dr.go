@@ -123,8 +123,13 @@ func (t *lossTerm) prox(w, s []float64, rho float64) {
 	}
 	for g, i := range t.pos {
 		obs := t.obs[t.start[g]:t.start[g+1]]
-		if _, ok := t.link.(Logistic); ok && len(obs) == 1 && t.lin == nil {
-			w[i] = proxLogistic(t.p.Y[obs[0]], s[i], prev[g], rho, a)
+		if _, ok := t.link.(Logistic); ok && len(obs) == 1 {
+			// A linear term l·w shifts the prox's centre to v − l/ρ.
+			v := s[i]
+			if t.lin != nil {
+				v -= t.lin[obs[0]] / rho
+			}
+			w[i] = proxLogistic(t.p.Y[obs[0]], v, prev[g], rho, a)
 			continue
 		}
 		w[i] = t.proxEntry(obs, s[i], prev[g], rho)
@@ -382,7 +387,6 @@ type drSolver struct {
 	best       []float64
 	bestT      triplets
 	aa         *anderson
-	warm       bool
 
 	// Cumulative statistics.
 	iterations, rejected, certChecks int
@@ -507,13 +511,11 @@ func (d *drSolver) solve(ctx context.Context, term drTerm, cfg drConfig) (*drRes
 			return 0, 0, triplets{}, 0, err
 		}
 		if inside {
+			// X = 2W − s, inside the ball by the projection's test; the
+			// bound used for X̂ must not rely on estimated singular
+			// values: ‖X‖_* ≤ √rank·‖X‖_F.
 			t = triplets{}
 			nb = math.Sqrt(float64(min(d.d1, d.d2))) * floats.Norm(x, 2)
-			if nb > d.tau {
-				// Inside by the partial spectrum's estimate: trust
-				// it up to the τ the projection aimed at.
-				nb = d.tau
-			}
 		} else {
 			nb = nucBound(t)
 		}
@@ -627,7 +629,6 @@ func (d *drSolver) solve(ctx context.Context, term drTerm, cfg drConfig) (*drRes
 			floats.AddScaled(s, gamma, g)
 		}
 	}
-	d.warm = true
 	res.X = d.best
 	if d.bestT.U != nil {
 		ft := &triplets{U: d.bestT.U, S: make([]float64, len(d.bestT.S)), V: d.bestT.V}
