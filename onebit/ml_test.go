@@ -153,6 +153,7 @@ func BenchmarkML100K(b *testing.B) {
 				tau *= tc.alpha
 			}
 			opt := Options{Link: Logistic{}, Tau: tau, Alpha: tc.alpha, Solver: os.Getenv("PRIVREC_ONEBIT_SOLVER")}
+			opt.Rho, _ = strconv.ParseFloat(os.Getenv("PRIVREC_ONEBIT_RHO"), 64)
 			if s := os.Getenv("PRIVREC_ONEBIT_MAXITER"); s != "" {
 				opt.MaxIter, _ = strconv.Atoi(s)
 			}

@@ -86,8 +86,8 @@ type Options struct {
 	// objective is within that fraction of the optimum.
 	GapTol float64
 	// Rho, Relax and AAMemory are DR's penalty ρ (default 1.2·L''(0) of
-	// the link), over-relaxation γ (default 1.6) and Anderson memory
-	// (default 5; negative: no acceleration).
+	// the link, times 1 + the mean |Linear|), over-relaxation γ (default
+	// 1.6) and Anderson memory (default 5; negative: no acceleration).
 	Rho, Relax float64
 	AAMemory   int
 	// ProjIter is the number of DR iterations of each projection onto C in
