@@ -187,16 +187,18 @@ func BenchmarkML100K(b *testing.B) {
 }
 
 // TestTraceML100K prints the DR solver's iterations on MovieLens-100K
-// (measurement only: PRIVREC_ML100K and PRIVREC_ONEBIT_TRACE must be set).
+// u1.base, Clear at α = 1 (measurement only: PRIVREC_ML100K and
+// PRIVREC_ONEBIT_TRACE must be set; PRIVREC_ONEBIT_RHO, _RELAX, _AA,
+// _GAPTOL, _MAXITER and _MARGIN override the solver's settings).
 func TestTraceML100K(t *testing.T) {
 	if os.Getenv("PRIVREC_ONEBIT_TRACE") == "" {
 		t.Skip("PRIVREC_ONEBIT_TRACE not set")
 	}
-	p := loadML(t, "u1.base", 3.5)
+	p, _ := loadMLSplit(t, "u1.base", "u1.test", 3.5)
 	debugDR = t.Logf
 	defer func() { debugDR = nil }()
 	rng := rand.New(rand.NewPCG(1, 1))
-	opt := Options{Link: Logistic{}, Tau: math.Sqrt(943 * 1682), Alpha: 1, Rand: rng.Float64}
+	opt := Options{Link: Logistic{}, Tau: math.Sqrt(float64(p.D1) * float64(p.D2)), Alpha: 1, Rand: rng.Float64}
 	opt.Rho, _ = strconv.ParseFloat(os.Getenv("PRIVREC_ONEBIT_RHO"), 64)
 	opt.Relax, _ = strconv.ParseFloat(os.Getenv("PRIVREC_ONEBIT_RELAX"), 64)
 	opt.AAMemory, _ = strconv.Atoi(os.Getenv("PRIVREC_ONEBIT_AA"))
@@ -211,31 +213,4 @@ func TestTraceML100K(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("objective %.8g gap %.3g iterations %d projections %d sweeps %d stop %s rank %d (%.1f s)", sol.Objective, sol.Gap, sol.Iterations, sol.Projections, sol.Sweeps, sol.Stop, sol.Rank(), time.Since(start).Seconds())
-}
-
-// TestTraceGraPML100K runs gradient perturbation (ε = 1, K = 10) on
-// MovieLens-100K with the projections traced (measurement only).
-func TestTraceGraPML100K(t *testing.T) {
-	if os.Getenv("PRIVREC_ONEBIT_TRACE") == "" {
-		t.Skip("PRIVREC_ONEBIT_TRACE not set")
-	}
-	p := loadML(t, "u1.base", 3.5)
-	test := loadML(t, "u1.test", 3.5)
-	if os.Getenv("PRIVREC_ONEBIT_VERBOSE") != "" {
-		debugDR = t.Logf
-		defer func() { debugDR = nil }()
-	}
-	rng := rand.New(rand.NewPCG(1, 1))
-	opt := Options{Link: Logistic{}, Tau: math.Sqrt(943 * 1682), Alpha: 1, Rand: rng.Float64}
-	opt.Solver = os.Getenv("PRIVREC_ONEBIT_SOLVER")
-	drDouble = os.Getenv("PRIVREC_ONEBIT_DOUBLE") != ""
-	projRho, _ = strconv.ParseFloat(os.Getenv("PRIVREC_ONEBIT_PROJRHO"), 64)
-	projIter, _ = strconv.Atoi(os.Getenv("PRIVREC_ONEBIT_PROJITER"))
-	start := time.Now()
-	res, err := Run(context.Background(), p, Config{Mechanism: GraP, Epsilon: 1, Iterations: 10, Clamp: 0.5, Noise: noise.Seeded(3), Solver: opt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sol := res.Solution
-	t.Logf("accuracy %.4f projections %d sweeps %d rank %d (%.1f s)", signAccuracy(sol.X, p.D2, test), sol.Projections, sol.Sweeps, sol.Rank(), time.Since(start).Seconds())
 }

@@ -18,9 +18,11 @@ import (
 // SVD (mat.SVD), which on a 943 × 1682 matrix costs seconds, so the top
 // singular triplets are computed here by block subspace iteration with
 // Rayleigh–Ritz, warm-started from the previous projection's right singular
-// vectors (SPG moves little between iterations). The heavy work is the two
-// dense products A·V and Aᵀ·Q per sweep, done by gonum's Dgemm, which splits
-// large products over all cores; the small QR and SVD are gonum's.
+// vectors (the solvers move little between iterations). The heavy work is
+// the two products A·V and Aᵀ·Q per sweep, done by gonum's Dgemm or Sgemm
+// (which split large products over all cores) or in compressed rows for a
+// sparse A; the small QR and eigenproblems are gonum's. Small matrices get
+// the exact spectrum from the Gram matrix (gramTop).
 
 // triplets is a truncated SVD U diag(S) Vᵀ with S in decreasing order.
 type triplets struct {
@@ -284,62 +286,6 @@ func (o *sparseOp) mulTTo(dst, q *mat.Dense) {
 // not all in lapack64's wrappers).
 var lapack64Impl gonum.Implementation
 
-// gramSVD returns the singular triplets of a from the eigendecomposition of
-// its Gram matrix A Aᵀ (or Aᵀ A, the smaller): eigenvalues σ_i², eigenvectors
-// the singular vectors of that side, the other side's vectors Aᵀ u_i / σ_i.
-// Only σ_i > 1e-7·σ₁ are returned (below that the division loses accuracy;
-// such values are far below any soft threshold met in practice, and
-// dropping them only makes the nuclear norm look smaller by at most
-// m·1e-7·σ₁). Much cheaper than gonum's SVD: one symmetric rank-k update
-// and one m × m eigendecomposition.
-func gramSVD(a *mat.Dense) (triplets, bool) {
-	d1, d2 := a.Dims()
-	m := min(d1, d2)
-	g := mat.NewSymDense(m, nil)
-	var wide mat.Matrix = a // m × n
-	if d1 > d2 {
-		wide = a.T()
-	}
-	g.SymOuterK(1, wide)
-	var es mat.EigenSym
-	if !es.Factorize(g, true) {
-		return triplets{}, false
-	}
-	lam := es.Values(nil) // ascending
-	var ev mat.Dense
-	es.VectorsTo(&ev)
-	s1 := math.Sqrt(math.Max(lam[m-1], 0))
-	k := 0
-	for k < m && math.Sqrt(math.Max(lam[m-1-k], 0)) > 1e-7*s1 {
-		k++
-	}
-	if k == 0 {
-		return triplets{S: nil, U: mat.NewDense(d1, 1, nil), V: mat.NewDense(d2, 1, nil)}, true
-	}
-	us := mat.NewDense(m, k, nil)
-	s := make([]float64, k)
-	for j := range k {
-		s[j] = math.Sqrt(lam[m-1-j])
-		for i := range m {
-			us.Set(i, j, ev.At(i, m-1-j))
-		}
-	}
-	// Other side: W = wideᵀ U diag(1/σ), n × k.
-	_, n := wide.Dims()
-	w := mat.NewDense(n, k, nil)
-	w.Mul(wide.T(), us)
-	for j := range k {
-		inv := 1 / s[j]
-		for i := range n {
-			w.Set(i, j, w.At(i, j)*inv)
-		}
-	}
-	if d1 <= d2 {
-		return triplets{U: us, S: s, V: w}, true
-	}
-	return triplets{U: w, S: s, V: us}, true
-}
-
 // softThreshold returns θ ≥ 0 with Σ max(s_i − θ, 0) = tau for s sorted in
 // decreasing order with Σ s_i > tau, and the number of values above θ.
 func softThreshold(s []float64, tau float64) (float64, int) {
@@ -390,14 +336,16 @@ func orthonormalize(q *mat.Dense) {
 // gramTop returns the singular triplets of a that a projection onto the
 // nuclear ball of radius tau keeps — those above the soft threshold θ with
 // Σ (σ_i − θ)₊ = tau — or inside = true (and no triplets) when Σ σ_i ≤ tau.
-// It works on the Gram matrix G of the smaller side, as gramSVD does, but
-// computes only the eigenvectors it needs: G is reduced to tridiagonal form
+// It works on the Gram matrix G = A Aᵀ of the smaller side (eigenvalues
+// σ_i², eigenvectors the singular vectors of that side, the other side's
+// vectors Aᵀu_i/σ_i), and computes only the eigenvectors it needs: G is reduced to tridiagonal form
 // T = Qᵀ G Q (LAPACK's Dsytrd), all eigenvalues come from T (Dsterf), the
 // kept ones' eigenvectors by inverse iteration on T, reorthogonalised
 // within clusters of close eigenvalues as LAPACK's Dstein does, and are
 // mapped back by Q (Dormqr). gonum's complete eigendecomposition (Dsteqr,
 // which rotates an m × m matrix of vectors) costs 3–5 times as much for
-// m ≈ 1000. Singular values below 1e-7·σ₁ are treated as 0 (as gramSVD).
+// m ≈ 1000. Singular values below 1e-7·σ₁ are treated as 0 (the Gram
+// route loses their accuracy; they are far below any threshold met).
 func gramTop(a *mat.Dense, tau float64) (t triplets, inside bool, ok bool) {
 	return gramTopK(a, tau, 0)
 }
