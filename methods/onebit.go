@@ -49,9 +49,11 @@ type OnebitConfig struct {
 	Tau       float64 `json:"tau" flag:"tau" help:"nuclear-norm radius τ (0: α·√(users·items), the seed's τ for rank 1; √(users·items) with --alpha inf)"`
 	Alpha     float64 `json:"alpha" flag:"alpha" help:"max-norm bound α on the latent matrix; inf drops the bound (nuclear ball only, as the 1BMC reference code runs MovieLens; not for onebit-outp or probit onebit-objp)"`
 	Threshold float64 `json:"threshold" flag:"threshold" help:"ratings above this are +1, others −1; fix it without looking at the data (default: the midpoint of the declared --scale; private methods need one of the two)"`
-	MaxIter   int     `json:"max_iter" flag:"max-iter" help:"SPG iteration limit"`
-	OptTol    float64 `json:"opt_tol" flag:"opt-tol" help:"SPG stops when the projected step ‖P(X−αg)−X‖∞/min(α,1) is below this (it also stops when the objective stalls: < 1e-5 relative decrease over 10 iterations)"`
-	ProjTol   float64 `json:"proj_tol" flag:"proj-tol" help:"Dykstra tolerance of the projection, relative to α (tightened automatically when needed)"`
+	Solver    string  `json:"solver" flag:"solver" help:"dr: Douglas–Rachford splitting with Anderson acceleration, stopped by a certified duality gap (default); spg: spectral projected gradient with Dykstra projections (the previous solver, much slower with a finite --alpha)"`
+	GapTol    float64 `json:"gap_tol" flag:"gap-tol" help:"dr stops when the objective is within this fraction of a proven lower bound on the optimum"`
+	MaxIter   int     `json:"max_iter" flag:"max-iter" help:"iteration limit (dr: nuclear projections; spg: SPG steps)"`
+	OptTol    float64 `json:"opt_tol" flag:"opt-tol" help:"spg stops when the projected step ‖P(X−αg)−X‖∞/min(α,1) is below this (it also stops when the objective stalls: < 1e-5 relative decrease over 10 iterations)"`
+	ProjTol   float64 `json:"proj_tol" flag:"proj-tol" help:"spg: Dykstra tolerance of the projection, relative to α (tightened automatically when needed)"`
 	FullSVD   bool    `json:"full_svd" flag:"full-svd" help:"use a full SVD in every nuclear projection (slow reference)"`
 
 	mech onebit.Mechanism
@@ -69,15 +71,16 @@ type OnebitGraPConfig struct {
 	OnebitConfig
 	Iterations int     `json:"iterations" flag:"iterations" help:"the number K of noisy gradient steps (each gets ε/K; noise scale K·Δ1/ε)"`
 	Clamp      float64 `json:"clamp" flag:"clamp" help:"clamp gradient entries to [−C, C] (Δ1 = 2C; negative: no clamp, Δ1 = the link's Δ, which needs a finite α for probit)"`
+	ProjIter   int     `json:"proj_iter" flag:"proj-iter" help:"--solver dr: splitting iterations per projection onto the constraint set, warm-started (the result is always in the set; more iterations project more exactly and cost one nuclear projection each)"`
 }
 
 func newOnebitConfig(mech onebit.Mechanism) Config {
-	base := OnebitConfig{Link: "logit", Sigma: 1, Alpha: 1, Threshold: math.NaN(), MaxIter: 500, OptTol: 1e-4, ProjTol: 1e-2, mech: mech}
+	base := OnebitConfig{Link: "logit", Sigma: 1, Alpha: 1, Threshold: math.NaN(), Solver: "dr", GapTol: 1e-3, MaxIter: 500, OptTol: 1e-4, ProjTol: 1e-2, mech: mech}
 	switch mech {
 	case onebit.InP:
 		return &OnebitInPConfig{OnebitConfig: base}
 	case onebit.GraP:
-		return &OnebitGraPConfig{OnebitConfig: base, Iterations: 10, Clamp: 0.5}
+		return &OnebitGraPConfig{OnebitConfig: base, Iterations: 10, Clamp: 0.5, ProjIter: 1}
 	}
 	return &base
 }
@@ -100,6 +103,12 @@ func (c *OnebitConfig) Validate() error {
 	}
 	if math.IsInf(c.Threshold, 0) {
 		return fmt.Errorf("--threshold must be finite, got %g", c.Threshold)
+	}
+	if c.Solver != "dr" && c.Solver != "spg" {
+		return fmt.Errorf("--solver must be dr or spg, got %q", c.Solver)
+	}
+	if !(c.GapTol > 0 && c.GapTol < 1) {
+		return fmt.Errorf("--gap-tol must be in (0, 1), got %g", c.GapTol)
 	}
 	if c.MaxIter < 1 {
 		return fmt.Errorf("--max-iter must be ≥ 1, got %d", c.MaxIter)
@@ -149,6 +158,9 @@ func (c *OnebitGraPConfig) Validate() error {
 	if c.Iterations < 1 {
 		return fmt.Errorf("--iterations must be ≥ 1, got %d", c.Iterations)
 	}
+	if c.ProjIter < 1 {
+		return fmt.Errorf("--proj-iter must be ≥ 1, got %d", c.ProjIter)
+	}
 	if c.Clamp == 0 || math.IsNaN(c.Clamp) || math.IsInf(c.Clamp, 0) {
 		return fmt.Errorf("--clamp must be finite and non-zero (negative: no clamp), got %g", c.Clamp)
 	}
@@ -170,8 +182,8 @@ func (c *OnebitInPConfig) Train(ctx context.Context, in release.Input, env Env) 
 
 // Train implements Config.
 func (c *OnebitGraPConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
-	return c.train(ctx, in, env, onebit.Config{Iterations: c.Iterations, Clamp: c.Clamp},
-		map[string]any{"iterations": c.Iterations, "clamp": c.Clamp})
+	return c.train(ctx, in, env, onebit.Config{Iterations: c.Iterations, Clamp: c.Clamp, ProjIter: c.ProjIter},
+		map[string]any{"iterations": c.Iterations, "clamp": c.Clamp, "proj_iter": c.ProjIter})
 }
 
 // threshold returns the binarisation threshold and where it came from. A
@@ -247,7 +259,7 @@ func (c *OnebitConfig) train(ctx context.Context, in release.Input, env Env, ocf
 		return true
 	})
 	ocfg.Mechanism, ocfg.Epsilon, ocfg.Noise = c.mech, env.Epsilon, env.Noise
-	ocfg.Solver = onebit.Options{Link: link, Tau: tau, Alpha: alpha, MaxIter: c.MaxIter, OptTol: c.OptTol,
+	ocfg.Solver = onebit.Options{Link: link, Tau: tau, Alpha: alpha, Solver: c.Solver, GapTol: c.GapTol, MaxIter: c.MaxIter, OptTol: c.OptTol,
 		ProjTol: c.ProjTol, FullSVD: c.FullSVD, Rand: env.Rand.Float64, Progress: env.Progress}
 	res, err := onebit.Run(ctx, p, ocfg)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
 )
@@ -121,8 +123,13 @@ func (t *lossTerm) prox(w, s []float64, rho float64) {
 	}
 	for g, i := range t.pos {
 		obs := t.obs[t.start[g]:t.start[g+1]]
-		if _, ok := t.link.(Logistic); ok && len(obs) == 1 && t.lin == nil {
-			w[i] = proxLogistic(t.p.Y[obs[0]], s[i], prev[g], rho, a)
+		if _, ok := t.link.(Logistic); ok && len(obs) == 1 {
+			// A linear term l·w shifts the prox's centre to v − l/ρ.
+			v := s[i]
+			if t.lin != nil {
+				v -= t.lin[obs[0]] / rho
+			}
+			w[i] = proxLogistic(t.p.Y[obs[0]], v, prev[g], rho, a)
 			continue
 		}
 		w[i] = t.proxEntry(obs, s[i], prev[g], rho)
@@ -133,43 +140,60 @@ func (t *lossTerm) prox(w, s []float64, rho float64) {
 // g(w) = −y·σ(−yw) + ρ(w − v), safeguarded by bisection, one exponential
 // per step.
 func proxLogistic(y, v, w0, rho, a float64) float64 {
-	lo, hi := -a, a
-	// g is increasing with g(v − 1/ρ) < 0 < g(v + 1/ρ) (|L'| < 1).
-	lo = math.Max(lo, v-1/rho)
-	hi = math.Min(hi, v+1/rho)
-	if lo >= hi {
-		// The box cuts the bracket: the root is outside the box.
-		if v-1/rho >= a {
-			return a
-		}
+	// g is increasing with g(v − 1/ρ) < 0 < g(v + 1/ρ) (|L'| < 1), so
+	// the unconstrained root lies in that bracket; clipped to the box it
+	// is the prox. The box ends are evaluated only when Newton's method
+	// heads for them.
+	lo, hi := v-1/rho, v+1/rho
+	if lo >= a {
+		return a
+	}
+	if hi <= -a {
 		return -a
 	}
-	g := func(w float64) (float64, float64) {
-		sg := sigmoid(-y * w)
-		return -y*sg + rho*(w-v), sg*(1-sg) + rho
+	loBox, hiBox := false, false // whether lo, hi are box ends not yet evaluated
+	if lo < -a {
+		lo, loBox = -a, true
 	}
-	if d, _ := g(lo); d >= 0 {
-		return lo
-	}
-	if d, _ := g(hi); d <= 0 {
-		return hi
+	if hi > a {
+		hi, hiBox = a, true
 	}
 	w := w0
 	if !(w > lo && w < hi) {
 		w = math.Max(lo, math.Min(hi, v))
+		if !(w > lo && w < hi) {
+			w = lo + (hi-lo)/2
+		}
 	}
 	for range 100 {
-		d, c := g(w)
+		sg := sigmoid(-y * w)
+		d, c := -y*sg+rho*(w-v), sg*(1-sg)+rho
 		if d > 0 {
-			hi = w
+			hi, hiBox = w, false
 		} else {
-			lo = w
+			lo, loBox = w, false
 		}
 		if math.Abs(d) <= 1e-13*(1+rho*math.Abs(w)) || hi-lo <= 4e-16*(1+math.Abs(w)) {
 			return w
 		}
 		wn := w - d/c
-		if !(wn > lo && wn < hi) {
+		switch {
+		case wn >= hi && hiBox:
+			// Heading past the upper box end: the prox is a if g(a) ≤ 0.
+			sa := sigmoid(-y * a)
+			if -y*sa+rho*(a-v) <= 0 {
+				return a
+			}
+			hiBox = false
+			wn = lo + (hi-lo)/2
+		case wn <= lo && loBox:
+			sa := sigmoid(y * a)
+			if -y*sa+rho*(-a-v) >= 0 {
+				return -a
+			}
+			loBox = false
+			wn = lo + (hi-lo)/2
+		case !(wn > lo && wn < hi):
 			wn = lo + (hi-lo)/2
 		}
 		w = wn
@@ -338,7 +362,11 @@ type drConfig struct {
 	// ‖W‖_F) (the projection inside gradient perturbation, where no
 	// certificate is computed).
 	resTol float64
-	// checkEvery: the dual bound is computed every checkEvery iterations.
+	// checkEvery: the dual bound is computed every checkEvery iterations
+	// once the best objective fell by less than 5·gapTol (relative) in the
+	// last iteration (the gap is then typically within a few times
+	// gapTol; earlier checks would only cost time), and at the last
+	// iteration.
 	checkEvery int
 	// stallTol, stallWindow: for a non-convex φ, stop when the best
 	// objective fell by less than stallTol (relative) over stallWindow
@@ -359,7 +387,6 @@ type drSolver struct {
 	best       []float64
 	bestT      triplets
 	aa         *anderson
-	warm       bool
 
 	// Cumulative statistics.
 	iterations, rejected, certChecks int
@@ -372,11 +399,21 @@ func newDRSolver(d1, d2 int, tau, alpha float64, rnd func() float64, fullSVD boo
 	}
 	nuc.MaxSweeps = 1
 	nuc.ColdSubspace = true
+	nuc.SparseInput = true
+	nuc.BlockMargin = drBlockMargin
+	nuc.Single = !drDouble
 	nuc.FullSVD = fullSVD
 	n := d1 * d2
 	return &drSolver{d1: d1, d2: d2, tau: tau, alpha: alpha, nuc: nuc,
 		s: make([]float64, n), w: make([]float64, n), x: make([]float64, n), a: make([]float64, n), g: make([]float64, n)}, nil
 }
+
+// drDouble turns off single-precision block products (tests).
+var drDouble = false
+
+// drBlockMargin is the splitting's subspace-iteration margin (see
+// Projector.BlockMargin).
+var drBlockMargin = 0
 
 // drResult is one solve's outcome.
 type drResult struct {
@@ -474,13 +511,11 @@ func (d *drSolver) solve(ctx context.Context, term drTerm, cfg drConfig) (*drRes
 			return 0, 0, triplets{}, 0, err
 		}
 		if inside {
+			// X = 2W − s, inside the ball by the projection's test; the
+			// bound used for X̂ must not rely on estimated singular
+			// values: ‖X‖_* ≤ √rank·‖X‖_F.
 			t = triplets{}
 			nb = math.Sqrt(float64(min(d.d1, d.d2))) * floats.Norm(x, 2)
-			if nb > d.tau {
-				// Inside by the partial spectrum's estimate: trust
-				// it up to the τ the projection aimed at.
-				nb = d.tau
-			}
 		} else {
 			nb = nucBound(t)
 		}
@@ -495,6 +530,7 @@ func (d *drSolver) solve(ctx context.Context, term drTerm, cfg drConfig) (*drRes
 	}
 	var trail []float64
 	rLast := math.Inf(1)
+	prevBest, sinceCheck := math.Inf(1), 0
 	for it := 0; ; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -528,14 +564,20 @@ func (d *drSolver) solve(ctx context.Context, term drTerm, cfg drConfig) (*drRes
 			}
 		}
 		if debugDR != nil {
-			debugDR("dr it %d f %.8g best %.8g r %.3g c %.6f rank %d sweeps %d", it, f, res.Objective, r, c, len(t.S), d.nuc.Sweeps)
+			debugDR("dr it %d f %.8g best %.8g r %.3g |w| %.3g c %.6f rank %d sweeps %d", it, f, res.Objective, r, wn, c, len(t.S), d.nuc.Sweeps)
 		}
 		if cfg.progress != nil {
 			cfg.progress(it+1, cfg.maxIter)
 		}
 		// Stopping.
 		scale := math.Max(1, math.Abs(res.Objective))
-		if term.convex() && cfg.gapTol > 0 && (it%max(cfg.checkEvery, 1) == max(cfg.checkEvery, 1)-1 || it+1 >= cfg.maxIter) {
+		gated := prevBest-res.Objective < 5*cfg.gapTol*scale
+		prevBest = res.Objective
+		if gated {
+			sinceCheck++
+		}
+		if cfg.gapTol > 0 && ((gated && sinceCheck >= max(cfg.checkEvery, 1)) || it+1 >= cfg.maxIter) {
+			sinceCheck = 0
 			lb, err := d.dualBound(term, rho, false)
 			if err != nil {
 				return nil, err
@@ -544,17 +586,23 @@ func (d *drSolver) solve(ctx context.Context, term drTerm, cfg drConfig) (*drRes
 				debugDR("dr it %d dual estimate %.8g gap %.3g", it, lb, res.Objective-lb)
 			}
 			if res.Objective-lb <= cfg.gapTol*scale {
-				d.certChecks++
-				lb, err = d.dualBound(term, rho, true)
-				if err != nil {
-					return nil, err
+				switch {
+				case !term.convex():
+					res.Stop = fmt.Sprintf("estimated duality gap %.3g ≤ %.3g·|f| (not a certificate: the loss is not convex)", res.Objective-lb, cfg.gapTol)
+				case min(d.d1, d.d2) > certifyDim:
+					res.Stop = fmt.Sprintf("estimated duality gap %.3g ≤ %.3g·|f| (not certified: the matrix is too large for the Gram certificate)", res.Objective-lb, cfg.gapTol)
+				default:
+					d.certChecks++
+					if lb, err = d.dualBound(term, rho, true); err != nil {
+						return nil, err
+					}
+					res.Dual = math.Max(res.Dual, lb)
+					if res.Objective-res.Dual <= cfg.gapTol*scale {
+						res.Certified = true
+						res.Stop = fmt.Sprintf("duality gap %.3g ≤ %.3g·|f|", res.Objective-res.Dual, cfg.gapTol)
+					}
 				}
-				if lb > res.Dual {
-					res.Dual = lb
-				}
-				if res.Objective-res.Dual <= cfg.gapTol*scale {
-					res.Certified = !math.IsInf(res.Dual, -1)
-					res.Stop = fmt.Sprintf("duality gap %.3g ≤ %.3g·|f|", res.Objective-res.Dual, cfg.gapTol)
+				if res.Stop != "" {
 					break
 				}
 			}
@@ -581,7 +629,6 @@ func (d *drSolver) solve(ctx context.Context, term drTerm, cfg drConfig) (*drRes
 			floats.AddScaled(s, gamma, g)
 		}
 	}
-	d.warm = true
 	res.X = d.best
 	if d.bestT.U != nil {
 		ft := &triplets{U: d.bestT.U, S: make([]float64, len(d.bestT.S)), V: d.bestT.V}
@@ -616,12 +663,34 @@ func (d *drSolver) dualBound(term drTerm, rho float64, certify bool) (float64, e
 	if certify && min(d.d1, d.d2) > certifyDim {
 		return math.Inf(-1), nil
 	}
-	gram := gramOf(lam, d.d1, d.d2)
-	est := lanczosMax(gram, 30, d.nuc.rnd)
+	// Lanczos on Λ Λᵀ (or Λᵀ Λ, the smaller), by products with Λ: in
+	// compressed rows when Λ is sparse (the loss), dense otherwise.
+	m := min(d.d1, d.d2)
+	var op blockOp
+	if sp, ok := newSparseOp(lam, d.d1, d.d2, len(lam)/8); ok {
+		op = sp
+	} else {
+		op = denseOp{mat.NewDense(d.d1, d.d2, lam)}
+	}
+	tmp := mat.NewDense(max(d.d1, d.d2), 1, nil)
+	mul := func(dst, x []float64) {
+		xv := mat.NewDense(m, 1, x)
+		out := mat.NewDense(m, 1, dst)
+		if d.d1 <= d.d2 {
+			t := tmp.Slice(0, d.d2, 0, 1).(*mat.Dense)
+			op.mulTTo(t, xv)
+			op.mulTo(out, t)
+		} else {
+			t := tmp.Slice(0, d.d1, 0, 1).(*mat.Dense)
+			op.mulTo(t, xv)
+			op.mulTTo(out, t)
+		}
+	}
+	est := lanczosMaxFn(m, mul, 30, d.nuc.rnd)
 	op2 := est
 	if certify {
 		var ok bool
-		op2, ok = certifyMax(gram, est)
+		op2, ok = certifyMax(gramOf(lam, d.d1, d.d2), est)
 		if !ok {
 			return math.Inf(-1), nil
 		}
@@ -709,34 +778,41 @@ func gramOf(a []float64, d1, d2 int) *mat.SymDense {
 // lower bound: a Ritz value).
 func lanczosMax(g *mat.SymDense, k int, rnd func() float64) float64 {
 	m := g.SymmetricDim()
+	return lanczosMaxFn(m, func(dst, x []float64) {
+		mat.NewVecDense(m, dst).MulVec(g, mat.NewVecDense(m, x))
+	}, k, rnd)
+}
+
+// lanczosMaxFn is lanczosMax for the m × m operator x ↦ mul(dst, x).
+func lanczosMaxFn(m int, mul func(dst, x []float64), k int, rnd func() float64) float64 {
 	k = min(k, m)
-	q := mat.NewDense(m, k+1, nil)
-	v := mat.NewVecDense(m, nil)
+	q := make([][]float64, 0, k+1)
+	v := make([]float64, m)
 	for i := range m {
-		v.SetVec(i, 1+0.1*(rnd()-0.5))
+		v[i] = 1 + 0.1*(rnd()-0.5)
 	}
-	v.ScaleVec(1/mat.Norm(v, 2), v)
-	q.ColView(0).(*mat.VecDense).CopyVec(v)
+	floats.Scale(1/floats.Norm(v, 2), v)
+	q = append(q, v)
 	alpha := make([]float64, k)
 	beta := make([]float64, k)
-	w := mat.NewVecDense(m, nil)
 	steps := k
 	for j := range k {
-		w.MulVec(g, q.ColView(j))
-		alpha[j] = mat.Dot(w, q.ColView(j))
+		w := make([]float64, m)
+		mul(w, q[j])
+		alpha[j] = floats.Dot(w, q[j])
 		// Full reorthogonalisation (twice).
 		for range 2 {
 			for i := 0; i <= j; i++ {
-				qi := q.ColView(i)
-				w.AddScaledVec(w, -mat.Dot(w, qi), qi)
+				floats.AddScaled(w, -floats.Dot(w, q[i]), q[i])
 			}
 		}
-		beta[j] = mat.Norm(w, 2)
+		beta[j] = floats.Norm(w, 2)
 		if beta[j] <= 1e-12*math.Abs(alpha[0]) || j == k-1 {
 			steps = j + 1
 			break
 		}
-		q.ColView(j+1).(*mat.VecDense).ScaleVec(1/beta[j], w)
+		floats.Scale(1/beta[j], w)
+		q = append(q, w)
 	}
 	t := mat.NewSymDense(steps, nil)
 	for j := range steps {
@@ -791,27 +867,28 @@ func certifyMax(g *mat.SymDense, est float64) (float64, bool) {
 }
 
 // anderson is type-II Anderson acceleration of s ← s + γg with memory m.
+// The differences are kept as the columns of two n × m row-major matrices
+// (a ring buffer over the columns), so that the combination is one pass
+// over memory (a matrix–vector product) rather than 2m vector updates.
 type anderson struct {
-	m      int
-	ds, df [][]float64 // ring buffers of differences
-	dots   []float64   // m × m: dots[i*m+j] = ⟨df[i], df[j]⟩
-	head   int
-	count  int
-	sPrev  []float64
-	fPrev  []float64
-	has    bool
+	m     int
+	df    *mat.Dense // n × m: differences of the steps f = γg
+	e     *mat.Dense // n × m: differences of s plus those of f
+	dots  []float64  // m × m: dots[i*m+j] = ⟨df_i, df_j⟩
+	head  int
+	count int
+	sPrev []float64
+	fPrev []float64
+	col   []float64 // scratch: the new df column
+	has   bool
 	// extrapolated: the last step was an accelerated one (not the plain
 	// step), so the safeguard may reject it.
 	extrapolated bool
 }
 
 func newAnderson(m, n int) *anderson {
-	a := &anderson{m: m, sPrev: make([]float64, n), fPrev: make([]float64, n), dots: make([]float64, m*m)}
-	for range m {
-		a.ds = append(a.ds, make([]float64, n))
-		a.df = append(a.df, make([]float64, n))
-	}
-	return a
+	return &anderson{m: m, sPrev: make([]float64, n), fPrev: make([]float64, n), col: make([]float64, n),
+		df: mat.NewDense(n, m, nil), e: mat.NewDense(n, m, nil), dots: make([]float64, m*m)}
 }
 
 func (a *anderson) reset() { a.count, a.head, a.has, a.extrapolated = 0, 0, false, false }
@@ -826,25 +903,29 @@ func (a *anderson) fallback(s []float64) {
 }
 
 // step moves s to the next point given g = X − W at s (the plain step is
-// s + γg). Each vector is read a few times: the loops are fused, as they
-// are bound by memory traffic.
+// s + γg).
 func (a *anderson) step(s, g []float64, gamma float64) {
-	n := len(s)
+	n, m := len(s), a.m
 	if a.has {
-		ds, df := a.ds[a.head], a.df[a.head]
+		h := a.head
+		df, e := a.df.RawMatrix(), a.e.RawMatrix()
 		for i := range n {
 			f := gamma * g[i]
-			ds[i] = s[i] - a.sPrev[i]
-			df[i] = f - a.fPrev[i]
+			dfi := f - a.fPrev[i]
+			a.col[i] = dfi
+			df.Data[i*df.Stride+h] = dfi
+			e.Data[i*e.Stride+h] = s[i] - a.sPrev[i] + dfi
 			a.sPrev[i] = s[i]
 			a.fPrev[i] = f
 		}
-		a.count = min(a.count+1, a.m)
+		a.count = min(a.count+1, m)
+		// ⟨df_new, df_j⟩ for every column: one pass, DFᵀ·df_new.
+		d := mat.NewVecDense(m, nil)
+		d.MulVec(a.df.T(), mat.NewVecDense(n, a.col))
 		for j := range a.count {
-			d := floats.Dot(df, a.df[j])
-			a.dots[a.head*a.m+j], a.dots[j*a.m+a.head] = d, d
+			a.dots[h*m+j], a.dots[j*m+h] = d.AtVec(j), d.AtVec(j)
 		}
-		a.head = (a.head + 1) % a.m
+		a.head = (h + 1) % m
 	} else {
 		copy(a.sPrev, s)
 		for i := range n {
@@ -858,18 +939,19 @@ func (a *anderson) step(s, g []float64, gamma float64) {
 		floats.Add(s, a.fPrev)
 		return
 	}
-	// θ = argmin ‖f − ΔF θ‖ by the normal equations (Tikhonov-regularised).
+	// θ = argmin ‖f − ΔF θ‖ by the normal equations (Tikhonov-regularised),
+	// over the q filled columns (the others are zero until filled).
+	rhsAll := mat.NewVecDense(m, nil)
+	rhsAll.MulVec(a.df.T(), mat.NewVecDense(n, a.fPrev))
 	G := mat.NewSymDense(q, nil)
 	rhs := mat.NewVecDense(q, nil)
-	for i := range q {
-		for j := i; j < q; j++ {
-			G.SetSym(i, j, a.dots[i*a.m+j])
-		}
-		rhs.SetVec(i, floats.Dot(a.df[i], a.fPrev))
-	}
 	var tr float64
 	for i := range q {
-		tr += G.At(i, i)
+		for j := i; j < q; j++ {
+			G.SetSym(i, j, a.dots[i*m+j])
+		}
+		rhs.SetVec(i, rhsAll.AtVec(i))
+		tr += a.dots[i*m+i]
 	}
 	for i := range q {
 		G.SetSym(i, i, G.At(i, i)+1e-10*tr)
@@ -881,21 +963,20 @@ func (a *anderson) step(s, g []float64, gamma float64) {
 		a.reset()
 		return
 	}
-	th := theta.RawVector().Data
-	for i := range n {
-		v := s[i] + a.fPrev[i]
-		for j := range q {
-			v -= th[j] * (a.ds[j][i] + a.df[j][i])
-		}
-		s[i] = v
+	// s ← s + f − E θ.
+	th := mat.NewVecDense(m, nil)
+	for j := range q {
+		th.SetVec(j, theta.AtVec(j))
 	}
+	floats.Add(s, a.fPrev)
+	blas64.Gemv(blas.NoTrans, -1, a.e.RawMatrix(), th.RawVector(), 1, blas64.Vector{N: n, Inc: 1, Data: s})
 	a.extrapolated = true
 }
 
 // drDefaults fills DR's settings from the options.
 func drDefaults(opt Options, rhoDefault float64) drConfig {
 	cfg := drConfig{rho: opt.Rho, relax: opt.Relax, memory: opt.AAMemory, maxIter: opt.MaxIter, gapTol: opt.GapTol,
-		checkEvery: 3, stallTol: 1e-5, stallWindow: 10, progress: opt.Progress}
+		checkEvery: 2, stallTol: 1e-5, stallWindow: 10, progress: opt.Progress}
 	if !(cfg.rho > 0) {
 		cfg.rho = rhoDefault
 	}
@@ -914,15 +995,36 @@ func drDefaults(opt Options, rhoDefault float64) drConfig {
 }
 
 // projectionConfig is the setting of the projections inside gradient
-// perturbation: ρ = 1 (the curvature of ½‖X − Z‖²), stop on the relative
-// residual (no certificate: the Gram matrix of a dense Λ is costly), at
-// most 100 iterations.
+// perturbation: opt.ProjIter iterations (default 1) warm-started from the
+// previous projection, ρ = 0.1, stopping early on the relative residual
+// 1e-3 (no certificate: the Gram matrix of a dense Λ is costly). The
+// exact projections of gradient perturbation's noisy iterates have ranks
+// in the hundreds on MovieLens-100K, each nuclear projection then costs
+// seconds, and an exact projection needs tens of them; one iteration per
+// step keeps the K steps to K nuclear projections. (For exact
+// projections, many iterations, ρ ≈ 30 converges fastest in the tests.)
 func projectionConfig(opt Options) drConfig {
-	cfg := drDefaults(Options{Rho: 1, AAMemory: opt.AAMemory, Relax: opt.Relax, MaxIter: 100}, 1)
+	rho, iters := 0.1, opt.ProjIter
+	if iters <= 0 {
+		iters = 1
+	}
+	if projRho > 0 {
+		rho = projRho
+	}
+	if projIter > 0 {
+		iters = projIter
+	}
+	cfg := drDefaults(Options{Rho: rho, AAMemory: opt.AAMemory, Relax: opt.Relax, MaxIter: iters}, 1)
 	cfg.gapTol = 0
 	cfg.resTol = 1e-3
 	return cfg
 }
+
+// Measurement hooks (tests only).
+var (
+	projRho  float64
+	projIter int
+)
 
 // solveDR minimises the loss over C by the splitting (dr.go).
 func solveDR(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
@@ -931,7 +1033,20 @@ func solveDR(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 		return nil, err
 	}
 	term := newLossTerm(p, opt.Link, opt.Linear, opt.Alpha)
-	cfg := drDefaults(opt, 1.2*curvature(opt.Link, 0, 1))
+	// ρ: 1.2 times the loss's curvature at 0, times 1 + the mean size of
+	// the linear term (objective perturbation's noise pushes many more
+	// entries onto the box, where a larger ρ converges faster: on
+	// MovieLens-100K at ε = 1, 34 iterations instead of 46; at ε = 4, 27
+	// instead of 25).
+	rho := 1.2 * curvature(opt.Link, 0, 1)
+	if opt.Linear != nil {
+		var mean float64
+		for _, l := range opt.Linear {
+			mean += math.Abs(l)
+		}
+		rho *= 1 + mean/float64(len(opt.Linear))
+	}
+	cfg := drDefaults(opt, rho)
 	res, err := d.solve(ctx, term, cfg)
 	if err != nil {
 		return nil, err

@@ -36,6 +36,9 @@ type Config struct {
 	Clamp float64
 	// Iterations is GraP's K (default 10).
 	Iterations int
+	// ProjIter is GraP's number of DR iterations per projection onto C
+	// (default 1; see Options.ProjIter).
+	ProjIter int
 	// Noise is the privacy randomness (noise.Secure() for releases).
 	Noise *noise.Source
 	// Solver configures SPG (Link, Tau, Alpha, tolerances, Rand).
@@ -72,6 +75,13 @@ func Run(ctx context.Context, p *Problem, cfg Config) (*Result, error) {
 			return nil, err
 		}
 		info["iterations"], info["objective"], info["stop"], info["rank"] = sol.Iterations, sol.Objective, sol.Stop, sol.Rank()
+		info["solver"] = opt.Solver
+		if opt.Solver == "" {
+			info["solver"] = "dr"
+		}
+		if !math.IsInf(sol.Gap, 1) {
+			info["gap"] = sol.Gap // the objective minus a proven lower bound on the optimum
+		}
 		return &Result{Solution: sol, Guarantee: ClearGuarantee(), Info: info}, nil
 	}
 	if cfg.Noise == nil {
@@ -126,6 +136,9 @@ func Run(ctx context.Context, p *Problem, cfg Config) (*Result, error) {
 	case GraP:
 		c := plan.Clamp
 		opt.MaxIter = plan.Steps
+		if cfg.ProjIter > 0 {
+			opt.ProjIter = cfg.ProjIter
+		}
 		opt.Gradient = func(_ int, grad []float64) error {
 			for i, v := range grad {
 				if math.IsNaN(v) {

@@ -48,6 +48,16 @@ type Projector struct {
 	// block still doubles while every Ritz value is above the threshold.
 	ColdSubspace bool
 	ColdSweeps   int
+	// SparseInput: matrices with at most 1/16 of their entries non-zero
+	// go to the subspace iteration in compressed rows.
+	SparseInput bool
+	// Single makes the subspace iteration's block products single
+	// precision (see dense32Op).
+	Single bool
+	buf32  []float32
+	// BlockMargin is the number of subspace-iteration vectors beyond the
+	// last call's rank (0: max(16, rank/4)).
+	BlockMargin int
 
 	rnd         func() float64
 	warmDykstra bool       // q holds the last call's box increment
@@ -226,13 +236,21 @@ func (pr *Projector) nuclear(dst, z []float64) (bool, triplets, error) {
 		}
 		return pr.shrink(dst, z, t)
 	case m <= exactDim:
-		t, ok := gramSVD(a)
+		t, inside, ok := gramTop(a, pr.Tau)
 		if !ok {
 			return false, triplets{}, errNonFinite
 		}
+		if inside {
+			copy(dst, z)
+			return true, triplets{}, nil
+		}
 		return pr.shrink(dst, z, t)
 	}
-	b := max(pr.rank+max(16, pr.rank/4), 32)
+	margin := pr.BlockMargin
+	if margin <= 0 {
+		margin = max(16, pr.rank/4)
+	}
+	b := max(pr.rank+margin, 32)
 	cold := pr.warm == nil && pr.ColdSubspace
 	for {
 		sweepsMax := pr.MaxSweeps
@@ -245,14 +263,29 @@ func (pr *Projector) nuclear(dst, z []float64) (bool, triplets, error) {
 			// No start vectors (first call) or a block too large: the
 			// exact spectrum is cheaper than many sweeps.
 			pr.Fallbacks++
-			t, ok := gramSVD(a)
+			t, inside, ok := gramTop(a, pr.Tau)
 			if !ok {
 				return false, triplets{}, errNonFinite
+			}
+			if inside {
+				copy(dst, z)
+				return true, triplets{}, nil
 			}
 			pr.warm, pr.warmS = t.V, t.S
 			return pr.shrink(dst, z, t)
 		}
-		t, sweeps, ok := subspaceSVD(a, b, pr.Tau, pr.SweepTol, sweepsMax, pr.warm, pr.warmS, pr.rnd)
+		var op blockOp = denseOp{a}
+		if pr.Single {
+			o32 := newDense32Op(z, pr.D1, pr.D2, pr.buf32)
+			pr.buf32 = o32.a
+			op = o32
+		}
+		if pr.SparseInput {
+			if sp, ok := newSparseOp(z, pr.D1, pr.D2, len(z)/16); ok {
+				op = sp
+			}
+		}
+		t, sweeps, ok := subspaceSVD(op, b, pr.Tau, pr.SweepTol, sweepsMax, pr.warm, pr.warmS, pr.rnd)
 		pr.Sweeps += sweeps
 		if debugProj != nil {
 			_, k := softThreshold(t.S, pr.Tau)

@@ -86,10 +86,14 @@ type Options struct {
 	// objective is within that fraction of the optimum.
 	GapTol float64
 	// Rho, Relax and AAMemory are DR's penalty ρ (default 1.2·L''(0) of
-	// the link), over-relaxation γ (default 1.6) and Anderson memory
-	// (default 5; negative: no acceleration).
+	// the link, times 1 + the mean |Linear|), over-relaxation γ (default
+	// 1.6) and Anderson memory (default 5; negative: no acceleration).
 	Rho, Relax float64
 	AAMemory   int
+	// ProjIter is the number of DR iterations of each projection onto C in
+	// gradient perturbation (default 1; warm-started from the previous
+	// projection; the result is in C whatever the number).
+	ProjIter int
 	// ProjTol configures SPG's Dykstra projection (see Projector); FullSVD
 	// makes every nuclear projection use a full SVD (both solvers).
 	ProjTol float64
@@ -536,15 +540,11 @@ func tighten(pr *Projector) bool {
 func (s *Solution) FactorsUV(d1, d2 int) (rank int, u, v []float64, err error) {
 	t := s.Factors
 	if t == nil {
-		full, ok := gramSVD(mat.NewDense(d1, d2, s.X))
+		full, _, ok := gramTopK(mat.NewDense(d1, d2, slices.Clone(s.X)), 0, min(d1, d2))
 		if !ok {
 			return 0, nil, nil, errors.New("onebit: SVD of the solution failed")
 		}
-		k := 0
-		for k < len(full.S) && full.S[k] > 1e-10*full.S[0] {
-			k++
-		}
-		t = &triplets{U: sliceCols(full.U, k), S: full.S[:k], V: sliceCols(full.V, k)}
+		t = &full
 	}
 	rank = len(t.S)
 	u = make([]float64, d1*rank)

@@ -2,8 +2,13 @@ package onebit
 
 import (
 	"math"
+	"slices"
 	"sort"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/floats"
+	"gonum.org/v1/gonum/lapack/gonum"
 	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 )
@@ -13,9 +18,11 @@ import (
 // SVD (mat.SVD), which on a 943 × 1682 matrix costs seconds, so the top
 // singular triplets are computed here by block subspace iteration with
 // Rayleigh–Ritz, warm-started from the previous projection's right singular
-// vectors (SPG moves little between iterations). The heavy work is the two
-// dense products A·V and Aᵀ·Q per sweep, done by gonum's Dgemm, which splits
-// large products over all cores; the small QR and SVD are gonum's.
+// vectors (the solvers move little between iterations). The heavy work is
+// the two products A·V and Aᵀ·Q per sweep, done by gonum's Dgemm or Sgemm
+// (which split large products over all cores) or in compressed rows for a
+// sparse A; the small QR and eigenproblems are gonum's. Small matrices get
+// the exact spectrum from the Gram matrix (gramTop).
 
 // triplets is a truncated SVD U diag(S) Vᵀ with S in decreasing order.
 type triplets struct {
@@ -36,7 +43,7 @@ type triplets struct {
 // before the first sweep, so a warm start can stop after one sweep.
 // Ritz values approach the singular values from below, and the computed
 // U, V have orthonormal columns up to rounding whatever the accuracy.
-func subspaceSVD(a *mat.Dense, b int, tau, tol float64, maxSweeps int, start *mat.Dense, startS []float64, rnd func() float64) (triplets, int, bool) {
+func subspaceSVD(a blockOp, b int, tau, tol float64, maxSweeps int, start *mat.Dense, startS []float64, rnd func() float64) (triplets, int, bool) {
 	d1, d2 := a.Dims()
 	b = min(b, d1, d2)
 	v := mat.NewDense(d2, b, nil)
@@ -65,9 +72,9 @@ func subspaceSVD(a *mat.Dense, b int, tau, tol float64, maxSweeps int, start *ma
 	sweeps := 0
 	for sweeps < maxSweeps {
 		sweeps++
-		q.Mul(a, v)
+		a.mulTo(q, v)
 		orthonormalize(q)
-		bm.Mul(a.T(), q) // B = Aᵀ Q, d2 × b
+		a.mulTTo(bm, q) // B = Aᵀ Q, d2 × b
 		h.SymOuterK(1, bm.T())
 		if !es.Factorize(h, true) {
 			return triplets{}, sweeps, false
@@ -124,61 +131,160 @@ func subspaceSVD(a *mat.Dense, b int, tau, tol float64, maxSweeps int, start *ma
 	return t, sweeps, true
 }
 
-// gramSVD returns the singular triplets of a from the eigendecomposition of
-// its Gram matrix A Aᵀ (or Aᵀ A, the smaller): eigenvalues σ_i², eigenvectors
-// the singular vectors of that side, the other side's vectors Aᵀ u_i / σ_i.
-// Only σ_i > 1e-7·σ₁ are returned (below that the division loses accuracy;
-// such values are far below any soft threshold met in practice, and
-// dropping them only makes the nuclear norm look smaller by at most
-// m·1e-7·σ₁). Much cheaper than gonum's SVD: one symmetric rank-k update
-// and one m × m eigendecomposition.
-func gramSVD(a *mat.Dense) (triplets, bool) {
-	d1, d2 := a.Dims()
-	m := min(d1, d2)
-	g := mat.NewSymDense(m, nil)
-	var wide mat.Matrix = a // m × n
-	if d1 > d2 {
-		wide = a.T()
-	}
-	g.SymOuterK(1, wide)
-	var es mat.EigenSym
-	if !es.Factorize(g, true) {
-		return triplets{}, false
-	}
-	lam := es.Values(nil) // ascending
-	var ev mat.Dense
-	es.VectorsTo(&ev)
-	s1 := math.Sqrt(math.Max(lam[m-1], 0))
-	k := 0
-	for k < m && math.Sqrt(math.Max(lam[m-1-k], 0)) > 1e-7*s1 {
-		k++
-	}
-	if k == 0 {
-		return triplets{S: nil, U: mat.NewDense(d1, 1, nil), V: mat.NewDense(d2, 1, nil)}, true
-	}
-	us := mat.NewDense(m, k, nil)
-	s := make([]float64, k)
-	for j := range k {
-		s[j] = math.Sqrt(lam[m-1-j])
-		for i := range m {
-			us.Set(i, j, ev.At(i, m-1-j))
-		}
-	}
-	// Other side: W = wideᵀ U diag(1/σ), n × k.
-	_, n := wide.Dims()
-	w := mat.NewDense(n, k, nil)
-	w.Mul(wide.T(), us)
-	for j := range k {
-		inv := 1 / s[j]
-		for i := range n {
-			w.Set(i, j, w.At(i, j)*inv)
-		}
-	}
-	if d1 <= d2 {
-		return triplets{U: us, S: s, V: w}, true
-	}
-	return triplets{U: w, S: s, V: us}, true
+// blockOp is a matrix seen through its products with dense blocks.
+type blockOp interface {
+	Dims() (r, c int)
+	mulTo(dst, v *mat.Dense)  // dst = A v
+	mulTTo(dst, q *mat.Dense) // dst = Aᵀ q
 }
+
+// denseOp is a dense matrix (gonum's Dgemm, parallel over the cores).
+type denseOp struct{ a *mat.Dense }
+
+func (o denseOp) Dims() (int, int)         { return o.a.Dims() }
+func (o denseOp) mulTo(dst, v *mat.Dense)  { dst.Mul(o.a, v) }
+func (o denseOp) mulTTo(dst, q *mat.Dense) { dst.Mul(o.a.T(), q) }
+
+// dense32Op is a dense matrix whose products are computed in single
+// precision (gonum's Sgemm does about 1.4 times the work per second of
+// Dgemm): the subspace iteration only needs the block products to steer
+// its vectors, and every vector it returns is re-orthonormalised or
+// checked in double precision (the certificate's nuclear-norm bound uses
+// the vectors actually returned, whatever their accuracy).
+type dense32Op struct {
+	d1, d2 int
+	a      []float32
+}
+
+// newDense32Op converts z (d1 × d2 row-major) into buf (reused when large
+// enough).
+func newDense32Op(z []float64, d1, d2 int, buf []float32) dense32Op {
+	if cap(buf) < len(z) {
+		buf = make([]float32, len(z))
+	}
+	buf = buf[:len(z)]
+	for i, v := range z {
+		buf[i] = float32(v)
+	}
+	return dense32Op{d1: d1, d2: d2, a: buf}
+}
+
+func (o dense32Op) Dims() (int, int) { return o.d1, o.d2 }
+
+func to32(m *mat.Dense) blas32.General {
+	r, c := m.Dims()
+	out := blas32.General{Rows: r, Cols: c, Stride: c, Data: make([]float32, r*c)}
+	for i := range r {
+		row := m.RawRowView(i)
+		for j, v := range row {
+			out.Data[i*c+j] = float32(v)
+		}
+	}
+	return out
+}
+
+func from32(dst *mat.Dense, g blas32.General) {
+	for i := range g.Rows {
+		row := dst.RawRowView(i)
+		for j := range row {
+			row[j] = float64(g.Data[i*g.Stride+j])
+		}
+	}
+}
+
+func (o dense32Op) mulTo(dst, v *mat.Dense) {
+	_, b := v.Dims()
+	out := blas32.General{Rows: o.d1, Cols: b, Stride: b, Data: make([]float32, o.d1*b)}
+	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, blas32.General{Rows: o.d1, Cols: o.d2, Stride: o.d2, Data: o.a}, to32(v), 0, out)
+	from32(dst, out)
+}
+
+func (o dense32Op) mulTTo(dst, q *mat.Dense) {
+	_, b := q.Dims()
+	out := blas32.General{Rows: o.d2, Cols: b, Stride: b, Data: make([]float32, o.d2*b)}
+	blas32.Gemm(blas.Trans, blas.NoTrans, 1, blas32.General{Rows: o.d1, Cols: o.d2, Stride: o.d2, Data: o.a}, to32(q), 0, out)
+	from32(dst, out)
+}
+
+// sparseOp is a matrix in compressed rows (the splitting's first
+// nuclear projection: 2·prox(0) is zero off Ω).
+type sparseOp struct {
+	d1, d2 int
+	rowPtr []int
+	col    []int32
+	val    []float64
+}
+
+// newSparseOp returns z (d1 × d2, row-major) in compressed rows if it has
+// at most maxNNZ non-zeros.
+func newSparseOp(z []float64, d1, d2, maxNNZ int) (*sparseOp, bool) {
+	nnz := 0
+	for _, v := range z {
+		if v != 0 {
+			nnz++
+			if nnz > maxNNZ {
+				return nil, false
+			}
+		}
+	}
+	o := &sparseOp{d1: d1, d2: d2, rowPtr: make([]int, d1+1), col: make([]int32, 0, nnz), val: make([]float64, 0, nnz)}
+	for i := range d1 {
+		for j, v := range z[i*d2 : (i+1)*d2] {
+			if v != 0 {
+				o.col = append(o.col, int32(j))
+				o.val = append(o.val, v)
+			}
+		}
+		o.rowPtr[i+1] = len(o.val)
+	}
+	return o, true
+}
+
+func (o *sparseOp) Dims() (int, int) { return o.d1, o.d2 }
+
+func (o *sparseOp) mulTo(dst, v *mat.Dense) {
+	dst.Zero()
+	if _, b := v.Dims(); b == 1 {
+		for i := range o.d1 {
+			var sum float64
+			for p := o.rowPtr[i]; p < o.rowPtr[i+1]; p++ {
+				sum += o.val[p] * v.At(int(o.col[p]), 0)
+			}
+			dst.Set(i, 0, sum)
+		}
+		return
+	}
+	for i := range o.d1 {
+		row := dst.RawRowView(i)
+		for p := o.rowPtr[i]; p < o.rowPtr[i+1]; p++ {
+			floats.AddScaled(row, o.val[p], v.RawRowView(int(o.col[p])))
+		}
+	}
+}
+
+func (o *sparseOp) mulTTo(dst, q *mat.Dense) {
+	dst.Zero()
+	if _, b := q.Dims(); b == 1 {
+		for i := range o.d1 {
+			qi := q.At(i, 0)
+			for p := o.rowPtr[i]; p < o.rowPtr[i+1]; p++ {
+				j := int(o.col[p])
+				dst.Set(j, 0, dst.At(j, 0)+o.val[p]*qi)
+			}
+		}
+		return
+	}
+	for i := range o.d1 {
+		qi := q.RawRowView(i)
+		for p := o.rowPtr[i]; p < o.rowPtr[i+1]; p++ {
+			floats.AddScaled(dst.RawRowView(int(o.col[p])), o.val[p], qi)
+		}
+	}
+}
+
+// lapack64Impl is gonum's pure-Go LAPACK (the routines gramTop needs are
+// not all in lapack64's wrappers).
+var lapack64Impl gonum.Implementation
 
 // softThreshold returns θ ≥ 0 with Σ max(s_i − θ, 0) = tau for s sorted in
 // decreasing order with Σ s_i > tau, and the number of values above θ.
@@ -225,4 +331,167 @@ func orthonormalize(q *mat.Dense) {
 	work = make([]float64, lw)
 	lapack64.Geqrf(g, tau, work, lw)
 	lapack64.Orgqr(g, tau, work, lw)
+}
+
+// gramTop returns the singular triplets of a that a projection onto the
+// nuclear ball of radius tau keeps — those above the soft threshold θ with
+// Σ (σ_i − θ)₊ = tau — or inside = true (and no triplets) when Σ σ_i ≤ tau.
+// It works on the Gram matrix G = A Aᵀ of the smaller side (eigenvalues
+// σ_i², eigenvectors the singular vectors of that side, the other side's
+// vectors Aᵀu_i/σ_i), and computes only the eigenvectors it needs: G is reduced to tridiagonal form
+// T = Qᵀ G Q (LAPACK's Dsytrd), all eigenvalues come from T (Dsterf), the
+// kept ones' eigenvectors by inverse iteration on T, reorthogonalised
+// within clusters of close eigenvalues as LAPACK's Dstein does, and are
+// mapped back by Q (Dormqr). gonum's complete eigendecomposition (Dsteqr,
+// which rotates an m × m matrix of vectors) costs 3–5 times as much for
+// m ≈ 1000. Singular values below 1e-7·σ₁ are treated as 0 (the Gram
+// route loses their accuracy; they are far below any threshold met).
+func gramTop(a *mat.Dense, tau float64) (t triplets, inside bool, ok bool) {
+	return gramTopK(a, tau, 0)
+}
+
+// gramTopK is gramTop with keep > 0: the triplets of the keep largest
+// singular values above 1e-10·σ₁ (tau ignored).
+func gramTopK(a *mat.Dense, tau float64, keep int) (t triplets, inside bool, ok bool) {
+	d1, d2 := a.Dims()
+	m := min(d1, d2)
+	var wide mat.Matrix = a // m × n
+	if d1 > d2 {
+		wide = a.T()
+	}
+	g := mat.NewSymDense(m, nil)
+	g.SymOuterK(1, wide)
+	raw := g.RawSymmetric() // upper triangle, row-major
+	// Dsytrd with uplo = Lower reads the lower triangle (row-major): copy
+	// the upper triangle to a full square array.
+	lda := m
+	full := make([]float64, m*m)
+	for i := range m {
+		for j := i; j < m; j++ {
+			v := raw.Data[i*raw.Stride+j]
+			full[i*lda+j], full[j*lda+i] = v, v
+		}
+	}
+	impl := lapack64Impl
+	dg := make([]float64, m)
+	e := make([]float64, max(m-1, 1))
+	tauR := make([]float64, max(m-1, 1))
+	work := make([]float64, 1)
+	impl.Dsytrd(blas.Lower, m, full, lda, dg, e, tauR, work, -1)
+	work = make([]float64, max(int(work[0]), 1))
+	impl.Dsytrd(blas.Lower, m, full, lda, dg, e, tauR, work, len(work))
+	lam := slices.Clone(dg)
+	off := slices.Clone(e[:max(m-1, 0)])
+	if !impl.Dsterf(m, lam, off) { // ascending
+		return triplets{}, false, false
+	}
+	s := make([]float64, m) // descending singular values
+	for i := range m {
+		s[i] = math.Sqrt(math.Max(lam[m-1-i], 0))
+	}
+	var k int
+	if keep > 0 {
+		for k < min(keep, m) && s[k] > 1e-10*s[0] {
+			k++
+		}
+		if k == 0 {
+			return triplets{S: nil, U: mat.NewDense(d1, 1, nil), V: mat.NewDense(d2, 1, nil)}, false, true
+		}
+	} else {
+		for i := range s {
+			if s[i] <= 1e-7*s[0] {
+				s[i] = 0
+			}
+		}
+		if floats.Sum(s) <= tau {
+			return triplets{S: s}, true, true
+		}
+		_, k = softThreshold(s, tau)
+	}
+	// Eigenvectors of T for the k largest eigenvalues.
+	var tnorm float64 // ‖T‖₁
+	for i := range m {
+		r := math.Abs(dg[i])
+		if i > 0 {
+			r += math.Abs(e[i-1])
+		}
+		if i < m-1 {
+			r += math.Abs(e[i])
+		}
+		tnorm = math.Max(tnorm, r)
+	}
+	z := mat.NewDense(m, k, nil)
+	eps := 2.220446049250313e-16
+	ortol := 1e-3 * tnorm
+	dl, dd, du := make([]float64, max(m-1, 1)), make([]float64, m), make([]float64, max(m-1, 1))
+	x := make([]float64, m)
+	seed := uint64(1)
+	next := func() float64 { // deterministic start vectors (xorshift)
+		seed ^= seed << 13
+		seed ^= seed >> 7
+		seed ^= seed << 17
+		return float64(seed>>11)/float64(1<<53) - 0.5
+	}
+	clusterStart := 0
+	for c := range k {
+		ev := lam[m-1-c]
+		if c > 0 && lam[m-c]-ev > ortol {
+			clusterStart = c
+		}
+		for i := range x {
+			x[i] = next()
+		}
+		shift := ev + 10*eps*tnorm
+		for it := 0; it < 3; it++ {
+			copy(dl, e[:max(m-1, 0)])
+			copy(du, e[:max(m-1, 0)])
+			for i := range m {
+				dd[i] = dg[i] - shift
+			}
+			if !impl.Dgtsv(m, 1, dl[:max(m-1, 0)], dd, du[:max(m-1, 0)], x, 1) {
+				// Exactly singular: move the shift and retry.
+				shift += 100 * eps * tnorm
+				it--
+				continue
+			}
+			// Orthogonalise against the cluster's earlier vectors (twice).
+			for range 2 {
+				for j := clusterStart; j < c; j++ {
+					col := z.ColView(j).(*mat.VecDense)
+					xv := mat.NewVecDense(m, x)
+					xv.AddScaledVec(xv, -mat.Dot(xv, col), col)
+				}
+			}
+			nrm := floats.Norm(x, 2)
+			if !(nrm > 0) || math.IsInf(nrm, 0) {
+				return triplets{}, false, false
+			}
+			floats.Scale(1/nrm, x)
+		}
+		z.SetCol(c, x)
+	}
+	// Back to G's eigenvectors: U = Q z, Q = diag(1, Q̃) with Q̃'s reflectors
+	// in full[1:, 0:m-1] (Dormtr's lower case).
+	if m > 1 {
+		zr := z.RawMatrix()
+		work = make([]float64, 1)
+		impl.Dormqr(blas.Left, blas.NoTrans, m-1, k, m-1, full[lda:], lda, tauR, zr.Data[zr.Stride:], zr.Stride, work, -1)
+		work = make([]float64, max(int(work[0]), 1))
+		impl.Dormqr(blas.Left, blas.NoTrans, m-1, k, m-1, full[lda:], lda, tauR, zr.Data[zr.Stride:], zr.Stride, work, len(work))
+	}
+	// The other side: W = wideᵀ U diag(1/σ).
+	_, n := wide.Dims()
+	w := mat.NewDense(n, k, nil)
+	w.Mul(wide.T(), z)
+	for j := range k {
+		inv := 1 / s[j]
+		for i := range n {
+			w.Set(i, j, w.At(i, j)*inv)
+		}
+	}
+	sk := slices.Clone(s[:k])
+	if d1 <= d2 {
+		return triplets{U: z, S: sk, V: w}, false, true
+	}
+	return triplets{U: w, S: sk, V: z}, false, true
 }
