@@ -2,7 +2,6 @@ package methods_test
 
 import (
 	"context"
-	"math"
 	"testing"
 
 	"github.com/privrec/privrec/methods"
@@ -87,24 +86,7 @@ func TestDPALSLimit(t *testing.T) {
 		t.Errorf("dpals at ε = 10⁷: RMSE %.4f, als %.4f", got, als)
 	}
 	// A user's state is what her device computes from the public model.
-	for _, st := range rel.PerUser.States[:30] {
-		u, _ := train.Users.Lookup(st.User)
-		items, vals := train.UserRow(u)
-		ids := make([]string, len(items))
-		fv := make([]float64, len(items))
-		for k, it := range items {
-			ids[k], fv[k] = train.Items.Name(it), float64(vals[k])
-		}
-		again, err := m.FoldInUser(st.User, ids, fv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for c := range again.Row {
-			if math.Abs(again.Row[c]-st.Row[c]) > 1e-12 {
-				t.Fatalf("user %s: row differs from fold-in", st.User)
-			}
-		}
-	}
+	checkFoldIn(t, m, rel.PerUser.States[:30], train)
 }
 
 func TestDPALSNeedsDeclaredFacts(t *testing.T) {

@@ -200,12 +200,7 @@ func foldInAll(ctx context.Context, m *model.Model, data *ratings.Matrix, method
 		if u%1024 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		items, vals := data.UserRow(u)
-		ids := make([]string, len(items))
-		fv := make([]float64, len(items))
-		for k, it := range items {
-			ids[k], fv[k] = data.Items.Name(it), float64(vals[k])
-		}
+		ids, fv := data.UserRatings(u)
 		st, err := m.FoldInUser(data.Users.Name(u), ids, fv)
 		if err != nil {
 			return nil, fmt.Errorf("user %q: %w", data.Users.Name(u), err)

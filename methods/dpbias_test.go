@@ -2,7 +2,6 @@ package methods_test
 
 import (
 	"context"
-	"math"
 	"testing"
 
 	"github.com/privrec/privrec/methods"
@@ -69,20 +68,5 @@ func TestDPBiasLimit(t *testing.T) {
 		t.Errorf("dp-bias at ε = 10⁶ has RMSE %.4f, the non-private bias model %.4f", got, want)
 	}
 	// Fold-in reproduces every user's state.
-	for _, st := range rel.PerUser.States[:20] {
-		u, _ := train.Users.Lookup(st.User)
-		items, vals := train.UserRow(u)
-		ids := make([]string, len(items))
-		fv := make([]float64, len(items))
-		for k, it := range items {
-			ids[k], fv[k] = train.Items.Name(it), float64(vals[k])
-		}
-		again, err := m.FoldInUser(st.User, ids, fv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if math.Abs(again.Bias-st.Bias) > 1e-12 {
-			t.Errorf("user %s: fold-in bias %v, state %v", st.User, again.Bias, st.Bias)
-		}
-	}
+	checkFoldIn(t, m, rel.PerUser.States[:20], train)
 }

@@ -514,12 +514,7 @@ func (c *DPSVDConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		if u%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		items, vals := d.full.UserRow(u)
-		ids := make([]string, len(items))
-		fv := make([]float64, len(items))
-		for k, it := range items {
-			ids[k], fv[k] = d.full.Items.Name(it), float64(vals[k])
-		}
+		ids, fv := d.full.UserRatings(u)
 		st, err := m.FoldInUser(d.full.Users.Name(u), ids, fv)
 		if err != nil {
 			return nil, err

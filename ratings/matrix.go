@@ -374,3 +374,16 @@ func idMaps(users, items *IDs, nUsers, nItems int) (*IDs, *IDs, error) {
 	}
 	return users, items, nil
 }
+
+// UserRatings returns user u's ratings as external item IDs and float64
+// values (new slices; for code that works in IDs, e.g. folding a user into
+// a model on her device).
+func (m *Matrix) UserRatings(u int32) (items []string, values []float64) {
+	idx, vals := m.UserRow(u)
+	items = make([]string, len(idx))
+	values = make([]float64, len(idx))
+	for k, it := range idx {
+		items[k], values[k] = m.Items.Name(it), float64(vals[k])
+	}
+	return items, values
+}

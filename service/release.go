@@ -208,6 +208,19 @@ func encodeStates(st *model.UserStates) ([]store.UserState, error) {
 	return out, nil
 }
 
+// reportValues decodes a stored report's values and checks there is one
+// per catalogue item.
+func reportValues(r store.Report, cfg *api.Config) ([]*float64, error) {
+	vals, err := api.DecodeValues(r.Values)
+	if err != nil {
+		return nil, err
+	}
+	if len(vals) != len(cfg.Items) {
+		return nil, fmt.Errorf("report %d has %d values for %d items", r.Seq, len(vals), len(cfg.Items))
+	}
+	return vals, nil
+}
+
 // ReportsMatrix reads the stored local-mode reports as a matrix whose rows
 // are reports ("r<seq>") and whose columns are catalogue items, values in
 // the report units; it returns the number of reports (a report with no
@@ -217,12 +230,9 @@ func ReportsMatrix(ctx context.Context, st store.Store, cfg *api.Config) (*ratin
 	b := ratings.NewBuilder(ratings.DupError)
 	var n int64
 	last, err := st.ScanReports(ctx, 0, func(r store.Report) error {
-		vals, err := api.DecodeValues(r.Values)
+		vals, err := reportValues(r, cfg)
 		if err != nil {
 			return err
-		}
-		if len(vals) != len(cfg.Items) {
-			return fmt.Errorf("report %d has %d values for %d items", r.Seq, len(vals), len(cfg.Items))
 		}
 		row := "r" + strconv.FormatInt(r.Seq, 10)
 		for j, v := range vals {
@@ -255,12 +265,9 @@ func RatingsMatrix(ctx context.Context, st store.Store, cfg *api.Config) (*ratin
 	var order []string
 	var n int64
 	last, err := st.ScanReports(ctx, 0, func(r store.Report) error {
-		vals, err := api.DecodeValues(r.Values)
+		vals, err := reportValues(r, cfg)
 		if err != nil {
 			return err
-		}
-		if len(vals) != len(cfg.Items) {
-			return fmt.Errorf("report %d has %d values for %d items", r.Seq, len(vals), len(cfg.Items))
 		}
 		row, ok := latest[r.User]
 		if !ok {

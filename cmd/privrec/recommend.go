@@ -78,12 +78,7 @@ recommendations then come from the public model plus her own part:
 		if !ok {
 			return fmt.Errorf("%s has no ratings of user %q", d.path, *user)
 		}
-		items, vals := r.UserRow(u)
-		ids := make([]string, len(items))
-		fv := make([]float64, len(items))
-		for j, it := range items {
-			ids[j], fv[j] = r.Items.Name(it), float64(vals[j])
-		}
+		ids, fv := r.UserRatings(u)
 		st, err := m.FoldInUser(*user, ids, fv)
 		if err != nil {
 			return err
