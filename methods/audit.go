@@ -58,8 +58,9 @@ type AuditOptions struct {
 	// noise streams); 0 draws one.
 	Seed uint64
 	// Prepare, when set, turns each side's raw input into what the method
-	// trains on (e.g. the local-DP collection a device does), with the
-	// run's noise source.
+	// trains on, with the run's noise source. Unset, it is the method's own
+	// device step (DevicePrepare: the local-DP collection of ldp-laplace
+	// and ldp-rr at the audited ε; none for the other methods).
 	Prepare func(ctx context.Context, in release.Input, src *noise.Source) (release.Input, func(), error)
 }
 
@@ -242,6 +243,9 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	}
 	if o.Confidence == 0 {
 		o.Confidence = 0.95
+	}
+	if o.Prepare == nil {
+		o.Prepare = DevicePrepare(name, o.Epsilon)
 	}
 	if o.Runs < 2 {
 		return nil, fmt.Errorf("audit: need at least 2 runs per side")

@@ -9,7 +9,6 @@ import (
 	"github.com/privrec/privrec/methods"
 	"github.com/privrec/privrec/privacy/audit"
 	"github.com/privrec/privrec/privacy/noise"
-	"github.com/privrec/privrec/release"
 )
 
 func init() {
@@ -153,9 +152,6 @@ the clients' IDs are public, so only the canary item is searched.`,
 	conf := fs.Float64("confidence", 0.95, "confidence of the lower bound")
 	seed := fs.Uint64("seed", 0, "seed of the audit's randomness (0: random)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
-	if meth.New == nil {
-		return fmt.Errorf("method %s has no typed configuration; it cannot be audited yet", name)
-	}
 	cfg := meth.New()
 	if err := bindConfig(fs, cfg); err != nil {
 		return err
@@ -180,7 +176,7 @@ the clients' IDs are public, so only the canary item is searched.`,
 		s = -1
 	}
 	rep, err := methods.Audit(ctx, name, cfg, methods.AuditOptions{Epsilon: *eps, Delta: *delta, Runs: *runs, Samples: s,
-		Confidence: *conf, Seed: *seed, Prepare: auditPrepare(meth, *eps)})
+		Confidence: *conf, Seed: *seed})
 	if err != nil {
 		return err
 	}
@@ -217,11 +213,4 @@ the clients' IDs are public, so only the canary item is searched.`,
 		return exitError{code: 1}
 	}
 	return nil
-}
-
-// auditPrepare is the device-side step a method's audit must simulate at
-// per-rating ε (nil for methods that train on the ratings themselves): the
-// local-DP collection for ldp-laplace and ldp-rr.
-var auditPrepare = func(m *methods.Method, eps float64) func(ctx context.Context, in release.Input, src *noise.Source) (release.Input, func(), error) {
-	return methods.DevicePrepare(m.Name, eps)
 }
