@@ -3,12 +3,14 @@ package model
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/privrec/privrec/internal/atomicfile"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -54,25 +56,30 @@ func userStateFile(dir, user string) string {
 }
 
 // Save writes one file per user into dir (created if needed; 0700, each
-// file 0600: a file is meant for its user only).
+// file 0600: a file is meant for its user only). All files are written
+// together (atomicfile.WriteAll): either every user's file is replaced or,
+// on an error, none is; they are synced with one file-system sync.
 func (s *UserStates) Save(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("writing user states: %w", err)
 	}
-	for _, st := range s.States {
+	files := make([]atomicfile.File, len(s.States))
+	for k := range s.States {
+		st := &s.States[k]
 		b, err := json.Marshal(struct {
 			Method string `json:"method"`
 			Rank   int    `json:"rank"`
 			UserState
-		}{s.Method, s.Rank, st})
+		}{s.Method, s.Rank, *st})
 		if err != nil {
 			return fmt.Errorf("encoding state of user %q: %w", st.User, err)
 		}
-		if err := WriteFileAtomicBytes(userStateFile(dir, st.User), b, 0o600); err != nil {
+		files[k] = atomicfile.File{Path: userStateFile(dir, st.User), Write: func(w io.Writer) error {
+			_, err := w.Write(b)
 			return err
-		}
+		}}
 	}
-	return nil
+	return atomicfile.WriteAll(0o600, files...)
 }
 
 // LoadUserState reads one user's state from a directory written by Save.

@@ -17,6 +17,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // File is one file of a WriteAll: its path and what to write into it.
@@ -33,24 +35,37 @@ func Write(path string, mode fs.FileMode, write func(io.Writer) error) error {
 }
 
 // WriteAll writes every file to a temporary file in its target directory
-// and renames them into place only when all writes succeeded, so a failed
-// write leaves none of them changed. (Should a rename itself fail, the
-// files renamed before it are complete and the rest are removed.)
+// and renames them into place only when all writes succeeded and were
+// synced, so a failed write leaves none of them changed. (Should a rename
+// itself fail, the files renamed before it are complete and the rest are
+// removed.) Many files are written in parallel and synced together (see
+// syncFiles): thousands of per-user files cost one file-system sync, not
+// one journal commit each.
 func WriteAll(mode fs.FileMode, files ...File) (err error) {
-	tmps := make([]string, 0, len(files))
+	tmps := make([]string, len(files))
 	defer func() {
 		if err != nil {
 			for _, t := range tmps {
-				os.Remove(t)
+				if t != "" {
+					os.Remove(t)
+				}
 			}
 		}
 	}()
-	for _, f := range files {
-		tmp, err := writeTemp(f, mode)
-		if err != nil {
+	var g errgroup.Group
+	g.SetLimit(writers)
+	for k, f := range files {
+		g.Go(func() error {
+			tmp, err := writeTemp(f, mode)
+			tmps[k] = tmp
 			return err
-		}
-		tmps = append(tmps, tmp)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := syncFiles(tmps); err != nil {
+		return fmt.Errorf("writing %s: %w", files[0].Path, err)
 	}
 	for k, f := range files {
 		if err := os.Rename(tmps[k], f.Path); err != nil {
@@ -61,17 +76,23 @@ func WriteAll(mode fs.FileMode, files ...File) (err error) {
 	return nil
 }
 
-// writeTemp writes one file's content into a synced temporary file beside
-// it with the final mode and returns its name (removed on failure).
+// writers is how many files WriteAll fills at once.
+const writers = 8
+
+// manyFiles is the count from which syncFiles may sync the file system
+// once (Linux's syncfs(2)) rather than each file: each fsync waits for a
+// journal commit of its own.
+const manyFiles = 16
+
+// writeTemp writes one file's content into a temporary file beside it with
+// the final mode and returns its name (removed on failure). The caller
+// syncs it.
 func writeTemp(f File, mode fs.FileMode) (string, error) {
 	t, err := os.CreateTemp(filepath.Dir(f.Path), ".privrec-*")
 	if err != nil {
 		return "", fmt.Errorf("writing %s: %w", f.Path, err)
 	}
 	werr := f.Write(t)
-	if werr == nil {
-		werr = t.Sync()
-	}
 	cerr := t.Close()
 	if werr == nil && cerr == nil {
 		// CreateTemp makes the file 0600; the result gets the asked mode.
@@ -82,4 +103,22 @@ func writeTemp(f File, mode fs.FileMode) (string, error) {
 		return "", fmt.Errorf("writing %s: %w", f.Path, errors.Join(werr, cerr))
 	}
 	return t.Name(), nil
+}
+
+// syncEach syncs each named file: the portable way, one fsync per file.
+func syncEach(names []string) error {
+	for _, n := range names {
+		f, err := os.OpenFile(n, os.O_RDWR, 0)
+		if err != nil {
+			return err
+		}
+		serr := f.Sync()
+		if cerr := f.Close(); serr == nil {
+			serr = cerr
+		}
+		if serr != nil {
+			return serr
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -66,6 +67,44 @@ func TestWriteAllIsAllOrNothing(t *testing.T) {
 	if err := Write(filepath.Join(dir, "no-such-dir", "x"), 0o644, ok("x")); err == nil {
 		t.Fatal("writing into a missing directory should fail")
 	}
+}
+
+// TestWriteAllMany covers the path that writes many files in parallel and
+// syncs them with one file-system sync: every file lands with its content
+// and mode, and one failing file among many leaves all of them unchanged.
+func TestWriteAllMany(t *testing.T) {
+	dir := t.TempDir()
+	const n = 3 * manyFiles
+	files := func(round int, fail int) []File {
+		fs := make([]File, n)
+		for k := range fs {
+			fs[k] = File{filepath.Join(dir, fmt.Sprintf("user-%d", k)), func(w io.Writer) error {
+				if k == fail {
+					return errors.New("disk full")
+				}
+				_, err := fmt.Fprintf(w, "round %d file %d", round, k)
+				return err
+			}}
+		}
+		return fs
+	}
+	if err := WriteAll(0o600, files(1, -1)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteAll(0o600, files(2, n-3)...); err == nil {
+		t.Fatal("want an error when one file fails")
+	}
+	for k := range n {
+		p := filepath.Join(dir, fmt.Sprintf("user-%d", k))
+		got, err := os.ReadFile(p)
+		if want := fmt.Sprintf("round 1 file %d", k); err != nil || string(got) != want {
+			t.Fatalf("%s = %q (%v), want %q", filepath.Base(p), got, err, want)
+		}
+		if st, _ := os.Stat(p); st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s mode %v, want 0600", filepath.Base(p), st.Mode().Perm())
+		}
+	}
+	assertNoTemps(t, dir)
 }
 
 func assertNoTemps(t *testing.T, dir string) {
