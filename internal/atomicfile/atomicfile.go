@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -71,6 +72,29 @@ func WriteAll(mode fs.FileMode, files ...File) (err error) {
 		if err := os.Rename(tmps[k], f.Path); err != nil {
 			tmps = tmps[k:]
 			return fmt.Errorf("writing %s: %w", f.Path, err)
+		}
+	}
+	return syncDirs(files)
+}
+
+// syncDirs syncs the directories of files so that their renames survive a
+// crash too (where the platform allows a directory to be synced).
+func syncDirs(files []File) error {
+	seen := map[string]bool{}
+	for _, f := range files {
+		dir := filepath.Dir(f.Path)
+		if seen[dir] {
+			continue
+		}
+		seen[dir] = true
+		d, err := os.Open(dir)
+		if err != nil {
+			return fmt.Errorf("syncing %s: %w", dir, err)
+		}
+		serr := d.Sync()
+		d.Close()
+		if serr != nil && !errors.Is(serr, errors.ErrUnsupported) && runtime.GOOS != "windows" {
+			return fmt.Errorf("syncing %s: %w", dir, serr)
 		}
 	}
 	return nil
