@@ -86,6 +86,10 @@ function sentText(v) {
   return fmt(v);
 }
 
+function fmtBig(x) {
+  return x < 10 ? x.toFixed(1) : x < 1e6 ? String(Math.round(x)) : x.toExponential(1);
+}
+
 function itemTitle(it) { return it.title || it.id; }
 
 function ratingsKey(r) {
@@ -102,7 +106,8 @@ function drawGuarantee() {
         (cfg.mechanism === "rr" ? "randomized response" : "the " + cfg.mechanism + " mechanism") +
         ") before it leaves. You see it before sending.");
     add("One report is ε = " + fmt(cfg.report_epsilon) + " differentially private for everything you put into it: which items you rated and how. " +
-        "Whatever your ratings, each possible report is at most e^ε times more likely than under any other ratings, so the report reveals little about them. A smaller ε protects more.");
+        "Whatever your ratings, no report is more than e^ε ≈ " + fmtBig(Math.exp(cfg.report_epsilon)) +
+        " times likelier under them than under any other ratings, so a report reveals little about them. A smaller ε protects more.");
     add("Your total is at most ε = " + fmt(cfg.budget) + ": the service keeps a ledger of what each of your reports spends and refuses reports beyond this budget (" +
         cfg.max_reports + " report" + (cfg.max_reports === 1 ? "" : "s") + " in all).");
     add("Your recommendations are computed in this browser from the latest public release and your own ratings; the service never sees them.");
@@ -303,7 +308,7 @@ async function onRecommend() {
       li.textContent = r.title || r.item;
       const s = document.createElement("span");
       s.className = "score";
-      s.textContent = " — predicted " + fmt(r.score);
+      s.textContent = " — predicted rating " + (Math.round(r.score * 10) / 10).toFixed(1);
       li.appendChild(s);
       list.appendChild(li);
     }

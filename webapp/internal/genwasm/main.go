@@ -2,7 +2,8 @@
 // `go generate ./webapp` from the webapp directory): static/privrec.wasm.gz
 // (the module, gzip-compressed), static/privrec.wasm.version (the Go
 // version that built it and the SHA-256 of the uncompressed module) and
-// static/wasm_exec.js (the toolchain's loader, licence header kept).
+// static/wasm_exec.js (the toolchain's loader, licence header kept) with
+// static/wasm_exec.LICENSE (the Go licence it refers to).
 package main
 
 import (
@@ -40,7 +41,12 @@ func run(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
+	lic, err := wasmbuild.GoLicense(ctx)
+	if err != nil {
+		return err
+	}
 	files := map[string][]byte{
+		"wasm_exec.LICENSE":    lic,
 		"privrec.wasm.gz":      gz,
 		"privrec.wasm.version": fmt.Appendf(nil, "%s\nsha256 %x\nbytes %d\n", ver, sha256.Sum256(raw), len(raw)),
 		"wasm_exec.js":         js,

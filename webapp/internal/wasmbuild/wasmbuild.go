@@ -57,6 +57,20 @@ func GoVersion(ctx context.Context) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// GoLicense returns the toolchain's LICENSE, which wasm_exec.js's header
+// refers to.
+func GoLicense(ctx context.Context) ([]byte, error) {
+	out, err := exec.CommandContext(ctx, goTool(), "env", "GOROOT").Output()
+	if err != nil {
+		return nil, fmt.Errorf("wasmbuild: go env GOROOT: %w", err)
+	}
+	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "LICENSE"))
+	if err != nil {
+		return nil, fmt.Errorf("wasmbuild: the Go licence: %w", err)
+	}
+	return b, nil
+}
+
 // WasmExec returns the toolchain's wasm_exec.js (lib/wasm since Go 1.24).
 func WasmExec(ctx context.Context) ([]byte, error) {
 	out, err := exec.CommandContext(ctx, goTool(), "env", "GOROOT").Output()
