@@ -319,7 +319,9 @@ func TestBrowser(t *testing.T) {
 	if len(twice) != 2 || twice[0] == twice[1] {
 		t.Errorf("two draws from the same ratings gave the same report values %v", twice)
 	}
-	if err := chromedp.Run(bctx, scrollTop(`send-h`), screenshot(filepath.Join(shots, "browser-rating.png"))); err != nil {
+	// The rating page: sections 2 and 3 on a tall phone-width viewport.
+	if err := chromedp.Run(bctx, chromedp.EmulateViewport(420, 1780), scrollTop(`rate-h`), screenshot(filepath.Join(shots, "browser-rating.png")),
+		chromedp.EmulateViewport(420, 900)); err != nil {
 		t.Fatal(err)
 	}
 
