@@ -183,12 +183,13 @@ const countRandom = `(() => {
 })();`
 
 // TestBrowser drives the web app in a real headless Chromium: the page
-// loads the WebAssembly device code, a person joins, rates four items by
-// keyboard, prepares her report (drawn in the browser with noise from
+// loads the WebAssembly device code, a person joins, rates four items,
+// prepares her report (drawn in the browser with noise from
 // crypto.getRandomValues), checks what will leave her device and the ε it
 // spends, and sends it; the server stored exactly those bytes — the
 // randomized report, not her ratings — and charged her ledger; after a
 // release is trained, her recommendations appear, computed in the browser.
+// Every step is done with the keyboard only (focus, keys).
 // It measures load → interactive and saves screenshots
 // ($PRIVREC_SCREENSHOT_DIR, else a temporary directory).
 func TestBrowser(t *testing.T) {
@@ -293,7 +294,7 @@ func TestBrowser(t *testing.T) {
 	var calls0, calls1 int
 	var shown, spend string
 	if err := chromedp.Run(bctx, chromedp.Evaluate(`window.__randomCalls`, &calls0),
-		chromedp.Click(`#prepare`, chromedp.ByID), chromedp.WaitVisible(`#preview`, chromedp.ByID),
+		chromedp.Focus(`#prepare`, chromedp.ByID), chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(`#preview`, chromedp.ByID),
 		chromedp.Evaluate(`window.__randomCalls`, &calls1),
 		chromedp.TextContent(`#report-json`, &shown, chromedp.ByID), chromedp.Text(`#spend`, &spend, chromedp.ByID)); err != nil {
 		t.Fatalf("preparing the report: %v", err)
@@ -373,7 +374,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("store stats %+v, %v", stats, err)
 	}
 	var recs []string
-	if err := chromedp.Run(bctx, chromedp.Click(`#recommend`, chromedp.ByID), chromedp.WaitVisible(`body[data-recs]`, chromedp.ByQuery),
+	if err := chromedp.Run(bctx, chromedp.Focus(`#recommend`, chromedp.ByID), chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(`body[data-recs]`, chromedp.ByQuery),
 		chromedp.Evaluate(`[...document.querySelectorAll("#recs li")].map(li => li.firstChild.textContent)`, &recs),
 		scrollTop(`recs-h`), screenshot(filepath.Join(shots, "browser-recommendations.png"))); err != nil {
 		t.Fatalf("recommendations: %v", err)
