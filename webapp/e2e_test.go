@@ -265,6 +265,17 @@ func TestBrowser(t *testing.T) {
 	if !strings.Contains(who, "joined as") {
 		t.Fatalf("after joining the page says %q", who)
 	}
+	// The top of the page: what is protected, in plain words.
+	var guarantee string
+	if err := chromedp.Run(bctx, chromedp.Text(`#guarantee`, &guarantee, chromedp.ByID), chromedp.EmulateViewport(420, 1100),
+		scrollTop(`guarantee-h`), screenshot(filepath.Join(shots, "browser-guarantee.png")), chromedp.EmulateViewport(420, 900)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"never leave this device", "ε = 6 differentially private", "at most ε = 12", "computed in this browser"} {
+		if !strings.Contains(guarantee, want) {
+			t.Errorf("the guarantee does not say %q: %s", want, guarantee)
+		}
+	}
 	// Rate four items, by keyboard: focus the select, type the rating.
 	mine := map[string]float64{"i01": 5, "i03": 4, "i05": 2, "i08": 1}
 	for item, v := range mine {
