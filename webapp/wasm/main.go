@@ -15,8 +15,9 @@
 // Every function takes and returns JSON strings. It makes no network call:
 // the page sends the report string as it is, byte for byte. The noise is
 // noise.Secure(), keyed from crypto/rand, which under js/wasm reads the
-// browser's crypto.getRandomValues (crypto/internal/sysrand, through
-// wasm_exec.js's runtime.getRandomData). When the object is ready, main
+// browser's crypto.getRandomValues (crypto/rand → crypto/internal/fips140/drbg
+// → crypto/internal/sysrand's rand_js.go → wasm_exec.js's
+// runtime.getRandomData). When the object is ready, main
 // calls globalThis.privrecReady() if the page defined it.
 package main
 
