@@ -382,6 +382,16 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("stored report %+v, shown %+v", reps[0], shownRep)
 	}
 
+	// Before any release the page says there is none yet.
+	var note string
+	if err := chromedp.Run(bctx, chromedp.Focus(`#recommend`, chromedp.ByID), chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(`#recs-note:not(:empty)`, chromedp.ByQuery), chromedp.Text(`#recs-note`, &note, chromedp.ByID)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(note, "No recommendations yet") {
+		t.Errorf("before any release the page says %q", note)
+	}
+
 	// Other people's reports, a release, her recommendations.
 	simulate(t, url, cfg, 300)
 	if _, err := client.New(url, adminToken).Publish(ctx, api.ReleaseRequest{Method: "ldp-rr", Params: map[string]any{"max_rank": 3, "max_iter": 50}, Seed: 1}); err != nil {

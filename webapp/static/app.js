@@ -107,7 +107,7 @@ function drawGuarantee() {
         ") before it leaves. You see it before sending.");
     add("One report is ε = " + fmt(cfg.report_epsilon) + " differentially private for everything you put into it: which items you rated and how. " +
         "Whatever your ratings, no report is more than e^ε ≈ " + fmtBig(Math.exp(cfg.report_epsilon)) +
-        " times likelier under them than under any other ratings, so a report reveals little about them. A smaller ε protects more.");
+        " times likelier under them than under any other ratings. The smaller ε, the less a report can reveal about them.");
     add("Your total is at most ε = " + fmt(cfg.budget) + ": the service keeps a ledger of what each of your reports spends and refuses reports beyond this budget (" +
         cfg.max_reports + " report" + (cfg.max_reports === 1 ? "" : "s") + " in all).");
     add("Your recommendations are computed in this browser from the latest public release and your own ratings; the service never sees them.");
