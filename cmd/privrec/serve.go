@@ -20,6 +20,7 @@ import (
 	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/service"
 	"github.com/privrec/privrec/service/store"
+	"github.com/privrec/privrec/webapp"
 )
 
 func init() {
@@ -38,7 +39,10 @@ budget B. In central mode (--mechanism none) reports carry true ratings to
 this trusted curator and each release charges every user whose ratings it
 used. The admin (token in --admin-token-file or PRIVREC_ADMIN_TOKEN)
 trains a release on the stored data (POST /v1/admin/releases); clients
-download its public part and compute their own recommendations.
+download its public part and compute their own recommendations. The
+browser client is served at / (--web=false turns it off): open
+http://ADDR/ to join, rate, check and send a randomized report, and see
+recommendations computed in the browser (docs/BROWSER.md).
 
 The database (--db sqlite:FILE, or postgres://…) records the collection
 settings on first start; a later start with other settings is refused.
@@ -94,6 +98,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	logFormat := fs.String("log-format", "json", "json or text")
 	workers := fs.Int("workers", 0, "training goroutines (0: all cores)")
 	addrFile := fs.String("addr-file", "", "write the listening address (host:port) to this file once ready")
+	web := fs.Bool("web", true, "serve the browser client at / (docs/BROWSER.md): the device code in WebAssembly, true ratings kept in the browser")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
@@ -130,6 +135,11 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		EnrollRate: *enrollRate, EnrollBurst: *enrollBurst, MaxBatch: *maxBatch, Writers: *writers, Workers: *workers, Log: log}
 	if _, err := service.BuildConfig(opt); err != nil {
 		return usagef("%v", err)
+	}
+	if *web {
+		if opt.Root, err = webapp.New(); err != nil {
+			return err
+		}
 	}
 	serverGC()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,6 +77,17 @@ func TestServeAndClient(t *testing.T) {
 		if time.Since(start) > 20*time.Second {
 			t.Fatal("the server did not start")
 		}
+	}
+
+	// The browser client is served at / (--web, on by default).
+	resp, err := http.Get(addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'self'") || !bytes.Contains(page, []byte("app.js")) {
+		t.Fatalf("GET /: %d, CSP %q, %d bytes", resp.StatusCode, resp.Header.Get("Content-Security-Policy"), len(page))
 	}
 
 	code, out := runCmd(t, "client", "--server", addr, "enroll", "--json")

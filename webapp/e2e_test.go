@@ -1,0 +1,508 @@
+package webapp_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/privrec/privrec/client"
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/service"
+	"github.com/privrec/privrec/service/api"
+	"github.com/privrec/privrec/service/store"
+	"github.com/privrec/privrec/webapp"
+)
+
+const adminToken = "test-admin-token-0123456789"
+
+// titles of the test catalogue (item IDs i01…i12).
+var titles = []string{"Toy Story (1995)", "Heat (1995)", "Fargo (1996)", "Casablanca (1942)", "Alien (1979)", "Amélie (2001)",
+	"Up (2009)", "Vertigo (1958)", "Jaws (1975)", "Brazil (1985)", "Rushmore (1998)", "Ran (1985)"}
+
+// findChromium returns a Chromium binary ($PRIVREC_CHROMIUM, else the
+// first of chromium, chromium-browser, google-chrome on PATH). Without
+// one the test skips, unless PRIVREC_REQUIRE_CHROMIUM=1 (set by .ci/run),
+// when it fails.
+func findChromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("PRIVREC_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("PRIVREC_REQUIRE_CHROMIUM") == "1" {
+		t.Fatal("no Chromium found (chromium, chromium-browser, google-chrome or $PRIVREC_CHROMIUM) and PRIVREC_REQUIRE_CHROMIUM=1")
+	}
+	t.Skip("no Chromium found: install Debian's chromium package (or set PRIVREC_CHROMIUM) to run the browser test")
+	return ""
+}
+
+// recorded is one request the server received.
+type recorded struct {
+	method, path string
+	body         []byte
+}
+
+// recorder keeps every request body the server receives, then passes the
+// request on.
+type recorder struct {
+	mu   sync.Mutex
+	reqs []recorded
+	next http.Handler
+}
+
+func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	rc.mu.Lock()
+	rc.reqs = append(rc.reqs, recorded{r.Method, r.URL.Path, b})
+	rc.mu.Unlock()
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	rc.next.ServeHTTP(w, r)
+}
+
+func (rc *recorder) all() []recorded {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.reqs)
+}
+
+// startServer starts `privrec serve` in-process on SQLite, with the web
+// app at /: randomized response on 1…5 over 12 titled items at per-item
+// ε = 0.5 (ε = 6 per report), budget 12.
+func startServer(t *testing.T) (*service.Server, store.Store, *recorder, string) {
+	t.Helper()
+	ctx := context.Background()
+	ids := make([]string, len(titles))
+	for j := range ids {
+		ids[j] = fmt.Sprintf("i%02d", j+1)
+	}
+	cat, err := model.NewCatalogue(ids, titles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "privrec.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := webapp.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := service.New(ctx, st, service.Options{Catalogue: cat, Mechanism: "rr", Epsilon: 6, Budget: 12,
+		Scale: model.Range{Min: 1, Max: 5}, AdminToken: adminToken, Rate: 1e6, Burst: 1 << 20, EnrollRate: 1e6, EnrollBurst: 1 << 20,
+		Log: slog.New(slog.DiscardHandler), Root: root})
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	rec := &recorder{next: srv.Handler()}
+	ts := httptest.NewServer(rec)
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Close()
+		st.Close()
+	})
+	return srv, st, rec, ts.URL
+}
+
+// simulate enrols n Go reference clients whose ratings follow a rank-2
+// taste model and submits one randomized report each, so that training
+// has data.
+func simulate(t *testing.T, url string, cfg *api.Config, n int) {
+	t.Helper()
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(3, 5))
+	items := len(cfg.Items)
+	q := make([]float64, items)
+	v := make([][2]float64, items)
+	for j := range items {
+		q[j] = 3 * (r.Float64() - 0.5)
+		v[j] = [2]float64{r.NormFloat64(), r.NormFloat64()}
+	}
+	dev, err := client.NewDevice(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		u := [2]float64{r.NormFloat64(), r.NormFloat64()}
+		rt := client.Ratings{}
+		for j, it := range cfg.Items {
+			if r.Float64() < 0.5 {
+				rt[it.ID] = math.Min(5, math.Max(1, math.Round(3+q[j]+0.7*(u[0]*v[j][0]+u[1]*v[j][1]))))
+			}
+		}
+		c := client.New(url, "")
+		if _, err := c.Enroll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rep, _, err := dev.Randomize(rt, noise.Secure(), client.NewReportID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.Submit(ctx, rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// countRandom counts the page's calls of crypto.getRandomValues (installed
+// before any page script runs): the Go runtime's crypto/rand must reach it.
+const countRandom = `(() => {
+  const orig = crypto.getRandomValues.bind(crypto);
+  window.__randomCalls = 0; window.__randomBytes = 0;
+  crypto.getRandomValues = (a) => { window.__randomCalls++; window.__randomBytes += a.byteLength; return orig(a); };
+})();`
+
+// TestBrowser drives the web app in a real headless Chromium: the page
+// loads the WebAssembly device code, a person joins, rates four items,
+// prepares her report (drawn in the browser with noise from
+// crypto.getRandomValues), checks what will leave her device and the ε it
+// spends, and sends it; the server stored exactly those bytes — the
+// randomized report, not her ratings — and charged her ledger; after a
+// release is trained, her recommendations appear, computed in the browser.
+// Every step is done with the keyboard only (focus, keys).
+// It measures load → interactive and saves screenshots
+// ($PRIVREC_SCREENSHOT_DIR, else a temporary directory).
+func TestBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the browser test runs in the full go test (not -short)")
+	}
+	chromium := findChromium(t)
+	start := time.Now()
+	_, st, rec, url := startServer(t)
+	ctx := context.Background()
+	cfg, err := client.New(url, "").Config(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shots := os.Getenv("PRIVREC_SCREENSHOT_DIR")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+
+	actx, cancel := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromium), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(420, 900))
+	defer cancel()
+	bctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	bctx, cancel = context.WithTimeout(bctx, 90*time.Second)
+	defer cancel()
+
+	// Every URL the page requests, to check that nothing is fetched from
+	// outside the server.
+	var urlMu sync.Mutex
+	var urls []string
+	chromedp.ListenTarget(bctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			urlMu.Lock()
+			urls = append(urls, e.Request.URL)
+			urlMu.Unlock()
+		}
+	})
+	ready := chromedp.WaitVisible(`body[data-ready="1"]`, chromedp.ByQuery)
+	if err := chromedp.Run(bctx, network.Enable(), chromedp.EmulateViewport(420, 900),
+		chromedp.ActionFunc(func(ctx context.Context) error {
+			_, err := page.AddScriptToEvaluateOnNewDocument(countRandom).Do(ctx)
+			return err
+		})); err != nil {
+		t.Fatalf("starting Chromium: %v", err)
+	}
+
+	// Load → interactive: cold loads (cache disabled), the time from
+	// navigation start until the module is initialised, the configuration
+	// checked and the buttons enabled.
+	// Then warm loads (cache on: revalidated by ETag, the compiled
+	// module possibly cached by the browser).
+	for _, cold := range []bool{true, false} {
+		var loads []float64
+		for range 5 {
+			var ms float64
+			if err := chromedp.Run(bctx, network.SetCacheDisabled(cold), chromedp.Navigate(url+"/"), ready,
+				chromedp.Evaluate(`window.privrecInteractive`, &ms)); err != nil {
+				t.Fatalf("loading the page: %v", err)
+			}
+			loads = append(loads, ms)
+		}
+		slices.Sort(loads)
+		kind := "cold"
+		if !cold {
+			kind = "warm"
+		}
+		t.Logf("page load → interactive (%s, 5 loads): median %.0f ms (min %.0f, max %.0f)", kind, loads[2], loads[0], loads[4])
+	}
+
+	// Join, by keyboard.
+	var who string
+	if err := chromedp.Run(bctx, chromedp.Focus(`#enrol`, chromedp.ByID), chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(`#ledger:not(:empty)`, chromedp.ByQuery), chromedp.Text(`#who`, &who, chromedp.ByID)); err != nil {
+		t.Fatalf("joining: %v", err)
+	}
+	if !strings.Contains(who, "joined as") {
+		t.Fatalf("after joining the page says %q", who)
+	}
+	// The top of the page: what is protected, in plain words.
+	var guarantee string
+	if err := chromedp.Run(bctx, chromedp.Text(`#guarantee`, &guarantee, chromedp.ByID), chromedp.EmulateViewport(420, 1100),
+		scrollTop(`guarantee-h`), screenshot(filepath.Join(shots, "browser-guarantee.png")), chromedp.EmulateViewport(420, 900)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"never leave this device", "ε = 6 differentially private", "at most ε = 12", "computed in this browser"} {
+		if !strings.Contains(guarantee, want) {
+			t.Errorf("the guarantee does not say %q: %s", want, guarantee)
+		}
+	}
+	// Rate four items, by keyboard: focus the select, type the rating.
+	mine := map[string]float64{"i01": 5, "i03": 4, "i05": 2, "i08": 1}
+	for item, v := range mine {
+		var j int
+		fmt.Sscanf(item, "i%d", &j)
+		sel := fmt.Sprintf(`#rate-%d`, j-1)
+		var got string
+		if err := chromedp.Run(bctx, chromedp.Focus(sel, chromedp.ByQuery), chromedp.KeyEvent(fmt.Sprint(v)),
+			chromedp.Value(sel, &got, chromedp.ByQuery)); err != nil {
+			t.Fatalf("rating %s: %v", item, err)
+		}
+		if got != fmt.Sprint(v) {
+			t.Fatalf("rating %s by typing %g: the select holds %q", item, v, got)
+		}
+	}
+	var stored string
+	if err := chromedp.Run(bctx, chromedp.Evaluate(`localStorage.getItem("privrec.ratings")`, &stored)); err != nil {
+		t.Fatal(err)
+	}
+	var inBrowser map[string]float64
+	if err := json.Unmarshal([]byte(stored), &inBrowser); err != nil || !mapsEqual(inBrowser, mine) {
+		t.Fatalf("ratings in localStorage %s (%v), want %v", stored, err, mine)
+	}
+
+	// Prepare: the report is drawn in the browser; crypto.getRandomValues
+	// is called for it.
+	var calls0, calls1 int
+	var shown, spend string
+	if err := chromedp.Run(bctx, chromedp.Evaluate(`window.__randomCalls`, &calls0),
+		chromedp.Focus(`#prepare`, chromedp.ByID), chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(`#preview`, chromedp.ByID),
+		chromedp.Evaluate(`window.__randomCalls`, &calls1),
+		chromedp.TextContent(`#report-json`, &shown, chromedp.ByID), chromedp.Text(`#spend`, &spend, chromedp.ByID)); err != nil {
+		t.Fatalf("preparing the report: %v", err)
+	}
+	if calls1 <= calls0 {
+		t.Errorf("randomizing did not call crypto.getRandomValues (%d calls before, %d after)", calls0, calls1)
+	}
+	if !strings.Contains(spend, "spends ε = 6 of your budget ε = 12") {
+		t.Errorf("the page says %q about the ε spent", spend)
+	}
+	// Two draws from the same ratings differ: the module's noise is fresh
+	// in the browser. A randomized check: per cell the chance that two
+	// draws agree is p² + 5q² ≈ 0.175 at per-item ε = 0.5 (p = e^0.5/(e^0.5+5),
+	// q = 1/(e^0.5+5)), so all 12 cells agree with probability ≈ 8·10⁻¹⁰.
+	var twice []string
+	if err := chromedp.Run(bctx, chromedp.Evaluate(fmt.Sprintf(`(async () => {
+		const cfg = await (await fetch("/v1/config")).text();
+		const r = %q;
+		return [0, 1].map(() => JSON.stringify(JSON.parse(JSON.parse(privrec.randomize(cfg, r)).report).values));
+	})()`, stored), &twice, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })); err != nil {
+		t.Fatalf("drawing twice: %v", err)
+	}
+	if len(twice) != 2 || twice[0] == twice[1] {
+		t.Errorf("two draws from the same ratings gave the same report values %v", twice)
+	}
+	// The rating page: sections 2 and 3 on a tall phone-width viewport.
+	if err := chromedp.Run(bctx, chromedp.EmulateViewport(420, 1780), scrollTop(`rate-h`), screenshot(filepath.Join(shots, "browser-rating.png")),
+		chromedp.EmulateViewport(420, 900)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Send, by keyboard.
+	var sent string
+	if err := chromedp.Run(bctx, chromedp.Focus(`#send`, chromedp.ByID), chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(`#sent.ok`, chromedp.ByQuery), chromedp.Text(`#sent`, &sent, chromedp.ByID)); err != nil {
+		t.Fatalf("sending: %v", err)
+	}
+	if !strings.Contains(sent, "charged ε = 6") {
+		t.Errorf("after sending the page says %q", sent)
+	}
+	checkSent(t, rec.all(), shown, mine, cfg)
+
+	// The server stored her report and charged her ledger.
+	var accJSON string
+	if err := chromedp.Run(bctx, chromedp.Evaluate(`localStorage.getItem("privrec.account")`, &accJSON)); err != nil {
+		t.Fatal(err)
+	}
+	var acc struct{ User, Token string }
+	if err := json.Unmarshal([]byte(accJSON), &acc); err != nil {
+		t.Fatal(err)
+	}
+	me := client.New(url, acc.Token)
+	status, err := me.Status(ctx)
+	if err != nil || status.Reports != 1 || status.Spent != cfg.ReportEpsilon || status.Remaining != cfg.Budget-cfg.ReportEpsilon {
+		t.Fatalf("her ledger %+v, %v", status, err)
+	}
+	reps, err := me.Reports(ctx)
+	if err != nil || len(reps) != 1 {
+		t.Fatalf("her stored reports %v, %v", reps, err)
+	}
+	var shownRep api.Report
+	if err := json.Unmarshal([]byte(shown), &shownRep); err != nil {
+		t.Fatal(err)
+	}
+	if reps[0].ID != shownRep.ID || !valuesEqual(reps[0].Values, shownRep.Values) {
+		t.Fatalf("stored report %+v, shown %+v", reps[0], shownRep)
+	}
+
+	// Before any release the page says there is none yet.
+	var note string
+	if err := chromedp.Run(bctx, chromedp.Focus(`#recommend`, chromedp.ByID), chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(`#recs-note:not(:empty)`, chromedp.ByQuery), chromedp.Text(`#recs-note`, &note, chromedp.ByID)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(note, "No recommendations yet") {
+		t.Errorf("before any release the page says %q", note)
+	}
+
+	// Other people's reports, a release, her recommendations.
+	simulate(t, url, cfg, 300)
+	if _, err := client.New(url, adminToken).Publish(ctx, api.ReleaseRequest{Method: "ldp-rr", Params: map[string]any{"max_rank": 3, "max_iter": 50}, Seed: 1}); err != nil {
+		t.Fatalf("training a release: %v", err)
+	}
+	stats, err := st.Stats(ctx)
+	charge, _ := store.ChargeNano(cfg.ReportEpsilon)
+	if err != nil || stats.Reports != 301 || stats.Releases != 1 || stats.MaxSpent != charge {
+		t.Fatalf("store stats %+v, %v", stats, err)
+	}
+	var recs []string
+	if err := chromedp.Run(bctx, chromedp.Focus(`#recommend`, chromedp.ByID), chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(`body[data-recs]`, chromedp.ByQuery),
+		chromedp.Evaluate(`[...document.querySelectorAll("#recs li")].map(li => li.firstChild.textContent)`, &recs),
+		scrollTop(`recs-h`), screenshot(filepath.Join(shots, "browser-recommendations.png"))); err != nil {
+		t.Fatalf("recommendations: %v", err)
+	}
+	// Eight unrated items: all of them, titled, none she rated.
+	if len(recs) != 8 {
+		t.Fatalf("recommendations %q, want the 8 unrated items", recs)
+	}
+	for _, r := range recs {
+		j := slices.Index(titles, r)
+		if j < 0 {
+			t.Fatalf("recommendation %q is not a catalogue title", r)
+		}
+		if _, rated := mine[fmt.Sprintf("i%02d", j+1)]; rated {
+			t.Fatalf("recommended %q, which she rated", r)
+		}
+	}
+	// Nothing was requested from outside the server.
+	urlMu.Lock()
+	defer urlMu.Unlock()
+	for _, u := range urls {
+		if !strings.HasPrefix(u, url+"/") {
+			t.Errorf("the page requested %s, outside the server %s", u, url)
+		}
+	}
+	t.Logf("browser end-to-end in %v (screenshots in %s)", time.Since(start).Round(time.Millisecond), shots)
+}
+
+// checkSent: the only request body that carries anything about her is
+// POST /v1/reports, and it is byte for byte the report the page showed as
+// what will leave the device — randomized, not her ratings. A randomized
+// check: the report equals her true vector (12 cells, 8 of them
+// "missing") with probability p¹² ≈ 5·10⁻⁸ at per-item ε = 0.5 (p =
+// e^0.5/(e^0.5+5) ≈ 0.248, the chance a cell is reported as it is).
+func checkSent(t *testing.T, reqs []recorded, shown string, mine map[string]float64, cfg *api.Config) {
+	t.Helper()
+	var bodies []recorded
+	for _, r := range reqs {
+		if len(r.body) > 0 {
+			bodies = append(bodies, r)
+		}
+	}
+	if len(bodies) != 1 || bodies[0].method != http.MethodPost || bodies[0].path != api.PathReports {
+		t.Fatalf("request bodies sent by the page: %v, want one POST %s", bodies, api.PathReports)
+	}
+	body := bodies[0].body
+	if string(body) != shown {
+		t.Fatalf("the page sent\n%s\nbut showed\n%s", body, shown)
+	}
+	rep, e := api.DecodeReport(bytes.NewReader(body), cfg)
+	if e != nil {
+		t.Fatalf("the sent report fails the server's decoder: %v", e)
+	}
+	truth := make([]*float64, len(cfg.Items))
+	for j, it := range cfg.Items {
+		if v, ok := mine[it.ID]; ok {
+			truth[j] = &v
+		}
+	}
+	if valuesEqual(rep.Values, truth) {
+		t.Fatalf("the sent report equals her true ratings %s", body)
+	}
+	var stored string
+	if b, err := json.Marshal(mine); err == nil {
+		stored = string(b)
+	}
+	if bytes.Contains(body, []byte(stored)) {
+		t.Fatalf("the sent body contains her ratings as stored")
+	}
+}
+
+func mapsEqual(a, b map[string]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func valuesEqual(a, b []*float64) bool {
+	return slices.EqualFunc(a, b, func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) })
+}
+
+// screenshot saves the viewport as PNG.
+func screenshot(path string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		var b []byte
+		if err := chromedp.CaptureScreenshot(&b).Do(ctx); err != nil {
+			return fmt.Errorf("screenshot: %w", err)
+		}
+		return os.WriteFile(path, b, 0o644)
+	})
+}
+
+// scrollTop scrolls the element with this ID to the top of the viewport.
+func scrollTop(id string) chromedp.Action {
+	return chromedp.Evaluate(fmt.Sprintf(`document.getElementById(%q).scrollIntoView({block: "start"})`, id), nil)
+}

@@ -1,0 +1,374 @@
+// The privrec browser client. The device code (randomization, fold-in
+// recommendations) is Go compiled to WebAssembly (privrec.wasm, the global
+// object privrec); this file only draws the page, keeps the person's data
+// in this browser's localStorage and talks to the server that served it.
+// Her true ratings are never sent: the only request body that carries
+// anything about them is the randomized report, sent byte for byte as the
+// device code produced it and as the page showed it.
+"use strict";
+
+const KEY = {
+  account: "privrec.account",   // {user, token}
+  ratings: "privrec.ratings",   // {itemID: rating}
+  pending: "privrec.pending",   // {ratingsKey, report (the exact JSON body)}
+  sent: "privrec.sent",         // [{id, seq, epsilon, received}]
+};
+
+const $ = (id) => document.getElementById(id);
+let cfg = null;      // the server's collection configuration
+let cfgText = "";    // …as JSON, for the device code
+
+function load(key, fallback) {
+  try {
+    const v = localStorage.getItem(key);
+    return v === null ? fallback : JSON.parse(v);
+  } catch (e) {
+    return fallback;
+  }
+}
+function save(key, v) { localStorage.setItem(key, JSON.stringify(v)); }
+
+function status(text, bad) {
+  const s = $("status");
+  s.textContent = text;
+  s.className = bad ? "bad" : "";
+}
+
+function fmt(x) {
+  return Number.isInteger(x) ? String(x) : String(Math.round(x * 1000) / 1000);
+}
+
+// api calls the server; a non-2xx answer throws an Error carrying the
+// server's message and status.
+async function api(method, path, body, token) {
+  const headers = {};
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (token) headers["Authorization"] = "Bearer " + token;
+  const resp = await fetch(path, { method, headers, body, cache: "no-store", credentials: "omit" });
+  const text = await resp.text();
+  if (!resp.ok) {
+    let msg = text;
+    try { msg = JSON.parse(text).error || text; } catch (e) { /* not JSON */ }
+    const err = new Error(msg + " (HTTP " + resp.status + ")");
+    err.status = resp.status;
+    throw err;
+  }
+  return text;
+}
+
+// device calls the WebAssembly device code, which answers JSON.
+function device(fn, ...args) {
+  const out = JSON.parse(privrec[fn](...args));
+  if (out.error) throw new Error(out.error);
+  return out;
+}
+
+// ratingValues lists the values a person can choose on the declared scale.
+function ratingValues(sc) {
+  const vals = [];
+  if (sc.levels >= 2) {
+    const step = (sc.max - sc.min) / (sc.levels - 1);
+    for (let k = 0; k < sc.levels; k++) vals.push(sc.min + k * step);
+  } else {
+    for (let v = Math.ceil(sc.min); v <= Math.floor(sc.max) && vals.length < 21; v++) vals.push(v);
+  }
+  return vals;
+}
+
+// sentText says what a report value means to a person.
+function sentText(v) {
+  if (v === null) return "missing";
+  if (cfg.units === "levels") {
+    const sc = cfg.scale;
+    const r = sc.min + (v - 1) * (sc.max - sc.min) / (sc.levels - 1);
+    return fmt(r);
+  }
+  return fmt(v);
+}
+
+function fmtBig(x) {
+  return x < 10 ? x.toFixed(1) : x < 1e6 ? String(Math.round(x)) : x.toExponential(1);
+}
+
+function itemTitle(it) { return it.title || it.id; }
+
+function ratingsKey(r) {
+  return JSON.stringify(Object.keys(r).sort().map((k) => [k, r[k]]));
+}
+
+function drawGuarantee() {
+  const g = $("guarantee");
+  g.textContent = "";
+  const add = (text) => { const li = document.createElement("li"); li.textContent = text; g.appendChild(li); };
+  if (cfg.mode === "local") {
+    add("Your true ratings never leave this device. They are kept in this browser and used only here.");
+    add("What is sent is a randomized report: every item of the catalogue, rated or not, is replaced at random (" +
+        (cfg.mechanism === "rr" ? "randomized response" : "the " + cfg.mechanism + " mechanism") +
+        ") before it leaves. You see it before sending.");
+    add("One report is ε = " + fmt(cfg.report_epsilon) + " differentially private for everything you put into it: which items you rated and how. " +
+        "Whatever your ratings, no report is more than e^ε ≈ " + fmtBig(Math.exp(cfg.report_epsilon)) +
+        " times likelier under them than under any other ratings. The smaller ε, the less a report can reveal about them.");
+    add("Your total is at most ε = " + fmt(cfg.budget) + ": the service keeps a ledger of what each of your reports spends and refuses reports beyond this budget (" +
+        cfg.max_reports + " report" + (cfg.max_reports === 1 ? "" : "s") + " in all).");
+    add("Your recommendations are computed in this browser from the latest public release and your own ratings; the service never sees them.");
+    add("Not covered: that you joined and when you send (the service sees that), your network address, and anything you tell anyone another way.");
+  } else {
+    add("Warning: this service runs in central mode. Reports carry your true ratings to the service, which is trusted to protect them (" + cfg.guarantee_text + ").");
+  }
+}
+
+function drawRatings() {
+  const form = $("ratings");
+  const mine = load(KEY.ratings, {});
+  const vals = ratingValues(cfg.scale);
+  form.textContent = "";
+  cfg.items.forEach((it, j) => {
+    const row = document.createElement("div");
+    row.className = "item";
+    row.dataset.title = itemTitle(it).toLowerCase();
+    const id = "rate-" + j;
+    const label = document.createElement("label");
+    label.htmlFor = id;
+    label.textContent = itemTitle(it);
+    const sel = document.createElement("select");
+    sel.id = id;
+    sel.dataset.item = it.id;
+    const none = document.createElement("option");
+    none.value = "";
+    none.textContent = "not rated";
+    sel.appendChild(none);
+    for (const v of vals) {
+      const o = document.createElement("option");
+      o.value = String(v);
+      o.textContent = fmt(v) + (v === vals[0] ? " (worst)" : v === vals[vals.length - 1] ? " (best)" : "");
+      sel.appendChild(o);
+    }
+    if (mine[it.id] !== undefined) sel.value = String(mine[it.id]);
+    sel.addEventListener("change", onRate);
+    row.append(label, sel);
+    form.appendChild(row);
+  });
+  countRatings();
+}
+
+function onRate(ev) {
+  const mine = load(KEY.ratings, {});
+  const sel = ev.target;
+  if (sel.value === "") delete mine[sel.dataset.item];
+  else mine[sel.dataset.item] = Number(sel.value);
+  save(KEY.ratings, mine);
+  countRatings();
+}
+
+function countRatings() {
+  const n = Object.keys(load(KEY.ratings, {})).length;
+  $("rated-count").textContent = "You have rated " + n + " of " + cfg.items.length + " items (saved in this browser only).";
+}
+
+function onFilter() {
+  const q = $("filter").value.trim().toLowerCase();
+  for (const row of $("ratings").children) row.hidden = q !== "" && !row.dataset.title.includes(q);
+}
+
+async function drawAccount() {
+  const acc = load(KEY.account, null);
+  $("enrol").disabled = acc !== null;
+  $("prepare").disabled = acc === null;
+  if (acc === null) {
+    $("who").textContent = "You have not joined yet. Joining gives this browser a secret token; nothing about you is asked.";
+    $("ledger").textContent = "";
+    return null;
+  }
+  $("who").textContent = "You have joined as " + acc.user + ". Your secret token is kept in this browser.";
+  try {
+    const st = JSON.parse(await api("GET", "/v1/me", undefined, acc.token));
+    $("ledger").textContent = "Privacy budget: spent ε = " + fmt(st.spent) + " of " + fmt(st.budget) +
+      " (" + st.reports + " report" + (st.reports === 1 ? "" : "s") + " sent; ε = " + fmt(st.remaining) + " left).";
+    return st;
+  } catch (e) {
+    $("ledger").textContent = "Could not read your ledger: " + e.message;
+    return null;
+  }
+}
+
+async function onEnrol() {
+  $("enrol").disabled = true;
+  try {
+    const e = JSON.parse(await api("POST", "/v1/enroll"));
+    save(KEY.account, { user: e.user, token: e.token });
+    status("You have joined.");
+  } catch (e) {
+    status("Joining failed: " + e.message, true);
+  }
+  await drawAccount();
+}
+
+async function onPrepare() {
+  const mine = load(KEY.ratings, {});
+  const rk = ratingsKey(mine);
+  let pending = load(KEY.pending, null);
+  // A report is drawn once per set of ratings: preparing again shows the
+  // same draw, so that choosing among draws cannot weaken the protection.
+  if (pending === null || pending.ratingsKey !== rk) {
+    try {
+      const out = device("randomize", cfgText, JSON.stringify(mine));
+      pending = { ratingsKey: rk, report: out.report };
+      save(KEY.pending, pending);
+    } catch (e) {
+      status("Could not prepare the report: " + e.message, true);
+      return;
+    }
+  }
+  const st = await drawAccount();
+  const rep = JSON.parse(pending.report);
+  const body = $("report-table").tBodies[0];
+  body.textContent = "";
+  cfg.items.forEach((it, j) => {
+    const tr = document.createElement("tr");
+    const td = (text, cls) => { const c = document.createElement("td"); c.textContent = text; if (cls) c.className = cls; tr.appendChild(c); };
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = itemTitle(it);
+    tr.appendChild(th);
+    const truth = mine[it.id] === undefined ? "not rated" : fmt(mine[it.id]);
+    const sent = sentText(rep.values[j]);
+    td(truth);
+    td(sent, "sent" + (sent !== truth ? " changed" : ""));
+    body.appendChild(tr);
+  });
+  $("report-json").textContent = pending.report;
+  const eps = cfg.mode === "local" ? rep.epsilon : 0;
+  let text = "This report spends ε = " + fmt(eps) + " of your budget ε = " + fmt(cfg.budget) + ".";
+  let ok = true;
+  if (st) {
+    text += " Spent so far: ε = " + fmt(st.spent) + "; after sending: ε = " + fmt(st.spent + eps) + ".";
+    if (st.remaining + 1e-9 < eps) {
+      text += " Your budget is used up: the service will refuse it.";
+      ok = false;
+    }
+  }
+  if (cfg.mode !== "local") text += " Central mode: these are your true ratings.";
+  $("spend").textContent = text;
+  $("send").disabled = !ok;
+  $("preview").hidden = false;
+  $("sent").textContent = "";
+  status("Your report is ready. Check it, then send it.");
+}
+
+async function onSend() {
+  const acc = load(KEY.account, null);
+  const pending = load(KEY.pending, null);
+  if (acc === null || pending === null) return;
+  $("send").disabled = true;
+  // Retried with the same report ID (and the same bytes) after a network
+  // failure or a 5xx/429 answer: the server never stores or charges a
+  // report twice.
+  let lastErr = null;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const ack = JSON.parse(await api("POST", "/v1/reports", pending.report, acc.token));
+      const sent = load(KEY.sent, []);
+      sent.push({ id: ack.id, seq: ack.seq, epsilon: ack.epsilon, received: ack.received });
+      save(KEY.sent, sent);
+      localStorage.removeItem(KEY.pending);
+      $("sent").className = "ok";
+      $("sent").textContent = "Sent. The service charged ε = " + fmt(ack.epsilon) + ": you have spent ε = " + fmt(ack.spent) +
+        " of " + fmt(ack.budget) + " (ε = " + fmt(ack.remaining) + " left).";
+      $("preview").hidden = true;
+      status("Report sent.");
+      await drawAccount();
+      return;
+    } catch (e) {
+      lastErr = e;
+      if (e.status !== undefined && e.status !== 429 && e.status < 500) break;
+      await new Promise((r) => setTimeout(r, 300 * (attempt + 1)));
+    }
+  }
+  $("sent").className = "bad";
+  $("sent").textContent = "Not sent: " + lastErr.message;
+  $("send").disabled = false;
+}
+
+async function onRecommend() {
+  const list = $("recs");
+  list.textContent = "";
+  let text;
+  try {
+    text = await api("GET", "/v1/releases/latest");
+  } catch (e) {
+    $("recs-note").textContent = e.status === 404 ? "No recommendations yet: the service has not published a release." : "Could not fetch the release: " + e.message;
+    return;
+  }
+  try {
+    const rel = JSON.parse(text);
+    const mine = load(KEY.ratings, {});
+    const out = device("recommend", text, JSON.stringify(mine), 10);
+    for (const r of out.recommendations) {
+      const li = document.createElement("li");
+      li.textContent = r.title || r.item;
+      const s = document.createElement("span");
+      s.className = "score";
+      s.textContent = " — predicted rating " + (Math.round(r.score * 10) / 10).toFixed(1);
+      li.appendChild(s);
+      list.appendChild(li);
+    }
+    $("recs-note").textContent = "From release " + rel.id + " (" + rel.method + ", published " + new Date(rel.created).toLocaleString() +
+      ") and your " + Object.keys(mine).length + " ratings, computed in this browser.";
+    document.body.dataset.recs = String(out.recommendations.length);
+  } catch (e) {
+    $("recs-note").textContent = "Could not compute recommendations: " + e.message;
+  }
+}
+
+function onForget() {
+  if (!window.confirm("Forget your ratings and your token on this device?")) return;
+  for (const k of Object.values(KEY)) localStorage.removeItem(k);
+  drawRatings();
+  $("preview").hidden = true;
+  $("recs").textContent = "";
+  drawAccount();
+  status("Everything on this device was forgotten.");
+}
+
+async function startWasm() {
+  const go = new Go();
+  const ready = new Promise((resolve) => { window.privrecReady = resolve; });
+  let inst;
+  if (WebAssembly.instantiateStreaming) {
+    inst = await WebAssembly.instantiateStreaming(fetch("privrec.wasm"), go.importObject);
+  } else {
+    const buf = await (await fetch("privrec.wasm")).arrayBuffer();
+    inst = await WebAssembly.instantiate(buf, go.importObject);
+  }
+  go.run(inst.instance); // runs until the page goes away
+  await ready;
+}
+
+async function main() {
+  $("enrol").addEventListener("click", onEnrol);
+  $("prepare").addEventListener("click", onPrepare);
+  $("send").addEventListener("click", onSend);
+  $("recommend").addEventListener("click", onRecommend);
+  $("forget").addEventListener("click", onForget);
+  $("filter").addEventListener("input", onFilter);
+  try {
+    const [text] = await Promise.all([api("GET", "/v1/config"), startWasm()]);
+    cfgText = text;
+    cfg = JSON.parse(text);
+    // The device checks the server's claims with its own code before it
+    // randomizes anything.
+    device("checkConfig", cfgText);
+  } catch (e) {
+    status("This page cannot be used: " + e.message, true);
+    return;
+  }
+  drawGuarantee();
+  drawRatings();
+  await drawAccount();
+  $("recommend").disabled = false;
+  status("Ready.");
+  window.privrecInteractive = performance.now();
+  document.body.dataset.ready = "1";
+}
+
+main();

@@ -1,0 +1,151 @@
+//go:build js && wasm
+
+// Command wasm is the privrec browser client's device code, compiled to
+// WebAssembly (GOOS=js GOARCH=wasm; `go generate ./webapp` builds it into
+// webapp/static/privrec.wasm.gz). It exposes package client — the same
+// randomization as `privrec collect` and the reference client, and the
+// same fold-in recommendations — to the page's JavaScript as the global
+// object privrec:
+//
+//	privrec.checkConfig(configJSON)            → {"ok":true} | {"error":…}
+//	privrec.randomize(configJSON, ratingsJSON) → {"report":"<the exact body of POST /v1/reports>","outside":n} | {"error":…}
+//	privrec.recommend(releaseJSON, ratingsJSON, k) → {"recommendations":[{item,title,score}…]} | {"error":…}
+//	privrec.randomSource                      → where the noise comes from
+//
+// Every function takes and returns JSON strings. It makes no network call:
+// the page sends the report string as it is, byte for byte. The noise is
+// noise.Secure(), keyed from crypto/rand, which under js/wasm reads the
+// browser's crypto.getRandomValues (crypto/rand → crypto/internal/fips140/drbg
+// → crypto/internal/sysrand's rand_js.go → wasm_exec.js's
+// runtime.getRandomData). When the object is ready, main
+// calls globalThis.privrecReady() if the page defined it.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"syscall/js"
+
+	"github.com/privrec/privrec/client"
+	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/service/api"
+)
+
+// answer encodes v (or err) as the JSON string handed back to JavaScript.
+func answer(v any, err error) any {
+	if err != nil {
+		v = map[string]string{"error": err.Error()}
+	}
+	b, merr := json.Marshal(v)
+	if merr != nil {
+		b, _ = json.Marshal(map[string]string{"error": "encoding the answer: " + merr.Error()})
+	}
+	return string(b)
+}
+
+// args checks that a call got n string arguments.
+func args(a []js.Value, n int) ([]string, error) {
+	if len(a) < n {
+		return nil, fmt.Errorf("want %d arguments, got %d", n, len(a))
+	}
+	out := make([]string, n)
+	for k := range n {
+		if a[k].Type() != js.TypeString {
+			return nil, fmt.Errorf("argument %d must be a JSON string", k+1)
+		}
+		out[k] = a[k].String()
+	}
+	return out, nil
+}
+
+func config(s string) (*api.Config, error) {
+	var cfg api.Config
+	if err := json.Unmarshal([]byte(s), &cfg); err != nil {
+		return nil, fmt.Errorf("decoding the configuration: %w", err)
+	}
+	return &cfg, nil
+}
+
+func ratings(s string) (client.Ratings, error) {
+	var r client.Ratings
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return nil, fmt.Errorf("decoding the ratings: %w", err)
+	}
+	return r, nil
+}
+
+func checkConfig(_ js.Value, a []js.Value) any {
+	s, err := args(a, 1)
+	if err != nil {
+		return answer(nil, err)
+	}
+	cfg, err := config(s[0])
+	if err != nil {
+		return answer(nil, err)
+	}
+	if err := client.CheckConfig(cfg); err != nil {
+		return answer(nil, err)
+	}
+	return answer(map[string]bool{"ok": true}, nil)
+}
+
+func randomize(_ js.Value, a []js.Value) any {
+	s, err := args(a, 2)
+	if err != nil {
+		return answer(nil, err)
+	}
+	cfg, err := config(s[0])
+	if err != nil {
+		return answer(nil, err)
+	}
+	r, err := ratings(s[1])
+	if err != nil {
+		return answer(nil, err)
+	}
+	rep, outside, err := client.Randomize(cfg, r, noise.Secure(), client.NewReportID())
+	if err != nil {
+		return answer(nil, err)
+	}
+	body, err := json.Marshal(rep)
+	if err != nil {
+		return answer(nil, fmt.Errorf("encoding the report: %w", err))
+	}
+	return answer(map[string]any{"report": string(body), "outside": outside}, nil)
+}
+
+func recommend(_ js.Value, a []js.Value) any {
+	s, err := args(a, 2)
+	if err != nil {
+		return answer(nil, err)
+	}
+	k := 10
+	if len(a) > 2 && a[2].Type() == js.TypeNumber {
+		k = a[2].Int()
+	}
+	var rel api.Release
+	if err := json.Unmarshal([]byte(s[0]), &rel); err != nil {
+		return answer(nil, fmt.Errorf("decoding the release: %w", err))
+	}
+	r, err := ratings(s[1])
+	if err != nil {
+		return answer(nil, err)
+	}
+	recs, err := client.Recommend(&rel, r, k)
+	if err != nil {
+		return answer(nil, err)
+	}
+	return answer(map[string]any{"recommendations": recs}, nil)
+}
+
+func main() {
+	obj := js.Global().Get("Object").New()
+	obj.Set("checkConfig", js.FuncOf(checkConfig))
+	obj.Set("randomize", js.FuncOf(randomize))
+	obj.Set("recommend", js.FuncOf(recommend))
+	obj.Set("randomSource", "Go crypto/rand → crypto.getRandomValues (js/wasm)")
+	js.Global().Set("privrec", obj)
+	if ready := js.Global().Get("privrecReady"); ready.Type() == js.TypeFunction {
+		ready.Invoke()
+	}
+	select {} // serve calls until the page goes away
+}
