@@ -61,8 +61,10 @@ type FWOptions struct {
 	Workers int
 	// Rand seeds the Lanczos start vector (nil: a fixed seed).
 	Rand *noise.Source
-	// Progress, if set, is called after each iteration.
-	Progress func(done, total int)
+	// Progress, if set, is called after each iteration with the
+	// objective ½|Ω|⁻¹‖P_Ω(Y − Y*)‖²_F reached (FW is not private: the
+	// objective is a statistic of the raw data).
+	Progress func(done, total int, objective float64)
 }
 
 // FWResult is the output of FrankWolfe.
@@ -236,7 +238,7 @@ func FrankWolfe(ctx context.Context, p *Problem, o FWOptions) (*FWResult, error)
 		res.Objective = append(res.Objective, obj/(2*nOmega))
 		res.Steps = append(res.Steps, eta)
 		if o.Progress != nil {
-			o.Progress(t, o.T)
+			o.Progress(t, o.T, obj/(2*nOmega))
 		}
 	}
 	res.Products = r.muls

@@ -50,7 +50,7 @@ func init() {
 		Name: "dpsvd", Seed: "001", Private: true, PerUser: true, Needs: []string{"items"},
 		Summary: "private SVD (user-level joint DP, Algorithm 3)",
 		New: func() Config {
-			return &DPSVDConfig{Rank: 3, Clip: 5, Calibration: jointdp.CalZCDP, Center: true, JointCap: JointCap{MaxPerUser: 80}}
+			return &DPSVDConfig{Rank: 3, Clip: 5, Calibration: jointdp.CalZCDP, Center: true, Local: DPSVDFit, Ridge: 0.01, JointCap: JointCap{MaxPerUser: 80}}
 		},
 	})
 	Register(&Method{
@@ -102,8 +102,16 @@ type DPSVDConfig struct {
 	Clip        float64 `json:"clip" flag:"clip" help:"ℓ2 bound L on each user's (centred) rating row in the Gram matrix"`
 	Calibration string  `json:"calibration" flag:"calibration" help:"noise calibration: zcdp (exactly the requested ε) or paper (σ = L²√(64 ln(1/δ))/ε)"`
 	Center      bool    `json:"center" flag:"center" help:"subtract each user's mean rating (her own, kept in her state: no privacy cost)"`
+	Local       string  `json:"local" flag:"local" help:"each user's own step on the public V_r: fit (ridge least squares of her ratings on her items' rows of V_r) or project (Algorithm 3 as written: (n/|Ω_i|)·x_i V_r, which overshoots when her items are not a uniform sample of the catalogue)"`
+	Ridge       float64 `json:"ridge" flag:"ridge" help:"ridge λ of the fit local step (added to V_ΩᵀV_Ω, whose eigenvalues are about |Ω_i|/n)"`
 	JointCap
 }
+
+// The local steps of dpsvd.
+const (
+	DPSVDFit     = "fit"
+	DPSVDProject = "project"
+)
 
 // MMConfig configures mm, the McSherry–Mironov baseline.
 type MMConfig struct {
@@ -184,6 +192,15 @@ func (c *DPSVDConfig) Validate() error {
 	case jointdp.CalZCDP, jointdp.CalPaper:
 	default:
 		return fmt.Errorf("--calibration must be %s or %s (one release), got %q", jointdp.CalZCDP, jointdp.CalPaper, c.Calibration)
+	}
+	switch c.Local {
+	case DPSVDFit:
+		if !(c.Ridge > 0) || math.IsInf(c.Ridge, 0) {
+			return fmt.Errorf("--ridge must be positive and finite, got %g", c.Ridge)
+		}
+	case DPSVDProject:
+	default:
+		return fmt.Errorf("--local must be %s or %s, got %q", DPSVDFit, DPSVDProject, c.Local)
 	}
 	return c.JointCap.validate()
 }
@@ -376,7 +393,8 @@ func (c *FWConfig) Train(ctx context.Context, in release.Input, env Env) (*relea
 		return nil, err
 	}
 	k := d.nuclear(c.Nuclear)
-	r, err := jointdp.FrankWolfe(ctx, p, jointdp.FWOptions{K: k, T: c.Iterations, Step: c.Step, Workers: env.Workers, Rand: env.Rand, Progress: env.Progress})
+	r, err := jointdp.FrankWolfe(ctx, p, jointdp.FWOptions{K: k, T: c.Iterations, Step: c.Step, Workers: env.Workers, Rand: env.Rand,
+		Progress: func(done, total int, obj float64) { env.iteration(done, total, "objective", obj) }})
 	if err != nil {
 		return nil, err
 	}
@@ -503,12 +521,27 @@ func (c *DPSVDConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	m.Transform.UserCentred = c.Center
 	m.Transform.MaxPerUser = c.MaxPerUser
 	m.Transform.Clamp = declaredClamp(in)
-	m.FoldIn = model.FoldProject
-	m.Params = map[string]any{"rank": c.Rank, "clip": c.Clip, "calibration": c.Calibration, "max_per_user": c.MaxPerUser, "center": c.Center, "sigma": r.Sigma}
-	// Algorithm 3's local step, as each user's device computes it: her
-	// centred ratings (all of them, not only her ξ sample) projected on
-	// V_r with her own scale n/|Ω_i| — exactly model.FoldInUser with
-	// FoldProject, so privrec recommend --ratings reproduces her state.
+	// Each user's local step (her own data and the public V_r only: no
+	// privacy cost). Algorithm 3 projects her row with the inverse sampling
+	// rate, (n/|Ω_i|)·x_i V_r, unbiased only when her items are a uniform
+	// sample of the catalogue; on real data (users rate popular items) a
+	// sharp, low-noise V_r makes it overshoot, so the default is her own
+	// ridge least-squares fit on her items' rows of V_r (docs/jointdp.md:
+	// ML-1M test RMSE 1.050 → 1.043 at ε = 1, 1.090 → 0.993 at ε = 100).
+	m.FoldIn = model.FoldRidge
+	m.FoldLambda = c.Ridge
+	if c.Local == DPSVDProject {
+		m.FoldIn, m.FoldLambda = model.FoldProject, 0
+	}
+	m.Params = map[string]any{"rank": c.Rank, "clip": c.Clip, "calibration": c.Calibration, "max_per_user": c.MaxPerUser, "center": c.Center, "sigma": r.Sigma,
+		"local": c.Local}
+	if c.Local == DPSVDFit {
+		m.Params["ridge"] = c.Ridge
+	}
+	// The local step as each user's device computes it, on her centred
+	// ratings (all of them, not only her ξ sample) — exactly
+	// model.FoldInUser with the model's rule, so privrec recommend
+	// --ratings reproduces her state.
 	states := &model.UserStates{Method: "dpsvd", Rank: c.Rank, States: make([]model.UserState, d.full.NumUsers())}
 	for u := range int32(d.full.NumUsers()) {
 		if u%4096 == 0 && ctx.Err() != nil {
@@ -521,8 +554,12 @@ func (c *DPSVDConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		}
 		states.States[u] = *st
 	}
-	g := jointGuarantee(plan.Guarantee, fmt.Sprintf("Algorithm 3 of seed 001: one Gaussian release of Σ_i Π_L(x_i)ᵀΠ_L(x_i), ℓ2 sensitivity √2·L² for one user's ratings replaced (L = %g); each user projects her own row with her own scale n/|Ω_i| (the paper's mn/|Ω| would release |Ω| unnoised).", c.Clip))
-	rep := release.Report{"sigma": r.Sigma, "rank": c.Rank, "clip": c.Clip, "calibration": c.Calibration, "max_per_user": c.MaxPerUser, "items": d.n}
+	local := "each user fits her own row to her ratings on V_r (ridge least squares, λ = %[2]g)"
+	if c.Local == DPSVDProject {
+		local = "each user projects her own row with her own scale n/|Ω_i| (the paper's mn/|Ω| would release |Ω| unnoised)"
+	}
+	g := jointGuarantee(plan.Guarantee, fmt.Sprintf("Algorithm 3 of seed 001: one Gaussian release of Σ_i Π_L(x_i)ᵀΠ_L(x_i), ℓ2 sensitivity √2·L² for one user's ratings replaced (L = %[1]g); "+local+".", c.Clip, c.Ridge))
+	rep := release.Report{"sigma": r.Sigma, "rank": c.Rank, "clip": c.Clip, "calibration": c.Calibration, "max_per_user": c.MaxPerUser, "items": d.n, "local": c.Local}
 	return &release.Release{Public: m, PerUser: states, Guarantee: g, Report: rep}, nil
 }
 
