@@ -76,7 +76,7 @@ func (c JointCap) validate() error {
 
 // FWConfig configures fw, the non-private Frank–Wolfe baseline.
 type FWConfig struct {
-	Nuclear    float64 `json:"nuclear" flag:"nuclear" help:"nuclear-norm bound k (0: √(m·n)/3, from the numbers of users and items only)"`
+	Nuclear    float64 `json:"nuclear" flag:"nuclear" help:"nuclear-norm bound k (0: √(m·n)/3 from the numbers of users and items only, divided by 1 − (1 − 1/T)^T with the 1/T step, the share of k that T such steps can reach)"`
 	Iterations int     `json:"iterations" flag:"iterations" help:"Frank–Wolfe iterations T"`
 	Step       string  `json:"step" flag:"step" help:"step rule: linesearch, 1/T or 2/(t+1)"`
 	TopItems   int     `json:"top_items" flag:"top-items" help:"keep only the N most-rated items, counted exactly (0: all; non-private)"`
@@ -86,7 +86,7 @@ type FWConfig struct {
 
 // DPFWConfig configures dpfw (Algorithm 1).
 type DPFWConfig struct {
-	Nuclear     float64 `json:"nuclear" flag:"nuclear" help:"nuclear-norm bound k (0: √(m·n)/3, from the public numbers of users and catalogue items)"`
+	Nuclear     float64 `json:"nuclear" flag:"nuclear" help:"nuclear-norm bound k (0: √(m·n)/3 from the public numbers of users and catalogue items, divided by 1 − (1 − 1/T)^T with the 1/T step, the share of k that T such steps can reach)"`
 	Iterations  int     `json:"iterations" flag:"iterations" help:"Frank–Wolfe iterations T (= noisy Gram releases)"`
 	Clip        float64 `json:"clip" flag:"clip" help:"ℓ2 bound L on each user's (centred) rating row and iterate; rows are scaled down to it"`
 	Calibration string  `json:"calibration" flag:"calibration" help:"noise calibration: zcdp (equal σ_t, exactly the requested ε), zcdp-decay (σ_t ∝ 1/√t, same total), paper (σ = L²√(64T ln(1/δ))/ε)"`
@@ -281,12 +281,26 @@ func prepareJoint(in release.Input, name string, private bool, scale *release.Sc
 	return d, nil
 }
 
-// nuclear returns k, or the default √(m·n)/3.
-func (d *jointData) nuclear(k float64) float64 {
+// nuclear returns k, or the default: the bound √(m·n)/3 on the norm of
+// the result, divided by the share of k that T steps of the step rule can
+// reach (jointdp.Reach: 1 − (1 − 1/T)^T for the seed's 1/T, 1 for the
+// others), so that the final iterate can reach norm √(m·n)/3 whatever the
+// rule. Without the division the 1/T rule stops at 0.64·√(m·n)/3 (T = 20):
+// on the seed's synthetic set that was most of private FW's gap to FW
+// (docs/jointdp.md, "Private FW's non-private limit").
+func (d *jointData) nuclear(k float64, step string, T int) (float64, error) {
 	if k > 0 {
-		return k
+		return k, nil
 	}
-	return math.Sqrt(float64(d.m)*float64(d.n)) / 3
+	k = math.Sqrt(float64(d.m)*float64(d.n)) / 3
+	if step == jointdp.StepLineSearch {
+		return k, nil
+	}
+	reach, err := jointdp.Reach(step, T)
+	if err != nil {
+		return 0, err
+	}
+	return k / reach, nil
 }
 
 // shell is the full model (users included, as training sees it) over the
@@ -392,7 +406,10 @@ func (c *FWConfig) Train(ctx context.Context, in release.Input, env Env) (*relea
 	if err != nil {
 		return nil, err
 	}
-	k := d.nuclear(c.Nuclear)
+	k, err := d.nuclear(c.Nuclear, c.Step, c.Iterations)
+	if err != nil {
+		return nil, err
+	}
 	r, err := jointdp.FrankWolfe(ctx, p, jointdp.FWOptions{K: k, T: c.Iterations, Step: c.Step, Workers: env.Workers, Rand: env.Rand,
 		Progress: func(done, total int, obj float64) { env.iteration(done, total, "objective", obj) }})
 	if err != nil {
@@ -429,7 +446,10 @@ func (c *DPFWConfig) Train(ctx context.Context, in release.Input, env Env) (*rel
 	if err != nil {
 		return nil, err
 	}
-	k := d.nuclear(c.Nuclear)
+	k, err := d.nuclear(c.Nuclear, c.Step, c.Iterations)
+	if err != nil {
+		return nil, err
+	}
 	if env.Log != nil {
 		env.Log.Info("training", "method", "dpfw", "catalogue_items", d.n, "k", k, "sigma_first", plan.Mechs[0].Sigma())
 	}
