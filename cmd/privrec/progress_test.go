@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -112,21 +114,35 @@ func TestTrainProgressQuiet(t *testing.T) {
 	oldOut, oldTerm := progressOut, progressTerminal
 	t.Cleanup(func() { progressOut, progressTerminal = oldOut, oldTerm })
 	progressOut = &prog
+	var cat strings.Builder
+	for i := 1; i <= 12; i++ {
+		fmt.Fprintf(&cat, "%d\n", i)
+	}
+	catPath := filepath.Join(dir, "items.txt")
+	if err := os.WriteFile(catPath, []byte(cat.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name     string
+		private  bool
 		terminal bool
 		json     bool
 		want     bool
 	}{
-		{"terminal", true, false, true},
-		{"terminal --json", true, true, false},
-		{"not a terminal", false, false, false},
+		{"terminal", false, true, false, true},
+		{"terminal --json", false, true, true, false},
+		{"not a terminal", false, false, false, false},
+		{"private method on a terminal", true, true, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prog.Reset()
 			progressTerminal = func() bool { return tc.terminal }
 			args := []string{"train", "--data", data, "--format", "movielens-100k", "--method", "fw", "--iterations", "3",
 				"--out", filepath.Join(dir, "fw.model")}
+			if tc.private {
+				args = []string{"train", "--data", data, "--format", "movielens-100k", "--method", "dpfw", "--iterations", "3",
+					"--epsilon", "1", "--items", catPath, "--out", filepath.Join(dir, "dpfw.model"), "--user-state", filepath.Join(dir, "users")}
+			}
 			if tc.json {
 				args = append(args, "--json")
 			}
@@ -138,11 +154,18 @@ func TestTrainProgressQuiet(t *testing.T) {
 				t.Errorf("stderr besides the progress output: %q", errs)
 			}
 			got := prog.String()
-			if tc.want {
+			switch {
+			case tc.want && tc.private:
+				// The iteration count only: no training objective of
+				// the private data.
+				if !strings.Contains(got, "dpfw: iteration 3/3  done in ") || strings.Contains(got, "objective") || !strings.HasSuffix(got, "\n") {
+					t.Errorf("progress output %q", got)
+				}
+			case tc.want:
 				if !strings.Contains(got, "fw: iteration 3/3  objective ") || !strings.HasSuffix(got, "\n") {
 					t.Errorf("progress output %q", got)
 				}
-			} else if got != "" {
+			case got != "":
 				t.Errorf("progress written although quiet: %q", got)
 			}
 		})
