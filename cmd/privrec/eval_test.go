@@ -83,3 +83,38 @@ func TestEvalWorstItemsTitles(t *testing.T) {
 		})
 	}
 }
+
+// TestRecommendTitlesFromItems: recommend names the items of a model that
+// carries no titles from --items.
+func TestRecommendTitlesFromItems(t *testing.T) {
+	dir := t.TempDir()
+	train := writeRatings(t, dir, "train.tsv", func(u, i int) bool { return true })
+	var cat strings.Builder
+	for i := 1; i <= 12; i++ {
+		fmt.Fprintf(&cat, "%d\tFilm number %d (1999)\n", i, i)
+	}
+	catPath := filepath.Join(dir, "items.tsv")
+	if err := os.WriteFile(catPath, []byte(cat.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mpath := filepath.Join(dir, "bias.model")
+	if _, errs, code := runCLI(t, "train", "--data", train, "--format", "movielens-100k", "--method", "bias", "--out", mpath); code != 0 {
+		t.Fatalf("train exit %d: %s", code, errs)
+	}
+	for _, tc := range []struct {
+		items bool
+		want  int
+	}{{false, 0}, {true, 3}} {
+		args := []string{"recommend", "--model", mpath, "--user", "1", "-k", "3"}
+		if tc.items {
+			args = append(args, "--items", catPath)
+		}
+		out, errs, code := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("recommend exit %d: %s", code, errs)
+		}
+		if got := strings.Count(out, "Film number "); got != tc.want {
+			t.Errorf("--items %v: %d titles in:\n%s", tc.items, got, out)
+		}
+	}
+}
