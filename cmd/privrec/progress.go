@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -27,6 +28,7 @@ var (
 // except the last; done ≥ total ends the line, and finish ends a line
 // left open by a run that stopped early.
 type progressLine struct {
+	mu      sync.Mutex // a solver may report from its worker goroutines
 	w       io.Writer
 	name    string
 	private bool
@@ -61,6 +63,8 @@ func (p *progressLine) Status(done, total int, what string, value float64) {
 }
 
 func (p *progressLine) report(done, total int, what string, value float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	t := p.now()
 	if p.first.IsZero() {
 		p.first, p.firstDone = t, done
@@ -116,6 +120,8 @@ func (p *progressLine) eta(t time.Time, done, total int) (time.Duration, bool) {
 // finish ends a line left open (a run that stopped before its last
 // iteration, e.g. converged early or failed).
 func (p *progressLine) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.open {
 		fmt.Fprintln(p.w)
 		p.open = false
