@@ -708,3 +708,29 @@ func TestUnknownFoldInRule(t *testing.T) {
 		t.Error("mm-fit without bound and ridge was accepted")
 	}
 }
+
+// TestReach: the share of k that T data-independent steps can reach.
+func TestReach(t *testing.T) {
+	for _, tc := range []struct {
+		rule string
+		T    int
+		want float64
+	}{
+		{StepConst, 1, 1},
+		{StepConst, 2, 0.75},
+		{StepConst, 20, 1 - math.Pow(0.95, 20)},
+		{StepClassic, 1, 1},
+		{StepClassic, 7, 1},
+	} {
+		got, err := Reach(tc.rule, tc.T)
+		if err != nil || math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("Reach(%q, %d) = %v, %v; want %v", tc.rule, tc.T, got, err, tc.want)
+		}
+	}
+	if _, err := Reach(StepConst, 0); err == nil {
+		t.Error("T = 0 accepted")
+	}
+	if _, err := Reach("bogus", 3); err == nil {
+		t.Error("unknown rule accepted")
+	}
+}

@@ -98,9 +98,7 @@ func (c *ALSConfig) Train(ctx context.Context, in release.Input, env Env) (*rele
 			env.Log.Debug("als", "iteration", it.Done, "of", it.Total, "change", it.Change,
 				"eta_seconds", time.Since(start).Seconds()/float64(it.Done)*float64(it.Total-it.Done))
 		}
-		if env.Progress != nil {
-			env.Progress(it.Done, it.Total)
-		}
+		env.iteration(it.Done, it.Total, "change", it.Change)
 	}
 	var f *mf.Factors
 	var err error

@@ -20,6 +20,21 @@ type EvalOptions struct {
 	// States are the users' own states of a model that holds no users
 	// (joint DP); evaluation joins them to the public model in memory.
 	States *model.UserStates
+	// WorstItems, when positive, lists that many items with the highest
+	// held-out RMSE (rating models) among those with at least MinItemRatings
+	// held-out ratings (0: 1), with their titles (Report.Items).
+	WorstItems, MinItemRatings int
+	// Titles names items by ID (e.g. from a catalogue given to eval), for
+	// items whose model carries no title.
+	Titles map[string]string
+}
+
+// ItemScore is one item's held-out error.
+type ItemScore struct {
+	Item  string  `json:"item"`
+	Title string  `json:"title,omitempty"`
+	N     int     `json:"n"`
+	RMSE  float64 `json:"rmse"`
 }
 
 // Report is the outcome of an evaluation; metrics that do not apply are
@@ -35,7 +50,9 @@ type Report struct {
 	Precision *float64 `json:"precision_at_k,omitempty"`
 	Recall    *float64 `json:"recall_at_k,omitempty"`
 	NDCG      *float64 `json:"ndcg_at_k,omitempty"`
-	Method    string   `json:"method"`
+	// Items are the worst items by held-out RMSE (EvalOptions.WorstItems).
+	Items  []ItemScore `json:"worst_items,omitempty"`
+	Method string      `json:"method"`
 	// Guarantee is the model's, in plain words.
 	Guarantee string `json:"guarantee"`
 }

@@ -1,10 +1,12 @@
 package methods
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/privrec/privrec/metrics"
@@ -82,6 +84,11 @@ func EvaluateModel(ctx context.Context, m *model.Model, test *ratings.Matrix, op
 	}
 	pred := make([]float64, 0, test.Len())
 	truth := make([]float64, 0, test.Len())
+	var itemSE []float64
+	var itemN []int
+	if opt.WorstItems > 0 && !signs {
+		itemSE, itemN = make([]float64, len(m.Items)), make([]int, len(m.Items))
+	}
 	test.All(func(e ratings.Entry) bool {
 		mu, mi := uMap[e.User], iMap[e.Item]
 		if mu < 0 || mi < 0 {
@@ -92,11 +99,20 @@ func EvaluateModel(ctx context.Context, m *model.Model, test *ratings.Matrix, op
 			pred = append(pred, m.Score(mu, mi))
 			truth = append(truth, label(float64(e.Value)))
 		} else {
-			pred = append(pred, m.Predict(mu, mi))
+			p := m.Predict(mu, mi)
+			pred = append(pred, p)
 			truth = append(truth, float64(e.Value))
+			if itemSE != nil {
+				d := p - float64(e.Value)
+				itemSE[mi] += d * d
+				itemN[mi]++
+			}
 		}
 		return true
 	})
+	if itemSE != nil {
+		rep.Items = worstItems(m, itemSE, itemN, opt)
+	}
 	rep.N = len(pred)
 	if rep.N == 0 && opt.Truth == nil {
 		return nil, fmt.Errorf("no held-out rating is of a user and item the model knows (%d dropped)", rep.Dropped)
@@ -216,4 +232,32 @@ func topK(ctx context.Context, m *model.Model, test *ratings.Matrix, uMap, iMap 
 		rep.Precision, rep.Recall, rep.NDCG = ptr(tot.p/n), ptr(tot.r/n), ptr(tot.n/n)
 	}
 	return nil
+}
+
+// worstItems lists the opt.WorstItems items with the highest RMSE among
+// those with at least opt.MinItemRatings held-out ratings, worst first
+// (ties by item ID), titled from the model or opt.Titles.
+func worstItems(m *model.Model, se []float64, n []int, opt EvalOptions) []ItemScore {
+	minN := max(opt.MinItemRatings, 1)
+	var out []ItemScore
+	for i, c := range n {
+		if c < minN {
+			continue
+		}
+		s := ItemScore{Item: m.Items[i], N: c, RMSE: math.Sqrt(se[i] / float64(c))}
+		if m.Titles != nil {
+			s.Title = m.Titles[i]
+		}
+		if s.Title == "" {
+			s.Title = opt.Titles[s.Item]
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b ItemScore) int {
+		if c := cmp.Compare(b.RMSE, a.RMSE); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Item, b.Item)
+	})
+	return out[:min(len(out), opt.WorstItems)]
 }

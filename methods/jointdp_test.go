@@ -192,16 +192,21 @@ func TestJointReleaseSplit(t *testing.T) {
 					}
 				}
 			}
-			// k = √(m·n)/3 with n the catalogue size (13 items).
+			// k = √(m·n)/3 with n the catalogue size (13 items), divided
+			// by the share of k that T steps of 1/T reach.
 			if name == "dpfw" {
-				if k := m.Params["nuclear"].(float64); math.Abs(k-math.Sqrt(users*(items+1))/3) > 1e-12 {
-					t.Errorf("k = %v, want √(%d·%d)/3", k, users, items+1)
+				reach, err := jointdp.Reach(m.Params["step"].(string), m.Params["iterations"].(int))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if k := m.Params["nuclear"].(float64); math.Abs(k-math.Sqrt(users*(items+1))/3/reach) > 1e-12 {
+					t.Errorf("k = %v, want √(%d·%d)/3/%v", k, users, items+1, reach)
 				}
 			}
 			// The report holds declared, public or noised values only.
 			allowed := map[string]bool{"iterations": true, "clip": true, "nuclear": true, "sigma_first": true, "sigma_last": true,
 				"calibration": true, "step": true, "bias_scale": true, "max_per_user": true, "items": true, "sigma": true,
-				"rank": true, "bound": true, "sigma_global": true, "sigma_items": true, "sigma_covariance": true, "global_average": true}
+				"rank": true, "local": true, "bound": true, "sigma_global": true, "sigma_items": true, "sigma_covariance": true, "global_average": true}
 			for k := range r.Report {
 				if !allowed[k] {
 					t.Errorf("report field %q is not on the public list", k)
@@ -237,22 +242,38 @@ func TestJointReleaseSplit(t *testing.T) {
 
 // Fold-in from a user's own ratings on the public model read back from
 // its file (privrec recommend --ratings, her device) is exactly her stored
-// state: for dpsvd Algorithm 3's local projection with her own n/|Ω_i|,
-// for dpfw her replay of the public broadcasts (jointdp.LocalRow), for mm
+// state: for dpsvd her own ridge fit on V_r (or, with --local project,
+// Algorithm 3's local projection with her own n/|Ω_i|), for dpfw her replay of the public broadcasts (jointdp.LocalRow), for mm
 // her damped effect and mm's own ridge fit. Deterministic.
 func TestJointFoldIn(t *testing.T) {
 	data, cat := jointTestData(t, 50, 12, false)
 	scale := release.Scale{Min: 1, Max: 5}
 	in := release.Input{Ratings: data, Declared: release.Declared{Scale: &scale, Catalogue: cat}}
-	for _, name := range privateJoint {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, label string
+		extra       map[string]any
+		fold        model.FoldIn
+	}{
+		{"dpfw", "dpfw", nil, jointdp.FoldReplay},
+		{"dpsvd", "dpsvd", nil, model.FoldRidge},                                          // her own ridge fit (default)
+		{"dpsvd", "dpsvd-project", map[string]any{"local": "project"}, model.FoldProject}, // Algorithm 3 as written
+		{"mm", "mm", nil, jointdp.FoldMM},
+	} {
+		name := tc.name
+		t.Run(tc.label, func(t *testing.T) {
 			params := map[string]any{"max_per_user": 4} // below most users' counts (about 7): her sample is not all she rated
 			for k, v := range smallJoint[name] {
+				params[k] = v
+			}
+			for k, v := range tc.extra {
 				params[k] = v
 			}
 			r, err := methods.Train(context.Background(), name, jointConfig(t, name, params), in, jointEnv(5))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if r.Model().FoldIn != tc.fold {
+				t.Fatalf("fold-in rule %q, want %q", r.Model().FoldIn, tc.fold)
 			}
 			// The public model as a user's device reads it: saved and
 			// read back.
@@ -350,5 +371,26 @@ func TestJointAudit(t *testing.T) {
 				t.Error("no noised field")
 			}
 		})
+	}
+}
+
+// dpsvd's local step is fit (with a positive ridge) or project.
+func TestDPSVDLocalValidate(t *testing.T) {
+	for _, tc := range []struct {
+		local string
+		ridge float64
+		ok    bool
+	}{
+		{methods.DPSVDFit, 0.01, true},
+		{methods.DPSVDProject, 0, true},
+		{methods.DPSVDFit, 0, false},
+		{methods.DPSVDFit, math.Inf(1), false},
+		{"bogus", 0.01, false},
+	} {
+		c := jointConfig(t, "dpsvd", nil).(*methods.DPSVDConfig)
+		c.Local, c.Ridge = tc.local, tc.ridge
+		if err := c.Validate(); (err == nil) != tc.ok {
+			t.Errorf("local %q ridge %v: Validate() = %v", tc.local, tc.ridge, err)
+		}
 	}
 }

@@ -42,6 +42,23 @@ type Env struct {
 	Log     *slog.Logger
 	// Progress, when non-nil, is told how far a long run has got.
 	Progress func(done, total int)
+	// Status, when non-nil, is told after each iteration of a non-private
+	// method the quantity its solver tracks (what: "objective" or
+	// "change") besides how far it has got. Private methods never call it:
+	// a training objective computed on the private data is not noised, so
+	// showing it would release it; they call Progress only.
+	Status func(done, total int, what string, value float64)
+}
+
+// iteration reports one finished iteration of a non-private method: to
+// Status with the tracked value when it is set, else to Progress.
+func (e Env) iteration(done, total int, what string, value float64) {
+	switch {
+	case e.Status != nil:
+		e.Status(done, total, what, value)
+	case e.Progress != nil:
+		e.Progress(done, total)
+	}
 }
 
 // Config is a method's typed configuration. Its exported fields carry

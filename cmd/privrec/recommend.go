@@ -15,7 +15,8 @@ func init() {
 func runRecommend(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("recommend --model MODEL --user ID [--user-state DIR | --ratings FILE] [-k 10] [--json]", `
 List the k items with the highest predicted ratings for one user, leaving
-out the items she rated.
+out the items she rated. Items are named by title when the model's
+catalogue had titles at training, or from --items FILE.
 
 A model that holds its users (non-private and entry-level models) works
 alone. A joint-DP model holds only the public item side; a user's
@@ -33,6 +34,7 @@ recommendations then come from the public model plus her own part:
 	user := fs.String("user", "", "external user ID, as in the training data")
 	stateDir := fs.String("user-state", "", "directory of users' own states (joint-DP models)")
 	k := fs.Int("k", 10, "number of recommendations")
+	itemsPath := fs.String("items", "", "catalogue with item titles (u.item, movies.dat, ID<TAB>title), for models that carry none")
 	jsonOut := fs.Bool("json", false, "print JSON on stdout")
 	if err := parse(fs, args, false); err != nil {
 		return err
@@ -93,6 +95,19 @@ recommendations then come from the public model plus her own part:
 			return fmt.Errorf("user %q is not in the model (it knows %d users)", *user, m.NumUsers())
 		}
 		recs = m.Recommend(u, *k, nil)
+	}
+	if *itemsPath != "" {
+		c, err := model.LoadCatalogue(*itemsPath)
+		if err != nil {
+			return usagef("--items: %v", err)
+		}
+		if titles := c.Titles(); titles != nil {
+			for i := range recs {
+				if j, ok := c.Index(recs[i].Item); ok && recs[i].Title == "" {
+					recs[i].Title = titles[j]
+				}
+			}
+		}
 	}
 	if *jsonOut {
 		return writeJSON(out, map[string]any{"user": *user, "method": m.Method, "recommendations": recs, "guarantee": m.Guarantee})

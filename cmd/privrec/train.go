@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -165,11 +164,18 @@ Methods:
 		}
 		env.Noise = noise.Seeded(s ^ 0x6e6f697365) // a stream distinct from Rand's
 	}
-	if !*jsonOut && isTerminal(os.Stderr) {
-		env.Progress = progressPrinter(os.Stderr, name)
+	// Progress on stderr only when it is a terminal and the output is not
+	// --json; a private method's line shows no training objective.
+	var prog *progressLine
+	if !*jsonOut && progressTerminal() {
+		prog = newProgressLine(progressOut, name, meth.Private, nil)
+		env.Progress, env.Status = prog.Progress, prog.Status
 	}
 	start := time.Now()
 	rel, err := methods.Train(ctx, name, cfg, in, env)
+	if prog != nil {
+		prog.finish()
+	}
 	if err != nil {
 		return err
 	}
@@ -216,19 +222,4 @@ Methods:
 		fmt.Fprintf(out, "  %s: %v\n", k, rel.Report[k])
 	}
 	return nil
-}
-
-// progressPrinter reports long runs on w, at most a few times a second.
-func progressPrinter(w io.Writer, what string) func(done, total int) {
-	var last time.Time
-	return func(done, total int) {
-		if done < total && time.Since(last) < 250*time.Millisecond {
-			return
-		}
-		last = time.Now()
-		fmt.Fprintf(w, "\r%s: %d/%d", what, done, total)
-		if done >= total {
-			fmt.Fprintln(w)
-		}
-	}
 }
