@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/privrec/privrec/client"
+	"github.com/privrec/privrec/internal/atomicfile"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/service/api"
 )
@@ -27,7 +28,8 @@ The reference client of 'privrec serve'. Commands:
                               server's published mechanism and ε (the same ldp
                               code as 'privrec collect') and submit the report;
                               the server debits her ledger; exits 1 when refused
-  status                      her ledger: ε spent, ε remaining, reports
+  status                      her ledger: ε spent, ε remaining, reports (and,
+                              with --ledger, this device's own count beside it)
   recommend --ratings FILE    her top-k, computed here from the latest public
                               release and her own ratings (nothing is sent)
   publish --method NAME       (admin token) train a release on the stored data
@@ -37,7 +39,13 @@ The token comes from --token, --token-file or $PRIVREC_TOKEN. A ratings file
 holds one user's ratings: "item rating" per line (tab, comma or spaces), or
 "user item rating" lines of one user; # comments. Before randomizing, the
 client checks with its own code that the server's mechanism parameters give
-the ε it publishes, and refuses otherwise.`
+the ε it publishes, and refuses otherwise.
+
+A device that does not trust the server's ledger keeps its own: with
+--ledger FILE (or $PRIVREC_LEDGER) submit records each report there before
+sending it and refuses, on the device, one that would pass the budget the
+server published when the file was made; a server that counts less, or
+raises the budget, is reported on stderr.`
 
 func runClient(ctx context.Context, args []string, out io.Writer) error {
 	example := `  privrec client --server http://127.0.0.1:8080 enroll --json
@@ -86,6 +94,7 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		ratings := sfs.String("ratings", "", "your ratings file")
 		id := sfs.String("id", "", "the report ID (default: a fresh random one; resubmitting an ID is never charged twice)")
 		retries := sfs.Int("retries", 5, "attempts on a network failure or 5xx (the same report ID each time)")
+		ledgerPath := sfs.String("ledger", os.Getenv("PRIVREC_LEDGER"), "the device's own ledger file (default $PRIVREC_LEDGER; created on first use with the budget the server publishes then): every report is recorded here before it is sent, and one that would take you past that budget is refused on this device, whatever the server says")
 		if err := parse(sfs, subArgs, false); err != nil {
 			return err
 		}
@@ -117,21 +126,45 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		if outside > 0 {
 			fmt.Fprintf(os.Stderr, "client: %d of your ratings are of items outside the server's catalogue and are not reported\n", outside)
 		}
+		ledger, err := reserveOnDevice(*ledgerPath, *server, cfg, rep)
+		if be := (*client.BudgetError)(nil); errors.As(err, &be) && *jsonOut {
+			if werr := writeJSON(out, map[string]any{"accepted": false, "code": "device_budget_exceeded", "error": be.Error(),
+				"device_spent": be.Spent, "device_budget": be.Budget, "epsilon": be.Epsilon}); werr != nil {
+				return werr
+			}
+			fmt.Fprintf(os.Stderr, "privrec %s\n", be.Error())
+			return exitError{1}
+		}
+		if err != nil {
+			return err
+		}
 		ack, replayed, err := c.SubmitRetry(ctx, rep, *retries)
 		if err != nil {
 			return clientErr(out, *jsonOut, err)
 		}
+		var disagree error
+		if ledger != nil {
+			if disagree = ledger.Compare(api.Status{Spent: ack.Spent, Budget: ack.Budget}); disagree != nil {
+				fmt.Fprintln(os.Stderr, disagree)
+			}
+		}
 		if *jsonOut {
-			return writeJSON(out, map[string]any{"accepted": ack.Accepted, "id": ack.ID, "seq": ack.Seq, "epsilon": ack.Epsilon,
-				"spent": ack.Spent, "remaining": ack.Remaining, "budget": ack.Budget, "replayed": replayed})
+			res := map[string]any{"accepted": ack.Accepted, "id": ack.ID, "seq": ack.Seq, "epsilon": ack.Epsilon,
+				"spent": ack.Spent, "remaining": ack.Remaining, "budget": ack.Budget, "replayed": replayed}
+			addDeviceLedger(res, ledger, disagree)
+			return writeJSON(out, res)
 		}
 		what := "accepted"
 		if replayed {
 			what = "was already stored (nothing charged now)"
 		}
 		fmt.Fprintf(out, "Report %s %s: ε = %g; you have spent %g of your budget %g (%g remaining).\n", ack.ID, what, ack.Epsilon, ack.Spent, ack.Budget, ack.Remaining)
+		if ledger != nil {
+			fmt.Fprintf(out, "This device's own count: ε = %g of %g sent (%g remaining).\n", ledger.Spent(), ledger.Budget, ledger.Remaining())
+		}
 		return nil
 	case "status":
+		ledgerPath := sfs.String("ledger", os.Getenv("PRIVREC_LEDGER"), "the device's own ledger file (default $PRIVREC_LEDGER), compared with the server's account")
 		if err := parse(sfs, subArgs, false); err != nil {
 			return err
 		}
@@ -142,10 +175,27 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return clientErr(out, *jsonOut, err)
 		}
+		var ledger *client.Ledger
+		var disagree error
+		if *ledgerPath != "" {
+			if ledger, err = client.LoadLedger(*ledgerPath); err != nil {
+				return err
+			}
+			if ledger != nil {
+				if disagree = ledger.Compare(st); disagree != nil {
+					fmt.Fprintln(os.Stderr, disagree)
+				}
+			}
+		}
 		if *jsonOut {
-			return writeJSON(out, st)
+			res := map[string]any{"user": st.User, "spent": st.Spent, "remaining": st.Remaining, "budget": st.Budget, "reports": st.Reports}
+			addDeviceLedger(res, ledger, disagree)
+			return writeJSON(out, res)
 		}
 		fmt.Fprintf(out, "User %s: %d reports; spent ε = %g of %g (%g remaining).\n", st.User, st.Reports, st.Spent, st.Budget, st.Remaining)
+		if ledger != nil {
+			fmt.Fprintf(out, "This device's own count: %d reports, ε = %g of %g sent (%g remaining).\n", len(ledger.Reports), ledger.Spent(), ledger.Budget, ledger.Remaining())
+		}
 		return nil
 	case "recommend":
 		ratings := sfs.String("ratings", "", "your ratings file (stays on this device)")
@@ -214,6 +264,49 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	}
 	return usagef("unknown client command %q (want enroll, submit, status, recommend or publish)", sub)
+}
+
+// reserveOnDevice records rep in the device ledger at path (created with
+// the server's published budget if missing) and saves it before the report
+// is sent; it refuses, sending nothing, when the device's own count would
+// pass the budget. No path, or central mode (reports cost nothing there),
+// is no ledger.
+func reserveOnDevice(path, server string, cfg *api.Config, rep api.Report) (*client.Ledger, error) {
+	if path == "" {
+		return nil, nil
+	}
+	if cfg.Mode != api.ModeLocal {
+		return nil, usagef("submit: --ledger counts local-DP reports; this server runs in %s mode", cfg.Mode)
+	}
+	l, err := client.LoadLedger(path)
+	if err != nil {
+		return nil, err
+	}
+	if l == nil {
+		if l, err = client.NewLedger(server, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.Reserve(server, rep.ID, rep.Epsilon); err != nil {
+		return nil, err
+	}
+	if err := atomicfile.Write(path, 0o600, l.Write); err != nil {
+		return nil, fmt.Errorf("client: saving the device ledger before sending: %w", err)
+	}
+	return l, nil
+}
+
+// addDeviceLedger adds the device ledger's account to a JSON answer.
+func addDeviceLedger(res map[string]any, l *client.Ledger, disagree error) {
+	if l == nil {
+		return
+	}
+	res["device_spent"] = l.Spent()
+	res["device_remaining"] = l.Remaining()
+	res["device_budget"] = l.Budget
+	if disagree != nil {
+		res["ledger_disagreement"] = disagree.Error()
+	}
 }
 
 func clientToken(tok, file string) (string, error) {

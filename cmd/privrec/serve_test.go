@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -168,6 +169,32 @@ func TestServeAndClient(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("training on the exported reports: %s", out)
 	}
+	// The device's own ledger: made when she accepted a budget of 6 (the
+	// server now publishes 12). The first report is recorded before it is
+	// sent, and the raised budget is reported; the second is refused on
+	// the device: nothing is sent, the server still counts one report.
+	_, out = runCmd(t, "client", "--server", addr, "enroll", "--json")
+	tok2 := decodeJSON(t, out)["token"].(string)
+	ledgerFile := filepath.Join(dir, "device-ledger.json")
+	must(t, os.WriteFile(ledgerFile, []byte(`{"server": "`+addr+`", "budget": 6, "reports": []}`), 0o600))
+	code, out = runCmd(t, "client", "--server", addr, "--token", tok2, "submit", "--ratings", mine, "--ledger", ledgerFile, "--json")
+	a := decodeJSON(t, out)
+	if code != 0 || a["accepted"] != true || a["device_spent"] != float64(6) || a["device_remaining"] != float64(0) ||
+		!strings.Contains(fmt.Sprint(a["ledger_disagreement"]), "allows a budget of 12") {
+		t.Fatalf("submit with a device ledger: %d %s", code, out)
+	}
+	code, out = runCmd(t, "client", "--server", addr, "--token", tok2, "submit", "--ratings", mine, "--ledger", ledgerFile, "--json")
+	if a = decodeJSON(t, out); code != 1 || a["accepted"] != false || a["code"] != "device_budget_exceeded" {
+		t.Fatalf("over the device's budget: %d %s", code, out)
+	}
+	code, out = runCmd(t, "client", "--server", addr, "--token", tok2, "status", "--ledger", ledgerFile, "--json")
+	if s = decodeJSON(t, out); code != 0 || s["reports"] != float64(1) || s["spent"] != float64(6) || s["device_spent"] != float64(6) {
+		t.Fatalf("status with a device ledger: %d %s", code, out)
+	}
+	if b, _ := os.ReadFile(ledgerFile); strings.Count(string(b), `"id"`) != 1 {
+		t.Fatalf("the device ledger after a refusal: %s", b)
+	}
+
 	// SIGTERM's path: the context ends, the server stops cleanly.
 	cancel()
 	select {
