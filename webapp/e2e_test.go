@@ -382,6 +382,40 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("stored report %+v, shown %+v", reps[0], shownRep)
 	}
 
+	// Her browser's own ledger recorded the report before it left; a
+	// browser whose ledger holds a smaller accepted budget (6: the report
+	// sent used it up) refuses the next report itself, although the
+	// service would still take one.
+	var ledJSON string
+	if err := chromedp.Run(bctx, chromedp.Evaluate(`localStorage.getItem("privrec.ledger")`, &ledJSON)); err != nil {
+		t.Fatal(err)
+	}
+	var led struct {
+		Budget  float64
+		Reports map[string]float64
+	}
+	if err := json.Unmarshal([]byte(ledJSON), &led); err != nil || led.Budget != cfg.Budget || len(led.Reports) != 1 || led.Reports[shownRep.ID] != cfg.ReportEpsilon {
+		t.Fatalf("the browser's ledger %s (%v), want report %s at ε = %g within budget %g", ledJSON, err, shownRep.ID, cfg.ReportEpsilon, cfg.Budget)
+	}
+	var spend2 string
+	var sendOff bool
+	if err := chromedp.Run(bctx,
+		chromedp.Evaluate(`(() => { const l = JSON.parse(localStorage.getItem("privrec.ledger")); l.budget = 6; localStorage.setItem("privrec.ledger", JSON.stringify(l)); })()`, nil),
+		chromedp.Focus(`#prepare`, chromedp.ByID), chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitVisible(`#preview`, chromedp.ByID), chromedp.Text(`#spend`, &spend2, chromedp.ByID),
+		chromedp.Evaluate(`document.getElementById("send").disabled`, &sendOff)); err != nil {
+		t.Fatalf("preparing past the browser's budget: %v", err)
+	}
+	if !strings.Contains(spend2, "it will not send this one") || !sendOff {
+		t.Errorf("past the browser's own budget the page says %q (send disabled: %v)", spend2, sendOff)
+	}
+	if st2, err := me.Status(ctx); err != nil || st2.Reports != 1 {
+		t.Fatalf("after the browser's refusal the service holds %+v, %v", st2, err)
+	}
+	if err := chromedp.Run(bctx, chromedp.Evaluate(`document.getElementById("preview").hidden = true`, nil)); err != nil {
+		t.Fatal(err)
+	}
+
 	// Before any release the page says there is none yet.
 	var note string
 	if err := chromedp.Run(bctx, chromedp.Focus(`#recommend`, chromedp.ByID), chromedp.KeyEvent(kb.Enter),

@@ -12,7 +12,20 @@ const KEY = {
   ratings: "privrec.ratings",   // {itemID: rating}
   pending: "privrec.pending",   // {ratingsKey, report (the exact JSON body)}
   sent: "privrec.sent",         // [{id, seq, epsilon, received}]
+  // The device's own ledger: {budget (the one she accepted when she
+  // joined), reports: {reportID: ε}}. Each report is recorded here before
+  // it is sent, and one that would pass her budget is refused in the
+  // browser, whatever the service's ledger says.
+  ledger: "privrec.ledger",
 };
+
+// deviceSpent is the ε of the reports this browser has sent (or was
+// sending), in nano-ε as the service counts.
+function deviceSpent(led) {
+  let n = 0;
+  for (const e of Object.values(led.reports)) n += Math.ceil(e * 1e9 - 1e-6);
+  return n / 1e9;
+}
 
 const $ = (id) => document.getElementById(id);
 let cfg = null;      // the server's collection configuration
@@ -182,8 +195,16 @@ async function drawAccount() {
   $("who").textContent = "You have joined as " + acc.user + ". Your secret token is kept in this browser.";
   try {
     const st = JSON.parse(await api("GET", "/v1/me", undefined, acc.token));
-    $("ledger").textContent = "Privacy budget: spent ε = " + fmt(st.spent) + " of " + fmt(st.budget) +
+    let text = "Privacy budget: spent ε = " + fmt(st.spent) + " of " + fmt(st.budget) +
       " (" + st.reports + " report" + (st.reports === 1 ? "" : "s") + " sent; ε = " + fmt(st.remaining) + " left).";
+    const led = load(KEY.ledger, null);
+    if (led !== null) {
+      const mine = deviceSpent(led);
+      text += " This browser's own count: ε = " + fmt(mine) + " of the ε = " + fmt(led.budget) + " you accepted.";
+      if (st.spent + 1e-9 < mine) text += " Warning: the service counts less than this browser has sent.";
+      if (st.budget > led.budget + 1e-9) text += " The service now allows more than you accepted; this browser keeps to ε = " + fmt(led.budget) + ".";
+    }
+    $("ledger").textContent = text;
     return st;
   } catch (e) {
     $("ledger").textContent = "Could not read your ledger: " + e.message;
@@ -196,6 +217,7 @@ async function onEnrol() {
   try {
     const e = JSON.parse(await api("POST", "/v1/enroll"));
     save(KEY.account, { user: e.user, token: e.token });
+    save(KEY.ledger, { budget: cfg.budget, reports: {} });
     status("You have joined.");
   } catch (e) {
     status("Joining failed: " + e.message, true);
@@ -247,6 +269,12 @@ async function onPrepare() {
       ok = false;
     }
   }
+  const led = load(KEY.ledger, null);
+  if (led !== null && cfg.mode === "local" && led.reports[rep.id] === undefined && deviceSpent(led) + eps > led.budget + 1e-9) {
+    text += " This browser has already sent reports costing ε = " + fmt(deviceSpent(led)) + " of the ε = " + fmt(led.budget) +
+      " you accepted: it will not send this one.";
+    ok = false;
+  }
   if (cfg.mode !== "local") text += " Central mode: these are your true ratings.";
   $("spend").textContent = text;
   $("send").disabled = !ok;
@@ -260,6 +288,19 @@ async function onSend() {
   const pending = load(KEY.pending, null);
   if (acc === null || pending === null) return;
   $("send").disabled = true;
+  // The device ledger first (write-ahead): ε is spent once the report
+  // leaves, even if the acknowledgement is lost.
+  const rep = JSON.parse(pending.report);
+  const led = load(KEY.ledger, null);
+  if (led !== null && cfg.mode === "local" && led.reports[rep.id] === undefined) {
+    if (deviceSpent(led) + rep.epsilon > led.budget + 1e-9) {
+      $("sent").className = "bad";
+      $("sent").textContent = "Not sent: this browser has already used the budget you accepted.";
+      return;
+    }
+    led.reports[rep.id] = rep.epsilon;
+    save(KEY.ledger, led);
+  }
   // Retried with the same report ID (and the same bytes) after a network
   // failure or a 5xx/429 answer: the server never stores or charges a
   // report twice.
