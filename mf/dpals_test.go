@@ -223,11 +223,11 @@ func TestDPALSFoldInReproducesUserRows(t *testing.T) {
 	}
 	m := foldModel(lr.train, o, V, itemBias)
 	res := make([]float64, lr.train.Len())
-	dpalsResiduals(lr.train, &o, itemBias, res, &itemLists{})
 	a, b := make([]float64, 9), make([]float64, 3)
 	for u := range lr.train.NumUsers {
 		beg, end := lr.train.RowPtr[u], lr.train.RowPtr[u+1]
-		if !userSolve(a, b, 3, V, lr.train.RowCol[beg:end], res[beg:end], o.UserLambda) {
+		userResiduals(lr.train, &o, itemBias, u, res[beg:end])
+		if !userSolve(a, b, 3, V, lr.train.RowCol[beg:end], res[beg:end], o.UserLambda, nil) {
 			t.Fatal("user system not positive definite")
 		}
 		st := foldUser(t, m, lr.train, u)
