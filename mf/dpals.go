@@ -223,7 +223,10 @@ func DPALS(ctx context.Context, p *Problem, o DPALSOptions) (V, itemBias []float
 		}
 	}
 	itemBias = append([]float64(nil), o.ItemBias...)
-	lists := dpalsLists(p, &o)
+	lists, err := dpalsLists(ctx, p, &o, w)
+	if err != nil {
+		return nil, nil, err
+	}
 	d := k
 	if o.BiasScale > 0 {
 		d = k + 1
@@ -257,7 +260,7 @@ func DPALS(ctx context.Context, p *Problem, o DPALSOptions) (V, itemBias []float
 // of active items, a uniform sample of at most MaxPerUser of them) and
 // their weights c_ij ∝ max(count_j, 1)^μ with Σ_j c_ij² = 1, and lays them
 // out item by item.
-func dpalsLists(p *Problem, o *DPALSOptions) *itemLists {
+func dpalsLists(ctx context.Context, p *Problem, o *DPALSOptions, w int) (*itemLists, error) {
 	wj := make([]float64, p.NumItems)
 	for j := range wj {
 		wj[j] = math.Pow(math.Max(o.Counts[j], 1), o.WeightExponent)
@@ -266,28 +269,37 @@ func dpalsLists(p *Problem, o *DPALSOptions) *itemLists {
 		// Every rating of an active item: the item-major arrays as they
 		// are, with 1/‖(w_j)_j‖ per user from one user-major pass.
 		inv := make([]float64, p.NumUsers)
-		for u := range p.NumUsers {
-			var norm2 float64
-			for _, j := range p.RowCol[p.RowPtr[u]:p.RowPtr[u+1]] {
-				if o.Active[j] {
-					norm2 += wj[j] * wj[j]
+		err := parallelRows(ctx, p.NumUsers, w, 4096, func(_, lo, hi int) error {
+			for u := lo; u < hi; u++ {
+				var norm2 float64
+				for _, j := range p.RowCol[p.RowPtr[u]:p.RowPtr[u+1]] {
+					if o.Active[j] {
+						norm2 += wj[j] * wj[j]
+					}
+				}
+				if norm2 > 0 {
+					inv[u] = 1 / math.Sqrt(norm2)
 				}
 			}
-			if norm2 > 0 {
-				inv[u] = 1 / math.Sqrt(norm2)
-			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		l := &itemLists{ptr: p.ColPtr, user: p.ColRow, r: p.ColVal, c: make([]float32, p.Len())}
-		for j := range p.NumItems {
-			if !o.Active[j] {
-				continue
+		err = parallelRows(ctx, p.NumItems, w, 8, func(_, lo, hi int) error {
+			for j := lo; j < hi; j++ {
+				if !o.Active[j] {
+					continue
+				}
+				for q := p.ColPtr[j]; q < p.ColPtr[j+1]; q++ {
+					// Rounding to float32 must not raise Σ c² above 1: round down.
+					l.c[q] = roundDown32(wj[j] * inv[p.ColRow[q]])
+				}
 			}
-			for q := p.ColPtr[j]; q < p.ColPtr[j+1]; q++ {
-				// Rounding to float32 must not raise Σ c² above 1: round down.
-				l.c[q] = roundDown32(wj[j] * inv[p.ColRow[q]])
-			}
-		}
-		return l
+			return nil
+		})
+		return l, err
 	}
 	cnt := make([]int64, p.NumItems+1)
 	keep := make([]bool, p.Len())
@@ -340,7 +352,7 @@ func dpalsLists(p *Problem, o *DPALSOptions) *itemLists {
 			l.c[q] = roundDown32(wj[j] * inv)
 		}
 	}
-	return l
+	return l, nil
 }
 
 // userResiduals writes user u's centred ratings with the current public
@@ -522,6 +534,14 @@ func dpalsItems(ctx context.Context, p *Problem, o *DPALSOptions, rel Releaser, 
 					s.cw = append(s.cw, float64(l.c[q]))
 					s.cy = append(s.cy, max(-R, min(R, y)))
 				}
+				// What enters the statistics is what DPALSSensitivity bounds,
+				// in floating point: the rows as stored (‖ũ‖ ≤ Γ, clipped a
+				// hair inside), the float32 weights rounded down (Σ_j c² ≤ 1)
+				// and y clipped in float64 (|y| ≤ R exactly). The sums are
+				// float64; gramAdd's blocked order rounds differently from a
+				// plain loop, at the level of 2⁻⁵³ per operation, as any
+				// float64 sum does — no float32 accumulation, and the noise
+				// is added to these float64 statistics unchanged.
 				gramAdd(raw.Data, raw.Stride, d, U, l.user[beg:end], s.cw, s.cy, s.h, &s.buf)
 				if err := releaseGram(rel, src, s.g); err != nil {
 					return fmt.Errorf("DPALS: releasing the Gram block of item %d: %w", j, err)
