@@ -123,10 +123,13 @@ type side struct {
 }
 
 // scratch is per-worker memory for the (k+1)-systems.
-type scratch struct{ a, b, c, y [][]float64 }
+type scratch struct {
+	a, b, c, y [][]float64
+	g          []gramBuf
+}
 
 func newScratch(w, d int) *scratch {
-	s := &scratch{a: make([][]float64, w), b: make([][]float64, w), c: make([][]float64, w), y: make([][]float64, w)}
+	s := &scratch{a: make([][]float64, w), b: make([][]float64, w), c: make([][]float64, w), y: make([][]float64, w), g: make([]gramBuf, w)}
 	for i := range w {
 		s.a[i] = make([]float64, d*d)
 		s.b[i] = make([]float64, d)
@@ -170,7 +173,7 @@ func (s side) solve(ctx context.Context, k int, mean, lambda, biasLambda float64
 				b[k] += y[t]
 				axpy(1, s.other[int(j)*k:int(j)*k+k], sv)
 			}
-			gramAdd(a, d, k, s.other, idx, nil, y, b)
+			gramAdd(a, d, k, s.other, idx, nil, y, b, &scr.g[wk])
 			for p, x := range sv {
 				a[p*d+k] = x
 			}

@@ -172,14 +172,15 @@ func (o *DPALSOptions) check(p *Problem) error {
 }
 
 // itemLists are the entries of the item statistics in item-major order:
-// for item j, entries [ptr[j], ptr[j+1]) with the user, the position of
-// the rating in the user-major arrays, the weight c_ij and (refreshed
-// every step) the clipped centred rating y_ij.
+// for item j, entries [ptr[j], ptr[j+1]) with the user, her rating and
+// the weight c_ij. Without sampling they are the problem's item-major
+// arrays themselves (entries of inactive items are never read), and only
+// the weights are new.
 type itemLists struct {
 	ptr  []int64
 	user []int32
-	pos  []int64
-	c, y []float32
+	r    []float32
+	c    []float32
 }
 
 // DPALS runs user-level joint-DP alternating least squares (Chien, Jain,
@@ -222,25 +223,27 @@ func DPALS(ctx context.Context, p *Problem, o DPALSOptions) (V, itemBias []float
 		}
 	}
 	itemBias = append([]float64(nil), o.ItemBias...)
-	lists := dpalsLists(p, &o)
-	res := make([]float64, p.Len())
+	lists, err := dpalsLists(ctx, p, &o, w)
+	if err != nil {
+		return nil, nil, err
+	}
 	d := k
 	if o.BiasScale > 0 {
 		d = k + 1
 	}
 	U := make([]float64, p.NumUsers*d)
+	shift := make([]float64, p.NumUsers)
 	uscr := newScratch(w, k)
 	prev := make([]float64, len(V))
 	for t, rel := range o.Steps {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		dpalsResiduals(p, &o, itemBias, res, lists)
-		if err := dpalsUsers(ctx, p, &o, V, res, U, d, w, uscr); err != nil {
+		if err := dpalsUsers(ctx, p, &o, V, itemBias, shift, U, d, w, uscr); err != nil {
 			return nil, nil, err
 		}
 		copy(prev, V)
-		if err := dpalsItems(ctx, p, &o, rel, lists, U, d, V, itemBias, w); err != nil {
+		if err := dpalsItems(ctx, p, &o, rel, lists, U, d, shift, V, itemBias, w); err != nil {
 			return nil, nil, err
 		}
 		if o.snapshot != nil {
@@ -257,7 +260,47 @@ func DPALS(ctx context.Context, p *Problem, o DPALSOptions) (V, itemBias []float
 // of active items, a uniform sample of at most MaxPerUser of them) and
 // their weights c_ij ∝ max(count_j, 1)^μ with Σ_j c_ij² = 1, and lays them
 // out item by item.
-func dpalsLists(p *Problem, o *DPALSOptions) *itemLists {
+func dpalsLists(ctx context.Context, p *Problem, o *DPALSOptions, w int) (*itemLists, error) {
+	wj := make([]float64, p.NumItems)
+	for j := range wj {
+		wj[j] = math.Pow(math.Max(o.Counts[j], 1), o.WeightExponent)
+	}
+	if o.MaxPerUser == 0 && len(p.ColPtr) == p.NumItems+1 && len(p.ColRow) == p.Len() {
+		// Every rating of an active item: the item-major arrays as they
+		// are, with 1/‖(w_j)_j‖ per user from one user-major pass.
+		inv := make([]float64, p.NumUsers)
+		err := parallelRows(ctx, p.NumUsers, w, 4096, func(_, lo, hi int) error {
+			for u := lo; u < hi; u++ {
+				var norm2 float64
+				for _, j := range p.RowCol[p.RowPtr[u]:p.RowPtr[u+1]] {
+					if o.Active[j] {
+						norm2 += wj[j] * wj[j]
+					}
+				}
+				if norm2 > 0 {
+					inv[u] = 1 / math.Sqrt(norm2)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		l := &itemLists{ptr: p.ColPtr, user: p.ColRow, r: p.ColVal, c: make([]float32, p.Len())}
+		err = parallelRows(ctx, p.NumItems, w, 8, func(_, lo, hi int) error {
+			for j := lo; j < hi; j++ {
+				if !o.Active[j] {
+					continue
+				}
+				for q := p.ColPtr[j]; q < p.ColPtr[j+1]; q++ {
+					// Rounding to float32 must not raise Σ c² above 1: round down.
+					l.c[q] = roundDown32(wj[j] * inv[p.ColRow[q]])
+				}
+			}
+			return nil
+		})
+		return l, err
+	}
 	cnt := make([]int64, p.NumItems+1)
 	keep := make([]bool, p.Len())
 	var idx []int
@@ -281,20 +324,15 @@ func dpalsLists(p *Problem, o *DPALSOptions) *itemLists {
 		cnt[j+1] += cnt[j]
 	}
 	n := cnt[p.NumItems]
-	l := &itemLists{ptr: cnt, user: make([]int32, n), pos: make([]int64, n), c: make([]float32, n), y: make([]float32, n)}
+	l := &itemLists{ptr: cnt, user: make([]int32, n), r: make([]float32, n), c: make([]float32, n)}
 	next := make([]int64, p.NumItems)
 	copy(next, cnt[:p.NumItems])
-	wj := make([]float64, p.NumItems)
-	for j := range wj {
-		wj[j] = math.Pow(math.Max(o.Counts[j], 1), o.WeightExponent)
-	}
-	weight := func(j int32) float64 { return wj[j] }
 	for u := range p.NumUsers {
 		beg, end := p.RowPtr[u], p.RowPtr[u+1]
 		var norm2 float64
 		for t := beg; t < end; t++ {
 			if keep[t] {
-				a := weight(p.RowCol[t])
+				a := wj[p.RowCol[t]]
 				norm2 += a * a
 			}
 		}
@@ -309,44 +347,35 @@ func dpalsLists(p *Problem, o *DPALSOptions) *itemLists {
 			j := p.RowCol[t]
 			q := next[j]
 			next[j]++
-			l.user[q], l.pos[q] = int32(u), t
+			l.user[q], l.r[q] = int32(u), p.RowVal[t]
 			// Rounding to float32 must not raise Σ c² above 1: round down.
-			l.c[q] = roundDown32(weight(j) * inv)
+			l.c[q] = roundDown32(wj[j] * inv)
 		}
 	}
-	return l
+	return l, nil
 }
 
-// dpalsResiduals computes every user's centred ratings with the current
-// public item biases, her bias removed as model.FoldInUser does:
-// res = r − μ − b_j − b_i, b_i = Σ(r − μ − b_j)/(n_i + damping); and the
-// clipped residuals y_ij = clip(res, ±R) of the item lists.
-func dpalsResiduals(p *Problem, o *DPALSOptions, itemBias, res []float64, l *itemLists) {
-	for u := range p.NumUsers {
-		beg, end := p.RowPtr[u], p.RowPtr[u+1]
-		if beg == end {
-			continue
-		}
-		var mean float64
-		for t := beg; t < end; t++ {
-			res[t] = float64(p.RowVal[t]) - o.Mean - itemBias[p.RowCol[t]]
-			mean += res[t]
-		}
-		mean /= float64(end-beg) + o.UserDamping
-		for t := beg; t < end; t++ {
-			res[t] -= mean
-		}
+// userResiduals writes user u's centred ratings with the current public
+// item biases into res (one per rating, in her order), her bias removed
+// as model.FoldInUser does: res = r − μ − b_j − b_u with
+// b_u = Σ(r − μ − b_j)/(n_u + damping), which it returns. The item
+// statistics use clip(r − μ − b_j − b_u, ±R) (dpalsItems).
+func userResiduals(p *Problem, o *DPALSOptions, itemBias []float64, u int, res []float64) float64 {
+	beg, end := p.RowPtr[u], p.RowPtr[u+1]
+	if beg == end {
+		return 0
 	}
-	R := o.ResidualClip
-	for q, t := range l.pos {
-		y := res[t]
-		if y > R {
-			y = R
-		} else if y < -R {
-			y = -R
-		}
-		l.y[q] = roundDown32(y)
+	res = res[:end-beg]
+	var mean float64
+	for i, j := range p.RowCol[beg:end] {
+		res[i] = float64(p.RowVal[int(beg)+i]) - o.Mean - itemBias[j]
+		mean += res[i]
 	}
+	mean /= float64(end-beg) + o.UserDamping
+	for i := range res {
+		res[i] -= mean
+	}
+	return mean
 }
 
 // roundDown32 is x as a float32 no larger in magnitude than x.
@@ -361,10 +390,10 @@ func roundDown32(x float64) float32 {
 // userSolve is user i's own computation: with her centred residuals y
 // (bias removed) over her items, u = (Σ_j v_j v_jᵀ + λ_u I)⁻¹ Σ_j y_j v_j,
 // which is model.FoldInUser's ridge fold-in (FoldRidge, FoldLambda λ_u).
-func userSolve(a, b []float64, k int, V []float64, items []int32, y []float64, lambda float64) bool {
+func userSolve(a, b []float64, k int, V []float64, items []int32, y []float64, lambda float64, buf *gramBuf) bool {
 	clear(a)
 	clear(b)
-	gramAdd(a, k, k, V, items, nil, y, b)
+	gramAdd(a, k, k, V, items, nil, y, b, buf)
 	for c := range k {
 		a[c*k+c] += lambda
 	}
@@ -372,16 +401,22 @@ func userSolve(a, b []float64, k int, V []float64, items []int32, y []float64, l
 }
 
 // dpalsUsers solves every user's row and stores it clipped to ‖ũ‖ ≤ Γ in
-// U (stride d; with bias refinement the last coordinate is γ_b).
-func dpalsUsers(ctx context.Context, p *Problem, o *DPALSOptions, V, res, U []float64, d, w int, scr *scratch) error {
+// U (stride d; with bias refinement the last coordinate is γ_b), and her
+// bias (userResiduals) in shift.
+func dpalsUsers(ctx context.Context, p *Problem, o *DPALSOptions, V, itemBias, shift, U []float64, d, w int, scr *scratch) error {
 	k := o.Rank
 	g2 := o.UserClip * o.UserClip
 	return parallelRows(ctx, p.NumUsers, w, 256, func(wk, lo, hi int) error {
 		a, b := scr.a[wk], scr.b[wk]
 		for u := lo; u < hi; u++ {
 			beg, end := p.RowPtr[u], p.RowPtr[u+1]
+			if n := int(end - beg); cap(scr.y[wk]) < n {
+				scr.y[wk] = make([]float64, n)
+			}
+			res := scr.y[wk][:end-beg]
+			shift[u] = userResiduals(p, o, itemBias, u, res)
 			out := U[u*d : u*d+d]
-			if !userSolve(a, b, k, V, p.RowCol[beg:end], res[beg:end], o.UserLambda) {
+			if !userSolve(a, b, k, V, p.RowCol[beg:end], res, o.UserLambda, &scr.g[wk]) {
 				return fmt.Errorf("DPALS: the system of user %d is not positive definite", u)
 			}
 			copy(out, b[:k])
@@ -450,7 +485,10 @@ func psdProject(g *mat.SymDense, eig *mat.EigenSym, vecs *mat.Dense, out []float
 // itemChunk is the number of items that share one noise stream.
 const itemChunk = 16
 
-func dpalsItems(ctx context.Context, p *Problem, o *DPALSOptions, rel Releaser, l *itemLists, U []float64, d int, V, itemBias []float64, w int) error {
+// dpalsItems releases every active item's statistics and solves for its
+// row. The clipped centred ratings y_ij = clip(r − μ − b_j − b_i, ±R) are
+// formed here, item by item, from the users' biases b_i (shift).
+func dpalsItems(ctx context.Context, p *Problem, o *DPALSOptions, rel Releaser, l *itemLists, U []float64, d int, shift, V, itemBias []float64, w int) error {
 	k := o.Rank
 	n := p.NumItems
 	// One noise stream per chunk of items, split in item order, so a
@@ -468,6 +506,7 @@ func dpalsItems(ctx context.Context, p *Problem, o *DPALSOptions, rel Releaser, 
 		sys  []float64
 		cw   []float64
 		cy   []float64
+		buf  gramBuf
 	}
 	iscr := make([]*itemScratch, w)
 	for i := range iscr {
@@ -488,11 +527,22 @@ func dpalsItems(ctx context.Context, p *Problem, o *DPALSOptions, rel Releaser, 
 				clear(raw.Data)
 				clear(s.h)
 				s.cw, s.cy = s.cw[:0], s.cy[:0]
+				R := o.ResidualClip
 				for q := beg; q < end; q++ {
+					// As userResiduals: ((r − μ) − b_j) − b_i.
+					y := float64(l.r[q]) - o.Mean - itemBias[j] - shift[l.user[q]]
 					s.cw = append(s.cw, float64(l.c[q]))
-					s.cy = append(s.cy, float64(l.y[q]))
+					s.cy = append(s.cy, max(-R, min(R, y)))
 				}
-				gramAdd(raw.Data, raw.Stride, d, U, l.user[beg:end], s.cw, s.cy, s.h)
+				// What enters the statistics is what DPALSSensitivity bounds,
+				// in floating point: the rows as stored (‖ũ‖ ≤ Γ, clipped a
+				// hair inside), the float32 weights rounded down (Σ_j c² ≤ 1)
+				// and y clipped in float64 (|y| ≤ R exactly). The sums are
+				// float64; gramAdd's blocked order rounds differently from a
+				// plain loop, at the level of 2⁻⁵³ per operation, as any
+				// float64 sum does — no float32 accumulation, and the noise
+				// is added to these float64 statistics unchanged.
+				gramAdd(raw.Data, raw.Stride, d, U, l.user[beg:end], s.cw, s.cy, s.h, &s.buf)
 				if err := releaseGram(rel, src, s.g); err != nil {
 					return fmt.Errorf("DPALS: releasing the Gram block of item %d: %w", j, err)
 				}

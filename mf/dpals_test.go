@@ -223,11 +223,11 @@ func TestDPALSFoldInReproducesUserRows(t *testing.T) {
 	}
 	m := foldModel(lr.train, o, V, itemBias)
 	res := make([]float64, lr.train.Len())
-	dpalsResiduals(lr.train, &o, itemBias, res, &itemLists{})
 	a, b := make([]float64, 9), make([]float64, 3)
 	for u := range lr.train.NumUsers {
 		beg, end := lr.train.RowPtr[u], lr.train.RowPtr[u+1]
-		if !userSolve(a, b, 3, V, lr.train.RowCol[beg:end], res[beg:end], o.UserLambda) {
+		userResiduals(lr.train, &o, itemBias, u, res[beg:end])
+		if !userSolve(a, b, 3, V, lr.train.RowCol[beg:end], res[beg:end], o.UserLambda, nil) {
 			t.Fatal("user system not positive definite")
 		}
 		st := foldUser(t, m, lr.train, u)
@@ -280,6 +280,29 @@ func TestDPALSRepeatableAcrossWorkers(t *testing.T) {
 	for i := range a {
 		if a[i] != b[i] {
 			t.Fatalf("V[%d] differs: %v vs %v", i, a[i], b[i])
+		}
+	}
+}
+
+// The item lists taken from the item-major arrays (no sampling) and the
+// lists built user by user (the sampling path, here with a cap no user
+// reaches) give the same public output, bit for bit (deterministic: fixed
+// seeds).
+func TestDPALSListsAgree(t *testing.T) {
+	lr := newLowRank(t, 60, 40, 2, 0.4, 0.2, 14)
+	run := func(maxPerUser int) []float64 {
+		o := dpalsInputs(lr.train, 3, 2, gaussian{0.3})
+		o.MaxPerUser = maxPerUser
+		V, _, err := DPALS(context.Background(), lr.train, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return V
+	}
+	a, b := run(0), run(lr.train.NumItems+1)
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("V[%d] differs: %v (item-major arrays) vs %v (built lists)", i, a[i], b[i])
 		}
 	}
 }

@@ -150,7 +150,7 @@ func TestKernels(t *testing.T) {
 			z[i] = r.NormFloat64()
 		}
 		h := make([]float64, k)
-		gramAdd(a, lda, k, f, idx, w, z, h)
+		gramAdd(a, lda, k, f, idx, w, z, h, nil)
 		want := mat.NewSymDense(k, nil)
 		wantH := make([]float64, k)
 		for t, j := range idx {
