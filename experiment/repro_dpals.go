@@ -23,17 +23,26 @@ var privateRecEps = []float64{0.5, 1, 2, 4, 8, 16}
 // first slowRuns splits.
 func privateRecMethods(width float64, slowRuns, dpsvdRuns int) []MethodSpec {
 	f := width / 4
-	scaled := func(name string, v float64) map[string]any {
-		if f == 1 {
-			return nil // the method's own defaults, exactly
+	scaled := func(name string, v float64, kv ...any) map[string]any {
+		p := map[string]any{}
+		if f != 1 { // otherwise the method's own default, exactly
+			p[name] = v * f
 		}
-		return map[string]any{name: v * f}
+		for i := 0; i < len(kv); i += 2 {
+			p[kv[i].(string)] = kv[i+1]
+		}
+		if len(p) == 0 {
+			return nil
+		}
+		return p
 	}
 	return []MethodSpec{
 		{Method: "global-mean", Label: "global mean (non-private)"},
 		{Method: "als", Label: "als (non-private)"},
 		{Method: "dp-bias", Label: "dp-bias", Params: scaled("clip", 1.5)},
 		{Method: "dpals", Label: "dpals", Params: scaled("clip", 1)},
+		// The papers' algorithm: two noised ALS steps after the bias release.
+		{Method: "dpals", Label: "dpals --steps 2", Params: scaled("clip", 1, "steps", 2)},
 		{Method: "dpfw", Label: "dpfw", Params: scaled("clip", 5), Runs: slowRuns},
 		{Method: "dpsvd", Label: "dpsvd", Params: scaled("clip", 5), Runs: dpsvdRuns},
 		{Method: "mm", Label: "mm", Params: scaled("bound", 1), Runs: slowRuns},
@@ -113,10 +122,10 @@ func init() {
 			return &Config{
 				Title: "Private recommenders on seed 001's rank-one synthetic set: test RMSE vs ε",
 				Description: "Y* = u vᵀ with ‖Y*‖∞ = 1 (declared scale [−1, 1]), 400 items, 80 ratings per user, " +
-					pick(paper, "2 000 users (quick scale: ε ∈ {1, 8}).", "500 000 users as in the seed (40 M ratings), one draw.") +
+					pick(paper, "1 000 users (quick scale: ε ∈ {1, 8}).", "500 000 users as in the seed (40 M ratings), one draw.") +
 					" 1 % of the ratings held out." + privateRecDesc,
 				Datasets: []DataSpec{{Name: "synthetic", Source: "rankone-synthetic",
-					Params: map[string]float64{"users": pick(paper, 2000.0, 500000.0), "items": 400, "per_user": 80, "holdout": 0.01}}},
+					Params: map[string]float64{"users": pick(paper, 1000.0, 500000.0), "items": 400, "per_user": 80, "holdout": 0.01}}},
 				Methods:  privateRecMethods(2, 0, 0),
 				Epsilons: pick(paper, []float64{1, 8}, privateRecEps),
 				Runs:     1,
