@@ -15,7 +15,8 @@ var privateRecEps = []float64{0.5, 1, 2, 4, 8, 16}
 // runs with its defaults, which were chosen on MovieLens' 1–5 scale
 // (width 4); on a dataset declaring another scale the parameters in rating
 // units (dpals' and dp-bias' clip of a centred rating, dpfw's and dpsvd's
-// ℓ2 row bound, McSherry–Mironov's clamp) are multiplied by width/4, a
+// ℓ2 row bound, McSherry–Mironov's clamp; not dpals' user clip Γ, which
+// only its --steps line uses) are multiplied by width/4, a
 // function of the declared scale only (never of the data). With that rule
 // dpals and dp-bias are equivariant to an affine change of scale: their
 // RMSE in units of the scale's width does not depend on the scale.
@@ -102,8 +103,10 @@ func init() {
 				// λ0 0.003–0.3, Γ 0.3–1, noise ridge 1–10): with 73 421 users the
 				// item statistics carry enough signal for a weaker
 				// frequency-scaled ridge, a looser user clip and more factors.
+				// The user clip Γ bounds a user's row, which is in rating units:
+				// Γ = 1 was picked on 0–5 and is scaled with the width.
 				ms0 = append(ms0, MethodSpec{Method: "dpals", Label: "dpals --steps 2, large-population settings",
-					Params: map[string]any{"clip": 1 * d.width / 4, "steps": 2, "rank": 16, "user_clip": 1, "item_lambda": 1, "item_lambda0": 0.01}})
+					Params: map[string]any{"clip": 1 * d.width / 4, "steps": 2, "rank": 16, "user_clip": 1 * d.width / 5, "item_lambda": 1, "item_lambda0": 0.01}})
 				for _, m := range ms0 {
 					m.Datasets = []string{d.name}
 					m.Label += fmt.Sprintf(" [%s]", d.name[len("Jester1-"):])
