@@ -104,6 +104,10 @@ type MethodSpec struct {
 	Epsilons []float64 `json:"epsilons,omitempty"`
 	// Datasets, when set, restricts the method to the named datasets.
 	Datasets []string `json:"datasets,omitempty"`
+	// Runs, when set (at most the config's runs), runs the method on the
+	// first Runs splits only: for a method too slow to repeat on every
+	// split (the report's n column shows how many runs a cell has).
+	Runs int `json:"runs,omitempty"`
 	// Collect, when set to a local-DP mechanism ("laplace" or "rr"),
 	// first randomizes the training ratings at the run's ε exactly as
 	// users' devices would (privrec collect), over the declared catalogue
@@ -271,6 +275,9 @@ func (c *Config) Validate() error {
 		seen["m:"+l] = true
 		if err := checkEps("method "+l, m.Epsilons); err != nil {
 			return err
+		}
+		if m.Runs < 0 || m.Runs > c.Runs {
+			return fmt.Errorf("method %s: runs %d: want 0 (every run) up to the config's %d", l, m.Runs, c.Runs)
 		}
 		if err := checkParams(m.Params); err != nil {
 			return fmt.Errorf("method %s: params: %w", l, err)

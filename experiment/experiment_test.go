@@ -208,6 +208,8 @@ func TestValidate(t *testing.T) {
 		{"bad param value", func(c *Config) { c.Methods[1].Params = map[string]any{"shift": map[string]any{}} }, "want a number"},
 		{"bad dataset param", func(c *Config) { c.Datasets[0].MethodParams = map[string]any{"a-b": 1} }, "method_params"},
 		{"bad scale", func(c *Config) { c.Datasets[0].Scale = []float64{5, 1} }, "scale"},
+		{"method runs above the config's", func(c *Config) { c.Methods[0].Runs = 4 }, "runs 4"},
+		{"negative method runs", func(c *Config) { c.Methods[0].Runs = -1 }, "runs -1"},
 		{"rescale without scale", func(c *Config) {
 			c.Datasets[0] = DataSpec{Name: "f", Source: "file", Path: "x", Holdout: 0.1, Rescale: []float64{0, 5}}
 		}, "rescale"},
@@ -584,6 +586,34 @@ func TestDatasetMethodParamsAndRestriction(t *testing.T) {
 	}
 	if s2.Metrics["rmse"] > 1.5 {
 		t.Errorf("dataset param overrode the method's own param: RMSE %g", s2.Metrics["rmse"])
+	}
+}
+
+// A method with its own Runs runs on the first Runs splits only; the
+// others run on every split.
+func TestMethodRuns(t *testing.T) {
+	c := testConfig()
+	c.Methods[0].Runs = 1
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := Plan(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]map[int]bool{}
+	for _, j := range jobs {
+		l := j.method.LabelOf()
+		if runs[l] == nil {
+			runs[l] = map[int]bool{}
+		}
+		runs[l][j.run] = true
+	}
+	if len(runs["noisy"]) != 1 || !runs["noisy"][0] {
+		t.Errorf("noisy (runs 1) ran on splits %v, want {0}", runs["noisy"])
+	}
+	if len(runs["shifted"]) != 3 || len(runs["global-mean"]) != 3 {
+		t.Errorf("the other methods ran on %d and %d splits, want 3", len(runs["shifted"]), len(runs["global-mean"]))
 	}
 }
 

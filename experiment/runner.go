@@ -116,7 +116,7 @@ func Plan(c *Config) ([]job, error) {
 				splitKey := strings.Join([]string{d.Name, c.paramName(), fmtF(v), fmt.Sprint(run)}, "|")
 				dataSeed := deriveSeed(c.Name, "data", splitKey)
 				for _, m := range c.Methods {
-					if !m.runsOn(d.Name) {
+					if !m.runsOn(d.Name) || (m.Runs > 0 && run >= m.Runs) {
 						continue
 					}
 					eps := c.epsFor(m)

@@ -54,6 +54,7 @@ var dataHints = map[string]string{
 	"ratings.dat":          "MovieLens 1M from https://grouplens.org/datasets/movielens/1m/ (unzip into DATA-DIR/ml-1m/)",
 	"ratings.tsv":          "MovieLens 1M from https://grouplens.org/datasets/movielens/1m/, converted to DATA-DIR/ml-1m/ratings.tsv: one rating per line, user<TAB>item<TAB>rating, no header (privrec data convert --in ratings.dat --format movielens --to tsv --out ratings.tsv writes it, with an extra time column the reproductions do not use)",
 	"rating_final.csv":     "UCI restaurant & consumer data (CC BY 4.0) from https://archive.ics.uci.edu/dataset/232 into DATA-DIR/restaurant-consumer/",
+	"ratings.tsv.gz":       "Jester Dataset 1 complete (73,421 users, 100 jokes; https://eigentaste.berkeley.edu/dataset/, jester_dataset_1_{1,2,3}.zip) as DATA-DIR/jester1/ratings.tsv.gz: one rating per line, user<TAB>joke<TAB>rating (ratings in [-10, 10], the 'not rated' code 99 dropped, users numbered in file order across the three parts), no header, gzip-compressed",
 	"jester5k_ratings.tsv": "Jester5k, the 5,000-user sample of Jester Dataset 1 (https://eigentaste.berkeley.edu/dataset/; shipped as Jester5k in the R package recommenderlab), as DATA-DIR/jester/jester5k_ratings.tsv: one rating per line, user<TAB>joke<TAB>rating (jokes 1..100, ratings in [-10, 10]), no header",
 }
 

@@ -62,7 +62,7 @@ func TestReproduceCommand(t *testing.T) {
 	}
 	for _, name := range []string{"000-fig1", "000-fig2", "000-fig3", "000-fig4", "000-fig5", "000-clear-speed",
 		"001-fig2a", "001-fig2b", "001-fig2c", "001-table-synthetic", "001-table-ml1m", "001-table-jester", "001-gram-signal",
-		"003-rmse", "003-ml100k", "004-fig2", "004-fig3", "004-fig4"} {
+		"003-rmse", "003-ml100k", "004-fig2", "004-fig3", "004-fig4", "dpals-ml1m", "dpals-jester", "dpals-synthetic"} {
 		if !strings.Contains(stdout, name) {
 			t.Errorf("--list lacks %s", name)
 		}
@@ -86,6 +86,32 @@ func TestReproduceCommand(t *testing.T) {
 	}
 	if _, stderr, code := runCLI(t, "reproduce", "001-gram-signal", "--data-dir", t.TempDir(), "--out", t.TempDir()); code != 1 || !strings.Contains(stderr, "ratings.tsv") {
 		t.Errorf("measurement missing data: exit %d, %s", code, stderr)
+	}
+}
+
+// The quick scale of dpals-synthetic (1 000 generated users) runs end to
+// end: every method of issue 13's comparison trains and is scored (about
+// 3 CPU-s).
+func TestReproduceDPALSSyntheticQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 13 models")
+	}
+	dir := t.TempDir()
+	_, stderr, code := runCLI(t, "reproduce", "dpals-synthetic", "--out", dir, "--workers", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| dpals | 8 |", "| dpals --steps 2 | 8 |", "| dp-bias | 8 |", "| dpfw | 8 |", "| dpsvd | 8 |", "| mm | 8 |", "| als (non-private) |", "| global mean (non-private) |"} {
+		if !strings.Contains(string(rep), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if !strings.Contains(string(rep), "Runs recorded: 14 of 14;") {
+		t.Errorf("not every run was recorded:\n%s", rep)
 	}
 }
 
