@@ -80,6 +80,21 @@ func lowRankRatings(t testing.TB, users, items, r int, obs, noiseSD float64, see
 	return train, test, cat
 }
 
+// trainRMSE trains method (JSON params) on in and returns its model's test
+// RMSE: the reference a private method is compared with.
+func trainRMSE(t testing.TB, method string, params map[string]any, in release.Input, env methods.Env, test *ratings.Matrix) float64 {
+	t.Helper()
+	cfg, err := methods.Configure(method, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := methods.Train(context.Background(), method, cfg, in, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rmseOf(t, rel.Model(), test)
+}
+
 // rmseOf scores a model (with its users) on test ratings in the same IDs.
 func rmseOf(t testing.TB, m *model.Model, test *ratings.Matrix) float64 {
 	t.Helper()

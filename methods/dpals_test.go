@@ -72,15 +72,7 @@ func TestDPALSLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := rmseOf(t, joined, test)
-	acfg, err := methods.Configure("als", map[string]any{"solver": "als", "rank": 6, "lambda": 0.02})
-	if err != nil {
-		t.Fatal(err)
-	}
-	arel, err := methods.Train(context.Background(), "als", acfg, in, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	als := rmseOf(t, arel.Model(), test)
+	als := trainRMSE(t, "als", map[string]any{"solver": "als", "rank": 6, "lambda": 0.02}, in, env, test)
 	t.Logf("test RMSE: dpals at ε = 10⁷ %.4f, als %.4f", got, als)
 	if got > als+0.05 {
 		t.Errorf("dpals at ε = 10⁷: RMSE %.4f, als %.4f", got, als)

@@ -54,15 +54,7 @@ func TestDPBiasLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := rmseOf(t, joined, test)
-	cfg, err := methods.Configure("bias", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := methods.Train(context.Background(), "bias", cfg, in, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := rmseOf(t, base.Model(), test)
+	want := trainRMSE(t, "bias", nil, in, env, test)
 	t.Logf("dp-bias at ε = 10⁶: %.4f; non-private bias: %.4f", got, want)
 	if got > want+0.03 {
 		t.Errorf("dp-bias at ε = 10⁶ has RMSE %.4f, the non-private bias model %.4f", got, want)
