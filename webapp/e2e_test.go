@@ -390,11 +390,9 @@ func TestBrowser(t *testing.T) {
 	if err := chromedp.Run(bctx, chromedp.Evaluate(`localStorage.getItem("privrec.ledger")`, &ledJSON)); err != nil {
 		t.Fatal(err)
 	}
-	var led struct {
-		Budget  float64
-		Reports map[string]float64
-	}
-	if err := json.Unmarshal([]byte(ledJSON), &led); err != nil || led.Budget != cfg.Budget || len(led.Reports) != 1 || led.Reports[shownRep.ID] != cfg.ReportEpsilon {
+	led, err := client.ReadLedger(strings.NewReader(ledJSON), "privrec.ledger")
+	if err != nil || led.Server != url || led.Budget != cfg.Budget || len(led.Reports) != 1 ||
+		led.Reports[0] != (client.LedgerEntry{ID: shownRep.ID, Epsilon: cfg.ReportEpsilon}) {
 		t.Fatalf("the browser's ledger %s (%v), want report %s at ε = %g within budget %g", ledJSON, err, shownRep.ID, cfg.ReportEpsilon, cfg.Budget)
 	}
 	var spend2 string
@@ -406,7 +404,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Evaluate(`document.getElementById("send").disabled`, &sendOff)); err != nil {
 		t.Fatalf("preparing past the browser's budget: %v", err)
 	}
-	if !strings.Contains(spend2, "it will not send this one") || !sendOff {
+	if !strings.Contains(spend2, "This browser will not send it") || !strings.Contains(spend2, "refused on this device") || !sendOff {
 		t.Errorf("past the browser's own budget the page says %q (send disabled: %v)", spend2, sendOff)
 	}
 	if st2, err := me.Status(ctx); err != nil || st2.Reports != 1 {

@@ -12,20 +12,12 @@ const KEY = {
   ratings: "privrec.ratings",   // {itemID: rating}
   pending: "privrec.pending",   // {ratingsKey, report (the exact JSON body)}
   sent: "privrec.sent",         // [{id, seq, epsilon, received}]
-  // The device's own ledger: {budget (the one she accepted when she
-  // joined), reports: {reportID: ε}}. Each report is recorded here before
-  // it is sent, and one that would pass her budget is refused in the
-  // browser, whatever the service's ledger says.
+  // The device's own ledger (the device code's client.Ledger: the budget
+  // she accepted when she joined, and each report's ID and ε). Each report
+  // is recorded here before it is sent, and one that would pass her budget
+  // is refused in the browser, whatever the service's ledger says.
   ledger: "privrec.ledger",
 };
-
-// deviceSpent is the ε of the reports this browser has sent (or was
-// sending), in nano-ε as the service counts.
-function deviceSpent(led) {
-  let n = 0;
-  for (const e of Object.values(led.reports)) n += Math.ceil(e * 1e9 - 1e-6);
-  return n / 1e9;
-}
 
 const $ = (id) => document.getElementById(id);
 let cfg = null;      // the server's collection configuration
@@ -197,12 +189,11 @@ async function drawAccount() {
     const st = JSON.parse(await api("GET", "/v1/me", undefined, acc.token));
     let text = "Privacy budget: spent ε = " + fmt(st.spent) + " of " + fmt(st.budget) +
       " (" + st.reports + " report" + (st.reports === 1 ? "" : "s") + " sent; ε = " + fmt(st.remaining) + " left).";
-    const led = load(KEY.ledger, null);
+    const led = localStorage.getItem(KEY.ledger);
     if (led !== null) {
-      const mine = deviceSpent(led);
-      text += " This browser's own count: ε = " + fmt(mine) + " of the ε = " + fmt(led.budget) + " you accepted.";
-      if (st.spent + 1e-9 < mine) text += " Warning: the service counts less than this browser has sent.";
-      if (st.budget > led.budget + 1e-9) text += " The service now allows more than you accepted; this browser keeps to ε = " + fmt(led.budget) + ".";
+      const mine = device("ledgerStatus", led, JSON.stringify(st));
+      text += " This browser's own count: ε = " + fmt(mine.spent) + " of the ε = " + fmt(mine.budget) + " you accepted.";
+      if (mine.disagreement) text += " Warning: " + mine.disagreement + ".";
     }
     $("ledger").textContent = text;
     return st;
@@ -217,7 +208,7 @@ async function onEnrol() {
   try {
     const e = JSON.parse(await api("POST", "/v1/enroll"));
     save(KEY.account, { user: e.user, token: e.token });
-    save(KEY.ledger, { budget: cfg.budget, reports: {} });
+    if (cfg.mode === "local") localStorage.setItem(KEY.ledger, device("ledgerNew", location.origin, cfgText).ledger);
     status("You have joined.");
   } catch (e) {
     status("Joining failed: " + e.message, true);
@@ -269,11 +260,14 @@ async function onPrepare() {
       ok = false;
     }
   }
-  const led = load(KEY.ledger, null);
-  if (led !== null && cfg.mode === "local" && led.reports[rep.id] === undefined && deviceSpent(led) + eps > led.budget + 1e-9) {
-    text += " This browser has already sent reports costing ε = " + fmt(deviceSpent(led)) + " of the ε = " + fmt(led.budget) +
-      " you accepted: it will not send this one.";
-    ok = false;
+  const led = localStorage.getItem(KEY.ledger);
+  if (led !== null && cfg.mode === "local") {
+    try {
+      device("ledgerReserve", led, location.origin, pending.report); // a trial: the result is not kept
+    } catch (e) {
+      text += " This browser will not send it: " + e.message;
+      ok = false;
+    }
   }
   if (cfg.mode !== "local") text += " Central mode: these are your true ratings.";
   $("spend").textContent = text;
@@ -290,16 +284,15 @@ async function onSend() {
   $("send").disabled = true;
   // The device ledger first (write-ahead): ε is spent once the report
   // leaves, even if the acknowledgement is lost.
-  const rep = JSON.parse(pending.report);
-  const led = load(KEY.ledger, null);
-  if (led !== null && cfg.mode === "local" && led.reports[rep.id] === undefined) {
-    if (deviceSpent(led) + rep.epsilon > led.budget + 1e-9) {
+  const led = localStorage.getItem(KEY.ledger);
+  if (led !== null && cfg.mode === "local") {
+    try {
+      localStorage.setItem(KEY.ledger, device("ledgerReserve", led, location.origin, pending.report).ledger);
+    } catch (e) {
       $("sent").className = "bad";
-      $("sent").textContent = "Not sent: this browser has already used the budget you accepted.";
+      $("sent").textContent = "Not sent: " + e.message;
       return;
     }
-    led.reports[rep.id] = rep.epsilon;
-    save(KEY.ledger, led);
   }
   // Retried with the same report ID (and the same bytes) after a network
   // failure or a 5xx/429 answer: the server never stores or charges a

@@ -24,6 +24,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"syscall/js"
 
 	"github.com/privrec/privrec/client"
@@ -137,11 +138,89 @@ func recommend(_ js.Value, a []js.Value) any {
 	return answer(map[string]any{"recommendations": recs}, nil)
 }
 
+// ledger decodes the device ledger the page keeps in localStorage.
+func ledger(s string) (*client.Ledger, error) {
+	return client.ReadLedger(strings.NewReader(s), "the device ledger")
+}
+
+// ledgerAnswer hands a ledger back as the JSON the page stores.
+func ledgerAnswer(l *client.Ledger) any {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return answer(nil, fmt.Errorf("encoding the device ledger: %w", err))
+	}
+	return answer(map[string]string{"ledger": string(b)}, nil)
+}
+
+// ledgerNew(server, config) starts the device ledger with the budget the
+// server publishes now (the one she accepts by joining).
+func ledgerNew(_ js.Value, a []js.Value) any {
+	s, err := args(a, 2)
+	if err != nil {
+		return answer(nil, err)
+	}
+	cfg, err := config(s[1])
+	if err != nil {
+		return answer(nil, err)
+	}
+	l, err := client.NewLedger(s[0], cfg)
+	if err != nil {
+		return answer(nil, err)
+	}
+	return ledgerAnswer(l)
+}
+
+// ledgerReserve(ledger, server, report) records the report (its ID and ε)
+// and returns the new ledger, or the device's refusal (client.Ledger.Reserve).
+func ledgerReserve(_ js.Value, a []js.Value) any {
+	s, err := args(a, 3)
+	if err != nil {
+		return answer(nil, err)
+	}
+	l, err := ledger(s[0])
+	if err != nil {
+		return answer(nil, err)
+	}
+	var rep api.Report
+	if err := json.Unmarshal([]byte(s[2]), &rep); err != nil {
+		return answer(nil, fmt.Errorf("decoding the report: %w", err))
+	}
+	if err := l.Reserve(s[1], rep.ID, rep.Epsilon); err != nil {
+		return answer(nil, err)
+	}
+	return ledgerAnswer(l)
+}
+
+// ledgerStatus(ledger, status) is the device's account beside the
+// server's (client.Ledger.Compare).
+func ledgerStatus(_ js.Value, a []js.Value) any {
+	s, err := args(a, 2)
+	if err != nil {
+		return answer(nil, err)
+	}
+	l, err := ledger(s[0])
+	if err != nil {
+		return answer(nil, err)
+	}
+	var st api.Status
+	if err := json.Unmarshal([]byte(s[1]), &st); err != nil {
+		return answer(nil, fmt.Errorf("decoding the status: %w", err))
+	}
+	out := map[string]any{"spent": l.Spent(), "budget": l.Budget, "remaining": l.Remaining()}
+	if err := l.Compare(st); err != nil {
+		out["disagreement"] = err.Error()
+	}
+	return answer(out, nil)
+}
+
 func main() {
 	obj := js.Global().Get("Object").New()
 	obj.Set("checkConfig", js.FuncOf(checkConfig))
 	obj.Set("randomize", js.FuncOf(randomize))
 	obj.Set("recommend", js.FuncOf(recommend))
+	obj.Set("ledgerNew", js.FuncOf(ledgerNew))
+	obj.Set("ledgerReserve", js.FuncOf(ledgerReserve))
+	obj.Set("ledgerStatus", js.FuncOf(ledgerStatus))
 	obj.Set("randomSource", "Go crypto/rand → crypto.getRandomValues (js/wasm)")
 	js.Global().Set("privrec", obj)
 	if ready := js.Global().Get("privrecReady"); ready.Type() == js.TypeFunction {
