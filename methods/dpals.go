@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"time"
 
 	"github.com/privrec/privrec/mf"
@@ -12,6 +13,7 @@ import (
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/privacy/mechanism"
+	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
 )
 
@@ -40,6 +42,10 @@ const (
 	InitRandom = "random"
 )
 
+// publicFeatures is the number of public item features dpals computes from
+// the bias statistics (publicInit).
+const publicFeatures = 5
+
 // Fallbacks for items below the count threshold.
 const (
 	FallbackItemBias = "item-bias"
@@ -49,26 +55,35 @@ const (
 // DPALSConfig configures dpals. The defaults were chosen on a validation
 // split of MovieLens-1M's training part (docs/mf.md).
 type DPALSConfig struct {
-	Rank        int     `json:"rank" flag:"rank" help:"number of latent factors (with --steps 0, at most the 4 public item features are used)"`
-	Steps       int     `json:"steps" flag:"steps" help:"ALS steps T (each a user solve and a noised item solve; 0: no step, the whole budget to the bias statistics and the item factors from --init public)"`
-	BiasShare   float64 `json:"bias_share" flag:"bias-share" help:"fraction of the zCDP budget ρ spent on the bias statistics (mean, item biases, item counts); the rest is split evenly over the steps"`
-	UserLambda  float64 `json:"user_lambda" flag:"user-lambda" help:"ridge λ_u of each user's solve (and of fold-in)"`
-	UserDamping float64 `json:"user_damping" flag:"user-damping" help:"shrinkage of each user's own bias toward zero, in pseudo-ratings"`
-	ItemDamping float64 `json:"item_damping" flag:"item-damping" help:"shrinkage of the item biases (as dp-bias --item-damping; with bias refinement, also the ridge of the bias coordinate in units of the steps' noise σ)"`
-	ItemLambda  float64 `json:"item_lambda" flag:"item-lambda" help:"noise ridge of each item solve, in units of the noise's spectral scale σ·√(2k)"`
-	ItemLambda0 float64 `json:"item_lambda0" flag:"item-lambda0" help:"frequency-scaled ridge of each item solve: λ0·(count_j + 1)^ν, count_j the item's noisy weighted count"`
-	RegExponent float64 `json:"reg_exponent" flag:"reg-exponent" help:"exponent ν of the frequency-scaled ridge (1: the weighted-λ of ALS)"`
-	WeightExp   float64 `json:"weight_exponent" flag:"weight-exponent" help:"adaptive weights: user i weighs item j ∝ count_j^μ, Σ_j c_ij² = 1 (μ < 0 favours rare items, μ > 0 popular ones)"`
-	MaxPerUser  int     `json:"max_per_user" flag:"max-per-user" help:"keep a uniform sample of at most this many of a user's ratings in the item statistics (0: all)"`
-	UserClip    float64 `json:"user_clip" flag:"user-clip" help:"bound Γ on the norm of a user's row in the item statistics"`
-	BiasScale   float64 `json:"bias_scale" flag:"bias-scale" help:"bias refinement: each user's row in the item statistics gets a constant coordinate bias-scale × user-clip, so every step also re-estimates the item biases (0: item biases from the bias statistics only)"`
-	RHSWeight   float64 `json:"rhs_weight" flag:"rhs-weight" help:"weight ω of the right-hand sides against the Gram blocks in the released vector: s = ω·Γ'/clip, Γ' the norm bound of the rows in the statistics (larger: less noise on the right-hand sides, more on the Gram blocks)"`
-	Clip        float64 `json:"clip" flag:"clip" help:"bound R on a centred rating (rating units) in the item statistics and, as dp-bias --clip, in the bias statistics"`
-	MinCount    float64 `json:"min_count" flag:"min-count" help:"items whose noisy weighted count is below min-count × the bias statistics' σ get no factors (fallback)"`
-	Fallback    string  `json:"fallback" flag:"fallback" help:"prediction for items without factors: item-bias (mean + item bias + user bias) or user-mean (mean + user bias)"`
-	Init        string  `json:"init" flag:"init" help:"initial item factors: public (up to four columns of item features from the bias statistics — bias, log count, its square, their product — the rest random) or random"`
-	PriorRidge  bool    `json:"prior_ridge" flag:"prior-ridge" help:"with --init public, item solves shrink toward the public initial factors instead of toward zero"`
-	InitScale   float64 `json:"init_scale" flag:"init-scale" help:"scale of the initial item factors (random columns: standard deviation × 1/√rank)"`
+	Rank            int     `json:"rank" flag:"rank" help:"number of latent factors (with --steps 0, at most the 4 public item features are used)"`
+	Steps           int     `json:"steps" flag:"steps" help:"ALS steps T (each a user solve and a noised item solve; 0: no step, the whole budget to the bias statistics and the item factors from --init public)"`
+	BiasShare       float64 `json:"bias_share" flag:"bias-share" help:"fraction of the zCDP budget ρ spent on the bias statistics (mean, item biases, item counts); the rest is split evenly over the steps"`
+	UserLambda      float64 `json:"user_lambda" flag:"user-lambda" help:"ridge λ_u of each user's solve (and of fold-in)"`
+	UserDamping     float64 `json:"user_damping" flag:"user-damping" help:"shrinkage of each user's own bias toward zero, in pseudo-ratings"`
+	ItemDamping     float64 `json:"item_damping" flag:"item-damping" help:"shrinkage of the item biases (as dp-bias --item-damping; with bias refinement, also the ridge of the bias coordinate in units of the steps' noise σ)"`
+	ItemLambda      float64 `json:"item_lambda" flag:"item-lambda" help:"noise ridge of each item solve, in units of the noise's spectral scale σ·√(2k)"`
+	ItemLambda0     float64 `json:"item_lambda0" flag:"item-lambda0" help:"frequency-scaled ridge of each item solve: λ0·(count_j + 1)^ν, count_j the item's noisy weighted count"`
+	RegExponent     float64 `json:"reg_exponent" flag:"reg-exponent" help:"exponent ν of the frequency-scaled ridge (1: the weighted-λ of ALS)"`
+	WeightExp       float64 `json:"weight_exponent" flag:"weight-exponent" help:"adaptive weights: user i weighs item j ∝ count_j^μ, Σ_j c_ij² = 1 (μ < 0 favours rare items, μ > 0 popular ones)"`
+	MaxPerUser      int     `json:"max_per_user" flag:"max-per-user" help:"keep a uniform sample of at most this many of a user's ratings in the item statistics (0: all)"`
+	UserClip        float64 `json:"user_clip" flag:"user-clip" help:"bound Γ on the norm of a user's row in the item statistics"`
+	BiasScale       float64 `json:"bias_scale" flag:"bias-scale" help:"bias refinement: each user's row in the item statistics gets a constant coordinate bias-scale × user-clip, so every step also re-estimates the item biases (0: item biases from the bias statistics only)"`
+	RHSWeight       float64 `json:"rhs_weight" flag:"rhs-weight" help:"weight ω of the right-hand sides against the Gram blocks in the released vector: s = ω·Γ'/clip, Γ' the norm bound of the rows in the statistics (larger: less noise on the right-hand sides, more on the Gram blocks)"`
+	Clip            float64 `json:"clip" flag:"clip" help:"bound R on a centred rating (rating units) in the item statistics and, as dp-bias --clip, in the bias statistics"`
+	MinCount        float64 `json:"min_count" flag:"min-count" help:"items whose noisy weighted count is below min-count × the bias statistics' σ get no factors (fallback)"`
+	Fallback        string  `json:"fallback" flag:"fallback" help:"prediction for items without factors: item-bias (mean + item bias + user bias) or user-mean (mean + user bias)"`
+	Init            string  `json:"init" flag:"init" help:"initial item factors: public (up to four columns of item features from the bias statistics — bias, log count, its square, their product — the rest random) or random"`
+	PriorRidge      bool    `json:"prior_ridge" flag:"prior-ridge" help:"with --init public, item solves shrink toward the public initial factors instead of toward zero"`
+	InitScale       float64 `json:"init_scale" flag:"init-scale" help:"scale of the initial item factors (random columns: standard deviation × 1/√rank)"`
+	BiasPrior       bool    `json:"bias_prior" flag:"bias-prior" help:"shrink each item bias toward what items of its popularity get (a quadratic in log count fitted to the noisy biases) instead of toward 0"`
+	BiasWeightExp   float64 `json:"bias_weight_exponent" flag:"bias-weight-exponent" help:"adaptive weights in the bias statistics: user i weighs item j ∝ max(C_j, σ_C)^μ_b, C_j the item's noisy count from a first release (0: 1/√n_i, no count release; −0.5 evens the items' noise-to-signal)"`
+	CountShare      float64 `json:"count_share" flag:"count-share" help:"fraction of the zCDP budget ρ spent on the item counts that set the adaptive weights (with --bias-weight-exponent ≠ 0)"`
+	CovRank         int     `json:"cov_rank" flag:"cov-rank" help:"public item features from a noised item covariance: the top cov-rank eigenvectors, after the four bias features (0: none)"`
+	CovShare        float64 `json:"cov_share" flag:"cov-share" help:"fraction of the zCDP budget ρ spent on the item covariance (with --cov-rank > 0)"`
+	CovItems        int     `json:"cov_items" flag:"cov-items" help:"the covariance covers at most this many items, those with the largest noisy counts (its release is dense: cov-items² values)"`
+	CovUsersPerItem float64 `json:"cov_users_per_item" flag:"cov-users-per-item" help:"the covariance covers at most N/this items (N users): with fewer users per item its signal is under its noise; when fewer than 20 items remain no covariance is released and its share of the budget goes to the rest (0: no limit)"`
+	AdaptiveFrom    float64 `json:"adaptive_from" flag:"adaptive-from" help:"use the adaptive weights only when N·√ρ ≥ this (N users, ρ the zCDP budget): below it the count release costs more than the weights gain (0: always)"`
+	CovScale        float64 `json:"cov_scale" flag:"cov-scale" help:"scale of the covariance features against the bias features (the first gets cov-scale, the others by their share of the signal eigenvalue)"`
 
 	// sigmaScale multiplies the calibrated noise of the ALS steps while
 	// the guarantee keeps claiming the requested ε (0: 1). It exists only
@@ -79,7 +94,8 @@ type DPALSConfig struct {
 
 // NewDPALSConfig returns the defaults.
 func NewDPALSConfig() *DPALSConfig {
-	return &DPALSConfig{Rank: 4, Steps: 0, BiasShare: 0.9, UserLambda: 30, UserDamping: 5, ItemDamping: 2.5,
+	return &DPALSConfig{BiasWeightExp: -0.5, CountShare: 0.1, AdaptiveFrom: 2500, BiasPrior: true,
+		Rank: publicFeatures + 32, CovRank: 32, CovShare: 0.5, CovItems: 2000, CovUsersPerItem: 500, CovScale: 1, Steps: 0, BiasShare: 0.9, UserLambda: 30, UserDamping: 5, ItemDamping: 2.5,
 		ItemLambda: 10, ItemLambda0: 0.3, RegExponent: 1, WeightExp: 0, UserClip: 0.3, RHSWeight: 1, Clip: 1, BiasScale: 0,
 		MinCount: 0, Fallback: FallbackItemBias, Init: InitPublic, PriorRidge: true, InitScale: 1}
 }
@@ -100,6 +116,33 @@ func (c *DPALSConfig) Validate() error {
 	}
 	if !(c.BiasShare > 0 && c.BiasShare < 1) {
 		return fmt.Errorf("--bias-share must be in (0, 1), got %g", c.BiasShare)
+	}
+	if math.IsNaN(c.BiasWeightExp) || math.Abs(c.BiasWeightExp) > 2 {
+		return fmt.Errorf("--bias-weight-exponent must be in [-2, 2], got %g", c.BiasWeightExp)
+	}
+	if c.BiasWeightExp != 0 && !(c.CountShare > 0 && c.CountShare < 1) {
+		return fmt.Errorf("--count-share must be in (0, 1), got %g", c.CountShare)
+	}
+	if c.CovRank > 0 && c.BiasWeightExp != 0 && c.CovShare+c.CountShare >= 1 {
+		return fmt.Errorf("--cov-share + --count-share must be < 1, got %g", c.CovShare+c.CountShare)
+	}
+	if c.CovRank < 0 || c.CovRank > 64 {
+		return fmt.Errorf("--cov-rank must be in [0, 64], got %d", c.CovRank)
+	}
+	if c.CovRank > 0 && !(c.CovShare > 0 && c.CovShare < 1) {
+		return fmt.Errorf("--cov-share must be in (0, 1), got %g", c.CovShare)
+	}
+	if c.CovRank > 0 && (c.CovItems < c.CovRank || c.CovItems > 8000) {
+		return fmt.Errorf("--cov-items must be in [cov-rank, 8000] (its release holds cov-items² values), got %d", c.CovItems)
+	}
+	if math.IsNaN(c.CovUsersPerItem) || math.IsInf(c.CovUsersPerItem, 0) || c.CovUsersPerItem < 0 {
+		return fmt.Errorf("--cov-users-per-item must be finite and ≥ 0, got %g", c.CovUsersPerItem)
+	}
+	if math.IsNaN(c.AdaptiveFrom) || math.IsInf(c.AdaptiveFrom, 0) || c.AdaptiveFrom < 0 {
+		return fmt.Errorf("--adaptive-from must be finite and ≥ 0, got %g", c.AdaptiveFrom)
+	}
+	if math.IsNaN(c.CovScale) || math.IsInf(c.CovScale, 0) || c.CovScale < 0 {
+		return fmt.Errorf("--cov-scale must be finite and ≥ 0, got %g", c.CovScale)
 	}
 	if c.MaxPerUser < 0 {
 		return fmt.Errorf("--max-per-user must be ≥ 0, got %d", c.MaxPerUser)
@@ -144,7 +187,16 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	if err != nil {
 		return nil, err
 	}
-	n, k := data.NumItems(), c.Rank
+	n := data.NumItems()
+	if c, err = c.plan(data.NumUsers(), n, env.Epsilon, env.Delta); err != nil {
+		return nil, err
+	}
+	k := c.Rank
+	if c.Steps == 0 {
+		// Only the public features are used: the four bias features and
+		// the covariance features.
+		k = min(k, publicFeatures+c.CovRank)
+	}
 	clip := math.Min(c.Clip, scale.Width())
 	// Rows in the item statistics: clipped to Γ, plus the constant γ_b
 	// coordinate with bias refinement.
@@ -157,20 +209,52 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	rhsScale := c.RHSWeight * rowBound / clip
 	stepSensValue := mf.DPALSSensitivity(rowBound, clip, rhsScale)
 
-	rho, rhoBias, rhoStep, err := c.budget(env.Epsilon, env.Delta)
+	rho, split, err := c.budget(env.Epsilon, env.Delta)
 	if err != nil {
 		return nil, err
+	}
+	rhoStep := split.step
+	var parts []privacy.Guarantee
+	// Adaptive weights: a first release of the item counts sets them.
+	var popularity, itemWeight []float64
+	var sigmaCount float64
+	if c.BiasWeightExp != 0 {
+		cs := countSensitivity()
+		sigmaCount, err = mechanism.GaussianSigma(split.count, cs.Value, n)
+		if err != nil {
+			return nil, fmt.Errorf("calibrating the item counts: %w", err)
+		}
+		countMech, err := mechanism.NewGaussianSigma(sigmaCount, env.Delta, cs, n)
+		if err != nil {
+			return nil, err
+		}
+		if popularity, err = releaseCounts(ctx, data, countMech, env.Noise); err != nil {
+			return nil, err
+		}
+		parts = append(parts, countMech.Guarantee())
+		itemWeight = make([]float64, n)
+		for j, cnt := range popularity {
+			itemWeight[j] = math.Pow(math.Max(cnt, sigmaCount), c.BiasWeightExp)
+		}
 	}
 	biasSens := biasSensitivity()
-	biasMech, err := biasMechanism(rhoBias, env.Delta, n)
+	biasMech, err := biasMechanism(split.bias, env.Delta, n, true)
 	if err != nil {
 		return nil, err
 	}
-	st, err := releaseBiasStats(ctx, data, scale, clip, biasMech, env.Noise)
+	st, err := releaseBiasStats(ctx, data, scale, clip, itemWeight, true, biasMech, env.Noise)
 	if err != nil {
 		return nil, err
 	}
-	itemBias := st.itemBiases(c.ItemDamping, scale.Width())
+	popCounts := st.Counts
+	if popularity != nil {
+		popCounts = popularity
+	}
+	var prior []float64
+	if c.BiasPrior {
+		prior = st.popularityPrior(c.ItemDamping, popCounts)
+	}
+	itemBias := st.itemBiasesToward(c.ItemDamping, scale.Width(), prior)
 	// Public post-processing of the first release: which items get
 	// factors, their counts and ridges.
 	active := make([]bool, n)
@@ -190,12 +274,33 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 			}
 		}
 	}
-	parts := []privacy.Guarantee{biasMech.Guarantee()}
+	parts = append(parts, biasMech.Guarantee())
+	featureCounts := counts
+	if popularity != nil {
+		// Popularity for the features: the unweighted counts.
+		featureCounts = make([]float64, n)
+		for j, cnt := range popularity {
+			featureCounts[j] = math.Max(cnt, 0)
+		}
+	}
 	var V []float64
 	var sigmaStep float64
 	itemLambda := make([]float64, n)
 	biasLambda := make([]float64, n)
-	init := publicInit(itemBias, counts, active, k, c.InitScale, env.Rand.Rand())
+	spread := st.spreads(c.ItemDamping)
+	init := publicInit(itemBias, featureCounts, spread, active, k, c.InitScale, env.Rand.Rand())
+	var sigmaCov float64
+	var covItems []int
+	if c.CovRank > 0 && nActive > 0 {
+		var covMech *mechanism.Gaussian
+		covItems, sigmaCov, covMech, err = c.covFeatures(ctx, data, st.Mean, itemBias, featureCounts, active, init, k, clip, split.cov, env)
+		if err != nil {
+			return nil, err
+		}
+		if covMech != nil {
+			parts = append(parts, covMech.Guarantee())
+		}
+	}
 	if c.Init == InitRandom {
 		init = nil
 	}
@@ -207,7 +312,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		// noise for the users to fit.
 		V = init
 		for j := range n {
-			for col := min(k, 4); col < k; col++ {
+			for col := min(k, publicFeatures+c.CovRank); col < k; col++ {
 				V[j*k+col] = 0
 			}
 		}
@@ -270,14 +375,17 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	}
 	g.Notion, g.Relation = privacy.Joint, privacy.RelationUserReplace
 	g.Note = fmt.Sprintf("zCDP composition of %d Gaussian release(s). Bias statistics (σ = %.4g, ℓ2 sensitivity %.4g): per-item weighted sums of ratings centred at each user's mean and clipped to ±%g, per-item weighted counts, a global-mean pair.", len(parts), st.Sigma, biasSens.Value, clip)
-	if steps := len(parts) - 1; steps > 0 {
+	if sigmaCov > 0 {
+		g.Note += fmt.Sprintf(" Item covariance (σ = %.4g, ℓ2 sensitivity %.4g): Σ over users of x xᵀ, x her ratings centred as above and clipped to ±%g, weighted 1/√m over her m ratings of the %d covered items (those with the largest noisy counts); its top eigenvectors are public item features.", sigmaCov, mf.CovSensitivity(clip), clip, len(covItems))
+	}
+	if steps := c.Steps; steps > 0 && sigmaStep > 0 {
 		g.Note += fmt.Sprintf(" Each of %d ALS steps (σ = %.4g, ℓ2 sensitivity %.4g over %d items with factors): per item the Gram block Σ c·ũũᵀ and Σ c·y·ũ of the users' rows clipped to ‖ũ‖ ≤ %g", steps, sigmaStep, stepSensValue, nActive, c.UserClip)
 		if biasScale > 0 {
 			g.Note += fmt.Sprintf(" (with a constant coordinate %g that re-estimates the item biases)", biasScale)
 		}
 		g.Note += fmt.Sprintf(", ratings centred and clipped to ±%g, weights Σ_j c_ij² ≤ 1 per user.", clip)
 	} else {
-		g.Note += " No ALS step ran; the item factors are public post-processing of that release (item bias, log count, its square, their product)."
+		g.Note += " No ALS step ran; the item factors are public post-processing of the release(s) (item bias, log count, its square, their product; the covariance's eigenvectors)."
 	}
 	g.Note += " Each user's row and bias are computed on her side from the public model and her own ratings."
 
@@ -291,14 +399,14 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		"user_damping": c.UserDamping, "item_damping": c.ItemDamping, "item_lambda": c.ItemLambda, "item_lambda0": c.ItemLambda0,
 		"reg_exponent": c.RegExponent, "weight_exponent": c.WeightExp, "max_per_user": c.MaxPerUser, "user_clip": c.UserClip,
 		"clip": clip, "min_count": c.MinCount, "fallback": c.Fallback, "bias_scale": c.BiasScale, "rhs_weight": c.RHSWeight,
-		"init": c.Init, "prior_ridge": c.PriorRidge}
+		"init": c.Init, "prior_ridge": c.PriorRidge, "cov_rank": c.CovRank, "cov_share": c.CovShare, "cov_items": c.CovItems, "cov_scale": c.CovScale}
 	states, err := foldInAll(ctx, m, in.Ratings, "dpals")
 	if err != nil {
 		return nil, err
 	}
 	return &release.Release{Public: m, PerUser: states, Guarantee: g, Report: release.Report{
 		"sigma_bias": st.Sigma, "sigma_step": sigmaStep, "steps": c.Steps, "items_with_factors": nActive,
-		"items": n, "global_mean": st.Mean, "rank": k}}, nil
+		"items": n, "global_mean": st.Mean, "rank": k, "sigma_cov": sigmaCov, "cov_items": len(covItems)}}, nil
 }
 
 // publicInit is the public initial item factors, features of each item
@@ -308,7 +416,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 // active items); further columns random with standard deviation
 // scale/√k. Inactive items get zero rows. A user's row fitted to these
 // (fold-in) is her own taste for well-rated, popular, niche … items.
-func publicInit(itemBias, counts []float64, active []bool, k int, scale float64, r *rand.Rand) []float64 {
+func publicInit(itemBias, counts, spread []float64, active []bool, k int, scale float64, r *rand.Rand) []float64 {
 	n := len(itemBias)
 	V := make([]float64, n*k)
 	standardise := func(x []float64) []float64 {
@@ -348,7 +456,7 @@ func publicInit(itemBias, counts []float64, active []bool, k int, scale float64,
 	for j := range n {
 		sq[j], prod[j] = l[j]*l[j], b[j]*l[j]
 	}
-	cols := [][]float64{b, l, standardise(sq), standardise(prod)}
+	cols := [][]float64{b, l, standardise(sq), standardise(prod), standardise(spread)}
 	for j := range n {
 		if !active[j] {
 			continue
@@ -364,30 +472,134 @@ func publicInit(itemBias, counts []float64, active []bool, k int, scale float64,
 	return V
 }
 
-// budget splits the zCDP budget ρ of (ε, δ): a share for the bias
-// statistics, the rest evenly over the steps (each rounded down; all of
-// it to the bias statistics when there is no step).
-func (c *DPALSConfig) budget(eps, delta float64) (rho, rhoBias, rhoStep float64, err error) {
+// minCovItems is the fewest items a covariance release covers (unless the
+// catalogue is smaller).
+const minCovItems = 20
+
+// plan resolves the automatic parts of the configuration from public
+// facts — the number of users N (the same in neighbouring datasets, as the
+// relation replaces a user), the catalogue size and the budget — before
+// anything is released: how many items the covariance covers (none: no
+// covariance release, its share unspent and given to the rest) and
+// whether the adaptive weights are used. It returns a copy.
+func (c *DPALSConfig) plan(users, items int, eps, delta float64) (*DPALSConfig, error) {
+	e := *c
+	if e.CovRank > 0 {
+		m := min(e.CovItems, items)
+		if e.CovUsersPerItem > 0 {
+			m = min(m, int(float64(users)/e.CovUsersPerItem))
+		}
+		if m < min(minCovItems, items) {
+			e.CovRank = 0
+		} else {
+			e.CovItems = m
+		}
+	}
+	if e.BiasWeightExp != 0 && e.AdaptiveFrom > 0 {
+		rho, err := accountant.RhoForApprox(eps, delta)
+		if err != nil {
+			return nil, err
+		}
+		if float64(users)*math.Sqrt(rho) < e.AdaptiveFrom {
+			e.BiasWeightExp = 0
+		}
+	}
+	return &e, nil
+}
+
+// budget splits the zCDP budget ρ of (ε, δ): shares of ρ for the item
+// covariance and for the item counts of the adaptive weights when they are
+// used; of the rest a share for the bias statistics and the remainder
+// evenly over the steps (each rounded down; all of it to the bias
+// statistics when there is no step).
+func (c *DPALSConfig) budget(eps, delta float64) (rho float64, b budgetSplit, err error) {
 	if rho, err = accountant.RhoForApprox(eps, delta); err != nil {
-		return 0, 0, 0, err
+		return 0, b, err
+	}
+	rest := rho
+	if c.CovRank > 0 {
+		b.cov = math.Nextafter(c.CovShare*rho, 0)
+		rest = math.Nextafter(rest-b.cov, 0)
+	}
+	if c.BiasWeightExp != 0 {
+		b.count = math.Nextafter(c.CountShare*rho, 0)
+		rest = math.Nextafter(rest-b.count, 0)
 	}
 	if c.Steps == 0 {
-		return rho, rho, 0, nil
+		b.bias = rest
+		return rho, b, nil
 	}
-	rhoBias = math.Nextafter(c.BiasShare*rho, 0)
-	rhoStep = math.Nextafter((rho-rhoBias)/float64(c.Steps), 0)
-	return rho, rhoBias, rhoStep, nil
+	b.bias = math.Nextafter(c.BiasShare*rest, 0)
+	b.step = math.Nextafter((rest-b.bias)/float64(c.Steps), 0)
+	return rho, b, nil
+}
+
+// budgetSplit is the zCDP budget of each release of dpals (0: not made).
+type budgetSplit struct {
+	count, bias, cov, step float64
+}
+
+// covFeatures releases the noised item covariance over the (at most
+// CovItems) active items with the largest noisy counts, with zCDP budget
+// rho, and writes its top eigenvectors into columns publicFeatures … publicFeatures+CovRank−1 of
+// init (items × k; columns past k are dropped). Feature e is the
+// eigenvector scaled to unit standard deviation over the covered items,
+// times CovScale·√((λ_e − τ)/(λ_1 − τ)), τ = √2·σ·√m the spectral edge of
+// the noise: the first gets CovScale, weaker ones less, and eigenvalues
+// inside the noise none. Everything but the release is post-processing of
+// public values.
+func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, mean float64, itemBias, counts []float64, active []bool, init []float64, k int, clip, rho float64, env Env) (items []int, sigma float64, mech *mechanism.Gaussian, err error) {
+	for j, a := range active {
+		if a && counts[j] > 0 {
+			items = append(items, j)
+		}
+	}
+	sort.SliceStable(items, func(a, b int) bool { return counts[items[a]] > counts[items[b]] })
+	items = items[:min(len(items), c.CovItems)]
+	m := len(items)
+	r := min(c.CovRank, m, max(k-publicFeatures, 0))
+	if r == 0 {
+		return nil, 0, nil, nil
+	}
+	sens := mechanism.Sensitivity{Value: mf.CovSensitivity(clip), Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
+	if sigma, err = mechanism.GaussianSigma(rho, sens.Value, mf.CovDim(m)); err != nil {
+		return nil, 0, nil, fmt.Errorf("calibrating the item covariance: %w", err)
+	}
+	if mech, err = mechanism.NewGaussianSigma(sigma, env.Delta, sens, mf.CovDim(m)); err != nil {
+		return nil, 0, nil, err
+	}
+	vals, vecs, err := mf.CovFeatures(ctx, mf.FromMatrix(data), mf.CovOptions{Items: items, Rank: r,
+		Mean: mean, ItemBias: itemBias, UserDamping: c.UserDamping, Clip: clip,
+		Release: mech, Noise: env.Noise, Rand: env.Rand.Rand(), Workers: env.Workers})
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	for j := range len(init) / k {
+		clear(init[j*k+publicFeatures : j*k+publicFeatures+r])
+	}
+	tau := math.Sqrt2 * sigma * math.Sqrt(float64(m))
+	top := vals[0] - tau
+	for e := range r {
+		w := 0.0
+		if top > 0 && vals[e] > tau {
+			w = c.CovScale * math.Sqrt((vals[e]-tau)/top) * math.Sqrt(float64(m))
+		}
+		for q, j := range items {
+			init[j*k+publicFeatures+e] = w * vecs.At(q, e)
+		}
+	}
+	return items, sigma, mech, nil
 }
 
 // biasMechanism is the Gaussian mechanism of the bias statistics over n
 // items with zCDP budget rho.
-func biasMechanism(rho, delta float64, n int) (*mechanism.Gaussian, error) {
+func biasMechanism(rho, delta float64, n int, spread bool) (*mechanism.Gaussian, error) {
 	sens := biasSensitivity()
-	sigma, err := mechanism.GaussianSigma(rho, sens.Value, biasDim(n))
+	sigma, err := mechanism.GaussianSigma(rho, sens.Value, biasDim(n, spread))
 	if err != nil {
 		return nil, fmt.Errorf("calibrating the bias statistics: %w", err)
 	}
-	return mechanism.NewGaussianSigma(sigma, delta, sens, biasDim(n))
+	return mechanism.NewGaussianSigma(sigma, delta, sens, biasDim(n, spread))
 }
 
 // stepMechanisms are the Gaussian mechanisms of the ALS steps, each with

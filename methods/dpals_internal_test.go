@@ -73,14 +73,15 @@ func TestDPALSUnderNoisedCaught(t *testing.T) {
 		violation bool
 	}{{1, false}, {0.9, true}} {
 		c := NewDPALSConfig()
-		c.Steps, c.BiasShare, c.sigmaScale = 2, 0.01, tc.scale
+		c.Steps, c.BiasShare, c.sigmaScale, c.CovRank = 2, 0.01, tc.scale, 0
 		// ε chosen so that the run's μ is about 1, where the audit is most
 		// sensitive to σ for its sample size.
-		rho, rhoBias, rhoStep, err := c.budget(5.5, delta)
+		rho, split, err := c.budget(5.5, delta)
+		rhoBias, rhoStep := split.bias, split.step
 		if err != nil {
 			t.Fatal(err)
 		}
-		bias, err := biasMechanism(rhoBias, delta, 50)
+		bias, err := biasMechanism(rhoBias, delta, 50, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,5 +129,52 @@ func TestDPALSUnderNoisedCaught(t *testing.T) {
 		if res.Violation != tc.violation {
 			t.Errorf("σ ×%g: violation = %v, want %v (bound %.3f, claim %.3f)", tc.scale, res.Violation, tc.violation, res.EpsilonLowerBound, spec.ClaimedEpsilon)
 		}
+	}
+}
+
+// plan turns the covariance and the adaptive weights on and off from
+// public facts only, as documented.
+func TestDPALSPlan(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		users, items    int
+		eps             float64
+		covRank, covM   int
+		adaptive        bool
+		usersPerItem    float64
+		adaptiveFromOff bool
+	}{
+		// MovieLens-1M: 6 040 users / 500 = 12 items < 20: no covariance;
+		// N·√ρ ≈ 6 040 × 0.97 at ε = 8 ≥ 2 500, ≈ 6 040 × 0.25 at ε = 1 below.
+		{name: "ML-1M ε=8", users: 6040, items: 3706, eps: 8, covRank: 0, adaptive: true, usersPerItem: 500},
+		{name: "ML-1M ε=1", users: 6040, items: 3706, eps: 1, covRank: 0, adaptive: false, usersPerItem: 500},
+		// Jester: 73 421 users over 100 items: every item, adaptive at every ε.
+		{name: "Jester ε=0.5", users: 73421, items: 100, eps: 0.5, covRank: 32, covM: 100, adaptive: true, usersPerItem: 500},
+		// 500 000 users × 3 700 items: capped at cov-items 2 000... and N/500 = 1 000.
+		{name: "large", users: 500000, items: 3700, eps: 1, covRank: 32, covM: 1000, adaptive: true, usersPerItem: 500},
+		// A catalogue smaller than 20 items is covered whole when the limit is off.
+		{name: "tiny, no limit", users: 12, items: 8, eps: 1, covRank: 32, covM: 8, adaptive: true, usersPerItem: 0, adaptiveFromOff: true},
+		{name: "tiny", users: 12, items: 8, eps: 1, covRank: 0, adaptive: false, usersPerItem: 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewDPALSConfig()
+			c.CovUsersPerItem = tc.usersPerItem
+			if tc.adaptiveFromOff {
+				c.AdaptiveFrom = 0
+			}
+			e, err := c.plan(tc.users, tc.items, tc.eps, 1e-6)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.CovRank != tc.covRank || (tc.covRank > 0 && e.CovItems != tc.covM) {
+				t.Errorf("covariance rank %d over %d items, want %d over %d", e.CovRank, e.CovItems, tc.covRank, tc.covM)
+			}
+			if got := e.BiasWeightExp != 0; got != tc.adaptive {
+				t.Errorf("adaptive weights %v, want %v", got, tc.adaptive)
+			}
+			if c.CovRank != 32 || c.BiasWeightExp != -0.5 {
+				t.Errorf("plan changed the caller's config: %+v", c)
+			}
+		})
 	}
 }

@@ -20,7 +20,14 @@ func TestDPALSAudit(t *testing.T) {
 	all := methods.NewDPALSConfig()
 	all.Steps = 3
 	all.BiasScale = 1
-	for name, cfg := range map[string]*methods.DPALSConfig{"defaults": methods.NewDPALSConfig(), "all items, 3 steps, bias refinement": all} {
+	all.CovUsersPerItem, all.AdaptiveFrom, all.CovRank, all.Rank = 0, 0, 4, 10
+	// The defaults on the tiny audit data release neither the covariance
+	// (too few users per item) nor the counts (N·√ρ too small); force both.
+	cov := methods.NewDPALSConfig()
+	cov.CovUsersPerItem, cov.AdaptiveFrom = 0, 0
+	for name, cfg := range map[string]*methods.DPALSConfig{"defaults": methods.NewDPALSConfig(),
+		"all items, 3 steps, bias refinement, covariance, adaptive weights": all,
+		"covariance features and adaptive weights":                          cov} {
 		t.Run(name, func(t *testing.T) {
 			rep, err := methods.Audit(context.Background(), "dpals", cfg, methods.AuditOptions{
 				Epsilon: 1, Delta: 1e-5, Runs: 6, Samples: 100, Seed: 31})

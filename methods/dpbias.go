@@ -3,6 +3,7 @@ package methods
 import (
 	"context"
 	"fmt"
+	"gonum.org/v1/gonum/mat"
 	"math"
 
 	"github.com/privrec/privrec/model"
@@ -53,58 +54,116 @@ func (c *DPBiasConfig) Validate() error {
 }
 
 // biasMeanWeight is the weight γ of each user's mean in the global-mean
-// coordinates of the bias statistics.
-const biasMeanWeight = 0.25
+// coordinates of the bias statistics. It is small: every user's bias is
+// fitted on her side against the global mean, which absorbs an error in
+// it, while γ adds to the sensitivity of the whole release (2√(1 + γ²)).
+const biasMeanWeight = 0.05
 
 // biasStats are the noised statistics of releaseBiasStats and what is
 // derived from them (all public).
 type biasStats struct {
 	// Sums and Counts are the noised S_j and C_j.
 	Sums, Counts []float64
+	// Spread is the noised P_j when the spread block was released.
+	Spread []float64
 	// Mean is the global mean, Sigma the noise standard deviation, Clip
 	// the residual clip R.
 	Mean, Sigma, Clip float64
 }
 
 // biasSensitivity is the ℓ2 sensitivity of the bias statistics for one
-// user's ratings replaced. User u with n_u catalogue ratings, weight
-// w = 1/√n_u, own mean m_u, residuals a_j = clip(r_uj − m_u, ±R)/R ∈ [−1, 1]
-// and b = (m_u − c)/h ∈ [−1, 1] (c, h the scale's midpoint and half-width)
-// contributes x_u = (w·a_j per item ; w per item ; γ·b ; γ), so ‖x_u‖² =
-// Σ_j w²(a_j² + 1) + γ²(b² + 1) ≤ 2 + 2γ². For two users u, u' every
-// coordinate pair contributes w·w'(a_j·a'_j + 1) ≥ 0 or γ²(b·b' + 1) ≥ 0,
+// user's ratings replaced. User u with n_u catalogue ratings, weights
+// w_j ≥ 0 with Σ_j w_j² = 1 (1/√n_u, or adaptive), own mean m_u, residuals
+// a_j = clip(r_uj − m_u, ±R)/R ∈ [−1, 1] and b = (m_u − c)/h ∈ [−1, 1] (c,
+// h the scale's midpoint and half-width) contributes x_u = (w_j·a_j per
+// item ; w_j per item ; γ·b ; γ ; [w_j·√(1 − a_j²) per item]), the last
+// block (the spread statistics) only when asked for. So ‖x_u‖² ≤
+// Σ_j w_j²(a_j² + 1 + 1 − a_j²) + γ²(b² + 1) ≤ 2 + 2γ² with or without the
+// spread block. For two users u, u' every coordinate pair contributes
+// w·w'(a·a' + 1 + √(1−a²)·√(1−a'²)) ≥ 0 (as a·a' ≥ −1) or γ²(b·b' + 1) ≥ 0,
 // so ⟨x_u, x_u'⟩ ≥ 0 and ‖x_u − x_u'‖² ≤ ‖x_u‖² + ‖x_u'‖² ≤ 4(1 + γ²):
-// Δ₂ = 2√(1 + γ²) (the triangle inequality alone gives 2√(2 + 2γ²)).
+// Δ₂ = 2√(1 + γ²) (the triangle inequality alone gives 2√(2 + 2γ²)). The
+// counts and the spread come free: they add no sensitivity to the sums'.
 func biasSensitivity() mechanism.Sensitivity {
 	return mechanism.Sensitivity{Value: 2 * math.Sqrt(1+biasMeanWeight*biasMeanWeight), Norm: mechanism.L2,
 		Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
 }
 
-// biasDim is the number of coordinates of the bias statistics.
-func biasDim(items int) int { return 2*items + 2 }
+// countSensitivity is the ℓ2 sensitivity of the weighted item counts
+// C_j = Σ_u w_u (w_u = 1/√n_u over user u's items) for one user replaced:
+// her part has norm 1 and non-negative entries, so two users' parts have
+// a non-negative inner product and ‖x_u − x_u'‖² ≤ 2.
+func countSensitivity() mechanism.Sensitivity {
+	return mechanism.Sensitivity{Value: math.Sqrt2, Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
+}
+
+// releaseCounts releases the weighted item counts C_j = Σ_u 1/√n_u over
+// the users who rated j through mech (n coordinates, countSensitivity).
+func releaseCounts(ctx context.Context, data *ratings.Matrix, mech *mechanism.Gaussian, src *noise.Source) ([]float64, error) {
+	v := make([]float64, data.NumItems())
+	for u := range int32(data.NumUsers()) {
+		if u%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		items, _ := data.UserRow(u)
+		if len(items) == 0 {
+			continue
+		}
+		w := 1 / math.Sqrt(float64(len(items))) * (1 - 1e-12)
+		for _, j := range items {
+			v[j] += w
+		}
+	}
+	if err := mech.Release(src, v); err != nil {
+		return nil, fmt.Errorf("releasing item counts: %w", err)
+	}
+	return v, nil
+}
+
+// biasDim is the number of coordinates of the bias statistics (with the
+// spread block or without).
+func biasDim(items int, spread bool) int {
+	if spread {
+		return 3*items + 2
+	}
+	return 2*items + 2
+}
 
 // releaseBiasStats computes and releases (through mech) the per-item
 // statistics S_j = Σ_u w_u·a_uj and C_j = Σ_u w_u over the users who
 // rated j, and the global-mean pair Σ_u γ·b_u, Σ_u γ (see
 // biasSensitivity). data must be on the catalogue and clamped to scale.
-func releaseBiasStats(ctx context.Context, data *ratings.Matrix, scale release.Scale, clip float64, mech *mechanism.Gaussian, src *noise.Source) (*biasStats, error) {
+//
+// itemWeight, when not nil, gives each item a public weight g_j > 0: user
+// u then weighs her item j by g_j/√(Σ_{j'∈I_u} g_j'²) instead of 1/√n_u
+// (the adaptive weights of Krichene et al., ICML 2023; still Σ_j w_uj² = 1
+// and w ≥ 0, so the sensitivity is unchanged).
+//
+// With spread, the release also holds the spread statistics
+// P_j = Σ_u w_uj·√(1 − a_uj²) (biasSensitivity: at no cost in sensitivity);
+// P_j/C_j is near 1 for an item whose ratings sit at their users' means and
+// lower the more they depart from them.
+func releaseBiasStats(ctx context.Context, data *ratings.Matrix, scale release.Scale, clip float64, itemWeight []float64, spread bool, mech *mechanism.Gaussian, src *noise.Source) (*biasStats, error) {
 	n := data.NumItems()
 	mid, half := (scale.Min+scale.Max)/2, scale.Width()/2
 	if clip <= 0 || clip > scale.Width() {
 		clip = half
 	}
-	v := make([]float64, biasDim(n))
+	v := make([]float64, biasDim(n, spread))
 	for u := range int32(data.NumUsers()) {
 		if u%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		items, vals := data.UserRow(u)
-		biasContribution(items, vals, n, mid, half, clip, func(i int, x float64) { v[i] += x })
+		biasContribution(items, vals, n, mid, half, clip, itemWeight, spread, func(i int, x float64) { v[i] += x })
 	}
 	if err := mech.Release(src, v); err != nil {
 		return nil, fmt.Errorf("releasing item statistics: %w", err)
 	}
 	s := &biasStats{Sums: v[:n], Counts: v[n : 2*n], Sigma: mech.Sigma(), Clip: clip, Mean: mid}
+	if spread {
+		s.Spread = v[2*n+2 : 3*n+2]
+	}
 	if v[2*n+1] > 0 {
 		s.Mean = mid + half*math.Max(-1, math.Min(1, v[2*n]/v[2*n+1]))
 	}
@@ -112,8 +171,9 @@ func releaseBiasStats(ctx context.Context, data *ratings.Matrix, scale release.S
 }
 
 // biasContribution adds one user's part x_u of the bias statistics (see
-// biasSensitivity) through add(coordinate, value).
-func biasContribution(items []int32, vals []float32, n int, mid, half, clip float64, add func(i int, x float64)) {
+// biasSensitivity) through add(coordinate, value); itemWeight as in
+// releaseBiasStats.
+func biasContribution(items []int32, vals []float32, n int, mid, half, clip float64, itemWeight []float64, spread bool, add func(i int, x float64)) {
 	if len(items) == 0 {
 		return
 	}
@@ -123,9 +183,25 @@ func biasContribution(items []int32, vals []float32, n int, mid, half, clip floa
 	}
 	mean /= float64(len(vals))
 	w := 1 / math.Sqrt(float64(len(items)))
+	if itemWeight != nil {
+		var norm2 float64
+		for _, j := range items {
+			norm2 += itemWeight[j] * itemWeight[j]
+		}
+		// A hair below 1/‖g‖ so that rounding cannot raise Σ w² above 1.
+		w = 1 / math.Sqrt(norm2) * (1 - 1e-12)
+	}
 	for k, j := range items {
-		add(int(j), w*math.Max(-clip, math.Min(clip, float64(vals[k])-mean))/clip)
-		add(n+int(j), w)
+		wj := w
+		if itemWeight != nil {
+			wj *= itemWeight[j]
+		}
+		a := math.Max(-clip, math.Min(clip, float64(vals[k])-mean)) / clip
+		add(int(j), wj*a)
+		add(n+int(j), wj)
+		if spread {
+			add(2*n+2+int(j), wj*math.Sqrt(math.Max(0, 1-a*a)))
+		}
 	}
 	add(2*n, biasMeanWeight*math.Max(-1, math.Min(1, (mean-mid)/half)))
 	add(2*n+1, biasMeanWeight)
@@ -136,6 +212,12 @@ func biasContribution(items []int32, vals []float32, n int, mid, half, clip floa
 // under S_j ≈ C_j·b_j/R + N(0, σ²) and a Gaussian prior of standard
 // deviation R/d, with C_j taken as exact.
 func (s *biasStats) itemBiases(damping, width float64) []float64 {
+	return s.itemBiasesToward(damping, width, nil)
+}
+
+// itemBiasesToward is itemBiases with the prior centred at prior_j instead
+// of 0: b_j = (R·S_j·C_j + (d·σ)²·p_j)/(C_j² + (d·σ)²) (nil: p = 0).
+func (s *biasStats) itemBiasesToward(damping, width float64, prior []float64) []float64 {
 	b := make([]float64, len(s.Sums))
 	d2 := (damping * s.Sigma) * (damping * s.Sigma)
 	for j, sum := range s.Sums {
@@ -143,9 +225,92 @@ func (s *biasStats) itemBiases(damping, width float64) []float64 {
 		if c*c+d2 == 0 {
 			continue
 		}
-		b[j] = math.Max(-width, math.Min(width, s.Clip*sum*c/(c*c+d2)))
+		p := 0.0
+		if prior != nil {
+			p = prior[j]
+		}
+		b[j] = math.Max(-width, math.Min(width, (s.Clip*sum*c+d2*p)/(c*c+d2)))
 	}
 	return b
+}
+
+// spreads are the items' spread ratios P_j/C_j (see releaseBiasStats),
+// shrunk like the item biases toward their overall ratio ΣP/ΣC:
+// (P_j·C_j + (d·σ)²·p̄)/(C_j² + (d·σ)²), within [0, 1]. Nil without the
+// spread block.
+func (s *biasStats) spreads(damping float64) []float64 {
+	if s.Spread == nil {
+		return nil
+	}
+	d2 := (damping * s.Sigma) * (damping * s.Sigma)
+	var sp, sc float64
+	for j, c := range s.Counts {
+		if c > 0 {
+			sp += s.Spread[j]
+			sc += c
+		}
+	}
+	mean := 1.0
+	if sc > 0 {
+		mean = math.Max(0, math.Min(1, sp/sc))
+	}
+	out := make([]float64, len(s.Spread))
+	for j, p := range s.Spread {
+		c := math.Max(s.Counts[j], 0)
+		out[j] = math.Max(0, math.Min(1, (p*c+d2*mean)/(c*c+d2)))
+	}
+	return out
+}
+
+// popularityPrior fits the item biases' prior mean as a quadratic in
+// x_j = log(1 + popularity_j), by least squares on the raw estimates
+// R·S_j/C_j weighted by their reliability C_j²/(C_j² + (d·σ)²): rarely
+// rated items are shrunk toward what items of their popularity get,
+// rather than toward 0. Post-processing of public values only; nil when
+// too few items carry signal.
+func (s *biasStats) popularityPrior(damping float64, popularity []float64) []float64 {
+	d2 := (damping * s.Sigma) * (damping * s.Sigma)
+	n := len(s.Sums)
+	x := make([]float64, n)
+	for j := range n {
+		x[j] = math.Log1p(math.Max(popularity[j], 0))
+	}
+	var a mat.SymDense
+	a.ReuseAsSym(2)
+	rhs := mat.NewVecDense(2, nil)
+	used := 0
+	for j := range n {
+		c := math.Max(s.Counts[j], 0)
+		if c <= 0 {
+			continue
+		}
+		w := c * c / (c*c + d2)
+		f := [2]float64{1, x[j]}
+		y := s.Clip * s.Sums[j] / c
+		for p := range 2 {
+			for q := p; q < 2; q++ {
+				a.SetSym(p, q, a.At(p, q)+w*f[p]*f[q])
+			}
+			rhs.SetVec(p, rhs.AtVec(p)+w*f[p]*y)
+		}
+		used++
+	}
+	if used < 10 {
+		return nil
+	}
+	for p := range 2 {
+		a.SetSym(p, p, a.At(p, p)*(1+1e-9)+1e-12)
+	}
+	var coef mat.VecDense
+	var ch mat.Cholesky
+	if !ch.Factorize(&a) || ch.SolveVecTo(&coef, rhs) != nil {
+		return nil
+	}
+	prior := make([]float64, n)
+	for j := range n {
+		prior[j] = coef.AtVec(0) + coef.AtVec(1)*x[j]
+	}
+	return prior
 }
 
 // Train implements Config.
@@ -163,11 +328,11 @@ func (c *DPBiasConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 		return nil, err
 	}
 	n := data.NumItems()
-	mech, err := mechanism.NewGaussian(env.Epsilon, env.Delta, biasSensitivity(), biasDim(n), mechanism.CalibrateZCDP)
+	mech, err := mechanism.NewGaussian(env.Epsilon, env.Delta, biasSensitivity(), biasDim(n, false), mechanism.CalibrateZCDP)
 	if err != nil {
 		return nil, fmt.Errorf("calibrating the noise: %w", err)
 	}
-	st, err := releaseBiasStats(ctx, data, scale, c.Clip, mech, env.Noise)
+	st, err := releaseBiasStats(ctx, data, scale, c.Clip, nil, false, mech, env.Noise)
 	if err != nil {
 		return nil, err
 	}

@@ -7,14 +7,23 @@ import (
 )
 
 // The sensitivity of the bias statistics holds for random and extreme
-// pairs of users: ‖x_u − x_u'‖ ≤ Δ₂ (deterministic, fixed seed).
+// pairs of users, with and without the spread block, with uniform and
+// adaptive item weights: ‖x_u − x_u'‖ ≤ Δ₂ (deterministic, fixed seed).
+// The worst cases (disjoint items, or the same items rated at opposite
+// extremes, with opposite means) reach Δ₂ itself.
 func TestBiasSensitivityHolds(t *testing.T) {
 	const n = 12
 	r := rand.New(rand.NewPCG(5, 5))
 	mid, half := 3.0, 2.0
+	weights := make([]float64, n)
+	for j := range weights {
+		weights[j] = math.Pow(1+float64(j*j), -0.5)
+	}
+	var spread bool
+	var itemWeight []float64
 	vec := func(items []int32, vals []float32, clip float64) []float64 {
-		x := make([]float64, biasDim(n))
-		biasContribution(items, vals, n, mid, half, clip, func(i int, v float64) { x[i] += v })
+		x := make([]float64, biasDim(n, spread))
+		biasContribution(items, vals, n, mid, half, clip, itemWeight, spread, func(i int, v float64) { x[i] += v })
 		return x
 	}
 	user := func() ([]int32, []float32) {
@@ -33,7 +42,12 @@ func TestBiasSensitivityHolds(t *testing.T) {
 	}
 	sens := biasSensitivity().Value
 	worst := 0.0
-	for range 20000 {
+	for it := range 40000 {
+		spread = it%2 == 0
+		itemWeight = nil
+		if it%4 < 2 {
+			itemWeight = weights
+		}
 		clip := []float64{0.5, 1.5, 2}[r.IntN(3)]
 		a, av := user()
 		b, bv := user()
@@ -45,6 +59,9 @@ func TestBiasSensitivityHolds(t *testing.T) {
 		worst = math.Max(worst, math.Sqrt(d))
 	}
 	t.Logf("largest ‖x_u − x_u'‖ seen: %.4f, Δ₂ = %.4f", worst, sens)
+	if worst < sens*0.999 {
+		t.Errorf("the worst pair seen, %g, is far below Δ₂ = %g: the bound is not tight or the test does not reach it", worst, sens)
+	}
 	if worst > sens*(1+1e-12) {
 		t.Fatalf("‖x_u − x_u'‖ = %g exceeds the sensitivity %g", worst, sens)
 	}
