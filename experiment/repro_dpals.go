@@ -98,15 +98,6 @@ func init() {
 				width float64
 			}{{raw.Name, 20}, {rescaled.Name, 5}} {
 				ms0 := privateRecMethods(d.width, 0, 0)
-				// Settings for a large population, picked on a validation split
-				// carved from one Jester training split at ε = 1 and 8 (rank 4–16,
-				// λ0 0.003–0.3, Γ 0.3–1, noise ridge 1–10): with 73 421 users the
-				// item statistics carry enough signal for a weaker
-				// frequency-scaled ridge, a looser user clip and more factors.
-				// The user clip Γ bounds a user's row, which is in rating units:
-				// Γ = 1 was picked on 0–5 and is scaled with the width.
-				ms0 = append(ms0, MethodSpec{Method: "dpals", Label: "dpals --steps 2, large-population settings",
-					Params: map[string]any{"clip": 1 * d.width / 4, "steps": 2, "rank": 16, "user_clip": 1 * d.width / 5, "item_lambda": 1, "item_lambda0": 0.01}})
 				for _, m := range ms0 {
 					m.Datasets = []string{d.name}
 					m.Label += fmt.Sprintf(" [%s]", d.name[len("Jester1-"):])

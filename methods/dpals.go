@@ -55,7 +55,7 @@ const (
 // DPALSConfig configures dpals. The defaults were chosen on a validation
 // split of MovieLens-1M's training part (docs/mf.md).
 type DPALSConfig struct {
-	Rank            int     `json:"rank" flag:"rank" help:"number of latent factors (with --steps 0, at most the 4 public item features are used)"`
+	Rank            int     `json:"rank" flag:"rank" help:"number of latent factors (with --steps 0 only the public features are used: 5 from the bias statistics and cov-rank from the covariance)"`
 	Steps           int     `json:"steps" flag:"steps" help:"ALS steps T (each a user solve and a noised item solve; 0: no step, the whole budget to the bias statistics and the item factors from --init public)"`
 	BiasShare       float64 `json:"bias_share" flag:"bias-share" help:"fraction of the zCDP budget ρ spent on the bias statistics (mean, item biases, item counts); the rest is split evenly over the steps"`
 	UserLambda      float64 `json:"user_lambda" flag:"user-lambda" help:"ridge λ_u of each user's solve (and of fold-in)"`
@@ -374,7 +374,13 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		return nil, fmt.Errorf("composed ε = %g exceeds the requested %g", g.Epsilon, env.Epsilon)
 	}
 	g.Notion, g.Relation = privacy.Joint, privacy.RelationUserReplace
-	g.Note = fmt.Sprintf("zCDP composition of %d Gaussian release(s). Bias statistics (σ = %.4g, ℓ2 sensitivity %.4g): per-item weighted sums of ratings centred at each user's mean and clipped to ±%g, per-item weighted counts, a global-mean pair.", len(parts), st.Sigma, biasSens.Value, clip)
+	g.Note = fmt.Sprintf("zCDP composition of %d Gaussian release(s).", len(parts))
+	weights := "1/√n over her n ratings"
+	if sigmaCount > 0 {
+		g.Note += fmt.Sprintf(" Item counts (σ = %.4g, ℓ2 sensitivity %.4g): Σ 1/√n over the users who rated each item, n a user's ratings.", sigmaCount, countSensitivity().Value)
+		weights = fmt.Sprintf("∝ (noisy count)^%g, normalised so that the squares sum to 1", c.BiasWeightExp)
+	}
+	g.Note += fmt.Sprintf(" Bias statistics (σ = %.4g, ℓ2 sensitivity %.4g): per-item weighted sums of ratings centred at each user's mean and clipped to ±%g, per-item weighted counts and spreads, a global-mean pair; a user's weights %s.", st.Sigma, biasSens.Value, clip, weights)
 	if sigmaCov > 0 {
 		g.Note += fmt.Sprintf(" Item covariance (σ = %.4g, ℓ2 sensitivity %.4g): Σ over users of x xᵀ, x her ratings centred as above and clipped to ±%g, weighted 1/√m over her m ratings of the %d covered items (those with the largest noisy counts); its top eigenvectors are public item features.", sigmaCov, mf.CovSensitivity(clip), clip, len(covItems))
 	}
@@ -385,7 +391,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		}
 		g.Note += fmt.Sprintf(", ratings centred and clipped to ±%g, weights Σ_j c_ij² ≤ 1 per user.", clip)
 	} else {
-		g.Note += " No ALS step ran; the item factors are public post-processing of the release(s) (item bias, log count, its square, their product; the covariance's eigenvectors)."
+		g.Note += " No ALS step ran; the item factors are public post-processing of the releases (item bias, log count, its square, their product, spread; the covariance's eigenvectors)."
 	}
 	g.Note += " Each user's row and bias are computed on her side from the public model and her own ratings."
 
@@ -410,12 +416,13 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 }
 
 // publicInit is the public initial item factors, features of each item
-// computed from the bias statistics alone: column 0 the item bias, column
-// 1 the log weighted count, column 2 its square, column 3 their product
-// (each standardised to mean 0 and standard deviation scale over the
-// active items); further columns random with standard deviation
-// scale/√k. Inactive items get zero rows. A user's row fitted to these
-// (fold-in) is her own taste for well-rated, popular, niche … items.
+// computed from the releases alone: column 0 the item bias, column 1 the
+// log count, column 2 its square, column 3 their product, column 4 the
+// spread ratio (each standardised to mean 0 and standard deviation scale
+// over the active items); further columns random with standard deviation
+// scale/√k (covFeatures overwrites the next ones). Inactive items get zero
+// rows. A user's row fitted to these (fold-in) is her own taste for
+// well-rated, popular, niche, polarising … items.
 func publicInit(itemBias, counts, spread []float64, active []bool, k int, scale float64, r *rand.Rand) []float64 {
 	n := len(itemBias)
 	V := make([]float64, n*k)

@@ -3,8 +3,12 @@ package methods
 import (
 	"context"
 	"fmt"
-	"gonum.org/v1/gonum/mat"
 	"math"
+	"runtime"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
@@ -360,17 +364,37 @@ func (c *DPBiasConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 // foldInAll computes every user's own state from the public model and her
 // own ratings (what her device does), in the order of data's users.
 func foldInAll(ctx context.Context, m *model.Model, data *ratings.Matrix, method string) (*model.UserStates, error) {
-	states := &model.UserStates{Method: method, Rank: m.Rank, States: make([]model.UserState, 0, data.NumUsers())}
-	for u := range int32(data.NumUsers()) {
-		if u%1024 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		ids, fv := data.UserRatings(u)
-		st, err := m.FoldInUser(data.Users.Name(u), ids, fv)
-		if err != nil {
-			return nil, fmt.Errorf("user %q: %w", data.Users.Name(u), err)
-		}
-		states.States = append(states.States, *st)
+	n := data.NumUsers()
+	states := &model.UserStates{Method: method, Rank: m.Rank, States: make([]model.UserState, n)}
+	// Users are independent: chunks of them on every core, each state
+	// written at its user's index, so the order is the data's.
+	m.ItemIndex("") // builds the model's ID index once, before the goroutines read it
+	var next atomic.Int64
+	const chunk = 1024
+	g, ctx := errgroup.WithContext(ctx)
+	for range runtime.GOMAXPROCS(0) {
+		g.Go(func() error {
+			for {
+				lo := int(next.Add(chunk)) - chunk
+				if lo >= n {
+					return nil
+				}
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				for u := int32(lo); u < int32(min(n, lo+chunk)); u++ {
+					ids, fv := data.UserRatings(u)
+					st, err := m.FoldInUser(data.Users.Name(u), ids, fv)
+					if err != nil {
+						return fmt.Errorf("user %q: %w", data.Users.Name(u), err)
+					}
+					states.States[u] = *st
+				}
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return states, nil
 }
