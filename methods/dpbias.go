@@ -266,8 +266,9 @@ func (s *biasStats) spreads(damping float64) []float64 {
 	return out
 }
 
-// popularityPrior fits the item biases' prior mean as a quadratic in
-// x_j = log(1 + popularity_j), by least squares on the raw estimates
+// popularityPrior fits the item biases' prior mean as a line in
+// x_j = log(1 + popularity_j) (a quadratic extrapolated badly to the noisy
+// small counts at small ε), by least squares on the raw estimates
 // R·S_j/C_j weighted by their reliability C_j²/(C_j² + (d·σ)²): rarely
 // rated items are shrunk toward what items of their popularity get,
 // rather than toward 0. Post-processing of public values only; nil when
