@@ -72,7 +72,7 @@ type DPALSConfig struct {
 	Clip            float64 `json:"clip" flag:"clip" help:"bound R on a centred rating (rating units) in the item statistics and, as dp-bias --clip, in the bias statistics"`
 	MinCount        float64 `json:"min_count" flag:"min-count" help:"items whose noisy weighted count is below min-count × the bias statistics' σ get no factors (fallback)"`
 	Fallback        string  `json:"fallback" flag:"fallback" help:"prediction for items without factors: item-bias (mean + item bias + user bias) or user-mean (mean + user bias)"`
-	Init            string  `json:"init" flag:"init" help:"initial item factors: public (up to four columns of item features from the bias statistics — bias, log count, its square, their product — the rest random) or random"`
+	Init            string  `json:"init" flag:"init" help:"initial item factors: public (five columns of item features from the bias statistics — bias, log count, its square, their product, spread — then the covariance features, the rest random) or random"`
 	PriorRidge      bool    `json:"prior_ridge" flag:"prior-ridge" help:"with --init public, item solves shrink toward the public initial factors instead of toward zero"`
 	InitScale       float64 `json:"init_scale" flag:"init-scale" help:"scale of the initial item factors (random columns: standard deviation × 1/√rank)"`
 	BiasPrior       bool    `json:"bias_prior" flag:"bias-prior" help:"shrink each item bias toward what items of its popularity get (a line in log count fitted to the noisy biases) instead of toward 0 (--bias-prior=false: toward 0)"`
@@ -193,7 +193,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	}
 	k := c.Rank
 	if c.Steps == 0 {
-		// Only the public features are used: the four bias features and
+		// Only the public features are used: the five bias features and
 		// the covariance features.
 		k = min(k, publicFeatures+c.CovRank)
 	}
@@ -219,12 +219,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	var popularity, itemWeight []float64
 	var sigmaCount float64
 	if c.BiasWeightExp != 0 {
-		cs := countSensitivity()
-		sigmaCount, err = mechanism.GaussianSigma(split.count, cs.Value, n)
-		if err != nil {
-			return nil, fmt.Errorf("calibrating the item counts: %w", err)
-		}
-		countMech, err := mechanism.NewGaussianSigma(sigmaCount, env.Delta, cs, n)
+		countMech, err := gaussianForRho("the item counts", split.count, env.Delta, countSensitivity(), n)
 		if err != nil {
 			return nil, err
 		}
@@ -232,6 +227,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 			return nil, err
 		}
 		parts = append(parts, countMech.Guarantee())
+		sigmaCount = countMech.Sigma()
 		itemWeight = make([]float64, n)
 		for j, cnt := range popularity {
 			itemWeight[j] = math.Pow(math.Max(cnt, sigmaCount), c.BiasWeightExp)
@@ -246,13 +242,13 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	if err != nil {
 		return nil, err
 	}
-	popCounts := st.Counts
-	if popularity != nil {
-		popCounts = popularity
+	if popularity == nil {
+		// Without the count release, popularity is the bias release's count.
+		popularity = st.Counts
 	}
 	var prior []float64
 	if c.BiasPrior {
-		prior = st.popularityPrior(c.ItemDamping, popCounts)
+		prior = st.popularityPrior(c.ItemDamping, popularity)
 	}
 	itemBias := st.itemBiasesToward(c.ItemDamping, scale.Width(), prior)
 	// Public post-processing of the first release: which items get
@@ -275,13 +271,9 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		}
 	}
 	parts = append(parts, biasMech.Guarantee())
-	featureCounts := counts
-	if popularity != nil {
-		// Popularity for the features: the unweighted counts.
-		featureCounts = make([]float64, n)
-		for j, cnt := range popularity {
-			featureCounts[j] = math.Max(cnt, 0)
-		}
+	featureCounts := make([]float64, n)
+	for j, cnt := range popularity {
+		featureCounts[j] = math.Max(cnt, 0)
 	}
 	var V []float64
 	var sigmaStep float64
@@ -405,7 +397,8 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		"user_damping": c.UserDamping, "item_damping": c.ItemDamping, "item_lambda": c.ItemLambda, "item_lambda0": c.ItemLambda0,
 		"reg_exponent": c.RegExponent, "weight_exponent": c.WeightExp, "max_per_user": c.MaxPerUser, "user_clip": c.UserClip,
 		"clip": clip, "min_count": c.MinCount, "fallback": c.Fallback, "bias_scale": c.BiasScale, "rhs_weight": c.RHSWeight,
-		"init": c.Init, "prior_ridge": c.PriorRidge, "cov_rank": c.CovRank, "cov_share": c.CovShare, "cov_items": c.CovItems, "cov_scale": c.CovScale}
+		"init": c.Init, "prior_ridge": c.PriorRidge, "cov_rank": c.CovRank, "cov_share": c.CovShare, "cov_items": c.CovItems, "cov_scale": c.CovScale,
+		"bias_prior": c.BiasPrior, "bias_weight_exponent": c.BiasWeightExp, "count_share": c.CountShare}
 	states, err := foldInAll(ctx, m, in.Ratings, "dpals")
 	if err != nil {
 		return nil, err
@@ -569,12 +562,10 @@ func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, mea
 		return nil, 0, nil, nil
 	}
 	sens := mechanism.Sensitivity{Value: mf.CovSensitivity(clip), Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
-	if sigma, err = mechanism.GaussianSigma(rho, sens.Value, mf.CovDim(m)); err != nil {
-		return nil, 0, nil, fmt.Errorf("calibrating the item covariance: %w", err)
-	}
-	if mech, err = mechanism.NewGaussianSigma(sigma, env.Delta, sens, mf.CovDim(m)); err != nil {
+	if mech, err = gaussianForRho("the item covariance", rho, env.Delta, sens, mf.CovDim(m)); err != nil {
 		return nil, 0, nil, err
 	}
+	sigma = mech.Sigma()
 	vals, vecs, err := mf.CovFeatures(ctx, mf.FromMatrix(data), mf.CovOptions{Items: items, Rank: r,
 		Mean: mean, ItemBias: itemBias, UserDamping: c.UserDamping, Clip: clip,
 		Release: mech, Noise: env.Noise, Rand: env.Rand.Rand(), Workers: env.Workers})
@@ -601,12 +592,18 @@ func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, mea
 // biasMechanism is the Gaussian mechanism of the bias statistics over n
 // items with zCDP budget rho.
 func biasMechanism(rho, delta float64, n int, spread bool) (*mechanism.Gaussian, error) {
-	sens := biasSensitivity()
-	sigma, err := mechanism.GaussianSigma(rho, sens.Value, biasDim(n, spread))
+	return gaussianForRho("the bias statistics", rho, delta, biasSensitivity(), biasDim(n, spread))
+}
+
+// gaussianForRho is the Gaussian mechanism with zCDP budget rho for a
+// release of dim coordinates and sensitivity sens; what names the release
+// in errors.
+func gaussianForRho(what string, rho, delta float64, sens mechanism.Sensitivity, dim int) (*mechanism.Gaussian, error) {
+	sigma, err := mechanism.GaussianSigma(rho, sens.Value, dim)
 	if err != nil {
-		return nil, fmt.Errorf("calibrating the bias statistics: %w", err)
+		return nil, fmt.Errorf("calibrating %s: %w", what, err)
 	}
-	return mechanism.NewGaussianSigma(sigma, delta, sens, biasDim(n, spread))
+	return mechanism.NewGaussianSigma(sigma, delta, sens, dim)
 }
 
 // stepMechanisms are the Gaussian mechanisms of the ALS steps, each with

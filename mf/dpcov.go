@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -117,13 +116,12 @@ func CovFeatures(ctx context.Context, p *Problem, o CovOptions) (vals []float64,
 			for t := range s.x {
 				s.x[t] *= c
 			}
-			// Sorted positions: every pair lands in the upper triangle.
-			sort.Sort(byPos{s.idx, s.x})
+			// Every pair once, into the upper triangle (row ≤ column).
 			for t, qa := range s.idx {
 				xa := s.x[t]
-				row := a[int(qa)*m:]
 				for r := t; r < len(s.idx); r++ {
-					row[s.idx[r]] += xa * s.x[r]
+					lo, hi := min(qa, s.idx[r]), max(qa, s.idx[r])
+					a[int(lo)*m+int(hi)] += xa * s.x[r]
 				}
 			}
 		}
@@ -151,18 +149,6 @@ func CovFeatures(ctx context.Context, p *Problem, o CovOptions) (vals []float64,
 	}
 	vals, vecs = topEigen(C, o.Rank, o.Rand)
 	return vals, vecs, nil
-}
-
-type byPos struct {
-	idx []int32
-	x   []float64
-}
-
-func (b byPos) Len() int           { return len(b.idx) }
-func (b byPos) Less(i, j int) bool { return b.idx[i] < b.idx[j] }
-func (b byPos) Swap(i, j int) {
-	b.idx[i], b.idx[j] = b.idx[j], b.idx[i]
-	b.x[i], b.x[j] = b.x[j], b.x[i]
 }
 
 // topEigen returns the r largest eigenpairs of the symmetric c by

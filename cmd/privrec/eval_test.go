@@ -17,14 +17,7 @@ func TestEvalWorstItemsTitles(t *testing.T) {
 	held := func(u, i int) bool { return (u*7+i)%4 == 0 }
 	train := writeRatings(t, dir, "train.tsv", func(u, i int) bool { return !held(u, i) })
 	test := writeRatings(t, dir, "test.tsv", held)
-	var cat strings.Builder
-	for i := 1; i <= 12; i++ {
-		fmt.Fprintf(&cat, "%d\tFilm number %d (1999)\n", i, i)
-	}
-	catPath := filepath.Join(dir, "items.tsv")
-	if err := os.WriteFile(catPath, []byte(cat.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	catPath := writeTitledCatalogue(t, dir)
 	fwModel, biasModel := filepath.Join(dir, "fw.model"), filepath.Join(dir, "bias.model")
 	for _, args := range [][]string{
 		{"train", "--data", train, "--format", "movielens-100k", "--method", "fw", "--iterations", "3", "--items", catPath, "--out", fwModel},
@@ -89,14 +82,7 @@ func TestEvalWorstItemsTitles(t *testing.T) {
 func TestRecommendTitlesFromItems(t *testing.T) {
 	dir := t.TempDir()
 	train := writeRatings(t, dir, "train.tsv", func(u, i int) bool { return true })
-	var cat strings.Builder
-	for i := 1; i <= 12; i++ {
-		fmt.Fprintf(&cat, "%d\tFilm number %d (1999)\n", i, i)
-	}
-	catPath := filepath.Join(dir, "items.tsv")
-	if err := os.WriteFile(catPath, []byte(cat.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	catPath := writeTitledCatalogue(t, dir)
 	mpath := filepath.Join(dir, "bias.model")
 	if _, errs, code := runCLI(t, "train", "--data", train, "--format", "movielens-100k", "--method", "bias", "--out", mpath); code != 0 {
 		t.Fatalf("train exit %d: %s", code, errs)
@@ -117,4 +103,19 @@ func TestRecommendTitlesFromItems(t *testing.T) {
 			t.Errorf("--items %v: %d titles in:\n%s", tc.items, got, out)
 		}
 	}
+}
+
+// writeTitledCatalogue writes a catalogue of items 1…12 with titles
+// ("Film number i (1999)") into dir and returns its path.
+func writeTitledCatalogue(t *testing.T, dir string) string {
+	t.Helper()
+	var cat strings.Builder
+	for i := 1; i <= 12; i++ {
+		fmt.Fprintf(&cat, "%d\tFilm number %d (1999)\n", i, i)
+	}
+	path := filepath.Join(dir, "items.tsv")
+	if err := os.WriteFile(path, []byte(cat.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
