@@ -48,6 +48,21 @@ type Env struct {
 	// a training objective computed on the private data is not noised, so
 	// showing it would release it; they call Progress only.
 	Status func(done, total int, what string, value float64)
+	// NoiseFactor, when set (0 means 1), multiplies the standard deviation
+	// (or scale) of every privacy-noise draw the method makes while its
+	// Guarantee keeps claiming the requested budget. It exists for the
+	// whole-artefact audit alone (`privrec audit --method M --noise-factor
+	// 0.5` must be caught); a release made with NoiseFactor ≠ 1 is not
+	// private as claimed and is never saved or published.
+	NoiseFactor float64
+}
+
+// noiseFactor is Env.NoiseFactor with 0 read as 1.
+func (e Env) noiseFactor() float64 {
+	if e.NoiseFactor == 0 {
+		return 1
+	}
+	return e.NoiseFactor
 }
 
 // iteration reports one finished iteration of a non-private method: to
