@@ -454,7 +454,7 @@ func (c *DPFWConfig) Train(ctx context.Context, in release.Input, env Env) (*rel
 		env.Log.Info("training", "method", "dpfw", "catalogue_items", d.n, "k", k, "sigma_first", plan.Mechs[0].Sigma())
 	}
 	r, err := jointdp.PrivateFrankWolfe(ctx, p, jointdp.DPFWOptions{K: k, Plan: plan, Step: c.Step, BiasScale: c.BiasScale, NoBias: c.BiasScale == 0,
-		Noise: env.Noise, Rand: env.Rand, Workers: env.Workers, Progress: env.Progress})
+		Noise: env.Noise, Rand: env.Rand, Workers: env.Workers, Progress: env.Progress, Instrument: env.instrument()})
 	if err != nil {
 		return nil, err
 	}
@@ -532,7 +532,7 @@ func (c *DPSVDConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	if env.Log != nil {
 		env.Log.Info("training", "method", "dpsvd", "catalogue_items", d.n, "sigma", plan.Mechs[0].Sigma())
 	}
-	r, err := jointdp.PrivateSVD(ctx, p, jointdp.DPSVDOptions{Rank: c.Rank, Plan: plan, Noise: env.Noise, Workers: env.Workers})
+	r, err := jointdp.PrivateSVD(ctx, p, jointdp.DPSVDOptions{Rank: c.Rank, Plan: plan, Noise: env.Noise, Workers: env.Workers, Instrument: env.instrument()})
 	if err != nil {
 		return nil, err
 	}
@@ -613,7 +613,7 @@ func (c *MMConfig) Train(ctx context.Context, in release.Input, env Env) (*relea
 		return nil, err
 	}
 	r, err := jointdp.McSherryMironov(ctx, p, jointdp.MMOptions{Rank: c.Rank, Plan: plan, UserDamping: mmUserDamping, Ridge: mmRidge,
-		Local: local, Noise: env.Noise, Workers: env.Workers})
+		Local: local, Noise: env.Noise, Workers: env.Workers, Instrument: env.instrument()})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
@@ -41,6 +42,10 @@ type Config struct {
 	ProjIter int
 	// Noise is the privacy randomness (noise.Secure() for releases).
 	Noise *noise.Source
+	// Instrument, when set, is attached to the mechanism the plan
+	// calibrates (mechanism.Instrument: an audit's noise factor and tap);
+	// nil for releases.
+	Instrument *mechanism.Instrument
 	// Solver configures SPG (Link, Tau, Alpha, tolerances, Rand).
 	Solver Options
 }
@@ -93,6 +98,12 @@ func Run(ctx context.Context, p *Problem, cfg Config) (*Result, error) {
 	plan, err := Calibrate(cfg, p.D1, p.D2, len(p.Y))
 	if err != nil {
 		return nil, err
+	}
+	if plan.RR != nil {
+		plan.RR = plan.RR.Instrumented(cfg.Instrument)
+	}
+	if plan.Laplace != nil {
+		plan.Laplace = plan.Laplace.Instrumented(cfg.Instrument)
 	}
 	g := plan.Guarantee
 	switch plan.Mechanism {
