@@ -632,3 +632,21 @@ func (c *MMConfig) Train(ctx context.Context, in release.Input, env Env) (*relea
 		"sigma_global": s[0], "sigma_items": s[1], "sigma_covariance": s[2], "global_average": r.GlobalAvg}
 	return &release.Release{Public: m, PerUser: states, Guarantee: g, Report: rep}, nil
 }
+
+// AuditDesign implements AuditDesigner: the T Frank–Wolfe releases are
+// adaptive (each user's row in release t depends on the earlier noisy
+// broadcasts), so the audit trains one iteration — the same code, one
+// Gram release carrying the whole budget — on the pair whose canary's
+// centred ratings are ±2 (MixedAuditPair).
+func (c *DPFWConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
+	one := *c
+	one.Iterations = 1
+	return &AuditDesign{Config: &one, Sides: MixedAuditPair}, nil
+}
+
+// AuditDesign implements AuditDesigner: the pair whose canary's centred
+// ratings are ±2 (MixedAuditPair); with the default pair (all 1 vs all 5)
+// her centred row is 0 on both inputs.
+func (c *DPSVDConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
+	return &AuditDesign{Sides: MixedAuditPair}, nil
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/privrec/privrec/ldp/recovery"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
@@ -368,4 +369,40 @@ func DevicePrepare(name string, eps float64) PrepareFunc {
 		return LDPPrepare(ldp.RR, eps, 1)
 	}
 	return nil
+}
+
+// AuditDesign implements AuditDesigner. The privacy noise of ldp-laplace
+// and ldp-rr is drawn on the users' devices, so the audit reads it there:
+// the statistic is the canary client's report for item1, the one cell in
+// which the default pair of the local relation differs between rated
+// (rating 1, side 0) and missing (side 1) — a worst case for both
+// randomizers (their per-rating ε is attained between a rating and
+// missing). The claim tested is the per-rating ε the devices randomize
+// with; the per-user guarantee n·ε composes it over the n cells. The
+// training that follows is post-processing and is not run for the bound.
+func (c *LDPConfig) AuditDesign(eps, _ float64) (*AuditDesign, error) {
+	return &AuditDesign{
+		Epsilon:  eps,
+		Name:     "the canary client's report for item1 (rating 1 vs missing)",
+		Prepared: true,
+		Statistic: func(prepared release.Input, _ []mechanism.Draw, _ *release.Release) float64 {
+			m := prepared.Ratings
+			if m == nil {
+				return math.NaN()
+			}
+			u, ok := m.Users.Lookup(CanaryUser)
+			if !ok {
+				return math.NaN()
+			}
+			i, ok := m.Items.Lookup("item1")
+			if !ok {
+				return math.NaN()
+			}
+			v, ok := m.Get(u, i)
+			if !ok {
+				return math.NaN()
+			}
+			return float64(v)
+		},
+	}, nil
 }

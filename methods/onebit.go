@@ -300,3 +300,14 @@ func (c *OnebitConfig) train(ctx context.Context, in release.Input, env Env, ocf
 	rep["threshold"], rep["threshold_source"] = thr, thrSource
 	return &release.Release{Public: m, Guarantee: g, Report: rep}, nil
 }
+
+// AuditDesign implements AuditDesigner: the K gradient releases are
+// adaptive (gradient k is taken at an iterate that depends on the earlier
+// noise), so the audit trains one step — the same code, the first
+// gradient, taken at the data-independent starting point, carrying the
+// whole budget.
+func (c *OnebitGraPConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
+	one := *c
+	one.Iterations = 1
+	return &AuditDesign{Config: &one}, nil
+}

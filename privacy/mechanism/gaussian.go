@@ -269,7 +269,7 @@ func (m *Gaussian) Release(src *noise.Source, x []float64) error {
 	clean := m.inst.before(x)
 	s := m.sigma * m.inst.factor()
 	noise.AddGaussian(src, x, s)
-	return m.inst.tap(Draw{Mechanism: "gaussian", Clean: clean, Noised: x, Scale: s})
+	return m.inst.tap(Draw{Mechanism: "gaussian", Clean: clean, Noised: x, Scale: s, Sensitivity: m.sens.Value, Rho: m.rho})
 }
 
 // ReleaseSym adds a symmetric noise matrix to s (n(n+1)/2 coordinates must
@@ -294,7 +294,7 @@ func (m *Gaussian) ReleaseSym(src *noise.Source, s *mat.SymDense) error {
 	if clean == nil {
 		return nil
 	}
-	return m.inst.tap(Draw{Mechanism: "gaussian", Clean: clean, Noised: symUpper(s), Scale: sigma})
+	return m.inst.tap(Draw{Mechanism: "gaussian", Clean: clean, Noised: symUpper(s), Scale: sigma, Sensitivity: m.sens.Value, Rho: m.rho})
 }
 
 // symUpper lists the entries on and above the diagonal of s, row by row

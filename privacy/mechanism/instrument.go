@@ -40,6 +40,11 @@ type Draw struct {
 	Scale float64
 	// Flip is rr's (p1, p2): the probabilities that +1 and −1 are flipped.
 	Flip [2]float64
+	// Sensitivity is the mechanism's declared sensitivity (ℓ1 for
+	// laplace, ℓ2 for gaussian and l2laplace), and Epsilon or Rho what it
+	// claims for one release (Epsilon for the pure-ε mechanisms, Rho for
+	// gaussian): the claim the noise actually added must live up to.
+	Sensitivity, Epsilon, Rho float64
 }
 
 // factor is the instrument's noise factor (1 when there is none).

@@ -65,5 +65,5 @@ func (m *L2Laplace) Release(src *noise.Source, x []float64) error {
 	clean := m.inst.before(x)
 	b := m.scale * m.inst.factor()
 	noise.AddL2Laplace(src, x, b)
-	return m.inst.tap(Draw{Mechanism: "l2laplace", Clean: clean, Noised: x, Scale: b})
+	return m.inst.tap(Draw{Mechanism: "l2laplace", Clean: clean, Noised: x, Scale: b, Sensitivity: m.sens.Value, Epsilon: m.eps})
 }

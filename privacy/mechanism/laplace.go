@@ -111,7 +111,7 @@ func (m *Laplace) Release(src *noise.Source, x []float64) error {
 	clean := m.inst.before(x)
 	b := m.scale * m.inst.factor()
 	noise.AddLaplace(src, x, b)
-	return m.inst.tap(Draw{Mechanism: "laplace", Clean: clean, Noised: x, Scale: b})
+	return m.inst.tap(Draw{Mechanism: "laplace", Clean: clean, Noised: x, Scale: b, Sensitivity: m.sens.Value, Epsilon: m.eps})
 }
 
 // ReleaseScalar returns x plus noise.
