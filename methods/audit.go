@@ -566,7 +566,8 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	}
 	var sample func(src *noise.Source, s int) float64
 	var events []audit.Event
-	switch raw, rawErr := newRawStatistic(draws); {
+	common := commonDraws(draws)
+	switch raw := newRawStatistic(draws, common); {
 	case design != nil && design.Statistic != nil:
 		rep.Statistic = design.Name
 		events = valueEvents(pilotStat)
@@ -577,8 +578,6 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 			}
 			return design.Statistic(out.prepared, out.draws, out.r)
 		}
-	case rawErr != nil:
-		return nil, fmt.Errorf("audit: %s: %w", name, rawErr)
 	case raw != nil && raw.active > 0:
 		rep.Statistic = fmt.Sprintf("log-likelihood ratio of the raw noised releases (%d draws, %d coordinates differing)", len(raw.mech), raw.active)
 		for s := range 2 {
@@ -642,7 +641,7 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	}
 	// (d) the release check (audit_raw.go): the noise of every release
 	// against its mechanism's own claim.
-	if rc := newReleaseCheck(draws[0][0]); rc != nil && o.Samples > 0 {
+	if rc := newReleaseCheck(draws[0][0][:common]); rc != nil && o.Samples > 0 {
 		rr := &ReleaseCheck{Releases: len(rc.mech), TestedEpsilon: rc.eps}
 		if rc.rho > 0 {
 			e, err := accountant.ZCDPToApprox(rc.rho, o.DeltaPrime)
@@ -656,7 +655,7 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 			pilot[0] = append(pilot[0], rc.of(d, false))
 			pilot[1] = append(pilot[1], rc.of(d, true))
 		}
-		n := len(draws[0][0])
+		n := common
 		spec := audit.Spec{Mechanism: name + " releases", ClaimedEpsilon: rr.TestedEpsilon, Delta: rr.TestedDelta, Events: rawEvents(pilot),
 			Sample: func(src *noise.Source, s int) float64 {
 				out, err := run(ctx, sides[0], src.Split(), factor, prepare, n, false)

@@ -2,7 +2,6 @@ package methods
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -98,21 +97,33 @@ func sameShape(a, b []mechanism.Draw) bool {
 	return true
 }
 
-// newRawStatistic builds the statistic from the pilot runs' draws (runs[s]
-// the runs of side s). It needs every run to release the same sequence of
-// draws; it returns nil when no run released anything.
-func newRawStatistic(runs [2][][]mechanism.Draw) (*rawStatistic, error) {
+// commonDraws is the number of leading draws every run released alike
+// (same mechanisms, same sizes). A method whose later releases depend on
+// earlier noise (which items dpals' covariance covers, say) releases a
+// varying sequence after them; the statistics use the common part.
+func commonDraws(runs [2][][]mechanism.Draw) int {
 	ref := runs[0][0]
-	if len(ref) == 0 {
-		return nil, nil
-	}
+	n := len(ref)
 	for s := range 2 {
-		for k, r := range runs[s] {
-			if !sameShape(ref, r) {
-				return nil, fmt.Errorf("run %d of input %d released %d draws, unlike the first run's %d (a method whose releases differ in number or size between runs needs its own audit statistic: AuditDesigner)", k, s, len(r), len(ref))
+		for _, r := range runs[s] {
+			k := 0
+			for k < min(n, len(r)) && r[k].Mechanism == ref[k].Mechanism && len(r[k].Noised) == len(ref[k].Noised) {
+				k++
 			}
+			n = k
 		}
 	}
+	return n
+}
+
+// newRawStatistic builds the statistic from the pilot runs' draws (runs[s]
+// the runs of side s) over their first n draws (commonDraws); it returns
+// nil when there are none.
+func newRawStatistic(runs [2][][]mechanism.Draw, n int) *rawStatistic {
+	if n == 0 {
+		return nil
+	}
+	ref := runs[0][0][:n]
 	st := &rawStatistic{}
 	for i, d := range ref {
 		st.mech = append(st.mech, d.Mechanism)
@@ -135,7 +146,7 @@ func newRawStatistic(runs [2][][]mechanism.Draw) (*rawStatistic, error) {
 			}
 		}
 	}
-	return st, nil
+	return st
 }
 
 // differs reports whether two clean values differ beyond float noise.
@@ -144,11 +155,13 @@ func differs(a, b float64) bool {
 }
 
 // of returns the statistic of one run's draws (NaN if the run does not
-// match the pilot runs).
+// match the pilot runs); draws beyond the pilot runs' common ones are
+// ignored.
 func (st *rawStatistic) of(draws []mechanism.Draw) float64 {
-	if len(draws) != len(st.mech) {
+	if len(draws) < len(st.mech) {
 		return math.NaN()
 	}
+	draws = draws[:len(st.mech)]
 	var t float64
 	for i, d := range draws {
 		if d.Mechanism != st.mech[i] || len(d.Noised) != st.size[i] {
@@ -380,7 +393,8 @@ func newReleaseCheck(ref []mechanism.Draw) *releaseCheck {
 }
 
 // of is the statistic of a run's draws, their noise shifted by Δ·e₁ when
-// shifted (NaN when the run does not match the pilot run).
+// shifted (NaN when the run does not match the pilot run); draws beyond
+// the pilot's are ignored.
 func (rc *releaseCheck) of(draws []mechanism.Draw, shifted bool) float64 {
 	var t float64
 	k := 0
@@ -388,7 +402,10 @@ func (rc *releaseCheck) of(draws []mechanism.Draw, shifted bool) float64 {
 		if d.Mechanism == "rr" {
 			continue
 		}
-		if k >= len(rc.mech) || d.Mechanism != rc.mech[k] || len(d.Noised) != rc.size[k] || len(d.Clean) != len(d.Noised) || len(d.Noised) == 0 {
+		if k == len(rc.mech) {
+			break
+		}
+		if d.Mechanism != rc.mech[k] || len(d.Noised) != rc.size[k] || len(d.Clean) != len(d.Noised) || len(d.Noised) == 0 {
 			return math.NaN()
 		}
 		delta, b := rc.sens[k], rc.scale[k]
