@@ -109,6 +109,11 @@ type AuditReport struct {
 	Event             string  `json:"event,omitempty"`
 	Confidence        float64 `json:"confidence"`
 	Samples           int     `json:"samples"`
+	// NoGuarantee is set for a method whose guarantee has status none: it
+	// claims nothing about the data, so its un-noised fields and the
+	// data-level bound are not violations; only its noise is audited (the
+	// release check).
+	NoGuarantee bool `json:"no_guarantee,omitempty"`
 	// ReleaseCheck is the check of the noise of every release against its
 	// mechanism's own claim (nil when the method made no additive release).
 	ReleaseCheck *ReleaseCheck `json:"release_check,omitempty"`
@@ -120,8 +125,10 @@ type AuditReport struct {
 // releases of a run, each against its input shifted by its mechanism's
 // sensitivity, bounded with the same machinery.
 type ReleaseCheck struct {
-	// Releases is the number of additive releases in a run.
+	// Releases is the number of additive releases checked, the leading
+	// ones of the Of releases every run makes alike.
 	Releases int `json:"releases"`
+	Of       int `json:"of"`
 	// ClaimedRho is the summed ρ of the releases (0 when all are pure ε);
 	// TestedEpsilon and TestedDelta the claim compared with: the summed ε,
 	// or (ε'(ρ, δ'), δ').
@@ -410,12 +417,17 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 			return nil, err
 		}
 	}
-	if !g.Private() {
-		return nil, fmt.Errorf("audit: %s gives no guarantee (status %s); there is nothing to audit", name, g.Status)
-	}
+	// A method that gives no guarantee (status none: the GP and OP tensor
+	// variants release some factors un-noised) claims nothing about the
+	// data, so only its noise is audited: the release check, against the
+	// claims of the mechanisms it draws from.
+	noClaim := !g.Private()
 	rel := g.Relation
 	if rel == "" {
-		return nil, fmt.Errorf("audit: %s's guarantee states no neighbouring relation", name)
+		if !noClaim {
+			return nil, fmt.Errorf("audit: %s's guarantee states no neighbouring relation", name)
+		}
+		rel = privacy.RelationUserReplace
 	}
 	var design *AuditDesign
 	if d, ok := cfg.(AuditDesigner); ok {
@@ -594,10 +606,15 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 			}
 			return raw.of(out.draws)
 		}
+	case raw != nil:
+		// Instrumented releases, none differing between the inputs:
+		// objective perturbation's noise is drawn without looking at the
+		// data (the privacy comes from the optimisation), so there is no raw
+		// statistic of the data; its noise is audited by the release check.
+		rep.Statistic = "none: no noised release depends on the data (the release check audits the noise)"
 	case len(cands) > 0:
-		// No instrumented release that differs between the inputs (e.g.
-		// objective perturbation's noise is drawn without the data): the
-		// public field that differs most.
+		// No instrumented release at all: the public field that differs
+		// most (little power; a method can declare better: AuditDesigner).
 		sort.Slice(cands, func(a, b int) bool {
 			if cands[a].score != cands[b].score {
 				return cands[a].score > cands[b].score
@@ -631,7 +648,10 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 			return x
 		}
 	}
-	if o.Samples > 0 && sample != nil {
+	if noClaim {
+		rep.NoGuarantee, rep.TestedEpsilon, rep.TestedDelta, rep.Statistic = true, 0, 0, ""
+	}
+	if o.Samples > 0 && sample != nil && !noClaim {
 		spec := audit.Spec{Mechanism: name, ClaimedEpsilon: rep.TestedEpsilon, Delta: rep.TestedDelta, Sample: sample, Events: events}
 		res, err := audit.Run(ctx, spec, o.Samples, o.Confidence, noise.Seeded(o.Seed^0x6c6f776572))
 		if err != nil {
@@ -642,7 +662,7 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	// (d) the release check (audit_raw.go): the noise of every release
 	// against its mechanism's own claim.
 	if rc := newReleaseCheck(draws[0][0][:common]); rc != nil && o.Samples > 0 {
-		rr := &ReleaseCheck{Releases: len(rc.mech), TestedEpsilon: rc.eps}
+		rr := &ReleaseCheck{Releases: len(rc.mech), Of: common, TestedEpsilon: rc.eps}
 		if rc.rho > 0 {
 			e, err := accountant.ZCDPToApprox(rc.rho, o.DeltaPrime)
 			if err != nil {
@@ -655,8 +675,8 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 			pilot[0] = append(pilot[0], rc.of(d, false))
 			pilot[1] = append(pilot[1], rc.of(d, true))
 		}
-		n := common
-		spec := audit.Spec{Mechanism: name + " releases", ClaimedEpsilon: rr.TestedEpsilon, Delta: rr.TestedDelta, Events: rawEvents(pilot),
+		n := rc.stop
+		spec := audit.Spec{Mechanism: name + " releases", ClaimedEpsilon: rr.TestedEpsilon, Delta: rr.TestedDelta, Events: releaseEvents(pilot, rc.maxLoss()),
 			Sample: func(src *noise.Source, s int) float64 {
 				out, err := run(ctx, sides[0], src.Split(), factor, prepare, n, false)
 				if err != nil {
@@ -671,8 +691,11 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 		rr.EpsilonLowerBound, rr.Event, rr.Violation = res.EpsilonLowerBound, res.Event, res.Violation
 		rep.ReleaseCheck = rr
 	}
-	rep.Violation = len(rep.Differences) > 0 || len(rep.Canaries) > 0 || rep.EpsilonLowerBound > rep.TestedEpsilon ||
-		(rep.ReleaseCheck != nil && rep.ReleaseCheck.Violation)
+	rep.Violation = len(rep.Differences) > 0 || len(rep.Canaries) > 0 || rep.EpsilonLowerBound > rep.TestedEpsilon
+	if noClaim {
+		rep.Violation = false // un-noised fields are what status none says
+	}
+	rep.Violation = rep.Violation || (rep.ReleaseCheck != nil && rep.ReleaseCheck.Violation)
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }

@@ -339,7 +339,8 @@ func valueEvents(pilot [2][]float64) []audit.Event {
 // check audits the noise instead: every release a method makes goes
 // through an additive mechanism that declares its sensitivity Δ and its
 // claim for one release (ε, or ρ for Gaussian noise), and the composition
-// of those claims is what the method's accounting adds up. Its neighbouring
+// of those claims is what the method's accounting adds up (the check takes
+// a run's leading releases up to a summed ρ of releaseCheckRho). Its neighbouring
 // pair is, for every release of a run, the release's own input x and
 // x + Δ·e₁ — the worst case its mechanism is calibrated for. Additive
 // noise does not depend on the input, so the second side is sampled as a
@@ -356,40 +357,87 @@ type releaseCheck struct {
 	mech        []string
 	size        []int
 	sens, scale []float64
-	// eps is the summed ε of all-pure runs; rho the summed ρ otherwise.
+	// eps is the claim of a single pure-ε release; rho the summed ρ
+	// otherwise.
 	eps, rho float64
+	// stop is the number of draws (of any kind) up to the last one checked.
+	stop int
 }
 
-// newReleaseCheck builds the check from a pilot run's draws (nil when the
-// run made no additive release).
+// releaseCheckRho is the largest summed ρ the release check takes on: the
+// leading releases of a run are checked together as long as their claims
+// sum to at most this (at least one release). Near ρ ≈ 0.5–1 a claim is
+// tested most efficiently (a few hundred runs per side catch 2× too little
+// noise); a run of thousands of releases (the GP tensor variants update a
+// row of C per rating) would sum to a claim no feasible sample count can
+// contradict.
+const releaseCheckRho = 1
+
+// newReleaseCheck builds the check from a pilot run's draws: its leading
+// additive releases up to releaseCheckRho (nil when the run made none).
+// A leading pure-ε release with ε ≥ 0.5 is checked alone against its ε
+// (its loss is bounded by ε, which events near the bound test directly;
+// summed as ε²/2-zCDP the claim of an ℓ2 Laplace release is far above its
+// actual loss); otherwise the claim is the summed ρ (a pure ε-DP release is
+// ε²/2-zCDP).
 func newReleaseCheck(ref []mechanism.Draw) *releaseCheck {
 	rc := &releaseCheck{}
 	pure := true
 	var rho float64
-	for _, d := range ref {
+	for i, d := range ref {
 		if d.Mechanism == "rr" {
 			continue
+		}
+		r := d.Rho
+		if d.Mechanism != "gaussian" {
+			r = d.Epsilon * d.Epsilon / 2
+		}
+		if len(rc.mech) > 0 && (rho+r > releaseCheckRho || rc.eps >= 0.5 && len(rc.mech) == 1 && pure) {
+			break
 		}
 		rc.mech = append(rc.mech, d.Mechanism)
 		rc.size = append(rc.size, len(d.Noised))
 		rc.sens = append(rc.sens, d.Sensitivity)
 		rc.scale = append(rc.scale, d.Scale)
-		switch d.Mechanism {
-		case "gaussian":
+		rc.stop = i + 1
+		rho += r
+		if d.Mechanism == "gaussian" {
 			pure = false
-			rho += d.Rho
-		default:
+		} else {
 			rc.eps += d.Epsilon
-			rho += d.Epsilon * d.Epsilon / 2
 		}
 	}
 	if len(rc.mech) == 0 {
 		return nil
 	}
-	if !pure {
+	if !pure || len(rc.mech) > 1 {
 		rc.eps, rc.rho = 0, rho
 	}
 	return rc
+}
+
+// maxLoss is the largest value the statistic can take on a single pure
+// release: Δ/b (∞ for Gaussian or several releases).
+func (rc *releaseCheck) maxLoss() float64 {
+	if rc.rho > 0 || len(rc.mech) != 1 {
+		return math.Inf(1)
+	}
+	return rc.sens[0] / rc.scale[0]
+}
+
+// releaseEvents are the release check's events: rawEvents, and for a single
+// pure release {T ≥ q·M}, {T ≤ −q·M} at q = 0.6, 0.8, 0.9, 0.95 of its
+// largest possible value M = Δ/b (an ℓ2 Laplace release exceeds its claim
+// only near the bound, in a cone around the shift that the pilot runs
+// rarely reach).
+func releaseEvents(pilot [2][]float64, m float64) []audit.Event {
+	ev := rawEvents(pilot)
+	if !math.IsInf(m, 0) {
+		for _, q := range []float64{0.6, 0.8, 0.9, 0.95} {
+			ev = append(ev, audit.Event{Kind: audit.AtLeast, T: q * m}, audit.Event{Kind: audit.AtMost, T: -q * m})
+		}
+	}
+	return ev
 }
 
 // of is the statistic of a run's draws, their noise shifted by Δ·e₁ when

@@ -116,6 +116,9 @@ func Run(ctx context.Context, p *Problem, cfg Config) (*Result, error) {
 				q.Y[k] = 1
 			}
 		}
+		if err := cfg.Instrument.Err(); err != nil {
+			return nil, fmt.Errorf("onebit: InP: %w", err)
+		}
 		p1, p2 := plan.RR.FlipProbabilities()
 		flipped, err := NewFlipped(opt.Link, p1, p2)
 		if err != nil {

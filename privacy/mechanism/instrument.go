@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 )
 
 // Instrument is what an audit attaches to the mechanisms a release builds
@@ -26,6 +27,30 @@ type Instrument struct {
 	// error aborts the release with it (an audit that has seen every draw
 	// it needs stops the training that way).
 	Tap func(Draw) error
+
+	mu  sync.Mutex
+	err error // the first error a tap returned to a release that cannot fail
+}
+
+// Err is the first error the tap returned on a release that cannot report
+// one (RandomizedResponse.Randomize); a solver that randomizes through an
+// instrumented RR checks it after its loop, as it would a Release error.
+func (in *Instrument) Err() error {
+	if in == nil {
+		return nil
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.err
+}
+
+// keep records err for Err.
+func (in *Instrument) keep(err error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.err == nil && err != nil {
+		in.err = fmt.Errorf("rr release: %w", err)
+	}
 }
 
 // Draw is one release seen by an Instrument's tap.

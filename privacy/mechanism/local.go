@@ -111,8 +111,8 @@ func (m *RandomizedResponse) GuaranteeFor(d int) (privacy.Guarantee, error) {
 }
 
 // Randomize returns the released sign for a true sign (true = +1).
-// A tap of an instrumented copy sees every sign (its error is ignored:
-// randomizing a sign cannot fail).
+// A tap of an instrumented copy sees every sign (its error, which
+// randomizing cannot return, is kept for Instrument.Err).
 func (m *RandomizedResponse) Randomize(src *noise.Source, positive bool) bool {
 	var out bool
 	if positive {
@@ -127,7 +127,7 @@ func (m *RandomizedResponse) Randomize(src *noise.Source, positive bool) bool {
 			}
 			return -1
 		}
-		_ = m.inst.Tap(Draw{Mechanism: "rr", Clean: []float64{sign(positive)}, Noised: []float64{sign(out)}, Flip: [2]float64{m.p1, m.p2}})
+		m.inst.keep(m.inst.Tap(Draw{Mechanism: "rr", Clean: []float64{sign(positive)}, Noised: []float64{sign(out)}, Flip: [2]float64{m.p1, m.p2}}))
 	}
 	return out
 }
