@@ -362,6 +362,7 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	if o.Prepare == nil {
 		prepare, honest = DevicePrepare(name, o.Epsilon/factor), DevicePrepare(name, o.Epsilon)
 	}
+	var design *AuditDesign // set below, once the claim is known
 	type runOut struct {
 		r        *release.Release
 		prepared release.Input
@@ -372,6 +373,11 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	// many draws, prepOnly after the device step.
 	run := func(ctx context.Context, in release.Input, src *noise.Source, f float64, prep PrepareFunc, stopAfter int, prepOnly bool) (runOut, error) {
 		var out runOut
+		if prepOnly && design != nil && design.Device != nil {
+			prepared, err := design.Device(ctx, in, src.Split(), o.Epsilon/f)
+			out.prepared = prepared
+			return out, err
+		}
 		if prep != nil {
 			prepared, done, err := prep(ctx, in, src.Split())
 			if err != nil {
@@ -429,7 +435,6 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 		}
 		rel = privacy.RelationUserReplace
 	}
-	var design *AuditDesign
 	if d, ok := cfg.(AuditDesigner); ok {
 		if design, err = d.AuditDesign(o.Epsilon, o.Delta); err != nil {
 			return nil, fmt.Errorf("audit: %s: %w", name, err)

@@ -1,6 +1,7 @@
 package methods
 
 import (
+	"context"
 	"errors"
 	"math"
 	"slices"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/privrec/privrec/privacy/audit"
 	"github.com/privrec/privrec/privacy/mechanism"
+	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/release"
 )
 
@@ -294,6 +296,10 @@ type AuditDesign struct {
 	// Prepared says the statistic reads the prepared input only: sampling
 	// runs stop before training.
 	Prepared bool
+	// Device, when set, is the devices' step for Prepared statistics at
+	// per-rating ε: the same randomization as AuditOptions.Prepare without
+	// the collect file a trainer would read.
+	Device func(ctx context.Context, in release.Input, src *noise.Source, eps float64) (release.Input, error)
 }
 
 // valueEvents are the events of a declared statistic, from its pilot

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -321,21 +322,6 @@ type PrepareFunc = func(ctx context.Context, in release.Input, src *noise.Source
 // audit and for simulations.
 func LDPPrepare(mech ldp.Mechanism, eps float64, workers int) PrepareFunc {
 	return func(ctx context.Context, in release.Input, src *noise.Source) (release.Input, func(), error) {
-		scale, err := in.NeedScale("the local-DP clients")
-		if err != nil {
-			return release.Input{}, nil, err
-		}
-		cat, err := in.NeedCatalogue("the local-DP clients")
-		if err != nil {
-			return release.Input{}, nil, err
-		}
-		if p := in.Declared.Population; p != 0 && p != in.Ratings.NumUsers() {
-			return release.Input{}, nil, fmt.Errorf("--population %d, but the data have %d users (the clients)", p, in.Ratings.NumUsers())
-		}
-		sc, err := ldp.DeclaredScale(scale.Min, scale.Max, 0, mech)
-		if err != nil {
-			return release.Input{}, nil, err
-		}
 		f, err := os.CreateTemp("", "privrec-collect-*.tsv")
 		if err != nil {
 			return release.Input{}, nil, fmt.Errorf("temporary collect file: %w", err)
@@ -343,7 +329,7 @@ func LDPPrepare(mech ldp.Mechanism, eps float64, workers int) PrepareFunc {
 		path := f.Name()
 		cleanup := func() { os.Remove(path) }
 		bw := bufio.NewWriter(f)
-		reports, _, err := ldp.SimulateTo(ctx, bw, in.Ratings, mech, eps, sc, cat.IDs(), src, workers)
+		reports, err := ldpReports(ctx, in, mech, eps, src, workers, bw)
 		if err == nil {
 			err = bw.Flush()
 		}
@@ -356,6 +342,31 @@ func LDPPrepare(mech ldp.Mechanism, eps float64, workers int) PrepareFunc {
 		}
 		return release.Input{Ratings: reports, Declared: in.Declared, Source: path}, cleanup, nil
 	}
+}
+
+// ldpReports runs the clients of LDPPrepare and returns their reports,
+// writing the collect file to w (nil: nowhere).
+func ldpReports(ctx context.Context, in release.Input, mech ldp.Mechanism, eps float64, src *noise.Source, workers int, w io.Writer) (*ratings.Matrix, error) {
+	scale, err := in.NeedScale("the local-DP clients")
+	if err != nil {
+		return nil, err
+	}
+	cat, err := in.NeedCatalogue("the local-DP clients")
+	if err != nil {
+		return nil, err
+	}
+	if p := in.Declared.Population; p != 0 && p != in.Ratings.NumUsers() {
+		return nil, fmt.Errorf("--population %d, but the data have %d users (the clients)", p, in.Ratings.NumUsers())
+	}
+	sc, err := ldp.DeclaredScale(scale.Min, scale.Max, 0, mech)
+	if err != nil {
+		return nil, err
+	}
+	reports, _, err := ldp.SimulateTo(ctx, w, in.Ratings, mech, eps, sc, cat.IDs(), src, workers)
+	if err != nil {
+		return nil, fmt.Errorf("simulating the clients: %w", err)
+	}
+	return reports, nil
 }
 
 // DevicePrepare returns the step a method's users' devices run before the
@@ -382,7 +393,14 @@ func DevicePrepare(name string, eps float64) PrepareFunc {
 // training that follows is post-processing and is not run for the bound.
 func (c *LDPConfig) AuditDesign(eps, _ float64) (*AuditDesign, error) {
 	return &AuditDesign{
-		Epsilon:  eps,
+		Epsilon: eps,
+		Device: func(ctx context.Context, in release.Input, src *noise.Source, eps float64) (release.Input, error) {
+			reports, err := ldpReports(ctx, in, c.mech, eps, src, 1, nil)
+			if err != nil {
+				return release.Input{}, err
+			}
+			return release.Input{Ratings: reports, Declared: in.Declared}, nil
+		},
 		Name:     "the canary client's report for item1 (rating 1 vs missing)",
 		Prepared: true,
 		Statistic: func(prepared release.Input, _ []mechanism.Draw, _ *release.Release) float64 {
