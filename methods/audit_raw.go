@@ -2,7 +2,9 @@ package methods
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -493,4 +495,22 @@ func (rc *releaseCheck) of(draws []mechanism.Draw, shifted bool) float64 {
 		return math.NaN()
 	}
 	return t
+}
+
+// MarshalJSON writes an infinite claimed ε (a guarantee with status none)
+// as null, as the guarantee's own JSON does; JSON has no infinities.
+func (r AuditReport) MarshalJSON() ([]byte, error) {
+	type plain AuditReport
+	out := struct {
+		plain
+		ClaimedEpsilon *float64 `json:"claimed_epsilon"`
+	}{plain: plain(r)}
+	if e := r.ClaimedEpsilon; !math.IsInf(e, 0) && !math.IsNaN(e) {
+		out.ClaimedEpsilon = &e
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("audit report: %w", err)
+	}
+	return b, nil
 }
