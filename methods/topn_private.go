@@ -304,4 +304,3 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	return &release.Release{Public: out, Guarantee: g,
 		Report: release.Report{"sigma_counts": sigmaCount, "sigma_gram": sigmaGram, "covered_items": m, "lambda": lambda}}, nil
 }
-

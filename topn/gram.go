@@ -118,4 +118,3 @@ func Gram(ctx context.Context, x *Interactions, cols Columns, weight func(n int)
 	}
 	return mat.NewSymDense(m, sum), nil
 }
-
