@@ -213,7 +213,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	var popularity, itemWeight []float64
 	var sigmaCount float64
 	if c.BiasWeightExp != 0 {
-		countMech, err := gaussianForRho("the item counts", split.count, env.Delta, countSensitivity(), n, env.instrument())
+		countMech, err := instrumentedGaussianForRho("the item counts", split.count, env.Delta, countSensitivity(), n, env.instrument())
 		if err != nil {
 			return nil, err
 		}
@@ -552,7 +552,7 @@ func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, mea
 		return nil, 0, nil, nil
 	}
 	sens := mechanism.Sensitivity{Value: mf.CovSensitivity(clip), Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
-	if mech, err = gaussianForRho("the item covariance", rho, env.Delta, sens, mf.CovDim(m), env.instrument()); err != nil {
+	if mech, err = instrumentedGaussianForRho("the item covariance", rho, env.Delta, sens, mf.CovDim(m), env.instrument()); err != nil {
 		return nil, 0, nil, err
 	}
 	sigma = mech.Sigma()
@@ -582,21 +582,26 @@ func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, mea
 // biasMechanism is the Gaussian mechanism of the bias statistics over n
 // items with zCDP budget rho, instrumented with inst (Env.instrument).
 func biasMechanism(rho, delta float64, n int, spread bool, inst *mechanism.Instrument) (*mechanism.Gaussian, error) {
-	return gaussianForRho("the bias statistics", rho, delta, biasSensitivity(), biasDim(n, spread), inst)
+	return instrumentedGaussianForRho("the bias statistics", rho, delta, biasSensitivity(), biasDim(n, spread), inst)
 }
 
 // gaussianForRho is the Gaussian mechanism with zCDP budget rho for a
-// release of dim coordinates and sensitivity sens, instrumented with inst
-// (Env.instrument: an audit's noise factor and tap; nil otherwise); what
-// names the release in errors.
-func gaussianForRho(what string, rho, delta float64, sens mechanism.Sensitivity, dim int, inst *mechanism.Instrument) (*mechanism.Gaussian, error) {
+// release of dim coordinates and sensitivity sens; what names the release
+// in errors.
+func gaussianForRho(what string, rho, delta float64, sens mechanism.Sensitivity, dim int) (*mechanism.Gaussian, error) {
 	sigma, err := mechanism.GaussianSigma(rho, sens.Value, dim)
 	if err != nil {
 		return nil, fmt.Errorf("calibrating %s: %w", what, err)
 	}
-	m, err := mechanism.NewGaussianSigma(sigma, delta, sens, dim)
+	return mechanism.NewGaussianSigma(sigma, delta, sens, dim)
+}
+
+// instrumentedGaussianForRho is gaussianForRho instrumented with inst
+// (Env.instrument: an audit's noise factor and tap; nil otherwise).
+func instrumentedGaussianForRho(what string, rho, delta float64, sens mechanism.Sensitivity, dim int, inst *mechanism.Instrument) (*mechanism.Gaussian, error) {
+	m, err := gaussianForRho(what, rho, delta, sens, dim)
 	if err != nil {
-		return nil, fmt.Errorf("calibrating %s: %w", what, err)
+		return nil, err
 	}
 	return m.Instrumented(inst), nil
 }
