@@ -21,8 +21,8 @@ func runAudit(ctx context.Context, args []string, out io.Writer) error {
 		return runAuditMethod(ctx, name, args, out)
 	}
 	fs := newFlags("audit --mechanism NAME --epsilon E [--delta D] [--samples N] [--json]", `
-Sample a privacy mechanism on its worst-case pair of neighbouring inputs
-(sensitivity 1; for rr the signs +1/−1, for krr missing/rating 1, for
+Sample a privacy mechanism — its own Release, the code path every release
+takes — on its worst-case pair of neighbouring inputs (sensitivity 1; for rr the signs +1/−1, for krr missing/rating 1, for
 modlaplace the ratings −1/+1, for l2laplace the vectors 0/e₁), count a
 fixed family of likelihood-ratio events on both sides, and print a
 Clopper–Pearson lower bound on the privacy loss beside the claimed ε (for
