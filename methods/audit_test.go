@@ -164,3 +164,37 @@ func TestAuditEveryPrivateMethod(t *testing.T) {
 		})
 	}
 }
+
+// deafBias is dp-bias that ignores Env.NoiseFactor (and Env.Tap): a method
+// that does not honour the knob.
+type deafBias struct{ methods.DPBiasConfig }
+
+func (c *deafBias) Train(ctx context.Context, in release.Input, env methods.Env) (*release.Release, error) {
+	env.NoiseFactor, env.Tap = 0, nil
+	return c.DPBiasConfig.Train(ctx, in, env)
+}
+
+// A private method that does not honour Env.NoiseFactor shows no violation
+// at noise factor 0.5 — which is what makes TestAuditEveryPrivateMethod
+// fail for it — while the real dp-bias is caught. Same confidence and
+// false-failure rates as TestAuditEveryPrivateMethod.
+func TestAuditNeedsTheNoiseFactor(t *testing.T) {
+	if raceEnabled {
+		t.Skip("statistical; TestAuditEveryPrivateMethod exercises the code under race")
+	}
+	opts := methods.AuditOptions{Samples: auditTierSamples, Confidence: 1 - 1e-4, Seed: 29, NoiseFactor: 0.5}
+	real, err := methods.Audit(context.Background(), "dp-bias", methods.NewDPBiasConfig(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deaf, err := methods.Audit(context.Background(), "dp-bias", &deafBias{*methods.NewDPBiasConfig()}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !real.Violation || deaf.Violation {
+		t.Errorf("violation: dp-bias %v (want true), deaf to the noise factor %v (want false)", real.Violation, deaf.Violation)
+	}
+	if deaf.ReleaseCheck != nil {
+		t.Errorf("a method deaf to Env.Tap has a release check: %+v", deaf.ReleaseCheck)
+	}
+}
