@@ -419,6 +419,9 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	}
 	if auto && g.Rho > 0 {
 		o.Epsilon = AuditZCDPEpsilon
+		if o.Prepare == nil {
+			prepare, honest = DevicePrepare(name, o.Epsilon/factor), DevicePrepare(name, o.Epsilon)
+		}
 		if g, err = probe(); err != nil {
 			return nil, err
 		}
@@ -441,9 +444,12 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 		}
 	}
 	if design != nil && design.Config != nil {
-		cfg = design.Config
+		cfg = design.Config // the runs (and the probe) train this one from here on
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("audit: %s's audited configuration: %w", name, err)
+		}
+		if g, err = probe(); err != nil {
+			return nil, err
 		}
 	}
 	var sides [2]release.Input
