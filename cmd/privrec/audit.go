@@ -37,7 +37,7 @@ while still claiming ε: the audit catches it at ε = 1 with the default
 sample counts and confidence 0.95 (measured bounds, seed 1; correct vs 0.9×):
   laplace, rr, krr, modlaplace   10⁶ samples per input (caught from 2·10⁵)
   l2laplace (dim 2)              10⁶ per input, ≈ 1 s: 0.967 vs 1.078
-  gaussian (δ = 1e-5)            6·10⁷ per input, ≈ 15 s on 2 idle cores: 0.935 vs 1.045
+  gaussian (δ = 1e-5)            6·10⁷ per input, ≈ 15 s on 2 idle cores: 0.933 vs 1.043
 The gaussian needs that many samples because at δ = 1e-5 the events that
 can exceed (ε, δ) lie beyond 3.5σ and a 10 % under-noised Gaussian exceeds
 the claim there by only ≈ 3·10⁻⁵ in probability; its events are set where
