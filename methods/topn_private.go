@@ -325,7 +325,7 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 		off += m - p
 	}
 	edge := 2 * sigmaGram * math.Sqrt(float64(m))
-	w, err := topn.Denoise(noised, c.Denoise*edge, edge)
+	w, err := topn.Denoise(noised, c.Denoise*edge, edge, env.Rand.Rand())
 	if err != nil {
 		return nil, err
 	}
