@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privrec/privrec/methods"
 	"github.com/privrec/privrec/release"
 )
 
@@ -187,3 +188,28 @@ func FuzzParseKs(f *testing.F) {
 
 func nan() float64 { return math.NaN() }
 func inf() float64 { return math.Inf(1) }
+
+// TestTrainPositiveAboveScale: privrec train refuses a top-N method's
+// --positive above the declared scale, before reading any data (skipped
+// until a registered method has a positive parameter).
+func TestTrainPositiveAboveScale(t *testing.T) {
+	name := ""
+	for _, m := range methods.All() {
+		if methods.HasParam(m.New(), "positive") {
+			name = m.Name
+			break
+		}
+	}
+	if name == "" {
+		t.Skip("no registered method has a positive parameter yet")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m.model")
+	_, errs, code := runCLI(t, "train", "--method", name, "--data", filepath.Join(dir, "none.tsv"), "--scale", "1:5", "--positive", "6", "--out", out)
+	if code != 2 || !strings.Contains(errs, "--positive 6") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("a model was written")
+	}
+}

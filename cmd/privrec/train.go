@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -141,6 +142,15 @@ Methods:
 		in.Declared.Catalogue = c
 	}
 	in.Declared.Population = *population
+	// A top-N method's --positive T (ratings ≥ T are interactions) must
+	// lie within the declared scale.
+	if f := fs.Lookup("positive"); f != nil && setFlags(fs)["positive"] {
+		if v, err := strconv.ParseFloat(f.Value.String(), 64); err == nil {
+			if err := checkPositive(v, in.Declared.Scale); err != nil {
+				return err
+			}
+		}
+	}
 	data, err := d.read("data")
 	if err != nil {
 		return err
