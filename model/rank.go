@@ -11,18 +11,25 @@ import (
 func (m *Model) Scores(st *UserState, out []float64) {
 	r := m.Rank
 	base := m.Offset + st.Bias
-	sparse := r > 64 && nonZeros(st.Row) < r/8
+	var nzIdx []int
+	if r > 64 && nonZeros(st.Row) < r/8 {
+		// A sparse row (an item–item model's indicator): visit its
+		// non-zeros only.
+		for c, x := range st.Row {
+			if x != 0 {
+				nzIdx = append(nzIdx, c)
+			}
+		}
+	}
 	for i := range out {
 		s := base
 		if m.ItemBias != nil {
 			s += m.ItemBias[i]
 		}
 		v := m.V[i*r : i*r+r]
-		if sparse {
-			for c, x := range st.Row {
-				if x != 0 {
-					s += x * v[c]
-				}
+		if nzIdx != nil {
+			for _, c := range nzIdx {
+				s += st.Row[c] * v[c]
 			}
 		} else {
 			for c, x := range st.Row {
