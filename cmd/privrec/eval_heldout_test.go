@@ -213,3 +213,28 @@ func TestTrainPositiveAboveScale(t *testing.T) {
 		t.Fatal("a model was written")
 	}
 }
+
+func TestConfigNumber(t *testing.T) {
+	type inner struct {
+		P []float64 `flag:"positive"`
+	}
+	type cfg struct {
+		inner
+		L float64   `flag:"lambda"`
+		S string    `flag:"name"`
+		M []float64 `flag:"many"`
+	}
+	c := &cfg{inner: inner{P: []float64{4}}, L: 2.5, S: "x", M: []float64{1, 2}}
+	for _, tc := range []struct {
+		name string
+		want float64
+		ok   bool
+	}{{"positive", 4, true}, {"lambda", 2.5, true}, {"name", 0, false}, {"many", 0, false}, {"absent", 0, false}} {
+		if got, ok := configNumber(c, tc.name); ok != tc.ok || got != tc.want {
+			t.Errorf("%s: %v %v", tc.name, got, ok)
+		}
+	}
+	if _, ok := configNumber(cfg{}, "lambda"); ok {
+		t.Error("a struct value (not a pointer) was read")
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -144,11 +143,9 @@ Methods:
 	in.Declared.Population = *population
 	// A top-N method's --positive T (ratings ≥ T are interactions) must
 	// lie within the declared scale.
-	if f := fs.Lookup("positive"); f != nil && setFlags(fs)["positive"] {
-		if v, err := strconv.ParseFloat(f.Value.String(), 64); err == nil {
-			if err := checkPositive(v, in.Declared.Scale); err != nil {
-				return err
-			}
+	if v, ok := configNumber(cfg, "positive"); ok && setFlags(fs)["positive"] {
+		if err := checkPositive(v, in.Declared.Scale); err != nil {
+			return err
 		}
 	}
 	data, err := d.read("data")
