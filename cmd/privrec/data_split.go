@@ -48,13 +48,14 @@ Exactly one of:
                    privrec eval --history test-history.tsv
                    --targets test-targets.tsv (tune on the validation pair).
 
-Optionally, before splitting (the setup of seed 001):
+Optionally, before a --holdout or --per-user split (the setup of seed 001):
   --top-items N    keep only the N most-rated items (ties: first seen)
   --cap XI         keep a uniform random sample of at most XI ratings per user
 
 The split is a deterministic function of the data and --seed: the same
-input and seed give the same files. Both files are written only if
-everything succeeds (through temporary files renamed into place).`
+input and seed give the same files. The files are written only if
+everything succeeds (through temporary files renamed into place); on an
+error nothing is written.`
 
 const dataSplitExample = `  privrec data split --in u.data --format movielens-100k --holdout 0.2 --seed 7 \
       --train ml.train.tsv --test ml.test.tsv
