@@ -57,23 +57,17 @@ func countsSensitivity(cap float64) mechanism.Sensitivity {
 
 // gaussianRelease calibrates a Gaussian mechanism to zCDP budget rho for
 // a vector of len(v) coordinates and sensitivity sens, adds its noise to v
-// (times env's noise factor: an audit's deliberate under-noising) and
-// returns the calibrated σ and the guarantee of the calibrated mechanism.
+// through env's instrument (an audit's noise factor and tap; none in a
+// real release) and returns the calibrated σ and its guarantee.
 func gaussianRelease(what string, rho float64, sens mechanism.Sensitivity, v []float64, env Env) (float64, privacy.Guarantee, error) {
-	claimed, err := gaussianForRho(what, rho, env.Delta, sens, len(v))
+	mech, err := gaussianForRho(what, rho, env.Delta, sens, len(v))
 	if err != nil {
 		return 0, privacy.Guarantee{}, err
 	}
-	used := claimed
-	if f := env.noiseFactor(); f != 1 {
-		if used, err = mechanism.NewGaussianSigma(claimed.Sigma()*f, env.Delta, sens, len(v)); err != nil {
-			return 0, privacy.Guarantee{}, err
-		}
-	}
-	if err := used.Release(env.Noise, v); err != nil {
+	if err := mech.Instrumented(env.instrument()).Release(env.Noise, v); err != nil {
 		return 0, privacy.Guarantee{}, fmt.Errorf("releasing %s: %w", what, err)
 	}
-	return claimed.Sigma(), claimed.Guarantee(), nil
+	return mech.Sigma(), mech.Guarantee(), nil
 }
 
 // topnPlan reads the private interactions onto the declared catalogue.
