@@ -76,11 +76,7 @@ func topnPlan(name string, sel *Interactions, in release.Input) (*topn.Interacti
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := sel.select_(in.Ratings, in.Declared.Scale)
-	if err != nil {
-		return nil, nil, err
-	}
-	data, err = release.OnCatalogue(data, cat)
+	data, _, _, err := sel.interactions(in)
 	if err != nil {
 		return nil, nil, err
 	}
