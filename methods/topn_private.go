@@ -206,7 +206,7 @@ func catTitles(c *model.Catalogue) []string {
 // NewDPEASEDefaults returns dp-ease's defaults (chosen on MovieLens-1M
 // validation users; docs/topn.md).
 func NewDPEASEDefaults() *DPEASEConfig {
-	return &DPEASEConfig{Cap: 50, CountShare: 0.15, GramNorm: 1, CoverScale: 1.5, MaxItems: 2000, LambdaScale: 0.3, Denoise: 1}
+	return &DPEASEConfig{Cap: 20, CountShare: 0.15, GramNorm: 1, CoverScale: 1.5, MaxItems: 2000, LambdaScale: 0.3, Denoise: 1}
 }
 
 // DPEASEConfig configures dp-ease.
