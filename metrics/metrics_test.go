@@ -67,3 +67,45 @@ func TestRankingQuality(t *testing.T) {
 		t.Error("user without relevant items was scored")
 	}
 }
+
+func TestHeldOut(t *testing.T) {
+	targets := map[int32]bool{3: true, 7: true, 9: true}
+	cases := []struct {
+		name      string
+		ranked    []int32
+		ks        []int
+		recall    []float64
+		ndcg0, rr float64
+		ok        bool
+		noTargets bool
+	}{
+		{"perfect", []int32{3, 7, 9, 1}, []int{2, 3}, []float64{1, 1}, 1, 1, true, false},
+		{"second place", []int32{1, 3, 2, 4}, []int{1, 2}, []float64{0, 0.5}, 0, 0.5, true, false},
+		{"none", []int32{1, 2}, []int{2}, []float64{0}, 0, 0, true, false},
+		{"short list", []int32{9}, []int{20}, []float64{1.0 / 3}, 1 / (1 + 1/math.Log2(3) + 0.5), 1, true, false},
+		{"no targets", []int32{1}, []int{1}, nil, 0, 0, false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tg := targets
+			if c.noTargets {
+				tg = nil
+			}
+			rec, ndcg, rr, ok := HeldOut(c.ranked, tg, c.ks)
+			if ok != c.ok {
+				t.Fatalf("ok = %v", ok)
+			}
+			if !ok {
+				return
+			}
+			for q := range c.ks {
+				if math.Abs(rec[q]-c.recall[q]) > 1e-12 {
+					t.Errorf("recall@%d = %g, want %g", c.ks[q], rec[q], c.recall[q])
+				}
+			}
+			if math.Abs(ndcg[0]-c.ndcg0) > 1e-12 || math.Abs(rr-c.rr) > 1e-12 {
+				t.Errorf("ndcg@%d = %g (want %g), rr = %g (want %g)", c.ks[0], ndcg[0], c.ndcg0, rr, c.rr)
+			}
+		})
+	}
+}

@@ -22,7 +22,14 @@ const (
 	Ratings Output = "rating"
 	// Signs: the score is a latent value whose sign predicts like (+1) or dislike (−1).
 	Signs Output = "sign"
+	// Scores: the score ranks items for a user (a top-N model); it is not a
+	// rating and is never clamped or rescaled.
+	Scores Output = "score"
 )
+
+// Rated reports whether scores are predicted ratings (Ratings, or the
+// empty Output of older files).
+func (o Output) Rated() bool { return o == Ratings || o == "" }
 
 // Transform records what was done to the training ratings before the
 // solver saw them; predictions undo it and eval/recommend apply it to
@@ -44,6 +51,10 @@ type Transform struct {
 	// Clamp is the declared rating scale predictions are clamped to (nil:
 	// none). It is a declared public fact, never read from the data.
 	Clamp *Range `json:"clamp,omitempty"`
+	// Positive, when set, made the ratings ≥ *Positive the interactions of
+	// a top-N model (the others were dropped); a user's fold-in uses the
+	// same rule, and every item she rated is left out of her list.
+	Positive *float64 `json:"positive,omitempty"`
 }
 
 // Scale is a linear map of the rating scale.
@@ -239,7 +250,7 @@ func (m *Model) Score(u, i int32) float64 {
 // models.
 func (m *Model) Predict(u, i int32) float64 {
 	s := m.Score(u, i)
-	if m.Output == Signs {
+	if !m.Output.Rated() {
 		return s
 	}
 	if m.Transform.Scale != nil {

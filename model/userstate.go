@@ -130,7 +130,7 @@ func (m *Model) ScoreFor(st *UserState, i int32) float64 {
 // PredictFor is Predict for a user given by her own state.
 func (m *Model) PredictFor(st *UserState, i int32) float64 {
 	s := m.ScoreFor(st, i)
-	if m.Output == Signs {
+	if !m.Output.Rated() {
 		return s
 	}
 	if m.Transform.Scale != nil {
@@ -172,6 +172,9 @@ func (m *Model) FoldInUser(user string, items []string, values []float64) (*User
 		v := values[k]
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("model: rating of item %q is not finite", id)
+		}
+		if p := m.Transform.Positive; p != nil && v < *p {
+			continue // not an interaction; still left out of her list (Seen)
 		}
 		if m.Transform.Binarise {
 			v = -1

@@ -35,6 +35,7 @@ const (
 	streamHoldOut        = 0x686f6c646f7574 // "holdout"
 	streamHoldOutPerUser = 0x706572757365   // "peruse"
 	streamCap            = 0x636170         // "cap"
+	streamSplitUsers     = 0x7573657273     // "users"
 )
 
 // bitset marks positions in a matrix's user-major arrays.

@@ -1,0 +1,261 @@
+package methods
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/topn"
+	"github.com/privrec/privrec/transform"
+)
+
+// The non-private top-N models: popularity, EASE and iALS (package topn).
+// They rank items for a user from her own interactions; their models hold
+// the item side only, and a user — in training or not — gets her list from
+// the public model and her own ratings (privrec recommend --ratings).
+func init() {
+	Register(&Method{
+		Name:    "popularity",
+		Summary: "top-N: items by how many users interacted with them (non-private)",
+		New:     func() Config { return &PopularityConfig{} },
+	})
+	Register(&Method{
+		Name:    "ease",
+		Summary: "top-N: EASE, Steck's closed-form item–item model (non-private)",
+		New:     func() Config { return &EASEConfig{Lambda: 400, MaxItems: 2500} },
+	})
+	Register(&Method{
+		Name:    "ials",
+		Summary: "top-N: implicit ALS with Rendle et al.'s regularisation, conjugate-gradient solves (non-private)",
+		New: func() Config {
+			return &IALSConfig{Rank: 128, Alpha0: 0.2, Lambda: 0.01, Nu: 1, Epochs: 16, CGSteps: 3, InitScale: 0.1}
+		},
+	})
+}
+
+// Interactions is the part of a top-N Config that says which ratings are
+// interactions.
+type Interactions struct {
+	Positive []float64 `json:"positive" flag:"positive" help:"ratings ≥ T are the interactions (the others are dropped; a user's own list still leaves out every item she rated); unset: every listed rating is an interaction"`
+}
+
+// Validate checks the threshold is one finite number, if given.
+func (c *Interactions) Validate() error {
+	if len(c.Positive) > 1 {
+		return fmt.Errorf("--positive takes one threshold, got %d", len(c.Positive))
+	}
+	if len(c.Positive) == 1 && (math.IsNaN(c.Positive[0]) || math.IsInf(c.Positive[0], 0)) {
+		return fmt.Errorf("--positive %g must be a finite rating", c.Positive[0])
+	}
+	return nil
+}
+
+// threshold is the declared threshold, or nil.
+func (c *Interactions) threshold() *float64 {
+	if len(c.Positive) == 0 {
+		return nil
+	}
+	t := c.Positive[0]
+	return &t
+}
+
+// select returns the interactions of m: its ratings ≥ the threshold. A
+// threshold above the declared scale's maximum is an error (no rating
+// could count).
+func (c *Interactions) select_(m *ratings.Matrix, scale *release.Scale) (*ratings.Matrix, error) {
+	t := c.threshold()
+	if t == nil {
+		return m, nil
+	}
+	if scale != nil && *t > scale.Max {
+		return nil, fmt.Errorf("--positive %g is above the declared scale %g:%g: no rating would be an interaction", *t, scale.Min, scale.Max)
+	}
+	return transform.Positives(m, *t), nil
+}
+
+// topnModel is the public shell of a top-N model over items (with titles,
+// or nil), ranking by score.
+func topnModel(name string, items, titles []string, positive *float64) *model.Model {
+	m := &model.Model{Method: name, Output: model.Scores, Items: items, Titles: titles, U: []float64{}, V: []float64{}}
+	m.Transform.Positive = positive
+	return m
+}
+
+// nonPrivate is the guarantee of a non-private model.
+func nonPrivate(what string) privacy.Guarantee {
+	return privacy.NoPrivacy(privacy.UnitUser, what+" is not private: the public model is an exact function of the training interactions.")
+}
+
+// PopularityConfig configures popularity (no settings besides the
+// interactions).
+type PopularityConfig struct {
+	Interactions
+}
+
+// Train counts each item's users.
+func (c *PopularityConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
+	data, err := c.select_(in.Ratings, in.Declared.Scale)
+	if err != nil {
+		return nil, err
+	}
+	x := topn.FromMatrix(data)
+	m := topnModel("popularity", slices.Clone(data.Items.Names()), nil, c.threshold())
+	m.ItemBias = x.Counts()
+	return &release.Release{Public: m, Guarantee: nonPrivate("popularity"),
+		Report: release.Report{"items": x.NumItems}}, nil
+}
+
+// EASEConfig configures ease.
+type EASEConfig struct {
+	Interactions
+	Lambda   float64 `json:"lambda" flag:"lambda" help:"EASE's ridge λ on the item–item weights (choose it on validation users)"`
+	MaxItems int     `json:"max_items" flag:"max-items" help:"the item–item model covers this many most-interacted items (its solve costs O(m³)); the others follow, by popularity"`
+}
+
+// Validate checks the settings.
+func (c *EASEConfig) Validate() error {
+	if err := c.Interactions.Validate(); err != nil {
+		return err
+	}
+	if !(c.Lambda > 0) || math.IsInf(c.Lambda, 0) {
+		return fmt.Errorf("--lambda %g must be finite and > 0", c.Lambda)
+	}
+	if c.MaxItems < 1 || c.MaxItems > 20000 {
+		return fmt.Errorf("--max-items %d must be in [1, 20000] (the dense item–item matrix has max-items² entries)", c.MaxItems)
+	}
+	return nil
+}
+
+// Train solves EASE over the most-interacted items.
+func (c *EASEConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
+	data, err := c.select_(in.Ratings, in.Declared.Scale)
+	if err != nil {
+		return nil, err
+	}
+	x := topn.FromMatrix(data)
+	counts := x.Counts()
+	order := byCount(counts)
+	covered := order[:min(c.MaxItems, len(order))]
+	for len(covered) > 0 && counts[covered[len(covered)-1]] == 0 {
+		covered = covered[:len(covered)-1]
+	}
+	cols, err := topn.NewColumns(x.NumItems, covered)
+	if err != nil {
+		return nil, err
+	}
+	g, err := topn.Gram(ctx, x, cols, func(int) float64 { return 1 }, env.Workers)
+	if err != nil {
+		return nil, err
+	}
+	bt, err := topn.EASE(g, c.Lambda)
+	if err != nil {
+		return nil, err
+	}
+	m := indicatorModel("ease", data.Items.Names(), nil, order, len(covered), bt, counts, c.threshold())
+	m.Params = map[string]any{"lambda": c.Lambda, "covered_items": len(covered)}
+	return &release.Release{Public: m, Guarantee: nonPrivate("ease"),
+		Report: release.Report{"items": x.NumItems, "covered_items": len(covered)}}, nil
+}
+
+// byCount orders items by decreasing count (ties by index).
+func byCount(counts []float64) []int {
+	order := make([]int, len(counts))
+	for j := range order {
+		order[j] = j
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case counts[a] > counts[b]:
+			return -1
+		case counts[a] < counts[b]:
+			return 1
+		}
+		return 0
+	})
+	return order
+}
+
+// indicatorModel builds an item–item model: the items reordered by order,
+// the first m covered by the m × m weights bt (row j: the weights of the
+// covered items toward item j), scored by a user's indicator over them
+// (fold-in "indicator"). The items left out rank after every covered item,
+// by pop.
+func indicatorModel(name string, ids, titles []string, order []int, m int, bt *mat.Dense, pop []float64, positive *float64) *model.Model {
+	n := len(order)
+	items := make([]string, n)
+	var tt []string
+	if titles != nil {
+		tt = make([]string, n)
+	}
+	out := topnModel(name, items, tt, positive)
+	out.Rank, out.FoldIn = m, topn.FoldIndicator
+	out.V = make([]float64, n*m)
+	out.ItemBias = make([]float64, n)
+	for q, j := range order {
+		items[q] = ids[j]
+		if tt != nil {
+			tt[q] = titles[j]
+		}
+		if q < m {
+			copy(out.V[q*m:q*m+m], bt.RawRowView(q))
+		} else {
+			out.ItemBias[q] = topn.Uncovered + pop[j]*1e-9
+		}
+	}
+	return out
+}
+
+// IALSConfig configures ials.
+type IALSConfig struct {
+	Interactions
+	Rank      int     `json:"rank" flag:"rank" help:"number of latent factors"`
+	Alpha0    float64 `json:"alpha0" flag:"alpha0" help:"weight α₀ of the unobserved user–item pairs"`
+	Lambda    float64 `json:"lambda" flag:"lambda" help:"ridge λ, scaled per row by (its interactions + α₀·other side)^ν"`
+	Nu        float64 `json:"nu" flag:"nu" help:"frequency exponent ν of the regularisation (Rendle et al.: 1)"`
+	Epochs    int     `json:"epochs" flag:"epochs" help:"alternating epochs (users then items)"`
+	CGSteps   int     `json:"cg_steps" flag:"cg-steps" help:"conjugate-gradient steps per row and half-epoch, warm-started"`
+	InitScale float64 `json:"init_scale" flag:"init-scale" help:"standard deviation of the initial item factors, times 1/√rank"`
+}
+
+// Validate checks the settings.
+func (c *IALSConfig) Validate() error {
+	if err := c.Interactions.Validate(); err != nil {
+		return err
+	}
+	o := c.options(nil)
+	return o.Check()
+}
+
+func (c *IALSConfig) options(env *Env) topn.IALSOptions {
+	o := topn.IALSOptions{Rank: c.Rank, Alpha0: c.Alpha0, Lambda: c.Lambda, Nu: c.Nu, Epochs: c.Epochs, CGSteps: c.CGSteps, InitScale: c.InitScale}
+	if env != nil {
+		o.Rand, o.Workers, o.Progress = env.Rand.Rand(), env.Workers, env.Progress
+	}
+	return o
+}
+
+// Train fits iALS and keeps the item factors.
+func (c *IALSConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
+	data, err := c.select_(in.Ratings, in.Declared.Scale)
+	if err != nil {
+		return nil, err
+	}
+	x := topn.FromMatrix(data)
+	_, h, err := topn.IALS(ctx, x, c.options(&env))
+	if err != nil {
+		return nil, err
+	}
+	m := topnModel("ials", slices.Clone(data.Items.Names()), nil, c.threshold())
+	m.Rank, m.V = c.Rank, h
+	m.Params = map[string]any{"rank": c.Rank, "alpha0": c.Alpha0, "lambda": c.Lambda, "nu": c.Nu, "epochs": c.Epochs, "cg_steps": c.CGSteps}
+	topn.SetImplicitFoldIn(m, c.Alpha0, c.Lambda, c.Nu)
+	return &release.Release{Public: m, Guarantee: nonPrivate("ials"),
+		Report: release.Report{"items": x.NumItems, "rank": c.Rank}}, nil
+}

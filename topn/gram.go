@@ -1,0 +1,120 @@
+package topn
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Columns maps items to the columns of a Gram matrix over a subset of
+// them: Columns[j] is item j's column, −1 when it is not covered.
+type Columns []int32
+
+// NewColumns covers items (distinct item indices < n) in the order given.
+func NewColumns(n int, items []int) (Columns, error) {
+	c := make(Columns, n)
+	for j := range c {
+		c[j] = -1
+	}
+	for q, j := range items {
+		if j < 0 || j >= n || c[j] >= 0 {
+			return nil, fmt.Errorf("gram columns: item %d out of range or repeated", j)
+		}
+		c[j] = int32(q)
+	}
+	return c, nil
+}
+
+// Covered is the number of covered items.
+func (c Columns) Covered() int {
+	n := 0
+	for _, q := range c {
+		if q >= 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// Contribution is one user's part of a Gram matrix: weight·x xᵀ over her
+// covered items (cols, in increasing column order), where x is her
+// indicator vector and weight depends only on how many covered items she
+// has. It is the per-user statistic a private Gram release sums.
+type Contribution struct {
+	Cols   []int32
+	Weight float64
+}
+
+// Contribute is user u's contribution under weight(n) (n her covered
+// items); buf is reused for the columns.
+func (c Columns) Contribute(items []int32, weight func(n int) float64, buf []int32) Contribution {
+	buf = buf[:0]
+	for _, j := range items {
+		if q := c[j]; q >= 0 {
+			buf = append(buf, q)
+		}
+	}
+	// Items come in increasing index order; columns need not.
+	slices.Sort(buf)
+	if len(buf) == 0 {
+		return Contribution{Cols: buf}
+	}
+	return Contribution{Cols: buf, Weight: weight(len(buf))}
+}
+
+// Gram sums the users' contributions over the covered items into the
+// upper triangle of an m × m matrix (m = covered items), on w workers, and
+// returns it symmetric. Unit weights give the co-occurrence counts EASE
+// starts from.
+func Gram(ctx context.Context, x *Interactions, cols Columns, weight func(n int) float64, w int) (*mat.SymDense, error) {
+	m := cols.Covered()
+	if m == 0 {
+		return nil, fmt.Errorf("gram: no items covered")
+	}
+	w = workers(w)
+	parts := make([][]float64, w)
+	bufs := make([][]int32, w)
+	err := parallel(ctx, x.NumUsers, w, 64, func(wk, lo, hi int) {
+		if parts[wk] == nil {
+			parts[wk] = make([]float64, m*m)
+		}
+		g := parts[wk]
+		for u := lo; u < hi; u++ {
+			c := cols.Contribute(x.Row(u), weight, bufs[wk])
+			bufs[wk] = c.Cols
+			for a, p := range c.Cols {
+				row := g[int(p)*m:]
+				for _, q := range c.Cols[a:] {
+					row[q] += c.Weight
+				}
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	var sum []float64
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		if sum == nil {
+			sum = p
+			continue
+		}
+		for i, v := range p {
+			sum[i] += v
+		}
+	}
+	if sum == nil {
+		sum = make([]float64, m*m)
+	}
+	for p := range m {
+		for q := p + 1; q < m; q++ {
+			sum[q*m+p] = sum[p*m+q]
+		}
+	}
+	return mat.NewSymDense(m, sum), nil
+}
