@@ -386,7 +386,14 @@ func TestHealthAndMetrics(t *testing.T) {
 	if status != 200 || !strings.Contains(string(b), `"ok"`) {
 		t.Fatalf("healthz: %d %s", status, b)
 	}
-	status, _, b = raw(t, s, "GET", api.PathMetrics, "", "")
+	// The metrics count users, reports and refusals exactly: admin only
+	// (issue 23, defect 9: they were public).
+	for _, tok := range []string{"", c.Token} {
+		if status, e, _ := raw(t, s, "GET", api.PathMetrics, tok, ""); status != 401 || e.Code != api.CodeUnauthorized {
+			t.Fatalf("metrics with token %q: %d %+v", tok, status, e)
+		}
+	}
+	status, _, b = raw(t, s, "GET", api.PathMetrics, adminToken, "")
 	for _, want := range []string{`privrec_reports_total{outcome="stored"} 1`, `privrec_enrolments_total 1`, "privrec_commit_seconds_bucket", `privrec_http_requests_total{code="201",route="/v1/reports"} 1`} {
 		if status != 200 || !strings.Contains(string(b), want) {
 			t.Fatalf("metrics lack %q", want)

@@ -153,7 +153,17 @@ func (s *Server) routes() {
 	s.route(api.PathAdminReleases, map[string]http.HandlerFunc{http.MethodPost: s.postRelease})
 	s.route(api.PathAdminStats, map[string]http.HandlerFunc{http.MethodGet: s.getStats})
 	s.route(api.PathHealth, map[string]http.HandlerFunc{http.MethodGet: s.getHealth})
-	s.mux.Handle(api.PathMetrics, s.instrument(api.PathMetrics, promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}).ServeHTTP))
+	// The metrics count enrolments, reports and releases refused for lack
+	// of budget exactly: facts about the users, not covered by any
+	// guarantee, so they are the admin's (as GET /v1/admin/stats is).
+	metrics := promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})
+	s.route(api.PathMetrics, map[string]http.HandlerFunc{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
+		if !s.authAdmin(w, r) {
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		metrics.ServeHTTP(w, r)
+	}})
 	s.mux.Handle("/v1/", s.instrument("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: fmt.Sprintf("no endpoint %s", r.URL.Path)})
 	}))
