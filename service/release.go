@@ -531,7 +531,10 @@ func firstSentence(s string) string {
 	if s == "" {
 		return "no reason given"
 	}
-	return api.Truncate(s)
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
 }
 
 // periodStart is the start of the budget period holding t (0 when the

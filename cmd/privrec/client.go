@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/privrec/privrec/client"
 	"github.com/privrec/privrec/internal/atomicfile"
@@ -199,7 +200,7 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		}
 		if *jsonOut {
 			res := map[string]any{"accepted": ack.Accepted, "id": ack.ID, "seq": ack.Seq, "epsilon": ack.Epsilon,
-				"spent": ack.Spent, "remaining": ack.Remaining, "budget": ack.Budget, "replayed": replayed}
+				"spent": ack.Spent, "remaining": ack.Remaining, "budget": ack.Budget, "unit": cfg.LedgerUnit, "replayed": replayed}
 			addDeviceLedger(res, ledger, disagree)
 			return writeJSON(out, res)
 		}
@@ -207,7 +208,12 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		if replayed {
 			what = "was already stored (nothing charged now)"
 		}
-		fmt.Fprintf(out, "Report %s %s: ε = %g; you have spent %g of your budget %g (%g remaining).\n", ack.ID, what, ack.Epsilon, ack.Spent, ack.Budget, ack.Remaining)
+		if cfg.Mode == api.ModeCentral {
+			fmt.Fprintf(out, "Report %s %s (central mode: reports cost nothing; each release costs you its ρ). Spent ρ = %g of your budget ρ = %g (%g remaining).\n",
+				ack.ID, what, ack.Spent, ack.Budget, ack.Remaining)
+		} else {
+			fmt.Fprintf(out, "Report %s %s: ε = %g; you have spent %g of your budget %g (%g remaining).\n", ack.ID, what, ack.Epsilon, ack.Spent, ack.Budget, ack.Remaining)
+		}
 		if ledger != nil {
 			fmt.Fprintf(out, "This device's own count: ε = %g of %g sent (%g remaining).\n", ledger.Spent(), ledger.Budget, ledger.Remaining())
 		}
@@ -243,11 +249,22 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 			}
 		}
 		if *jsonOut {
-			res := map[string]any{"user": st.User, "spent": st.Spent, "remaining": st.Remaining, "budget": st.Budget, "reports": st.Reports}
+			res := map[string]any{"user": st.User, "spent": st.Spent, "remaining": st.Remaining, "budget": st.Budget, "reports": st.Reports, "unit": st.Unit}
+			if st.PeriodStart != nil {
+				res["period_start"] = st.PeriodStart
+			}
 			addDeviceLedger(res, ledger, disagree)
 			return writeJSON(out, res)
 		}
-		fmt.Fprintf(out, "User %s: %d reports; spent ε = %g of %g (%g remaining).\n", st.User, st.Reports, st.Spent, st.Budget, st.Remaining)
+		unit := "ε"
+		if st.Unit == api.UnitRho {
+			unit = "ρ (zCDP)"
+		}
+		period := ""
+		if st.PeriodStart != nil {
+			period = " in the budget period that began " + st.PeriodStart.Format(time.RFC3339)
+		}
+		fmt.Fprintf(out, "User %s: %d reports; spent %s = %g of %g%s (%g remaining).\n", st.User, st.Reports, unit, st.Spent, st.Budget, period, st.Remaining)
 		if ledger != nil {
 			fmt.Fprintf(out, "This device's own count: %d reports, ε = %g of %g sent (%g remaining).\n", len(ledger.Reports), ledger.Spent(), ledger.Budget, ledger.Remaining())
 		}
@@ -312,8 +329,12 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 			return clientErr(out, *jsonOut, err)
 		}
 		if *jsonOut {
-			return writeJSON(out, map[string]any{"id": res.ID, "method": res.Release.Method, "reports": res.Reports, "users_charged": res.UsersCharged,
-				"max_charge": res.MaxCharge, "seconds": res.Seconds, "guarantee": res.Release.Guarantee, "ledger": res.Release.Ledger})
+			v := map[string]any{"id": res.ID, "method": res.Release.Method, "reports": res.Reports, "users_charged": res.UsersCharged,
+				"max_charge": res.MaxCharge, "unit": res.Unit, "seconds": res.Seconds, "guarantee": res.Release.Guarantee, "ledger": res.Release.Ledger}
+			if res.UsersSkipped > 0 {
+				v["users_skipped"] = res.UsersSkipped
+			}
+			return writeJSON(out, v)
 		}
 		fmt.Fprintf(out, "Published release %d (%s) trained on %d reports in %.2f s.\n%s\nGuarantee: %s\n", res.ID, res.Release.Method, res.Reports, res.Seconds, res.Release.Ledger, res.Release.GuaranteeText)
 		return nil
