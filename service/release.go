@@ -168,6 +168,12 @@ func (s *Server) Publish(ctx context.Context, req api.ReleaseRequest) (api.Relea
 			maxChg = max(maxChg, c.Nano)
 		}
 		ledger = s.centralLedgerText(store.Eps(maxChg))
+		if d := deltaCap(0, len(charges)); s.cfg.BudgetDelta > d {
+			// The ρ budget stays honest; its (ε, δ) reading does not
+			// meet the δ rule for this many users.
+			s.log.LogAttrs(ctx, slog.LevelWarn, "the budget's δ is above 1/(10·population): read the guarantee in ρ, or use a new collection with a smaller --budget-delta",
+				slog.Float64("budget_delta", s.cfg.BudgetDelta), slog.Float64("one_tenth_over_population", d))
+		}
 	}
 	doc := api.Release{Created: created, Method: req.Method, Guarantee: g, GuaranteeText: g.String(), Ledger: ledger, Report: report, Model: pub}
 	b, err := json.Marshal(doc)
