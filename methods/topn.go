@@ -29,7 +29,7 @@ func init() {
 	Register(&Method{
 		Name:    "ease",
 		Summary: "top-N: EASE, Steck's closed-form item–item model (non-private)",
-		New:     func() Config { return &EASEConfig{Lambda: 400, MaxItems: 2500} },
+		New:     func() Config { return &EASEConfig{Lambda: 600, MaxItems: 2500} },
 	})
 	Register(&Method{
 		Name:    "ials",
