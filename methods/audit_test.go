@@ -107,10 +107,7 @@ const auditTierSamplesL2 = 2400
 // auditPending lists private methods whose files this change may not touch
 // and that do not yet release through an instrumented mechanism, with the
 // one-line fix; each is skipped (visibly) until fixed. Keep it empty.
-var auditPending = map[string]string{
-	"dp-popularity": "issue 23: methods/topn_private.go's gaussianRelease rebuilds the mechanism at σ·NoiseFactor (claiming what it adds) instead of instrumenting it, so the audit neither sees the release nor a claim it breaks; fix: used := claimed.Instrumented(env.instrument())",
-	"dp-ease":       "issue 23: as dp-popularity (methods/topn_private.go's gaussianRelease)",
-}
+var auditPending = map[string]string{}
 
 // Issue 23, Must show: `privrec audit --method M --noise-factor 0.5`
 // catches every private method, and the unmodified methods pass — the
