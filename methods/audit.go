@@ -352,6 +352,9 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	if o.Seed == 0 {
 		o.Seed = noise.Secure().Uint64() | 1
 	}
+	if m, err := Lookup(name); err == nil && !m.Private {
+		return nil, fmt.Errorf("audit: %s is a non-private baseline: it gives no guarantee, there is nothing to audit", name)
+	}
 	auto := o.Epsilon == 0
 	if auto {
 		o.Epsilon = 1
