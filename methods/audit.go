@@ -53,8 +53,9 @@ type AuditOptions struct {
 	// Runs is the number of trainings per side for the field comparison
 	// (default 16).
 	Runs int
-	// Samples is the number of trainings per side for the ε lower bound
-	// (default 400; 0 keeps the default, negative skips the bound).
+	// Samples is the number of trainings per side for each ε lower bound
+	// (default AuditSamples; 0 keeps the default, negative skips the
+	// bounds).
 	Samples int
 	// Confidence of the lower bound (default 0.95).
 	Confidence float64
@@ -303,6 +304,12 @@ func flatten(prefix string, v any, out map[string]string) {
 	}
 }
 
+// AuditSamples is the default number of trainings per side for each ε
+// lower bound: at it, with confidence 1 − 10⁻⁴, every private method with
+// half its noise is caught (TestAuditEveryPrivateMethod; the single ℓ2
+// Laplace releases of the tensor GP/OP variants need twice as many).
+const AuditSamples = 1200
+
 // AuditZCDPEpsilon is the ε (at δ = AuditOptions.Delta, default 10⁻⁵) a
 // zCDP method is trained with when AuditOptions.Epsilon is 0: ρ ≈ 0.7,
 // where a lower bound on the claim's (ε', δ') point at δ' = AuditDeltaPrime
@@ -325,7 +332,7 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 		o.Runs = 16
 	}
 	if o.Samples == 0 {
-		o.Samples = 400
+		o.Samples = AuditSamples
 	}
 	if o.Confidence == 0 {
 		o.Confidence = 0.95

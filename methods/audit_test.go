@@ -95,7 +95,7 @@ func TestAuditWholeArtefact(t *testing.T) {
 // check's bound at factor 0.5 is ≥ 1.5× its claim for single Gaussian and
 // Laplace releases; the closest calls are the single ℓ2 Laplace releases
 // of the OP variants, which need auditTierSamplesL2.
-const auditTierSamples = 1200
+const auditTierSamples = methods.AuditSamples
 
 // auditTierSamplesL2 is the short tier's count for the methods whose first
 // release is one ℓ2 Laplace vector (the tensor GP and OP variants): a 2×

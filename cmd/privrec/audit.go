@@ -122,7 +122,7 @@ output vector, not a single coordinate.`,
 // methods.TestAuditEveryPrivateMethod: 2× under-noising caught for every
 // private method) and --full (more trainings, a tighter confidence).
 const (
-	auditShortSamples = 1200
+	auditShortSamples = methods.AuditSamples
 	auditFullSamples  = 6000
 	auditFullRuns     = 32
 	auditFullConf     = 1 - 1e-6
