@@ -118,8 +118,8 @@ var auditPending = map[string]string{}
 // False-failure rate: each audit makes at most two bounds (the data-level
 // bound and the release check), each a Clopper–Pearson bound simultaneous
 // over its events at confidence 1 − 10⁻⁴, so an unmodified method is
-// flagged with probability ≤ 2·10⁻⁴, and over the 19 private methods the
-// test fails on correct code with probability ≤ 4·10⁻³ over the choice of
+// flagged with probability ≤ 2·10⁻⁴, and over the 21 private methods the
+// test fails on correct code with probability ≤ 5·10⁻³ over the choice of
 // seed (the seeds are fixed, so a run is repeatable). The under-noised
 // runs are caught with margins of 8–60 % of the claim (the ℓ2 Laplace
 // releases of the GP and OP variants ≈ 8 %, at auditTierSamplesL2).
