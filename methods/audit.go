@@ -311,7 +311,7 @@ func flatten(prefix string, v any, out map[string]string) {
 const AuditSamples = 1200
 
 // AuditZCDPEpsilon is the ε (at δ = AuditOptions.Delta, default 10⁻⁵) a
-// zCDP method is trained with when AuditOptions.Epsilon is 0: ρ ≈ 0.7,
+// zCDP method is trained with when AuditOptions.Epsilon is 0: ρ ≈ 0.75,
 // where a lower bound on the claim's (ε', δ') point at δ' = AuditDeltaPrime
 // needs the fewest runs (a few hundred per side for one Gaussian release
 // of full sensitivity; at ε = 1, ρ ≈ 0.02, it would need ≈ 10⁴).

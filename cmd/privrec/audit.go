@@ -170,7 +170,7 @@ the data: only their noise is audited (d).
 --noise-factor 0.5 trains with half the noise each release claims (the
 guarantee still claims the budget): every private method is then caught.
 --epsilon 0 (the default) trains pure-ε methods at ε = 1 and zCDP methods
-at ε = 6 (ρ ≈ 0.8, where the bound is most sensitive). Tiers: the default
+at ε = 6 (ρ ≈ 0.75, where the bound is most sensitive). Tiers: the default
 makes 1200 trainings per side per bound at confidence 0.95 (the test suite
 runs it at 1 − 10⁻⁴); --full makes 6000 at 1 − 10⁻⁶ with 32 comparison
 runs. --method all audits every private method with its defaults.`,
