@@ -229,6 +229,14 @@ func gramWeight(norm float64) func(n int) float64 {
 	}
 }
 
+// weightNote describes the column weights in the guarantee's note.
+func weightNote(exp float64) string {
+	if exp == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", each item weighted by its noised count to the power %g, undone after the release", exp)
+}
+
 // scaledGramWeight scales a user's part of the Gram with column weights g
 // (nil: 1) to ℓ2 norm ≤ norm: her entries Weight·g_p·g_q over her columns'
 // pairs p ≤ q have squared norm Weight²·((Σ g_p²)² + Σ g_p⁴)/2.
@@ -330,8 +338,8 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 		}
 	}
 	g, err := topnGuarantee(env, []privacy.Guarantee{countPart, gramPart}, fmt.Sprintf(
-		"zCDP composition of two Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g): a user with n interactions on the declared catalogue adds min(1, √(%g/n)) to each of her items. Item–item Gram (σ = %.4g, ℓ2 sensitivity %.4g) over the %d items with the largest noised counts: the upper triangle of each user's x xᵀ (x her indicator over those items), scaled to ℓ2 norm ≤ %g. Its eigenpairs above %g × the noise's spectral edge (%d kept), EASE on them (λ = %.4g) and the ranking are post-processing; each user's list is computed on her side from the public weights and her own items.",
-		sigmaCount, countsSensitivity(c.Cap).Value, c.Cap, sigmaGram, gramSensitivity(c.GramNorm).Value, m, c.GramNorm, c.Denoise, kept, lambda))
+		"zCDP composition of two Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g): a user with n interactions on the declared catalogue adds min(1, √(%g/n)) to each of her items. Item–item Gram (σ = %.4g, ℓ2 sensitivity %.4g) over the %d items with the largest noised counts: the upper triangle of each user's x xᵀ (x her indicator over those items%s), scaled to ℓ2 norm ≤ %g. Its eigenpairs above %g × the noise's spectral edge (%d kept), EASE on them (λ = %.4g) and the ranking are post-processing; each user's list is computed on her side from the public weights and her own items.",
+		sigmaCount, countsSensitivity(c.Cap).Value, c.Cap, sigmaGram, gramSensitivity(c.GramNorm).Value, m, weightNote(c.WeightExp), c.GramNorm, c.Denoise, kept, lambda))
 	if err != nil {
 		return nil, err
 	}
