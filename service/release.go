@@ -66,10 +66,11 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 // Publish trains the requested method on the stored data and publishes
 // its release. In local mode it trains ldp-<mechanism> on the reports
 // (post-processing: nothing is charged). In central mode it trains the
-// method on the users' latest ratings and charges every user whose
-// ratings it used her per-user ε of the release, in the transaction that
+// method on the users' latest ratings over the declared catalogue and
+// scale, asks chargeFor what the release costs each user it covers (its
+// zCDP ρ; or a refusal), and charges them in the transaction that
 // publishes it; a release that would take anyone past her budget is
-// refused whole.
+// refused whole, or (policy skip) trained over the users who can pay.
 func (s *Server) Publish(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, *api.Error) {
 	start := time.Now()
 	// The release's time (and budget period) is when it was asked for.
