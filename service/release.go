@@ -530,6 +530,16 @@ func chargeFor(g privacy.Guarantee, deltaMax float64) (float64, error) {
 	return rho, nil
 }
 
+// ledgerCharge is a charge of ρ in ledger units: rounded up, and at
+// least one unit (10⁻⁹): no release is free.
+func ledgerCharge(rho float64) (int64, error) {
+	n, err := store.ChargeNano(rho)
+	if err != nil {
+		return 0, err
+	}
+	return max(n, 1), nil
+}
+
 // firstSentence is the start of a note, for messages.
 func firstSentence(s string) string {
 	if i := strings.Index(s, ". "); i >= 0 {
@@ -628,10 +638,9 @@ func (s *Server) trainCentral(ctx context.Context, req api.ReleaseRequest, param
 		if err != nil {
 			return fail(api.BadRequest(api.CodeInvalidValue, "method", "%s cannot be published in central mode: %v", req.Method, err))
 		}
-		if nano, err = store.ChargeNano(rho); err != nil {
+		if nano, err = ledgerCharge(rho); err != nil {
 			return fail(api.BadRequest(api.CodeBadEpsilon, "epsilon", "%v", err))
 		}
-		nano = max(nano, 1) // no release is free
 		if s.cfg.Exhausted != api.ExhaustedSkip {
 			break
 		}
