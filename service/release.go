@@ -655,7 +655,7 @@ func (s *Server) trainCentral(ctx context.Context, req api.ReleaseRequest, param
 		}
 		if len(keep) == 0 {
 			return fail(&api.Error{Status: http.StatusForbidden, Code: api.CodeBudgetExceeded, Field: "epsilon",
-				Message: fmt.Sprintf("privacy budget exceeded: the release costs each user ρ = %g, and no user who sent ratings has that much budget left; nothing was published or charged", store.Eps(nano))})
+				Message: fmt.Sprintf("privacy budget exceeded: the release costs each user ρ = %g, and no user who sent ratings has that much budget left%s; nothing was published or charged", store.Eps(nano), s.periodText())})
 		}
 		if round >= 4 {
 			return fail(&api.Error{Status: http.StatusConflict, Code: api.CodeTrainFailed, Message: "the release's cost did not settle when users who cannot pay were left out; nothing was published or charged"})
