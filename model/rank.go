@@ -131,3 +131,49 @@ func (h *minHeap) Pop() any {
 	h.idx = h.idx[:len(h.idx)-1]
 	return x
 }
+
+// ScoresBatch is Scores for several users at once (out[u] has NumItems
+// room for states[u]): it visits each item's factor row once for all of
+// them, so a large item–item model (rank = the number of items) is read
+// from memory once per batch rather than once per user. Every score is
+// summed in the same order as Scores, so the values are identical.
+func (m *Model) ScoresBatch(states []*UserState, out [][]float64) {
+	r := m.Rank
+	type row struct {
+		base  float64
+		nzIdx []int // nil: dense
+		x     []float64
+		out   []float64
+	}
+	rows := make([]row, len(states))
+	for u, st := range states {
+		rows[u] = row{base: m.Offset + st.Bias, x: st.Row, out: out[u]}
+		if r > 64 && nonZeros(st.Row) < r/8 {
+			for c, x := range st.Row {
+				if x != 0 {
+					rows[u].nzIdx = append(rows[u].nzIdx, c)
+				}
+			}
+		}
+	}
+	for i := range len(m.Items) {
+		v := m.V[i*r : i*r+r]
+		for u := range rows {
+			w := &rows[u]
+			s := w.base
+			if m.ItemBias != nil {
+				s += m.ItemBias[i]
+			}
+			if w.nzIdx != nil {
+				for _, c := range w.nzIdx {
+					s += w.x[c] * v[c]
+				}
+			} else {
+				for c, x := range w.x {
+					s += x * v[c]
+				}
+			}
+			w.out[i] = s
+		}
+	}
+}
