@@ -3,8 +3,11 @@ package topn
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/privrec/privrec/mf"
 )
 
 // EASE solves Steck's "Embarrassingly Shallow Autoencoders" (WWW 2019) on
@@ -53,38 +56,123 @@ func EASE(g *mat.SymDense, lambda float64) (Bt *mat.Dense, err error) {
 	return Bt, nil
 }
 
-// Denoise returns the part of the symmetric g above a noise floor: its
-// eigenpairs with eigenvalue > keep, each shrunk by shrink (λ − shrink),
-// as Q diag(λ − shrink) Qᵀ, and how many were kept. For a Gram plus
-// Gaussian noise of standard deviation σ per entry, the noise's
-// eigenvalues lie within ±2σ√m (its spectral edge): eigenvalues above it
-// carry signal.
-func Denoise(g *mat.SymDense, keep, shrink float64) (*mat.SymDense, int, error) {
+// Denoise returns the part of the symmetric g above a noise floor as a
+// factor W (m × r) with g ≈ W Wᵀ: its r eigenpairs with eigenvalue >
+// keep, each shrunk by shrink (column k of W is √(λ_k − shrink)·q_k). For
+// a Gram plus Gaussian noise of standard deviation σ per entry, the
+// noise's eigenvalues lie within ±2σ√m (its spectral edge): eigenvalues
+// above it carry signal.
+//
+// Only the eigenpairs above the floor are needed, a few dozen of a matrix of
+// up to a few thousand rows, and gonum's EigenSym computes all of them
+// (O(m³), a minute at m = 900): they come from mf.TopEigen's subspace
+// iteration on g + shift·I (which makes the noise's negative eigenvalues
+// small in magnitude), with the number asked for doubled until the smallest
+// found is below the floor. rng starts the iteration (non-private
+// randomness).
+func Denoise(g *mat.SymDense, keep, shrink float64, rng *rand.Rand) (*mat.Dense, error) {
 	m := g.SymmetricDim()
+	shift := math.Max(shrink, 0)
+	sh := mat.NewSymDense(m, nil)
+	sh.CopySym(g)
+	for i := range m {
+		sh.SetSym(i, i, sh.At(i, i)+shift)
+	}
+	var vals []float64
+	var vecs *mat.Dense
+	for r := min(16, m); ; r = min(2*r, m) {
+		vals, vecs = mf.TopEigen(sh, r, rng)
+		if vals[r-1]-shift <= keep || r == m {
+			break
+		}
+	}
+	var cols []int
+	for k, l := range vals {
+		if l-shift > keep && l-shift > shrink {
+			cols = append(cols, k)
+		}
+	}
+	if len(cols) == 0 {
+		return nil, nil
+	}
+	w := mat.NewDense(m, len(cols), nil)
+	for c, k := range cols {
+		s := math.Sqrt(vals[k] - shift - shrink)
+		for i := range m {
+			w.Set(i, c, vecs.At(i, k)*s)
+		}
+	}
+	return w, nil
+}
+
+// LowRankEASE solves EASE on the low-rank Gram W Wᵀ (W m × r) with ridge
+// λ without forming an m × m matrix. With M = W(λI + WᵀW)⁻¹Wᵀ = Z Zᵀ,
+// Z = W(λI + WᵀW)^(−1/2), EASE's P = (W Wᵀ + λI)⁻¹ = (I − M)/λ, so
+// B_ij = −P_ij/P_jj = M_ij/(1 − M_jj) for i ≠ j (and M_jj < 1). A user
+// with items h scores j by (Σ_{i∈h} Z_i)·Z_j/(1 − ‖Z_j‖²). It returns the
+// item vectors V_j = Z_j/(1 − ‖Z_j‖²) (m × r); a user's row
+// Σ_{i∈h} Z_i is recovered from them (ZFromV), so the model needs V only
+// (fold-in "ease-lowrank").
+func LowRankEASE(w *mat.Dense, lambda float64) (*mat.Dense, error) {
+	if !(lambda > 0) || math.IsInf(lambda, 0) {
+		return nil, fmt.Errorf("ease: λ = %g must be finite and > 0", lambda)
+	}
+	m, r := w.Dims()
+	a := mat.NewSymDense(r, nil)
+	a.SymOuterK(1, w.T())
+	for k := range r {
+		a.SetSym(k, k, a.At(k, k)+lambda)
+	}
 	var eig mat.EigenSym
-	if !eig.Factorize(g, true) {
-		return nil, 0, fmt.Errorf("denoise: eigendecomposition failed")
+	if !eig.Factorize(a, true) {
+		return nil, fmt.Errorf("ease: eigendecomposition of λI + WᵀW failed")
 	}
 	vals := eig.Values(nil)
 	var vecs mat.Dense
 	eig.VectorsTo(&vecs)
-	var cols []int
-	for k, l := range vals {
-		if l > keep {
-			cols = append(cols, k)
+	// (λI + WᵀW)^(−1/2) = U diag(1/√μ) Uᵀ.
+	isq := mat.NewDense(r, r, nil)
+	for p := range r {
+		for q := range r {
+			var s float64
+			for k, mu := range vals {
+				s += vecs.At(p, k) * vecs.At(q, k) / math.Sqrt(mu)
+			}
+			isq.Set(p, q, s)
 		}
 	}
-	out := mat.NewSymDense(m, nil)
-	if len(cols) == 0 {
-		return out, 0, nil
-	}
-	q := mat.NewDense(m, len(cols), nil)
-	for c, k := range cols {
-		s := math.Sqrt(math.Max(vals[k]-shrink, 0))
-		for i := range m {
-			q.Set(i, c, vecs.At(i, k)*s)
+	var z mat.Dense
+	z.Mul(w, isq)
+	v := mat.NewDense(m, r, nil)
+	for j := range m {
+		row := z.RawRowView(j)
+		n2 := 0.0
+		for _, x := range row {
+			n2 += x * x
+		}
+		out := v.RawRowView(j)
+		for k, x := range row {
+			out[k] = x / (1 - n2)
 		}
 	}
-	out.SymOuterK(1, q)
-	return out, len(cols), nil
+	return v, nil
+}
+
+// ZFromV inverts V_j = Z_j/(1 − ‖Z_j‖²) for one item: with a = ‖Z_j‖ and
+// b = ‖V_j‖, a = b(1 − a²) has the one root a = (√(1 + 4b²) − 1)/(2b) in
+// [0, 1), so Z_j = V_j·(1 − a²).
+func ZFromV(v, z []float64) {
+	var b2 float64
+	for _, x := range v {
+		b2 += x * x
+	}
+	s := 1.0
+	if b2 > 0 {
+		b := math.Sqrt(b2)
+		a := (math.Sqrt(1+4*b2) - 1) / (2 * b)
+		s = 1 - a*a
+	}
+	for k, x := range v {
+		z[k] = x * s
+	}
 }
