@@ -50,7 +50,8 @@ too: both reports are printed.`,
   privrec eval --model ml100k.model --data u1.test --format movielens-100k \
       --worst-items 5 --items u.item
   privrec data split --in ratings.dat --users 600,600 --positive 4 --seed 1 --out split/
-  privrec train --data split/train.tsv --method popularity --positive 4 --out pop.model
+  privrec train --data split/train.tsv --method popularity --positive 4 --scale 1:5 \
+      --items movies.dat --out pop.model
   privrec eval --model pop.model --history split/test-history.tsv \
       --targets split/test-targets.tsv -k 20,100 --train split/train.tsv`)
 	var d dataFlags
