@@ -66,18 +66,27 @@ func (c *Interactions) threshold() *float64 {
 	return &t
 }
 
-// select returns the interactions of m: its ratings ≥ the threshold. A
-// threshold above the declared scale's maximum is an error (no rating
-// could count).
-func (c *Interactions) select_(m *ratings.Matrix, scale *release.Scale) (*ratings.Matrix, error) {
-	t := c.threshold()
-	if t == nil {
-		return m, nil
+// interactions returns the interactions of in: its ratings ≥ the
+// threshold, on the declared catalogue when there is one (its items in
+// order, titles included; ratings of other items dropped), else on the
+// data's own items (non-private models only). A threshold above the
+// declared scale's maximum is an error (no rating could count).
+func (c *Interactions) interactions(in release.Input) (data *ratings.Matrix, ids, titles []string, err error) {
+	data = in.Ratings
+	if t := c.threshold(); t != nil {
+		if s := in.Declared.Scale; s != nil && *t > s.Max {
+			return nil, nil, nil, fmt.Errorf("--positive %g is above the declared scale %g:%g: no rating would be an interaction", *t, s.Min, s.Max)
+		}
+		data = transform.Positives(data, *t)
 	}
-	if scale != nil && *t > scale.Max {
-		return nil, fmt.Errorf("--positive %g is above the declared scale %g:%g: no rating would be an interaction", *t, scale.Min, scale.Max)
+	cat := in.Declared.Catalogue
+	if cat == nil {
+		return data, slices.Clone(data.Items.Names()), nil, nil
 	}
-	return transform.Positives(m, *t), nil
+	if data, err = release.OnCatalogue(data, cat); err != nil {
+		return nil, nil, nil, err
+	}
+	return data, cat.IDs(), catTitles(cat), nil
 }
 
 // topnModel is the public shell of a top-N model over items (with titles,
@@ -101,12 +110,12 @@ type PopularityConfig struct {
 
 // Train counts each item's users.
 func (c *PopularityConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
-	data, err := c.select_(in.Ratings, in.Declared.Scale)
+	data, ids, titles, err := c.interactions(in)
 	if err != nil {
 		return nil, err
 	}
 	x := topn.FromMatrix(data)
-	m := topnModel("popularity", slices.Clone(data.Items.Names()), nil, c.threshold())
+	m := topnModel("popularity", ids, titles, c.threshold())
 	m.ItemBias = x.Counts()
 	return &release.Release{Public: m, Guarantee: nonPrivate("popularity"),
 		Report: release.Report{"items": x.NumItems}}, nil
@@ -135,7 +144,7 @@ func (c *EASEConfig) Validate() error {
 
 // Train solves EASE over the most-interacted items.
 func (c *EASEConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
-	data, err := c.select_(in.Ratings, in.Declared.Scale)
+	data, ids, titles, err := c.interactions(in)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +167,7 @@ func (c *EASEConfig) Train(ctx context.Context, in release.Input, env Env) (*rel
 	if err != nil {
 		return nil, err
 	}
-	m := indicatorModel("ease", data.Items.Names(), nil, order, len(covered), bt, counts, c.threshold())
+	m := indicatorModel("ease", ids, titles, order, len(covered), bt, counts, c.threshold())
 	m.Params = map[string]any{"lambda": c.Lambda, "covered_items": len(covered)}
 	return &release.Release{Public: m, Guarantee: nonPrivate("ease"),
 		Report: release.Report{"items": x.NumItems, "covered_items": len(covered)}}, nil
@@ -243,7 +252,7 @@ func (c *IALSConfig) options(env *Env) topn.IALSOptions {
 
 // Train fits iALS and keeps the item factors.
 func (c *IALSConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
-	data, err := c.select_(in.Ratings, in.Declared.Scale)
+	data, ids, titles, err := c.interactions(in)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +261,7 @@ func (c *IALSConfig) Train(ctx context.Context, in release.Input, env Env) (*rel
 	if err != nil {
 		return nil, err
 	}
-	m := topnModel("ials", slices.Clone(data.Items.Names()), nil, c.threshold())
+	m := topnModel("ials", ids, titles, c.threshold())
 	m.Rank, m.V = c.Rank, h
 	m.Params = map[string]any{"rank": c.Rank, "alpha0": c.Alpha0, "lambda": c.Lambda, "nu": c.Nu, "epochs": c.Epochs, "cg_steps": c.CGSteps}
 	topn.SetImplicitFoldIn(m, c.Alpha0, c.Lambda, c.Nu)

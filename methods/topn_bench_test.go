@@ -62,7 +62,6 @@ func topnBenchInput(b *testing.B) release.Input {
 	return release.Input{Ratings: m, Declared: release.Declared{Scale: &scale, Catalogue: cat}}
 }
 
-
 // BenchmarkTopNTrain times training each top-N method with its defaults
 // on every core (`go test -bench TopNTrain -count 3 ./methods`; report the
 // median).

@@ -57,23 +57,17 @@ func countsSensitivity(cap float64) mechanism.Sensitivity {
 
 // gaussianRelease calibrates a Gaussian mechanism to zCDP budget rho for
 // a vector of len(v) coordinates and sensitivity sens, adds its noise to v
-// (times env's noise factor: an audit's deliberate under-noising) and
-// returns the calibrated σ and the guarantee of the calibrated mechanism.
+// through env's instrument (an audit's noise factor and tap; none in a
+// real release) and returns the calibrated σ and its guarantee.
 func gaussianRelease(what string, rho float64, sens mechanism.Sensitivity, v []float64, env Env) (float64, privacy.Guarantee, error) {
-	claimed, err := gaussianForRho(what, rho, env.Delta, sens, len(v))
+	mech, err := gaussianForRho(what, rho, env.Delta, sens, len(v))
 	if err != nil {
 		return 0, privacy.Guarantee{}, err
 	}
-	used := claimed
-	if f := env.noiseFactor(); f != 1 {
-		if used, err = mechanism.NewGaussianSigma(claimed.Sigma()*f, env.Delta, sens, len(v)); err != nil {
-			return 0, privacy.Guarantee{}, err
-		}
-	}
-	if err := used.Release(env.Noise, v); err != nil {
+	if err := mech.Instrumented(env.instrument()).Release(env.Noise, v); err != nil {
 		return 0, privacy.Guarantee{}, fmt.Errorf("releasing %s: %w", what, err)
 	}
-	return claimed.Sigma(), claimed.Guarantee(), nil
+	return mech.Sigma(), mech.Guarantee(), nil
 }
 
 // topnPlan reads the private interactions onto the declared catalogue.
@@ -82,11 +76,7 @@ func topnPlan(name string, sel *Interactions, in release.Input) (*topn.Interacti
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := sel.select_(in.Ratings, in.Declared.Scale)
-	if err != nil {
-		return nil, nil, err
-	}
-	data, err = release.OnCatalogue(data, cat)
+	data, _, _, err := sel.interactions(in)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -216,7 +206,7 @@ func catTitles(c *model.Catalogue) []string {
 // NewDPEASEDefaults returns dp-ease's defaults (chosen on MovieLens-1M
 // validation users; docs/topn.md).
 func NewDPEASEDefaults() *DPEASEConfig {
-	return &DPEASEConfig{Cap: 50, CountShare: 0.1, GramNorm: 1, CoverScale: 2, MaxItems: 2000, LambdaScale: 0.3, Denoise: 1.2}
+	return &DPEASEConfig{Cap: 20, CountShare: 0.15, GramNorm: 1, CoverScale: 1.5, MaxItems: 2000, LambdaScale: 0.3, Denoise: 1}
 }
 
 // DPEASEConfig configures dp-ease.
@@ -259,8 +249,8 @@ func (c *DPEASEConfig) Validate() error {
 // facts: N users, the catalogue's n items and the Gram's budget. The
 // Gram's signal eigenvalues grow like N/m per covered item while the
 // noise's spectral edge grows like √m/√ρ, so m ∝ (N√ρ)^(2/3) keeps their
-// ratio; the scale was chosen on MovieLens-1M validation users (2: the
-// best of 60–1 000 items at ε = 1 and ε = 8).
+// ratio; the scale was chosen on MovieLens-1M validation users (1.5: the
+// best of 1–3, i.e. of 60–1 000 items, at ε = 1 and ε = 8).
 func (c *DPEASEConfig) covered(users, items int, rho float64) int {
 	m := int(math.Round(c.CoverScale * math.Pow(float64(users)*math.Sqrt(rho), 2.0/3)))
 	return max(2, min(m, c.MaxItems, items))

@@ -88,7 +88,7 @@ func Denoise(g *mat.SymDense, keep, shrink float64, rng *rand.Rand) (*mat.Dense,
 	}
 	var cols []int
 	for k, l := range vals {
-		if l-shift > keep && l-shift > shrink {
+		if l-shift > keep && shrunk(l-shift, shrink) > 0 {
 			cols = append(cols, k)
 		}
 	}
@@ -97,12 +97,20 @@ func Denoise(g *mat.SymDense, keep, shrink float64, rng *rand.Rand) (*mat.Dense,
 	}
 	w := mat.NewDense(m, len(cols), nil)
 	for c, k := range cols {
-		s := math.Sqrt(vals[k] - shift - shrink)
+		s := math.Sqrt(shrunk(vals[k]-shift, shrink))
 		for i := range m {
 			w.Set(i, c, vecs.At(i, k)*s)
 		}
 	}
 	return w, nil
+}
+
+// shrunk is the eigenvalue kept for an observed x above the noise's
+// spectral edge: x − edge (soft thresholding; the spiked-Wigner optimal
+// shrinker θ(1 − edge²/4θ²), θ = (x + √(x² − edge²))/2, lost 0.004 of
+// validation Recall@20 on MovieLens-1M at ε = 1 and 8).
+func shrunk(x, edge float64) float64 {
+	return math.Max(x-edge, 0)
 }
 
 // LowRankEASE solves EASE on the low-rank Gram W Wᵀ (W m × r) with ridge
