@@ -98,6 +98,7 @@ func EvaluateHeldOut(ctx context.Context, m *model.Model, history, targets *rati
 		err               error
 	}
 	parts := make([]acc, workers)
+	bs := m.NewBatchScorer()
 	var wg sync.WaitGroup
 	nU := targets.NumUsers()
 	for w := range workers {
@@ -108,8 +109,8 @@ func EvaluateHeldOut(ctx context.Context, m *model.Model, history, targets *rati
 			a.seen[q] = make([]bool, nItems)
 		}
 		wg.Go(func() {
-			// Blocks of heldOutBlock users, scored together (ScoresBatch
-			// reads each item's factor row once per block).
+			// Blocks of heldOutBlock users, scored together
+			// (model.BatchScorer).
 			bufs := make([][]float64, heldOutBlock)
 			for j := range bufs {
 				bufs[j] = make([]float64, nItems)
@@ -153,7 +154,7 @@ func EvaluateHeldOut(ctx context.Context, m *model.Model, history, targets *rati
 				for j, us := range users {
 					states[j] = us.st
 				}
-				m.ScoresBatch(states, bufs[:len(users)])
+				bs.Scores(states, bufs[:len(users)])
 				for j, us := range users {
 					ranked := model.TopIndices(bufs[j], maxK, us.skip)
 					tg := make(map[int32]bool, len(us.tItems))

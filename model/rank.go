@@ -177,3 +177,71 @@ func (m *Model) ScoresBatch(states []*UserState, out [][]float64) {
 		}
 	}
 }
+
+// maxTransposed bounds the transposed copy of V a BatchScorer keeps
+// (entries; 512 MB of float64).
+const maxTransposed = 64 << 20
+
+// BatchScorer scores many users against one model (batch lists,
+// evaluation). For a model of rank > 64 it keeps V transposed (rank ×
+// items, when that fits in maxTransposed entries), so a sparse row — an
+// item–item model's indicator of her items — costs one contiguous pass
+// over the catalogue per item she has, instead of a scattered read of
+// every item's factor row. Scores are summed in Scores' order for every
+// item, so the values are identical. Safe for concurrent use.
+type BatchScorer struct {
+	m  *Model
+	vt []float64
+}
+
+// NewBatchScorer prepares m for Scores of many users.
+func (m *Model) NewBatchScorer() *BatchScorer {
+	b := &BatchScorer{m: m}
+	r, n := m.Rank, len(m.Items)
+	if r > 64 && r*n <= maxTransposed && len(m.V) == r*n {
+		b.vt = make([]float64, r*n)
+		for i := range n {
+			row := m.V[i*r : i*r+r]
+			for c, x := range row {
+				b.vt[c*n+i] = x
+			}
+		}
+	}
+	return b
+}
+
+// Scores writes each user's score of every item into out[u] (NumItems
+// room), exactly as Model.Scores would.
+func (b *BatchScorer) Scores(states []*UserState, out [][]float64) {
+	m := b.m
+	r, n := m.Rank, len(m.Items)
+	var dense []*UserState
+	var denseOut [][]float64
+	for u, st := range states {
+		if b.vt == nil || nonZeros(st.Row) >= r/8 {
+			dense, denseOut = append(dense, st), append(denseOut, out[u])
+			continue
+		}
+		o := out[u][:n]
+		base := m.Offset + st.Bias
+		for i := range o {
+			s := base
+			if m.ItemBias != nil {
+				s += m.ItemBias[i]
+			}
+			o[i] = s
+		}
+		for c, x := range st.Row {
+			if x == 0 {
+				continue
+			}
+			col := b.vt[c*n : c*n+n]
+			for i, v := range col {
+				o[i] += x * v
+			}
+		}
+	}
+	if len(dense) > 0 {
+		m.ScoresBatch(dense, denseOut)
+	}
+}

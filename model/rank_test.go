@@ -124,12 +124,20 @@ func TestScoresBatch(t *testing.T) {
 		for u := range out {
 			out[u] = make([]float64, 7)
 		}
-		m.ScoresBatch(states, out)
 		want := make([]float64, 7)
-		for u, st := range states {
-			m.Scores(st, want)
-			if !slices.Equal(out[u], want) {
-				t.Fatalf("rank %d user %d: batch %v, Scores %v", rank, u, out[u], want)
+		for name, score := range map[string]func(){
+			"ScoresBatch": func() { m.ScoresBatch(states, out) },
+			"BatchScorer": func() { m.NewBatchScorer().Scores(states, out) },
+		} {
+			for u := range out {
+				clear(out[u])
+			}
+			score()
+			for u, st := range states {
+				m.Scores(st, want)
+				if !slices.Equal(out[u], want) {
+					t.Fatalf("%s, rank %d user %d: %v, Scores %v", name, rank, u, out[u], want)
+				}
 			}
 		}
 	}

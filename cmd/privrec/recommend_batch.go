@@ -41,6 +41,7 @@ func recommendAll(ctx context.Context, m *model.Model, r *ratings.Matrix, k int,
 	}
 	nU := r.NumUsers()
 	nChunks := (nU + batchChunk - 1) / batchChunk
+	bs := m.NewBatchScorer()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
@@ -64,7 +65,7 @@ func recommendAll(ctx context.Context, m *model.Model, r *ratings.Matrix, k int,
 				scores[j] = make([]float64, m.NumItems())
 			}
 			for c := range next {
-				buf, n, err := recommendChunk(m, r, c, k, titles, jsonOut, scores)
+				buf, n, err := recommendChunk(m, bs, r, c, k, titles, jsonOut, scores)
 				results[c] <- result{buf, n, err}
 			}
 		})
@@ -124,7 +125,7 @@ func recommendAll(ctx context.Context, m *model.Model, r *ratings.Matrix, k int,
 
 // recommendChunk scores users [c·batchChunk, (c+1)·batchChunk) of r;
 // scores holds batchChunk rows of NumItems.
-func recommendChunk(m *model.Model, r *ratings.Matrix, c, k int, titles map[string]string, jsonOut bool, scores [][]float64) ([]byte, int, error) {
+func recommendChunk(m *model.Model, bs *model.BatchScorer, r *ratings.Matrix, c, k int, titles map[string]string, jsonOut bool, scores [][]float64) ([]byte, int, error) {
 	type user struct {
 		id   string
 		st   *model.UserState
@@ -153,9 +154,9 @@ func recommendChunk(m *model.Model, r *ratings.Matrix, c, k int, titles map[stri
 	for j, u := range users {
 		states[j] = u.st
 	}
-	// All the chunk's users at once: a large item–item model is read from
-	// memory once per chunk, not once per user.
-	m.ScoresBatch(states, scores[:len(users)])
+	// All the chunk's users at once (model.BatchScorer: a large item–item
+	// model is read contiguously, not row by scattered row).
+	bs.Scores(states, scores[:len(users)])
 	var buf []byte
 	for j, u := range users {
 		predictFromScores(m, scores[j])
