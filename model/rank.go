@@ -194,8 +194,12 @@ type BatchScorer struct {
 	vt []float64
 }
 
-// NewBatchScorer prepares m for Scores of many users.
+// NewBatchScorer prepares m for Scores of many users. It also builds
+// m's ID index, so that goroutines may then call ItemIndex, UserIndex and
+// FoldInUser at once (the index is otherwise built lazily by the first
+// caller, which is not safe for concurrent use).
 func (m *Model) NewBatchScorer() *BatchScorer {
+	m.index()
 	b := &BatchScorer{m: m}
 	r, n := m.Rank, len(m.Items)
 	if r > 64 && r*n <= maxTransposed && len(m.V) == r*n {
