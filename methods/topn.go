@@ -29,7 +29,7 @@ func init() {
 	Register(&Method{
 		Name:    "ease",
 		Summary: "top-N: EASE, Steck's closed-form item–item model (non-private)",
-		New:     func() Config { return &EASEConfig{Lambda: 400, MaxItems: 2500} },
+		New:     func() Config { return &EASEConfig{Lambda: 600, MaxItems: 2500} },
 	})
 	Register(&Method{
 		Name:    "ials",
@@ -167,7 +167,7 @@ func (c *EASEConfig) Train(ctx context.Context, in release.Input, env Env) (*rel
 	if err != nil {
 		return nil, err
 	}
-	m := indicatorModel("ease", ids, titles, order, len(covered), bt, counts, c.threshold())
+	m := coveredModel("ease", ids, titles, order, len(covered), bt, topn.FoldIndicator, counts, c.threshold())
 	m.Params = map[string]any{"lambda": c.Lambda, "covered_items": len(covered)}
 	return &release.Release{Public: m, Guarantee: nonPrivate("ease"),
 		Report: release.Report{"items": x.NumItems, "covered_items": len(covered)}}, nil
@@ -191,12 +191,12 @@ func byCount(counts []float64) []int {
 	return order
 }
 
-// indicatorModel builds an item–item model: the items reordered by order,
-// the first m covered by the m × m weights bt (row j: the weights of the
-// covered items toward item j), scored by a user's indicator over them
-// (fold-in "indicator"). The items left out rank after every covered item,
-// by pop.
-func indicatorModel(name string, ids, titles []string, order []int, m int, bt *mat.Dense, pop []float64, positive *float64) *model.Model {
+// coveredModel builds a model whose items are reordered by order, the
+// first m of them ("covered") scored through rows (m × r: row q is
+// covered item q's item vector) under the fold-in rule fold, and the rest
+// ranked after every covered item by pop. With rows nil, nothing is
+// covered and every item ranks by pop.
+func coveredModel(name string, ids, titles []string, order []int, m int, rows *mat.Dense, fold model.FoldIn, pop []float64, positive *float64) *model.Model {
 	n := len(order)
 	items := make([]string, n)
 	var tt []string
@@ -204,17 +204,24 @@ func indicatorModel(name string, ids, titles []string, order []int, m int, bt *m
 		tt = make([]string, n)
 	}
 	out := topnModel(name, items, tt, positive)
-	out.Rank, out.FoldIn = m, topn.FoldIndicator
-	out.V = make([]float64, n*m)
+	r := 0
+	if rows != nil {
+		_, r = rows.Dims()
+	}
+	out.Rank, out.FoldIn = r, fold
+	out.V = make([]float64, n*r)
 	out.ItemBias = make([]float64, n)
 	for q, j := range order {
 		items[q] = ids[j]
 		if tt != nil {
 			tt[q] = titles[j]
 		}
-		if q < m {
-			copy(out.V[q*m:q*m+m], bt.RawRowView(q))
-		} else {
+		switch {
+		case rows == nil:
+			out.ItemBias[q] = pop[j]
+		case q < m:
+			copy(out.V[q*r:q*r+r], rows.RawRowView(q))
+		default:
 			out.ItemBias[q] = topn.Uncovered + pop[j]*1e-9
 		}
 	}

@@ -157,45 +157,6 @@ func (c *DPPopularityConfig) Train(ctx context.Context, in release.Input, env En
 	return &release.Release{Public: m, Guarantee: g, Report: release.Report{"sigma": sigma, "items": x.NumItems}}, nil
 }
 
-// lowRankModel builds dp-ease's public model over the catalogue: the items
-// in order (by noised count), the first m covered by the item vectors v
-// (m × r, fold-in "ease-lowrank"); the rest, and every item when nothing
-// rose above the noise (v nil), rank after them by noised count.
-func lowRankModel(name string, cat *model.Catalogue, order []int, m int, v *mat.Dense, counts []float64, positive *float64) *model.Model {
-	ids, titles := cat.IDs(), catTitles(cat)
-	n := len(order)
-	items := make([]string, n)
-	var tt []string
-	if titles != nil {
-		tt = make([]string, n)
-	}
-	out := topnModel(name, items, tt, positive)
-	r := 0
-	if v != nil {
-		_, r = v.Dims()
-	}
-	out.Rank, out.FoldIn = r, topn.FoldEASELowRank
-	out.V = make([]float64, n*r)
-	out.ItemBias = make([]float64, n)
-	for q, j := range order {
-		items[q] = ids[j]
-		if tt != nil {
-			tt[q] = titles[j]
-		}
-		if q < m && v != nil {
-			copy(out.V[q*r:q*r+r], v.RawRowView(q))
-		} else {
-			out.ItemBias[q] = topn.Uncovered + counts[j]*1e-9
-		}
-	}
-	if v == nil {
-		for q, j := range order { // popularity alone
-			out.ItemBias[q] = counts[j]
-		}
-	}
-	return out
-}
-
 func catTitles(c *model.Catalogue) []string {
 	if !c.HasTitles() {
 		return nil
@@ -334,7 +295,7 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if err != nil {
 		return nil, err
 	}
-	out := lowRankModel("dp-ease", cat, order, m, items, counts, c.threshold())
+	out := coveredModel("dp-ease", cat.IDs(), catTitles(cat), order, m, items, topn.FoldEASELowRank, counts, c.threshold())
 	out.Params = map[string]any{"cap": c.Cap, "count_share": c.CountShare, "gram_norm": c.GramNorm, "cover_scale": c.CoverScale, "covered_items": m, "lambda": lambda, "kept_eigenvalues": kept}
 	return &release.Release{Public: out, Guarantee: g,
 		Report: release.Report{"sigma_counts": sigmaCount, "sigma_gram": sigmaGram, "covered_items": m, "lambda": lambda}}, nil
