@@ -237,6 +237,35 @@ func gramSensitivity(norm float64) mechanism.Sensitivity {
 	return mechanism.Sensitivity{Value: math.Sqrt2 * norm, Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
 }
 
+// releaseGram sums the users' parts of the item–item Gram over the
+// covered columns, each scaled to ℓ2 norm ≤ norm (gramWeight), and
+// releases its upper triangle once with zCDP budget rho
+// (gramSensitivity); it returns the noised Gram, σ and the guarantee.
+func releaseGram(ctx context.Context, x *topn.Interactions, cols topn.Columns, norm, rho float64, env Env) (*mat.SymDense, float64, privacy.Guarantee, error) {
+	gram, err := topn.Gram(ctx, x, cols, gramWeight(norm), env.Workers)
+	if err != nil {
+		return nil, 0, privacy.Guarantee{}, err
+	}
+	m := cols.Covered()
+	raw := gram.RawSymmetric()
+	v := make([]float64, 0, m*(m+1)/2)
+	for p := range m {
+		v = append(v, raw.Data[p*raw.Stride+p:p*raw.Stride+m]...)
+	}
+	sigma, part, err := gaussianRelease("the item–item Gram", rho, gramSensitivity(norm), v, env)
+	if err != nil {
+		return nil, 0, privacy.Guarantee{}, err
+	}
+	noised := mat.NewSymDense(m, nil)
+	nd := noised.RawSymmetric()
+	off := 0
+	for p := range m {
+		copy(nd.Data[p*nd.Stride+p:p*nd.Stride+m], v[off:off+m-p])
+		off += m - p
+	}
+	return noised, sigma, part, nil
+}
+
 // Train: counts → covered items → Gram → EASE.
 func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
 	x, cat, err := topnPlan("dp-ease", &c.Interactions, in)
@@ -259,28 +288,12 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if err != nil {
 		return nil, err
 	}
-	gram, err := topn.Gram(ctx, x, cols, gramWeight(c.GramNorm), env.Workers)
-	if err != nil {
-		return nil, err
-	}
 	m := len(covered)
-	raw := gram.RawSymmetric()
-	v := make([]float64, 0, m*(m+1)/2)
-	for p := range m {
-		v = append(v, raw.Data[p*raw.Stride+p:p*raw.Stride+m]...)
-	}
-	sigmaGram, gramPart, err := gaussianRelease("the item–item Gram", rhoGram, gramSensitivity(c.GramNorm), v, env)
+	noised, sigmaGram, gramPart, err := releaseGram(ctx, x, cols, c.GramNorm, rhoGram, env)
 	if err != nil {
 		return nil, err
 	}
 	// Post-processing of the two releases only.
-	noised := mat.NewSymDense(m, nil)
-	nd := noised.RawSymmetric()
-	off := 0
-	for p := range m {
-		copy(nd.Data[p*nd.Stride+p:p*nd.Stride+m], v[off:off+m-p])
-		off += m - p
-	}
 	edge := 2 * sigmaGram * math.Sqrt(float64(m))
 	kept := m
 	if c.Denoise > 0 {

@@ -61,9 +61,29 @@ func EASE(g *mat.SymDense, lambda float64) (Bt *mat.Dense, err error) {
 // carry signal.
 func Denoise(g *mat.SymDense, keep, shrink float64) (*mat.SymDense, int, error) {
 	m := g.SymmetricDim()
+	q, err := Spectrum(g, keep, shrink)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := mat.NewSymDense(m, nil)
+	if q == nil {
+		return out, 0, nil
+	}
+	_, r := q.Dims()
+	out.SymOuterK(1, q)
+	return out, r, nil
+}
+
+// Spectrum returns the eigenpairs of the symmetric g with eigenvalue
+// > keep as the columns of an m × r matrix, column e the eigenvector
+// scaled by √(λ_e − shrink) (0 when λ_e < shrink), in increasing order of
+// eigenvalue, so that Q Qᵀ is Denoise's matrix; nil when none is kept.
+// Its last columns are low-rank item factors of the denoised g.
+func Spectrum(g *mat.SymDense, keep, shrink float64) (*mat.Dense, error) {
+	m := g.SymmetricDim()
 	var eig mat.EigenSym
 	if !eig.Factorize(g, true) {
-		return nil, 0, fmt.Errorf("denoise: eigendecomposition failed")
+		return nil, fmt.Errorf("denoise: eigendecomposition failed")
 	}
 	vals := eig.Values(nil)
 	var vecs mat.Dense
@@ -74,9 +94,8 @@ func Denoise(g *mat.SymDense, keep, shrink float64) (*mat.SymDense, int, error) 
 			cols = append(cols, k)
 		}
 	}
-	out := mat.NewSymDense(m, nil)
 	if len(cols) == 0 {
-		return out, 0, nil
+		return nil, nil
 	}
 	q := mat.NewDense(m, len(cols), nil)
 	for c, k := range cols {
@@ -85,6 +104,5 @@ func Denoise(g *mat.SymDense, keep, shrink float64) (*mat.SymDense, int, error) 
 			q.Set(i, c, vecs.At(i, k)*s)
 		}
 	}
-	out.SymOuterK(1, q)
-	return out, len(cols), nil
+	return q, nil
 }
