@@ -27,11 +27,11 @@ func init() {
 // MovieLens-1M validation users, docs/topn-dpials.md).
 func DefaultDPIALS() *DPIALSConfig {
 	return &DPIALSConfig{
-		Rank: 32, Steps: 0, Cap: 50, CountShare: 0.1, InitShare: 0.3,
+		Rank: 32, Steps: -1, Cap: 50, CountShare: 0.1, InitShare: 0.3,
 		GramNorm: 1, CoverScale: 2, MaxInitItems: 2000, InitDenoise: 1.2,
 		Alpha0: 0.2, Lambda: 0.01, Nu: 1,
 		RowClip: 1, WeightExp: -0.25, GramScale: 1, RHSScale: 1, GlobalScale: 0.3,
-		ItemAlpha: 0.02, ItemLambda: 1, StepCover: 3,
+		ItemAlpha: 0.02, ItemLambda: 1, StepCover: 1,
 	}
 }
 
@@ -39,11 +39,11 @@ func DefaultDPIALS() *DPIALSConfig {
 type DPIALSConfig struct {
 	Interactions
 	Rank  int `json:"rank" flag:"rank" help:"number of latent factors k (each item's released Gram block has k(k+1)/2 values)"`
-	Steps int `json:"steps" flag:"steps" help:"noised ALS steps T after the initialisation (0: planned from the number of users and the budget)"`
+	Steps int `json:"steps" flag:"steps" help:"noised ALS steps T after the initialisation (−1: planned from the number of users and the budget; 0: the initial factors are the model)"`
 
 	Cap          float64 `json:"cap" flag:"cap" help:"weight cap of the item counts (see dp-popularity): they choose the covered items, weigh each user's items and break ties"`
 	CountShare   float64 `json:"count_share" flag:"count-share" help:"fraction of the zCDP budget ρ spent on the item counts"`
-	InitShare    float64 `json:"init_share" flag:"init-share" help:"fraction of ρ spent on the item–item Gram whose top eigenvectors initialise the item factors (dp-ease's release)"`
+	InitShare    float64 `json:"init_share" flag:"init-share" help:"fraction of ρ spent on the item–item Gram whose top eigenvectors initialise the item factors (dp-ease's release) when there are steps; without steps it gets all but the counts' share"`
 	GramNorm     float64 `json:"gram_norm" flag:"gram-norm" help:"each user's part of the initial Gram is scaled to ℓ2 norm ≤ this (see dp-ease)"`
 	CoverScale   float64 `json:"cover_scale" flag:"cover-scale" help:"the initial Gram covers cover-scale·(N·√ρ_init)^(2/3) items (see dp-ease)"`
 	MaxInitItems int     `json:"max_init_items" flag:"max-init-items" help:"at most this many items in the initial Gram"`
@@ -60,7 +60,7 @@ type DPIALSConfig struct {
 	GlobalScale float64 `json:"global_scale" flag:"global-scale" help:"weight g of the global Gram Σ_u w̃w̃ᵀ in the released vector"`
 	ItemAlpha   float64 `json:"item_alpha" flag:"item-alpha" help:"item side: weight of the global Gram in each item's system"`
 	ItemLambda  float64 `json:"item_lambda" flag:"item-lambda" help:"item side: ridge in units of the step noise's spectral edge 2σ√k"`
-	StepCover   float64 `json:"step_cover" flag:"step-cover" help:"items whose noised count is ≥ step-cover × the step's σ get factors; the others rank after them by count"`
+	StepCover   float64 `json:"step_cover" flag:"step-cover" help:"items whose noised count is ≥ step-cover × σ√k·√n̄ (σ the step's noise, n̄ the users' mean number of items from the noised counts) get factors; the others rank after them by count"`
 }
 
 // Validate checks the settings.
@@ -83,8 +83,8 @@ func (c *DPIALSConfig) Validate() error {
 	switch {
 	case c.Rank < 1 || c.Rank > 256:
 		return fmt.Errorf("--rank %d must be in [1, 256]", c.Rank)
-	case c.Steps < 0 || c.Steps > 20:
-		return fmt.Errorf("--steps %d must be in [0, 20]", c.Steps)
+	case c.Steps < -1 || c.Steps > 20:
+		return fmt.Errorf("--steps %d must be in [−1, 20] (−1: planned)", c.Steps)
 	case !(c.Cap >= 1) || math.IsInf(c.Cap, 0):
 		return fmt.Errorf("--cap %g must be finite and ≥ 1", c.Cap)
 	case !(c.CountShare > 0 && c.CountShare < 1):
@@ -118,7 +118,7 @@ func (c *DPIALSConfig) Validate() error {
 	return nil
 }
 
-// planSteps is the number of noised steps when --steps is 0, from public
+// planSteps is the number of noised steps when --steps is −1, from public
 // facts: the number of users N and the steps' budget. A step pays when
 // the most popular items' statistics rise above its noise, which takes
 // N·√ρ_steps large enough (MovieLens-1M's 6 040 users: one step).
@@ -155,13 +155,16 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	}
 	k, n := c.Rank, x.NumItems
 	rhoCount := math.Nextafter(c.CountShare*rho, 0)
-	rhoInit := math.Nextafter(c.InitShare*rho, 0)
-	rhoSteps := math.Nextafter(rho-rhoCount-rhoInit, 0)
 	steps := c.Steps
-	if steps == 0 {
-		steps = planSteps(x.NumUsers, rhoSteps)
+	if steps < 0 {
+		steps = planSteps(x.NumUsers, rho*(1-c.CountShare-c.InitShare))
 	}
-	rhoStep := math.Nextafter(rhoSteps/float64(steps), 0)
+	rhoInit := math.Nextafter(rho-rhoCount, 0)
+	rhoStep := 0.0
+	if steps > 0 {
+		rhoInit = math.Nextafter(c.InitShare*rho, 0)
+		rhoStep = math.Nextafter((rho-rhoCount-rhoInit)/float64(steps), 0)
+	}
 	var parts []privacy.Guarantee
 
 	// 1. Item counts.
@@ -185,18 +188,18 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	}
 	parts = append(parts, part)
 	edge := 2 * sigmaInit * math.Sqrt(float64(mInit))
-	spec, err := topn.Spectrum(gram, c.InitDenoise*edge, edge)
+	spec, err := topn.Denoise(gram, c.InitDenoise*edge, edge)
 	if err != nil {
 		return nil, err
 	}
 	h := make([]float64, n*k)
 	initRank := 0
 	if spec != nil {
-		_, r := spec.Dims()
+		_, r := spec.Dims() // largest eigenvalue first
 		initRank = min(r, k)
 		for q, j := range order[:mInit] {
 			for e := range initRank {
-				h[j*k+e] = spec.At(q, r-1-e)
+				h[j*k+e] = spec.At(q, e)
 			}
 		}
 		if med := medianNorm(h, k); med > 0 {
@@ -208,13 +211,25 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 
 	// 3. The steps.
 	sens := c.stepSensitivity()
-	sigmaStep, err := mechanism.GaussianSigma(rhoStep, sens.Value, 1)
-	if err != nil {
-		return nil, fmt.Errorf("calibrating the dp-ials steps: %w", err)
+	sigmaStep := math.Inf(1)
+	if steps > 0 {
+		if sigmaStep, err = mechanism.GaussianSigma(rhoStep, sens.Value, 1); err != nil {
+			return nil, fmt.Errorf("calibrating the dp-ials steps: %w", err)
+		}
 	}
+	// An item's right-hand side sums about count_j/√n̄ clipped rows (n̄
+	// the users' mean number of items, read from the noised counts) against
+	// noise of norm σ√k: items below step-cover × σ√k·√n̄ users are left
+	// without factors.
+	var total float64
+	for _, v := range counts {
+		total += max(v, 0)
+	}
+	nbar := max(1, total/float64(max(1, x.NumUsers)))
+	coverMin := c.StepCover * sigmaStep * math.Sqrt(float64(k)*nbar)
 	var covered []int
 	for _, j := range order {
-		if counts[j] >= c.StepCover*sigmaStep {
+		if counts[j] >= coverMin {
 			covered = append(covered, j)
 		}
 	}
@@ -267,6 +282,14 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 		if err := topn.SolveItems(ctx, stats, topn.ItemSolve{Layout: lay, Scales: c.scales(), Alpha: c.ItemAlpha,
 			Ridge: func(int) float64 { return ridge }, Gamma: gamma, Workers: env.Workers}, cols, next); err != nil {
 			return nil, err
+		}
+		// The item factors' overall scale is arbitrary (the users' rows
+		// absorb it) but the users' ridge is not: keep the median item
+		// norm at 1, as the initial factors have it.
+		if med := medianNorm(next, k); med > 0 {
+			for i := range next {
+				next[i] /= med
+			}
 		}
 		h = next
 		stepsRun++

@@ -34,9 +34,7 @@ func init() {
 		Summary: "private top-N (recommended): EASE on a noised, normalised item–item Gram over the items with the largest noised counts",
 		Private: true,
 		Needs:   []string{"items"},
-		New: func() Config {
-			return &DPEASEConfig{Cap: 50, CountShare: 0.1, GramNorm: 1, CoverScale: 2, MaxItems: 2000, LambdaScale: 0.3, Denoise: 1.2}
-		},
+		New:     func() Config { return NewDPEASEDefaults() },
 	})
 }
 
@@ -169,11 +167,56 @@ func (c *DPPopularityConfig) Train(ctx context.Context, in release.Input, env En
 	return &release.Release{Public: m, Guarantee: g, Report: release.Report{"sigma": sigma, "items": x.NumItems}}, nil
 }
 
+// lowRankModel builds dp-ease's public model over the catalogue: the items
+// in order (by noised count), the first m covered by the item vectors v
+// (m × r, fold-in "ease-lowrank"); the rest, and every item when nothing
+// rose above the noise (v nil), rank after them by noised count.
+func lowRankModel(name string, cat *model.Catalogue, order []int, m int, v *mat.Dense, counts []float64, positive *float64) *model.Model {
+	ids, titles := cat.IDs(), catTitles(cat)
+	n := len(order)
+	items := make([]string, n)
+	var tt []string
+	if titles != nil {
+		tt = make([]string, n)
+	}
+	out := topnModel(name, items, tt, positive)
+	r := 0
+	if v != nil {
+		_, r = v.Dims()
+	}
+	out.Rank, out.FoldIn = r, topn.FoldEASELowRank
+	out.V = make([]float64, n*r)
+	out.ItemBias = make([]float64, n)
+	for q, j := range order {
+		items[q] = ids[j]
+		if tt != nil {
+			tt[q] = titles[j]
+		}
+		if q < m && v != nil {
+			copy(out.V[q*r:q*r+r], v.RawRowView(q))
+		} else {
+			out.ItemBias[q] = topn.Uncovered + counts[j]*1e-9
+		}
+	}
+	if v == nil {
+		for q, j := range order { // popularity alone
+			out.ItemBias[q] = counts[j]
+		}
+	}
+	return out
+}
+
 func catTitles(c *model.Catalogue) []string {
 	if !c.HasTitles() {
 		return nil
 	}
 	return c.Titles()
+}
+
+// NewDPEASEDefaults returns dp-ease's defaults (chosen on MovieLens-1M
+// validation users; docs/topn.md).
+func NewDPEASEDefaults() *DPEASEConfig {
+	return &DPEASEConfig{Cap: 50, CountShare: 0.1, GramNorm: 1, CoverScale: 2, MaxItems: 2000, LambdaScale: 0.3, Denoise: 1.2}
 }
 
 // DPEASEConfig configures dp-ease.
@@ -295,24 +338,26 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	}
 	// Post-processing of the two releases only.
 	edge := 2 * sigmaGram * math.Sqrt(float64(m))
-	kept := m
-	if c.Denoise > 0 {
-		if noised, kept, err = topn.Denoise(noised, c.Denoise*edge, edge); err != nil {
+	w, err := topn.Denoise(noised, c.Denoise*edge, edge)
+	if err != nil {
+		return nil, err
+	}
+	lambda := c.LambdaScale * edge
+	var items *mat.Dense
+	kept := 0
+	if w != nil {
+		_, kept = w.Dims()
+		if items, err = topn.LowRankEASE(w, lambda); err != nil {
 			return nil, err
 		}
 	}
-	lambda := c.LambdaScale * edge
-	bt, err := topn.EASE(noised, lambda)
-	if err != nil {
-		return nil, err
-	}
 	g, err := topnGuarantee(env, []privacy.Guarantee{countPart, gramPart}, fmt.Sprintf(
-		"zCDP composition of two Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g): a user with n interactions on the declared catalogue adds min(1, √(%g/n)) to each of her items. Item–item Gram (σ = %.4g, ℓ2 sensitivity %.4g) over the %d items with the largest noised counts: the upper triangle of each user's x xᵀ (x her indicator over those items), scaled to ℓ2 norm ≤ %g. EASE (λ = %.4g) on the noised Gram is post-processing; each user's list is computed on her side from the public weights and her own items.",
-		sigmaCount, countsSensitivity(c.Cap).Value, c.Cap, sigmaGram, gramSensitivity(c.GramNorm).Value, m, c.GramNorm, lambda))
+		"zCDP composition of two Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g): a user with n interactions on the declared catalogue adds min(1, √(%g/n)) to each of her items. Item–item Gram (σ = %.4g, ℓ2 sensitivity %.4g) over the %d items with the largest noised counts: the upper triangle of each user's x xᵀ (x her indicator over those items), scaled to ℓ2 norm ≤ %g. Its eigenpairs above %g × the noise's spectral edge (%d kept), EASE on them (λ = %.4g) and the ranking are post-processing; each user's list is computed on her side from the public weights and her own items.",
+		sigmaCount, countsSensitivity(c.Cap).Value, c.Cap, sigmaGram, gramSensitivity(c.GramNorm).Value, m, c.GramNorm, c.Denoise, kept, lambda))
 	if err != nil {
 		return nil, err
 	}
-	out := indicatorModel("dp-ease", cat.IDs(), catTitles(cat), order, m, bt, counts, c.threshold())
+	out := lowRankModel("dp-ease", cat, order, m, items, counts, c.threshold())
 	out.Params = map[string]any{"cap": c.Cap, "count_share": c.CountShare, "gram_norm": c.GramNorm, "cover_scale": c.CoverScale, "covered_items": m, "lambda": lambda, "kept_eigenvalues": kept}
 	return &release.Release{Public: out, Guarantee: g,
 		Report: release.Report{"sigma_counts": sigmaCount, "sigma_gram": sigmaGram, "covered_items": m, "lambda": lambda}}, nil

@@ -71,13 +71,13 @@ func TestRankingQuality(t *testing.T) {
 func TestHeldOut(t *testing.T) {
 	targets := map[int32]bool{3: true, 7: true, 9: true}
 	cases := []struct {
-		name       string
-		ranked     []int32
-		ks         []int
-		recall     []float64
-		ndcg0, rr  float64
-		ok         bool
-		noTargets  bool
+		name      string
+		ranked    []int32
+		ks        []int
+		recall    []float64
+		ndcg0, rr float64
+		ok        bool
+		noTargets bool
 	}{
 		{"perfect", []int32{3, 7, 9, 1}, []int{2, 3}, []float64{1, 1}, 1, 1, true, false},
 		{"second place", []int32{1, 3, 2, 4}, []int{1, 2}, []float64{0, 0.5}, 0, 0.5, true, false},

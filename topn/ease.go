@@ -53,33 +53,13 @@ func EASE(g *mat.SymDense, lambda float64) (Bt *mat.Dense, err error) {
 	return Bt, nil
 }
 
-// Denoise returns the part of the symmetric g above a noise floor: its
-// eigenpairs with eigenvalue > keep, each shrunk by shrink (λ − shrink),
-// as Q diag(λ − shrink) Qᵀ, and how many were kept. For a Gram plus
-// Gaussian noise of standard deviation σ per entry, the noise's
-// eigenvalues lie within ±2σ√m (its spectral edge): eigenvalues above it
-// carry signal.
-func Denoise(g *mat.SymDense, keep, shrink float64) (*mat.SymDense, int, error) {
-	m := g.SymmetricDim()
-	q, err := Spectrum(g, keep, shrink)
-	if err != nil {
-		return nil, 0, err
-	}
-	out := mat.NewSymDense(m, nil)
-	if q == nil {
-		return out, 0, nil
-	}
-	_, r := q.Dims()
-	out.SymOuterK(1, q)
-	return out, r, nil
-}
-
-// Spectrum returns the eigenpairs of the symmetric g with eigenvalue
-// > keep as the columns of an m × r matrix, column e the eigenvector
-// scaled by √(λ_e − shrink) (0 when λ_e < shrink), in increasing order of
-// eigenvalue, so that Q Qᵀ is Denoise's matrix; nil when none is kept.
-// Its last columns are low-rank item factors of the denoised g.
-func Spectrum(g *mat.SymDense, keep, shrink float64) (*mat.Dense, error) {
+// Denoise returns the part of the symmetric g above a noise floor as a
+// factor W (m × r) with g ≈ W Wᵀ: its r eigenpairs with eigenvalue >
+// keep, each shrunk by shrink (column k of W is √(λ_k − shrink)·q_k). For
+// a Gram plus Gaussian noise of standard deviation σ per entry, the
+// noise's eigenvalues lie within ±2σ√m (its spectral edge): eigenvalues
+// above it carry signal.
+func Denoise(g *mat.SymDense, keep, shrink float64) (*mat.Dense, error) {
 	m := g.SymmetricDim()
 	var eig mat.EigenSym
 	if !eig.Factorize(g, true) {
@@ -89,20 +69,92 @@ func Spectrum(g *mat.SymDense, keep, shrink float64) (*mat.Dense, error) {
 	var vecs mat.Dense
 	eig.VectorsTo(&vecs)
 	var cols []int
-	for k, l := range vals {
-		if l > keep {
+	for k := len(vals) - 1; k >= 0; k-- { // largest first
+		if vals[k] > keep && vals[k] > shrink {
 			cols = append(cols, k)
 		}
 	}
 	if len(cols) == 0 {
 		return nil, nil
 	}
-	q := mat.NewDense(m, len(cols), nil)
+	w := mat.NewDense(m, len(cols), nil)
 	for c, k := range cols {
-		s := math.Sqrt(math.Max(vals[k]-shrink, 0))
+		s := math.Sqrt(vals[k] - shrink)
 		for i := range m {
-			q.Set(i, c, vecs.At(i, k)*s)
+			w.Set(i, c, vecs.At(i, k)*s)
 		}
 	}
-	return q, nil
+	return w, nil
+}
+
+// LowRankEASE solves EASE on the low-rank Gram W Wᵀ (W m × r) with ridge
+// λ without forming an m × m matrix. With M = W(λI + WᵀW)⁻¹Wᵀ = Z Zᵀ,
+// Z = W(λI + WᵀW)^(−1/2), EASE's P = (W Wᵀ + λI)⁻¹ = (I − M)/λ, so
+// B_ij = −P_ij/P_jj = M_ij/(1 − M_jj) for i ≠ j (and M_jj < 1). A user
+// with items h scores j by (Σ_{i∈h} Z_i)·Z_j/(1 − ‖Z_j‖²). It returns the
+// item vectors V_j = Z_j/(1 − ‖Z_j‖²) (m × r); a user's row
+// Σ_{i∈h} Z_i is recovered from them (ZFromV), so the model needs V only
+// (fold-in "ease-lowrank").
+func LowRankEASE(w *mat.Dense, lambda float64) (*mat.Dense, error) {
+	if !(lambda > 0) || math.IsInf(lambda, 0) {
+		return nil, fmt.Errorf("ease: λ = %g must be finite and > 0", lambda)
+	}
+	m, r := w.Dims()
+	a := mat.NewSymDense(r, nil)
+	a.SymOuterK(1, w.T())
+	for k := range r {
+		a.SetSym(k, k, a.At(k, k)+lambda)
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(a, true) {
+		return nil, fmt.Errorf("ease: eigendecomposition of λI + WᵀW failed")
+	}
+	vals := eig.Values(nil)
+	var vecs mat.Dense
+	eig.VectorsTo(&vecs)
+	// (λI + WᵀW)^(−1/2) = U diag(1/√μ) Uᵀ.
+	isq := mat.NewDense(r, r, nil)
+	for p := range r {
+		for q := range r {
+			var s float64
+			for k, mu := range vals {
+				s += vecs.At(p, k) * vecs.At(q, k) / math.Sqrt(mu)
+			}
+			isq.Set(p, q, s)
+		}
+	}
+	var z mat.Dense
+	z.Mul(w, isq)
+	v := mat.NewDense(m, r, nil)
+	for j := range m {
+		row := z.RawRowView(j)
+		n2 := 0.0
+		for _, x := range row {
+			n2 += x * x
+		}
+		out := v.RawRowView(j)
+		for k, x := range row {
+			out[k] = x / (1 - n2)
+		}
+	}
+	return v, nil
+}
+
+// ZFromV inverts V_j = Z_j/(1 − ‖Z_j‖²) for one item: with a = ‖Z_j‖ and
+// b = ‖V_j‖, a = b(1 − a²) has the one root a = (√(1 + 4b²) − 1)/(2b) in
+// [0, 1), so Z_j = V_j·(1 − a²).
+func ZFromV(v, z []float64) {
+	var b2 float64
+	for _, x := range v {
+		b2 += x * x
+	}
+	s := 1.0
+	if b2 > 0 {
+		b := math.Sqrt(b2)
+		a := (math.Sqrt(1+4*b2) - 1) / (2 * b)
+		s = 1 - a*a
+	}
+	for k, x := range v {
+		z[k] = x * s
+	}
 }

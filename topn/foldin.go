@@ -23,6 +23,10 @@ const (
 	// λ_u = fold_lambda·(n + α₀·items)^ν, α₀ and ν from the model's params
 	// "fold_alpha0" and "fold_nu".
 	FoldImplicit model.FoldIn = "implicit"
+	// FoldEASELowRank: her row is Σ_{i ∈ her items} Z_i with Z_i
+	// recovered from the public V_i (ZFromV); her score of j is then
+	// EASE's on a low-rank Gram (LowRankEASE).
+	FoldEASELowRank model.FoldIn = "ease-lowrank"
 )
 
 // Uncovered is the item bias of the items an item–item model does not
@@ -32,6 +36,20 @@ const Uncovered = -1e9
 func init() {
 	model.RegisterFoldIn(FoldIndicator, foldIndicator)
 	model.RegisterFoldIn(FoldImplicit, foldImplicit)
+	model.RegisterFoldIn(FoldEASELowRank, foldEASELowRank)
+}
+
+func foldEASELowRank(m *model.Model, items []int32, _ []float64) ([]float64, error) {
+	k := m.Rank
+	row := make([]float64, k)
+	z := make([]float64, k)
+	for _, i := range items {
+		ZFromV(m.V[int(i)*k:int(i)*k+k], z)
+		for c, x := range z {
+			row[c] += x
+		}
+	}
+	return row, nil
 }
 
 func foldIndicator(m *model.Model, items []int32, _ []float64) ([]float64, error) {

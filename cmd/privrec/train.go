@@ -29,7 +29,16 @@ Train a model with one method and save it, with its privacy guarantee, to
 Privacy noise comes from crypto/rand. --seed makes the non-private
 randomness (initialisation, shuffling) repeatable; --experiment also seeds
 the privacy noise, which is for experiments only: the model then records
-that its noise was reproducible and its guarantee says so.`
+that its noise was reproducible and its guarantee says so.
+
+Recommending (top-N lists) rather than predicting ratings: the top-N
+methods popularity, ease and ials (non-private) and dp-popularity and
+dp-ease (private) rank items from a user's own interactions; --positive T
+makes ratings ≥ T the interactions. The recommended private recommender is
+dp-ease (user-level joint DP; docs/topn.md):
+  privrec train --data ratings.tsv --method dp-ease --epsilon 1 --positive 4 \
+      --scale 1:5 --items items.tsv --out rec.model
+  privrec recommend --model rec.model --user 42 --ratings her-ratings.tsv -k 10`
 
 // methodFromArgs finds --method before the flag set (which depends on it) exists.
 func methodFromArgs(args []string) string {

@@ -1,0 +1,200 @@
+package methods
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/transform"
+)
+
+// plantedTopN builds ratings on 1–5 for users in groups: a user of group g
+// rates 5 each item of block g with probability pIn, and rates any item 2
+// (not a positive at threshold 4) or, with probability pOut, 4. Every block
+// is equally popular, so popularity cannot tell groups apart.
+func plantedTopN(t *testing.T, users, groups, per int, pIn, pOut float64, seed uint64) (*ratings.Matrix, *model.Catalogue) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 11))
+	n := groups * per
+	ids := make([]string, n)
+	for j := range ids {
+		ids[j] = fmt.Sprintf("i%d", j)
+	}
+	cat, err := model.NewCatalogue(ids, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := ratings.NewBuilder(ratings.DupError)
+	line := int64(0)
+	for u := range users {
+		g := u % groups
+		for j := range n {
+			v := 0.0
+			switch {
+			case j/per == g && r.Float64() < pIn:
+				v = 5
+			case r.Float64() < pOut:
+				v = 4
+			case r.Float64() < 0.05:
+				v = 2
+			}
+			if v > 0 {
+				line++
+				if err := b.Add(fmt.Sprintf("u%d", u), ids[j], v, line); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	m, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, cat
+}
+
+// TestTopNMethodsOnPlantedGroups trains every top-N method on planted
+// groups and scores held-out users from their histories. The personalised
+// models must find a user's block far better than popularity, whose
+// Recall@10 is near the 1/groups share of each block; the private ones at
+// a large ε. Fixed seeds; the thresholds sit well inside the margins seen
+// (the personalised models reach ≥ 0.8, popularity ≈ 0.3).
+func TestTopNMethodsOnPlantedGroups(t *testing.T) {
+	data, cat := plantedTopN(t, 1200, 4, 15, 0.5, 0.01, 1)
+	pos := transform.MinPerUser(transform.Positives(data, 4), 5)
+	sp, err := transform.SplitUsers(pos, 0, 200, 0.3, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale := release.Scale{Min: 1, Max: 5}
+	in := release.Input{Ratings: sp.Train, Declared: release.Declared{Scale: &scale, Catalogue: cat}}
+	recall := map[string]float64{}
+	for _, c := range []struct {
+		method string
+		eps    float64
+		min    float64
+	}{
+		{"popularity", 0, 0},
+		{"ease", 0, 0.7},
+		{"ials", 0, 0.7},
+		{"dp-popularity", 1, 0},
+		{"dp-ease", 50, 0.6},
+	} {
+		cfg, err := Configure(c.method, map[string]any{"positive": 4.0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, err := Train(context.Background(), c.method, cfg, in, Env{Epsilon: c.eps, Delta: 1e-6, Noise: noise.Seeded(3), Seed: 1})
+		if err != nil {
+			t.Fatalf("%s: %v", c.method, err)
+		}
+		// The public model survives a save and a load, fold-in rule included.
+		var buf bytes.Buffer
+		if err := rel.Model().Write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		m, err := model.Read(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := EvaluateHeldOut(context.Background(), m, sp.TestHistory, sp.TestTargets, HeldOutOptions{Ks: []int{10}})
+		if err != nil {
+			t.Fatalf("%s: %v", c.method, err)
+		}
+		recall[c.method] = rep.Recall[10]
+		t.Logf("%-14s Recall@10 %.3f coverage %.2f", c.method, rep.Recall[10], rep.Coverage[10])
+		if rep.Recall[10] < c.min {
+			t.Errorf("%s: Recall@10 = %.3f, want ≥ %.2f", c.method, rep.Recall[10], c.min)
+		}
+		if g := rel.Guarantee; c.eps > 0 && (!g.Private() || g.Epsilon > c.eps*(1+1e-9) || g.Relation == "") {
+			t.Errorf("%s: guarantee %+v does not cover ε = %g with a stated relation", c.method, g, c.eps)
+		}
+	}
+	if d := math.Abs(recall["dp-popularity"] - recall["popularity"]); d > 0.1 {
+		t.Errorf("dp-popularity at ε = 1 is %.3f from popularity", d)
+	}
+}
+
+// TestTopNContributionBounds checks the per-user bounds the sensitivities
+// rest on, over every interaction count up to 5 000: the capped counts'
+// part has ℓ2 norm ≤ √cap and the Gram's upper-triangle part ≤ gram-norm.
+func TestTopNContributionBounds(t *testing.T) {
+	for _, cap := range []float64{1, 7.5, 50} {
+		for n := 1; n <= 5000; n++ {
+			if norm := countWeight(n, cap) * math.Sqrt(float64(n)); norm > math.Sqrt(cap) {
+				t.Fatalf("cap %g, n = %d: count part norm %g > √cap", cap, n, norm)
+			}
+		}
+		if s := countsSensitivity(cap).Value; math.Abs(s-math.Sqrt(2*cap)) > 1e-12 {
+			t.Errorf("counts sensitivity %g", s)
+		}
+	}
+	for _, norm := range []float64{0.5, 1, 30} {
+		w := gramWeight(norm)
+		for n := 1; n <= 5000; n++ {
+			if got := w(n) * math.Sqrt(float64(n)*float64(n+1)/2); got > norm {
+				t.Fatalf("gram-norm %g, n = %d: part norm %g", norm, n, got)
+			}
+		}
+	}
+}
+
+// TestTopNBadInput: each bad setting or missing fact is an error naming
+// the flag, before anything is trained.
+func TestTopNBadInput(t *testing.T) {
+	data, cat := plantedTopN(t, 50, 2, 5, 0.5, 0.1, 2)
+	scale := release.Scale{Min: 1, Max: 5}
+	full := release.Input{Ratings: data, Declared: release.Declared{Scale: &scale, Catalogue: cat}}
+	noCat := release.Input{Ratings: data, Declared: release.Declared{Scale: &scale}}
+	cases := []struct {
+		method string
+		params map[string]any
+		in     release.Input
+		want   string
+	}{
+		{"ease", map[string]any{"positive": 6.0}, full, "--positive 6 is above the declared scale"},
+		{"dp-ease", map[string]any{"positive": 4.0}, noCat, "--items"},
+		{"dp-popularity", nil, noCat, "--items"},
+		{"ease", map[string]any{"lambda": -1.0}, full, "--lambda"},
+		{"ials", map[string]any{"rank": 0}, full, "rank"},
+		{"dp-ease", map[string]any{"count_share": 1.0}, full, "--count-share"},
+		{"dp-popularity", map[string]any{"cap": 0.5}, full, "--cap"},
+		{"popularity", map[string]any{"positive": []float64{3, 4}}, full, "--positive takes one threshold"},
+	}
+	for _, c := range cases {
+		t.Run(c.method+"/"+c.want, func(t *testing.T) {
+			cfg, err := Configure(c.method, c.params)
+			if err == nil {
+				_, err = Train(context.Background(), c.method, cfg, c.in, Env{Epsilon: 1, Delta: 1e-6, Noise: noise.Seeded(1)})
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one mentioning %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestDPEASECoverPlan: the covered items grow with users and budget and
+// stay within the bounds.
+func TestDPEASECoverPlan(t *testing.T) {
+	c := NewDPEASEDefaults()
+	prev := 0
+	for _, users := range []int{100, 1000, 10000, 100000} {
+		m := c.covered(users, 3000, 0.02)
+		if m < prev || m < 2 || m > c.MaxItems {
+			t.Errorf("%d users: %d covered items (previous %d)", users, m, prev)
+		}
+		prev = m
+	}
+	if c.covered(1000000, 50, 1) != 50 {
+		t.Error("covered items exceed the catalogue")
+	}
+}
