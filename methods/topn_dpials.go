@@ -9,6 +9,7 @@ import (
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/privacy/mechanism"
+	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/topn"
 )
@@ -202,10 +203,25 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 				h[j*k+e] = spec.At(q, e)
 			}
 		}
-		if med := medianNorm(h, k); med > 0 {
-			for i := range h {
-				h[i] /= med
+	}
+	if initRank == 0 && steps > 0 {
+		// Nothing rose above the noise: the steps start, as Chien et al.'s
+		// do, from random factors on the same items (public randomness).
+		src := env.Rand
+		if src == nil {
+			src = noise.Seeded(env.Seed)
+		}
+		r := src.Rand()
+		for _, j := range order[:mInit] {
+			for e := range k {
+				h[j*k+e] = r.NormFloat64()
 			}
+		}
+		initRank = -1
+	}
+	if med := medianNorm(h, k); med > 0 {
+		for i := range h {
+			h[i] /= med
 		}
 	}
 
@@ -248,7 +264,7 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	var sigmas []float64
 	stepsRun := 0
 	for t := range steps {
-		if len(covered) == 0 || initRank == 0 && t == 0 {
+		if len(covered) == 0 || initRank == 0 {
 			break // nothing to learn from: the counts alone rank
 		}
 		if err := topn.UserRows(ctx, x, h, k, c.Alpha0, reg, env.Workers, wrows); err != nil {
@@ -333,7 +349,7 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	m := topnModel("dp-ials", cat.IDs(), catTitles(cat), c.threshold())
 	m.Rank, m.V, m.ItemBias = k, h, bias
 	topn.SetImplicitFoldIn(m, c.Alpha0, c.Lambda, c.Nu)
-	m.Params["rank"], m.Params["steps"], m.Params["init_items"], m.Params["init_rank"] = k, steps, mInit, initRank
+	m.Params["rank"], m.Params["steps"], m.Params["init_items"], m.Params["init_rank"] = k, steps, mInit, initRank // −1: random
 	m.Params["covered_items"], m.Params["weight_exponent"] = len(covered), c.WeightExp
 	return &release.Release{Public: m, Guarantee: g, Report: release.Report{
 		"sigma_counts": sigmaCount, "sigma_init": sigmaInit, "sigma_steps": slices.Clone(sigmas),
