@@ -189,7 +189,11 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	}
 	parts = append(parts, part)
 	edge := 2 * sigmaInit * math.Sqrt(float64(mInit))
-	spec, err := topn.Denoise(gram, c.InitDenoise*edge, edge)
+	src := env.Rand
+	if src == nil {
+		src = noise.Seeded(env.Seed)
+	}
+	spec, err := topn.DenoiseTop(gram, k, c.InitDenoise*edge, edge, src.Rand())
 	if err != nil {
 		return nil, err
 	}
@@ -207,10 +211,6 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if initRank == 0 && steps > 0 {
 		// Nothing rose above the noise: the steps start, as Chien et al.'s
 		// do, from random factors on the same items (public randomness).
-		src := env.Rand
-		if src == nil {
-			src = noise.Seeded(env.Seed)
-		}
 		r := src.Rand()
 		for _, j := range order[:mInit] {
 			for e := range k {

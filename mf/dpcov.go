@@ -201,6 +201,13 @@ func topEigen(c *mat.SymDense, r int, rng *rand.Rand) ([]float64, *mat.Dense) {
 	return vals, vecs
 }
 
+// TopEigen returns the r largest eigenpairs of the symmetric c (values
+// largest first, vectors as the columns of an m × r matrix) by subspace
+// iteration from a random start drawn from rng (r ≤ m).
+func TopEigen(c *mat.SymDense, r int, rng *rand.Rand) ([]float64, *mat.Dense) {
+	return topEigen(c, r, rng)
+}
+
 // orthonormalize makes the columns of a orthonormal in place (modified
 // Gram–Schmidt, twice for stability; a column that vanishes is left 0).
 func orthonormalize(a *mat.Dense) {
