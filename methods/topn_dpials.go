@@ -28,11 +28,11 @@ func init() {
 // MovieLens-1M validation users, docs/topn-dpials.md).
 func DefaultDPIALS() *DPIALSConfig {
 	return &DPIALSConfig{
-		Rank: 32, Steps: -1, Cap: 50, CountShare: 0.1, InitShare: 0.3,
-		GramNorm: 1, CoverScale: 2, MaxInitItems: 2000, InitDenoise: 1.2,
-		Alpha0: 0.2, Lambda: 0.01, Nu: 1,
+		Rank: 32, Steps: -1, Cap: 50, CountShare: 0.1, InitShare: 0.6,
+		GramNorm: 1, CoverScale: 2, MaxInitItems: 2000, InitDenoise: 1,
+		Alpha0: 0.2, Lambda: 0.003, Nu: 1,
 		RowClip: 1, WeightExp: -0.25, GramScale: 1, RHSScale: 1, GlobalScale: 0.3,
-		ItemAlpha: 0.02, ItemLambda: 1, StepCover: 1,
+		ItemAlpha: 0.02, ItemLambda: 1, StepCover: 2, PriorRidge: true,
 	}
 }
 
@@ -61,6 +61,7 @@ type DPIALSConfig struct {
 	GlobalScale float64 `json:"global_scale" flag:"global-scale" help:"weight g of the global Gram Σ_u w̃w̃ᵀ in the released vector"`
 	ItemAlpha   float64 `json:"item_alpha" flag:"item-alpha" help:"item side: weight of the global Gram in each item's system"`
 	ItemLambda  float64 `json:"item_lambda" flag:"item-lambda" help:"item side: ridge in units of the step noise's spectral edge 2σ√k"`
+	PriorRidge  bool    `json:"prior_ridge" flag:"prior-ridge" help:"item side: the ridge pulls each item toward its previous factors (false: toward 0, the papers' ridge), and items without statistics keep theirs"`
 	StepCover   float64 `json:"step_cover" flag:"step-cover" help:"items whose noised count is ≥ step-cover × σ√k·√n̄ (σ the step's noise, n̄ the users' mean number of items from the noised counts) get factors; the others rank after them by count"`
 }
 
@@ -120,14 +121,21 @@ func (c *DPIALSConfig) Validate() error {
 }
 
 // planSteps is the number of noised steps when --steps is −1, from public
-// facts: the number of users N and the steps' budget. A step pays when
-// the most popular items' statistics rise above its noise, which takes
-// N·√ρ_steps large enough (MovieLens-1M's 6 040 users: one step).
-func planSteps(users int, rhoSteps float64) int {
-	if float64(users)*math.Sqrt(rhoSteps) >= 2e5 {
-		return 2
+// facts: the number of users N and the budget ρ. A step pays only when
+// the items' statistics rise above its noise, which takes N·√ρ large: on
+// MovieLens-1M (about 5 000 training users, N·√ρ ≤ 9 000 up to ε = 16)
+// every step tried cost more than it gave (validation users,
+// docs/topn-dpials.md), so none is planned there; on a synthetic
+// population of 200 000 users at ε = 1 (N·√ρ ≈ 31 000) one step was about
+// neutral. Hence no step below N·√ρ = 5·10⁴, one up to 5·10⁵, two above.
+func planSteps(users int, rho float64) int {
+	switch v := float64(users) * math.Sqrt(rho); {
+	case v < 5e4:
+		return 0
+	case v < 5e5:
+		return 1
 	}
-	return 1
+	return 2
 }
 
 func (c *DPIALSConfig) scales() topn.StepScales {
@@ -158,7 +166,7 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	rhoCount := math.Nextafter(c.CountShare*rho, 0)
 	steps := c.Steps
 	if steps < 0 {
-		steps = planSteps(x.NumUsers, rho*(1-c.CountShare-c.InitShare))
+		steps = planSteps(x.NumUsers, rho)
 	}
 	rhoInit := math.Nextafter(rho-rhoCount, 0)
 	rhoStep := 0.0
@@ -295,8 +303,13 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 		}
 		ridge := c.ItemLambda * 2 * sigma * math.Sqrt(float64(k)) / unit
 		next := make([]float64, n*k)
+		var prior []float64
+		if c.PriorRidge {
+			prior = h
+			copy(next, h)
+		}
 		if err := topn.SolveItems(ctx, stats, topn.ItemSolve{Layout: lay, Scales: c.scales(), Alpha: c.ItemAlpha,
-			Ridge: func(int) float64 { return ridge }, Gamma: gamma, Workers: env.Workers}, cols, next); err != nil {
+			Ridge: func(int) float64 { return ridge }, Gamma: gamma, Prior: prior, Workers: env.Workers}, cols, next); err != nil {
 			return nil, err
 		}
 		// The item factors' overall scale is arbitrary (the users' rows
@@ -339,10 +352,14 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 			bias[j] += topn.Uncovered
 		}
 	}
+	gramText := fmt.Sprintf("r·Σ c_j T(w̃w̃ᵀ) (r = %g), ", c.GramScale)
+	if c.GramScale == 0 {
+		gramText = "(no per-item Gram: r = 0) "
+	}
 	g, err := topnGuarantee(env, parts, fmt.Sprintf(
-		"zCDP composition of %d Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g). Item–item Gram over the %d items with the largest noised counts (σ = %.4g, ℓ2 sensitivity %.4g), whose top eigenvectors initialise the item factors. %d ALS step(s): each user solves her own row against the public item factors (never released), scales it by 1/Γ and clips it to norm 1, weighs her items with factors by c_j ∝ count_j^%g normalised to Σ c_j² ≤ 1, and the per-item sums r·Σ c_j T(w̃w̃ᵀ), s·Σ c_j w̃ over %d items and g·Σ T(w̃w̃ᵀ) (r, s, g = %g, %g, %g) are released once per step (σ = %s, ℓ2 sensitivity %.4g); the items are solved from the released sums (post-processing). Each user's list is computed on her side from the public item factors and her own items.",
+		"zCDP composition of %d Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g). Item–item Gram over the %d items with the largest noised counts (σ = %.4g, ℓ2 sensitivity %.4g), whose top eigenvectors initialise the item factors. %d ALS step(s): each user solves her own row against the public item factors (never released), scales it by 1/Γ and clips it to norm 1, weighs her items with factors by c_j ∝ count_j^%g normalised to Σ c_j² ≤ 1, and the per-item sums %sand s·Σ c_j w̃ (s = %g) over %d items and g·Σ T(w̃w̃ᵀ) (g = %g) are released once per step (σ = %s, ℓ2 sensitivity %.4g); the items are solved from the released sums (post-processing). Each user's list is computed on her side from the public item factors and her own items.",
 		len(parts), sigmaCount, countsSensitivity(c.Cap).Value, mInit, sigmaInit, gramSensitivity(c.GramNorm).Value,
-		steps, c.WeightExp, len(covered), c.GramScale, c.RHSScale, c.GlobalScale, fmtSigmas(sigmas), sens.Value))
+		steps, c.WeightExp, gramText, c.RHSScale, len(covered), c.GlobalScale, fmtSigmas(sigmas), sens.Value))
 	if err != nil {
 		return nil, err
 	}

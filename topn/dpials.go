@@ -459,6 +459,11 @@ type ItemSolve struct {
 	// Gamma is the users' row scale Γ: item factors are returned in the
 	// units of the unclipped rows (h = h'/Γ).
 	Gamma float64
+	// Prior, when not nil, holds the previous item factors (items × k, the
+	// unclipped rows' units): the ridge then pulls each item toward its
+	// previous factor instead of toward 0, and the items not covered keep
+	// theirs.
+	Prior []float64
 	// Workers bounds parallelism.
 	Workers int
 }
@@ -467,10 +472,11 @@ type ItemSolve struct {
 // h'_j = (PSD(G_j) + α·PSD(G) + ridge_j·I)⁻¹ b_j (G_j omitted when the
 // per-item Gram is not released), in the clipped rows' units, written as
 // h_j = h'_j/Γ into row j of h (items × k; rows of items not covered are
-// left as they are). Post-processing of the release.
+// left as they are). With a prior, the right-hand side gains ridge_j·Γ·h⁰_j
+// (the ridge pulls toward h⁰). Post-processing of the release.
 func SolveItems(ctx context.Context, stats []float64, o ItemSolve, cols Columns, h []float64) error {
 	lay, k := o.Layout, o.Layout.K
-	if len(stats) != lay.Len() || len(h) != len(cols)*k {
+	if len(stats) != lay.Len() || len(h) != len(cols)*k || o.Prior != nil && len(o.Prior) != len(h) {
 		return fmt.Errorf("dp-ials item solve: shapes disagree")
 	}
 	glob := make([]float64, k*k)
@@ -514,10 +520,16 @@ func SolveItems(ctx context.Context, stats []float64, o ItemSolve, cols Columns,
 			for p := range k {
 				s.a[p*k+p] += lam
 			}
+			j := int(byCol[q])
 			for p, v := range blk {
 				s.b[p] = v / o.Scales.RHS
 			}
-			row := h[int(byCol[q])*k : int(byCol[q])*k+k]
+			if o.Prior != nil {
+				for p, v := range o.Prior[j*k : j*k+k] {
+					s.b[p] += lam * o.Gamma * v
+				}
+			}
+			row := h[j*k : j*k+k]
 			if !cholSolve(s.a, k, s.b) {
 				clear(row)
 				continue
