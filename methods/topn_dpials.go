@@ -61,6 +61,7 @@ type DPIALSConfig struct {
 	GlobalScale float64 `json:"global_scale" flag:"global-scale" help:"weight g of the global Gram Σ_u w̃w̃ᵀ in the released vector"`
 	ItemAlpha   float64 `json:"item_alpha" flag:"item-alpha" help:"item side: weight of the global Gram in each item's system"`
 	ItemLambda  float64 `json:"item_lambda" flag:"item-lambda" help:"item side: ridge in units of the step noise's spectral edge 2σ√k"`
+	PopWeight   float64 `json:"pop_weight" flag:"pop-weight" help:"every item's score gains pop-weight × its noised count / the largest (a popularity prior; 0: counts only break ties)"`
 	PriorRidge  bool    `json:"prior_ridge" flag:"prior-ridge" help:"item side: the ridge pulls each item toward its previous factors (false: toward 0, the papers' ridge), and items without statistics keep theirs"`
 	StepCover   float64 `json:"step_cover" flag:"step-cover" help:"items whose noised count is ≥ step-cover × σ√k·√n̄ (σ the step's noise, n̄ the users' mean number of items from the noised counts) get factors; the others rank after them by count"`
 }
@@ -112,7 +113,7 @@ func (c *DPIALSConfig) Validate() error {
 	for _, p := range []struct {
 		n string
 		v float64
-	}{{"init-denoise", c.InitDenoise}, {"alpha0", c.Alpha0}, {"gram-scale", c.GramScale}, {"item-alpha", c.ItemAlpha}, {"step-cover", c.StepCover}} {
+	}{{"init-denoise", c.InitDenoise}, {"pop-weight", c.PopWeight}, {"alpha0", c.Alpha0}, {"gram-scale", c.GramScale}, {"item-alpha", c.ItemAlpha}, {"step-cover", c.StepCover}} {
 		if err := nonneg(p.n, p.v); err != nil {
 			return err
 		}
@@ -346,8 +347,15 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 		}
 	}
 	bias := make([]float64, n)
+	top := 0.0
+	for _, v := range counts {
+		top = max(top, v)
+	}
 	for j := range n {
 		bias[j] = counts[j] * 1e-9
+		if c.PopWeight > 0 && top > 0 {
+			bias[j] = c.PopWeight * max(counts[j], 0) / top
+		}
 		if !active[j] {
 			bias[j] += topn.Uncovered
 		}
