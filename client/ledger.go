@@ -32,10 +32,16 @@ import (
 //
 // Spent amounts are kept in integer nano-ε as the server keeps them, so
 // sums are exact. A Ledger is not safe for concurrent use.
+//
+// The ledger also pins the collection she joined (Collection): a server
+// whose configuration later weakens it is refused on the device
+// (CheckConfig). In central mode reports cost nothing on the device (each
+// release is charged on the server); the ledger then only pins.
 type Ledger struct {
-	Server  string        `json:"server"`
-	Budget  float64       `json:"budget"`
-	Reports []LedgerEntry `json:"reports"`
+	Server     string        `json:"server"`
+	Budget     float64       `json:"budget"`
+	Reports    []LedgerEntry `json:"reports"`
+	Collection *Collection   `json:"collection,omitempty"`
 }
 
 // LedgerEntry is one report the device sent (or was about to send).
@@ -58,14 +64,15 @@ func validEpsilon(eps float64) bool { return eps > 0 && eps <= maxEpsilon }
 
 // NewLedger starts a device ledger for a server under its published
 // configuration: her budget is the configuration's per-user budget.
+// It pins the collection (Collection); in central mode it only pins.
 func NewLedger(server string, cfg *api.Config) (*Ledger, error) {
-	if cfg.Mode != api.ModeLocal {
-		return nil, errors.New("client: a device ledger counts local-DP reports; this server is not in local mode")
+	if cfg.Mode != api.ModeLocal && cfg.Mode != api.ModeCentral {
+		return nil, fmt.Errorf("client: unknown collection mode %q", cfg.Mode)
 	}
 	if !validEpsilon(cfg.Budget) {
 		return nil, fmt.Errorf("client: the server publishes budget %g; a device ledger needs a budget in (0, %g]", cfg.Budget, maxEpsilon)
 	}
-	return &Ledger{Server: server, Budget: cfg.Budget}, nil
+	return &Ledger{Server: server, Budget: cfg.Budget, Collection: PinCollection(cfg)}, nil
 }
 
 // Spent is the ε the device has recorded.
@@ -87,6 +94,9 @@ func (l *Ledger) Remaining() float64 { return math.Max(0, l.Budget-l.Spent()) }
 func (l *Ledger) Reserve(server, id string, eps float64) error {
 	if server != l.Server {
 		return fmt.Errorf("client: the device ledger is for %s, not %s", l.Server, server)
+	}
+	if l.Collection != nil && l.Collection.Mode != api.ModeLocal {
+		return fmt.Errorf("client: this device ledger pins a %s-mode collection, whose reports cost nothing on the device", l.Collection.Mode)
 	}
 	if !validEpsilon(eps) {
 		return fmt.Errorf("client: a report's ε must be in (0, %g], got %g", maxEpsilon, eps)

@@ -55,7 +55,7 @@ func TestLedgerReserve(t *testing.T) {
 
 func TestNewLedgerRefuses(t *testing.T) {
 	for _, cfg := range []*api.Config{
-		{Mode: api.ModeCentral, Budget: 1},
+		{Mode: "remote", Budget: 1},
 		{Mode: api.ModeLocal, Budget: 0},
 	} {
 		if _, err := NewLedger(srv, cfg); err == nil {

@@ -40,6 +40,14 @@ type Config struct {
 	Metric string `json:"metric"`
 	// K > 0 adds top-k metrics to every evaluation.
 	K int `json:"k,omitempty"`
+	// Protocol is "ratings" (default: held-out ratings of known users) or
+	// "users" (strong generalisation: every dataset holds out users, each
+	// scored from her history; recall_at_k and ndcg_at_k are then
+	// Recall@k and NDCG@k of metrics.HeldOut). See docs/EXPERIMENTS.md.
+	Protocol string `json:"protocol,omitempty"`
+	// Evaluate, with protocol "users", picks the held-out users scored:
+	// "test" (default) or "validation" (for choosing settings).
+	Evaluate string `json:"evaluate,omitempty"`
 	// LogX / LogY put the figure axes on a log scale (as the paper did).
 	LogX bool `json:"log_x,omitempty"`
 	LogY bool `json:"log_y,omitempty"`
@@ -78,6 +86,17 @@ type DataSpec struct {
 	// it (seed 001 rescales Jester from [−10, 10] to [0, 5]); the declared
 	// scale is then [lo, hi].
 	Rescale []float64 `json:"rescale,omitempty"`
+	// HoldoutUsers = [VAL, TEST] (protocol "users", source file): the
+	// validation and test users held out per run; Positive (ratings ≥ it
+	// are interactions; 0: every rating), MinPositives (users with fewer
+	// interactions are dropped; default 5) and TargetFrac (each held-out
+	// user's share of targets; default 0.2) shape the split. Items, when
+	// set, is the declared catalogue file (relative to the data directory).
+	HoldoutUsers []int   `json:"holdout_users,omitempty"`
+	Positive     float64 `json:"positive,omitempty"`
+	MinPositives int     `json:"min_positives,omitempty"`
+	TargetFrac   float64 `json:"target_frac,omitempty"`
+	Items        string  `json:"items,omitempty"`
 	// Params are generator parameters (sizes, observation ratio, …).
 	Params map[string]float64 `json:"params,omitempty"`
 	// Strings are generator options that are not numbers (e.g. link).
@@ -215,6 +234,24 @@ func (c *Config) Validate() error {
 	if !known {
 		return fmt.Errorf("metric %q: want one of %s", c.Metric, strings.Join(Metrics, ", "))
 	}
+	switch c.Protocol {
+	case "", "ratings":
+		if c.Evaluate != "" {
+			return fmt.Errorf("evaluate %q belongs to protocol users", c.Evaluate)
+		}
+	case "users":
+		if c.Metric != "recall_at_k" && c.Metric != "ndcg_at_k" {
+			return fmt.Errorf("protocol users: metric %q: want recall_at_k or ndcg_at_k", c.Metric)
+		}
+		if c.K <= 0 {
+			return fmt.Errorf("protocol users: set k > 0, the cut-off of Recall@k and NDCG@k")
+		}
+		if c.Evaluate != "" && c.Evaluate != "test" && c.Evaluate != "validation" {
+			return fmt.Errorf("evaluate %q: want test or validation", c.Evaluate)
+		}
+	default:
+		return fmt.Errorf("protocol %q: want ratings or users", c.Protocol)
+	}
 	checkEps := func(where string, es []float64) error {
 		for _, e := range es {
 			if !(e > 0) || math.IsInf(e, 0) {
@@ -235,7 +272,21 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("dataset %q listed twice", d.Name)
 		}
 		seen["d:"+d.Name] = true
+		users := c.Protocol == "users"
+		if users != (d.HoldoutUsers != nil) {
+			return fmt.Errorf("dataset %q: holdout_users [VAL, TEST] and \"protocol\": \"users\" go together", d.Name)
+		}
 		switch {
+		case users:
+			if d.Source != "file" || d.Path == "" || d.Test != "" || d.Holdout != 0 || d.TopItems != 0 || d.CapPerUser != 0 || d.Rescale != nil {
+				return fmt.Errorf("dataset %q: protocol users needs source file with a path, and no test, holdout, top_items, cap_per_user or rescale", d.Name)
+			}
+			if len(d.HoldoutUsers) != 2 || d.HoldoutUsers[0] < 0 || d.HoldoutUsers[1] < 1 {
+				return fmt.Errorf("dataset %q: holdout_users must be [VAL, TEST] with VAL ≥ 0 and TEST ≥ 1, got %v", d.Name, d.HoldoutUsers)
+			}
+			if d.MinPositives < 0 || d.MinPositives == 1 || d.TargetFrac < 0 || d.TargetFrac >= 1 || math.IsNaN(d.Positive) || math.IsInf(d.Positive, 0) {
+				return fmt.Errorf("dataset %q: want min_positives ≥ 2 (0: 5), target_frac in (0, 1) (0: 0.2) and a finite positive", d.Name)
+			}
 		case d.Source == "file":
 			if d.Path == "" {
 				return fmt.Errorf("dataset %q: source file needs a path", d.Name)

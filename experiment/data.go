@@ -9,6 +9,7 @@ import (
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/transform"
 )
 
 // Split is one run's data: the training ratings, the held-out test ratings
@@ -16,6 +17,8 @@ import (
 // facts of the source a deployment would declare.
 type Split struct {
 	Train, Test, Truth *ratings.Matrix
+	// Held, with protocol "users", are the held-out users (Test is nil).
+	Held *transform.UserSplit
 	// Scale is the rating scale the source's ratings lie in, when the
 	// source knows it (a generator's, or the file dataset's declared
 	// scale after any rescaling); nil: undeclared.

@@ -187,6 +187,11 @@ func prepare(m MethodSpec, d DataSpec, s *Sweep, v float64) (*prepared, error) {
 			params[k] = x
 		}
 	}
+	if d.HoldoutUsers != nil && d.Positive != 0 && methods.HasParam(def, "positive") {
+		if _, set := params["positive"]; !set {
+			params["positive"] = d.Positive // protocol users: the dataset's interactions rule
+		}
+	}
 	p := &prepared{reg: reg}
 	if s != nil && s.Target == "param" && methods.HasParam(def, s.Name) {
 		if _, set := m.Params[s.Name]; set {
@@ -477,7 +482,9 @@ func runOne(ctx context.Context, c *Config, opt Options, j job, cache *splitCach
 	g.Reproducible = true
 	eo := methods.EvalOptions{K: c.K, Truth: split.Truth, States: out.states}
 	var rep *methods.Report
-	if out.model != nil {
+	if split.Held != nil {
+		rep, err = evalHeldOutUsers(ctx, c, split, out.model, workers)
+	} else if out.model != nil {
 		out.model.Guarantee = g
 		rep, err = methods.EvaluateModel(ctx, out.model, split.Test, eo)
 	} else {
@@ -626,4 +633,30 @@ func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h quietHandler) WithGroup(name string) slog.Handler {
 	return quietHandler{h.Handler.WithGroup(name)}
+}
+
+// evalHeldOutUsers scores a model on the held-out users of protocol
+// "users" (the test users, or the validation users with evaluate
+// "validation"): Recall@K and NDCG@K as recall_at_k and ndcg_at_k, N the
+// users scored.
+func evalHeldOutUsers(ctx context.Context, c *Config, split *Split, m *model.Model, workers int) (*methods.Report, error) {
+	if m == nil {
+		return nil, fmt.Errorf("protocol users scores matrix models only")
+	}
+	hist, tgt := split.Held.TestHistory, split.Held.TestTargets
+	if c.Evaluate == "validation" {
+		hist, tgt = split.Held.ValHistory, split.Held.ValTargets
+	}
+	pop := make(map[string]float64)
+	for i := range int32(split.Held.Train.NumItems()) {
+		if n := split.Held.Train.ItemCount(i); n > 0 {
+			pop[split.Held.Train.Items.Name(i)] = float64(n)
+		}
+	}
+	h, err := methods.EvaluateHeldOut(ctx, m, hist, tgt, methods.HeldOutOptions{Ks: []int{c.K}, Popularity: pop, Workers: workers})
+	if err != nil {
+		return nil, err
+	}
+	r, n := h.Recall[c.K], h.NDCG[c.K]
+	return &methods.Report{N: h.Users, K: c.K, Recall: &r, NDCG: &n, Method: h.Method, Guarantee: h.Guarantee}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratingio"
 	"github.com/privrec/privrec/ratings"
@@ -100,6 +101,9 @@ func fileSource(ctx context.Context, d DataSpec, seed uint64, dataDir string) (*
 	all, err := readCached(d.Name, resolve(dataDir, d.Path), d.Format, d.Column)
 	if err != nil {
 		return nil, err
+	}
+	if d.HoldoutUsers != nil {
+		return usersSplit(ctx, d, all, seed, dataDir)
 	}
 	var train, test *ratings.Matrix
 	if d.Test != "" {
@@ -313,4 +317,48 @@ func tensorSource(ctx context.Context, d DataSpec, seed uint64, _ string) (*Spli
 	}
 	// Min–max scaled to [0, 1] before the noise; methods clamp to it.
 	return &Split{Train: train, Test: test, Scale: &release.Scale{Min: 0, Max: 1}, Users: cfg.Dims[0]}, nil
+}
+
+// usersSplit is the strong-generalisation split of protocol "users": the
+// interactions (ratings ≥ Positive) of users with ≥ MinPositives of them;
+// HoldoutUsers validation and test users held out with TargetFrac of their
+// interactions as targets; Train is every rating of the training users
+// (a method with a positive parameter keeps the interactions itself). The
+// catalogue is the Items file when given, else the source's items.
+func usersSplit(ctx context.Context, d DataSpec, all *ratings.Matrix, seed uint64, dataDir string) (*Split, error) {
+	minPos, frac := d.MinPositives, d.TargetFrac
+	if minPos == 0 {
+		minPos = 5
+	}
+	if frac == 0 {
+		frac = 0.2
+	}
+	pos := all
+	if d.Positive != 0 {
+		pos = transform.Positives(all, d.Positive)
+	}
+	pos = transform.MinPerUser(pos, minPos)
+	held, err := transform.SplitUsers(pos, d.HoldoutUsers[0], d.HoldoutUsers[1], frac, seed)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	train := all.Filter(func(e ratings.Entry) bool { return held.Train.UserCount(e.User) > 0 })
+	items := slices.Clone(all.Items.Names())
+	if d.Items != "" {
+		cat, err := model.LoadCatalogue(resolve(dataDir, d.Items))
+		if err != nil {
+			return nil, err
+		}
+		items = cat.IDs()
+	}
+	users := 0
+	for u := range int32(held.Train.NumUsers()) {
+		if held.Train.UserCount(u) > 0 {
+			users++
+		}
+	}
+	return &Split{Train: train, Held: held, Scale: scaleOf(d.Scale), Items: items, Users: users}, nil
 }

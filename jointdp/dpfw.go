@@ -32,6 +32,10 @@ type DPFWOptions struct {
 	Noise, Rand *noise.Source
 	Workers     int
 	Progress    func(done, total int)
+	// Instrument, when set, is attached to every mechanism of the plan
+	// (mechanism.Instrument: an audit's noise factor and tap); nil for
+	// releases.
+	Instrument *mechanism.Instrument
 }
 
 // Broadcast is what the global component publishes after release t: the
@@ -312,7 +316,7 @@ func PrivateFrankWolfe(ctx context.Context, p *Problem, o DPFWOptions) (*DPFWRes
 			break
 		}
 		// Global step: only the noisy release is read.
-		mech := o.Plan.Mechs[t-1]
+		mech := o.Plan.Mechs[t-1].Instrumented(o.Instrument)
 		w, err := agg.release(o.Noise, mech)
 		if err != nil {
 			return nil, err

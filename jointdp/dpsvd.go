@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
@@ -16,6 +17,10 @@ type DPSVDOptions struct {
 	Plan    *GramPlan
 	Noise   *noise.Source
 	Workers int
+	// Instrument, when set, is attached to every mechanism of the plan
+	// (mechanism.Instrument: an audit's noise factor and tap); nil for
+	// releases.
+	Instrument *mechanism.Instrument
 }
 
 // DPSVDResult is the output of PrivateSVD: V holds the public top-r
@@ -49,7 +54,7 @@ func PrivateSVD(ctx context.Context, p *Problem, o DPSVDOptions) (*DPSVDResult, 
 	if o.Noise == nil {
 		return nil, fmt.Errorf("jointdp: no noise source")
 	}
-	mech := o.Plan.Mechs[0]
+	mech := o.Plan.Mechs[0].Instrumented(o.Instrument)
 	ch := p.chunks(workers(o.Workers))
 	agg := newAggregate(p.N, len(ch))
 	scales := p.clipScales(o.Plan.L)

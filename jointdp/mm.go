@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
@@ -38,6 +39,10 @@ type MMOptions struct {
 	Local   *Problem
 	Noise   *noise.Source
 	Workers int
+	// Instrument, when set, is attached to every mechanism of the plan
+	// (mechanism.Instrument: an audit's noise factor and tap); nil for
+	// releases.
+	Instrument *mechanism.Instrument
 }
 
 // MMResult is the model: prediction = ItemAvg_j + UserEffect_i + U_i·V_j.
@@ -119,7 +124,7 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 		den++
 	}
 	nd := []float64{num, den}
-	if err := pl.Global.Release(o.Noise, nd); err != nil {
+	if err := pl.Global.Instrumented(o.Instrument).Release(o.Noise, nd); err != nil {
 		return nil, fmt.Errorf("jointdp: MM global average: %w", err)
 	}
 	num, den = nd[0], nd[1]
@@ -142,7 +147,7 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 			C[it] += w
 		}
 	}
-	if err := pl.Items.Release(o.Noise, SC); err != nil {
+	if err := pl.Items.Instrumented(o.Instrument).Release(o.Noise, SC); err != nil {
 		return nil, fmt.Errorf("jointdp: MM item averages: %w", err)
 	}
 	res.ItemAvg = make([]float64, n)
@@ -206,11 +211,11 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 	// One mechanism releases both triangles (it is calibrated for the
 	// 2·n(n+1)/2 coordinates of the pair and the pair's sensitivity):
 	// independent noise of the same σ on each, in two calls.
-	Cov, err := cov.release(o.Noise, pl.Cov)
+	Cov, err := cov.release(o.Noise, pl.Cov.Instrumented(o.Instrument))
 	if err != nil {
 		return nil, err
 	}
-	Wgt, err := wgt.release(o.Noise, pl.Cov)
+	Wgt, err := wgt.release(o.Noise, pl.Cov.Instrumented(o.Instrument))
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -147,7 +148,10 @@ type CollectStats struct {
 // CollectOver randomizes the vector of every user of m over the catalogue
 // (the declared item IDs, in order) exactly as her device would, and
 // writes the header and one "user \t item \t value" line per present
-// report to w, in user order. The users of m (its user IDs, including any
+// report to w, users in the byte order of their IDs: a report's position
+// is a function of the set of clients (public), never of the ratings —
+// the order of a ratings file (by time, by item) is, and models trained
+// on the reports inherit the order of their rows. The users of m (its user IDs, including any
 // with an empty row: see WithClients) are the clients: each sends one
 // report covering every catalogue item, rated or missing; ratings of
 // items outside the catalogue are not reported (counted in Outside). The
@@ -222,9 +226,17 @@ func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomiz
 	for b := range slots {
 		slots[b] = make(chan result, 1)
 	}
+	// order[k] is the k-th user by ID: the output order, independent of
+	// the ratings (and of the order the ratings were read in).
+	order := make([]int32, nu)
+	for u := range order {
+		order[u] = int32(u)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(m.Users.Name(a), m.Users.Name(b)) })
+	// srcs[k] is the stream of the k-th user in output order.
 	srcs := make([]*noise.Source, nu)
-	for u := range srcs {
-		srcs[u] = src.Split()
+	for k := range srcs {
+		srcs[k] = src.Split()
 	}
 	// Identifiers with their separators appended once, not per report.
 	users := make([][]byte, nu)
@@ -269,11 +281,12 @@ func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomiz
 					bp = new([]byte)
 				}
 				buf := (*bp)[:0]
-				for u := b * block; u < min(nu, (b+1)*block); u++ {
+				for k := b * block; k < min(nu, (b+1)*block); k++ {
+					u := order[k]
 					for j := range in {
 						in[j] = Missing
 					}
-					its, vals := m.UserRow(int32(u))
+					its, vals := m.UserRow(u)
 					for k, it := range its {
 						if j := remap[it]; j >= 0 {
 							in[j] = float64(vals[k])
@@ -282,11 +295,11 @@ func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomiz
 							res.outs++
 						}
 					}
-					if err := r.Randomize(srcs[u], in, out); err != nil {
-						res.err = fmt.Errorf("user %s: %w", m.Users.Name(int32(u)), err)
+					if err := r.Randomize(srcs[k], in, out); err != nil {
+						res.err = fmt.Errorf("user %s: %w", m.Users.Name(u), err)
 						break
 					}
-					srcs[u] = nil
+					srcs[k] = nil
 					name := users[u]
 					for j, v := range out {
 						rated := !IsMissing(in[j])

@@ -14,7 +14,9 @@ import (
 
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/privacy/audit"
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
@@ -44,7 +46,9 @@ const (
 
 // AuditOptions control a whole-artefact audit.
 type AuditOptions struct {
-	// Epsilon and Delta are the budget the method is trained with.
+	// Epsilon and Delta are the budget the method is trained with. Epsilon
+	// 0 picks it: 1 for pure-ε methods, AuditZCDPEpsilon for zCDP ones
+	// (Delta 0 means 10⁻⁵).
 	Epsilon, Delta float64
 	// Runs is the number of trainings per side for the field comparison
 	// (default 16).
@@ -60,8 +64,17 @@ type AuditOptions struct {
 	// Prepare, when set, turns each side's raw input into what the method
 	// trains on, with the run's noise source. Unset, it is the method's own
 	// device step (DevicePrepare: the local-DP collection of ldp-laplace
-	// and ldp-rr at the audited ε; none for the other methods).
+	// and ldp-rr at the audited ε — divided by NoiseFactor for the audited
+	// runs; none for the other methods).
 	Prepare func(ctx context.Context, in release.Input, src *noise.Source) (release.Input, func(), error)
+	// NoiseFactor (0 means 1) is passed to every audited training as
+	// Env.NoiseFactor: below 1 the method adds too little noise while
+	// claiming its budget, which the audit must catch (the claim comes
+	// from a probe run with the right noise).
+	NoiseFactor float64
+	// DeltaPrime is the δ' at which a zCDP claim is tested (default
+	// AuditDeltaPrime).
+	DeltaPrime float64
 }
 
 // AuditReport is the finding of a whole-artefact audit.
@@ -70,7 +83,17 @@ type AuditReport struct {
 	Relation       string  `json:"relation"`
 	ClaimedEpsilon float64 `json:"claimed_epsilon"`
 	Delta          float64 `json:"delta,omitempty"`
-	Runs           int     `json:"runs"`
+	ClaimedRho     float64 `json:"claimed_rho,omitempty"`
+	// TrainedEpsilon is the ε the method was trained with; NoiseFactor the
+	// factor its noise was multiplied by (1: as released).
+	TrainedEpsilon float64 `json:"trained_epsilon"`
+	NoiseFactor    float64 `json:"noise_factor"`
+	// TestedEpsilon and TestedDelta are the claim the lower bound is
+	// compared with: the guarantee's (ε, δ), the point (ε'(ρ, δ'), δ') of
+	// its zCDP ρ, or a method's declared per-pair claim (AuditDesign).
+	TestedEpsilon float64 `json:"tested_epsilon"`
+	TestedDelta   float64 `json:"tested_delta,omitempty"`
+	Runs          int     `json:"runs"`
 	// Fields is the number of public fields compared; Noised how many of
 	// them varied with the noise.
 	Fields int `json:"fields"`
@@ -86,8 +109,35 @@ type AuditReport struct {
 	Event             string  `json:"event,omitempty"`
 	Confidence        float64 `json:"confidence"`
 	Samples           int     `json:"samples"`
+	// NoGuarantee is set for a method whose guarantee has status none: it
+	// claims nothing about the data, so its un-noised fields and the
+	// data-level bound are not violations; only its noise is audited (the
+	// release check).
+	NoGuarantee bool `json:"no_guarantee,omitempty"`
+	// ReleaseCheck is the check of the noise of every release against its
+	// mechanism's own claim (nil when the method made no additive release).
+	ReleaseCheck *ReleaseCheck `json:"release_check,omitempty"`
+	Violation    bool          `json:"violation"`
+	Seconds      float64       `json:"seconds"`
+}
+
+// ReleaseCheck is the finding of the release check (audit_raw.go): the
+// releases of a run, each against its input shifted by its mechanism's
+// sensitivity, bounded with the same machinery.
+type ReleaseCheck struct {
+	// Releases is the number of additive releases checked, the leading
+	// ones of the Of releases every run makes alike.
+	Releases int `json:"releases"`
+	Of       int `json:"of"`
+	// ClaimedRho is the summed ρ of the releases (0 when all are pure ε);
+	// TestedEpsilon and TestedDelta the claim compared with: the summed ε,
+	// or (ε'(ρ, δ'), δ').
+	ClaimedRho        float64 `json:"claimed_rho,omitempty"`
+	TestedEpsilon     float64 `json:"tested_epsilon"`
+	TestedDelta       float64 `json:"tested_delta,omitempty"`
+	EpsilonLowerBound float64 `json:"epsilon_lower_bound"`
+	Event             string  `json:"event"`
 	Violation         bool    `json:"violation"`
-	Seconds           float64 `json:"seconds"`
 }
 
 // auditData returns the two neighbouring inputs for a relation: 12
@@ -95,6 +145,19 @@ type AuditReport struct {
 // canary user (whose ratings the neighbour replaces or adds), with one
 // rating of an item outside the catalogue.
 func auditData(relation string) (side [2]release.Input, err error) {
+	return auditPair(relation, false)
+}
+
+// MixedAuditPair is the audit's neighbouring pair with the canary's
+// ratings alternating 1 and 5 (her mean at the scale's midpoint, her
+// centred ratings at ±2) instead of all 1 (side 0) and all 5 (side 1): the
+// worst case for methods that centre each user's ratings, for which the
+// default canary's centred ratings are all 0. For AuditDesign.Sides.
+func MixedAuditPair(relation string) ([2]release.Input, error) { return auditPair(relation, true) }
+
+// auditPair builds the pair of auditData; mixed alternates the canary's
+// ratings (MixedAuditPair).
+func auditPair(relation string, mixed bool) (side [2]release.Input, err error) {
 	const users, items = 12, 8
 	ids := make([]string, items)
 	for j := range ids {
@@ -105,6 +168,14 @@ func auditData(relation string) (side [2]release.Input, err error) {
 		return side, err
 	}
 	scale := release.Scale{Min: 1, Max: 5}
+	// canary is the canary's rating of catalogue item j: v, or with mixed
+	// v on even and 6 − v on odd items.
+	canary := func(v float64, j int) float64 {
+		if mixed && j%2 == 1 {
+			return 6 - v
+		}
+		return v
+	}
 	build := func(s int) (*ratings.Matrix, error) {
 		b := ratings.NewBuilder(ratings.DupError)
 		line := int64(0)
@@ -127,7 +198,7 @@ func auditData(relation string) (side [2]release.Input, err error) {
 		case privacy.RelationUserAddRemove:
 			if s == 1 {
 				for j := range items {
-					if err := add(CanaryUser, ids[j], 5); err != nil {
+					if err := add(CanaryUser, ids[j], canary(5, j)); err != nil {
 						return nil, err
 					}
 				}
@@ -138,13 +209,13 @@ func auditData(relation string) (side [2]release.Input, err error) {
 		default: // replace-one-user (and local reports): the canary's ratings change
 			if s == 0 {
 				for j := range items / 2 {
-					if err := add(CanaryUser, ids[j], 1); err != nil {
+					if err := add(CanaryUser, ids[j], canary(1, j)); err != nil {
 						return nil, err
 					}
 				}
 			} else {
 				for j := items / 2; j < items; j++ {
-					if err := add(CanaryUser, ids[j], 5); err != nil {
+					if err := add(CanaryUser, ids[j], canary(5, j)); err != nil {
 						return nil, err
 					}
 				}
@@ -232,6 +303,21 @@ func flatten(prefix string, v any, out map[string]string) {
 	}
 }
 
+// AuditZCDPEpsilon is the ε (at δ = AuditOptions.Delta, default 10⁻⁵) a
+// zCDP method is trained with when AuditOptions.Epsilon is 0: ρ ≈ 0.7,
+// where a lower bound on the claim's (ε', δ') point at δ' = AuditDeltaPrime
+// needs the fewest runs (a few hundred per side for one Gaussian release
+// of full sensitivity; at ε = 1, ρ ≈ 0.02, it would need ≈ 10⁴).
+const AuditZCDPEpsilon = 6
+
+// AuditDeltaPrime is the δ' at which a zCDP claim ρ is tested by default:
+// the method claims (ε'(ρ, δ'), δ')-DP for every δ' (the tight conversion,
+// accountant.ZCDPToApprox), and at δ' = 0.1 the events that contradict a
+// 2× under-noised release have probabilities of 0.1–0.7, which a few
+// hundred runs resolve, while at the stated δ = 10⁻⁵ they sit in a tail
+// that would need 10⁵ runs.
+const AuditDeltaPrime = 0.3
+
 // Audit runs the whole-artefact audit of a method with its config.
 func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*AuditReport, error) {
 	start := time.Now()
@@ -244,8 +330,21 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	if o.Confidence == 0 {
 		o.Confidence = 0.95
 	}
-	if o.Prepare == nil {
-		o.Prepare = DevicePrepare(name, o.Epsilon)
+	if o.Delta == 0 {
+		o.Delta = 1e-5
+	}
+	if o.DeltaPrime == 0 {
+		o.DeltaPrime = AuditDeltaPrime
+	}
+	factor := o.NoiseFactor
+	if factor == 0 {
+		factor = 1
+	}
+	if math.IsNaN(factor) || math.IsInf(factor, 0) || factor <= 0 {
+		return nil, fmt.Errorf("audit: noise factor %v must be positive and finite", factor)
+	}
+	if !(o.DeltaPrime > 0 && o.DeltaPrime < 1) {
+		return nil, fmt.Errorf("audit: δ' = %v must be in (0, 1)", o.DeltaPrime)
 	}
 	if o.Runs < 2 {
 		return nil, fmt.Errorf("audit: need at least 2 runs per side")
@@ -253,40 +352,111 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	if o.Seed == 0 {
 		o.Seed = noise.Secure().Uint64() | 1
 	}
-	// One probe run finds the method's relation.
-	probe, err := auditData(privacy.RelationUserReplace)
-	if err != nil {
-		return nil, err
+	auto := o.Epsilon == 0
+	if auto {
+		o.Epsilon = 1
 	}
-	train := func(ctx context.Context, in release.Input, src *noise.Source) (*release.Release, error) {
-		if o.Prepare != nil {
-			prepared, done, err := o.Prepare(ctx, in, src.Split())
+	// prepare is the device step at the (possibly under-noised) per-rating
+	// ε; honest is the one the claim comes from.
+	prepare, honest := o.Prepare, o.Prepare
+	if o.Prepare == nil {
+		prepare, honest = DevicePrepare(name, o.Epsilon/factor), DevicePrepare(name, o.Epsilon)
+	}
+	var design *AuditDesign // set below, once the claim is known
+	type runOut struct {
+		r        *release.Release
+		prepared release.Input
+		draws    []mechanism.Draw
+	}
+	// run trains once on in with the privacy noise from src, the audit's
+	// noise factor f and a tap; stopAfter > 0 stops the training after that
+	// many draws, prepOnly after the device step.
+	run := func(ctx context.Context, in release.Input, src *noise.Source, f float64, prep PrepareFunc, stopAfter int, prepOnly bool) (runOut, error) {
+		var out runOut
+		if prepOnly && design != nil && design.Device != nil {
+			prepared, err := design.Device(ctx, in, src.Split(), o.Epsilon/f)
+			out.prepared = prepared
+			return out, err
+		}
+		if prep != nil {
+			prepared, done, err := prep(ctx, in, src.Split())
 			if err != nil {
-				return nil, err
+				return out, err
 			}
 			defer done()
 			in = prepared
 		}
-		env := Env{Epsilon: o.Epsilon, Delta: o.Delta, Noise: src, Rand: noise.Seeded(o.Seed), Seed: o.Seed, Workers: 1}
-		return Train(ctx, name, cfg, in, env)
+		out.prepared = in
+		if prepOnly {
+			return out, nil
+		}
+		rec := &tapRecorder{stopAfter: stopAfter}
+		env := Env{Epsilon: o.Epsilon, Delta: o.Delta, Noise: src, Rand: noise.Seeded(o.Seed), Seed: o.Seed, Workers: 1,
+			NoiseFactor: f, Tap: rec.tap}
+		r, err := Train(ctx, name, cfg, in, env)
+		out.r, out.draws = r, rec.draws
+		if err != nil && rec.complete() {
+			err = nil // stopped by the tap after its last draw
+		}
+		return out, err
 	}
-	r0, err := train(ctx, probe[0], noise.Seeded(o.Seed^0x70726f6265))
-	if err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
-	}
-	g := r0.Guarantee
-	if !g.Private() {
-		return nil, fmt.Errorf("audit: %s gives no guarantee (status %s); there is nothing to audit", name, g.Status)
-	}
-	rel := g.Relation
-	if rel == "" {
-		return nil, fmt.Errorf("audit: %s's guarantee states no neighbouring relation", name)
-	}
-	sides, err := auditData(rel)
+	// A probe run finds the method's relation and its claim (with the
+	// honest noise).
+	probeData, err := auditData(privacy.RelationUserReplace)
 	if err != nil {
 		return nil, err
 	}
-	rep := &AuditReport{Method: name, Relation: rel, ClaimedEpsilon: g.Epsilon, Delta: g.Delta, Runs: o.Runs,
+	probe := func() (privacy.Guarantee, error) {
+		p, err := run(ctx, probeData[0], noise.Seeded(o.Seed^0x70726f6265), 1, honest, 0, false)
+		if err != nil {
+			return privacy.Guarantee{}, fmt.Errorf("audit: %w", err)
+		}
+		return p.r.Guarantee, nil
+	}
+	g, err := probe()
+	if err != nil {
+		return nil, err
+	}
+	if auto && g.Rho > 0 {
+		o.Epsilon = AuditZCDPEpsilon
+		if g, err = probe(); err != nil {
+			return nil, err
+		}
+	}
+	// A method that gives no guarantee (status none: the GP and OP tensor
+	// variants release some factors un-noised) claims nothing about the
+	// data, so only its noise is audited: the release check, against the
+	// claims of the mechanisms it draws from.
+	noClaim := !g.Private()
+	rel := g.Relation
+	if rel == "" {
+		if !noClaim {
+			return nil, fmt.Errorf("audit: %s's guarantee states no neighbouring relation", name)
+		}
+		rel = privacy.RelationUserReplace
+	}
+	if d, ok := cfg.(AuditDesigner); ok {
+		if design, err = d.AuditDesign(o.Epsilon, o.Delta); err != nil {
+			return nil, fmt.Errorf("audit: %s: %w", name, err)
+		}
+	}
+	if design != nil && design.Config != nil {
+		cfg = design.Config
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("audit: %s's audited configuration: %w", name, err)
+		}
+	}
+	var sides [2]release.Input
+	if design != nil && design.Sides != nil {
+		sides, err = design.Sides(rel)
+	} else {
+		sides, err = auditData(rel)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rep := &AuditReport{Method: name, Relation: rel, ClaimedEpsilon: g.Epsilon, Delta: g.Delta, ClaimedRho: g.Rho,
+		TrainedEpsilon: o.Epsilon, NoiseFactor: factor, Runs: o.Runs,
 		Confidence: o.Confidence, Differences: []string{}, Canaries: []string{}}
 	canaries := []string{CanaryUser, CanaryItem}
 	if rel == privacy.RelationLocalReport {
@@ -295,19 +465,26 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 		// both inputs. Only the item outside the catalogue must not appear.
 		canaries = []string{CanaryItem}
 	}
+	pilots := o.Runs
+	if design != nil && design.Statistic != nil && design.Prepared {
+		pilots = max(pilots, 64) // device steps are cheap; more pilot values fix its events better
+	}
 	var runs [2][]map[string]string
+	var draws [2][][]mechanism.Draw
+	var pilotStat [2][]float64
 	var mu sync.Mutex
 	var firstErr error
 	var wg sync.WaitGroup
 	for s := range 2 {
 		runs[s] = make([]map[string]string, o.Runs)
+		draws[s] = make([][]mechanism.Draw, o.Runs)
 		wg.Go(func() {
-			for k := range o.Runs {
-				r, err := train(ctx, sides[s], noise.Seeded(o.Seed^uint64(1000*s+k+1)))
+			for k := range pilots {
+				out, err := run(ctx, sides[s], noise.Seeded(o.Seed^uint64(1000*s+k+1)), factor, prepare, 0, k >= o.Runs)
 				var f map[string]string
 				var raw []byte
-				if err == nil {
-					f, raw, err = publicFields(r)
+				if err == nil && k < o.Runs {
+					f, raw, err = publicFields(out.r)
 				}
 				mu.Lock()
 				if err != nil {
@@ -317,12 +494,17 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 					mu.Unlock()
 					return
 				}
-				runs[s][k] = f
-				for _, c := range canaries {
-					if bytes.Contains(raw, []byte(c)) {
-						place := fmt.Sprintf("%q in the public output of input %d", c, s)
-						if !slices.Contains(rep.Canaries, place) {
-							rep.Canaries = append(rep.Canaries, place)
+				if design != nil && design.Statistic != nil {
+					pilotStat[s] = append(pilotStat[s], design.Statistic(out.prepared, out.draws, out.r))
+				}
+				if k < o.Runs {
+					runs[s][k], draws[s][k] = f, out.draws
+					for _, c := range canaries {
+						if bytes.Contains(raw, []byte(c)) {
+							place := fmt.Sprintf("%q in the public output of input %d", c, s)
+							if !slices.Contains(rep.Canaries, place) {
+								rep.Canaries = append(rep.Canaries, place)
+							}
 						}
 					}
 				}
@@ -386,8 +568,58 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	}
 	sort.Strings(rep.Differences)
 	sort.Strings(rep.Canaries)
-	// (c) ε lower bound on the most separated noised field.
-	if o.Samples > 0 && len(cands) > 0 {
+	// (c) ε lower bound, on the claim tested: the design's, or the point
+	// (ε'(ρ, δ'), δ') of a zCDP claim, or the stated (ε, δ).
+	rep.TestedEpsilon, rep.TestedDelta = g.Epsilon, g.Delta
+	switch {
+	case design != nil && design.Epsilon > 0:
+		rep.TestedEpsilon, rep.TestedDelta = design.Epsilon, design.Delta
+	case g.Rho > 0:
+		e, err := accountant.ZCDPToApprox(g.Rho, o.DeltaPrime)
+		if err != nil {
+			return nil, fmt.Errorf("audit: converting ρ = %g: %w", g.Rho, err)
+		}
+		rep.TestedEpsilon, rep.TestedDelta = e, o.DeltaPrime
+	}
+	var sample func(src *noise.Source, s int) float64
+	var events []audit.Event
+	common := commonDraws(draws)
+	switch raw := newRawStatistic(draws, common); {
+	case design != nil && design.Statistic != nil:
+		rep.Statistic = design.Name
+		events = valueEvents(pilotStat)
+		sample = func(src *noise.Source, s int) float64 {
+			out, err := run(ctx, sides[s], src.Split(), factor, prepare, 0, design.Prepared)
+			if err != nil {
+				return math.NaN()
+			}
+			return design.Statistic(out.prepared, out.draws, out.r)
+		}
+	case raw != nil && raw.active > 0:
+		rep.Statistic = fmt.Sprintf("log-likelihood ratio of the raw noised releases (%d draws, %d coordinates differing)", len(raw.mech), raw.active)
+		for s := range 2 {
+			for _, d := range draws[s] {
+				pilotStat[s] = append(pilotStat[s], raw.of(d))
+			}
+		}
+		events = rawEvents(pilotStat)
+		n := len(raw.mech)
+		sample = func(src *noise.Source, s int) float64 {
+			out, err := run(ctx, sides[s], src.Split(), factor, prepare, n, false)
+			if err != nil {
+				return math.NaN()
+			}
+			return raw.of(out.draws)
+		}
+	case raw != nil:
+		// Instrumented releases, none differing between the inputs:
+		// objective perturbation's noise is drawn without looking at the
+		// data (the privacy comes from the optimisation), so there is no raw
+		// statistic of the data; its noise is audited by the release check.
+		rep.Statistic = "none: no noised release depends on the data (the release check audits the noise)"
+	case len(cands) > 0:
+		// No instrumented release at all: the public field that differs
+		// most (little power; a method can declare better: AuditDesigner).
 		sort.Slice(cands, func(a, b int) bool {
 			if cands[a].score != cands[b].score {
 				return cands[a].score > cands[b].score
@@ -396,12 +628,21 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 		})
 		key := cands[0].key
 		rep.Statistic = key
-		sample := func(src *noise.Source, s int) float64 {
-			r, err := train(ctx, sides[s], src.Split())
+		pilot := make([]float64, 0, 2*o.Runs)
+		for s := range 2 {
+			for _, f := range runs[s] {
+				if x, err := parseFloat(f[key]); err == nil {
+					pilot = append(pilot, x)
+				}
+			}
+		}
+		events = quantileEvents(pilot)
+		sample = func(src *noise.Source, s int) float64 {
+			out, err := run(ctx, sides[s], src.Split(), factor, prepare, 0, false)
 			if err != nil {
 				return math.NaN()
 			}
-			f, _, err := publicFields(r)
+			f, _, err := publicFields(out.r)
 			if err != nil {
 				return math.NaN()
 			}
@@ -411,22 +652,55 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 			}
 			return x
 		}
-		pilot := make([]float64, 0, 2*o.Runs)
-		for s := range 2 {
-			for _, f := range runs[s] {
-				if x, err := parseFloat(f[key]); err == nil {
-					pilot = append(pilot, x)
-				}
-			}
-		}
-		spec := audit.Spec{Mechanism: name, ClaimedEpsilon: g.Epsilon, Delta: g.Delta, Sample: sample, Events: quantileEvents(pilot)}
+	}
+	if noClaim {
+		rep.NoGuarantee, rep.TestedEpsilon, rep.TestedDelta, rep.Statistic = true, 0, 0, ""
+	}
+	if o.Samples > 0 && sample != nil && !noClaim {
+		spec := audit.Spec{Mechanism: name, ClaimedEpsilon: rep.TestedEpsilon, Delta: rep.TestedDelta, Sample: sample, Events: events}
 		res, err := audit.Run(ctx, spec, o.Samples, o.Confidence, noise.Seeded(o.Seed^0x6c6f776572))
 		if err != nil {
 			return nil, fmt.Errorf("audit: %w", err)
 		}
 		rep.EpsilonLowerBound, rep.Event, rep.Samples = res.EpsilonLowerBound, res.Event, o.Samples
 	}
-	rep.Violation = len(rep.Differences) > 0 || len(rep.Canaries) > 0 || rep.EpsilonLowerBound > rep.ClaimedEpsilon
+	// (d) the release check (audit_raw.go): the noise of every release
+	// against its mechanism's own claim.
+	if rc := newReleaseCheck(draws[0][0][:common]); rc != nil && o.Samples > 0 {
+		rr := &ReleaseCheck{Releases: len(rc.mech), Of: common, TestedEpsilon: rc.eps}
+		if rc.rho > 0 {
+			e, err := accountant.ZCDPToApprox(rc.rho, o.DeltaPrime)
+			if err != nil {
+				return nil, fmt.Errorf("audit: converting ρ = %g: %w", rc.rho, err)
+			}
+			rr.ClaimedRho, rr.TestedEpsilon, rr.TestedDelta = rc.rho, e, o.DeltaPrime
+		}
+		var pilot [2][]float64
+		for _, d := range draws[0] {
+			pilot[0] = append(pilot[0], rc.of(d, false))
+			pilot[1] = append(pilot[1], rc.of(d, true))
+		}
+		n := rc.stop
+		spec := audit.Spec{Mechanism: name + " releases", ClaimedEpsilon: rr.TestedEpsilon, Delta: rr.TestedDelta, Events: releaseEvents(pilot, rc.maxLoss()),
+			Sample: func(src *noise.Source, s int) float64 {
+				out, err := run(ctx, sides[0], src.Split(), factor, prepare, n, false)
+				if err != nil {
+					return math.NaN()
+				}
+				return rc.of(out.draws, s == 1)
+			}}
+		res, err := audit.Run(ctx, spec, o.Samples, o.Confidence, noise.Seeded(o.Seed^0x72656c65617365))
+		if err != nil {
+			return nil, fmt.Errorf("audit: %w", err)
+		}
+		rr.EpsilonLowerBound, rr.Event, rr.Violation = res.EpsilonLowerBound, res.Event, res.Violation
+		rep.ReleaseCheck = rr
+	}
+	rep.Violation = len(rep.Differences) > 0 || len(rep.Canaries) > 0 || rep.EpsilonLowerBound > rep.TestedEpsilon
+	if noClaim {
+		rep.Violation = false // un-noised fields are what status none says
+	}
+	rep.Violation = rep.Violation || (rep.ReleaseCheck != nil && rep.ReleaseCheck.Violation)
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }

@@ -2,6 +2,7 @@ package methods_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -81,6 +82,81 @@ func TestAuditWholeArtefact(t *testing.T) {
 				}
 			} else if !rep.Violation {
 				t.Errorf("a leak must be a violation: %+v", rep)
+			}
+		})
+	}
+}
+
+// auditTierSamples is the short tier's trainings per side and bound
+// (AuditOptions.Samples): at it, with confidence 1 − 10⁻⁴, every private
+// method run with half its noise (NoiseFactor 0.5) is caught and the
+// unmodified ones pass. Measured with the seeds below (bounds against the
+// claims tested, docs/PRIVACY.md "The whole-artefact audit"): the release
+// check's bound at factor 0.5 is ≥ 1.5× its claim for single Gaussian and
+// Laplace releases; the closest calls are the single ℓ2 Laplace releases
+// of the OP variants, which need auditTierSamplesL2.
+const auditTierSamples = 1200
+
+// auditTierSamplesL2 is the short tier's count for the methods whose first
+// release is one ℓ2 Laplace vector (the tensor GP and OP variants): a 2×
+// under-noised ℓ2 Laplace release in dimension 3 exceeds its claim only in
+// a cone around the shift near the bound, which 1200 runs resolve to
+// 0.93–0.97 of the claim and 2400 to ≈ 1.08.
+const auditTierSamplesL2 = 2400
+
+// auditPending lists private methods whose files this change may not touch
+// and that do not yet release through an instrumented mechanism, with the
+// one-line fix; each is skipped (visibly) until fixed. Keep it empty.
+var auditPending = map[string]string{}
+
+// Issue 23, Must show: `privrec audit --method M --noise-factor 0.5`
+// catches every private method, and the unmodified methods pass — the
+// short tier, over methods.All(), so a method registered later is covered
+// (one that does not honour Env.NoiseFactor, or draws its noise outside
+// privacy/mechanism without declaring an AuditDesign, fails here).
+//
+// False-failure rate: each audit makes at most two bounds (the data-level
+// bound and the release check), each a Clopper–Pearson bound simultaneous
+// over its events at confidence 1 − 10⁻⁴, so an unmodified method is
+// flagged with probability ≤ 2·10⁻⁴, and over the 19 private methods the
+// test fails on correct code with probability ≤ 4·10⁻³ over the choice of
+// seed (the seeds are fixed, so a run is repeatable). The under-noised
+// runs are caught with margins of 8–60 % of the claim (the ℓ2 Laplace
+// releases of the GP and OP variants ≈ 8 %, at auditTierSamplesL2).
+func TestAuditEveryPrivateMethod(t *testing.T) {
+	for _, m := range methods.All() {
+		if !m.Private {
+			continue
+		}
+		t.Run(m.Name, func(t *testing.T) {
+			if why, ok := auditPending[m.Name]; ok {
+				t.Skip(why)
+			}
+			n := auditTierSamples
+			if strings.HasSuffix(m.Name, "-op") || strings.HasSuffix(m.Name, "-gp") {
+				n = auditTierSamplesL2
+			}
+			runs := 0
+			if raceEnabled {
+				n, runs = 20, 3
+			}
+			for _, f := range []float64{1, 0.5} {
+				rep, err := methods.Audit(context.Background(), m.Name, m.New(), methods.AuditOptions{
+					Samples: n, Runs: runs, Confidence: 1 - 1e-4, Seed: 23, NoiseFactor: f})
+				if err != nil {
+					t.Fatalf("noise factor %g: %v", f, err)
+				}
+				if raceEnabled {
+					continue
+				}
+				rc := "none"
+				if r := rep.ReleaseCheck; r != nil {
+					rc = fmt.Sprintf("%.3f against %.3f (%d of %d releases)", r.EpsilonLowerBound, r.TestedEpsilon, r.Releases, r.Of)
+				}
+				t.Logf("noise ×%g: data-level bound %.3f against %.3f (%s); release check %s", f, rep.EpsilonLowerBound, rep.TestedEpsilon, rep.Statistic, rc)
+				if want := f < 1; rep.Violation != want {
+					t.Errorf("noise ×%g: violation %v, want %v: %+v", f, rep.Violation, want, rep)
+				}
 			}
 		})
 	}

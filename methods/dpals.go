@@ -84,12 +84,6 @@ type DPALSConfig struct {
 	CovUsersPerItem float64 `json:"cov_users_per_item" flag:"cov-users-per-item" help:"the covariance covers at most N/this items (N users): with fewer users per item its signal is under its noise; when fewer than 20 items remain no covariance is released and its share of the budget goes to the rest (0: no limit)"`
 	AdaptiveFrom    float64 `json:"adaptive_from" flag:"adaptive-from" help:"use the adaptive weights only when N·√ρ ≥ this (N users, ρ the zCDP budget): below it the count release costs more than the weights gain (0: always)"`
 	CovScale        float64 `json:"cov_scale" flag:"cov-scale" help:"scale of the covariance features against the bias features (the first gets cov-scale, the others by their share of the signal eigenvalue)"`
-
-	// sigmaScale multiplies the calibrated noise of the ALS steps while
-	// the guarantee keeps claiming the requested ε (0: 1). It exists only
-	// so that tests can check that the audit catches an under-noised
-	// release; nothing outside the package can set it.
-	sigmaScale float64
 }
 
 // NewDPALSConfig returns the defaults.
@@ -209,7 +203,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	rhsScale := c.RHSWeight * rowBound / clip
 	stepSensValue := mf.DPALSSensitivity(rowBound, clip, rhsScale)
 
-	rho, split, err := c.budget(env.Epsilon, env.Delta)
+	_, split, err := c.budget(env.Epsilon, env.Delta)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +213,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	var popularity, itemWeight []float64
 	var sigmaCount float64
 	if c.BiasWeightExp != 0 {
-		countMech, err := gaussianForRho("the item counts", split.count, env.Delta, countSensitivity(), n)
+		countMech, err := instrumentedGaussianForRho("the item counts", split.count, env.Delta, countSensitivity(), n, env.instrument())
 		if err != nil {
 			return nil, err
 		}
@@ -234,7 +228,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		}
 	}
 	biasSens := biasSensitivity()
-	biasMech, err := biasMechanism(split.bias, env.Delta, n, true)
+	biasMech, err := biasMechanism(split.bias, env.Delta, n, true, env.instrument())
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +305,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	default:
 		// The ALS steps.
 		var mechs []*mechanism.Gaussian
-		sigmaStep, mechs, err = c.stepMechanisms(rhoStep, env.Delta, stepSensValue, mf.DPALSDim(nActive, d))
+		sigmaStep, mechs, err = c.stepMechanisms(rhoStep, env.Delta, stepSensValue, mf.DPALSDim(nActive, d), env.instrument())
 		if err != nil {
 			return nil, err
 		}
@@ -357,10 +351,6 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	g, err := accountant.Compose(env.Delta, parts...)
 	if err != nil {
 		return nil, fmt.Errorf("composing the releases: %w", err)
-	}
-	if c.sigmaScale > 0 && c.sigmaScale != 1 {
-		// Test-only: claim the requested budget whatever the noise was.
-		g.Epsilon, g.Rho = env.Epsilon, rho
 	}
 	if g.Epsilon > env.Epsilon*(1+1e-9) {
 		return nil, fmt.Errorf("composed ε = %g exceeds the requested %g", g.Epsilon, env.Epsilon)
@@ -562,7 +552,7 @@ func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, mea
 		return nil, 0, nil, nil
 	}
 	sens := mechanism.Sensitivity{Value: mf.CovSensitivity(clip), Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
-	if mech, err = gaussianForRho("the item covariance", rho, env.Delta, sens, mf.CovDim(m)); err != nil {
+	if mech, err = instrumentedGaussianForRho("the item covariance", rho, env.Delta, sens, mf.CovDim(m), env.instrument()); err != nil {
 		return nil, 0, nil, err
 	}
 	sigma = mech.Sigma()
@@ -590,9 +580,9 @@ func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, mea
 }
 
 // biasMechanism is the Gaussian mechanism of the bias statistics over n
-// items with zCDP budget rho.
-func biasMechanism(rho, delta float64, n int, spread bool) (*mechanism.Gaussian, error) {
-	return gaussianForRho("the bias statistics", rho, delta, biasSensitivity(), biasDim(n, spread))
+// items with zCDP budget rho, instrumented with inst (Env.instrument).
+func biasMechanism(rho, delta float64, n int, spread bool, inst *mechanism.Instrument) (*mechanism.Gaussian, error) {
+	return instrumentedGaussianForRho("the bias statistics", rho, delta, biasSensitivity(), biasDim(n, spread), inst)
 }
 
 // gaussianForRho is the Gaussian mechanism with zCDP budget rho for a
@@ -606,25 +596,31 @@ func gaussianForRho(what string, rho, delta float64, sens mechanism.Sensitivity,
 	return mechanism.NewGaussianSigma(sigma, delta, sens, dim)
 }
 
+// instrumentedGaussianForRho is gaussianForRho instrumented with inst
+// (Env.instrument: an audit's noise factor and tap; nil otherwise).
+func instrumentedGaussianForRho(what string, rho, delta float64, sens mechanism.Sensitivity, dim int, inst *mechanism.Instrument) (*mechanism.Gaussian, error) {
+	m, err := gaussianForRho(what, rho, delta, sens, dim)
+	if err != nil {
+		return nil, err
+	}
+	return m.Instrumented(inst), nil
+}
+
 // stepMechanisms are the Gaussian mechanisms of the ALS steps, each with
 // zCDP budget rho for a released vector of dim coordinates and ℓ2
-// sensitivity sens; sigma is the calibrated noise (the noise added is
-// sigma·sigmaScale when the test hook is set).
-func (c *DPALSConfig) stepMechanisms(rho, delta, sens float64, dim int) (sigma float64, mechs []*mechanism.Gaussian, err error) {
+// sensitivity sens, instrumented with inst (Env.instrument); sigma is the
+// calibrated noise (the noise added is sigma times inst's noise factor).
+func (c *DPALSConfig) stepMechanisms(rho, delta, sens float64, dim int, inst *mechanism.Instrument) (sigma float64, mechs []*mechanism.Gaussian, err error) {
 	s := mechanism.Sensitivity{Value: sens, Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
 	if sigma, err = mechanism.GaussianSigma(rho, sens, dim); err != nil {
 		return 0, nil, fmt.Errorf("calibrating the ALS steps: %w", err)
 	}
-	noiseSigma := sigma
-	if c.sigmaScale > 0 {
-		noiseSigma *= c.sigmaScale
-	}
 	for range c.Steps {
-		m, err := mechanism.NewGaussianSigma(noiseSigma, delta, s, dim)
+		m, err := mechanism.NewGaussianSigma(sigma, delta, s, dim)
 		if err != nil {
 			return 0, nil, err
 		}
-		mechs = append(mechs, m)
+		mechs = append(mechs, m.Instrumented(inst))
 	}
 	return sigma, mechs, nil
 }

@@ -73,7 +73,8 @@ func TestDPALSUnderNoisedCaught(t *testing.T) {
 		violation bool
 	}{{1, false}, {0.9, true}} {
 		c := NewDPALSConfig()
-		c.Steps, c.BiasShare, c.sigmaScale, c.CovRank = 2, 0.01, tc.scale, 0
+		c.Steps, c.BiasShare, c.CovRank = 2, 0.01, 0
+		inst := Env{NoiseFactor: tc.scale}.instrument()
 		// ε chosen so that the run's μ is about 1, where the audit is most
 		// sensitive to σ for its sample size.
 		rho, split, err := c.budget(5.5, delta)
@@ -81,12 +82,12 @@ func TestDPALSUnderNoisedCaught(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bias, err := biasMechanism(rhoBias, delta, 50, true)
+		bias, err := biasMechanism(rhoBias, delta, 50, true, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		stepSens := mf.DPALSSensitivity(c.UserClip, c.Clip, c.RHSWeight*c.UserClip/c.Clip)
-		sigmaStep, steps, err := c.stepMechanisms(rhoStep, delta, stepSens, mf.DPALSDim(50, c.Rank))
+		sigmaStep, steps, err := c.stepMechanisms(rhoStep, delta, stepSens, mf.DPALSDim(50, c.Rank), inst)
 		if err != nil {
 			t.Fatal(err)
 		}

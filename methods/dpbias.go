@@ -337,7 +337,7 @@ func (c *DPBiasConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if err != nil {
 		return nil, fmt.Errorf("calibrating the noise: %w", err)
 	}
-	st, err := releaseBiasStats(ctx, data, scale, c.Clip, nil, false, mech, env.Noise)
+	st, err := releaseBiasStats(ctx, data, scale, c.Clip, nil, false, mech.Instrumented(env.instrument()), env.Noise)
 	if err != nil {
 		return nil, err
 	}

@@ -106,8 +106,8 @@ func EvaluateHeldOut(ctx context.Context, m *model.Model, history, targets *rati
 		}
 		wg.Go(func() {
 			buf := make([]float64, nItems)
-			for u := int32(w); int(u) < nU; u += int32(workers) {
-				if u%256 == 0 && ctx.Err() != nil {
+			for n, u := 0, int32(w); int(u) < nU; n, u = n+1, u+int32(workers) {
+				if n%256 == 0 && ctx.Err() != nil {
 					return
 				}
 				tItems, _ := targets.UserRow(u)

@@ -454,7 +454,7 @@ func (c *DPFWConfig) Train(ctx context.Context, in release.Input, env Env) (*rel
 		env.Log.Info("training", "method", "dpfw", "catalogue_items", d.n, "k", k, "sigma_first", plan.Mechs[0].Sigma())
 	}
 	r, err := jointdp.PrivateFrankWolfe(ctx, p, jointdp.DPFWOptions{K: k, Plan: plan, Step: c.Step, BiasScale: c.BiasScale, NoBias: c.BiasScale == 0,
-		Noise: env.Noise, Rand: env.Rand, Workers: env.Workers, Progress: env.Progress})
+		Noise: env.Noise, Rand: env.Rand, Workers: env.Workers, Progress: env.Progress, Instrument: env.instrument()})
 	if err != nil {
 		return nil, err
 	}
@@ -532,7 +532,7 @@ func (c *DPSVDConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	if env.Log != nil {
 		env.Log.Info("training", "method", "dpsvd", "catalogue_items", d.n, "sigma", plan.Mechs[0].Sigma())
 	}
-	r, err := jointdp.PrivateSVD(ctx, p, jointdp.DPSVDOptions{Rank: c.Rank, Plan: plan, Noise: env.Noise, Workers: env.Workers})
+	r, err := jointdp.PrivateSVD(ctx, p, jointdp.DPSVDOptions{Rank: c.Rank, Plan: plan, Noise: env.Noise, Workers: env.Workers, Instrument: env.instrument()})
 	if err != nil {
 		return nil, err
 	}
@@ -613,7 +613,7 @@ func (c *MMConfig) Train(ctx context.Context, in release.Input, env Env) (*relea
 		return nil, err
 	}
 	r, err := jointdp.McSherryMironov(ctx, p, jointdp.MMOptions{Rank: c.Rank, Plan: plan, UserDamping: mmUserDamping, Ridge: mmRidge,
-		Local: local, Noise: env.Noise, Workers: env.Workers})
+		Local: local, Noise: env.Noise, Workers: env.Workers, Instrument: env.instrument()})
 	if err != nil {
 		return nil, err
 	}
@@ -631,4 +631,22 @@ func (c *MMConfig) Train(ctx context.Context, in release.Input, env Env) (*relea
 	rep := release.Report{"rank": c.Rank, "bound": c.Bound, "max_per_user": c.MaxPerUser, "items": d.n,
 		"sigma_global": s[0], "sigma_items": s[1], "sigma_covariance": s[2], "global_average": r.GlobalAvg}
 	return &release.Release{Public: m, PerUser: states, Guarantee: g, Report: rep}, nil
+}
+
+// AuditDesign implements AuditDesigner: the T Frank–Wolfe releases are
+// adaptive (each user's row in release t depends on the earlier noisy
+// broadcasts), so the audit trains one iteration — the same code, one
+// Gram release carrying the whole budget — on the pair whose canary's
+// centred ratings are ±2 (MixedAuditPair).
+func (c *DPFWConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
+	one := *c
+	one.Iterations = 1
+	return &AuditDesign{Config: &one, Sides: MixedAuditPair}, nil
+}
+
+// AuditDesign implements AuditDesigner: the pair whose canary's centred
+// ratings are ±2 (MixedAuditPair); with the default pair (all 1 vs all 5)
+// her centred row is 0 on both inputs.
+func (c *DPSVDConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
+	return &AuditDesign{Sides: MixedAuditPair}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/privrec/privrec/ldp/recovery"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
@@ -320,21 +322,6 @@ type PrepareFunc = func(ctx context.Context, in release.Input, src *noise.Source
 // audit and for simulations.
 func LDPPrepare(mech ldp.Mechanism, eps float64, workers int) PrepareFunc {
 	return func(ctx context.Context, in release.Input, src *noise.Source) (release.Input, func(), error) {
-		scale, err := in.NeedScale("the local-DP clients")
-		if err != nil {
-			return release.Input{}, nil, err
-		}
-		cat, err := in.NeedCatalogue("the local-DP clients")
-		if err != nil {
-			return release.Input{}, nil, err
-		}
-		if p := in.Declared.Population; p != 0 && p != in.Ratings.NumUsers() {
-			return release.Input{}, nil, fmt.Errorf("--population %d, but the data have %d users (the clients)", p, in.Ratings.NumUsers())
-		}
-		sc, err := ldp.DeclaredScale(scale.Min, scale.Max, 0, mech)
-		if err != nil {
-			return release.Input{}, nil, err
-		}
 		f, err := os.CreateTemp("", "privrec-collect-*.tsv")
 		if err != nil {
 			return release.Input{}, nil, fmt.Errorf("temporary collect file: %w", err)
@@ -342,7 +329,7 @@ func LDPPrepare(mech ldp.Mechanism, eps float64, workers int) PrepareFunc {
 		path := f.Name()
 		cleanup := func() { os.Remove(path) }
 		bw := bufio.NewWriter(f)
-		reports, _, err := ldp.SimulateTo(ctx, bw, in.Ratings, mech, eps, sc, cat.IDs(), src, workers)
+		reports, err := ldpReports(ctx, in, mech, eps, src, workers, bw)
 		if err == nil {
 			err = bw.Flush()
 		}
@@ -357,6 +344,31 @@ func LDPPrepare(mech ldp.Mechanism, eps float64, workers int) PrepareFunc {
 	}
 }
 
+// ldpReports runs the clients of LDPPrepare and returns their reports,
+// writing the collect file to w (nil: nowhere).
+func ldpReports(ctx context.Context, in release.Input, mech ldp.Mechanism, eps float64, src *noise.Source, workers int, w io.Writer) (*ratings.Matrix, error) {
+	scale, err := in.NeedScale("the local-DP clients")
+	if err != nil {
+		return nil, err
+	}
+	cat, err := in.NeedCatalogue("the local-DP clients")
+	if err != nil {
+		return nil, err
+	}
+	if p := in.Declared.Population; p != 0 && p != in.Ratings.NumUsers() {
+		return nil, fmt.Errorf("--population %d, but the data have %d users (the clients)", p, in.Ratings.NumUsers())
+	}
+	sc, err := ldp.DeclaredScale(scale.Min, scale.Max, 0, mech)
+	if err != nil {
+		return nil, err
+	}
+	reports, _, err := ldp.SimulateTo(ctx, w, in.Ratings, mech, eps, sc, cat.IDs(), src, workers)
+	if err != nil {
+		return nil, fmt.Errorf("simulating the clients: %w", err)
+	}
+	return reports, nil
+}
+
 // DevicePrepare returns the step a method's users' devices run before the
 // service trains, at per-rating ε (nil for methods that train on the
 // ratings themselves): the local-DP collection for ldp-laplace and ldp-rr.
@@ -368,4 +380,47 @@ func DevicePrepare(name string, eps float64) PrepareFunc {
 		return LDPPrepare(ldp.RR, eps, 1)
 	}
 	return nil
+}
+
+// AuditDesign implements AuditDesigner. The privacy noise of ldp-laplace
+// and ldp-rr is drawn on the users' devices, so the audit reads it there:
+// the statistic is the canary client's report for item1, the one cell in
+// which the default pair of the local relation differs between rated
+// (rating 1, side 0) and missing (side 1) — a worst case for both
+// randomizers (their per-rating ε is attained between a rating and
+// missing). The claim tested is the per-rating ε the devices randomize
+// with; the per-user guarantee n·ε composes it over the n cells. The
+// training that follows is post-processing and is not run for the bound.
+func (c *LDPConfig) AuditDesign(eps, _ float64) (*AuditDesign, error) {
+	return &AuditDesign{
+		Epsilon: eps,
+		Device: func(ctx context.Context, in release.Input, src *noise.Source, eps float64) (release.Input, error) {
+			reports, err := ldpReports(ctx, in, c.mech, eps, src, 1, nil)
+			if err != nil {
+				return release.Input{}, err
+			}
+			return release.Input{Ratings: reports, Declared: in.Declared}, nil
+		},
+		Name:     "the canary client's report for item1 (rating 1 vs missing)",
+		Prepared: true,
+		Statistic: func(prepared release.Input, _ []mechanism.Draw, _ *release.Release) float64 {
+			m := prepared.Ratings
+			if m == nil {
+				return math.NaN()
+			}
+			u, ok := m.Users.Lookup(CanaryUser)
+			if !ok {
+				return math.NaN()
+			}
+			i, ok := m.Items.Lookup("item1")
+			if !ok {
+				return math.NaN()
+			}
+			v, ok := m.Get(u, i)
+			if !ok {
+				return math.NaN()
+			}
+			return float64(v)
+		},
+	}, nil
 }

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/release"
 )
@@ -55,6 +56,12 @@ type Env struct {
 	// 0.5` must be caught); a release made with NoiseFactor ≠ 1 is not
 	// private as claimed and is never saved or published.
 	NoiseFactor float64
+	// Tap, when set, is shown every privacy-noise release the method
+	// makes, before and after the noise (mechanism.Instrument). It exists
+	// for the whole-artefact audit alone, which computes its test
+	// statistic on these raw noised releases rather than on their
+	// post-processing; a non-nil error aborts the training with it.
+	Tap func(mechanism.Draw) error
 }
 
 // noiseFactor is Env.NoiseFactor with 0 read as 1.
@@ -63,6 +70,16 @@ func (e Env) noiseFactor() float64 {
 		return 1
 	}
 	return e.NoiseFactor
+}
+
+// instrument is what a private method attaches to every mechanism it
+// releases through (mechanism.Laplace.Instrumented and the like) and
+// passes to its solver: nil unless an audit set NoiseFactor or Tap.
+func (e Env) instrument() *mechanism.Instrument {
+	if e.noiseFactor() == 1 && e.Tap == nil {
+		return nil
+	}
+	return &mechanism.Instrument{NoiseFactor: e.noiseFactor(), Tap: e.Tap}
 }
 
 // iteration reports one finished iteration of a non-private method: to

@@ -258,7 +258,7 @@ func (c *OnebitConfig) train(ctx context.Context, in release.Input, env Env, ocf
 		p.Rows, p.Cols, p.Y = append(p.Rows, e.User), append(p.Cols, e.Item), append(p.Y, y)
 		return true
 	})
-	ocfg.Mechanism, ocfg.Epsilon, ocfg.Noise = c.mech, env.Epsilon, env.Noise
+	ocfg.Mechanism, ocfg.Epsilon, ocfg.Noise, ocfg.Instrument = c.mech, env.Epsilon, env.Noise, env.instrument()
 	ocfg.Solver = onebit.Options{Link: link, Tau: tau, Alpha: alpha, Solver: c.Solver, GapTol: c.GapTol, MaxIter: c.MaxIter, OptTol: c.OptTol,
 		ProjTol: c.ProjTol, FullSVD: c.FullSVD, Rand: env.Rand.Float64, Progress: env.Progress}
 	res, err := onebit.Run(ctx, p, ocfg)
@@ -299,4 +299,15 @@ func (c *OnebitConfig) train(ctx context.Context, in release.Input, env Env, ocf
 	}
 	rep["threshold"], rep["threshold_source"] = thr, thrSource
 	return &release.Release{Public: m, Guarantee: g, Report: rep}, nil
+}
+
+// AuditDesign implements AuditDesigner: the K gradient releases are
+// adaptive (gradient k is taken at an iterate that depends on the earlier
+// noise), so the audit trains one step — the same code, the first
+// gradient, taken at the data-independent starting point, carrying the
+// whole budget.
+func (c *OnebitGraPConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
+	one := *c
+	one.Iterations = 1
+	return &AuditDesign{Config: &one}, nil
 }

@@ -493,6 +493,7 @@ func (s tensorSpec) solver(env Env) completion.Config {
 	cfg.Workers = 2
 	if s.mech != completion.NoMechanism {
 		cfg.Epsilon, cfg.Delta = env.Epsilon, env.Delta
+		cfg.Instrument = env.instrument()
 	}
 	if env.Workers == 1 {
 		cfg.Workers = 1

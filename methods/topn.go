@@ -29,7 +29,7 @@ func init() {
 	Register(&Method{
 		Name:    "ease",
 		Summary: "top-N: EASE, Steck's closed-form item–item model (non-private)",
-		New:     func() Config { return &EASEConfig{Lambda: 400, MaxItems: 2500} },
+		New:     func() Config { return &EASEConfig{Lambda: 600, MaxItems: 2500} },
 	})
 	Register(&Method{
 		Name:    "ials",
@@ -66,18 +66,27 @@ func (c *Interactions) threshold() *float64 {
 	return &t
 }
 
-// select returns the interactions of m: its ratings ≥ the threshold. A
-// threshold above the declared scale's maximum is an error (no rating
-// could count).
-func (c *Interactions) select_(m *ratings.Matrix, scale *release.Scale) (*ratings.Matrix, error) {
-	t := c.threshold()
-	if t == nil {
-		return m, nil
+// interactions returns the interactions of in: its ratings ≥ the
+// threshold, on the declared catalogue when there is one (its items in
+// order, titles included; ratings of other items dropped), else on the
+// data's own items (non-private models only). A threshold above the
+// declared scale's maximum is an error (no rating could count).
+func (c *Interactions) interactions(in release.Input) (data *ratings.Matrix, ids, titles []string, err error) {
+	data = in.Ratings
+	if t := c.threshold(); t != nil {
+		if s := in.Declared.Scale; s != nil && *t > s.Max {
+			return nil, nil, nil, fmt.Errorf("--positive %g is above the declared scale %g:%g: no rating would be an interaction", *t, s.Min, s.Max)
+		}
+		data = transform.Positives(data, *t)
 	}
-	if scale != nil && *t > scale.Max {
-		return nil, fmt.Errorf("--positive %g is above the declared scale %g:%g: no rating would be an interaction", *t, scale.Min, scale.Max)
+	cat := in.Declared.Catalogue
+	if cat == nil {
+		return data, slices.Clone(data.Items.Names()), nil, nil
 	}
-	return transform.Positives(m, *t), nil
+	if data, err = release.OnCatalogue(data, cat); err != nil {
+		return nil, nil, nil, err
+	}
+	return data, cat.IDs(), catTitles(cat), nil
 }
 
 // topnModel is the public shell of a top-N model over items (with titles,
@@ -101,12 +110,12 @@ type PopularityConfig struct {
 
 // Train counts each item's users.
 func (c *PopularityConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
-	data, err := c.select_(in.Ratings, in.Declared.Scale)
+	data, ids, titles, err := c.interactions(in)
 	if err != nil {
 		return nil, err
 	}
 	x := topn.FromMatrix(data)
-	m := topnModel("popularity", slices.Clone(data.Items.Names()), nil, c.threshold())
+	m := topnModel("popularity", ids, titles, c.threshold())
 	m.ItemBias = x.Counts()
 	return &release.Release{Public: m, Guarantee: nonPrivate("popularity"),
 		Report: release.Report{"items": x.NumItems}}, nil
@@ -135,7 +144,7 @@ func (c *EASEConfig) Validate() error {
 
 // Train solves EASE over the most-interacted items.
 func (c *EASEConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
-	data, err := c.select_(in.Ratings, in.Declared.Scale)
+	data, ids, titles, err := c.interactions(in)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +167,7 @@ func (c *EASEConfig) Train(ctx context.Context, in release.Input, env Env) (*rel
 	if err != nil {
 		return nil, err
 	}
-	m := indicatorModel("ease", data.Items.Names(), nil, order, len(covered), bt, counts, c.threshold())
+	m := coveredModel("ease", ids, titles, order, len(covered), bt, topn.FoldIndicator, counts, c.threshold())
 	m.Params = map[string]any{"lambda": c.Lambda, "covered_items": len(covered)}
 	return &release.Release{Public: m, Guarantee: nonPrivate("ease"),
 		Report: release.Report{"items": x.NumItems, "covered_items": len(covered)}}, nil
@@ -182,12 +191,12 @@ func byCount(counts []float64) []int {
 	return order
 }
 
-// indicatorModel builds an item–item model: the items reordered by order,
-// the first m covered by the m × m weights bt (row j: the weights of the
-// covered items toward item j), scored by a user's indicator over them
-// (fold-in "indicator"). The items left out rank after every covered item,
-// by pop.
-func indicatorModel(name string, ids, titles []string, order []int, m int, bt *mat.Dense, pop []float64, positive *float64) *model.Model {
+// coveredModel builds a model whose items are reordered by order, the
+// first m of them ("covered") scored through rows (m × r: row q is
+// covered item q's item vector) under the fold-in rule fold, and the rest
+// ranked after every covered item by pop. With rows nil, nothing is
+// covered and every item ranks by pop.
+func coveredModel(name string, ids, titles []string, order []int, m int, rows *mat.Dense, fold model.FoldIn, pop []float64, positive *float64) *model.Model {
 	n := len(order)
 	items := make([]string, n)
 	var tt []string
@@ -195,17 +204,24 @@ func indicatorModel(name string, ids, titles []string, order []int, m int, bt *m
 		tt = make([]string, n)
 	}
 	out := topnModel(name, items, tt, positive)
-	out.Rank, out.FoldIn = m, topn.FoldIndicator
-	out.V = make([]float64, n*m)
+	r := 0
+	if rows != nil {
+		_, r = rows.Dims()
+	}
+	out.Rank, out.FoldIn = r, fold
+	out.V = make([]float64, n*r)
 	out.ItemBias = make([]float64, n)
 	for q, j := range order {
 		items[q] = ids[j]
 		if tt != nil {
 			tt[q] = titles[j]
 		}
-		if q < m {
-			copy(out.V[q*m:q*m+m], bt.RawRowView(q))
-		} else {
+		switch {
+		case rows == nil:
+			out.ItemBias[q] = pop[j]
+		case q < m:
+			copy(out.V[q*r:q*r+r], rows.RawRowView(q))
+		default:
 			out.ItemBias[q] = topn.Uncovered + pop[j]*1e-9
 		}
 	}
@@ -243,7 +259,7 @@ func (c *IALSConfig) options(env *Env) topn.IALSOptions {
 
 // Train fits iALS and keeps the item factors.
 func (c *IALSConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
-	data, err := c.select_(in.Ratings, in.Declared.Scale)
+	data, ids, titles, err := c.interactions(in)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +268,7 @@ func (c *IALSConfig) Train(ctx context.Context, in release.Input, env Env) (*rel
 	if err != nil {
 		return nil, err
 	}
-	m := topnModel("ials", slices.Clone(data.Items.Names()), nil, c.threshold())
+	m := topnModel("ials", ids, titles, c.threshold())
 	m.Rank, m.V = c.Rank, h
 	m.Params = map[string]any{"rank": c.Rank, "alpha0": c.Alpha0, "lambda": c.Lambda, "nu": c.Nu, "epochs": c.Epochs, "cg_steps": c.CGSteps}
 	topn.SetImplicitFoldIn(m, c.Alpha0, c.Lambda, c.Nu)

@@ -202,7 +202,7 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if src == nil {
 		src = noise.Seeded(env.Seed)
 	}
-	spec, err := topn.DenoiseTop(gram, k, c.InitDenoise*edge, edge, src.Rand())
+	spec, err := topn.Denoise(gram, c.InitDenoise*edge, edge, src.Rand())
 	if err != nil {
 		return nil, err
 	}

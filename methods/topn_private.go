@@ -57,23 +57,17 @@ func countsSensitivity(cap float64) mechanism.Sensitivity {
 
 // gaussianRelease calibrates a Gaussian mechanism to zCDP budget rho for
 // a vector of len(v) coordinates and sensitivity sens, adds its noise to v
-// (times env's noise factor: an audit's deliberate under-noising) and
-// returns the calibrated σ and the guarantee of the calibrated mechanism.
+// through env's instrument (an audit's noise factor and tap; none in a
+// real release) and returns the calibrated σ and its guarantee.
 func gaussianRelease(what string, rho float64, sens mechanism.Sensitivity, v []float64, env Env) (float64, privacy.Guarantee, error) {
-	claimed, err := gaussianForRho(what, rho, env.Delta, sens, len(v))
+	mech, err := gaussianForRho(what, rho, env.Delta, sens, len(v))
 	if err != nil {
 		return 0, privacy.Guarantee{}, err
 	}
-	used := claimed
-	if f := env.noiseFactor(); f != 1 {
-		if used, err = mechanism.NewGaussianSigma(claimed.Sigma()*f, env.Delta, sens, len(v)); err != nil {
-			return 0, privacy.Guarantee{}, err
-		}
-	}
-	if err := used.Release(env.Noise, v); err != nil {
+	if err := mech.Instrumented(env.instrument()).Release(env.Noise, v); err != nil {
 		return 0, privacy.Guarantee{}, fmt.Errorf("releasing %s: %w", what, err)
 	}
-	return claimed.Sigma(), claimed.Guarantee(), nil
+	return mech.Sigma(), mech.Guarantee(), nil
 }
 
 // topnPlan reads the private interactions onto the declared catalogue.
@@ -82,11 +76,7 @@ func topnPlan(name string, sel *Interactions, in release.Input) (*topn.Interacti
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := sel.select_(in.Ratings, in.Declared.Scale)
-	if err != nil {
-		return nil, nil, err
-	}
-	data, err = release.OnCatalogue(data, cat)
+	data, _, _, err := sel.interactions(in)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -167,45 +157,6 @@ func (c *DPPopularityConfig) Train(ctx context.Context, in release.Input, env En
 	return &release.Release{Public: m, Guarantee: g, Report: release.Report{"sigma": sigma, "items": x.NumItems}}, nil
 }
 
-// lowRankModel builds dp-ease's public model over the catalogue: the items
-// in order (by noised count), the first m covered by the item vectors v
-// (m × r, fold-in "ease-lowrank"); the rest, and every item when nothing
-// rose above the noise (v nil), rank after them by noised count.
-func lowRankModel(name string, cat *model.Catalogue, order []int, m int, v *mat.Dense, counts []float64, positive *float64) *model.Model {
-	ids, titles := cat.IDs(), catTitles(cat)
-	n := len(order)
-	items := make([]string, n)
-	var tt []string
-	if titles != nil {
-		tt = make([]string, n)
-	}
-	out := topnModel(name, items, tt, positive)
-	r := 0
-	if v != nil {
-		_, r = v.Dims()
-	}
-	out.Rank, out.FoldIn = r, topn.FoldEASELowRank
-	out.V = make([]float64, n*r)
-	out.ItemBias = make([]float64, n)
-	for q, j := range order {
-		items[q] = ids[j]
-		if tt != nil {
-			tt[q] = titles[j]
-		}
-		if q < m && v != nil {
-			copy(out.V[q*r:q*r+r], v.RawRowView(q))
-		} else {
-			out.ItemBias[q] = topn.Uncovered + counts[j]*1e-9
-		}
-	}
-	if v == nil {
-		for q, j := range order { // popularity alone
-			out.ItemBias[q] = counts[j]
-		}
-	}
-	return out
-}
-
 func catTitles(c *model.Catalogue) []string {
 	if !c.HasTitles() {
 		return nil
@@ -216,7 +167,7 @@ func catTitles(c *model.Catalogue) []string {
 // NewDPEASEDefaults returns dp-ease's defaults (chosen on MovieLens-1M
 // validation users; docs/topn.md).
 func NewDPEASEDefaults() *DPEASEConfig {
-	return &DPEASEConfig{Cap: 50, CountShare: 0.1, GramNorm: 1, CoverScale: 2, MaxItems: 2000, LambdaScale: 0.3, Denoise: 1.2}
+	return &DPEASEConfig{Cap: 20, CountShare: 0.15, GramNorm: 1, CoverScale: 1.5, MaxItems: 2000, LambdaScale: 0.3, Denoise: 1}
 }
 
 // DPEASEConfig configures dp-ease.
@@ -259,8 +210,8 @@ func (c *DPEASEConfig) Validate() error {
 // facts: N users, the catalogue's n items and the Gram's budget. The
 // Gram's signal eigenvalues grow like N/m per covered item while the
 // noise's spectral edge grows like √m/√ρ, so m ∝ (N√ρ)^(2/3) keeps their
-// ratio; the scale was chosen on MovieLens-1M validation users (2: the
-// best of 60–1 000 items at ε = 1 and ε = 8).
+// ratio; the scale was chosen on MovieLens-1M validation users (1.5: the
+// best of 1–3, i.e. of 60–1 000 items, at ε = 1 and ε = 8).
 func (c *DPEASEConfig) covered(users, items int, rho float64) int {
 	m := int(math.Round(c.CoverScale * math.Pow(float64(users)*math.Sqrt(rho), 2.0/3)))
 	return max(2, min(m, c.MaxItems, items))
@@ -338,7 +289,7 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	}
 	// Post-processing of the two releases only.
 	edge := 2 * sigmaGram * math.Sqrt(float64(m))
-	w, err := topn.Denoise(noised, c.Denoise*edge, edge)
+	w, err := topn.Denoise(noised, c.Denoise*edge, edge, env.Rand.Rand())
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +308,7 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if err != nil {
 		return nil, err
 	}
-	out := lowRankModel("dp-ease", cat, order, m, items, counts, c.threshold())
+	out := coveredModel("dp-ease", cat.IDs(), catTitles(cat), order, m, items, topn.FoldEASELowRank, counts, c.threshold())
 	out.Params = map[string]any{"cap": c.Cap, "count_share": c.CountShare, "gram_norm": c.GramNorm, "cover_scale": c.CoverScale, "covered_items": m, "lambda": lambda, "kept_eigenvalues": kept}
 	return &release.Release{Public: out, Guarantee: g,
 		Report: release.Report{"sigma_counts": sigmaCount, "sigma_gram": sigmaGram, "covered_items": m, "lambda": lambda}}, nil

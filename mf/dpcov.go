@@ -147,16 +147,17 @@ func CovFeatures(ctx context.Context, p *Problem, o CovOptions) (vals []float64,
 	if err := releaseGram(o.Release, o.Noise, C); err != nil {
 		return nil, nil, fmt.Errorf("releasing the item covariance: %w", err)
 	}
-	vals, vecs = topEigen(C, o.Rank, o.Rand)
+	vals, vecs = TopEigen(C, o.Rank, o.Rand)
 	return vals, vecs, nil
 }
 
-// topEigen returns the r largest eigenpairs of the symmetric c by
+// TopEigen returns the r eigenpairs of the symmetric c largest in
+// magnitude (shift c first to make them the largest), largest first, by
 // subspace iteration with oversampling and a Rayleigh–Ritz step. Only
 // the top few of a matrix of a few thousand rows are needed; gonum's
 // EigenSym computes all of them (O(m³)), which would dominate training,
 // so the iteration is written here around gonum's matrix products.
-func topEigen(c *mat.SymDense, r int, rng *rand.Rand) ([]float64, *mat.Dense) {
+func TopEigen(c *mat.SymDense, r int, rng *rand.Rand) ([]float64, *mat.Dense) {
 	m := c.SymmetricDim()
 	b := min(m, r+10)
 	q := mat.NewDense(m, b, nil)
@@ -199,13 +200,6 @@ func topEigen(c *mat.SymDense, r int, rng *rand.Rand) ([]float64, *mat.Dense) {
 		}
 	}
 	return vals, vecs
-}
-
-// TopEigen returns the r largest eigenpairs of the symmetric c (values
-// largest first, vectors as the columns of an m × r matrix) by subspace
-// iteration from a random start drawn from rng (r ≤ m).
-func TopEigen(c *mat.SymDense, r int, rng *rand.Rand) ([]float64, *mat.Dense) {
-	return topEigen(c, r, rng)
 }
 
 // orthonormalize makes the columns of a orthonormal in place (modified

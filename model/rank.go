@@ -2,6 +2,7 @@ package model
 
 import (
 	"container/heap"
+	"math"
 	"slices"
 )
 
@@ -63,7 +64,7 @@ func (m *Model) RankFor(st *UserState, k int, skip []int32, buf []float64) []int
 }
 
 // TopIndices returns the indices of the k largest scores, best first, ties
-// by lower index, leaving out skip; it keeps a heap of k, so it costs
+// by lower index, NaN last, leaving out skip; it keeps a heap of k, so it costs
 // O(n log k).
 func TopIndices(scores []float64, k int, skip []int32) []int32 {
 	if k <= 0 {
@@ -105,10 +106,19 @@ type minHeap struct {
 }
 
 // less orders a below b: a lower score, or an equal score at a higher
-// index (so that lower indices win ties).
+// index (so that lower indices win ties). NaN ranks below every number
+// (a model that produced one must not push it to the top, nor break the
+// heap's order).
 func (h *minHeap) less(a, b int32) bool {
-	if h.s[a] != h.s[b] {
-		return h.s[a] < h.s[b]
+	sa, sb := h.s[a], h.s[b]
+	if na, nb := math.IsNaN(sa), math.IsNaN(sb); na || nb {
+		if na != nb {
+			return na
+		}
+		return a > b
+	}
+	if sa != sb {
+		return sa < sb
 	}
 	return a > b
 }

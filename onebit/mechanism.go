@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
@@ -41,6 +42,10 @@ type Config struct {
 	ProjIter int
 	// Noise is the privacy randomness (noise.Secure() for releases).
 	Noise *noise.Source
+	// Instrument, when set, is attached to the mechanism the plan
+	// calibrates (mechanism.Instrument: an audit's noise factor and tap);
+	// nil for releases.
+	Instrument *mechanism.Instrument
 	// Solver configures SPG (Link, Tau, Alpha, tolerances, Rand).
 	Solver Options
 }
@@ -94,6 +99,12 @@ func Run(ctx context.Context, p *Problem, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if plan.RR != nil {
+		plan.RR = plan.RR.Instrumented(cfg.Instrument)
+	}
+	if plan.Laplace != nil {
+		plan.Laplace = plan.Laplace.Instrumented(cfg.Instrument)
+	}
 	g := plan.Guarantee
 	switch plan.Mechanism {
 	case InP:
@@ -104,6 +115,9 @@ func Run(ctx context.Context, p *Problem, cfg Config) (*Result, error) {
 			if plan.RR.Randomize(cfg.Noise, y > 0) {
 				q.Y[k] = 1
 			}
+		}
+		if err := cfg.Instrument.Err(); err != nil {
+			return nil, fmt.Errorf("onebit: InP: %w", err)
 		}
 		p1, p2 := plan.RR.FlipProbabilities()
 		flipped, err := NewFlipped(opt.Link, p1, p2)

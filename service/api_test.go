@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/privrec/privrec/client"
 	"github.com/privrec/privrec/model"
@@ -386,7 +388,14 @@ func TestHealthAndMetrics(t *testing.T) {
 	if status != 200 || !strings.Contains(string(b), `"ok"`) {
 		t.Fatalf("healthz: %d %s", status, b)
 	}
-	status, _, b = raw(t, s, "GET", api.PathMetrics, "", "")
+	// The metrics count users, reports and refusals exactly: admin only
+	// (issue 23, defect 9: they were public).
+	for _, tok := range []string{"", c.Token} {
+		if status, e, _ := raw(t, s, "GET", api.PathMetrics, tok, ""); status != 401 || e.Code != api.CodeUnauthorized {
+			t.Fatalf("metrics with token %q: %d %+v", tok, status, e)
+		}
+	}
+	status, _, b = raw(t, s, "GET", api.PathMetrics, adminToken, "")
 	for _, want := range []string{`privrec_reports_total{outcome="stored"} 1`, `privrec_enrolments_total 1`, "privrec_commit_seconds_bucket", `privrec_http_requests_total{code="201",route="/v1/reports"} 1`} {
 		if status != 200 || !strings.Contains(string(b), want) {
 			t.Fatalf("metrics lack %q", want)
@@ -422,7 +431,40 @@ func TestConfigMismatch(t *testing.T) {
 	if _, err := service.New(ctx, st, opt); err == nil || !strings.Contains(err.Error(), "--items") {
 		t.Fatalf("other catalogue: %v", err)
 	}
+	// A central collection's ledger: another budget δ or period is
+	// another ledger.
+	st2, err := store.Open(ctx, storetest.URL(t, "sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	copt := centralOptions(t, 8, 2)
+	srv, err = service.New(ctx, st2, copt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	copt.BudgetDelta = 1e-8
+	if _, err := service.New(ctx, st2, copt); err == nil || !strings.Contains(err.Error(), "--budget-delta 1e-08") {
+		t.Fatalf("other budget δ: %v", err)
+	}
+	copt = centralOptions(t, 8, 2)
+	copt.Period = 24 * time.Hour
+	if _, err := service.New(ctx, st2, copt); err == nil || !strings.Contains(err.Error(), "--period 24h0m0s") {
+		t.Fatalf("other period: %v", err)
+	}
+	// Policies are not part of the ledger: a restart may change them.
+	copt = centralOptions(t, 8, 2)
+	copt.Exhausted, copt.MaxDelta = api.ExhaustedSkip, 1e-4
+	srv, err = service.New(ctx, st2, copt)
+	if err != nil {
+		t.Fatalf("another policy: %v", err)
+	}
+	srv.Close()
 }
+
+// central switches options to central mode.
+func central(o *service.Options) { o.Mechanism, o.Epsilon = api.MechanismNone, 0 }
 
 // TestBuildConfig: bad settings are refused naming the flag.
 func TestBuildConfig(t *testing.T) {
@@ -441,6 +483,19 @@ func TestBuildConfig(t *testing.T) {
 		{"rr without levels", func(o *service.Options) { o.Scale = model.Range{Min: 0.5, Max: 5} }, "--levels"},
 		{"levels for laplace", func(o *service.Options) { o.Mechanism, o.Levels = "laplace", 5 }, "--levels"},
 		{"ε in central mode", func(o *service.Options) { o.Mechanism = "none" }, "--epsilon"},
+		{"budget δ in local mode", func(o *service.Options) { o.BudgetDelta = 1e-6 }, "--budget-delta"},
+		{"period in local mode", func(o *service.Options) { o.Period = time.Hour }, "--period"},
+		{"max δ in local mode", func(o *service.Options) { o.MaxDelta = 1e-6 }, "--max-delta"},
+		{"exhausted in local mode", func(o *service.Options) { o.Exhausted = "skip" }, "--exhausted"},
+		{"central: budget δ ≥ 1", func(o *service.Options) { central(o); o.BudgetDelta = 1 }, "--budget-delta"},
+		{"central: budget δ too large", func(o *service.Options) { central(o); o.BudgetDelta = 0.01 }, "--budget-delta"},
+		{"central: negative budget δ", func(o *service.Options) { central(o); o.BudgetDelta = -1e-6 }, "--budget-delta"},
+		{"central: NaN budget δ", func(o *service.Options) { central(o); o.BudgetDelta = math.NaN() }, "--budget-delta"},
+		{"central: tiny budget", func(o *service.Options) { central(o); o.Budget = 1e-5 }, "--budget"},
+		{"central: max δ ≥ 1", func(o *service.Options) { central(o); o.MaxDelta = 1 }, "--max-delta"},
+		{"central: unknown policy", func(o *service.Options) { central(o); o.Exhausted = "borrow" }, "--exhausted"},
+		{"central: negative period", func(o *service.Options) { central(o); o.Period = -time.Hour }, "--period"},
+		{"central: fractional period", func(o *service.Options) { central(o); o.Period = 1500 * time.Millisecond }, "--period"},
 	} {
 		o := base
 		c.edit(&o)

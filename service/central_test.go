@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/privrec/privrec/client"
@@ -23,11 +25,17 @@ func TestCentral(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
 			opt := localOptions(t, 8)
-			opt.Mechanism, opt.Epsilon, opt.Budget = api.MechanismNone, 0, 2.5
+			// (ε = 1.6, δ = 1e-6) is ρ ≈ 0.0584 zCDP: room for two
+			// dp-bias releases at (1, 1e-6), ρ ≈ 0.0244 each, not three.
+			opt.Mechanism, opt.Epsilon, opt.Budget = api.MechanismNone, 0, 1.6
 			s := newTestServer(t, kind, opt)
 			cfg, err := s.client("").Config(ctx)
-			if err != nil || cfg.Mode != api.ModeCentral || cfg.Units != "rating" {
+			if err != nil || cfg.Mode != api.ModeCentral || cfg.Units != "rating" || cfg.LedgerUnit != api.UnitRho {
 				t.Fatalf("configuration %+v, %v", cfg, err)
+			}
+			const rho = 0.024355970 // dp-bias at (ε, δ) = (1, 1e-6)
+			if cfg.BudgetDelta != 1e-6 || !(cfg.BudgetRho > 2*rho && cfg.BudgetRho < 3*rho) {
+				t.Fatalf("budget ρ = %g from (1.6, %g)", cfg.BudgetRho, cfg.BudgetDelta)
 			}
 			pop := synthPopulation(40, 8, 0.6, 3)
 			users := make([]*client.Client, len(pop.rated))
@@ -50,20 +58,24 @@ func TestCentral(t *testing.T) {
 				if err != nil {
 					t.Fatalf("release %d: %v", k+1, err)
 				}
-				// dp-bias states its calibrated ε, ≤ 1; the ledger charges
-				// it rounded up to 10⁻⁹.
-				if res.UsersCharged != len(users) || math.Abs(res.MaxCharge-1) > 1e-6 {
-					t.Fatalf("release %d charged %d users at most %g", k+1, res.UsersCharged, res.MaxCharge)
+				// dp-bias states its zCDP ρ; the ledger charges it
+				// rounded up to 10⁻⁹.
+				if res.UsersCharged != len(users) || math.Abs(res.MaxCharge-rho) > 1e-6 || res.Unit != api.UnitRho {
+					t.Fatalf("release %d charged %d users at most %g %s", k+1, res.UsersCharged, res.MaxCharge, res.Unit)
+				}
+				// The public ledger sentence holds no count of users.
+				if strings.Contains(res.Release.Ledger, strconv.Itoa(len(users))) {
+					t.Fatalf("the public ledger sentence counts the users: %q", res.Release.Ledger)
 				}
 			}
-			// A third release would take everyone to 3 > 2.5: refused,
-			// nothing published or charged.
+			// A third release would take everyone to 3ρ > the budget:
+			// refused, nothing published or charged.
 			_, err = admin.Publish(ctx, req)
 			if e, ok := err.(*api.Error); !ok || e.Status != 403 || e.Code != api.CodeBudgetExceeded {
 				t.Fatalf("third release: %v", err)
 			}
 			for _, c := range []*client.Client{users[0], users[len(users)-1]} {
-				if st, _ := c.Status(ctx); math.Abs(st.Spent-2) > 1e-6 || math.Abs(st.Remaining-0.5) > 1e-6 {
+				if st, _ := c.Status(ctx); math.Abs(st.Spent-2*rho) > 1e-6 || math.Abs(st.Remaining-(cfg.BudgetRho-2*rho)) > 1e-6 || st.Unit != api.UnitRho {
 					t.Fatalf("ledger after two releases: %+v", st)
 				}
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/service/api"
 	"github.com/privrec/privrec/service/store"
 )
@@ -32,6 +33,22 @@ type Options struct {
 	// (rr: 0 means max − min + 1 for integer ends).
 	Scale  model.Range
 	Levels int
+	// BudgetDelta (central mode) is the δ of the budget: (Budget,
+	// BudgetDelta)-DP is converted once to the zCDP ρ the ledger holds
+	// (0: DefaultBudgetDelta).
+	BudgetDelta float64
+	// Period (central mode), when > 0, makes the budget per period (a
+	// whole number of seconds): the releases within one period
+	// [k·Period, (k+1)·Period) of Unix time cost each user at most her
+	// budget.
+	Period time.Duration
+
+	// MaxDelta (central mode) is the largest δ a release may state (0:
+	// 1/(10·population of the release)). A policy, not recorded.
+	MaxDelta float64
+	// Exhausted (central mode) is the budget policy, api.ExhaustedRefuse
+	// (default) or api.ExhaustedSkip. A policy, not recorded.
+	Exhausted string
 
 	// AdminToken authorises the admin calls ("" disables them).
 	AdminToken string
@@ -101,7 +118,19 @@ type Identity struct {
 	Scale         api.Scale `json:"scale"`
 	Units         string    `json:"units"`
 	Items         []string  `json:"items"`
+	// The central mode's ledger: zCDP ρ converted from (Budget,
+	// BudgetDelta), per period of PeriodSeconds when set. (Empty in local
+	// mode, whose ledger is in ε: databases made before these fields
+	// existed keep their identity.)
+	LedgerUnit    string  `json:"ledger_unit,omitempty"`
+	BudgetDelta   float64 `json:"budget_delta,omitempty"`
+	BudgetRho     float64 `json:"budget_rho,omitempty"`
+	PeriodSeconds int64   `json:"period_seconds,omitempty"`
 }
+
+// DefaultBudgetDelta is the δ of a central-mode budget when
+// --budget-delta is not given.
+const DefaultBudgetDelta = 1e-6
 
 // BuildConfig validates the options and builds the published collection
 // configuration. Errors name the flag.
@@ -136,6 +165,17 @@ func BuildConfig(o Options) (*api.Config, error) {
 	switch o.Mechanism {
 	case "rr", "laplace":
 		cfg.Mode = api.ModeLocal
+		cfg.LedgerUnit = api.UnitEpsilon
+		switch {
+		case o.BudgetDelta != 0:
+			return nil, fmt.Errorf("--budget-delta applies to central mode (--mechanism none): a local-mode budget is a pure ε")
+		case o.Period != 0:
+			return nil, fmt.Errorf("--period applies to central mode (--mechanism none): a local-mode budget is for all of a user's reports")
+		case o.MaxDelta != 0:
+			return nil, fmt.Errorf("--max-delta applies to central mode (--mechanism none): local-mode releases are post-processing of pure ε-DP reports")
+		case o.Exhausted != "":
+			return nil, fmt.Errorf("--exhausted applies to central mode (--mechanism none): a local-mode report past the budget is refused")
+		}
 		if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0) {
 			return nil, fmt.Errorf("--epsilon must be a positive finite per-report ε, got %g", o.Epsilon)
 		}
@@ -172,14 +212,85 @@ func BuildConfig(o Options) (*api.Config, error) {
 		if o.Levels < 0 || o.Levels == 1 {
 			return nil, fmt.Errorf("--levels must be 0 or ≥ 2, got %d", o.Levels)
 		}
+		if err := centralLedger(o, cfg); err != nil {
+			return nil, err
+		}
 		cfg.Units = "rating"
+		period := ""
+		if cfg.PeriodSeconds > 0 {
+			period = fmt.Sprintf(" per period of %s (periods [k·P, (k+1)·P) of Unix time; the budget renews with each period, so the guarantee holds for the releases of one period, not for all time)", time.Duration(cfg.PeriodSeconds)*time.Second)
+		}
 		cfg.Guarantee = privacy.Guarantee{Epsilon: math.Inf(1), Unit: privacy.UnitUser, Notion: privacy.Central, Status: privacy.None,
-			Note: fmt.Sprintf("Central mode: reports carry true ratings to a trusted curator and cost nothing; every release charges each user whose ratings it used her per-user ε of that release, and a release that would take anyone past the budget ε = %g is refused.", o.Budget)}
+			Relation: RelationCentral,
+			Note: fmt.Sprintf("Central mode: reports carry true ratings to a trusted curator and cost nothing. The curator publishes only releases with a proven user-level guarantee under the collection's relation, and charges each user a release covers its zCDP ρ (a pure ε-DP release: ρ = ε²/2); the ledger holds ρ ≤ %.6g for every user%s, which is (ε = %g, δ = %g)-DP. A release stating δ above the policy (%s) is refused; %s.",
+				cfg.BudgetRho, period, o.Budget, cfg.BudgetDelta, deltaPolicy(cfg.MaxDelta), exhaustedText(cfg.Exhausted))}
 	default:
 		return nil, fmt.Errorf("--mechanism %q: want rr or laplace (local DP, randomized on the device) or none (central: a trusted curator)", o.Mechanism)
 	}
 	cfg.GuaranteeText = cfg.Guarantee.String()
 	return cfg, nil
+}
+
+// RelationCentral is the neighbouring relation of a central-mode
+// collection: what every release it publishes must be proven under.
+const RelationCentral = "one user's ratings are replaced by any others (any ratings of the declared catalogue on the declared scale, which items she rated included); the catalogue, the scale and the population (the users who sent reports) are public"
+
+// centralLedger validates the central mode's budget settings and states
+// the budget in the ledger's unit, zCDP ρ: (Budget, BudgetDelta)-DP
+// converted once (the largest ρ whose tight conversion gives it).
+func centralLedger(o Options, cfg *api.Config) error {
+	cfg.LedgerUnit = api.UnitRho
+	bd := o.BudgetDelta
+	if bd == 0 {
+		bd = DefaultBudgetDelta
+	}
+	if !(bd > 0 && bd < 1) {
+		return fmt.Errorf("--budget-delta must be in (0, 1), got %g", bd)
+	}
+	if bd > 1e-3 {
+		return fmt.Errorf("--budget-delta %g is too large: δ is the probability the guarantee fails outright; state it at most 1/(10·population), and never above 1e-3", bd)
+	}
+	rho, err := accountant.RhoForApprox(o.Budget, bd)
+	if err != nil {
+		return fmt.Errorf("--budget %g with --budget-delta %g: %w", o.Budget, bd, err)
+	}
+	if _, err := store.BudgetNano(rho); err != nil || rho < 1e-6 {
+		return fmt.Errorf("--budget %g with --budget-delta %g is ρ = %g zCDP, too small for the ledger (1e-9 units): raise --budget", o.Budget, bd, rho)
+	}
+	cfg.BudgetDelta, cfg.BudgetRho = bd, rho
+	if !(o.MaxDelta >= 0 && o.MaxDelta < 1) {
+		return fmt.Errorf("--max-delta must be in [0, 1) (0: 1/(10·population)), got %g", o.MaxDelta)
+	}
+	cfg.MaxDelta = o.MaxDelta
+	switch o.Exhausted {
+	case "", api.ExhaustedRefuse:
+		cfg.Exhausted = api.ExhaustedRefuse
+	case api.ExhaustedSkip:
+		cfg.Exhausted = api.ExhaustedSkip
+	default:
+		return fmt.Errorf("--exhausted %q: want refuse (a release that would take anyone past her budget is refused whole) or skip (releases cover the users who can still pay)", o.Exhausted)
+	}
+	if o.Period < 0 || o.Period%time.Second != 0 {
+		return fmt.Errorf("--period must be a positive whole number of seconds (e.g. 720h), got %s", o.Period)
+	}
+	cfg.PeriodSeconds = int64(o.Period / time.Second)
+	return nil
+}
+
+// deltaPolicy states the release δ policy in words.
+func deltaPolicy(maxDelta float64) string {
+	if maxDelta > 0 {
+		return fmt.Sprintf("δ ≤ %g and δ ≤ 1/(10·population)", maxDelta)
+	}
+	return "δ ≤ 1/(10·population)"
+}
+
+// exhaustedText states the budget policy in words.
+func exhaustedText(p string) string {
+	if p == api.ExhaustedSkip {
+		return "a release covers only the users whose remaining budget pays for it (the others are left out and not charged; who is left out depends only on the public release history)"
+	}
+	return "a release that would take anyone past her budget is refused whole"
 }
 
 func mechanismName(m string) string {
@@ -195,7 +306,10 @@ func mechanismName(m string) string {
 // identityJSON is the canonical record of the collection in the database.
 func identityJSON(c *api.Config) []byte {
 	id := Identity{Mode: c.Mode, Mechanism: c.Mechanism, ReportEpsilon: c.ReportEpsilon, CellEpsilon: c.CellEpsilon,
-		Budget: c.Budget, Scale: c.Scale, Units: c.Units}
+		Budget: c.Budget, Scale: c.Scale, Units: c.Units, PeriodSeconds: c.PeriodSeconds}
+	if c.LedgerUnit == api.UnitRho {
+		id.LedgerUnit, id.BudgetDelta, id.BudgetRho = c.LedgerUnit, c.BudgetDelta, c.BudgetRho
+	}
 	for _, it := range c.Items {
 		id.Items = append(id.Items, it.ID)
 	}
@@ -224,6 +338,16 @@ func mismatch(stored []byte, c *api.Config) error {
 	if s.Scale != now.Scale {
 		diffs = append(diffs, fmt.Sprintf("--scale %g:%g with %d levels (the database holds %g:%g with %d)", now.Scale.Min, now.Scale.Max, now.Scale.Levels, s.Scale.Min, s.Scale.Max, s.Scale.Levels))
 	}
+	if s.LedgerUnit != now.LedgerUnit || s.BudgetDelta != now.BudgetDelta {
+		held := "an ε ledger (made before central releases were charged in zCDP ρ)"
+		if s.LedgerUnit == api.UnitRho {
+			held = fmt.Sprintf("a ρ ledger with --budget-delta %g", s.BudgetDelta)
+		}
+		diffs = append(diffs, fmt.Sprintf("--budget-delta %g (the database holds %s)", now.BudgetDelta, held))
+	}
+	if s.PeriodSeconds != now.PeriodSeconds {
+		diffs = append(diffs, fmt.Sprintf("--period %s (the database holds %s)", time.Duration(now.PeriodSeconds)*time.Second, time.Duration(s.PeriodSeconds)*time.Second))
+	}
 	if strings.Join(s.Items, "\n") != strings.Join(now.Items, "\n") {
 		diffs = append(diffs, fmt.Sprintf("--items lists %d items (the database's catalogue has %d, or another order)", len(now.Items), len(s.Items)))
 	}
@@ -237,7 +361,11 @@ func mismatch(stored []byte, c *api.Config) error {
 // (the catalogue without titles): what reading the stored reports needs.
 func (id Identity) Config() *api.Config {
 	c := &api.Config{Mode: id.Mode, Mechanism: id.Mechanism, ReportEpsilon: id.ReportEpsilon, CellEpsilon: id.CellEpsilon,
-		Budget: id.Budget, Scale: id.Scale, Units: id.Units}
+		Budget: id.Budget, Scale: id.Scale, Units: id.Units, LedgerUnit: id.LedgerUnit, BudgetDelta: id.BudgetDelta, BudgetRho: id.BudgetRho,
+		PeriodSeconds: id.PeriodSeconds}
+	if c.LedgerUnit == "" {
+		c.LedgerUnit = api.UnitEpsilon
+	}
 	for _, it := range id.Items {
 		c.Items = append(c.Items, api.Item{ID: it})
 	}

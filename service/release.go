@@ -9,12 +9,15 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/privrec/privrec/methods"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
@@ -69,6 +72,8 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 // refused whole.
 func (s *Server) Publish(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, *api.Error) {
 	start := time.Now()
+	// The release's time (and budget period) is when it was asked for.
+	created := s.opt.Now().UTC().Truncate(time.Millisecond)
 	fold, damping := 1.0, 5.0
 	params := map[string]any{}
 	for k, v := range req.Params {
@@ -101,12 +106,13 @@ func (s *Server) Publish(ctx context.Context, req api.ReleaseRequest) (api.Relea
 		states  []store.UserState
 		ledger  string
 		maxChg  int64
+		skipped int
 		e       *api.Error
 	)
 	if s.cfg.Mode == api.ModeLocal {
 		rel, nrep, maxSeq, e = s.trainLocal(ctx, req, params, env)
 	} else {
-		rel, nrep, maxSeq, charges, states, e = s.trainCentral(ctx, req, params, env)
+		rel, nrep, maxSeq, charges, states, skipped, e = s.trainCentral(ctx, req, params, env, created)
 	}
 	if e != nil {
 		return api.ReleaseResult{}, e
@@ -161,30 +167,56 @@ func (s *Server) Publish(ctx context.Context, req api.ReleaseRequest) (api.Relea
 		for _, c := range charges {
 			maxChg = max(maxChg, c.Nano)
 		}
-		ledger = fmt.Sprintf("Central mode: charged each of the %d users whose ratings it used her per-user ε of this release (at most %g) in the transaction that published it; no user passed her budget ε = %g.",
-			len(charges), store.Eps(maxChg), s.cfg.Budget)
+		ledger = s.centralLedgerText(store.Eps(maxChg))
+		if d := deltaCap(0, len(charges)); s.cfg.BudgetDelta > d {
+			// The ρ budget stays honest; its (ε, δ) reading does not
+			// meet the δ rule for this many users.
+			s.log.LogAttrs(ctx, slog.LevelWarn, "the budget's δ is above 1/(10·population): read the guarantee in ρ, or use a new collection with a smaller --budget-delta",
+				slog.Float64("budget_delta", s.cfg.BudgetDelta), slog.Float64("one_tenth_over_population", d))
+		}
 	}
-	created := s.opt.Now().UTC().Truncate(time.Millisecond)
 	doc := api.Release{Created: created, Method: req.Method, Guarantee: g, GuaranteeText: g.String(), Ledger: ledger, Report: report, Model: pub}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return api.ReleaseResult{}, s.fail("encoding the release", err)
 	}
-	id, err := s.st.Publish(ctx, store.NewRelease{CreatedMS: created.UnixMilli(), Method: req.Method, MaxSeq: maxSeq, Doc: b, Charges: charges, States: states})
+	id, err := s.st.Publish(ctx, store.NewRelease{CreatedMS: created.UnixMilli(), Method: req.Method, MaxSeq: maxSeq, Doc: b, Charges: charges, States: states,
+		PeriodStartMS: s.periodStart(created)})
 	var ob *store.OverBudgetError
 	if errors.As(err, &ob) {
 		spent, budget, remaining := store.Eps(ob.Spent), store.Eps(ob.Budget), store.Eps(ob.Budget-ob.Spent)
 		return api.ReleaseResult{}, &api.Error{Status: http.StatusForbidden, Code: api.CodeBudgetExceeded, Field: "epsilon",
-			Message: fmt.Sprintf("privacy budget exceeded: the release would charge user %s ε = %g, but only %g of her budget ε = %g remains; nothing was published or charged",
-				ob.User, store.Eps(ob.Charge), remaining, budget),
+			Message: fmt.Sprintf("privacy budget exceeded: the release would charge user %s ρ = %g (zCDP), but only %g of her budget ρ = %g remains%s; nothing was published or charged (start the server with --exhausted skip to publish over the users who can still pay)",
+				ob.User, store.Eps(ob.Charge), remaining, budget, s.periodText()),
 			Spent: &spent, Remaining: &remaining, Budget: &budget}
 	}
 	if err != nil {
 		return api.ReleaseResult{}, s.fail("publishing the release", err)
 	}
 	doc.ID = id
-	return api.ReleaseResult{ID: id, UsersCharged: len(charges), MaxCharge: store.Eps(maxChg), Reports: nrep,
+	return api.ReleaseResult{ID: id, UsersCharged: len(charges), UsersSkipped: skipped, MaxCharge: store.Eps(maxChg), Unit: s.cfg.LedgerUnit, Reports: nrep,
 		Seconds: time.Since(start).Seconds(), Release: doc}, nil
+}
+
+// centralLedgerText is the public ledger sentence of a central release:
+// what it cost each user it covers, and the policy — no counts of users
+// (which users a release covers is not published).
+func (s *Server) centralLedgerText(rho float64) string {
+	eps, err := accountant.ZCDPToApprox(rho, s.cfg.BudgetDelta)
+	conv := ""
+	if err == nil {
+		conv = fmt.Sprintf(" (alone: (ε = %.4g, δ = %g)-DP)", eps, s.cfg.BudgetDelta)
+	}
+	return fmt.Sprintf("Central mode: each user this release covers was charged ρ = %.6g zCDP%s in the transaction that published it. Every user's releases%s together cost at most her budget ρ = %.6g, which is (ε = %g, δ = %g)-DP; %s.",
+		rho, conv, s.periodText(), s.cfg.BudgetRho, s.cfg.Budget, s.cfg.BudgetDelta, exhaustedText(s.cfg.Exhausted))
+}
+
+// periodText names the budget period, if any, for messages.
+func (s *Server) periodText() string {
+	if s.cfg.PeriodSeconds <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" in one budget period (%s)", time.Duration(s.cfg.PeriodSeconds)*time.Second)
 }
 
 func (s *Server) fail(what string, err error) *api.Error {
@@ -260,7 +292,26 @@ func ReportsMatrix(ctx context.Context, st store.Store, cfg *api.Config) (*ratin
 
 // RatingsMatrix reads the stored central-mode reports as each user's
 // latest rating of each item (a later report overrides an earlier one).
+// Its rows are every user who sent a report, in the order of her first
+// report (a user whose reports hold no rating has an empty row: who
+// reported is public, what she rated is not); its columns are the declared
+// catalogue, in order, rated or not. It returns nil when no rating is
+// stored.
 func RatingsMatrix(ctx context.Context, st store.Store, cfg *api.Config) (*ratings.Matrix, int64, int64, error) {
+	users, rows, n, last, err := centralRows(ctx, st, cfg)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	m, err := centralMatrix(cfg, users, rows)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return m, n, last, nil
+}
+
+// centralRows reads every user's latest rating of each catalogue item,
+// users in the order of their first report.
+func centralRows(ctx context.Context, st store.Store, cfg *api.Config) ([]string, map[string]map[int]float64, int64, int64, error) {
 	latest := map[string]map[int]float64{}
 	var order []string
 	var n int64
@@ -284,24 +335,50 @@ func RatingsMatrix(ctx context.Context, st store.Store, cfg *api.Config) (*ratin
 		return nil
 	})
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("reading reports: %w", err)
+		return nil, nil, 0, 0, fmt.Errorf("reading reports: %w", err)
 	}
-	b := ratings.NewBuilder(ratings.DupError)
-	for _, u := range order {
-		for j, v := range latest[u] {
-			if err := b.Add(u, cfg.Items[j].ID, v, 0); err != nil {
-				return nil, 0, 0, err
-			}
-		}
-	}
-	if b.Len() == 0 {
-		return nil, n, last, nil
-	}
-	m, err := b.Build()
+	return order, latest, n, last, nil
+}
+
+// centralMatrix builds the matrix of the given users' rows over the
+// catalogue (nil when it holds no rating).
+func centralMatrix(cfg *api.Config, users []string, rows map[string]map[int]float64) (*ratings.Matrix, error) {
+	uids, err := ratings.IDsFrom(users)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("reading reports: %w", err)
+		return nil, fmt.Errorf("reading reports: %w", err)
 	}
-	return m, n, last, nil
+	ids := make([]string, len(cfg.Items))
+	for j, it := range cfg.Items {
+		ids[j] = it.ID
+	}
+	items, err := ratings.IDsFrom(ids)
+	if err != nil {
+		return nil, fmt.Errorf("the catalogue: %w", err)
+	}
+	ptr := make([]int64, len(users)+1)
+	var cols []int32
+	var vals []float32
+	for u, id := range users {
+		row := rows[id]
+		js := make([]int, 0, len(row))
+		for j := range row {
+			js = append(js, j)
+		}
+		slices.Sort(js)
+		for _, j := range js {
+			cols = append(cols, int32(j))
+			vals = append(vals, float32(row[j]))
+		}
+		ptr[u+1] = int64(len(cols))
+	}
+	if len(cols) == 0 {
+		return nil, nil
+	}
+	m, err := ratings.FromCSR(uids, items, len(ids), ptr, cols, vals, nil)
+	if err != nil {
+		return nil, fmt.Errorf("reading reports: %w", err)
+	}
+	return m, nil
 }
 
 // Catalogue is the configuration's catalogue as a model.Catalogue.
@@ -377,74 +454,216 @@ func (s *Server) trainLocal(ctx context.Context, req api.ReleaseRequest, params 
 	return rel, n, last, nil
 }
 
-// chargeFor is a user's per-user ε of a release: its ε when the guarantee
-// is user-level; k·ε by group privacy over her k ratings when it is
-// per rating (pure DP only).
-func chargeFor(g privacy.Guarantee, k int) (float64, error) {
+// deltaCap is the largest δ a central release over population users may
+// state: 1/(10·population), and at most maxDelta when that is set.
+func deltaCap(maxDelta float64, population int) float64 {
+	c := 1 / (10 * float64(max(population, 1)))
+	if maxDelta > 0 {
+		c = min(c, maxDelta)
+	}
+	return c
+}
+
+// chargeFor is the one place that decides what a central release costs
+// each user it covers, in the ledger's unit (zCDP ρ), or refuses it,
+// saying why. deltaMax is the δ policy for the release's population.
+//
+//   - Only a proven, user-level guarantee (central or joint DP; noise
+//     from the secure source) under a relation that covers the collection's
+//     is published: a per-rating guarantee makes which items a user rated
+//     public (and its constants, such as the item set, come from the
+//     data), an as-claimed one proves nothing.
+//   - Its δ must be within the policy: a release whose printed ε is tiny
+//     because its δ is huge is not free.
+//   - The cost is its zCDP ρ when it states one (Gaussian releases), else
+//     ε²/2 for a pure ε-DP release; an (ε, δ) guarantee with no ρ cannot
+//     be composed in ρ and is refused. Under the add/remove-one-user
+//     relation, a replacement is two steps: group privacy gives 4ρ.
+//
+// Every user a release covers pays the same: the charge depends on the
+// guarantee alone, never on her ratings.
+func chargeFor(g privacy.Guarantee, deltaMax float64) (float64, error) {
+	if err := g.Validate(); err != nil {
+		return 0, fmt.Errorf("the release's guarantee is malformed: %w", err)
+	}
 	switch {
 	case !g.Private():
 		return 0, fmt.Errorf("the release promises no privacy (status %s): it cannot be charged to a finite budget", g.Status)
-	case g.Unit == privacy.UnitUser:
-		return g.Epsilon, nil
-	case g.Delta > 0:
-		return 0, fmt.Errorf("the release is (ε, δ)-DP per rating; a per-user charge by group privacy needs a pure-DP (δ = 0) guarantee or a user-level method")
+	case g.Status != privacy.Proven:
+		return 0, fmt.Errorf("the release's guarantee is %s, not proven (%s): central mode publishes and charges proven guarantees only", g.Status, firstSentence(g.Note))
+	case g.Reproducible:
+		return 0, fmt.Errorf("the release's noise came from a seeded, reproducible stream: not private, never published")
+	case g.Unit != privacy.UnitUser:
+		return 0, fmt.Errorf("the release is private per rating (%s), not per user: that relation makes public which items each user rated, and group privacy over her ratings does not cover that; central mode publishes user-level guarantees only (e.g. dp-bias, dpals, dpfw, dpsvd, mm)", g.Relation)
+	case g.Notion != privacy.Central && g.Notion != privacy.Joint:
+		return 0, fmt.Errorf("the release's guarantee is %s DP: central mode publishes central or joint DP releases only", g.Notion)
 	}
-	return float64(k) * g.Epsilon, nil
+	group := 1.0
+	switch g.Relation {
+	case privacy.RelationUserReplace:
+	case privacy.RelationUserAddRemove:
+		group = 2 // a replacement is a removal and an addition
+	default:
+		return 0, fmt.Errorf("the release is proven under %q, which does not cover the collection's relation (%s)", g.Relation, RelationCentral)
+	}
+	if g.Delta > deltaMax {
+		return 0, fmt.Errorf("the release states δ = %g, above the server's policy δ ≤ %g (1/(10·population), or --max-delta): a large δ makes a small ε meaningless", g.Delta, deltaMax)
+	}
+	var rho float64
+	switch {
+	case g.Rho > 0:
+		rho = g.Rho
+	case g.Delta == 0:
+		r, err := accountant.PureToZCDP(g.Epsilon)
+		if err != nil {
+			return 0, fmt.Errorf("the release's ε: %w", err)
+		}
+		rho = r
+	default:
+		return 0, fmt.Errorf("the release states (ε = %g, δ = %g) with no zCDP ρ: the ledger composes in ρ, and an (ε, δ) guarantee has none", g.Epsilon, g.Delta)
+	}
+	rho *= group * group
+	if !(rho > 0) || math.IsInf(rho, 0) {
+		return 0, fmt.Errorf("the release's ρ = %g cannot be charged", rho)
+	}
+	return rho, nil
 }
 
-func (s *Server) trainCentral(ctx context.Context, req api.ReleaseRequest, params map[string]any, env methods.Env) (*release.Release, int64, int64, []store.Charge, []store.UserState, *api.Error) {
+// firstSentence is the start of a note, for messages.
+func firstSentence(s string) string {
+	if i := strings.Index(s, ". "); i >= 0 {
+		s = s[:i+1]
+	}
+	if s == "" {
+		return "no reason given"
+	}
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return s
+}
+
+// periodStart is the start of the budget period holding t (0 when the
+// budget is for all time).
+func (s *Server) periodStart(t time.Time) int64 {
+	p := s.cfg.PeriodSeconds * 1000
+	if p <= 0 {
+		return 0
+	}
+	ms := t.UnixMilli()
+	return ms - ms%p
+}
+
+func (s *Server) trainCentral(ctx context.Context, req api.ReleaseRequest, params map[string]any, env methods.Env, created time.Time) (*release.Release, int64, int64, []store.Charge, []store.UserState, int, *api.Error) {
+	fail := func(e *api.Error) (*release.Release, int64, int64, []store.Charge, []store.UserState, int, *api.Error) {
+		return nil, 0, 0, nil, nil, 0, e
+	}
 	meth, err := methods.Lookup(req.Method)
 	if err != nil {
-		return nil, 0, 0, nil, nil, api.BadRequest(api.CodeInvalidValue, "method", "%v", err)
+		return fail(api.BadRequest(api.CodeInvalidValue, "method", "%v", err))
 	}
 	if !meth.Private {
-		return nil, 0, 0, nil, nil, api.BadRequest(api.CodeInvalidValue, "method", "%s is not private: its release could not be charged to any budget", req.Method)
+		return fail(api.BadRequest(api.CodeInvalidValue, "method", "%s is not private: its release could not be charged to any budget", req.Method))
 	}
 	if meth.New == nil {
-		return nil, 0, 0, nil, nil, api.BadRequest(api.CodeInvalidValue, "method", "%s has no typed configuration yet (it cannot state a release's guarantee)", req.Method)
+		return fail(api.BadRequest(api.CodeInvalidValue, "method", "%s has no typed configuration yet (it cannot state a release's guarantee)", req.Method))
 	}
 	if !(req.Epsilon > 0) {
-		return nil, 0, 0, nil, nil, api.BadRequest(api.CodeBadEpsilon, "epsilon", "a central release needs its ε (> 0), got %g", req.Epsilon)
+		return fail(api.BadRequest(api.CodeBadEpsilon, "epsilon", "a central release needs its ε (> 0), got %g", req.Epsilon))
 	}
 	cfg, err := methods.Configure(req.Method, params)
 	if err != nil {
-		return nil, 0, 0, nil, nil, api.BadRequest(api.CodeInvalidValue, "params", "%v", err)
+		return fail(api.BadRequest(api.CodeInvalidValue, "params", "%v", err))
 	}
-	data, n, last, err := RatingsMatrix(ctx, s.st, s.cfg)
+	if err := cfg.Validate(); err != nil {
+		return fail(api.BadRequest(api.CodeInvalidValue, "params", "%s: %v", req.Method, err))
+	}
+	users, rows, n, last, err := centralRows(ctx, s.st, s.cfg)
 	if err != nil {
-		return nil, 0, 0, nil, nil, s.fail("reading the ratings", err)
+		return fail(s.fail("reading the ratings", err))
 	}
-	if data == nil {
-		return nil, 0, 0, nil, nil, &api.Error{Status: http.StatusConflict, Code: api.CodeTrainFailed, Message: "no ratings yet: nothing to train on"}
+	if len(users) == 0 {
+		return fail(&api.Error{Status: http.StatusConflict, Code: api.CodeTrainFailed, Message: "no ratings yet: nothing to train on"})
+	}
+	// Who can pay: each user's spending (this period's with a per-period
+	// budget) is a function of the public release history.
+	spent, err := s.st.SpentSince(ctx, s.periodStart(created))
+	if err != nil {
+		return fail(s.fail("reading the ledgers", err))
 	}
 	cat, err := Catalogue(s.cfg)
 	if err != nil {
-		return nil, 0, 0, nil, nil, s.fail("building the catalogue", err)
+		return fail(s.fail("building the catalogue", err))
 	}
 	scale := release.Scale{Min: s.cfg.Scale.Min, Max: s.cfg.Scale.Max}
-	rel, err := methods.Train(ctx, req.Method, cfg, release.Input{Ratings: data, Declared: release.Declared{Scale: &scale, Catalogue: cat}}, env)
-	if err != nil {
-		return nil, 0, 0, nil, nil, &api.Error{Status: http.StatusBadRequest, Code: api.CodeTrainFailed, Field: "params", Message: err.Error()}
+	// The release's cost is a function of its guarantee, which only
+	// training states; with the skip policy the users who cannot pay are
+	// left out and the method trained again on the others (nothing of a
+	// discarded training is published). A user-level release costs every
+	// user the same, so this settles in at most a few rounds.
+	var (
+		rel     *release.Release
+		nano    int64
+		cover   = users
+		skipped int
+	)
+	for round := 0; ; round++ {
+		if d := deltaCap(s.cfg.MaxDelta, len(cover)); req.Delta > d {
+			return fail(api.BadRequest(api.CodeOutOfRange, "delta", "delta = %g is above the server's policy δ ≤ %g (1/(10·population) for the %d users the release covers, or --max-delta): a large δ makes a small ε meaningless; nothing was published or charged", req.Delta, d, len(cover)))
+		}
+		data, err := centralMatrix(s.cfg, cover, rows)
+		if err != nil {
+			return fail(s.fail("reading the ratings", err))
+		}
+		if data == nil {
+			return fail(&api.Error{Status: http.StatusConflict, Code: api.CodeTrainFailed, Message: "no ratings yet among the users the release could cover: nothing to train on"})
+		}
+		in := release.Input{Ratings: data, Declared: release.Declared{Scale: &scale, Catalogue: cat, Population: len(cover)}}
+		rel, err = methods.Train(ctx, req.Method, cfg, in, env)
+		if err != nil {
+			return fail(&api.Error{Status: http.StatusBadRequest, Code: api.CodeTrainFailed, Field: "params", Message: err.Error()})
+		}
+		rho, err := chargeFor(rel.Guarantee, deltaCap(s.cfg.MaxDelta, len(cover)))
+		if err != nil {
+			return fail(api.BadRequest(api.CodeInvalidValue, "method", "%s cannot be published in central mode: %v", req.Method, err))
+		}
+		if nano, err = store.ChargeNano(rho); err != nil {
+			return fail(api.BadRequest(api.CodeBadEpsilon, "epsilon", "%v", err))
+		}
+		nano = max(nano, 1) // no release is free
+		if s.cfg.Exhausted != api.ExhaustedSkip {
+			break
+		}
+		keep := make([]string, 0, len(cover))
+		for _, u := range cover {
+			if spent[u]+nano <= s.budget {
+				keep = append(keep, u)
+			}
+		}
+		if len(keep) == len(cover) {
+			break
+		}
+		if len(keep) == 0 {
+			return fail(&api.Error{Status: http.StatusForbidden, Code: api.CodeBudgetExceeded, Field: "epsilon",
+				Message: fmt.Sprintf("privacy budget exceeded: the release costs each user ρ = %g, and no user who sent ratings has that much budget left; nothing was published or charged", store.Eps(nano))})
+		}
+		if round >= 4 {
+			return fail(&api.Error{Status: http.StatusConflict, Code: api.CodeTrainFailed, Message: "the release's cost did not settle when users who cannot pay were left out; nothing was published or charged"})
+		}
+		skipped += len(cover) - len(keep)
+		cover = keep
 	}
-	charges := make([]store.Charge, 0, data.NumUsers())
-	for u := range int32(data.NumUsers()) {
-		eps, err := chargeFor(rel.Guarantee, data.UserCount(u))
-		if err != nil {
-			return nil, 0, 0, nil, nil, api.BadRequest(api.CodeInvalidValue, "method", "%s: %v", req.Method, err)
-		}
-		c, err := store.ChargeNano(eps)
-		if err != nil {
-			return nil, 0, 0, nil, nil, api.BadRequest(api.CodeBadEpsilon, "epsilon", "%v", err)
-		}
-		charges = append(charges, store.Charge{User: data.Users.Name(u), Nano: c})
+	charges := make([]store.Charge, len(cover))
+	for k, u := range cover {
+		charges[k] = store.Charge{User: u, Nano: nano}
 	}
 	var states []store.UserState
 	if rel.PerUser != nil {
 		if states, err = encodeStates(rel.PerUser); err != nil {
-			return nil, 0, 0, nil, nil, s.fail("encoding user states", err)
+			return fail(s.fail("encoding user states", err))
 		}
 	}
-	return rel, n, last, charges, states, nil
+	return rel, n, last, charges, states, skipped, nil
 }
 
 // releaseDoc returns the JSON document of a published release (cached:

@@ -87,7 +87,7 @@ func New(ctx context.Context, st store.Store, opt Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	if s.budget, err = store.BudgetNano(cfg.Budget); err != nil {
+	if s.budget, err = store.BudgetNano(LedgerBudget(cfg)); err != nil {
 		return nil, err
 	}
 	if s.cfgJSON, err = json.Marshal(cfg); err != nil {
@@ -153,7 +153,17 @@ func (s *Server) routes() {
 	s.route(api.PathAdminReleases, map[string]http.HandlerFunc{http.MethodPost: s.postRelease})
 	s.route(api.PathAdminStats, map[string]http.HandlerFunc{http.MethodGet: s.getStats})
 	s.route(api.PathHealth, map[string]http.HandlerFunc{http.MethodGet: s.getHealth})
-	s.mux.Handle(api.PathMetrics, s.instrument(api.PathMetrics, promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}).ServeHTTP))
+	// The metrics count enrolments, reports and releases refused for lack
+	// of budget exactly: facts about the users, not covered by any
+	// guarantee, so they are the admin's (as GET /v1/admin/stats is).
+	metrics := promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{})
+	s.route(api.PathMetrics, map[string]http.HandlerFunc{http.MethodGet: func(w http.ResponseWriter, r *http.Request) {
+		if !s.authAdmin(w, r) {
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		metrics.ServeHTTP(w, r)
+	}})
 	s.mux.Handle("/v1/", s.instrument("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: fmt.Sprintf("no endpoint %s", r.URL.Path)})
 	}))
@@ -415,9 +425,28 @@ func (s *Server) getMe(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, "reading the ledger", err)
 		return
 	}
+	st := api.Status{User: u.ID, Spent: store.Eps(u.Spent), Remaining: store.Eps(u.Budget - u.Spent),
+		Budget: store.Eps(u.Budget), Reports: u.Reports, Unit: s.cfg.LedgerUnit}
+	if p := s.periodStart(s.opt.Now()); p > 0 {
+		spent, err := s.st.UserSpentSince(r.Context(), u.ID, p)
+		if err != nil {
+			s.internal(w, r, "reading the ledger", err)
+			return
+		}
+		t := time.UnixMilli(p).UTC()
+		st.Spent, st.Remaining, st.PeriodStart = store.Eps(spent), store.Eps(u.Budget-spent), &t
+	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, api.Status{User: u.ID, Spent: store.Eps(u.Spent), Remaining: store.Eps(u.Budget - u.Spent),
-		Budget: store.Eps(u.Budget), Reports: u.Reports})
+	writeJSON(w, http.StatusOK, st)
+}
+
+// LedgerBudget is every user's budget in the ledger's unit: ε in local
+// mode, ρ in central mode.
+func LedgerBudget(cfg *api.Config) float64 {
+	if cfg.LedgerUnit == api.UnitRho {
+		return cfg.BudgetRho
+	}
+	return cfg.Budget
 }
 
 // TokenHash is what the store keeps of a token: its SHA-256 (a token has
@@ -563,10 +592,11 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, "stats", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, StatsOf(st, s.cfg.Budget))
+	writeJSON(w, http.StatusOK, StatsOf(st, s.cfg))
 }
 
-// StatsOf converts store counts for the API.
-func StatsOf(st store.Stats, budget float64) api.Stats {
-	return api.Stats{Users: st.Users, Reports: st.Reports, Releases: st.Releases, MaxSpent: store.Eps(st.MaxSpent), Budget: budget}
+// StatsOf converts store counts for the API, in the ledger's unit (with a
+// per-period budget, MaxSpent is the largest lifetime spending).
+func StatsOf(st store.Stats, cfg *api.Config) api.Stats {
+	return api.Stats{Users: st.Users, Reports: st.Reports, Releases: st.Releases, MaxSpent: store.Eps(st.MaxSpent), Budget: LedgerBudget(cfg), Unit: cfg.LedgerUnit}
 }

@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 	lapackgonum "gonum.org/v1/gonum/lapack/gonum"
 	"gonum.org/v1/gonum/mat"
-
-	"github.com/privrec/privrec/mf"
 )
 
 // Private implicit ALS (dp-ials) in the line of Chien, Jain, Krichene,
@@ -548,44 +545,4 @@ func SolveItems(ctx context.Context, stats []float64, o ItemSolve, cols Columns,
 		}
 	}
 	return fail
-}
-
-// DenoiseTop is Denoise limited to the r largest eigenpairs: the columns
-// (largest first) √(λ_e − shrink)·q_e of the top r eigenpairs of g with
-// λ_e > keep and λ_e > shrink; nil when none is kept. Above a few hundred
-// rows it finds them by subspace iteration (mf.TopEigen, started from
-// rng) instead of a full eigendecomposition, whose O(m³) QR sweeps with
-// vectors dominated dp-ials' training at 2 000 covered items.
-func DenoiseTop(g *mat.SymDense, r int, keep, shrink float64, rng *rand.Rand) (*mat.Dense, error) {
-	m := g.SymmetricDim()
-	if m <= 4*(r+10) {
-		w, err := Denoise(g, keep, shrink)
-		if err != nil || w == nil {
-			return w, err
-		}
-		if _, c := w.Dims(); c > r {
-			return mat.DenseCopyOf(w.Slice(0, m, 0, r)), nil
-		}
-		return w, nil
-	}
-	vals, vecs := mf.TopEigen(g, r, rng)
-	n := 0
-	for _, l := range vals {
-		if l > keep && l > shrink {
-			n++
-		} else {
-			break
-		}
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	w := mat.NewDense(m, n, nil)
-	for e := range n {
-		s := math.Sqrt(vals[e] - shrink)
-		for i := range m {
-			w.Set(i, e, vecs.At(i, e)*s)
-		}
-	}
-	return w, nil
 }

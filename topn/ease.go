@@ -3,8 +3,11 @@ package topn
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/privrec/privrec/mf"
 )
 
 // EASE solves Steck's "Embarrassingly Shallow Autoencoders" (WWW 2019) on
@@ -59,18 +62,33 @@ func EASE(g *mat.SymDense, lambda float64) (Bt *mat.Dense, err error) {
 // a Gram plus Gaussian noise of standard deviation σ per entry, the
 // noise's eigenvalues lie within ±2σ√m (its spectral edge): eigenvalues
 // above it carry signal.
-func Denoise(g *mat.SymDense, keep, shrink float64) (*mat.Dense, error) {
+//
+// Only the eigenpairs above the floor are needed, a few dozen of a matrix of
+// up to a few thousand rows, and gonum's EigenSym computes all of them
+// (O(m³), a minute at m = 900): they come from mf.TopEigen's subspace
+// iteration on g + shift·I (which makes the noise's negative eigenvalues
+// small in magnitude), with the number asked for doubled until the smallest
+// found is below the floor. rng starts the iteration (non-private
+// randomness).
+func Denoise(g *mat.SymDense, keep, shrink float64, rng *rand.Rand) (*mat.Dense, error) {
 	m := g.SymmetricDim()
-	var eig mat.EigenSym
-	if !eig.Factorize(g, true) {
-		return nil, fmt.Errorf("denoise: eigendecomposition failed")
+	shift := math.Max(shrink, 0)
+	sh := mat.NewSymDense(m, nil)
+	sh.CopySym(g)
+	for i := range m {
+		sh.SetSym(i, i, sh.At(i, i)+shift)
 	}
-	vals := eig.Values(nil)
-	var vecs mat.Dense
-	eig.VectorsTo(&vecs)
+	var vals []float64
+	var vecs *mat.Dense
+	for r := min(16, m); ; r = min(2*r, m) {
+		vals, vecs = mf.TopEigen(sh, r, rng)
+		if vals[r-1]-shift <= keep || r == m {
+			break
+		}
+	}
 	var cols []int
-	for k := len(vals) - 1; k >= 0; k-- { // largest first
-		if vals[k] > keep && vals[k] > shrink {
+	for k, l := range vals {
+		if l-shift > keep && shrunk(l-shift, shrink) > 0 {
 			cols = append(cols, k)
 		}
 	}
@@ -79,12 +97,20 @@ func Denoise(g *mat.SymDense, keep, shrink float64) (*mat.Dense, error) {
 	}
 	w := mat.NewDense(m, len(cols), nil)
 	for c, k := range cols {
-		s := math.Sqrt(vals[k] - shrink)
+		s := math.Sqrt(shrunk(vals[k]-shift, shrink))
 		for i := range m {
 			w.Set(i, c, vecs.At(i, k)*s)
 		}
 	}
 	return w, nil
+}
+
+// shrunk is the eigenvalue kept for an observed x above the noise's
+// spectral edge: x − edge (soft thresholding; the spiked-Wigner optimal
+// shrinker θ(1 − edge²/4θ²), θ = (x + √(x² − edge²))/2, lost 0.004 of
+// validation Recall@20 on MovieLens-1M at ε = 1 and 8).
+func shrunk(x, edge float64) float64 {
+	return math.Max(x-edge, 0)
 }
 
 // LowRankEASE solves EASE on the low-rank Gram W Wᵀ (W m × r) with ridge

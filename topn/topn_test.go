@@ -197,7 +197,7 @@ func TestDenoiseFindsPlantedRank(t *testing.T) {
 		}
 	}
 	edge := 2 * math.Sqrt(m)
-	w, err := Denoise(g, 1.2*edge, edge)
+	w, err := Denoise(g, 1.2*edge, edge, rand.New(rand.NewPCG(5, 5)))
 	if err != nil {
 		t.Fatal(err)
 	}

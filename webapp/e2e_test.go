@@ -74,6 +74,9 @@ type recorder struct {
 	mu   sync.Mutex
 	reqs []recorded
 	next http.Handler
+	// config, when set, is served as GET /v1/config in place of the
+	// server's (a server that changes its configuration).
+	config []byte
 }
 
 func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -84,7 +87,13 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rc.mu.Lock()
 	rc.reqs = append(rc.reqs, recorded{r.Method, r.URL.Path, b})
+	cfg := rc.config
 	rc.mu.Unlock()
+	if cfg != nil && r.URL.Path == api.PathConfig {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(cfg)
+		return
+	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	rc.next.ServeHTTP(w, r)
 }
@@ -453,6 +462,42 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("recommended %q, which she rated", r)
 		}
 	}
+	// The service switches to central mode (issue 23, defect 4): the
+	// browser, which joined a local-mode collection, refuses visibly —
+	// Prepare and Send disabled, the reason shown — and sends nothing,
+	// even when asked to send the report it had prepared.
+	central := *cfg
+	central.Mode, central.Mechanism, central.ReportEpsilon, central.CellEpsilon, central.Units = api.ModeCentral, api.MechanismNone, 0, 0, "rating"
+	central.MaxReports, central.LedgerUnit, central.BudgetRho, central.BudgetDelta = 0, api.UnitRho, 1, 1e-6
+	cb, err := json.Marshal(central)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	rec.config = cb
+	rec.mu.Unlock()
+	before := len(rec.all())
+	var blocked string
+	var prepOff bool
+	if err := chromedp.Run(bctx, chromedp.Navigate(url+"/"), ready,
+		chromedp.WaitVisible(`#blocked`, chromedp.ByID), chromedp.Text(`#blocked`, &blocked, chromedp.ByID),
+		chromedp.Evaluate(`document.getElementById("prepare").disabled`, &prepOff),
+		chromedp.Evaluate(`(async () => { await onPrepare(); await onSend(); })()`, nil,
+			func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })); err != nil {
+		t.Fatalf("a server switched to central mode: %v", err)
+	}
+	if !strings.Contains(blocked, "central mode") || !strings.Contains(blocked, "true ratings") || !prepOff {
+		t.Errorf("after the switch to central mode the page says %q (prepare disabled: %v)", blocked, prepOff)
+	}
+	for _, r := range rec.all()[before:] {
+		if r.method == http.MethodPost {
+			t.Errorf("after the switch to central mode the page sent %s %s %s", r.method, r.path, r.body)
+		}
+	}
+	rec.mu.Lock()
+	rec.config = nil
+	rec.mu.Unlock()
+
 	// Nothing was requested from outside the server.
 	urlMu.Lock()
 	defer urlMu.Unlock()

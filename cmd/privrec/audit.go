@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/privrec/privrec/methods"
@@ -117,12 +118,26 @@ output vector, not a single coordinate.`,
 	return nil
 }
 
+// The whole-method audit's tiers: the default (the short tier of
+// methods.TestAuditEveryPrivateMethod: 2× under-noising caught for every
+// private method) and --full (more trainings, a tighter confidence).
+const (
+	auditShortSamples = 1200
+	auditFullSamples  = 6000
+	auditFullRuns     = 32
+	auditFullConf     = 1 - 1e-6
+)
+
 func runAuditMethod(ctx context.Context, name string, args []string, out io.Writer) error {
-	meth, err := methods.Lookup(name)
-	if err != nil {
-		return usagef("%v", err)
+	all := name == "all"
+	var meth *methods.Method
+	if !all {
+		var err error
+		if meth, err = methods.Lookup(name); err != nil {
+			return usagef("%v", err)
+		}
 	}
-	fs := newFlags("audit --method NAME [--epsilon E] [--delta D] [--runs N] [--samples N] [method flags] [--json]", `
+	fs := newFlags("audit --method NAME|all [--epsilon E] [--delta D] [--noise-factor F] [--full] [--runs N] [--samples N] [method flags] [--json]", `
 Whole-artefact audit of a training method. It trains the method many times
 on two neighbouring small data sets under the method's own neighbouring
 relation (one rating's value changed; or one user's ratings replaced or
@@ -133,50 +148,98 @@ model file's header and arrays, and the train report:
       differs between the neighbours is an un-noised fact of the private
       data (a leak);
   (b) the canary user's or item's ID must not appear anywhere public;
-  (c) the released value that differs most between the sides gives a
-      Clopper–Pearson lower bound on ε, which must not exceed the claim.
-Any of these is a violation (exit status 1). A lower bound can only show a
+  (c) a Clopper–Pearson lower bound on ε from the raw noised releases
+      (before any post-processing: the audit taps every release the
+      method makes through privacy/mechanism), with the log-likelihood
+      ratio of the two inputs as the statistic; a zCDP claim ρ is tested
+      at its point (ε'(ρ, δ'), δ') with δ' = 0.3;
+  (d) the release check: each run's leading releases against their inputs
+      shifted by their mechanisms' sensitivities, which catches noise too
+      small for what a release claims even where the data cannot reach
+      the sensitivity the method prices.
+Any of these is a violation (exit status 1); each bound is simultaneous
+over its events at --confidence, so a correct method is flagged with
+probability at most 2·(1 − confidence). A lower bound can only show a
 method is broken, never prove it private. For the local-DP methods
 (ldp-laplace, ldp-rr) each side's ratings are first randomized as the
 users' devices would (per-rating --epsilon, the declared scale 1:5 and
-catalogue), and the method trains on the reports; under the local relation
-the clients' IDs are public, so only the canary item is searched.`,
-		`  privrec audit --method dp-bias --epsilon 1 --json
-  privrec audit --method ldp-rr --epsilon 1 --debias --runs 10 --samples 200
+catalogue) and the audited value is the canary's report of one rating.
+Methods with status none (the GP/OP tensor variants) claim nothing about
+the data: only their noise is audited (d).
+
+--noise-factor 0.5 trains with half the noise each release claims (the
+guarantee still claims the budget): every private method is then caught.
+--epsilon 0 (the default) trains pure-ε methods at ε = 1 and zCDP methods
+at ε = 6 (ρ ≈ 0.8, where the bound is most sensitive). Tiers: the default
+makes 1200 trainings per side per bound at confidence 0.95 (the test suite
+runs it at 1 − 10⁻⁴); --full makes 6000 at 1 − 10⁻⁶ with 32 comparison
+runs. --method all audits every private method with its defaults.`,
+		`  privrec audit --method dp-bias --json
+  privrec audit --method dpsvd --noise-factor 0.5        # exits 1
+  privrec audit --method all --full
   privrec audit --method dpsvd --epsilon 2 --rank 2 --runs 20 --samples 1000`)
-	fs.String("method", "", "method to audit")
-	eps := fs.Float64("epsilon", 1, "ε the method is trained with")
+	fs.String("method", "", "method to audit, or all (every private method, with its defaults)")
+	eps := fs.Float64("epsilon", 0, "ε the method is trained with (0: 1 for pure-ε methods, 6 for zCDP ones)")
 	delta := fs.Float64("delta", 1e-5, "δ the method is trained with ((ε, δ) methods)")
-	runs := fs.Int("runs", 16, "trainings per side for the field comparison")
-	samples := fs.Int("samples", 400, "trainings per side for the ε lower bound (0: skip it)")
-	conf := fs.Float64("confidence", 0.95, "confidence of the lower bound")
+	factor := fs.Float64("noise-factor", 1, "multiply every privacy-noise draw's scale by this while the guarantee claims the budget (<1 under-noises: the audit must catch it)")
+	full := fs.Bool("full", false, "the full tier: 6000 trainings per side and bound, 32 comparison runs, confidence 1 − 10⁻⁶")
+	runs := fs.Int("runs", 0, "trainings per side for the field comparison (0: 16; --full 32)")
+	samples := fs.Int("samples", 0, "trainings per side for each ε lower bound (0: the tier's, 1200 or 6000; -1: skip the bounds)")
+	conf := fs.Float64("confidence", 0, "confidence of each lower bound (0: 0.95; --full 1 − 10⁻⁶)")
 	seed := fs.Uint64("seed", 0, "seed of the audit's randomness (0: random)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
-	cfg := meth.New()
-	if err := bindConfig(fs, cfg); err != nil {
-		return err
+	var cfg methods.Config
+	if !all {
+		cfg = meth.New()
+		if err := bindConfig(fs, cfg); err != nil {
+			return err
+		}
 	}
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
+	if *runs == 0 {
+		*runs = 16
+		if *full {
+			*runs = auditFullRuns
+		}
+	}
+	if *samples == 0 {
+		*samples = auditShortSamples
+		if *full {
+			*samples = auditFullSamples
+		}
+	}
+	if *conf == 0 {
+		*conf = 0.95
+		if *full {
+			*conf = auditFullConf
+		}
+	}
 	if *runs < 2 || *runs > 10000 {
 		return usagef("--runs %d must be between 2 and 10000", *runs)
 	}
-	if *samples < 0 || *samples > 1_000_000 {
-		return usagef("--samples %d must be between 0 and 10^6", *samples)
+	if *samples < -1 || *samples > 1_000_000 || (*samples >= 0 && *samples < 10) {
+		return usagef("--samples %d must be between 10 and 10^6 (or -1 to skip the bounds)", *samples)
 	}
 	if !(*conf > 0 && *conf < 1) {
 		return usagef("--confidence %v must be between 0 and 1", *conf)
 	}
+	if math.IsNaN(*factor) || math.IsInf(*factor, 0) || *factor <= 0 || *factor > 1e6 {
+		return usagef("--noise-factor %v must be positive", *factor)
+	}
+	if *eps != 0 && (math.IsNaN(*eps) || math.IsInf(*eps, 0) || *eps < 0) {
+		return usagef("--epsilon %v must be positive and finite (or 0 to let the audit choose)", *eps)
+	}
+	opts := methods.AuditOptions{Epsilon: *eps, Delta: *delta, Runs: *runs, Samples: *samples,
+		Confidence: *conf, Seed: *seed, NoiseFactor: *factor}
+	if all {
+		return runAuditAll(ctx, opts, *jsonOut, out)
+	}
 	if err := cfg.Validate(); err != nil {
 		return usagef("%s: %v", name, err)
 	}
-	s := *samples
-	if s == 0 {
-		s = -1
-	}
-	rep, err := methods.Audit(ctx, name, cfg, methods.AuditOptions{Epsilon: *eps, Delta: *delta, Runs: *runs, Samples: s,
-		Confidence: *conf, Seed: *seed})
+	rep, err := methods.Audit(ctx, name, cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -185,32 +248,106 @@ the clients' IDs are public, so only the canary item is searched.`,
 			return err
 		}
 	} else {
-		fmt.Fprintf(out, "method              %s\n", rep.Method)
-		fmt.Fprintf(out, "relation            %s\n", rep.Relation)
-		fmt.Fprintf(out, "claimed ε           %.4g", rep.ClaimedEpsilon)
-		if rep.Delta > 0 {
-			fmt.Fprintf(out, " (δ = %g)", rep.Delta)
-		}
-		fmt.Fprintf(out, "\npublic fields       %d compared over %d runs per side, %d vary with the noise\n", rep.Fields, rep.Runs, rep.Noised)
-		fmt.Fprintf(out, "un-noised leaks     %d\n", len(rep.Differences))
-		for _, d := range rep.Differences {
-			fmt.Fprintf(out, "    %s\n", d)
-		}
-		fmt.Fprintf(out, "canary IDs found    %d\n", len(rep.Canaries))
-		for _, c := range rep.Canaries {
-			fmt.Fprintf(out, "    %s\n", c)
-		}
-		if rep.Samples > 0 {
-			fmt.Fprintf(out, "ε lower bound       %.4f (%.0f%% confidence, %d trainings per side, %s; %s)\n", rep.EpsilonLowerBound, 100*rep.Confidence, rep.Samples, rep.Statistic, rep.Event)
-		}
-		verdict := "no violation"
-		if rep.Violation {
-			verdict = "VIOLATION: the public artefact leaks more than the guarantee says"
-		}
-		fmt.Fprintf(out, "time                %.2f s\nverdict             %s\n", rep.Seconds, verdict)
+		printAuditReport(out, rep)
 	}
 	if rep.Violation {
 		return exitError{code: 1}
 	}
 	return nil
+}
+
+// runAuditAll audits every private method with its defaults, one line
+// each (or a JSON list), exit status 1 if any shows a violation.
+func runAuditAll(ctx context.Context, opts methods.AuditOptions, jsonOut bool, out io.Writer) error {
+	var reps []*methods.AuditReport
+	violation := false
+	if !jsonOut {
+		fmt.Fprintf(out, "%-14s %-9s %-24s %-24s %s\n", "method", "verdict", "data bound / claim", "release check / claim", "seconds")
+	}
+	for _, m := range methods.All() {
+		if !m.Private {
+			continue
+		}
+		rep, err := methods.Audit(ctx, m.Name, m.New(), opts)
+		if err != nil {
+			return fmt.Errorf("audit of %s: %w", m.Name, err)
+		}
+		reps = append(reps, rep)
+		violation = violation || rep.Violation
+		if jsonOut {
+			continue
+		}
+		verdict := "ok"
+		if rep.Violation {
+			verdict = "VIOLATION"
+		}
+		data := "—"
+		if !rep.NoGuarantee && rep.Samples > 0 {
+			data = fmt.Sprintf("%.3f / %.3f", rep.EpsilonLowerBound, rep.TestedEpsilon)
+		}
+		rc := "—"
+		if r := rep.ReleaseCheck; r != nil {
+			rc = fmt.Sprintf("%.3f / %.3f", r.EpsilonLowerBound, r.TestedEpsilon)
+		}
+		fmt.Fprintf(out, "%-14s %-9s %-24s %-24s %.1f\n", m.Name, verdict, data, rc, rep.Seconds)
+	}
+	if jsonOut {
+		if err := writeJSON(out, reps); err != nil {
+			return err
+		}
+	}
+	if violation {
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+// printAuditReport prints one whole-method audit in words.
+func printAuditReport(out io.Writer, rep *methods.AuditReport) {
+	fmt.Fprintf(out, "method              %s\n", rep.Method)
+	fmt.Fprintf(out, "relation            %s\n", rep.Relation)
+	if rep.NoGuarantee {
+		fmt.Fprintf(out, "claimed             nothing (status none): only the noise is audited\n")
+	} else {
+		fmt.Fprintf(out, "claimed ε           %.4g", rep.ClaimedEpsilon)
+		if rep.Delta > 0 {
+			fmt.Fprintf(out, " (δ = %g)", rep.Delta)
+		}
+		if rep.ClaimedRho > 0 {
+			fmt.Fprintf(out, ", ρ = %.4g zCDP", rep.ClaimedRho)
+		}
+		fmt.Fprintf(out, "; trained at ε = %g\n", rep.TrainedEpsilon)
+	}
+	if rep.NoiseFactor != 1 {
+		fmt.Fprintf(out, "noise factor        %g (DELIBERATELY WRONG: the noise is scaled while the guarantee claims the budget)\n", rep.NoiseFactor)
+	}
+	fmt.Fprintf(out, "public fields       %d compared over %d runs per side, %d vary with the noise\n", rep.Fields, rep.Runs, rep.Noised)
+	fmt.Fprintf(out, "un-noised leaks     %d\n", len(rep.Differences))
+	for _, d := range rep.Differences {
+		fmt.Fprintf(out, "    %s\n", d)
+	}
+	fmt.Fprintf(out, "canary IDs found    %d\n", len(rep.Canaries))
+	for _, c := range rep.Canaries {
+		fmt.Fprintf(out, "    %s\n", c)
+	}
+	if rep.Samples > 0 {
+		tested := fmt.Sprintf("ε = %.4g", rep.TestedEpsilon)
+		if rep.TestedDelta > 0 {
+			tested += fmt.Sprintf(", δ = %g", rep.TestedDelta)
+		}
+		fmt.Fprintf(out, "ε lower bound       %.4f against %s (%.0f%% confidence, %d trainings per side; %s; %s)\n",
+			rep.EpsilonLowerBound, tested, 100*rep.Confidence, rep.Samples, rep.Statistic, rep.Event)
+	}
+	if r := rep.ReleaseCheck; r != nil {
+		tested := fmt.Sprintf("ε = %.4g", r.TestedEpsilon)
+		if r.TestedDelta > 0 {
+			tested += fmt.Sprintf(", δ = %g (ρ = %.4g)", r.TestedDelta, r.ClaimedRho)
+		}
+		fmt.Fprintf(out, "release check       %.4f against %s (%d of %d releases; %s)\n", r.EpsilonLowerBound, tested, r.Releases, r.Of, r.Event)
+	}
+	verdict := "no violation"
+	if rep.Violation {
+		verdict = "VIOLATION: the public artefact leaks more than the guarantee says"
+	}
+	fmt.Fprintf(out, "time                %.2f s\nverdict             %s\n", rep.Seconds, verdict)
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/privrec/privrec/methods"
 	"github.com/privrec/privrec/privacy/audit"
 )
 
@@ -87,5 +90,83 @@ func TestAuditCommand(t *testing.T) {
 	out, errs, code = runCLI(t, "audit", "--help")
 	if code != 0 || !strings.Contains(out+errs, "Example") || !strings.Contains(out+errs, "privrec audit --mechanism laplace") {
 		t.Errorf("--help exit %d, no worked example: %q", code, out+errs)
+	}
+}
+
+// Issue 23: `privrec audit --method M --noise-factor 0.5` exits 1 and the
+// unmodified method passes (dp-bias and cp-ip: a zCDP and a pure-ε method;
+// every private method is covered by methods.TestAuditEveryPrivateMethod).
+// False failure: each run makes two Clopper–Pearson bounds at confidence
+// 1 − 10⁻⁴, so the unmodified runs fail with probability ≤ 2·10⁻⁴ each;
+// the halved noise is caught with bounds ≈ 1.5× the claim (a miss is far
+// below 10⁻⁶). `--method all` runs every private method (here with a
+// handful of trainings: its plumbing, not its power).
+func TestAuditMethodNoiseFactor(t *testing.T) {
+	for _, c := range []struct {
+		method, factor string
+		code           int
+	}{
+		{"dp-bias", "1", 0}, {"dp-bias", "0.5", 1},
+		{"cp-ip", "1", 0}, {"cp-ip", "0.5", 1},
+	} {
+		out, errs, code := runCLI(t, "audit", "--method", c.method, "--noise-factor", c.factor, "--seed", "31",
+			"--confidence", "0.9999", "--json")
+		var r map[string]any
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%s ×%s: bad JSON %q (%s): %v", c.method, c.factor, out, errs, err)
+		}
+		if code != c.code || r["violation"] != (c.code == 1) || r["release_check"] == nil || r["noise_factor"] == nil {
+			t.Errorf("%s ×%s: exit %d, want %d; report %s", c.method, c.factor, code, c.code, out)
+		}
+	}
+	out, errs, code := runCLI(t, "audit", "--method", "all", "--runs", "2", "--samples", "10", "--seed", "3", "--json")
+	var reps []map[string]any
+	if err := json.Unmarshal([]byte(out), &reps); err != nil || (code != 0 && code != 1) {
+		t.Fatalf("--method all: exit %d, bad JSON %q (%s): %v", code, out, errs, err)
+	}
+	want := 0
+	for _, m := range methods.All() {
+		if m.Private {
+			want++
+		}
+	}
+	if len(reps) != want {
+		t.Errorf("--method all audited %d methods, want every private one (%d)", len(reps), want)
+	}
+	for _, args := range [][]string{
+		{"audit", "--method", "dp-bias", "--noise-factor", "0"},
+		{"audit", "--method", "dp-bias", "--noise-factor", "NaN"},
+		{"audit", "--method", "dp-bias", "--epsilon", "-1"},
+		{"audit", "--method", "dp-bias", "--samples", "5"},
+		{"audit", "--method", "nope"},
+	} {
+		if _, _, code := runCLI(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// Only the audit command may under-noise or tap a method: no other
+// command's (or the service's) code sets Env.NoiseFactor or Env.Tap.
+func TestOnlyAuditSetsNoiseFactor(t *testing.T) {
+	for _, dir := range []string{".", "../../service"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") || filepath.Base(f) == "audit.go" {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, bad := range []string{"NoiseFactor", "Tap:", ".Tap ="} {
+				if strings.Contains(string(b), bad) {
+					t.Errorf("%s mentions %s: only `privrec audit` may under-noise or tap a method", f, bad)
+				}
+			}
+		}
 	}
 }

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/privrec/privrec/client"
 	"github.com/privrec/privrec/internal/atomicfile"
@@ -41,11 +45,18 @@ holds one user's ratings: "item rating" per line (tab, comma or spaces), or
 client checks with its own code that the server's mechanism parameters give
 the ε it publishes, and refuses otherwise.
 
-A device that does not trust the server's ledger keeps its own: with
---ledger FILE (or $PRIVREC_LEDGER) submit records each report there before
-sending it and refuses, on the device, one that would pass the budget the
-server published when the file was made; a server that counts less, or
-raises the budget, is reported on stderr.`
+The device keeps its own ledger (by default; --ledger FILE or
+$PRIVREC_LEDGER names it, else one file per server and token under
+$PRIVREC_LEDGER_DIR or the user's configuration directory, privrec/ledgers;
+--ledger none turns it off). It is made when she enrols (or on her first
+submit) and pins the collection she joined: mode, mechanism, per-report
+and per-item ε, scale, catalogue, budget. submit refuses, sending nothing
+(exit 1, JSON code collection_changed), a server whose configuration
+weakens it — central mode in place of local (true ratings), a larger ε,
+another catalogue. In local mode submit records each report there before
+sending it and refuses, on the device, one that would pass the budget she
+accepted; a server that counts less, or raises the budget, is reported on
+stderr.`
 
 func runClient(ctx context.Context, args []string, out io.Writer) error {
 	example := `  privrec client --server http://127.0.0.1:8080 enroll --json
@@ -76,25 +87,52 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 	sub, subArgs := rest[0], rest[1:]
 	sfs := newFlags("client "+sub, clientSynopsis, example)
 	sfs.BoolVar(jsonOut, "json", *jsonOut, "print JSON")
+	ledgerFlag := new(string)
+	if sub == "enroll" || sub == "submit" || sub == "status" {
+		sfs.StringVar(ledgerFlag, "ledger", os.Getenv("PRIVREC_LEDGER"), "the device's own ledger file (default $PRIVREC_LEDGER, else one per server and token under $PRIVREC_LEDGER_DIR or your configuration directory; none: no device ledger): it pins the collection you joined and, in local mode, records every report before it is sent; a report past the budget you accepted, or a configuration that weakens the collection, is refused on this device")
+	}
 	switch sub {
 	case "enroll":
 		if err := parse(sfs, subArgs, false); err != nil {
+			return err
+		}
+		cfg, err := c.Config(ctx)
+		if err != nil {
+			return clientErr(out, *jsonOut, err)
+		}
+		if err := client.CheckConfig(cfg); err != nil {
 			return err
 		}
 		e, err := c.Enroll(ctx)
 		if err != nil {
 			return clientErr(out, *jsonOut, err)
 		}
+		// The device ledger pins the collection she joins now.
+		path, err := ledgerPath(*ledgerFlag, *server, e.Token)
+		if err != nil {
+			return err
+		}
+		if path != "" {
+			if err := newDeviceLedger(path, *server, cfg); err != nil {
+				fmt.Fprintf(os.Stderr, "privrec client: enrolled, but the device ledger was not made: %v\n", err)
+			}
+		}
 		if *jsonOut {
-			return writeJSON(out, e)
+			res := map[string]any{"user": e.User, "token": e.Token}
+			if path != "" {
+				res["device_ledger"] = path
+			}
+			return writeJSON(out, res)
 		}
 		fmt.Fprintf(out, "Enrolled as %s.\nYour token (shown once; keep it secret — it is the only way to act as you):\n%s\n", e.User, e.Token)
+		if path != "" {
+			fmt.Fprintf(out, "This device's ledger (it pins the collection you joined): %s\n", path)
+		}
 		return nil
 	case "submit":
 		ratings := sfs.String("ratings", "", "your ratings file")
 		id := sfs.String("id", "", "the report ID (default: a fresh random one; resubmitting an ID is never charged twice)")
 		retries := sfs.Int("retries", 5, "attempts on a network failure or 5xx (the same report ID each time)")
-		ledgerPath := sfs.String("ledger", os.Getenv("PRIVREC_LEDGER"), "the device's own ledger file (default $PRIVREC_LEDGER; created on first use with the budget the server publishes then): every report is recorded here before it is sent, and one that would take you past that budget is refused on this device, whatever the server says")
 		if err := parse(sfs, subArgs, false); err != nil {
 			return err
 		}
@@ -112,6 +150,19 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return clientErr(out, *jsonOut, err)
 		}
+		path, err := ledgerPath(*ledgerFlag, *server, tok)
+		if err != nil {
+			return err
+		}
+		// The collection she joined, before anything is randomized or
+		// sent: a configuration that weakens it is refused here.
+		ledger, err := checkOnDevice(path, *server, cfg)
+		if client.IsWeakened(err) {
+			return deviceRefusal(out, *jsonOut, "collection_changed", err, nil)
+		}
+		if err != nil {
+			return err
+		}
 		if cfg.Mode == api.ModeCentral {
 			fmt.Fprintln(os.Stderr, "client: this server runs in central mode: your ratings are sent as they are to a curator you trust; each release is charged to your budget.")
 		}
@@ -126,17 +177,16 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		if outside > 0 {
 			fmt.Fprintf(os.Stderr, "client: %d of your ratings are of items outside the server's catalogue and are not reported\n", outside)
 		}
-		ledger, err := reserveOnDevice(*ledgerPath, *server, cfg, rep)
-		if be := (*client.BudgetError)(nil); errors.As(err, &be) && *jsonOut {
-			if werr := writeJSON(out, map[string]any{"accepted": false, "code": "device_budget_exceeded", "error": be.Error(),
-				"device_spent": be.Spent, "device_budget": be.Budget, "epsilon": be.Epsilon}); werr != nil {
-				return werr
-			}
-			fmt.Fprintf(os.Stderr, "privrec %s\n", be.Error())
-			return exitError{1}
+		err = reserveOnDevice(ledger, path, *server, cfg, rep)
+		if be := (*client.BudgetError)(nil); errors.As(err, &be) {
+			return deviceRefusal(out, *jsonOut, "device_budget_exceeded", be,
+				map[string]any{"device_spent": be.Spent, "device_budget": be.Budget, "epsilon": be.Epsilon})
 		}
 		if err != nil {
 			return err
+		}
+		if ledger != nil && cfg.Mode != api.ModeLocal {
+			ledger = nil // pins only: no count to show
 		}
 		ack, replayed, err := c.SubmitRetry(ctx, rep, *retries)
 		if err != nil {
@@ -150,7 +200,7 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		}
 		if *jsonOut {
 			res := map[string]any{"accepted": ack.Accepted, "id": ack.ID, "seq": ack.Seq, "epsilon": ack.Epsilon,
-				"spent": ack.Spent, "remaining": ack.Remaining, "budget": ack.Budget, "replayed": replayed}
+				"spent": ack.Spent, "remaining": ack.Remaining, "budget": ack.Budget, "unit": cfg.LedgerUnit, "replayed": replayed}
 			addDeviceLedger(res, ledger, disagree)
 			return writeJSON(out, res)
 		}
@@ -158,13 +208,17 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		if replayed {
 			what = "was already stored (nothing charged now)"
 		}
-		fmt.Fprintf(out, "Report %s %s: ε = %g; you have spent %g of your budget %g (%g remaining).\n", ack.ID, what, ack.Epsilon, ack.Spent, ack.Budget, ack.Remaining)
+		if cfg.Mode == api.ModeCentral {
+			fmt.Fprintf(out, "Report %s %s (central mode: reports cost nothing; each release costs you its ρ). Spent ρ = %g of your budget ρ = %g (%g remaining).\n",
+				ack.ID, what, ack.Spent, ack.Budget, ack.Remaining)
+		} else {
+			fmt.Fprintf(out, "Report %s %s: ε = %g; you have spent %g of your budget %g (%g remaining).\n", ack.ID, what, ack.Epsilon, ack.Spent, ack.Budget, ack.Remaining)
+		}
 		if ledger != nil {
 			fmt.Fprintf(out, "This device's own count: ε = %g of %g sent (%g remaining).\n", ledger.Spent(), ledger.Budget, ledger.Remaining())
 		}
 		return nil
 	case "status":
-		ledgerPath := sfs.String("ledger", os.Getenv("PRIVREC_LEDGER"), "the device's own ledger file (default $PRIVREC_LEDGER), compared with the server's account")
 		if err := parse(sfs, subArgs, false); err != nil {
 			return err
 		}
@@ -177,9 +231,16 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		}
 		var ledger *client.Ledger
 		var disagree error
-		if *ledgerPath != "" {
-			if ledger, err = client.LoadLedger(*ledgerPath); err != nil {
+		path, err := ledgerPath(*ledgerFlag, *server, tok)
+		if err != nil {
+			return err
+		}
+		if path != "" {
+			if ledger, err = client.LoadLedger(path); err != nil {
 				return err
+			}
+			if ledger != nil && ledger.Collection != nil && ledger.Collection.Mode != api.ModeLocal {
+				ledger = nil // pins only: no count to compare
 			}
 			if ledger != nil {
 				if disagree = ledger.Compare(st); disagree != nil {
@@ -188,11 +249,22 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 			}
 		}
 		if *jsonOut {
-			res := map[string]any{"user": st.User, "spent": st.Spent, "remaining": st.Remaining, "budget": st.Budget, "reports": st.Reports}
+			res := map[string]any{"user": st.User, "spent": st.Spent, "remaining": st.Remaining, "budget": st.Budget, "reports": st.Reports, "unit": st.Unit}
+			if st.PeriodStart != nil {
+				res["period_start"] = st.PeriodStart
+			}
 			addDeviceLedger(res, ledger, disagree)
 			return writeJSON(out, res)
 		}
-		fmt.Fprintf(out, "User %s: %d reports; spent ε = %g of %g (%g remaining).\n", st.User, st.Reports, st.Spent, st.Budget, st.Remaining)
+		unit := "ε"
+		if st.Unit == api.UnitRho {
+			unit = "ρ (zCDP)"
+		}
+		period := ""
+		if st.PeriodStart != nil {
+			period = " in the budget period that began " + st.PeriodStart.Format(time.RFC3339)
+		}
+		fmt.Fprintf(out, "User %s: %d reports; spent %s = %g of %g%s (%g remaining).\n", st.User, st.Reports, unit, st.Spent, st.Budget, period, st.Remaining)
 		if ledger != nil {
 			fmt.Fprintf(out, "This device's own count: %d reports, ε = %g of %g sent (%g remaining).\n", len(ledger.Reports), ledger.Spent(), ledger.Budget, ledger.Remaining())
 		}
@@ -257,8 +329,12 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 			return clientErr(out, *jsonOut, err)
 		}
 		if *jsonOut {
-			return writeJSON(out, map[string]any{"id": res.ID, "method": res.Release.Method, "reports": res.Reports, "users_charged": res.UsersCharged,
-				"max_charge": res.MaxCharge, "seconds": res.Seconds, "guarantee": res.Release.Guarantee, "ledger": res.Release.Ledger})
+			v := map[string]any{"id": res.ID, "method": res.Release.Method, "reports": res.Reports, "users_charged": res.UsersCharged,
+				"max_charge": res.MaxCharge, "unit": res.Unit, "seconds": res.Seconds, "guarantee": res.Release.Guarantee, "ledger": res.Release.Ledger}
+			if res.UsersSkipped > 0 {
+				v["users_skipped"] = res.UsersSkipped
+			}
+			return writeJSON(out, v)
 		}
 		fmt.Fprintf(out, "Published release %d (%s) trained on %d reports in %.2f s.\n%s\nGuarantee: %s\n", res.ID, res.Release.Method, res.Reports, res.Seconds, res.Release.Ledger, res.Release.GuaranteeText)
 		return nil
@@ -266,17 +342,57 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 	return usagef("unknown client command %q (want enroll, submit, status, recommend or publish)", sub)
 }
 
-// reserveOnDevice records rep in the device ledger at path (created with
-// the server's published budget if missing) and saves it before the report
-// is sent; it refuses, sending nothing, when the device's own count would
-// pass the budget. No path, or central mode (reports cost nothing there),
-// is no ledger.
-func reserveOnDevice(path, server string, cfg *api.Config, rep api.Report) (*client.Ledger, error) {
+// ledgerPath is the device ledger's file: the flag (or $PRIVREC_LEDGER),
+// "none" for no ledger, else one file per server and token under
+// $PRIVREC_LEDGER_DIR or the user's configuration directory.
+func ledgerPath(flag, server, token string) (string, error) {
+	switch flag {
+	case "none":
+		return "", nil
+	case "":
+	default:
+		return flag, nil
+	}
+	if token == "" {
+		return "", nil
+	}
+	dir := os.Getenv("PRIVREC_LEDGER_DIR")
+	if dir == "" {
+		cd, err := os.UserConfigDir()
+		if err != nil {
+			return "", fmt.Errorf("client: no place for the device ledger (%v): pass --ledger FILE, or --ledger none to go without one", err)
+		}
+		dir = filepath.Join(cd, "privrec", "ledgers")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("client: the device ledger's directory: %w", err)
+	}
+	h := sha256.Sum256([]byte(server + "\n" + token))
+	return filepath.Join(dir, hex.EncodeToString(h[:12])+".json"), nil
+}
+
+// newDeviceLedger makes the device ledger at path, pinning cfg; an
+// existing one is kept.
+func newDeviceLedger(path, server string, cfg *api.Config) error {
+	if l, err := client.LoadLedger(path); err != nil || l != nil {
+		return err
+	}
+	l, err := client.NewLedger(server, cfg)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(path, 0o600, l.Write); err != nil {
+		return fmt.Errorf("client: saving the device ledger: %w", err)
+	}
+	return nil
+}
+
+// checkOnDevice loads the device ledger at path (making it, pinning cfg,
+// when missing) and checks cfg against the collection it pins; no path is
+// no ledger.
+func checkOnDevice(path, server string, cfg *api.Config) (*client.Ledger, error) {
 	if path == "" {
 		return nil, nil
-	}
-	if cfg.Mode != api.ModeLocal {
-		return nil, usagef("submit: --ledger counts local-DP reports; this server runs in %s mode", cfg.Mode)
 	}
 	l, err := client.LoadLedger(path)
 	if err != nil {
@@ -287,13 +403,48 @@ func reserveOnDevice(path, server string, cfg *api.Config, rep api.Report) (*cli
 			return nil, err
 		}
 	}
-	if err := l.Reserve(server, rep.ID, rep.Epsilon); err != nil {
+	if err := l.CheckConfig(server, cfg); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.Write(path, 0o600, l.Write); err != nil {
-		return nil, fmt.Errorf("client: saving the device ledger before sending: %w", err)
-	}
 	return l, nil
+}
+
+// reserveOnDevice records rep in the device ledger (local mode) and saves
+// the ledger at path before the report is sent; it refuses, sending
+// nothing, when the device's own count would pass the budget. A central
+// ledger records nothing (it pins the collection only; saved on first
+// use).
+func reserveOnDevice(l *client.Ledger, path, server string, cfg *api.Config, rep api.Report) error {
+	if l == nil {
+		return nil
+	}
+	if cfg.Mode == api.ModeLocal {
+		if err := l.Reserve(server, rep.ID, rep.Epsilon); err != nil {
+			return err
+		}
+	}
+	if err := atomicfile.Write(path, 0o600, l.Write); err != nil {
+		return fmt.Errorf("client: saving the device ledger before sending: %w", err)
+	}
+	return nil
+}
+
+// deviceRefusal reports a refusal made on the device (nothing was sent):
+// exit 1; with --json, {"accepted": false, "code": code, "error": …} and
+// the extra fields on stdout.
+func deviceRefusal(out io.Writer, jsonOut bool, code string, err error, extra map[string]any) error {
+	if !jsonOut {
+		return fmt.Errorf("%w (nothing was sent)", err)
+	}
+	v := map[string]any{"accepted": false, "code": code, "error": err.Error()}
+	for k, x := range extra {
+		v[k] = x
+	}
+	if werr := writeJSON(out, v); werr != nil {
+		return werr
+	}
+	fmt.Fprintf(os.Stderr, "privrec %s\n", err.Error())
+	return exitError{1}
 }
 
 // addDeviceLedger adds the device ledger's account to a JSON answer.

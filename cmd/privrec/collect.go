@@ -53,9 +53,10 @@ What the clients must know in advance is declared, never read from the data:
 
 Each is ε-DP per rating (one cell changing arbitrarily, rated ↔ missing
 included) and n·ε-DP per user over the n catalogue items; both are printed.
-The counts of kept, removed and invented ratings compare the reports with
-the true ratings: they are printed for whoever runs the simulation (who
-holds the true ratings) and are not in the collect file.`
+The counts of ratings, kept, removed and invented ratings and of ratings
+outside the catalogue compare the reports with the true ratings: they are
+exact facts of the private data, never in the collect file, and printed
+only with --seed N --experiment (a simulation, labelled "not private").`
 
 func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	example := `  privrec collect --mechanism laplace --epsilon 2 --data ua.base \
@@ -153,28 +154,36 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	if src.Reproducible() {
 		per.Reproducible, user.Reproducible = true, true
 	}
+	// Exact counts of the true ratings (kept, removed, …) are facts of
+	// the private data: printed only for a seeded simulation
+	// (--experiment), labelled as not private.
 	if *jsonOut {
-		return writeJSON(out, map[string]any{
+		res := map[string]any{
 			"mechanism": string(mech), "epsilon": *eps, "out": *outPath, "seconds": secs,
 			"scale_min": sc.Min, "scale_max": sc.Max, "levels": sc.Levels, "units": r.Units(), "sampler": r.Sampler(),
 			"users": st.Users, "items": st.Items, "cells": st.Cells, "reported": st.Reported,
 			"guarantee": per, "per_user_guarantee": user,
-			// Facts of the true ratings: for whoever ran the simulation.
-			"simulation": map[string]any{"ratings": st.Ratings, "kept": st.Kept, "removed": st.Removed, "invented": st.Invented,
-				"outside_catalogue": st.Outside},
-		})
+		}
+		if *experiment {
+			res["simulation"] = map[string]any{"private": false,
+				"note":    "exact counts of the true ratings, for the experiment only: not private, never publish them",
+				"ratings": st.Ratings, "kept": st.Kept, "removed": st.Removed, "invented": st.Invented, "outside_catalogue": st.Outside}
+		}
+		return writeJSON(out, res)
 	}
 	if *outPath == "-" {
-		if st.Outside > 0 {
-			fmt.Fprintf(os.Stderr, "collect: %d ratings of items outside the catalogue were not reported\n", st.Outside)
+		if *experiment && st.Outside > 0 {
+			fmt.Fprintf(os.Stderr, "collect (experiment, not private): %d ratings of items outside the catalogue were not reported\n", st.Outside)
 		}
 		return nil
 	}
 	fmt.Fprintf(out, "Collected %d clients × %d catalogue items (%d cells) with %s at ε = %g in %.2f s → %s\n",
 		st.Users, st.Items, st.Cells, mech, *eps, secs, *outPath)
 	fmt.Fprintf(out, "  %d reports written (%s units, %s sampler)\n", st.Reported, r.Units(), r.Sampler())
-	fmt.Fprintf(out, "  simulation only (true ratings, not in the file): %d ratings, kept %d, removed %d, invented %d; %d ratings of items outside the catalogue not reported\n",
-		st.Ratings, st.Kept, st.Removed, st.Invented, st.Outside)
+	if *experiment {
+		fmt.Fprintf(out, "  experiment only, NOT PRIVATE (exact counts of the true ratings, not in the file): %d ratings, kept %d, removed %d, invented %d; %d ratings of items outside the catalogue not reported\n",
+			st.Ratings, st.Kept, st.Removed, st.Invented, st.Outside)
+	}
 	fmt.Fprintf(out, "Per rating: %s\nPer user:   %s\n", per, user)
 	return nil
 }

@@ -93,6 +93,56 @@ func TestCollectTrainEval(t *testing.T) {
 // TestCollectRefusesRawRatings (defect 3): ldp-laplace and ldp-rr refuse a
 // --data file without a collect header instead of calling raw ratings
 // "proven local DP" with ε from --epsilon.
+// TestCollectCountsOnlyInExperiments (issue 23, defect 8): the exact
+// counts of the true ratings (ratings, kept, removed, invented, outside
+// the catalogue) are printed only for a seeded --experiment, labelled as
+// not private; a real collection prints the facts of the reports only.
+func TestCollectCountsOnlyInExperiments(t *testing.T) {
+	dir := t.TempDir()
+	data := writeRatings(t, dir, "r.tsv", func(int, int) bool { return true })
+	items := catalogueFile(t, dir)
+	z := filepath.Join(dir, "z.tsv")
+	for _, c := range []struct {
+		name       string
+		extra      []string
+		json, want bool
+	}{
+		{"private, JSON", nil, true, false},
+		{"private, text", nil, false, false},
+		{"experiment, JSON", []string{"--seed", "3", "--experiment"}, true, true},
+		{"experiment, text", []string{"--seed", "3", "--experiment"}, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"collect", "--mechanism", "rr", "--epsilon", "2", "--data", data, "--format", "tsv",
+				"--scale", "1:5", "--items", items, "--out", z}, c.extra...)
+			if c.json {
+				args = append(args, "--json")
+			}
+			out, errb, code := runCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errb)
+			}
+			if c.json {
+				var rep map[string]any
+				if err := json.Unmarshal([]byte(out), &rep); err != nil {
+					t.Fatal(err)
+				}
+				sim, ok := rep["simulation"].(map[string]any)
+				if ok != c.want || (ok && (sim["private"] != false || sim["kept"] == nil)) {
+					t.Fatalf("simulation counts %v (want them: %v)", rep["simulation"], c.want)
+				}
+				if rep["reported"] == nil || rep["users"] != float64(30) {
+					t.Fatalf("the facts of the reports are missing: %v", rep)
+				}
+				return
+			}
+			if got := strings.Contains(out, "kept"); got != c.want || (got && !strings.Contains(out, "NOT PRIVATE")) {
+				t.Fatalf("text output (counts wanted: %v):\n%s", c.want, out)
+			}
+		})
+	}
+}
+
 func TestCollectRefusesRawRatings(t *testing.T) {
 	dir := t.TempDir()
 	data := writeRatings(t, dir, "r.tsv", func(int, int) bool { return true })

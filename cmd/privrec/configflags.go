@@ -69,3 +69,40 @@ func bindStruct(fs *flag.FlagSet, v reflect.Value) error {
 	}
 	return nil
 }
+
+// configNumber returns the value of the field of cfg (a pointer to a
+// struct, embedded structs included) whose flag tag is name, when it is a
+// number or a one-element list of numbers.
+func configNumber(cfg any, name string) (float64, bool) {
+	v := reflect.ValueOf(cfg)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return 0, false
+	}
+	return structNumber(v.Elem(), name)
+}
+
+func structNumber(v reflect.Value, name string) (float64, bool) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			if x, ok := structNumber(v.Field(i), name); ok {
+				return x, true
+			}
+			continue
+		}
+		if f.Tag.Get("flag") != name || !f.IsExported() {
+			continue
+		}
+		switch x := v.Field(i).Interface().(type) {
+		case float64:
+			return x, true
+		case []float64:
+			if len(x) == 1 {
+				return x[0], true
+			}
+		}
+		return 0, false
+	}
+	return 0, false
+}

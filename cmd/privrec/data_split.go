@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	registerData(&command{name: "split", summary: "split ratings into canonical train/test TSV files (random or per-user hold-out)", run: runDataSplit})
+	registerData(&command{name: "split", summary: "split ratings into canonical train/test TSV files (random, per-user or held-out users)", run: runDataSplit})
 }
 
 const dataSplitSynopsis = `
@@ -28,17 +28,39 @@ Exactly one of:
                    (exactly round(FRAC × ratings) of them)
   --per-user K     hold out K uniformly chosen ratings of every user; a user
                    with at most K ratings keeps them all in train
+  --users VAL,TEST the strong-generalisation split of top-N evaluation
+                   (Liang et al., WWW 2018): hold out VAL validation and TEST
+                   test users, disjoint from the training users and from
+                   each other; each held-out user's interactions are split
+                   into a history (what her device scores from) and targets
+                   (what a good list finds). Writes five files into --out
+                   DIR: train.tsv, validation-history.tsv,
+                   validation-targets.tsv, test-history.tsv,
+                   test-targets.tsv. With it:
+      --positive T       ratings ≥ T are the interactions, the others are
+                         dropped (default: every rating is one)
+      --min-positives N  users with fewer than N interactions are dropped
+                         (default 5)
+      --target-frac F    fraction of a held-out user's interactions that
+                         become her targets (default 0.2; at least 1 and at
+                         most all but 1)
+                   Train a top-N model on train.tsv, then score it with
+                   privrec eval --history test-history.tsv
+                   --targets test-targets.tsv (tune on the validation pair).
 
-Optionally, before splitting (the setup of seed 001):
+Optionally, before a --holdout or --per-user split (the setup of seed 001):
   --top-items N    keep only the N most-rated items (ties: first seen)
   --cap XI         keep a uniform random sample of at most XI ratings per user
 
 The split is a deterministic function of the data and --seed: the same
-input and seed give the same files. Both files are written only if
-everything succeeds (through temporary files renamed into place).`
+input and seed give the same files. The files are written only if
+everything succeeds (through temporary files renamed into place); on an
+error nothing is written.`
 
 const dataSplitExample = `  privrec data split --in u.data --format movielens-100k --holdout 0.2 --seed 7 \
       --train ml.train.tsv --test ml.test.tsv
+  privrec data split --in ratings.dat --format movielens --users 600,600 --positive 4 \
+      --min-positives 5 --target-frac 0.2 --seed 1 --out ml1m-users/ --json
   privrec data split --in ratings.dat --format movielens --top-items 400 --cap 80 \
       --holdout 0.01 --seed 1 --train train.tsv --test test.tsv --json`
 
@@ -60,7 +82,7 @@ type splitReport struct {
 }
 
 func runDataSplit(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("data split --in FILE (--holdout FRAC | --per-user K) --seed S --train OUT --test OUT [--json]", dataSplitSynopsis, dataSplitExample)
+	fs := newFlags("data split --in FILE (--holdout FRAC | --per-user K) --seed S --train OUT --test OUT [--json]\n       privrec data split --in FILE --users VAL,TEST [--positive T] [--min-positives N] [--target-frac F] --seed S --out DIR [--json]", dataSplitSynopsis, dataSplitExample)
 	var d dataFlags
 	d.add(fs, "in")
 	holdout := fs.Float64("holdout", 0, "fraction of all ratings to hold out, in (0, 1)")
@@ -70,11 +92,25 @@ func runDataSplit(ctx context.Context, args []string, out io.Writer) error {
 	capXi := fs.Int("cap", 0, "before splitting, keep at most XI random ratings per user (0: no cap)")
 	trainPath := fs.String("train", "", "where to write the training ratings (TSV)")
 	testPath := fs.String("test", "", "where to write the held-out ratings (TSV)")
+	users := fs.String("users", "", "VAL,TEST: hold out VAL validation and TEST test users (strong generalisation; writes five files into --out)")
+	positive := fs.Float64("positive", 0, "with --users: ratings ≥ T are the interactions, others are dropped (default: all)")
+	minPos := fs.Int("min-positives", 5, "with --users: drop users with fewer interactions")
+	targetFrac := fs.Float64("target-frac", 0.2, "with --users: fraction of a held-out user's interactions that become targets")
+	outDir := fs.String("out", "", "with --users: directory for the five files (created if needed)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
 	set := setFlags(fs)
+	if set["users"] {
+		return runUserSplit(ctx, &d, set, userSplitArgs{users: *users, positive: *positive, minPos: *minPos,
+			frac: *targetFrac, seed: *seed, out: *outDir, json: *jsonOut}, out)
+	}
+	for _, f := range []string{"positive", "min-positives", "target-frac", "out"} {
+		if set[f] {
+			return usagef("--%s belongs to the held-out-users split: give --users VAL,TEST", f)
+		}
+	}
 	switch {
 	case set["holdout"] == set["per-user"]:
 		return usagef("give exactly one of --holdout and --per-user")

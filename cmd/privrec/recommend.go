@@ -4,16 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"time"
 
 	"github.com/privrec/privrec/model"
 )
 
 func init() {
-	register(&command{name: "recommend", summary: "top-k recommendations for a user from a model", run: runRecommend})
+	register(&command{name: "recommend", summary: "top-k recommendations for a user, or for every user of a ratings file (--all-users)", run: runRecommend})
 }
 
 func runRecommend(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("recommend --model MODEL --user ID [--user-state DIR | --ratings FILE] [-k 10] [--json]", `
+	fs := newFlags("recommend --model MODEL --user ID [--user-state DIR | --ratings FILE] [-k 10] [--json]\n       privrec recommend --model MODEL --ratings FILE --all-users [-k 10] [--json] [--workers N]", `
 List the k items with the highest predicted ratings for one user, leaving
 out the items she rated. Items are named by title when the model's
 catalogue had titles at training, or from --items FILE.
@@ -24,10 +26,25 @@ recommendations then come from the public model plus her own part:
   --user-state DIR   her own state, as privrec train --user-state wrote it;
   --ratings FILE     her own ratings (any ratings format; the rows of --user
                      are used), folded in on the public item factors — the
-                     computation her device does.`,
+                     computation her device does.
+
+Batch scoring: --all-users with --ratings FILE lists the top k of every
+user of FILE, each from her own ratings in FILE through the public model
+(fold-in, exactly the list of --user ID --ratings FILE), on all cores
+(--workers N). The output streams, in the file's user order, so memory
+stays bounded (the ratings file itself is held): TSV with a header line,
+  user  rank  item  score  title
+(tab-separated; rank 1 is best; score as privrec recommend prints it; the
+title empty when neither the model nor --items has one), or with --json
+JSON lines, one object per user:
+  {"user":"42","recommendations":[{"item":"50","title":"Star Wars (1977)","score":4.61},…]}
+A summary (users, seconds) goes to the log on stderr. Ratings of items
+outside the model's catalogue are ignored, with a warning.`,
 		`  privrec recommend --model ml100k.model --user 42 -k 5
   privrec recommend --model ml.model --user 42 --user-state ml-users/
-  privrec recommend --model ml.model --user 42 --ratings my-ratings.tsv --format tsv`)
+  privrec recommend --model ml.model --user 42 --ratings my-ratings.tsv --format tsv
+  privrec recommend --model ml.model --ratings test-history.tsv --all-users -k 20 > top20.tsv
+  privrec recommend --model ml.model --ratings test-history.tsv --all-users -k 20 --json | head -1`)
 	var d dataFlags
 	d.add(fs, "ratings")
 	modelPath := fs.String("model", "", "model file from privrec train")
@@ -35,15 +52,32 @@ recommendations then come from the public model plus her own part:
 	stateDir := fs.String("user-state", "", "directory of users' own states (joint-DP models)")
 	k := fs.Int("k", 10, "number of recommendations")
 	itemsPath := fs.String("items", "", "catalogue with item titles (u.item, movies.dat, ID<TAB>title), for models that carry none")
-	jsonOut := fs.Bool("json", false, "print JSON on stdout")
+	jsonOut := fs.Bool("json", false, "print JSON on stdout (with --all-users: JSON lines, one object per user)")
+	allUsers := fs.Bool("all-users", false, "recommend for every user of --ratings FILE, each from her own ratings (TSV, or JSON lines with --json)")
+	workers := fs.Int("workers", 0, "with --all-users: goroutines scoring users (0: all cores)")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
-	if *modelPath == "" || *user == "" {
-		return usagef("--model and --user are required")
-	}
 	if *k <= 0 {
 		return usagef("-k must be positive")
+	}
+	if *allUsers {
+		switch {
+		case *modelPath == "":
+			return usagef("--model is required")
+		case *user != "":
+			return usagef("give either --user ID or --all-users, not both")
+		case *stateDir != "":
+			return usagef("--all-users scores the users of --ratings FILE from their own ratings; --user-state is for one user")
+		case d.path == "":
+			return usagef("--all-users needs --ratings FILE: every user of the file is scored from her own ratings")
+		case *workers < 0:
+			return usagef("--workers %d: want N ≥ 0", *workers)
+		}
+		return runRecommendAll(ctx, &d, *modelPath, *itemsPath, *k, *jsonOut, *workers, out)
+	}
+	if *modelPath == "" || *user == "" {
+		return usagef("--model and --user are required (or --ratings FILE --all-users)")
 	}
 	if *stateDir != "" && d.path != "" {
 		return usagef("give either --user-state or --ratings, not both")
@@ -121,5 +155,45 @@ recommendations then come from the public model plus her own part:
 		}
 	}
 	fmt.Fprintf(out, "Guarantee: %s\n", m.Guarantee)
+	return nil
+}
+
+// runRecommendAll is recommend --all-users.
+func runRecommendAll(ctx context.Context, d *dataFlags, modelPath, itemsPath string, k int, jsonOut bool, workers int, out io.Writer) error {
+	kind, err := model.PeekKind(modelPath)
+	if err != nil {
+		return err
+	}
+	if kind != model.KindLowRank {
+		return fmt.Errorf("%s is a %q model; recommend works on matrix (low-rank) models", modelPath, kind)
+	}
+	m, err := model.Load(modelPath)
+	if err != nil {
+		return err
+	}
+	var titles map[string]string
+	if itemsPath != "" {
+		c, err := model.LoadCatalogue(itemsPath)
+		if err != nil {
+			return usagef("--items: %v", err)
+		}
+		if t := c.Titles(); t != nil {
+			titles = make(map[string]string, len(t))
+			for j, id := range c.IDs() {
+				titles[id] = t[j]
+			}
+		}
+	}
+	r, err := d.read("ratings")
+	if err != nil {
+		return err
+	}
+	warnUnknownItems(m, r, d.path)
+	start := time.Now()
+	n, err := recommendAll(ctx, m, r, k, titles, jsonOut, workers, out)
+	if err != nil {
+		return err
+	}
+	slog.Info("recommended", "users", n, "k", k, "model", m.Method, "seconds", fmt.Sprintf("%.2f", time.Since(start).Seconds()))
 	return nil
 }

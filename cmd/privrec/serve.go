@@ -81,7 +81,11 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	items := fs.String("items", "", "declared catalogue: one item ID per line, an optional title after a tab (MovieLens item files as they come)")
 	mech := fs.String("mechanism", "", "rr (randomized response over {missing, 1…d}), laplace (modified Laplace) — both local DP — or none (central mode)")
 	eps := fs.Float64("epsilon", 0, "per-report ε: the per-user ε of one report over the whole catalogue, debited per report (local mode)")
-	budget := fs.Float64("budget", 0, "per-user privacy budget ε (the ledger refuses anything beyond)")
+	budget := fs.Float64("budget", 0, "per-user privacy budget ε (the ledger refuses anything beyond); in central mode with --budget-delta, converted once to the zCDP ρ the ledger holds")
+	budgetDelta := fs.Float64("budget-delta", 0, "central mode: the δ of the budget (--budget, --budget-delta)-DP, converted to zCDP ρ (0: 1e-6; at most 1/(10·population) is the rule)")
+	maxDelta := fs.Float64("max-delta", 0, "central mode: the largest δ a release may state (0: 1/(10·population of the release))")
+	exhausted := fs.String("exhausted", "", "central mode, what a release does about users whose budget cannot pay for it: refuse (default: the release is refused whole) or skip (it covers only the users who can pay)")
+	period := fs.Duration("period", 0, "central mode: make the budget per period (e.g. 720h): each user's releases within one period cost at most her budget, which renews with the next (0: for all time)")
 	scale := fs.String("scale", "", "declared rating scale MIN:MAX (e.g. 1:5)")
 	levels := fs.Int("levels", 0, "rating levels d for rr (0: MAX − MIN + 1 for integer ends); in central mode, ratings must lie on the d levels")
 	adminFile := fs.String("admin-token-file", "", "file holding the admin token (≥ 16 characters; default: $PRIVREC_ADMIN_TOKEN; none: admin API disabled)")
@@ -131,6 +135,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	opt := service.Options{Catalogue: cat, Mechanism: *mech, Epsilon: *eps, Budget: *budget, Scale: sc, Levels: *levels,
+		BudgetDelta: *budgetDelta, MaxDelta: *maxDelta, Exhausted: *exhausted, Period: *period,
 		AdminToken: admin, EnrollAdminOnly: *enroll == "admin", MaxBody: *maxBody, Rate: *rate, Burst: *burst,
 		EnrollRate: *enrollRate, EnrollBurst: *enrollBurst, MaxBatch: *maxBatch, Writers: *writers, Workers: *workers, Log: log}
 	if _, err := service.BuildConfig(opt); err != nil {
@@ -241,11 +246,19 @@ func runServeStats(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	stats := service.StatsOf(s, id.Budget)
-	ledger := st.Check(ctx)
+	cfg := id.Config()
+	stats := service.StatsOf(s, cfg)
+	ledger := st.CheckPeriods(ctx, id.PeriodSeconds*1000)
+	unit := map[string]string{"rho": "ρ", "epsilon": "ε"}[cfg.LedgerUnit]
 	if *jsonOut {
 		v := map[string]any{"users": stats.Users, "reports": stats.Reports, "releases": stats.Releases, "max_spent": stats.MaxSpent,
-			"budget": stats.Budget, "mode": id.Mode, "mechanism": id.Mechanism, "report_epsilon": id.ReportEpsilon, "ledger_ok": ledger == nil}
+			"budget": stats.Budget, "unit": cfg.LedgerUnit, "mode": id.Mode, "mechanism": id.Mechanism, "report_epsilon": id.ReportEpsilon, "ledger_ok": ledger == nil}
+		if cfg.LedgerUnit == "rho" {
+			v["budget_epsilon"], v["budget_delta"] = id.Budget, id.BudgetDelta
+		}
+		if id.PeriodSeconds > 0 {
+			v["period_seconds"] = id.PeriodSeconds
+		}
 		if ledger != nil {
 			v["ledger_error"] = ledger.Error()
 		}
@@ -257,10 +270,18 @@ func runServeStats(ctx context.Context, args []string, out io.Writer) error {
 		if id.Mode == "local" {
 			fmt.Fprintf(out, ", ε = %g per report", id.ReportEpsilon)
 		}
-		fmt.Fprintf(out, ", budget ε = %g per user)\n", id.Budget)
-		fmt.Fprintf(out, "users %d, reports %d, releases %d; largest ε spent by a user: %g\n", stats.Users, stats.Reports, stats.Releases, stats.MaxSpent)
+		if cfg.LedgerUnit == "rho" {
+			fmt.Fprintf(out, ", budget ρ = %.6g zCDP per user, from (ε = %g, δ = %g)", stats.Budget, id.Budget, id.BudgetDelta)
+			if id.PeriodSeconds > 0 {
+				fmt.Fprintf(out, " per period of %s", time.Duration(id.PeriodSeconds)*time.Second)
+			}
+			fmt.Fprintln(out, ")")
+		} else {
+			fmt.Fprintf(out, ", budget ε = %g per user)\n", id.Budget)
+		}
+		fmt.Fprintf(out, "users %d, reports %d, releases %d; largest %s spent by a user: %g\n", stats.Users, stats.Reports, stats.Releases, unit, stats.MaxSpent)
 		if ledger == nil {
-			fmt.Fprintln(out, "ledgers: every user's spent ε equals her reports' and releases' charges")
+			fmt.Fprintf(out, "ledgers: every user's spent %s equals her reports' and releases' charges, within her budget\n", unit)
 		}
 	}
 	if ledger != nil {

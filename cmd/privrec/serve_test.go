@@ -7,13 +7,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/privrec/privrec/client"
 	"github.com/privrec/privrec/ldp"
+	"github.com/privrec/privrec/service/api"
 )
 
 // runCmd runs privrec with args and returns the exit status and stdout.
@@ -44,6 +48,8 @@ func decodeJSON(t *testing.T, s string) map[string]any {
 // reports read back as training data; then a graceful stop.
 func TestServeAndClient(t *testing.T) {
 	dir := t.TempDir()
+	t.Setenv("PRIVREC_LEDGER_DIR", filepath.Join(dir, "ledgers")) // the device ledgers the client keeps by default
+	t.Setenv("PRIVREC_LEDGER", "")
 	items := filepath.Join(dir, "items.txt")
 	var cat strings.Builder
 	for j := 1; j <= 12; j++ {
@@ -104,9 +110,16 @@ func TestServeAndClient(t *testing.T) {
 			t.Fatalf("submit %d: %d %s", k+1, code, out)
 		}
 	}
-	// The budget is spent: refused, exit 1, the refusal as JSON.
+	// The budget is spent: the device's own ledger (made at enrolment)
+	// refuses first, sending nothing; without it the server refuses.
+	// Exit 1 and the refusal as JSON either way.
 	code, out = runCmd(t, "client", "--server", addr, "--token", token, "submit", "--ratings", mine, "--json")
 	r := decodeJSON(t, out)
+	if code != 1 || r["accepted"] != false || r["code"] != "device_budget_exceeded" || r["device_spent"] != float64(12) {
+		t.Fatalf("over the device's budget: %d %s", code, out)
+	}
+	code, out = runCmd(t, "client", "--server", addr, "--token", token, "submit", "--ratings", mine, "--ledger", "none", "--json")
+	r = decodeJSON(t, out)
 	if code != 1 || r["accepted"] != false || r["code"] != "budget_exceeded" || r["remaining"] != float64(0) {
 		t.Fatalf("over budget: %d %s", code, out)
 	}
@@ -221,6 +234,10 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"serve", "--db", db, "--items", items}, "--scale"},
 		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "rr", "--epsilon", "0", "--budget", "1"}, "--epsilon"},
 		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "xx", "--epsilon", "1", "--budget", "1"}, "--mechanism"},
+		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "rr", "--epsilon", "1", "--budget", "1", "--budget-delta", "1e-6"}, "--budget-delta"},
+		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "none", "--budget", "1", "--exhausted", "borrow"}, "--exhausted"},
+		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "none", "--budget", "1", "--budget-delta", "0.5"}, "--budget-delta"},
+		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "none", "--budget", "1", "--period", "-1h"}, "--period"},
 		{[]string{"serve", "stats"}, "--db"},
 		{[]string{"client", "enroll"}, "--server"},
 		{[]string{"client", "--server", "http://127.0.0.1:1", "status"}, "token"},
@@ -239,5 +256,84 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestClientRefusesWeakenedCollection: the command-line client keeps a
+// device ledger by default, made when she enrols, pinning the collection
+// she joined; a server that later says "central" (her true ratings would
+// be sent) or raises the per-report ε is refused on the device, exit 1,
+// and nothing is sent (issue 23, defect 4: before, only --ledger refused,
+// and only a budget overrun).
+func TestClientRefusesWeakenedCollection(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PRIVREC_LEDGER_DIR", filepath.Join(dir, "ledgers"))
+	t.Setenv("PRIVREC_LEDGER", "")
+	items := []api.Item{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}}
+	local := &api.Config{Mode: api.ModeLocal, Mechanism: "rr", ReportEpsilon: 2, Budget: 8, Scale: api.Scale{Min: 1, Max: 5, Levels: 5}, Units: "levels",
+		Items: items, LedgerUnit: api.UnitEpsilon}
+	// The per-item ε the server would publish: 2/4, lowered until the
+	// device's own composition is ≤ 2.
+	local.CellEpsilon = 0.5
+	for client.CheckConfig(local) != nil {
+		local.CellEpsilon *= 1 - 1e-12
+	}
+	central := &api.Config{Mode: api.ModeCentral, Mechanism: api.MechanismNone, Budget: 8, Scale: local.Scale, Units: "rating", Items: items,
+		LedgerUnit: api.UnitRho, BudgetRho: 1, BudgetDelta: 1e-6}
+	louder := *local
+	louder.ReportEpsilon, louder.CellEpsilon = 4, 2*local.CellEpsilon
+	var mu sync.Mutex
+	serving := local
+	var posted []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case api.PathConfig:
+			json.NewEncoder(w).Encode(serving)
+		case api.PathEnroll:
+			w.WriteHeader(http.StatusCreated)
+			json.NewEncoder(w).Encode(api.Enrolment{User: "u_1", Token: "prt_test"})
+		case api.PathReports:
+			b, _ := io.ReadAll(r.Body)
+			posted = append(posted, string(b))
+			w.WriteHeader(http.StatusCreated)
+			json.NewEncoder(w).Encode(api.Ack{ID: "x", Accepted: true, Seq: int64(len(posted)), Epsilon: serving.ReportEpsilon,
+				Spent: serving.ReportEpsilon * float64(len(posted)), Budget: 8, Remaining: 8 - serving.ReportEpsilon*float64(len(posted))})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	mine := filepath.Join(dir, "mine.tsv")
+	must(t, os.WriteFile(mine, []byte("a 5\nb 1\n"), 0o644))
+	code, out := runCmd(t, "client", "--server", srv.URL, "enroll", "--json")
+	if e := decodeJSON(t, out); code != 0 || e["device_ledger"] == nil {
+		t.Fatalf("enroll: %d %s", code, out)
+	}
+	if code, out = runCmd(t, "client", "--server", srv.URL, "--token", "prt_test", "submit", "--ratings", mine, "--json"); code != 0 {
+		t.Fatalf("submit to the collection she joined: %d %s", code, out)
+	}
+	for _, c := range []struct {
+		name string
+		cfg  *api.Config
+		want string
+	}{
+		{"central mode", central, "true ratings would be sent"},
+		{"a larger ε per report", &louder, "a report now costs ε = 4"},
+	} {
+		mu.Lock()
+		serving = c.cfg
+		mu.Unlock()
+		code, out = runCmd(t, "client", "--server", srv.URL, "--token", "prt_test", "submit", "--ratings", mine, "--json")
+		r := decodeJSON(t, out)
+		if code != 1 || r["accepted"] != false || r["code"] != "collection_changed" || !strings.Contains(fmt.Sprint(r["error"]), c.want) {
+			t.Fatalf("%s: %d %s", c.name, code, out)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(posted) != 1 {
+		t.Fatalf("%d reports reached the server; want only the first", len(posted))
 	}
 }

@@ -150,6 +150,13 @@ Methods:
 		in.Declared.Catalogue = c
 	}
 	in.Declared.Population = *population
+	// A top-N method's --positive T (ratings ≥ T are interactions) must
+	// lie within the declared scale.
+	if v, ok := configNumber(cfg, "positive"); ok && setFlags(fs)["positive"] {
+		if err := checkPositive(v, in.Declared.Scale); err != nil {
+			return err
+		}
+	}
 	data, err := d.read("data")
 	if err != nil {
 		return err

@@ -121,6 +121,7 @@ type Gaussian struct {
 	sens       Sensitivity
 	dim        int
 	g          privacy.Guarantee
+	inst       *Instrument
 }
 
 // NewGaussian calibrates Gaussian noise for (ε, δ)-DP. sens must be an ℓ2
@@ -265,8 +266,10 @@ func (m *Gaussian) Release(src *noise.Source, x []float64) error {
 	if err := checkFinite(x); err != nil {
 		return err
 	}
-	noise.AddGaussian(src, x, m.sigma)
-	return nil
+	clean := m.inst.before(x)
+	s := m.sigma * m.inst.factor()
+	noise.AddGaussian(src, x, s)
+	return m.inst.tap(Draw{Mechanism: "gaussian", Clean: clean, Noised: x, Scale: s, Sensitivity: m.sens.Value, Rho: m.rho})
 }
 
 // ReleaseSym adds a symmetric noise matrix to s (n(n+1)/2 coordinates must
@@ -282,6 +285,27 @@ func (m *Gaussian) ReleaseSym(src *noise.Source, s *mat.SymDense) error {
 			return fmt.Errorf("row %d: %w", i, err)
 		}
 	}
-	noise.AddSymGaussian(src, s, m.sigma)
-	return nil
+	var clean []float64
+	if m.inst != nil && m.inst.Tap != nil {
+		clean = symUpper(s)
+	}
+	sigma := m.sigma * m.inst.factor()
+	noise.AddSymGaussian(src, s, sigma)
+	if clean == nil {
+		return nil
+	}
+	return m.inst.tap(Draw{Mechanism: "gaussian", Clean: clean, Noised: symUpper(s), Scale: sigma, Sensitivity: m.sens.Value, Rho: m.rho})
+}
+
+// symUpper lists the entries on and above the diagonal of s, row by row
+// (the coordinates ReleaseSym noises independently).
+func symUpper(s *mat.SymDense) []float64 {
+	n := s.SymmetricDim()
+	out := make([]float64, 0, n*(n+1)/2)
+	for i := range n {
+		for j := i; j < n; j++ {
+			out = append(out, s.At(i, j))
+		}
+	}
+	return out
 }

@@ -19,6 +19,7 @@ type L2Laplace struct {
 	eps, scale float64
 	sens       Sensitivity
 	dim        int
+	inst       *Instrument
 }
 
 // NewL2Laplace calibrates the vector Laplace for ε-DP on an ℓ2 sensitivity,
@@ -61,6 +62,8 @@ func (m *L2Laplace) Release(src *noise.Source, x []float64) error {
 	if err := checkFinite(x); err != nil {
 		return err
 	}
-	noise.AddL2Laplace(src, x, m.scale)
-	return nil
+	clean := m.inst.before(x)
+	b := m.scale * m.inst.factor()
+	noise.AddL2Laplace(src, x, b)
+	return m.inst.tap(Draw{Mechanism: "l2laplace", Clean: clean, Noised: x, Scale: b, Sensitivity: m.sens.Value, Epsilon: m.eps})
 }

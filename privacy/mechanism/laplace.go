@@ -65,6 +65,7 @@ type Laplace struct {
 	eps, scale float64
 	sens       Sensitivity
 	dim        int
+	inst       *Instrument
 }
 
 // NewLaplace calibrates Laplace noise for ε-DP. sens must be an ℓ1
@@ -107,8 +108,10 @@ func (m *Laplace) Release(src *noise.Source, x []float64) error {
 	if err := checkFinite(x); err != nil {
 		return err
 	}
-	noise.AddLaplace(src, x, m.scale)
-	return nil
+	clean := m.inst.before(x)
+	b := m.scale * m.inst.factor()
+	noise.AddLaplace(src, x, b)
+	return m.inst.tap(Draw{Mechanism: "laplace", Clean: clean, Noised: x, Scale: b, Sensitivity: m.sens.Value, Epsilon: m.eps})
 }
 
 // ReleaseScalar returns x plus noise.

@@ -26,6 +26,7 @@ type RandomizedResponse struct {
 	p1, p2 float64
 	eps    float64
 	g      privacy.Guarantee
+	inst   *Instrument
 }
 
 // NewRandomizedResponse is the symmetric mechanism p1 = p2 = 1/(1+e^ε),
@@ -110,11 +111,25 @@ func (m *RandomizedResponse) GuaranteeFor(d int) (privacy.Guarantee, error) {
 }
 
 // Randomize returns the released sign for a true sign (true = +1).
+// A tap of an instrumented copy sees every sign (its error, which
+// randomizing cannot return, is kept for Instrument.Err).
 func (m *RandomizedResponse) Randomize(src *noise.Source, positive bool) bool {
+	var out bool
 	if positive {
-		return !noise.Bernoulli(src, m.p1)
+		out = !noise.Bernoulli(src, m.p1)
+	} else {
+		out = noise.Bernoulli(src, m.p2)
 	}
-	return noise.Bernoulli(src, m.p2)
+	if m.inst != nil && m.inst.Tap != nil {
+		sign := func(b bool) float64 {
+			if b {
+				return 1
+			}
+			return -1
+		}
+		m.inst.keep(m.inst.Tap(Draw{Mechanism: "rr", Clean: []float64{sign(positive)}, Noised: []float64{sign(out)}, Flip: [2]float64{m.p1, m.p2}}))
+	}
+	return out
 }
 
 // OutputProbabilities returns P(output = +1 | input = +1) and

@@ -45,6 +45,29 @@ const (
 // randomization on the device).
 const MechanismNone = "none"
 
+// Ledger units: what a user's spent, remaining and budget are counted in.
+const (
+	// UnitEpsilon: pure ε, composed by basic composition (local mode:
+	// every report is a pure ε-DP randomizer).
+	UnitEpsilon = "epsilon"
+	// UnitRho: zCDP ρ, composed by addition (central mode: Gaussian
+	// releases compose exactly in ρ, a pure ε-DP release costs ε²/2).
+	UnitRho = "rho"
+)
+
+// Budget policies of the central mode: what a release does about users
+// whose remaining budget cannot pay for it.
+const (
+	// ExhaustedRefuse: the release is refused whole (nothing published
+	// or charged) if it would take any user past her budget.
+	ExhaustedRefuse = "refuse"
+	// ExhaustedSkip: the release is trained on the users who can still
+	// pay for it; the others' ratings are left out of it (and they are
+	// not charged). Who is left out depends only on the public release
+	// history (every charge is the same for every user a release covers).
+	ExhaustedSkip = "skip"
+)
+
 // Scale is the declared rating scale. Levels > 0 declares a discrete
 // scale Min, Min+step, …, Max of Levels values (randomized response needs
 // one).
@@ -77,8 +100,30 @@ type Config struct {
 	// rated or missing, is randomized; basic composition over the n cells
 	// gives ReportEpsilon).
 	CellEpsilon float64 `json:"cell_epsilon,omitempty"`
-	// Budget is each user's total ε (the ledger refuses anything beyond).
+	// Budget is each user's total ε (the ledger refuses anything beyond);
+	// in central mode, with BudgetDelta, the (ε, δ) the ledger's ρ budget
+	// was converted from.
 	Budget float64 `json:"budget"`
+	// LedgerUnit is what the ledger counts: UnitEpsilon (local mode) or
+	// UnitRho (central mode); a user's spent, remaining and budget in
+	// GET /v1/me and in acknowledgements are in this unit.
+	LedgerUnit string `json:"ledger_unit"`
+	// BudgetDelta and BudgetRho (central mode): the budget (Budget,
+	// BudgetDelta)-DP converted once to the zCDP ρ the ledger holds (the
+	// largest ρ whose tight conversion gives it).
+	BudgetDelta float64 `json:"budget_delta,omitempty"`
+	BudgetRho   float64 `json:"budget_rho,omitempty"`
+	// MaxDelta (central mode) is the largest δ a release may state; 0
+	// means the default policy 1/(10·population of the release).
+	MaxDelta float64 `json:"max_delta,omitempty"`
+	// Exhausted (central mode) is the budget policy: ExhaustedRefuse or
+	// ExhaustedSkip.
+	Exhausted string `json:"exhausted,omitempty"`
+	// PeriodSeconds (central mode), when > 0, makes the budget per
+	// period: a user's releases within one period [k·P, (k+1)·P) of Unix
+	// time together cost at most her budget, and the guarantee is stated
+	// per period.
+	PeriodSeconds int64 `json:"period_seconds,omitempty"`
 	// MaxReports is how many reports fit into the budget (local mode).
 	MaxReports int `json:"max_reports,omitempty"`
 	// Scale is the declared rating scale.
@@ -137,13 +182,17 @@ type Ack struct {
 // (same ID, same content): the body is the original acknowledgement.
 const HeaderReplayed = "Idempotent-Replayed"
 
-// Status is GET /v1/me: the caller's own ledger.
+// Status is GET /v1/me: the caller's own ledger, in the configuration's
+// ledger unit (Unit). With a per-period budget, Spent and Remaining are
+// those of the current period, which began at PeriodStart.
 type Status struct {
-	User      string  `json:"user"`
-	Spent     float64 `json:"spent"`
-	Remaining float64 `json:"remaining"`
-	Budget    float64 `json:"budget"`
-	Reports   int64   `json:"reports"`
+	User        string     `json:"user"`
+	Spent       float64    `json:"spent"`
+	Remaining   float64    `json:"remaining"`
+	Budget      float64    `json:"budget"`
+	Reports     int64      `json:"reports"`
+	Unit        string     `json:"unit,omitempty"`
+	PeriodStart *time.Time `json:"period_start,omitempty"`
 }
 
 // StoredReport is one of the caller's own reports (GET /v1/reports,
@@ -234,9 +283,14 @@ type Release struct {
 type ReleaseResult struct {
 	ID int64 `json:"id"`
 	// UsersCharged is how many users' ledgers were debited, and MaxCharge
-	// the largest single debit (0 in local mode).
+	// the largest single debit in the ledger's Unit (0 in local mode);
+	// UsersSkipped how many users who sent reports the release left out
+	// because their budget could not pay for it (policy skip). The
+	// answer goes to the admin only; the public release holds no count.
 	UsersCharged int     `json:"users_charged"`
+	UsersSkipped int     `json:"users_skipped,omitempty"`
 	MaxCharge    float64 `json:"max_charge"`
+	Unit         string  `json:"unit,omitempty"`
 	Reports      int64   `json:"reports"`
 	Seconds      float64 `json:"seconds"`
 	Release      Release `json:"release"`
@@ -249,6 +303,8 @@ type Stats struct {
 	Releases int64   `json:"releases"`
 	MaxSpent float64 `json:"max_spent"`
 	Budget   float64 `json:"budget"`
+	// Unit is the ledger unit of MaxSpent and Budget.
+	Unit string `json:"unit,omitempty"`
 }
 
 // Finite replaces non-finite floats (which JSON cannot carry) in a report

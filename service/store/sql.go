@@ -536,7 +536,33 @@ func (s *sqlStore) Publish(ctx context.Context, nr NewRelease) (int64, error) {
 		return 0, fmt.Errorf("store: publish: %w", err)
 	}
 	defer tx.Rollback()
+	if nr.PeriodStartMS > 0 && nr.CreatedMS < nr.PeriodStartMS {
+		return 0, fmt.Errorf("store: publish: release created at %d ms, before its period starting at %d ms", nr.CreatedMS, nr.PeriodStartMS)
+	}
 	for _, c := range nr.Charges {
+		if c.Nano <= 0 {
+			return 0, fmt.Errorf("store: charging user %s: a release charge must be positive, got %d", c.User, c.Nano)
+		}
+		if nr.PeriodStartMS > 0 {
+			// A per-period budget: what she was charged by the releases
+			// of this period, plus this charge, must fit her budget; her
+			// spent_nano keeps the lifetime sum.
+			u, err := scanUser(tx.QueryRowContext(ctx, s.q(qUser+s.lockRow()), c.User))
+			if err != nil {
+				return 0, fmt.Errorf("store: charging user %s: %w", c.User, err)
+			}
+			var inPeriod int64
+			if err := tx.QueryRowContext(ctx, s.q(qSpentSince+` AND c.user_id = ?`), nr.PeriodStartMS, c.User).Scan(&inPeriod); err != nil {
+				return 0, fmt.Errorf("store: charging user %s: %w", c.User, err)
+			}
+			if inPeriod+c.Nano > u.Budget {
+				return 0, &OverBudgetError{User: c.User, Spent: inPeriod, Charge: c.Nano, Budget: u.Budget}
+			}
+			if _, err := tx.ExecContext(ctx, s.q(`UPDATE users SET spent_nano = spent_nano + ? WHERE id = ?`), c.Nano, c.User); err != nil {
+				return 0, fmt.Errorf("store: charging user %s: %w", c.User, err)
+			}
+			continue
+		}
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE users SET spent_nano = spent_nano + ? WHERE id = ? AND spent_nano + ? <= budget_nano`), c.Nano, c.User, c.Nano)
 		if err != nil {
 			return 0, fmt.Errorf("store: charging user %s: %w", c.User, err)
@@ -632,7 +658,88 @@ func (s *sqlStore) Stats(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
-func (s *sqlStore) Check(ctx context.Context) error {
+func (s *sqlStore) Check(ctx context.Context) error { return s.CheckPeriods(ctx, 0) }
+
+// lockRow is the row-lock clause of a ledger read in a write transaction
+// (PostgreSQL; SQLite's write transaction is exclusive).
+func (s *sqlStore) lockRow() string {
+	if s.d.dollar {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// qSpentSince sums the release charges of releases created at or after a
+// time (its first placeholder).
+const qSpentSince = `SELECT COALESCE(SUM(c.epsilon_nano), 0) FROM release_charges c JOIN releases r ON r.id = c.release_id WHERE r.created_ms >= ?`
+
+func (s *sqlStore) SpentSince(ctx context.Context, sinceMS int64) (map[string]int64, error) {
+	q := `SELECT id, spent_nano FROM users`
+	args := []any{}
+	if sinceMS > 0 {
+		q = `SELECT c.user_id, SUM(c.epsilon_nano) FROM release_charges c JOIN releases r ON r.id = c.release_id WHERE r.created_ms >= ? GROUP BY c.user_id`
+		args = append(args, sinceMS)
+	}
+	rows, err := s.r.QueryContext(ctx, s.q(q), args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading ledgers: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("store: reading ledgers: %w", err)
+		}
+		out[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: reading ledgers: %w", err)
+	}
+	return out, nil
+}
+
+func (s *sqlStore) UserSpentSince(ctx context.Context, user string, sinceMS int64) (int64, error) {
+	var n int64
+	if err := s.r.QueryRowContext(ctx, s.q(qSpentSince+` AND c.user_id = ?`), sinceMS, user).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: reading user %s's ledger: %w", user, err)
+	}
+	return n, nil
+}
+
+func (s *sqlStore) CheckPeriods(ctx context.Context, periodMS int64) error {
+	if err := s.checkLedgers(ctx, periodMS > 0); err != nil {
+		return err
+	}
+	if periodMS <= 0 {
+		return nil
+	}
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT t.user_id, t.period, SUM(t.n), MAX(t.budget) FROM
+		(SELECT c.user_id AS user_id, r.created_ms / CAST(? AS BIGINT) AS period, c.epsilon_nano AS n, u.budget_nano AS budget
+		FROM release_charges c JOIN releases r ON r.id = c.release_id JOIN users u ON u.id = c.user_id) t
+		GROUP BY t.user_id, t.period ORDER BY t.user_id, t.period`), periodMS)
+	if err != nil {
+		return fmt.Errorf("store: check: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var period, sum, budget int64
+		if err := rows.Scan(&id, &period, &sum, &budget); err != nil {
+			return fmt.Errorf("store: check: %w", err)
+		}
+		if sum > budget {
+			return fmt.Errorf("store: user %s: period %d charged %d ledger units, over her per-period budget %d", id, period, sum, budget)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: check: %w", err)
+	}
+	return nil
+}
+
+func (s *sqlStore) checkLedgers(ctx context.Context, periods bool) error {
 	rows, err := s.r.QueryContext(ctx, `SELECT u.id, u.spent_nano, u.budget_nano, u.reports,
 		COALESCE((SELECT SUM(r.epsilon_nano) FROM reports r WHERE r.user_id = u.id), 0),
 		(SELECT COUNT(*) FROM reports r WHERE r.user_id = u.id),
@@ -650,11 +757,11 @@ func (s *sqlStore) Check(ctx context.Context) error {
 		}
 		switch {
 		case spent != reportSum+releaseSum:
-			return fmt.Errorf("store: user %s: ledger says %d nano-ε spent, her reports and releases charged %d + %d", id, spent, reportSum, releaseSum)
+			return fmt.Errorf("store: user %s: ledger says %d units spent, her reports and releases charged %d + %d", id, spent, reportSum, releaseSum)
 		case count != reportCount:
 			return fmt.Errorf("store: user %s: ledger counts %d reports, %d stored", id, count, reportCount)
-		case spent > budget:
-			return fmt.Errorf("store: user %s: spent %d nano-ε, over her budget %d", id, spent, budget)
+		case spent > budget && !periods:
+			return fmt.Errorf("store: user %s: spent %d ledger units, over her budget %d", id, spent, budget)
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -5,8 +5,9 @@
 // SQLite (modernc.org/sqlite; WAL, synchronous=FULL: a commit is on disk
 // before it returns) and PostgreSQL (pgx; synchronous commits).
 //
-// The ledger is kept in integer nano-ε (1 ε = 10⁹ units): a charge is
-// rounded up and a budget down, so floating-point sums can never let a
+// The ledger is kept in integer nano-units of the collection's ledger
+// unit (ε in local mode, zCDP ρ in central mode; 1 = 10⁹ units): a charge
+// is rounded up and a budget down, so floating-point sums can never let a
 // user overspend. Every ledger change happens in the same transaction as
 // the row that justifies it (a report, a release's charges), so a crash
 // leaves either both or neither.
@@ -21,7 +22,8 @@ import (
 	"time"
 )
 
-// Nano is one 10⁻⁹ of ε, the ledger's unit.
+// Nano is the number of ledger units in one ε (local mode) or one ρ
+// (central mode).
 const Nano = 1e9
 
 // ChargeNano converts an ε to charge into ledger units, rounding up (a
@@ -61,7 +63,7 @@ type OverBudgetError struct {
 }
 
 func (e *OverBudgetError) Error() string {
-	return fmt.Sprintf("store: user %s has spent ε = %g of her budget %g; a charge of %g would exceed it",
+	return fmt.Sprintf("store: user %s has spent %g of her budget %g; a charge of %g would exceed it",
 		e.User, Eps(e.Spent), Eps(e.Budget), Eps(e.Charge))
 }
 
@@ -171,6 +173,11 @@ type NewRelease struct {
 	Charges []Charge
 	// States are the users' own states (joint DP), served to each only.
 	States []UserState
+	// PeriodStartMS, when > 0, makes the budget per period: a charge must
+	// fit the user's budget together with the charges of the releases
+	// created at or after PeriodStartMS (the current period's), instead
+	// of with her lifetime spending. CreatedMS must not precede it.
+	PeriodStartMS int64
 }
 
 // ReleaseRow is a stored release.
@@ -238,6 +245,19 @@ type Store interface {
 	// reports' and releases' charges, her report count her reports, and
 	// no user is over budget. It returns the first inconsistency.
 	Check(ctx context.Context) error
+	// CheckPeriods is Check for per-period budgets (periodMS > 0): no
+	// user's release charges within one period [k·periodMS, (k+1)·periodMS)
+	// of Unix time exceed her budget (her lifetime spent may). With
+	// periodMS ≤ 0 it is Check.
+	CheckPeriods(ctx context.Context, periodMS int64) error
+	// SpentSince is every user's spending: with sinceMS ≤ 0 her lifetime
+	// spent (users with none included), else the sum of her charges by
+	// releases created at or after sinceMS (users charged nothing since
+	// are absent).
+	SpentSince(ctx context.Context, sinceMS int64) (map[string]int64, error)
+	// UserSpentSince is one user's charges by releases created at or
+	// after sinceMS.
+	UserSpentSince(ctx context.Context, user string, sinceMS int64) (int64, error)
 	// Ping checks the database is reachable.
 	Ping(ctx context.Context) error
 	Close() error

@@ -132,6 +132,10 @@ type Config struct {
 
 	Mechanism      Mechanism
 	Epsilon, Delta float64
+	// Instrument, when set, is attached to every mechanism of the run
+	// (mechanism.Instrument: an audit's noise factor and tap); nil for
+	// releases.
+	Instrument *mechanism.Instrument
 	// Clip is m for GP, L for OP, the per-entry clip for DP-SGD.
 	Clip float64
 	// Lo and Hi bound the data values (IP's sensitivity is Hi − Lo; values
@@ -377,6 +381,7 @@ func Train(ctx context.Context, t *tensor.Tensor, cfg Config, rnd, nz *noise.Sou
 	if err != nil {
 		return nil, nil, err
 	}
+	cal.instrument(cfg.Instrument)
 	var m *Model
 	if cfg.Mechanism == DPSGD || cfg.Mechanism == GP || cfg.Mechanism == OP {
 		m = initModel(cfg, t.Dims, rnd) // fit draws its own (from rnd too)

@@ -28,6 +28,26 @@ type calibration struct {
 	centre *mechanism.Laplace
 }
 
+// instrument attaches in (an audit's noise factor and tap) to every
+// mechanism of the calibration; the guarantees are unchanged.
+func (cal *calibration) instrument(in *mechanism.Instrument) {
+	if cal.ip != nil {
+		cal.ip = cal.ip.Instrumented(in)
+	}
+	if cal.centre != nil {
+		cal.centre = cal.centre.Instrumented(in)
+	}
+	if cal.gp != nil {
+		cal.gp = cal.gp.Instrumented(in)
+	}
+	if cal.op != nil {
+		cal.op = cal.op.Instrumented(in)
+	}
+	if cal.sgd != nil {
+		cal.sgd = cal.sgd.Instrumented(in)
+	}
+}
+
 // sens is a sensitivity under the relation of every mechanism here: one
 // rating's value is replaced.
 func sens(v float64, n mechanism.Norm) mechanism.Sensitivity {

@@ -12,16 +12,19 @@ const KEY = {
   ratings: "privrec.ratings",   // {itemID: rating}
   pending: "privrec.pending",   // {ratingsKey, report (the exact JSON body)}
   sent: "privrec.sent",         // [{id, seq, epsilon, received}]
-  // The device's own ledger (the device code's client.Ledger: the budget
-  // she accepted when she joined, and each report's ID and ε). Each report
-  // is recorded here before it is sent, and one that would pass her budget
-  // is refused in the browser, whatever the service's ledger says.
+  // The device's own ledger (the device code's client.Ledger: the
+  // collection she joined — mode, mechanism, ε, catalogue — the budget she
+  // accepted, and each report's ID and ε). Each report is recorded here
+  // before it is sent, and one that would pass her budget is refused in
+  // the browser, whatever the service's ledger says; a configuration that
+  // weakens the collection she joined is refused before anything is drawn.
   ledger: "privrec.ledger",
 };
 
 const $ = (id) => document.getElementById(id);
 let cfg = null;      // the server's collection configuration
 let cfgText = "";    // …as JSON, for the device code
+let blocked = "";    // why this browser refuses the server's configuration ("" if it does not)
 
 function load(key, fallback) {
   try {
@@ -178,7 +181,7 @@ function onFilter() {
 async function drawAccount() {
   const acc = load(KEY.account, null);
   $("enrol").disabled = acc !== null;
-  $("prepare").disabled = acc === null;
+  $("prepare").disabled = acc === null || blocked !== "";
   if (acc === null) {
     $("who").textContent = "You have not joined yet. Joining gives this browser a secret token; nothing about you is asked.";
     $("ledger").textContent = "";
@@ -208,7 +211,8 @@ async function onEnrol() {
   try {
     const e = JSON.parse(await api("POST", "/v1/enroll"));
     save(KEY.account, { user: e.user, token: e.token });
-    if (cfg.mode === "local") localStorage.setItem(KEY.ledger, device("ledgerNew", location.origin, cfgText).ledger);
+    // The ledger pins the collection she joins now, in either mode.
+    localStorage.setItem(KEY.ledger, device("ledgerNew", location.origin, cfgText).ledger);
     status("You have joined.");
   } catch (e) {
     status("Joining failed: " + e.message, true);
@@ -216,7 +220,33 @@ async function onEnrol() {
   await drawAccount();
 }
 
+// pinCheck checks the server's configuration against the collection this
+// browser joined (kept in its ledger) and sets blocked when it weakens it:
+// another mode (central: true ratings), mechanism, a larger ε, another
+// catalogue or scale. An account made before browsers pinned gets its pin
+// now.
+function pinCheck() {
+  blocked = "";
+  if (load(KEY.account, null) === null) return;
+  try {
+    let led = localStorage.getItem(KEY.ledger);
+    if (led === null) led = device("ledgerNew", location.origin, cfgText).ledger;
+    localStorage.setItem(KEY.ledger, device("ledgerCheck", led, location.origin, cfgText).ledger);
+  } catch (e) {
+    blocked = e.message;
+  }
+}
+
+function showBlocked() {
+  status("This browser will not prepare or send anything to this service: " + blocked, true);
+  $("blocked").textContent = "Refused: " + blocked;
+  $("blocked").hidden = false;
+  $("preview").hidden = true;
+  $("send").disabled = true;
+}
+
 async function onPrepare() {
+  if (blocked !== "") { showBlocked(); return; }
   const mine = load(KEY.ratings, {});
   const rk = ratingsKey(mine);
   let pending = load(KEY.pending, null);
@@ -282,6 +312,7 @@ async function onSend() {
   const pending = load(KEY.pending, null);
   if (acc === null || pending === null) return;
   $("send").disabled = true;
+  if (blocked !== "") { showBlocked(); return; }
   // The device ledger first (write-ahead): ε is spent once the report
   // leaves, even if the acknowledgement is lost.
   const led = localStorage.getItem(KEY.ledger);
@@ -396,11 +427,13 @@ async function main() {
     status("This page cannot be used: " + e.message, true);
     return;
   }
+  pinCheck();
   drawGuarantee();
   drawRatings();
   await drawAccount();
   $("recommend").disabled = false;
-  status("Ready.");
+  if (blocked !== "") showBlocked();
+  else status("Ready.");
   window.privrecInteractive = performance.now();
   document.body.dataset.ready = "1";
 }

@@ -10,6 +10,10 @@
 //	privrec.checkConfig(configJSON)            → {"ok":true} | {"error":…}
 //	privrec.randomize(configJSON, ratingsJSON) → {"report":"<the exact body of POST /v1/reports>","outside":n} | {"error":…}
 //	privrec.recommend(releaseJSON, ratingsJSON, k) → {"recommendations":[{item,title,score}…]} | {"error":…}
+//	privrec.ledgerNew(server, configJSON)      → {"ledger":…}: the device ledger, pinning the collection joined
+//	privrec.ledgerCheck(ledger, server, configJSON) → {"ledger":…} | {"error":…}: refuses a configuration that weakens it
+//	privrec.ledgerReserve(ledger, server, reportJSON) → {"ledger":…} | {"error":…}
+//	privrec.ledgerStatus(ledger, statusJSON)   → {"spent","budget","remaining"[,"disagreement"]}
 //	privrec.randomSource                      → where the noise comes from
 //
 // Every function takes and returns JSON strings. It makes no network call:
@@ -170,6 +174,29 @@ func ledgerNew(_ js.Value, a []js.Value) any {
 	return ledgerAnswer(l)
 }
 
+// ledgerCheck(ledger, server, config) checks the server's configuration
+// against the collection the ledger pins (client.Ledger.CheckConfig) and
+// returns the ledger (pinned now if it was made before pins existed), or
+// the device's refusal.
+func ledgerCheck(_ js.Value, a []js.Value) any {
+	s, err := args(a, 3)
+	if err != nil {
+		return answer(nil, err)
+	}
+	l, err := ledger(s[0])
+	if err != nil {
+		return answer(nil, err)
+	}
+	cfg, err := config(s[2])
+	if err != nil {
+		return answer(nil, err)
+	}
+	if err := l.CheckConfig(s[1], cfg); err != nil {
+		return answer(nil, err)
+	}
+	return ledgerAnswer(l)
+}
+
 // ledgerReserve(ledger, server, report) records the report (its ID and ε)
 // and returns the new ledger, or the device's refusal (client.Ledger.Reserve).
 func ledgerReserve(_ js.Value, a []js.Value) any {
@@ -219,6 +246,7 @@ func main() {
 	obj.Set("randomize", js.FuncOf(randomize))
 	obj.Set("recommend", js.FuncOf(recommend))
 	obj.Set("ledgerNew", js.FuncOf(ledgerNew))
+	obj.Set("ledgerCheck", js.FuncOf(ledgerCheck))
 	obj.Set("ledgerReserve", js.FuncOf(ledgerReserve))
 	obj.Set("ledgerStatus", js.FuncOf(ledgerStatus))
 	obj.Set("randomSource", "Go crypto/rand → crypto.getRandomValues (js/wasm)")

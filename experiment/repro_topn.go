@@ -1,0 +1,642 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/privrec/privrec/internal/atomicfile"
+	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/plots"
+	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/transform"
+)
+
+// Issue 22's measurement: top-N recommendation in the strong-generalisation
+// protocol (Liang, Krishnan, Hoffman and Jebara, "Variational Autoencoders
+// for Collaborative Filtering", WWW 2018): ratings ≥ 4 are interactions,
+// users with ≥ 5 of them, validation and test users held out, each
+// held-out user's interactions split 80 % history / 20 % targets, models
+// trained on the other users only and each held-out user scored from her
+// history through the public model (fold-in).
+
+// TopNMethod is one line of a top-N reproduction.
+type TopNMethod struct {
+	// Method is the registered name; Label names the line (default Method).
+	Method, Label string
+	// Params set the method's Config by JSON name (as in MethodSpec).
+	Params map[string]any
+}
+
+func (m TopNMethod) label() string {
+	if m.Label != "" {
+		return m.Label
+	}
+	return m.Method
+}
+
+// TopNSpec is a top-N reproduction: one dataset, its strong-generalisation
+// split, and methods × ε × noise seeds.
+type TopNSpec struct {
+	Name, Title string
+	// Path and Format name the ratings file, Items the declared catalogue
+	// (one ID per line with an optional title, or MovieLens' u.item or
+	// movies.dat), both relative to the data directory.
+	Path, Format, Items string
+	// Scale is the declared rating scale.
+	Scale release.Scale
+	// Positive: ratings ≥ Positive are interactions; MinPositives: users
+	// with fewer are dropped; Val and Test users are held out with
+	// TargetFrac of their interactions as targets; SplitSeed fixes the split.
+	Positive     float64
+	MinPositives int
+	Val, Test    int
+	TargetFrac   float64
+	SplitSeed    uint64
+	Methods      []TopNMethod
+	// Epsilons is the grid of private methods, each run with Seeds noise
+	// seeds; non-private methods run once. Delta for every private method.
+	Epsilons []float64
+	Seeds    int
+	Delta    float64
+	// Ks are the cut-offs evaluated; the tables show Recall@20 and NDCG@100.
+	Ks []int
+	// Workers bounds each training's and evaluation's parallelism (0: all cores).
+	Workers int
+	// Log gets notes (skipped methods, finished runs); default slog.Default().
+	Log *slog.Logger
+}
+
+// topNRun is one trained model's evaluation on both held-out sets.
+type topNRun struct {
+	Label, Method string
+	Epsilon       float64 // NaN for a non-private method
+	Seed          int
+	Seconds       float64
+	// Metrics by set ("validation", "test") and name ("recall@20", …).
+	Metrics   map[string]map[string]float64
+	GEpsilon  float64
+	GDelta    float64
+	Guarantee string
+}
+
+func (r *topNRun) key() string {
+	return strings.Join([]string{r.Label, fmtF(r.Epsilon), strconv.Itoa(r.Seed)}, "|")
+}
+
+var topNSets = []string{"validation", "test"}
+
+// topNMetricNames lists the metric columns for the cut-offs ks.
+func topNMetricNames(ks []int) []string {
+	var out []string
+	for _, what := range []string{"recall", "ndcg", "coverage", "popularity"} {
+		for _, k := range ks {
+			out = append(out, fmt.Sprintf("%s@%d", what, k))
+		}
+	}
+	return append(out, "mrr")
+}
+
+func (s *TopNSpec) defaults() {
+	if s.Seeds <= 0 {
+		s.Seeds = 1
+	}
+	if s.Delta == 0 {
+		s.Delta = 1e-6
+	}
+	if len(s.Ks) == 0 {
+		s.Ks = []int{10, 20, 50, 100}
+	}
+	for _, k := range []int{20, 100} {
+		if !slices.Contains(s.Ks, k) {
+			s.Ks = append(s.Ks, k)
+		}
+	}
+	slices.Sort(s.Ks)
+	if s.TargetFrac == 0 {
+		s.TargetFrac = 0.2
+	}
+	if s.Log == nil {
+		s.Log = slog.Default()
+	}
+}
+
+// topNData is the prepared split of a TopNSpec.
+type topNData struct {
+	split *transform.UserSplit
+	// train is what the methods get: every rating (on the declared
+	// scale) of the training users; methods with a "positive" parameter
+	// keep the ratings ≥ Positive themselves.
+	train      *ratings.Matrix
+	decl       release.Declared
+	popularity map[string]float64
+	summary    string
+}
+
+func (s *TopNSpec) prepare(dataDir string) (*topNData, error) {
+	all, err := readCached(s.Name, resolve(dataDir, s.Path), s.Format, "")
+	if err != nil {
+		return nil, err
+	}
+	cat, err := model.LoadCatalogue(resolve(dataDir, s.Items))
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", s.Name, err)
+	}
+	pos := transform.MinPerUser(transform.Positives(all, s.Positive), s.MinPositives)
+	split, err := transform.SplitUsers(pos, s.Val, s.Test, s.TargetFrac, s.SplitSeed)
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", s.Name, err)
+	}
+	train := all.Filter(func(e ratings.Entry) bool { return split.Train.UserCount(e.User) > 0 })
+	d := &topNData{split: split, train: train}
+	nTrain := 0
+	for u := range int32(split.Train.NumUsers()) {
+		if split.Train.UserCount(u) > 0 {
+			nTrain++
+		}
+	}
+	sc := s.Scale
+	d.decl = release.Declared{Scale: &sc, Catalogue: cat, Population: nTrain}
+	d.popularity = make(map[string]float64, split.Train.NumItems())
+	for i := range int32(split.Train.NumItems()) {
+		if c := split.Train.ItemCount(i); c > 0 {
+			d.popularity[split.Train.Items.Name(i)] = float64(c)
+		}
+	}
+	d.summary = fmt.Sprintf("%d ratings of %d users × %d items; %d interactions (ratings ≥ %g) of %d users with ≥ %d; "+
+		"%d training users (%d ratings, %d interactions), %d validation and %d test users (%d and %d targets); catalogue of %d items (%s)",
+		all.Len(), all.NumUsers(), all.NumItems(), pos.Len(), s.Positive, nTrain+s.Val+s.Test, s.MinPositives,
+		nTrain, train.Len(), split.Train.Len(), s.Val, s.Test, split.ValTargets.Len(), split.TestTargets.Len(), cat.Len(), s.Items)
+	return d, nil
+}
+
+// RunTopN runs a top-N reproduction into out: results.csv (one line per
+// trained model, its validation and test metrics; re-running skips the
+// lines already there), report.md (the tables on test users and on
+// validation users, the figure, the setup: a section for RESULTS.md) and
+// fig-recall20.png/.svg. A method this build does not register is
+// skipped with a logged note.
+func RunTopN(ctx context.Context, s TopNSpec, dataDir, out string) error {
+	s.defaults()
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("creating output directory: %w", err)
+	}
+	start := time.Now()
+	var ms []TopNMethod
+	var skipped []string
+	private := map[string]bool{}
+	for _, m := range s.Methods {
+		reg, err := methods.Lookup(m.Method)
+		if err != nil {
+			s.Log.Info("method not registered in this build; skipped", "reproduction", s.Name, "method", m.Method)
+			skipped = append(skipped, m.Method)
+			continue
+		}
+		private[m.label()] = reg.Private
+		ms = append(ms, m)
+	}
+	if len(ms) == 0 {
+		return fmt.Errorf("%s: none of the methods %v is registered in this build", s.Name, skipped)
+	}
+	d, err := s.prepare(dataDir)
+	if err != nil {
+		return err
+	}
+	s.Log.Info("top-N split", "reproduction", s.Name, "data", d.summary)
+	resPath := filepath.Join(out, "results.csv")
+	names := topNMetricNames(s.Ks)
+	runs, err := readTopNResults(resPath, names)
+	if err != nil {
+		return err
+	}
+	done := map[string]bool{}
+	for _, r := range runs {
+		done[r.key()] = true
+	}
+	type job struct {
+		m    TopNMethod
+		eps  float64
+		seed int
+	}
+	var jobs []job
+	for _, m := range ms {
+		if !private[m.label()] {
+			jobs = append(jobs, job{m, math.NaN(), 0})
+			continue
+		}
+		for _, e := range s.Epsilons {
+			for seed := range s.Seeds {
+				jobs = append(jobs, job{m, e, seed})
+			}
+		}
+	}
+	for n, j := range jobs {
+		r := &topNRun{Label: j.m.label(), Method: j.m.Method, Epsilon: j.eps, Seed: j.seed}
+		if done[r.key()] {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := s.runOne(ctx, d, j.m, r); err != nil {
+			return fmt.Errorf("%s: %s at ε = %g, seed %d: %w", s.Name, j.m.label(), j.eps, j.seed, err)
+		}
+		if err := appendTopNResult(resPath, names, r); err != nil {
+			return err
+		}
+		runs = append(runs, r)
+		s.Log.Info("top-N run", "reproduction", s.Name, "run", fmt.Sprintf("%d/%d", n+1, len(jobs)), "method", r.Label, "epsilon", j.eps, "seed", j.seed,
+			"recall@20", fmt.Sprintf("%.4f", r.Metrics["test"]["recall@20"]), "ndcg@100", fmt.Sprintf("%.4f", r.Metrics["test"]["ndcg@100"]),
+			"seconds", fmt.Sprintf("%.1f", r.Seconds))
+	}
+	return s.writeReport(out, d, ms, private, skipped, runs, time.Since(start))
+}
+
+// runOne trains one model on the training users and scores it on both
+// held-out sets.
+func (s *TopNSpec) runOne(ctx context.Context, d *topNData, m TopNMethod, r *topNRun) error {
+	reg, err := methods.Lookup(m.Method)
+	if err != nil {
+		return err
+	}
+	params := map[string]any{}
+	for k, v := range m.Params {
+		params[k] = v
+	}
+	if _, set := params["positive"]; !set && methods.HasParam(reg.New(), "positive") {
+		params["positive"] = s.Positive
+	}
+	cfg, err := methods.Configure(m.Method, params)
+	if err != nil {
+		return err
+	}
+	eps := r.Epsilon
+	if math.IsNaN(eps) {
+		eps = 1 // ignored by non-private methods
+	}
+	seed := deriveSeed(s.Name, "run", r.key())
+	env := methods.Env{
+		Epsilon: eps, Delta: s.Delta, Seed: seed, Workers: s.Workers,
+		Rand:  noise.Seeded(seed),
+		Noise: noise.Seeded(seed ^ 0x6e6f697365), // experiments: seeded, marked reproducible
+		Log:   slog.New(quietHandler{s.Log.Handler()}).With("run", r.key()),
+	}
+	t0 := time.Now()
+	rel, err := methods.Train(ctx, m.Method, cfg, release.Input{Ratings: d.train, Declared: d.decl}, env)
+	if err != nil {
+		return fmt.Errorf("training: %w", err)
+	}
+	r.Seconds = time.Since(t0).Seconds()
+	mod := rel.Model()
+	if mod == nil {
+		return fmt.Errorf("%s does not release a matrix model: it cannot score held-out users", m.Method)
+	}
+	g := rel.Guarantee
+	g.Reproducible = true
+	mod.Guarantee = g
+	r.GEpsilon, r.GDelta, r.Guarantee = g.Epsilon, g.Delta, g.String()
+	r.Metrics = map[string]map[string]float64{}
+	for _, set := range topNSets {
+		hist, tgt := d.split.ValHistory, d.split.ValTargets
+		if set == "test" {
+			hist, tgt = d.split.TestHistory, d.split.TestTargets
+		}
+		rep, err := methods.EvaluateHeldOut(ctx, mod, hist, tgt, methods.HeldOutOptions{Ks: s.Ks, Popularity: d.popularity, Workers: s.Workers})
+		if err != nil {
+			return fmt.Errorf("evaluating on %s users: %w", set, err)
+		}
+		mm := map[string]float64{"mrr": rep.MRR}
+		for _, k := range s.Ks {
+			mm[fmt.Sprintf("recall@%d", k)] = rep.Recall[k]
+			mm[fmt.Sprintf("ndcg@%d", k)] = rep.NDCG[k]
+			mm[fmt.Sprintf("coverage@%d", k)] = rep.Coverage[k]
+			mm[fmt.Sprintf("popularity@%d", k)] = rep.Popularity[k]
+		}
+		r.Metrics[set] = mm
+	}
+	return nil
+}
+
+func topNHeader(names []string) []string {
+	h := []string{"label", "method", "epsilon", "seed", "seconds"}
+	for _, set := range topNSets {
+		for _, n := range names {
+			h = append(h, set+":"+n)
+		}
+	}
+	return append(h, "g_epsilon", "g_delta", "guarantee")
+}
+
+func (r *topNRun) record(names []string) []string {
+	rec := []string{r.Label, r.Method, fmtF(r.Epsilon), strconv.Itoa(r.Seed), fmtF(r.Seconds)}
+	for _, set := range topNSets {
+		for _, n := range names {
+			rec = append(rec, fmtF(r.Metrics[set][n]))
+		}
+	}
+	return append(rec, fmtF(r.GEpsilon), fmtF(r.GDelta), r.Guarantee)
+}
+
+// appendTopNResult appends one run to results.csv (creating it with its
+// header), synced before it returns.
+func appendTopNResult(path string, names []string, r *topNRun) error {
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		w.Write(topNHeader(names))
+	}
+	w.Write(r.record(names))
+	w.Flush()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	if _, err := f.Write(b.Bytes()); err != nil {
+		f.Close()
+		return fmt.Errorf("results: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("results: %w", err)
+	}
+	return f.Close()
+}
+
+// readTopNResults reads the runs recorded in results.csv (none when it
+// does not exist); a last line cut short by a crash is dropped.
+func readTopNResults(path string, names []string) ([]*topNRun, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading results: %w", err)
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		b = b[:bytes.LastIndexByte(b, '\n')+1]
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return nil, fmt.Errorf("dropping the torn last line of %s: %w", path, err)
+		}
+	}
+	recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	if want := topNHeader(names); !slices.Equal(recs[0], want) {
+		return nil, fmt.Errorf("%s: header does not match this reproduction (another version or other cut-offs): move it away to start afresh", path)
+	}
+	var runs []*topNRun
+	for line, rec := range recs[1:] {
+		var perr error
+		fl := func(s string) float64 {
+			v, err := parseF(s)
+			if err != nil && perr == nil {
+				perr = err
+			}
+			return v
+		}
+		r := &topNRun{Label: rec[0], Method: rec[1], Epsilon: fl(rec[2]), Seconds: fl(rec[4]), Metrics: map[string]map[string]float64{}}
+		r.Seed, err = strconv.Atoi(rec[3])
+		if err != nil && perr == nil {
+			perr = err
+		}
+		i := 5
+		for _, set := range topNSets {
+			r.Metrics[set] = map[string]float64{}
+			for _, n := range names {
+				r.Metrics[set][n] = fl(rec[i])
+				i++
+			}
+		}
+		r.GEpsilon, r.GDelta, r.Guarantee = fl(rec[i]), fl(rec[i+1]), rec[i+2]
+		if perr != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line+2, perr)
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// topNCell is the mean and sample sd of one metric over a cell's seeds.
+type topNCell struct {
+	mean, sd float64
+	n        int
+}
+
+func cellOf(runs []*topNRun, label string, eps float64, set, metric string) (topNCell, bool) {
+	var xs []float64
+	for _, r := range runs {
+		if r.Label == label && sameValue(r.Epsilon, eps) {
+			xs = append(xs, r.Metrics[set][metric])
+		}
+	}
+	if len(xs) == 0 {
+		return topNCell{}, false
+	}
+	var c topNCell
+	c.n = len(xs)
+	for _, x := range xs {
+		c.mean += x
+	}
+	c.mean /= float64(c.n)
+	if c.n > 1 {
+		for _, x := range xs {
+			c.sd += (x - c.mean) * (x - c.mean)
+		}
+		c.sd = math.Sqrt(c.sd / float64(c.n-1))
+	}
+	return c, true
+}
+
+func (c topNCell) String() string {
+	if c.n > 1 {
+		return fmt.Sprintf("%.3f ± %.3f", c.mean, c.sd)
+	}
+	return fmt.Sprintf("%.3f", c.mean)
+}
+
+// writeReport writes report.md and the figure from every recorded run.
+func (s *TopNSpec) writeReport(out string, d *topNData, ms []TopNMethod, private map[string]bool, skipped []string, runs []*topNRun, took time.Duration) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "## %s\n\n", s.Title)
+	fmt.Fprintf(&b, "Strong generalisation (Liang et al., WWW 2018): %s; split seed %d, %g %% of each held-out user's interactions as targets. "+
+		"Every method trains on the training users' ratings through `methods.Train` (declared scale %g–%g, the catalogue above, population = the training users; "+
+		"methods with a `positive` parameter get %g), and each held-out user is scored from her history through the public model (fold-in), ranking every item not in her history. "+
+		"Private methods: user-level guarantees at ε ∈ {%s}, δ = %g, %d noise seed(s) each (mean ± sample sd); non-private methods once. "+
+		"Settings are the methods' defaults; choose settings on the **validation** table, never on the test table. Regenerate with `privrec reproduce %s --scale paper`.\n\n",
+		d.summary, s.SplitSeed, 100*s.TargetFrac, s.Scale.Min, s.Scale.Max, s.Positive, fmtList(s.Epsilons), s.Delta, s.Seeds, s.Name)
+	if len(skipped) > 0 {
+		fmt.Fprintf(&b, "Not registered in this build, skipped: %s.\n\n", strings.Join(skipped, ", "))
+	}
+	for _, set := range []string{"test", "validation"} {
+		for _, metric := range []string{"recall@20", "ndcg@100"} {
+			fmt.Fprintf(&b, "### %s, %s users\n\n| method | non-private |", strings.Replace(strings.Replace(metric, "recall", "Recall", 1), "ndcg", "NDCG", 1), set)
+			for _, e := range s.Epsilons {
+				fmt.Fprintf(&b, " ε = %g |", e)
+			}
+			b.WriteString("\n|---|---|" + strings.Repeat("---|", len(s.Epsilons)) + "\n")
+			for _, m := range ms {
+				fmt.Fprintf(&b, "| %s |", m.label())
+				if !private[m.label()] {
+					c, ok := cellOf(runs, m.label(), math.NaN(), set, metric)
+					fmt.Fprintf(&b, " %s |%s\n", cellText(c, ok), strings.Repeat(" |", len(s.Epsilons)))
+					continue
+				}
+				b.WriteString(" |")
+				for _, e := range s.Epsilons {
+					c, ok := cellOf(runs, m.label(), e, set, metric)
+					fmt.Fprintf(&b, " %s |", cellText(c, ok))
+				}
+				b.WriteString("\n")
+			}
+			b.WriteString("\n")
+		}
+	}
+	// Coverage, popularity and seconds of the test lists.
+	fmt.Fprintf(&b, "### Test lists: coverage@20, mean popularity@20 (training interactions), MRR, seconds per training\n\n| method | ε | coverage@20 | popularity@20 | MRR | seconds |\n|---|---|---|---|---|---|\n")
+	for _, m := range ms {
+		epss := s.Epsilons
+		if !private[m.label()] {
+			epss = []float64{math.NaN()}
+		}
+		for _, e := range epss {
+			cv, ok := cellOf(runs, m.label(), e, "test", "coverage@20")
+			if !ok {
+				continue
+			}
+			pp, _ := cellOf(runs, m.label(), e, "test", "popularity@20")
+			mr, _ := cellOf(runs, m.label(), e, "test", "mrr")
+			var secs float64
+			var n int
+			for _, r := range runs {
+				if r.Label == m.label() && sameValue(r.Epsilon, e) {
+					secs += r.Seconds
+					n++
+				}
+			}
+			es := "—"
+			if !math.IsNaN(e) {
+				es = fmtF(e)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %s | %.1f |\n", m.label(), es, cv, pp.mean, mr, secs/float64(n))
+		}
+	}
+	files, err := s.figure(out, ms, private, runs)
+	if err != nil {
+		return err
+	}
+	if len(files) > 0 {
+		fmt.Fprintf(&b, "\n![Recall@20 vs ε on %s](%s)\n", s.Name, filepath.Base(files[0]))
+	}
+	fmt.Fprintf(&b, "\nGuarantees (one per method, at its largest ε):\n\n")
+	for _, m := range ms {
+		var g string
+		for _, r := range runs {
+			if r.Label == m.label() {
+				g = r.Guarantee
+			}
+		}
+		fmt.Fprintf(&b, "- %s: %s\n", m.label(), g)
+	}
+	fmt.Fprintf(&b, "\nThis run took %s on %d trained models.\n", took.Round(time.Second), len(runs))
+	return atomicfile.Write(filepath.Join(out, "report.md"), 0o644, func(w io.Writer) error {
+		_, err := w.Write(b.Bytes())
+		return err
+	})
+}
+
+func cellText(c topNCell, ok bool) string {
+	if !ok {
+		return "—"
+	}
+	return c.String()
+}
+
+// figure draws Recall@20 on the test users against ε, the non-private
+// methods as horizontal lines.
+func (s *TopNSpec) figure(out string, ms []TopNMethod, private map[string]bool, runs []*topNRun) ([]string, error) {
+	f := plots.Figure{Title: s.Title + "\nuser-level joint DP, δ = " + fmtF(s.Delta) + "; Recall@20 on the test users",
+		XLabel: "privacy parameter ε", YLabel: "Recall@20", LogX: true}
+	for _, m := range ms {
+		ser := plots.Series{Label: m.label()}
+		if !private[m.label()] {
+			c, ok := cellOf(runs, m.label(), math.NaN(), "test", "recall@20")
+			if !ok {
+				continue
+			}
+			ser.Label += " (non-private)"
+			ser.Flat, ser.X, ser.Mean, ser.SD = true, []float64{math.NaN()}, []float64{c.mean}, []float64{c.sd}
+		} else {
+			for _, e := range s.Epsilons {
+				if c, ok := cellOf(runs, m.label(), e, "test", "recall@20"); ok {
+					ser.X, ser.Mean, ser.SD = append(ser.X, e), append(ser.Mean, c.mean), append(ser.SD, c.sd)
+				}
+			}
+			if len(ser.X) == 0 {
+				continue
+			}
+		}
+		f.Series = append(f.Series, ser)
+	}
+	if len(f.Series) == 0 {
+		return nil, nil
+	}
+	return f.Save(filepath.Join(out, "fig-recall20"))
+}
+
+// topNMethods are the lines of issue 22's reproductions; a name the build
+// does not register yet is skipped with a note.
+var topNMethods = []TopNMethod{
+	{Method: "popularity"}, {Method: "ease"}, {Method: "ials"},
+	{Method: "dp-popularity"}, {Method: "dp-ease"}, {Method: "dp-ials"},
+	{Method: "als"}, {Method: "dpals"},
+}
+
+func topNRepro(name, title, path, format, items string, val, test int) *Reproduction {
+	spec := func(paper bool) TopNSpec {
+		return TopNSpec{Name: name, Title: title, Path: path, Format: format, Items: items,
+			Scale: release.Scale{Min: 1, Max: 5}, Positive: 4, MinPositives: 5, Val: val, Test: test, TargetFrac: 0.2, SplitSeed: 22,
+			Methods: topNMethods, Epsilons: pick(paper, []float64{1, 8}, privateRecEps), Seeds: pick(paper, 1, 3), Delta: 1e-6}
+	}
+	return &Reproduction{
+		Name: name, Paper: "issue 22 (recommendations, not rating predictions); Liang et al., WWW 2018 (protocol)",
+		Summary: title + ": Recall@20 and NDCG@100 of popularity, ease, ials, dp-popularity, dp-ease, dp-ials, als, dpals vs ε (held-out users; validation and test tables)",
+		files:   []string{path, items},
+		measure: func(ctx context.Context, paper bool, dataDir, out string) error {
+			return RunTopN(ctx, spec(paper), dataDir, out)
+		},
+	}
+}
+
+func init() {
+	addRepro(topNRepro("topn-ml1m", "Top-N on MovieLens-1M (600 + 600 held-out users)", "ml-1m/ratings.tsv", "tsv", "ml-1m/items.tsv", 600, 600))
+	addRepro(topNRepro("topn-ml100k", "Top-N on MovieLens-100K (50 + 50 held-out users)", "ml-100k/u.data", "movielens-100k", "ml-100k/u.item", 50, 50))
+	dataHints["items.tsv"] = "the MovieLens 1M catalogue as DATA-DIR/ml-1m/items.tsv: one movie per line, ID<TAB>title (from movies.dat: privrec reads movies.dat as it comes too)"
+	dataHints["u.item"] = "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)"
+}
+
+func fmtList(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmtF(x)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,167 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/privrec/privrec/release"
+)
+
+// writeTopNData writes 150 users × 30 items in three taste groups (a user
+// of group g gives 5 to the items of group g she rates, 2 or 4 to others)
+// and a catalogue of the 30 items plus two nobody rated.
+func writeTopNData(t *testing.T, dir string) {
+	t.Helper()
+	var b, c strings.Builder
+	for u := range 150 {
+		for i := range 30 {
+			if (u*7+i*3)%4 == 0 {
+				continue
+			}
+			r := 2 + 2*((u+i)%2)
+			if i%3 == u%3 {
+				r = 5
+			}
+			fmt.Fprintf(&b, "u%d\ti%d\t%d\n", u, i, r)
+		}
+	}
+	for i := range 32 {
+		fmt.Fprintf(&c, "i%d\tItem %d\n", i, i)
+	}
+	for name, text := range map[string]string{"ratings.tsv": b.String(), "items.tsv": c.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func tinyTopN(log *slog.Logger) TopNSpec {
+	return TopNSpec{Name: "topn-test", Title: "tiny top-N", Path: "ratings.tsv", Format: "tsv", Items: "items.tsv",
+		Scale: release.Scale{Min: 1, Max: 5}, Positive: 4, MinPositives: 5, Val: 10, Test: 20, SplitSeed: 1,
+		Methods:  []TopNMethod{{Method: "als", Params: map[string]any{"rank": 3}}, {Method: "dp-bias"}, {Method: "no-such-method"}},
+		Epsilons: []float64{1, 4}, Seeds: 2, Ks: []int{5}, Log: log}
+}
+
+func TestRunTopN(t *testing.T) {
+	dataDir, out := t.TempDir(), t.TempDir()
+	writeTopNData(t, dataDir)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	if err := RunTopN(context.Background(), tinyTopN(log), dataDir, out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "method=no-such-method") {
+		t.Errorf("no note of the skipped method in the log:\n%s", logs.String())
+	}
+	names := topNMetricNames([]int{5, 20, 100})
+	runs, err := readTopNResults(filepath.Join(out, "results.csv"), names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1+2*2 { // als once, dp-bias at two ε × two seeds
+		t.Fatalf("%d runs recorded", len(runs))
+	}
+	for _, r := range runs {
+		for _, set := range topNSets {
+			for _, n := range names {
+				v := r.Metrics[set][n]
+				if v < 0 || (!strings.HasPrefix(n, "popularity") && v > 1) {
+					t.Fatalf("%s %s %s = %v", r.Label, set, n, v)
+				}
+			}
+		}
+		if r.Metrics["test"]["recall@20"] == 0 {
+			t.Errorf("%s found nothing on planted tastes", r.Label)
+		}
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"### Recall@20, test users", "### NDCG@100, validation users", "| dp-bias |", "| als |", "skipped: no-such-method", "fig-recall20.png", " ± "} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	for _, f := range []string{"fig-recall20.png", "fig-recall20.svg"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	// Re-running resumes: nothing is trained again, the files are the same.
+	before, _ := os.ReadFile(filepath.Join(out, "results.csv"))
+	logs.Reset()
+	if err := RunTopN(context.Background(), tinyTopN(log), dataDir, out); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(filepath.Join(out, "results.csv"))
+	if !bytes.Equal(before, after) || strings.Contains(logs.String(), "top-N run") {
+		t.Fatal("the second run trained again")
+	}
+	// A torn last line (a crash mid-write) is dropped and that run redone.
+	os.WriteFile(filepath.Join(out, "results.csv"), before[:len(before)-10], 0o644)
+	if err := RunTopN(context.Background(), tinyTopN(log), dataDir, out); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(filepath.Join(out, "results.csv")); strings.Count(string(again), "\n") != strings.Count(string(before), "\n") {
+		t.Fatalf("after a torn line: %d lines, want %d", strings.Count(string(again), "\n"), strings.Count(string(before), "\n"))
+	}
+	// Other cut-offs do not mix with the recorded runs.
+	other := tinyTopN(log)
+	other.Ks = []int{7}
+	if err := RunTopN(context.Background(), other, dataDir, out); err == nil || !strings.Contains(err.Error(), "header") {
+		t.Fatalf("other cut-offs: %v", err)
+	}
+}
+
+func TestRunTopNErrors(t *testing.T) {
+	dataDir := t.TempDir()
+	writeTopNData(t, dataDir)
+	log := slog.New(slog.DiscardHandler)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		edit func(*TopNSpec)
+		ctx  context.Context
+		msg  string
+	}{
+		{"no registered method", func(s *TopNSpec) { s.Methods = []TopNMethod{{Method: "nope"}} }, context.Background(), "none of the methods"},
+		{"missing file", func(s *TopNSpec) { s.Path = "none.tsv" }, context.Background(), "none.tsv"},
+		{"missing catalogue", func(s *TopNSpec) { s.Items = "none-items.tsv" }, context.Background(), "none-items.tsv"},
+		{"too many held-out users", func(s *TopNSpec) { s.Val, s.Test = 100, 100 }, context.Background(), "cannot hold out"},
+		{"bad parameter", func(s *TopNSpec) { s.Methods = []TopNMethod{{Method: "als", Params: map[string]any{"no_such": 1}}} }, context.Background(), "no_such"},
+		{"cancelled", func(s *TopNSpec) {}, cancelled, "canceled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tinyTopN(log)
+			tc.edit(&s)
+			err := RunTopN(tc.ctx, s, dataDir, t.TempDir())
+			if err == nil || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("error %v, want one naming %q", err, tc.msg)
+			}
+		})
+	}
+}
+
+func TestTopNReproductions(t *testing.T) {
+	for _, name := range []string{"topn-ml1m", "topn-ml100k"} {
+		r, err := LookupReproduction(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.IsSweep() || len(r.Files()) != 2 {
+			t.Errorf("%s: sweep %v, files %v", name, r.IsSweep(), r.Files())
+		}
+		err = r.CheckData(t.TempDir())
+		if me, ok := err.(*MissingDataError); !ok || me.Hint == "" {
+			t.Errorf("%s without data: %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package methods_test
+
+const raceEnabled = false

@@ -1,0 +1,99 @@
+package model
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+func TestTopIndices(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name   string
+		scores []float64
+		k      int
+		skip   []int32
+		want   []int32
+	}{
+		{"plain", []float64{0.1, 0.9, 0.5, 0.7}, 2, nil, []int32{1, 3}},
+		{"all, best first", []float64{0.1, 0.9, 0.5, 0.7}, 4, nil, []int32{1, 3, 2, 0}},
+		{"k > n", []float64{3, 1, 2}, 10, nil, []int32{0, 2, 1}},
+		{"ties by lower index", []float64{1, 2, 2, 2, 1}, 3, nil, []int32{1, 2, 3}},
+		{"ties at the cut", []float64{5, 1, 1, 1, 1}, 3, nil, []int32{0, 1, 2}},
+		{"all tied", []float64{0, 0, 0, 0}, 2, nil, []int32{0, 1}},
+		{"skip", []float64{0.1, 0.9, 0.5, 0.7}, 2, []int32{1}, []int32{3, 2}},
+		{"skip everything", []float64{1, 2}, 2, []int32{0, 1}, []int32{}},
+		{"skip out of range and repeated", []float64{1, 2, 3}, 5, []int32{-1, 7, 2, 2}, []int32{1, 0}},
+		{"k = 0", []float64{1, 2}, 0, nil, nil},
+		{"negative k", []float64{1, 2}, -3, nil, nil},
+		{"no items", nil, 3, nil, []int32{}},
+		{"NaN ranks last", []float64{nan, 1, nan, 2, 0}, 5, nil, []int32{3, 1, 4, 0, 2}},
+		{"NaN left out of a short list", []float64{nan, 1, nan, 2, 0}, 2, nil, []int32{3, 1}},
+		{"infinities", []float64{math.Inf(-1), math.Inf(1), 0}, 3, nil, []int32{1, 2, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := TopIndices(tc.scores, tc.k, tc.skip)
+			if len(got) != len(tc.want) || !slices.Equal(got, tc.want) {
+				t.Fatalf("TopIndices(%v, %d, %v) = %v, want %v", tc.scores, tc.k, tc.skip, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestTopIndicesMatchesSort compares the heap with a full sort on many
+// score vectors with many ties.
+func TestTopIndicesMatchesSort(t *testing.T) {
+	for n := 1; n < 60; n += 7 {
+		s := make([]float64, n)
+		for i := range s {
+			s[i] = float64((i * 7919) % 5)
+		}
+		all := make([]int32, n)
+		for i := range all {
+			all[i] = int32(i)
+		}
+		slices.SortStableFunc(all, func(a, b int32) int {
+			switch {
+			case s[a] > s[b]:
+				return -1
+			case s[a] < s[b]:
+				return 1
+			}
+			return 0
+		})
+		for k := 1; k <= n+1; k += 3 {
+			if got := TopIndices(s, k, nil); !slices.Equal(got, all[:min(k, n)]) {
+				t.Fatalf("n %d k %d: %v, want %v", n, k, got, all[:min(k, n)])
+			}
+		}
+	}
+}
+
+// TestScoresAndRankFor checks the fast path against ScoreFor and RankFor
+// against RecommendFor on a small model (dense and sparse rows).
+func TestScoresAndRankFor(t *testing.T) {
+	for _, rank := range []int{2, 80} {
+		m := &Model{Method: "t", Output: Scores, Items: []string{"a", "b", "c", "d", "e"}, Rank: rank,
+			Offset: 0.5, ItemBias: []float64{0, 0.1, -0.2, 0.3, 0}}
+		m.V = make([]float64, 5*rank)
+		for i := range m.V {
+			m.V[i] = math.Sin(float64(i))
+		}
+		st := &UserState{User: "u", Row: make([]float64, rank), Bias: 0.25, Seen: []string{"b"}}
+		st.Row[0], st.Row[1] = 1, -0.5
+		out := make([]float64, 5)
+		m.Scores(st, out)
+		for i := range int32(5) {
+			if math.Abs(out[i]-m.ScoreFor(st, i)) > 1e-12 {
+				t.Fatalf("rank %d item %d: Scores %g, ScoreFor %g", rank, i, out[i], m.ScoreFor(st, i))
+			}
+		}
+		got := m.RankFor(st, 3, []int32{1}, nil)
+		recs := m.RecommendFor(st, 3)
+		for j, r := range recs {
+			if m.Items[got[j]] != r.Item {
+				t.Fatalf("rank %d: RankFor %v, RecommendFor %v", rank, got, recs)
+			}
+		}
+	}
+}

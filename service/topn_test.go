@@ -1,0 +1,64 @@
+package service_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/privrec/privrec/client"
+	"github.com/privrec/privrec/service/api"
+	"github.com/privrec/privrec/service/store/storetest"
+)
+
+// TestCentralTopN: central mode publishes the recommended private top-N
+// model (dp-ease), charges it like any user-level release, and a device
+// ranks with it from its own ratings: her list leaves out her items.
+func TestCentralTopN(t *testing.T) {
+	for _, kind := range storetest.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			opt := localOptions(t, 8)
+			opt.Mechanism, opt.Epsilon, opt.Budget = api.MechanismNone, 0, 4
+			s := newTestServer(t, kind, opt)
+			cfg, err := s.client("").Config(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pop := synthPopulation(40, 8, 0.6, 4)
+			users := make([]*client.Client, len(pop.rated))
+			for u, r := range pop.rated {
+				users[u] = enrolled(t, s)
+				rep, _, err := client.Randomize(cfg, r, nil, client.NewReportID())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := users[u].Submit(ctx, rep); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := s.client(adminToken).Publish(ctx, api.ReleaseRequest{Method: "dp-ease", Params: map[string]any{"positive": 3.0}, Epsilon: 1, Delta: 1e-6, Seed: 2})
+			if err != nil {
+				t.Fatalf("publishing dp-ease: %v", err)
+			}
+			if res.UsersCharged == 0 || res.MaxCharge <= 0 || res.Release.Model.Output != "score" {
+				t.Fatalf("release %+v", res)
+			}
+			u := 0 // a user who has not rated everything
+			for len(pop.rated[u]) > 5 {
+				u++
+			}
+			rel, err := users[u].LatestRelease(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, err := client.Recommend(rel, pop.rated[u], 3)
+			if err != nil || len(recs) == 0 {
+				t.Fatalf("recommendations %v, %v", recs, err)
+			}
+			for _, r := range recs {
+				if _, mine := pop.rated[u][r.Item]; mine {
+					t.Fatalf("recommended her own item %s", r.Item)
+				}
+			}
+		})
+	}
+}
