@@ -364,10 +364,14 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if c.GramScale == 0 {
 		gramText = "(no per-item Gram: r = 0) "
 	}
+	stepText := "No ALS step (too few users for the budget: planned from N·√ρ, or asked for): the initial factors are the public model."
+	if steps > 0 {
+		stepText = fmt.Sprintf("%d ALS step(s): each user solves her own row against the public item factors (never released), scales it by 1/Γ and clips it to norm 1, weighs her items with factors by c_j ∝ count_j^%g normalised to Σ c_j² ≤ 1, and the per-item sums %sand s·Σ c_j w̃ (s = %g) over %d items and g·Σ T(w̃w̃ᵀ) (g = %g) are released once per step (σ = %s, ℓ2 sensitivity %.4g); the items are solved from the released sums (post-processing).",
+			steps, c.WeightExp, gramText, c.RHSScale, len(covered), c.GlobalScale, fmtSigmas(sigmas), sens.Value)
+	}
 	g, err := topnGuarantee(env, parts, fmt.Sprintf(
-		"zCDP composition of %d Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g). Item–item Gram over the %d items with the largest noised counts (σ = %.4g, ℓ2 sensitivity %.4g), whose top eigenvectors initialise the item factors. %d ALS step(s): each user solves her own row against the public item factors (never released), scales it by 1/Γ and clips it to norm 1, weighs her items with factors by c_j ∝ count_j^%g normalised to Σ c_j² ≤ 1, and the per-item sums %sand s·Σ c_j w̃ (s = %g) over %d items and g·Σ T(w̃w̃ᵀ) (g = %g) are released once per step (σ = %s, ℓ2 sensitivity %.4g); the items are solved from the released sums (post-processing). Each user's list is computed on her side from the public item factors and her own items.",
-		len(parts), sigmaCount, countsSensitivity(c.Cap).Value, mInit, sigmaInit, gramSensitivity(c.GramNorm).Value,
-		steps, c.WeightExp, gramText, c.RHSScale, len(covered), c.GlobalScale, fmtSigmas(sigmas), sens.Value))
+		"zCDP composition of %d Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g). Item–item Gram over the %d items with the largest noised counts (σ = %.4g, ℓ2 sensitivity %.4g), whose top eigenvectors initialise the item factors. %s Each user's list is computed on her side from the public item factors and her own items (the iALS user step).",
+		len(parts), sigmaCount, countsSensitivity(c.Cap).Value, mInit, sigmaInit, gramSensitivity(c.GramNorm).Value, stepText))
 	if err != nil {
 		return nil, err
 	}
