@@ -202,7 +202,7 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if src == nil {
 		src = noise.Seeded(env.Seed)
 	}
-	spec, err := topn.Denoise(gram, c.InitDenoise*edge, edge, src.Rand())
+	spec, err := topn.DenoiseRank(gram, c.InitDenoise*edge, edge, k, src.Rand())
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/privrec/privrec/model"
 )
 
@@ -356,5 +358,54 @@ func TestDPIALSCancel(t *testing.T) {
 	cols, _ := NewColumns(10, []int{0, 1})
 	if _, err := StepStats(ctx, x, x.Transpose(), StatsLayout{K: 2, Items: 2, Gram: true}, StepScales{1, 1, 1}, cols, make([]float64, 10), make([]float64, 5000*2), 2); err == nil {
 		t.Error("StepStats ignored a cancelled context")
+	}
+}
+
+// DenoiseRank keeps Denoise's leading columns (compared as W Wᵀ, which
+// does not depend on the eigenvectors' signs). Fixed seeds; the planted
+// eigenvalues are well separated, so the subspace iteration converges far
+// below the tolerance.
+func TestDenoiseRank(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		m, r int
+	}{{"fewer than found", 300, 3}, {"more than found", 300, 12}, {"small matrix", 20, 4}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(11, uint64(tc.m)))
+			g := mat.NewSymDense(tc.m, nil)
+			for e := range 6 {
+				v := make([]float64, tc.m)
+				for i := range v {
+					v[i] = r.NormFloat64() / math.Sqrt(float64(tc.m))
+				}
+				g.SymRankOne(g, 100/float64(e+1), mat.NewVecDense(tc.m, v))
+			}
+			for i := range tc.m {
+				for j := i; j < tc.m; j++ {
+					g.SetSym(i, j, g.At(i, j)+0.01*r.NormFloat64())
+				}
+			}
+			full, err := Denoise(g, 10, 5, rand.New(rand.NewPCG(1, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			top, err := DenoiseRank(g, 10, 5, tc.r, rand.New(rand.NewPCG(1, 2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, nf := full.Dims()
+			_, nt := top.Dims()
+			if want := min(nf, tc.r); nt != want {
+				t.Fatalf("%d columns, want %d (Denoise found %d)", nt, want, nf)
+			}
+			var a, b mat.Dense
+			fs := full.Slice(0, tc.m, 0, nt)
+			a.Mul(fs, fs.T())
+			b.Mul(top, top.T())
+			a.Sub(&a, &b)
+			if d := mat.Norm(&a, 2); d > 1e-6 {
+				t.Errorf("W Wᵀ differ by %g", d)
+			}
+		})
 	}
 }
