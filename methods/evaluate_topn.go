@@ -12,6 +12,9 @@ import (
 	"github.com/privrec/privrec/ratings"
 )
 
+// heldOutBlock is how many held-out users EvaluateHeldOut scores at once.
+const heldOutBlock = 32
+
 // HeldOutOptions control a strong-generalisation evaluation.
 type HeldOutOptions struct {
 	// Ks are the cut-offs of Recall@k, NDCG@k and coverage (default 10,
@@ -95,6 +98,7 @@ func EvaluateHeldOut(ctx context.Context, m *model.Model, history, targets *rati
 		err               error
 	}
 	parts := make([]acc, workers)
+	bs := m.NewBatchScorer()
 	var wg sync.WaitGroup
 	nU := targets.NumUsers()
 	for w := range workers {
@@ -105,61 +109,82 @@ func EvaluateHeldOut(ctx context.Context, m *model.Model, history, targets *rati
 			a.seen[q] = make([]bool, nItems)
 		}
 		wg.Go(func() {
-			buf := make([]float64, nItems)
-			for n, u := 0, int32(w); int(u) < nU; n, u = n+1, u+int32(workers) {
-				if n%256 == 0 && ctx.Err() != nil {
+			// Blocks of heldOutBlock users, scored together
+			// (model.BatchScorer).
+			bufs := make([][]float64, heldOutBlock)
+			for j := range bufs {
+				bufs[j] = make([]float64, nItems)
+			}
+			type user struct {
+				st     *model.UserState
+				skip   []int32
+				tItems []int32
+			}
+			for b := w; b*heldOutBlock < nU; b += workers {
+				if ctx.Err() != nil {
 					return
 				}
-				tItems, _ := targets.UserRow(u)
-				if len(tItems) == 0 {
-					continue
-				}
-				id := targets.Users.Name(u)
-				hu, ok := history.Users.Lookup(id)
-				if !ok || history.UserCount(hu) == 0 {
-					a.skipped++
-					continue
-				}
-				hist, vals := history.UserRatings(hu)
-				st, err := m.FoldInUser(id, hist, vals)
-				if err != nil {
-					a.err = fmt.Errorf("user %q: %w", id, err)
-					return
-				}
-				skip := make([]int32, 0, len(hist))
-				for _, it := range hist {
-					if i, ok := m.ItemIndex(it); ok {
-						skip = append(skip, i)
+				var users []user
+				for u := int32(b * heldOutBlock); int(u) < min((b+1)*heldOutBlock, nU); u++ {
+					tItems, _ := targets.UserRow(u)
+					if len(tItems) == 0 {
+						continue
 					}
-				}
-				ranked := m.RankFor(st, maxK, skip, buf)
-				tg := make(map[int32]bool, len(tItems))
-				unknown := int32(-1)
-				for _, it := range tItems {
-					if i, ok := m.ItemIndex(targets.Items.Name(it)); ok {
-						tg[i] = true
-					} else {
-						tg[unknown] = true
-						unknown--
+					id := targets.Users.Name(u)
+					hu, ok := history.Users.Lookup(id)
+					if !ok || history.UserCount(hu) == 0 {
+						a.skipped++
+						continue
 					}
-				}
-				rec, ndcg, rr, ok := metrics.HeldOut(ranked, tg, ks)
-				if !ok {
-					continue
-				}
-				a.users++
-				a.rr += rr
-				for q, k := range ks {
-					a.recall[q] += rec[q]
-					a.ndcg[q] += ndcg[q]
-					top := ranked[:min(k, len(ranked))]
-					var p float64
-					for _, i := range top {
-						a.seen[q][i] = true
-						p += pop[i]
+					hist, vals := history.UserRatings(hu)
+					st, err := m.FoldInUser(id, hist, vals)
+					if err != nil {
+						a.err = fmt.Errorf("user %q: %w", id, err)
+						return
 					}
-					if len(top) > 0 {
-						a.pop[q] += p / float64(len(top))
+					skip := make([]int32, 0, len(hist))
+					for _, it := range hist {
+						if i, ok := m.ItemIndex(it); ok {
+							skip = append(skip, i)
+						}
+					}
+					users = append(users, user{st, skip, tItems})
+				}
+				states := make([]*model.UserState, len(users))
+				for j, us := range users {
+					states[j] = us.st
+				}
+				bs.Scores(states, bufs[:len(users)])
+				for j, us := range users {
+					ranked := model.TopIndices(bufs[j], maxK, us.skip)
+					tg := make(map[int32]bool, len(us.tItems))
+					unknown := int32(-1)
+					for _, it := range us.tItems {
+						if i, ok := m.ItemIndex(targets.Items.Name(it)); ok {
+							tg[i] = true
+						} else {
+							tg[unknown] = true
+							unknown--
+						}
+					}
+					rec, ndcg, rr, ok := metrics.HeldOut(ranked, tg, ks)
+					if !ok {
+						continue
+					}
+					a.users++
+					a.rr += rr
+					for q, k := range ks {
+						a.recall[q] += rec[q]
+						a.ndcg[q] += ndcg[q]
+						top := ranked[:min(k, len(ranked))]
+						var p float64
+						for _, i := range top {
+							a.seen[q][i] = true
+							p += pop[i]
+						}
+						if len(top) > 0 {
+							a.pop[q] += p / float64(len(top))
+						}
 					}
 				}
 			}

@@ -2,10 +2,12 @@ package methods_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 
 	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/metrics"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/ratings"
 )
@@ -113,5 +115,80 @@ func TestEvaluateHeldOutErrors(t *testing.T) {
 				t.Fatal("no error")
 			}
 		})
+	}
+}
+
+// TestEvaluateHeldOutMatchesPerUser: over 100 users (several blocks),
+// with 1 to 3 workers, EvaluateHeldOut gives the means of
+// metrics.HeldOut on each user's RankFor list.
+func TestEvaluateHeldOutMatchesPerUser(t *testing.T) {
+	const nItems, rank = 40, 5
+	m := &model.Model{Method: "lowrank", Output: model.Scores, Rank: rank, FoldLambda: 0.1}
+	for i := range nItems {
+		m.Items = append(m.Items, fmt.Sprint("i", i))
+		for c := range rank {
+			m.V = append(m.V, math.Sin(float64(i*rank+c)))
+		}
+	}
+	var hist, tgt [][3]any
+	for u := range 100 {
+		for i := range nItems {
+			switch (u*7 + i) % 9 {
+			case 0, 1:
+				hist = append(hist, [3]any{fmt.Sprint(u), fmt.Sprint("i", i), 1 + (u+i)%5})
+			case 2:
+				tgt = append(tgt, [3]any{fmt.Sprint(u), fmt.Sprint("i", i), 5})
+			}
+		}
+	}
+	h, g := triples(t, hist...), triples(t, tgt...)
+	ks := []int{3, 10}
+	var wantR, wantN [2]float64
+	var wantRR float64
+	n := 0
+	for u := range int32(g.NumUsers()) {
+		id := g.Users.Name(u)
+		hu, _ := h.Users.Lookup(id)
+		items, vals := h.UserRatings(hu)
+		st, err := m.FoldInUser(id, items, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var skip []int32
+		for _, it := range items {
+			i, _ := m.ItemIndex(it)
+			skip = append(skip, i)
+		}
+		ranked := m.RankFor(st, 10, skip, nil)
+		tItems, _ := g.UserRow(u)
+		tg := map[int32]bool{}
+		for _, it := range tItems {
+			i, _ := m.ItemIndex(g.Items.Name(it))
+			tg[i] = true
+		}
+		r, nd, rr, ok := metrics.HeldOut(ranked, tg, ks)
+		if !ok {
+			continue
+		}
+		n++
+		wantRR += rr
+		for q := range ks {
+			wantR[q] += r[q]
+			wantN[q] += nd[q]
+		}
+	}
+	for _, workers := range []int{1, 2, 3} {
+		rep, err := methods.EvaluateHeldOut(context.Background(), m, h, g, methods.HeldOutOptions{Ks: ks, Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Users != n || math.Abs(rep.MRR-wantRR/float64(n)) > 1e-12 {
+			t.Fatalf("workers %d: %d users (want %d), MRR %g (want %g)", workers, rep.Users, n, rep.MRR, wantRR/float64(n))
+		}
+		for q, k := range ks {
+			if math.Abs(rep.Recall[k]-wantR[q]/float64(n)) > 1e-12 || math.Abs(rep.NDCG[k]-wantN[q]/float64(n)) > 1e-12 {
+				t.Fatalf("workers %d @%d: recall %g ndcg %g, want %g %g", workers, k, rep.Recall[k], rep.NDCG[k], wantR[q]/float64(n), wantN[q]/float64(n))
+			}
+		}
 	}
 }

@@ -181,7 +181,11 @@ type DPEASEConfig struct {
 	LambdaScale float64 `json:"lambda_scale" flag:"lambda-scale" help:"EASE's λ in units of the noise's spectral edge 2σ√m (m covered items)"`
 	// Denoise keeps the eigenpairs of the noised Gram above Denoise times
 	// the noise's spectral edge, shrunk by the edge (0: no denoising).
-	Denoise float64 `json:"denoise" flag:"denoise" help:"keep the noised Gram's eigenvalues above denoise × the noise's spectral edge 2σ√m, shrunk by the edge, before EASE (0: use the noised Gram as it is)"`
+	Denoise float64 `json:"denoise" flag:"denoise" help:"keep the noised Gram's eigenvalues above denoise × the noise's spectral edge 2σ√m, shrunk by the edge, before EASE"`
+	// WeightExp tilts each user's norm toward less popular items: covered
+	// item j gets the public weight g_j = max(c̃_j, 1)^weight-exp (c̃ the
+	// noised counts), in the line of Krichene et al.'s adaptive weights.
+	WeightExp float64 `json:"weight_exp" flag:"weight-exp" help:"item weights g_j = (noised count)^weight-exp inside each user's part of the Gram, undone after the release (0: none; −0.5 favours less popular items)"`
 }
 
 // Validate checks the settings.
@@ -225,39 +229,37 @@ func gramWeight(norm float64) func(n int) float64 {
 	}
 }
 
+// weightNote describes the column weights in the guarantee's note.
+func weightNote(exp float64) string {
+	if exp == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", each item weighted by its noised count to the power %g, undone after the release", exp)
+}
+
+// scaledGramWeight scales a user's part of the Gram with column weights g
+// (nil: 1) to ℓ2 norm ≤ norm: her entries Weight·g_p·g_q over her columns'
+// pairs p ≤ q have squared norm Weight²·((Σ g_p²)² + Σ g_p⁴)/2.
+func scaledGramWeight(norm float64, g []float64) func(cols []int32) float64 {
+	if g == nil {
+		w := gramWeight(norm)
+		return func(cols []int32) float64 { return w(len(cols)) }
+	}
+	return func(cols []int32) float64 {
+		var s2, s4 float64
+		for _, p := range cols {
+			x := g[p] * g[p]
+			s2 += x
+			s4 += x * x
+		}
+		return norm / math.Sqrt((s2*s2+s4)/2) * (1 - 1e-12)
+	}
+}
+
 // gramSensitivity: two users' parts have non-negative entries, so
 // ‖x − x'‖² ≤ ‖x‖² + ‖x'‖² ≤ 2·norm².
 func gramSensitivity(norm float64) mechanism.Sensitivity {
 	return mechanism.Sensitivity{Value: math.Sqrt2 * norm, Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
-}
-
-// releaseGram sums the users' parts of the item–item Gram over the
-// covered columns, each scaled to ℓ2 norm ≤ norm (gramWeight), and
-// releases its upper triangle once with zCDP budget rho
-// (gramSensitivity); it returns the noised Gram, σ and the guarantee.
-func releaseGram(ctx context.Context, x *topn.Interactions, cols topn.Columns, norm, rho float64, env Env) (*mat.SymDense, float64, privacy.Guarantee, error) {
-	gram, err := topn.Gram(ctx, x, cols, gramWeight(norm), env.Workers)
-	if err != nil {
-		return nil, 0, privacy.Guarantee{}, err
-	}
-	m := cols.Covered()
-	raw := gram.RawSymmetric()
-	v := make([]float64, 0, m*(m+1)/2)
-	for p := range m {
-		v = append(v, raw.Data[p*raw.Stride+p:p*raw.Stride+m]...)
-	}
-	sigma, part, err := gaussianRelease("the item–item Gram", rho, gramSensitivity(norm), v, env)
-	if err != nil {
-		return nil, 0, privacy.Guarantee{}, err
-	}
-	noised := mat.NewSymDense(m, nil)
-	nd := noised.RawSymmetric()
-	off := 0
-	for p := range m {
-		copy(nd.Data[p*nd.Stride+p:p*nd.Stride+m], v[off:off+m-p])
-		off += m - p
-	}
-	return noised, sigma, part, nil
 }
 
 // Train: counts → covered items → Gram → EASE.
@@ -282,16 +284,49 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if err != nil {
 		return nil, err
 	}
+	var colW []float64 // the public column weights (nil: none)
+	if c.WeightExp != 0 {
+		colW = make([]float64, len(covered))
+		for q, j := range covered {
+			colW[q] = math.Pow(math.Max(counts[j], 1), c.WeightExp)
+		}
+	}
+	gram, err := topn.GramScaled(ctx, x, cols, colW, scaledGramWeight(c.GramNorm, colW), env.Workers)
+	if err != nil {
+		return nil, err
+	}
 	m := len(covered)
-	noised, sigmaGram, gramPart, err := releaseGram(ctx, x, cols, c.GramNorm, rhoGram, env)
+	raw := gram.RawSymmetric()
+	v := make([]float64, 0, m*(m+1)/2)
+	for p := range m {
+		v = append(v, raw.Data[p*raw.Stride+p:p*raw.Stride+m]...)
+	}
+	sigmaGram, gramPart, err := gaussianRelease("the item–item Gram", rhoGram, gramSensitivity(c.GramNorm), v, env)
 	if err != nil {
 		return nil, err
 	}
 	// Post-processing of the two releases only.
+	noised := mat.NewSymDense(m, nil)
+	nd := noised.RawSymmetric()
+	off := 0
+	for p := range m {
+		copy(nd.Data[p*nd.Stride+p:p*nd.Stride+m], v[off:off+m-p])
+		off += m - p
+	}
 	edge := 2 * sigmaGram * math.Sqrt(float64(m))
 	w, err := topn.Denoise(noised, c.Denoise*edge, edge, env.Rand.Rand())
 	if err != nil {
 		return nil, err
+	}
+	if w != nil && colW != nil {
+		// Undo the column weights: the weighted Gram is D G D, D = diag(g).
+		r, k := w.Dims()
+		for p := range r {
+			row := w.RawRowView(p)
+			for t := range k {
+				row[t] /= colW[p]
+			}
+		}
 	}
 	lambda := c.LambdaScale * edge
 	var items *mat.Dense
@@ -303,8 +338,8 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 		}
 	}
 	g, err := topnGuarantee(env, []privacy.Guarantee{countPart, gramPart}, fmt.Sprintf(
-		"zCDP composition of two Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g): a user with n interactions on the declared catalogue adds min(1, √(%g/n)) to each of her items. Item–item Gram (σ = %.4g, ℓ2 sensitivity %.4g) over the %d items with the largest noised counts: the upper triangle of each user's x xᵀ (x her indicator over those items), scaled to ℓ2 norm ≤ %g. Its eigenpairs above %g × the noise's spectral edge (%d kept), EASE on them (λ = %.4g) and the ranking are post-processing; each user's list is computed on her side from the public weights and her own items.",
-		sigmaCount, countsSensitivity(c.Cap).Value, c.Cap, sigmaGram, gramSensitivity(c.GramNorm).Value, m, c.GramNorm, c.Denoise, kept, lambda))
+		"zCDP composition of two Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g): a user with n interactions on the declared catalogue adds min(1, √(%g/n)) to each of her items. Item–item Gram (σ = %.4g, ℓ2 sensitivity %.4g) over the %d items with the largest noised counts: the upper triangle of each user's x xᵀ (x her indicator over those items%s), scaled to ℓ2 norm ≤ %g. Its eigenpairs above %g × the noise's spectral edge (%d kept), EASE on them (λ = %.4g) and the ranking are post-processing; each user's list is computed on her side from the public weights and her own items.",
+		sigmaCount, countsSensitivity(c.Cap).Value, c.Cap, sigmaGram, gramSensitivity(c.GramNorm).Value, m, weightNote(c.WeightExp), c.GramNorm, c.Denoise, kept, lambda))
 	if err != nil {
 		return nil, err
 	}

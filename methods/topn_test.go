@@ -145,6 +145,36 @@ func TestTopNContributionBounds(t *testing.T) {
 			}
 		}
 	}
+	// With column weights (weight-exp), the part's entries are
+	// Weight·g_p·g_q over her pairs p ≤ q: its norm, summed directly, stays
+	// ≤ gram-norm for random weights spanning six orders of magnitude.
+	r := rand.New(rand.NewPCG(9, 9))
+	g := make([]float64, 300)
+	for i := range g {
+		g[i] = math.Pow(10, 6*r.Float64()-3)
+	}
+	for trial := range 200 {
+		var cols []int32
+		for p := range int32(len(g)) {
+			if r.IntN(300) < trial+1 {
+				cols = append(cols, p)
+			}
+		}
+		if len(cols) == 0 {
+			continue
+		}
+		w := scaledGramWeight(1, g)(cols)
+		var s float64
+		for a, p := range cols {
+			for _, q := range cols[a:] {
+				e := w * g[p] * g[q]
+				s += e * e
+			}
+		}
+		if math.Sqrt(s) > 1 {
+			t.Fatalf("weighted part of %d columns has norm %g > 1", len(cols), math.Sqrt(s))
+		}
+	}
 }
 
 // TestTopNBadInput: each bad setting or missing fact is an error naming

@@ -131,3 +131,121 @@ func (h *minHeap) Pop() any {
 	h.idx = h.idx[:len(h.idx)-1]
 	return x
 }
+
+// ScoresBatch is Scores for several users at once (out[u] has NumItems
+// room for states[u]): it visits each item's factor row once for all of
+// them, so a large item–item model (rank = the number of items) is read
+// from memory once per batch rather than once per user. Every score is
+// summed in the same order as Scores, so the values are identical.
+func (m *Model) ScoresBatch(states []*UserState, out [][]float64) {
+	r := m.Rank
+	type row struct {
+		base  float64
+		nzIdx []int // nil: dense
+		x     []float64
+		out   []float64
+	}
+	rows := make([]row, len(states))
+	for u, st := range states {
+		rows[u] = row{base: m.Offset + st.Bias, x: st.Row, out: out[u]}
+		if r > 64 && nonZeros(st.Row) < r/8 {
+			for c, x := range st.Row {
+				if x != 0 {
+					rows[u].nzIdx = append(rows[u].nzIdx, c)
+				}
+			}
+		}
+	}
+	for i := range len(m.Items) {
+		v := m.V[i*r : i*r+r]
+		for u := range rows {
+			w := &rows[u]
+			s := w.base
+			if m.ItemBias != nil {
+				s += m.ItemBias[i]
+			}
+			if w.nzIdx != nil {
+				for _, c := range w.nzIdx {
+					s += w.x[c] * v[c]
+				}
+			} else {
+				for c, x := range w.x {
+					s += x * v[c]
+				}
+			}
+			w.out[i] = s
+		}
+	}
+}
+
+// maxTransposed bounds the transposed copy of V a BatchScorer keeps
+// (entries; 512 MB of float64).
+const maxTransposed = 64 << 20
+
+// BatchScorer scores many users against one model (batch lists,
+// evaluation). For a model of rank > 64 it keeps V transposed (rank ×
+// items, when that fits in maxTransposed entries), so a sparse row — an
+// item–item model's indicator of her items — costs one contiguous pass
+// over the catalogue per item she has, instead of a scattered read of
+// every item's factor row. Scores are summed in Scores' order for every
+// item, so the values are identical. Safe for concurrent use.
+type BatchScorer struct {
+	m  *Model
+	vt []float64
+}
+
+// NewBatchScorer prepares m for Scores of many users. It also builds
+// m's ID index, so that goroutines may then call ItemIndex, UserIndex and
+// FoldInUser at once (the index is otherwise built lazily by the first
+// caller, which is not safe for concurrent use).
+func (m *Model) NewBatchScorer() *BatchScorer {
+	m.index()
+	b := &BatchScorer{m: m}
+	r, n := m.Rank, len(m.Items)
+	if r > 64 && r*n <= maxTransposed && len(m.V) == r*n {
+		b.vt = make([]float64, r*n)
+		for i := range n {
+			row := m.V[i*r : i*r+r]
+			for c, x := range row {
+				b.vt[c*n+i] = x
+			}
+		}
+	}
+	return b
+}
+
+// Scores writes each user's score of every item into out[u] (NumItems
+// room), exactly as Model.Scores would.
+func (b *BatchScorer) Scores(states []*UserState, out [][]float64) {
+	m := b.m
+	r, n := m.Rank, len(m.Items)
+	var dense []*UserState
+	var denseOut [][]float64
+	for u, st := range states {
+		if b.vt == nil || nonZeros(st.Row) >= r/8 {
+			dense, denseOut = append(dense, st), append(denseOut, out[u])
+			continue
+		}
+		o := out[u][:n]
+		base := m.Offset + st.Bias
+		for i := range o {
+			s := base
+			if m.ItemBias != nil {
+				s += m.ItemBias[i]
+			}
+			o[i] = s
+		}
+		for c, x := range st.Row {
+			if x == 0 {
+				continue
+			}
+			col := b.vt[c*n : c*n+n]
+			for i, v := range col {
+				o[i] += x * v
+			}
+		}
+	}
+	if len(dense) > 0 {
+		m.ScoresBatch(dense, denseOut)
+	}
+}

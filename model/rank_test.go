@@ -97,3 +97,48 @@ func TestScoresAndRankFor(t *testing.T) {
 		}
 	}
 }
+
+// TestScoresBatch: the batch gives exactly Scores' values, for dense and
+// sparse rows mixed.
+func TestScoresBatch(t *testing.T) {
+	for _, rank := range []int{0, 3, 100} {
+		items := make([]string, 7)
+		for i := range items {
+			items[i] = string(rune('a' + i))
+		}
+		m := &Model{Items: items, Rank: rank, Offset: 0.1, ItemBias: []float64{1, 2, 3, 4, 5, 6, 7}, V: make([]float64, 7*rank)}
+		for i := range m.V {
+			m.V[i] = math.Cos(float64(i) * 0.7)
+		}
+		var states []*UserState
+		for u := range 5 {
+			st := &UserState{Row: make([]float64, rank), Bias: float64(u) / 10}
+			for c := range st.Row {
+				if u%2 == 0 || c%37 == u {
+					st.Row[c] = math.Sin(float64(c + u))
+				}
+			}
+			states = append(states, st)
+		}
+		out := make([][]float64, len(states))
+		for u := range out {
+			out[u] = make([]float64, 7)
+		}
+		want := make([]float64, 7)
+		for name, score := range map[string]func(){
+			"ScoresBatch": func() { m.ScoresBatch(states, out) },
+			"BatchScorer": func() { m.NewBatchScorer().Scores(states, out) },
+		} {
+			for u := range out {
+				clear(out[u])
+			}
+			score()
+			for u, st := range states {
+				m.Scores(st, want)
+				if !slices.Equal(out[u], want) {
+					t.Fatalf("%s, rank %d user %d: %v, Scores %v", name, rank, u, out[u], want)
+				}
+			}
+		}
+	}
+}

@@ -38,18 +38,19 @@ func (c Columns) Covered() int {
 	return n
 }
 
-// Contribution is one user's part of a Gram matrix: weight·x xᵀ over her
-// covered items (cols, in increasing column order), where x is her
-// indicator vector and weight depends only on how many covered items she
-// has. It is the per-user statistic a private Gram release sums.
+// Contribution is one user's part of a Gram matrix: Weight·g_p·g_q for
+// each pair p ≤ q of her covered items (Cols, in increasing column order),
+// g the columns' public weights (1 when there are none); Weight depends
+// only on her own columns. It is the per-user statistic a private Gram
+// release sums.
 type Contribution struct {
 	Cols   []int32
 	Weight float64
 }
 
-// Contribute is user u's contribution under weight(n) (n her covered
-// items); buf is reused for the columns.
-func (c Columns) Contribute(items []int32, weight func(n int) float64, buf []int32) Contribution {
+// Contribute is user u's contribution under weight(cols) (cols her covered
+// columns); buf is reused for the columns.
+func (c Columns) Contribute(items []int32, weight func(cols []int32) float64, buf []int32) Contribution {
 	buf = buf[:0]
 	for _, j := range items {
 		if q := c[j]; q >= 0 {
@@ -61,17 +62,26 @@ func (c Columns) Contribute(items []int32, weight func(n int) float64, buf []int
 	if len(buf) == 0 {
 		return Contribution{Cols: buf}
 	}
-	return Contribution{Cols: buf, Weight: weight(len(buf))}
+	return Contribution{Cols: buf, Weight: weight(buf)}
 }
 
-// Gram sums the users' contributions over the covered items into the
-// upper triangle of an m × m matrix (m = covered items), on w workers, and
-// returns it symmetric. Unit weights give the co-occurrence counts EASE
-// starts from.
+// Gram sums the users' contributions over the covered items into an m × m
+// symmetric matrix (m = covered items), on w workers, with weight(n)
+// depending on a user's number n of covered items. Unit weights give the
+// co-occurrence counts EASE starts from.
 func Gram(ctx context.Context, x *Interactions, cols Columns, weight func(n int) float64, w int) (*mat.SymDense, error) {
+	return GramScaled(ctx, x, cols, nil, func(c []int32) float64 { return weight(len(c)) }, w)
+}
+
+// GramScaled is Gram with public column weights g (nil: 1): entry (p, q)
+// of a user's part is weight(her columns)·g_p·g_q.
+func GramScaled(ctx context.Context, x *Interactions, cols Columns, g []float64, weight func(cols []int32) float64, w int) (*mat.SymDense, error) {
 	m := cols.Covered()
 	if m == 0 {
 		return nil, fmt.Errorf("gram: no items covered")
+	}
+	if g != nil && len(g) != m {
+		return nil, fmt.Errorf("gram: %d column weights for %d columns", len(g), m)
 	}
 	w = workers(w)
 	parts := make([][]float64, w)
@@ -80,14 +90,21 @@ func Gram(ctx context.Context, x *Interactions, cols Columns, weight func(n int)
 		if parts[wk] == nil {
 			parts[wk] = make([]float64, m*m)
 		}
-		g := parts[wk]
+		acc := parts[wk]
 		for u := lo; u < hi; u++ {
 			c := cols.Contribute(x.Row(u), weight, bufs[wk])
 			bufs[wk] = c.Cols
 			for a, p := range c.Cols {
-				row := g[int(p)*m:]
+				row := acc[int(p)*m:]
+				if g == nil {
+					for _, q := range c.Cols[a:] {
+						row[q] += c.Weight
+					}
+					continue
+				}
+				wp := c.Weight * g[p]
 				for _, q := range c.Cols[a:] {
-					row[q] += c.Weight
+					row[q] += wp * g[q]
 				}
 			}
 		}

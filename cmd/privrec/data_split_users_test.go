@@ -156,3 +156,32 @@ func TestDataSplitUsersErrors(t *testing.T) {
 		t.Fatalf("unwritable --out: exit %d", code)
 	}
 }
+
+func TestParseUserCounts(t *testing.T) {
+	for _, tc := range []struct {
+		in        string
+		val, test int
+		ok        bool
+	}{
+		{"600,600", 600, 600, true}, {" 0 , 5 ", 0, 5, true}, {"50,50", 50, 50, true},
+		{"600", 0, 0, false}, {"1,0", 0, 0, false}, {"-1,2", 0, 0, false}, {"a,b", 0, 0, false},
+		{"1,2,3", 0, 0, false}, {",", 0, 0, false}, {"", 0, 0, false}, {"1.5,2", 0, 0, false},
+	} {
+		v, te, err := parseUserCounts(tc.in)
+		if (err == nil) != tc.ok || v != tc.val || te != tc.test {
+			t.Errorf("parseUserCounts(%q) = %d, %d, %v", tc.in, v, te, err)
+		}
+	}
+}
+
+func FuzzParseUserCounts(f *testing.F) {
+	for _, s := range []string{"600,600", "0,1", "1,0", "-1,1", "x", "1,,2", " 3 ,4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, te, err := parseUserCounts(s)
+		if err == nil && (v < 0 || te < 1) {
+			t.Fatalf("parseUserCounts(%q) = %d, %d", s, v, te)
+		}
+	})
+}

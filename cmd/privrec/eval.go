@@ -38,7 +38,7 @@ top k over min(k, |targets|)) and NDCG@k for each k of -k (default
 10,20,50,100), MRR (first hit within the largest k), coverage@k (fraction
 of the catalogue in some user's top k) and popularity@k (mean number of
 interactions of the recommended items, counted in --popularity-from FILE,
-e.g. the training file, or else in the histories). Targets below the
+else in --train FILE, else in the histories). Targets below the
 model's positive rule (or --positive) are not interactions and are dropped;
 target items outside the catalogue count as misses. Errors, with nothing
 computed: a history rating of an item outside the model's catalogue (names
@@ -50,7 +50,8 @@ too: both reports are printed.`,
   privrec eval --model ml100k.model --data u1.test --format movielens-100k \
       --worst-items 5 --items u.item
   privrec data split --in ratings.dat --users 600,600 --positive 4 --seed 1 --out split/
-  privrec train --data split/train.tsv --method popularity --positive 4 --out pop.model
+  privrec train --data split/train.tsv --method popularity --positive 4 --scale 1:5 \
+      --items movies.dat --out pop.model
   privrec eval --model pop.model --history split/test-history.tsv \
       --targets split/test-targets.tsv -k 20,100 --train split/train.tsv`)
 	var d dataFlags
@@ -61,7 +62,7 @@ too: both reports are printed.`,
 	history := fs.String("history", "", "held-out users' own ratings, each user scored from hers (with --targets)")
 	targets := fs.String("targets", "", "held-out users' target items (with --history)")
 	trainPath := fs.String("train", "", "with --history: the training file, to check no held-out user is in it")
-	popFrom := fs.String("popularity-from", "", "with --history: count each item's interactions in this file (e.g. the training file) for popularity@k")
+	popFrom := fs.String("popularity-from", "", "with --history: count each item's interactions in this file for popularity@k (default: --train, else the histories)")
 	positive := fs.Float64("positive", 0, "with --history: targets ≥ T are interactions (default: the model's rule, else all)")
 	unknownItems := fs.String("unknown-items", "error", "with --history: a history rating of an item outside the model's catalogue is an error, or skip (ignored, with a warning)")
 	relevant := fs.Float64("relevant", 0, "rating at or above which a held-out item is relevant (0: the held-out mean)")

@@ -195,11 +195,18 @@ func evalHeldOut(ctx context.Context, d *dataFlags, a heldOutArgs) (*heldOutResu
 		}
 	}
 	opt := methods.HeldOutOptions{Ks: a.ks}
-	if a.popularityFrom != "" {
-		pf, err := read("popularity-from", a.popularityFrom)
-		if err != nil {
+	// Popularity is counted in --popularity-from, else in --train, else
+	// (EvaluateHeldOut's default) in the histories.
+	var pf *ratings.Matrix
+	switch {
+	case a.popularityFrom != "" && (a.train == "" || !sameFile(a.popularityFrom, a.train)):
+		if pf, err = read("popularity-from", a.popularityFrom); err != nil {
 			return nil, err
 		}
+	case train != nil:
+		pf = train
+	}
+	if pf != nil {
 		if positive != nil {
 			t := float32(*positive)
 			pf = pf.Filter(func(e ratings.Entry) bool { return e.Value >= t })

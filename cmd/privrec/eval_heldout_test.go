@@ -238,3 +238,34 @@ func TestConfigNumber(t *testing.T) {
 		t.Error("a struct value (not a pointer) was read")
 	}
 }
+
+// TestEvalHeldOutPopularitySource: popularity@k is counted in
+// --popularity-from, else in --train, else in the histories.
+func TestEvalHeldOutPopularitySource(t *testing.T) {
+	_, _, split, modelPath := heldOutFixture(t)
+	hist, tgt, train := filepath.Join(split, splitTestHistory), filepath.Join(split, splitTestTargets), filepath.Join(split, splitTrainFile)
+	pop := func(extra ...string) float64 {
+		t.Helper()
+		out, errs, code := runCLI(t, append([]string{"eval", "--model", modelPath, "--history", hist, "--targets", tgt, "-k", "5", "--json"}, extra...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var rep struct {
+			Popularity map[string]float64 `json:"popularity"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		return rep.Popularity["5"]
+	}
+	fromTrain := pop("--popularity-from", train)
+	if got := pop("--train", train); got != fromTrain {
+		t.Errorf("--train alone: popularity %v, --popularity-from the same file %v", got, fromTrain)
+	}
+	if got := pop("--train", train, "--popularity-from", hist); got == fromTrain {
+		t.Errorf("--popularity-from did not win over --train (%v)", got)
+	}
+	if got := pop(); got == fromTrain || got <= 0 {
+		t.Errorf("histories: popularity %v (training counts %v)", got, fromTrain)
+	}
+}

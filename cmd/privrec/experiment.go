@@ -27,6 +27,12 @@ guarantee is recorded with its numbers. At the end DIR gets summary.csv
 (mean, sd, n per cell), figures (PNG and SVG, metric vs ε with ±1 sd
 bands) and report.md.
 
+"protocol": "users" evaluates top-N recommendation on held-out users
+instead of held-out ratings: each dataset gives "holdout_users": [VAL, TEST]
+(and "positive", "min_positives", "target_frac", "items"), the metric is
+recall_at_k or ndcg_at_k at "k", measured on the test users, or on the
+validation users with "evaluate": "validation" — choose settings there.
+
 Privacy noise in experiments comes from seeded streams, so results are
 repeatable; such models are experiments, never releases.`
 

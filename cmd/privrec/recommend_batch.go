@@ -41,6 +41,7 @@ func recommendAll(ctx context.Context, m *model.Model, r *ratings.Matrix, k int,
 	}
 	nU := r.NumUsers()
 	nChunks := (nU + batchChunk - 1) / batchChunk
+	bs := m.NewBatchScorer()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
@@ -59,9 +60,12 @@ func recommendAll(ctx context.Context, m *model.Model, r *ratings.Matrix, k int,
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			scores := make([]float64, m.NumItems())
+			scores := make([][]float64, batchChunk)
+			for j := range scores {
+				scores[j] = make([]float64, m.NumItems())
+			}
 			for c := range next {
-				buf, n, err := recommendChunk(m, r, c, k, titles, jsonOut, scores)
+				buf, n, err := recommendChunk(m, bs, r, c, k, titles, jsonOut, scores)
 				results[c] <- result{buf, n, err}
 			}
 		})
@@ -119,10 +123,15 @@ func recommendAll(ctx context.Context, m *model.Model, r *ratings.Matrix, k int,
 	return users, nil
 }
 
-// recommendChunk scores users [c·batchChunk, (c+1)·batchChunk) of r.
-func recommendChunk(m *model.Model, r *ratings.Matrix, c, k int, titles map[string]string, jsonOut bool, scores []float64) ([]byte, int, error) {
-	var buf []byte
-	n := 0
+// recommendChunk scores users [c·batchChunk, (c+1)·batchChunk) of r;
+// scores holds batchChunk rows of NumItems.
+func recommendChunk(m *model.Model, bs *model.BatchScorer, r *ratings.Matrix, c, k int, titles map[string]string, jsonOut bool, scores [][]float64) ([]byte, int, error) {
+	type user struct {
+		id   string
+		st   *model.UserState
+		skip []int32
+	}
+	var users []user
 	for u := int32(c * batchChunk); int(u) < min((c+1)*batchChunk, r.NumUsers()); u++ {
 		if r.UserCount(u) == 0 {
 			continue
@@ -139,31 +148,41 @@ func recommendChunk(m *model.Model, r *ratings.Matrix, c, k int, titles map[stri
 				skip = append(skip, i)
 			}
 		}
-		predictAll(m, st, scores)
-		top := model.TopIndices(scores, k, skip)
+		users = append(users, user{id, st, skip})
+	}
+	states := make([]*model.UserState, len(users))
+	for j, u := range users {
+		states[j] = u.st
+	}
+	// All the chunk's users at once (model.BatchScorer: a large item–item
+	// model is read contiguously, not row by scattered row).
+	bs.Scores(states, scores[:len(users)])
+	var buf []byte
+	for j, u := range users {
+		predictFromScores(m, scores[j])
+		top := model.TopIndices(scores[j], k, u.skip)
 		recs := make([]model.Recommendation, len(top))
-		for j, i := range top {
-			recs[j] = model.Recommendation{Item: m.Items[i], Score: scores[i]}
+		for q, i := range top {
+			recs[q] = model.Recommendation{Item: m.Items[i], Score: scores[j][i]}
 			if m.Titles != nil {
-				recs[j].Title = m.Titles[i]
+				recs[q].Title = m.Titles[i]
 			}
-			if recs[j].Title == "" && titles != nil {
-				recs[j].Title = titles[recs[j].Item]
+			if recs[q].Title == "" && titles != nil {
+				recs[q].Title = titles[recs[q].Item]
 			}
 		}
-		n++
 		if jsonOut {
-			b, err := json.Marshal(batchRec{User: id, Recommendations: recs})
+			b, err := json.Marshal(batchRec{User: u.id, Recommendations: recs})
 			if err != nil {
 				return nil, 0, err
 			}
 			buf = append(append(buf, b...), '\n')
 			continue
 		}
-		for j, rec := range recs {
-			buf = append(buf, id...)
+		for q, rec := range recs {
+			buf = append(buf, u.id...)
 			buf = append(buf, '\t')
-			buf = strconv.AppendInt(buf, int64(j+1), 10)
+			buf = strconv.AppendInt(buf, int64(q+1), 10)
 			buf = append(buf, '\t')
 			buf = append(buf, rec.Item...)
 			buf = append(buf, '\t')
@@ -173,14 +192,13 @@ func recommendChunk(m *model.Model, r *ratings.Matrix, c, k int, titles map[stri
 			buf = append(buf, '\n')
 		}
 	}
-	return buf, n, nil
+	return buf, len(users), nil
 }
 
-// predictAll writes the model's prediction of every item for a user given
-// by her own state — what PredictFor gives, so the batch lists are those
-// of privrec recommend --user ID --ratings FILE — via the fast Scores.
-func predictAll(m *model.Model, st *model.UserState, out []float64) {
-	m.Scores(st, out)
+// predictFromScores turns a user's scores (Scores) into the model's
+// predictions — what PredictFor gives, so the batch lists are those of
+// privrec recommend --user ID --ratings FILE.
+func predictFromScores(m *model.Model, out []float64) {
 	if !m.Output.Rated() {
 		return
 	}

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/ratingio"
+	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/topn"
 )
 
 // TestRecommendAllUsers: every user's batch list is her list from
@@ -156,5 +159,36 @@ func TestRecommendAllStops(t *testing.T) {
 	n, err := recommendAll(context.Background(), m, r, 5, nil, true, 3, io.Discard)
 	if err != nil || n != 400 {
 		t.Fatalf("%d users, %v", n, err)
+	}
+}
+
+// BenchmarkRecommendAll: batch lists of 2 000 users (60 items each) from
+// an item–item model over 3 000 items covering 2 000 of them (EASE's
+// shape, fold-in "indicator"), top 20, written as TSV.
+func BenchmarkRecommendAll(b *testing.B) {
+	const nItems, covered, nUsers, perUser = 3000, 2000, 2000, 60
+	m := &model.Model{Method: "bench", Output: model.Scores, Rank: covered, FoldIn: topn.FoldIndicator,
+		V: make([]float64, nItems*covered), ItemBias: make([]float64, nItems)}
+	for i := range nItems {
+		m.Items = append(m.Items, strconv.Itoa(i))
+	}
+	for i := range m.V {
+		m.V[i] = float64((i*2654435761)%1000) / 1000
+	}
+	bld := ratings.NewBuilder(ratings.DupError)
+	for u := range nUsers {
+		for j := range perUser {
+			bld.Add(strconv.Itoa(u), strconv.Itoa((u*31+j*97)%nItems), 5, 0)
+		}
+	}
+	r, err := bld.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := recommendAll(context.Background(), m, r, 20, nil, false, 0, io.Discard); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
