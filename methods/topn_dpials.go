@@ -269,14 +269,17 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 		f[j] = math.Pow(math.Max(counts[j], 1), c.WeightExp)
 	}
 	lay := topn.StatsLayout{K: k, Items: len(covered), Gram: c.GramScale > 0}
-	xt := x.Transpose()
-	wrows := make([]float64, x.NumUsers*k)
+	var xt *topn.Interactions // the item-major view and the users' rows,
+	var wrows []float64       // made only when a step runs
 	reg := topn.RegFor(c.Lambda, c.Nu, c.Alpha0, n)
 	var sigmas []float64
 	stepsRun := 0
 	for t := range steps {
 		if len(covered) == 0 || initRank == 0 {
 			break // nothing to learn from: the counts alone rank
+		}
+		if xt == nil {
+			xt, wrows = x.Transpose(), make([]float64, x.NumUsers*k)
 		}
 		if err := topn.UserRows(ctx, x, h, k, c.Alpha0, reg, env.Workers, wrows); err != nil {
 			return nil, err
