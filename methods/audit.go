@@ -53,8 +53,9 @@ type AuditOptions struct {
 	// Runs is the number of trainings per side for the field comparison
 	// (default 16).
 	Runs int
-	// Samples is the number of trainings per side for the ε lower bound
-	// (default 400; 0 keeps the default, negative skips the bound).
+	// Samples is the number of trainings per side for each ε lower bound
+	// (default AuditSamples; 0 keeps the default, negative skips the
+	// bounds).
 	Samples int
 	// Confidence of the lower bound (default 0.95).
 	Confidence float64
@@ -303,8 +304,14 @@ func flatten(prefix string, v any, out map[string]string) {
 	}
 }
 
+// AuditSamples is the default number of trainings per side for each ε
+// lower bound: at it, with confidence 1 − 10⁻⁴, every private method with
+// half its noise is caught (TestAuditEveryPrivateMethod; the single ℓ2
+// Laplace releases of the tensor GP/OP variants need twice as many).
+const AuditSamples = 1200
+
 // AuditZCDPEpsilon is the ε (at δ = AuditOptions.Delta, default 10⁻⁵) a
-// zCDP method is trained with when AuditOptions.Epsilon is 0: ρ ≈ 0.7,
+// zCDP method is trained with when AuditOptions.Epsilon is 0: ρ ≈ 0.75,
 // where a lower bound on the claim's (ε', δ') point at δ' = AuditDeltaPrime
 // needs the fewest runs (a few hundred per side for one Gaussian release
 // of full sensitivity; at ε = 1, ρ ≈ 0.02, it would need ≈ 10⁴).
@@ -325,7 +332,7 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 		o.Runs = 16
 	}
 	if o.Samples == 0 {
-		o.Samples = 400
+		o.Samples = AuditSamples
 	}
 	if o.Confidence == 0 {
 		o.Confidence = 0.95
@@ -351,6 +358,9 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	}
 	if o.Seed == 0 {
 		o.Seed = noise.Secure().Uint64() | 1
+	}
+	if m, err := Lookup(name); err == nil && !m.Private {
+		return nil, fmt.Errorf("audit: %s is a non-private baseline: it gives no guarantee, there is nothing to audit", name)
 	}
 	auto := o.Epsilon == 0
 	if auto {
@@ -419,6 +429,9 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	}
 	if auto && g.Rho > 0 {
 		o.Epsilon = AuditZCDPEpsilon
+		if o.Prepare == nil {
+			prepare, honest = DevicePrepare(name, o.Epsilon/factor), DevicePrepare(name, o.Epsilon)
+		}
 		if g, err = probe(); err != nil {
 			return nil, err
 		}
@@ -441,9 +454,12 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 		}
 	}
 	if design != nil && design.Config != nil {
-		cfg = design.Config
+		cfg = design.Config // the runs (and the probe) train this one from here on
 		if err := cfg.Validate(); err != nil {
 			return nil, fmt.Errorf("audit: %s's audited configuration: %w", name, err)
+		}
+		if g, err = probe(); err != nil {
+			return nil, err
 		}
 	}
 	var sides [2]release.Input

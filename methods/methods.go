@@ -299,6 +299,9 @@ func Train(ctx context.Context, name string, cfg Config, in release.Input, env E
 	if in.Ratings == nil || in.Ratings.Len() == 0 {
 		return nil, fmt.Errorf("%s: no training ratings", name)
 	}
+	if f := env.NoiseFactor; math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		return nil, fmt.Errorf("%s: noise factor %v must be positive and finite (0 means 1)", name, f)
+	}
 	if env.Noise == nil {
 		env.Noise = noise.Secure()
 	}

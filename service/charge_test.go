@@ -67,6 +67,24 @@ func TestChargeFor(t *testing.T) {
 	}
 }
 
+// TestLedgerCharge: a charge is rounded up to the ledger's unit (10⁻⁹ ρ)
+// and is never zero, however small the release's ρ.
+func TestLedgerCharge(t *testing.T) {
+	for _, c := range []struct {
+		rho  float64
+		want int64
+	}{{1e-20, 1}, {1e-15, 1}, {1e-9, 1}, {1.5e-9, 2}, {0.1, 1e8}, {0.024355970202676457, 24355971}} {
+		if got, err := ledgerCharge(c.rho); err != nil || got != c.want {
+			t.Errorf("ledgerCharge(%g) = %d, %v; want %d", c.rho, got, err, c.want)
+		}
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1), -1, 2e9} {
+		if _, err := ledgerCharge(bad); err == nil {
+			t.Errorf("ledgerCharge(%g) accepted", bad)
+		}
+	}
+}
+
 // TestChargeForEveryMethod: every registered private method, trained as
 // the server trains it (declared scale, catalogue and population), is
 // either published and charged its ρ (a proven user-level guarantee under

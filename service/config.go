@@ -254,8 +254,11 @@ func centralLedger(o Options, cfg *api.Config) error {
 	if err != nil {
 		return fmt.Errorf("--budget %g with --budget-delta %g: %w", o.Budget, bd, err)
 	}
-	if _, err := store.BudgetNano(rho); err != nil || rho < 1e-6 {
+	if rho < 1e-6 {
 		return fmt.Errorf("--budget %g with --budget-delta %g is ρ = %g zCDP, too small for the ledger (1e-9 units): raise --budget", o.Budget, bd, rho)
+	}
+	if _, err := store.BudgetNano(rho); err != nil {
+		return fmt.Errorf("--budget %g with --budget-delta %g is ρ = %g zCDP: %w", o.Budget, bd, rho, err)
 	}
 	cfg.BudgetDelta, cfg.BudgetRho = bd, rho
 	if !(o.MaxDelta >= 0 && o.MaxDelta < 1) {

@@ -108,12 +108,11 @@ func TestLedgerNeverExceedsBudget(t *testing.T) {
 			if g.Status != privacy.Proven || g.Unit != privacy.UnitUser || g.Delta > cap {
 				t.Fatalf("sequence %d: accepted %+v (policy δ ≤ %g)", seq, g, cap)
 			}
-			nano, err := store.ChargeNano(rho)
+			nano, err := ledgerCharge(rho)
 			if err != nil {
 				refused++ // a ρ beyond the ledger's range
 				continue
 			}
-			nano = max(nano, 1)
 			var cover []store.Charge
 			for _, u := range users {
 				if r.IntN(4) > 0 {

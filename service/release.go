@@ -66,10 +66,11 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 // Publish trains the requested method on the stored data and publishes
 // its release. In local mode it trains ldp-<mechanism> on the reports
 // (post-processing: nothing is charged). In central mode it trains the
-// method on the users' latest ratings and charges every user whose
-// ratings it used her per-user ε of the release, in the transaction that
+// method on the users' latest ratings over the declared catalogue and
+// scale, asks chargeFor what the release costs each user it covers (its
+// zCDP ρ; or a refusal), and charges them in the transaction that
 // publishes it; a release that would take anyone past her budget is
-// refused whole.
+// refused whole, or (policy skip) trained over the users who can pay.
 func (s *Server) Publish(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, *api.Error) {
 	start := time.Now()
 	// The release's time (and budget period) is when it was asked for.
@@ -529,6 +530,16 @@ func chargeFor(g privacy.Guarantee, deltaMax float64) (float64, error) {
 	return rho, nil
 }
 
+// ledgerCharge is a charge of ρ in ledger units: rounded up, and at
+// least one unit (10⁻⁹): no release is free.
+func ledgerCharge(rho float64) (int64, error) {
+	n, err := store.ChargeNano(rho)
+	if err != nil {
+		return 0, err
+	}
+	return max(n, 1), nil
+}
+
 // firstSentence is the start of a note, for messages.
 func firstSentence(s string) string {
 	if i := strings.Index(s, ". "); i >= 0 {
@@ -627,10 +638,9 @@ func (s *Server) trainCentral(ctx context.Context, req api.ReleaseRequest, param
 		if err != nil {
 			return fail(api.BadRequest(api.CodeInvalidValue, "method", "%s cannot be published in central mode: %v", req.Method, err))
 		}
-		if nano, err = store.ChargeNano(rho); err != nil {
+		if nano, err = ledgerCharge(rho); err != nil {
 			return fail(api.BadRequest(api.CodeBadEpsilon, "epsilon", "%v", err))
 		}
-		nano = max(nano, 1) // no release is free
 		if s.cfg.Exhausted != api.ExhaustedSkip {
 			break
 		}
@@ -645,7 +655,7 @@ func (s *Server) trainCentral(ctx context.Context, req api.ReleaseRequest, param
 		}
 		if len(keep) == 0 {
 			return fail(&api.Error{Status: http.StatusForbidden, Code: api.CodeBudgetExceeded, Field: "epsilon",
-				Message: fmt.Sprintf("privacy budget exceeded: the release costs each user ρ = %g, and no user who sent ratings has that much budget left; nothing was published or charged", store.Eps(nano))})
+				Message: fmt.Sprintf("privacy budget exceeded: the release costs each user ρ = %g, and no user who sent ratings has that much budget left%s; nothing was published or charged", store.Eps(nano), s.periodText())})
 		}
 		if round >= 4 {
 			return fail(&api.Error{Status: http.StatusConflict, Code: api.CodeTrainFailed, Message: "the release's cost did not settle when users who cannot pay were left out; nothing was published or charged"})

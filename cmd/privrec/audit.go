@@ -21,8 +21,8 @@ func runAudit(ctx context.Context, args []string, out io.Writer) error {
 		return runAuditMethod(ctx, name, args, out)
 	}
 	fs := newFlags("audit --mechanism NAME --epsilon E [--delta D] [--samples N] [--json]", `
-Sample a privacy mechanism on its worst-case pair of neighbouring inputs
-(sensitivity 1; for rr the signs +1/−1, for krr missing/rating 1, for
+Sample a privacy mechanism — its own Release, the code path every release
+takes — on its worst-case pair of neighbouring inputs (sensitivity 1; for rr the signs +1/−1, for krr missing/rating 1, for
 modlaplace the ratings −1/+1, for l2laplace the vectors 0/e₁), count a
 fixed family of likelihood-ratio events on both sides, and print a
 Clopper–Pearson lower bound on the privacy loss beside the claimed ε (for
@@ -37,7 +37,7 @@ while still claiming ε: the audit catches it at ε = 1 with the default
 sample counts and confidence 0.95 (measured bounds, seed 1; correct vs 0.9×):
   laplace, rr, krr, modlaplace   10⁶ samples per input (caught from 2·10⁵)
   l2laplace (dim 2)              10⁶ per input, ≈ 1 s: 0.967 vs 1.078
-  gaussian (δ = 1e-5)            6·10⁷ per input, ≈ 15 s on 2 idle cores: 0.935 vs 1.045
+  gaussian (δ = 1e-5)            6·10⁷ per input, ≈ 15 s on 2 idle cores: 0.933 vs 1.043
 The gaussian needs that many samples because at δ = 1e-5 the events that
 can exceed (ε, δ) lie beyond 3.5σ and a 10 % under-noised Gaussian exceeds
 the claim there by only ≈ 3·10⁻⁵ in probability; its events are set where
@@ -122,7 +122,7 @@ output vector, not a single coordinate.`,
 // methods.TestAuditEveryPrivateMethod: 2× under-noising caught for every
 // private method) and --full (more trainings, a tighter confidence).
 const (
-	auditShortSamples = 1200
+	auditShortSamples = methods.AuditSamples
 	auditFullSamples  = 6000
 	auditFullRuns     = 32
 	auditFullConf     = 1 - 1e-6
@@ -170,7 +170,7 @@ the data: only their noise is audited (d).
 --noise-factor 0.5 trains with half the noise each release claims (the
 guarantee still claims the budget): every private method is then caught.
 --epsilon 0 (the default) trains pure-ε methods at ε = 1 and zCDP methods
-at ε = 6 (ρ ≈ 0.8, where the bound is most sensitive). Tiers: the default
+at ε = 6 (ρ ≈ 0.75, where the bound is most sensitive). Tiers: the default
 makes 1200 trainings per side per bound at confidence 0.95 (the test suite
 runs it at 1 − 10⁻⁴); --full makes 6000 at 1 − 10⁻⁶ with 32 comparison
 runs. --method all audits every private method with its defaults.`,

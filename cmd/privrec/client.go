@@ -107,15 +107,16 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return clientErr(out, *jsonOut, err)
 		}
-		// The device ledger pins the collection she joins now.
+		// The device ledger pins the collection she joins now. Failing
+		// to make it must not lose the token (shown once): warn, go on;
+		// her first submit makes it.
 		path, err := ledgerPath(*ledgerFlag, *server, e.Token)
-		if err != nil {
-			return err
+		if err == nil && path != "" {
+			err = newDeviceLedger(path, *server, cfg)
 		}
-		if path != "" {
-			if err := newDeviceLedger(path, *server, cfg); err != nil {
-				fmt.Fprintf(os.Stderr, "privrec client: enrolled, but the device ledger was not made: %v\n", err)
-			}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "privrec client: enrolled, but the device ledger was not made (it will be at the first submit): %v\n", err)
+			path = ""
 		}
 		if *jsonOut {
 			res := map[string]any{"user": e.User, "token": e.Token}

@@ -36,8 +36,12 @@ catalogue (--items; missing ratings too) at per-item ε = E / n, so one
 report is E-DP for its user; the server debits E from her ledger and stores
 the report in one durable transaction, and refuses reports beyond her
 budget B. In central mode (--mechanism none) reports carry true ratings to
-this trusted curator and each release charges every user whose ratings it
-used. The admin (token in --admin-token-file or PRIVREC_ADMIN_TOKEN)
+this trusted curator; only releases with a proven user-level guarantee
+under the collection's relation are published, and each charges every
+user it covers its zCDP ρ against a budget (--budget, --budget-delta)
+converted once to ρ; δ above 1/(10·population) (or --max-delta) is
+refused; --exhausted skip and --period choose what happens when budgets
+run out. The admin (token in --admin-token-file or PRIVREC_ADMIN_TOKEN)
 trains a release on the stored data (POST /v1/admin/releases); clients
 download its public part and compute their own recommendations. The
 browser client is served at / (--web=false turns it off): open
@@ -48,7 +52,7 @@ The database (--db sqlite:FILE, or postgres://…) records the collection
 settings on first start; a later start with other settings is refused.
 SIGTERM or SIGINT stops the server gracefully (requests in flight finish).
 
-  privrec serve stats --db URL [--json]    users, reports, releases, largest ε spent
+  privrec serve stats --db URL [--json]    users, reports, releases, largest ε (ρ) spent
   privrec serve bench [--db URL] [--clients 64] [--duration 10s] [--json]
                                            load benchmark, clients and server in one process`
 

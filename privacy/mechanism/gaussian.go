@@ -258,7 +258,8 @@ func (m *Gaussian) GuaranteeFor(d int) (privacy.Guarantee, error) {
 }
 
 // Release adds the noise to x in place (NaN/±Inf and more than Dim
-// coordinates refused; x unchanged on error).
+// coordinates refused, x unchanged then; an instrumented copy's tap sees x
+// after the noise and may return an error of its own).
 func (m *Gaussian) Release(src *noise.Source, x []float64) error {
 	if len(x) > m.dim {
 		return fmt.Errorf("%w: %d coordinates released but the mechanism was calibrated for %d", ErrData, len(x), m.dim)

@@ -100,7 +100,8 @@ func (m *Laplace) Guarantee() privacy.Guarantee {
 func (m *Laplace) GuaranteeFor(d int) (privacy.Guarantee, error) { return groupPure(m.Guarantee(), d) }
 
 // Release adds the noise to x in place. It refuses NaN/±Inf and more than
-// Dim coordinates (x is left unchanged on error).
+// Dim coordinates (x is left unchanged then); an instrumented copy's tap
+// sees x after the noise and may return an error of its own.
 func (m *Laplace) Release(src *noise.Source, x []float64) error {
 	if len(x) > m.dim {
 		return fmt.Errorf("%w: %d coordinates released but the mechanism was calibrated for %d", ErrData, len(x), m.dim)

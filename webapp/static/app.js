@@ -190,8 +190,11 @@ async function drawAccount() {
   $("who").textContent = "You have joined as " + acc.user + ". Your secret token is kept in this browser.";
   try {
     const st = JSON.parse(await api("GET", "/v1/me", undefined, acc.token));
-    let text = "Privacy budget: spent ε = " + fmt(st.spent) + " of " + fmt(st.budget) +
-      " (" + st.reports + " report" + (st.reports === 1 ? "" : "s") + " sent; ε = " + fmt(st.remaining) + " left).";
+    // The ledger's unit: ε in local mode, zCDP ρ in central mode.
+    const u = st.unit === "rho" ? "ρ" : "ε";
+    let text = "Privacy budget: spent " + u + " = " + fmt(st.spent) + " of " + fmt(st.budget) +
+      (st.period_start ? " in the period that began " + new Date(st.period_start).toLocaleString() : "") +
+      " (" + st.reports + " report" + (st.reports === 1 ? "" : "s") + " sent; " + u + " = " + fmt(st.remaining) + " left).";
     const led = localStorage.getItem(KEY.ledger);
     if (led !== null) {
       const mine = device("ledgerStatus", led, JSON.stringify(st));
@@ -281,9 +284,11 @@ async function onPrepare() {
   });
   $("report-json").textContent = pending.report;
   const eps = cfg.mode === "local" ? rep.epsilon : 0;
-  let text = "This report spends ε = " + fmt(eps) + " of your budget ε = " + fmt(cfg.budget) + ".";
+  let text = cfg.mode === "local" ? "This report spends ε = " + fmt(eps) + " of your budget ε = " + fmt(cfg.budget) + "." :
+    "Central mode: a report costs nothing; each release charges you its ρ (zCDP) against your budget ρ = " + fmt(cfg.budget_rho) +
+    ", which is (ε = " + fmt(cfg.budget) + ", δ = " + cfg.budget_delta + ").";
   let ok = true;
-  if (st) {
+  if (st && cfg.mode === "local") {
     text += " Spent so far: ε = " + fmt(st.spent) + "; after sending: ε = " + fmt(st.spent + eps) + ".";
     if (st.remaining + 1e-9 < eps) {
       text += " Your budget is used up: the service will refuse it.";
