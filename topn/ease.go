@@ -71,7 +71,15 @@ func EASE(g *mat.SymDense, lambda float64) (Bt *mat.Dense, err error) {
 // found is below the floor. rng starts the iteration (non-private
 // randomness).
 func Denoise(g *mat.SymDense, keep, shrink float64, rng *rand.Rand) (*mat.Dense, error) {
+	return DenoiseRank(g, keep, shrink, g.SymmetricDim(), rng)
+}
+
+// DenoiseRank is Denoise keeping at most maxRank eigenpairs (the largest):
+// a caller that needs only the leading few (dp-ials' initial factors)
+// does not pay for the subspace iteration's doublings beyond them.
+func DenoiseRank(g *mat.SymDense, keep, shrink float64, maxRank int, rng *rand.Rand) (*mat.Dense, error) {
 	m := g.SymmetricDim()
+	maxRank = max(1, min(maxRank, m))
 	shift := math.Max(shrink, 0)
 	sh := mat.NewSymDense(m, nil)
 	sh.CopySym(g)
@@ -80,9 +88,9 @@ func Denoise(g *mat.SymDense, keep, shrink float64, rng *rand.Rand) (*mat.Dense,
 	}
 	var vals []float64
 	var vecs *mat.Dense
-	for r := min(16, m); ; r = min(2*r, m) {
+	for r := min(16, maxRank); ; r = min(2*r, maxRank) {
 		vals, vecs = mf.TopEigen(sh, r, rng)
-		if vals[r-1]-shift <= keep || r == m {
+		if vals[r-1]-shift <= keep || r == maxRank {
 			break
 		}
 	}

@@ -41,6 +41,15 @@ Setups:
            --levels d maps both to the scale 1..d and rounds X (the input of
            randomized response). The papers run no experiments, so these
            defaults are ours: 1000 × 500, rank 5, obs 0.1, noise 0.1.
+  implicit a Netflix-like implicit-feedback population (no rating values:
+           every line is "user \t item \t 1"): item popularity a power law
+           (--pop-exponent a: the j-th most popular item has weight j^−a),
+           users' activity log-normal (--activity-spread σ), exactly
+           --interactions in all, and low-rank taste: items fall into
+           --rank genres and each user draws a --taste share of her items
+           from her favourite genre. Written as it is generated (memory
+           stays small at any size); no --truth. Defaults: 100000 users ×
+           5000 items, 5 M interactions, rank 16, a 0.9, σ 1, taste 0.5.
 
 Only the flags of the chosen setup may be given. Both files are written
 only if everything succeeds.`
@@ -49,13 +58,15 @@ const dataSynthExample = `  privrec data synth --setup onebit --link logistic --
       --out onebit.tsv --truth onebit.truth.tsv
   privrec train --data onebit.tsv --format tsv --method onebit-inp --epsilon 4 --scale -1:1 --out ob.model
   privrec eval --model ob.model --data onebit.tsv --format tsv --truth onebit.truth.tsv
-  privrec data synth --setup jointdp --users 50000 --seed 1 --out r1.tsv --json`
+  privrec data synth --setup jointdp --users 50000 --seed 1 --out r1.tsv --json
+  privrec data synth --setup implicit --users 1000000 --items 20000 --interactions 50000000 --seed 1 --out netflix-like.tsv`
 
 // synthFlags lists which parameter flags each setup accepts.
 var synthFlags = map[string][]string{
-	"onebit":  {"users", "items", "rank", "alpha", "obs", "link", "sigma"},
-	"jointdp": {"users", "items", "per-user", "noise"},
-	"ldp":     {"users", "items", "rank", "obs", "noise", "levels"},
+	"onebit":   {"users", "items", "rank", "alpha", "obs", "link", "sigma"},
+	"jointdp":  {"users", "items", "per-user", "noise"},
+	"ldp":      {"users", "items", "rank", "obs", "noise", "levels"},
+	"implicit": {"users", "items", "interactions", "rank", "pop-exponent", "activity-spread", "taste"},
 }
 
 type synthReport struct {
@@ -87,6 +98,10 @@ func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
 	perUser := fs.Int("per-user", 0, "jointdp: ratings per user (default 80)")
 	noiseLevel := fs.Float64("noise", 0, "jointdp: Gaussian noise σ on ratings; ldp: bound ρ0 on |X − Θ| (default 0 and 0.1)")
 	levels := fs.Int("levels", 0, "ldp: discrete rating scale 1..d (0: continuous in [−1, 1])")
+	interactions := fs.Int64("interactions", 0, "implicit: total interactions (default 5000000)")
+	popExp := fs.Float64("pop-exponent", 0, "implicit: power-law exponent of item popularity (default 0.9)")
+	spread := fs.Float64("activity-spread", 0, "implicit: σ of the log-normal spread of users' activity (default 1)")
+	taste := fs.Float64("taste", 0, "implicit: share of a user's items from her favourite genre (default 0.5)")
 	outPath := fs.String("out", "", "where to write the observed ratings (TSV)")
 	truthPath := fs.String("truth", "", "where to write every entry of the true matrix (TSV; optional)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
@@ -95,10 +110,10 @@ func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
 	}
 	allowed, ok := synthFlags[*setup]
 	if !ok {
-		return usagef("--setup %q: want onebit, jointdp or ldp", *setup)
+		return usagef("--setup %q: want onebit, jointdp, ldp or implicit", *setup)
 	}
 	set := setFlags(fs)
-	for _, name := range []string{"users", "items", "rank", "alpha", "obs", "link", "sigma", "per-user", "noise", "levels"} {
+	for _, name := range []string{"users", "items", "rank", "alpha", "obs", "link", "sigma", "per-user", "noise", "levels", "interactions", "pop-exponent", "activity-spread", "taste"} {
 		if set[name] && !slices.Contains(allowed, name) {
 			return usagef("--%s does not apply to --setup %s", name, *setup)
 		}
@@ -116,6 +131,7 @@ func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
 		{"users", *users < 0}, {"items", *items < 0}, {"rank", *rank < 0}, {"alpha", *alpha < 0},
 		{"obs", *obs < 0 || *obs > 1}, {"sigma", *sigma < 0}, {"per-user", *perUser < 0},
 		{"noise", *noiseLevel < 0}, {"levels", *levels < 0 || *levels == 1},
+		{"interactions", *interactions < 0}, {"pop-exponent", *popExp < 0}, {"activity-spread", *spread < 0}, {"taste", *taste < 0 || *taste > 1},
 	} {
 		if c.bad {
 			return usagef("--%s: value out of range (see --help)", c.name)
@@ -135,6 +151,72 @@ func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	rep := synthReport{Setup: *setup, Seed: *seed, Out: *outPath, Truth: *truthPath}
+	if *setup == "implicit" {
+		if *truthPath != "" {
+			return usagef("--truth does not apply to --setup implicit (it has no rating values)")
+		}
+		c := synth.ImplicitDefaults()
+		c.Users, c.Items, c.Rank = orDefaultI("users", *users, c.Users), orDefaultI("items", *items, c.Items), orDefaultI("rank", *rank, c.Rank)
+		if set["interactions"] {
+			c.Interactions = *interactions
+		}
+		c.PopExponent = orDefaultF("pop-exponent", *popExp, c.PopExponent)
+		c.ActivitySpread = orDefaultF("activity-spread", *spread, c.ActivitySpread)
+		c.Taste = orDefaultF("taste", *taste, c.Taste)
+		if err := c.Check(); err != nil {
+			return usagef("%v", err)
+		}
+		seen := make([]bool, c.Items)
+		var nUsers int
+		var nLines int64
+		err := atomicfile.WriteAll(0o644, atomicfile.File{Path: *outPath, Write: func(w io.Writer) error {
+			bw := bufio.NewWriterSize(w, 1<<20)
+			buf := make([]byte, 0, 64)
+			err := synth.Implicit(ctx, c, *seed, func(u int, row []int32) error {
+				nUsers++
+				ui := strconv.Itoa(u + 1)
+				for _, j := range row {
+					seen[j] = true
+					buf = append(buf[:0], ui...)
+					buf = append(buf, '\t')
+					buf = strconv.AppendInt(buf, int64(j)+1, 10)
+					buf = append(buf, "\t1\n"...)
+					if _, err := bw.Write(buf); err != nil {
+						return fmt.Errorf("writing %s: %w", *outPath, err)
+					}
+				}
+				nLines += int64(len(row))
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if err := bw.Flush(); err != nil {
+				return fmt.Errorf("writing %s: %w", *outPath, err)
+			}
+			return nil
+		}})
+		if err != nil {
+			return err
+		}
+		nItems := 0
+		for _, s := range seen {
+			if s {
+				nItems++
+			}
+		}
+		rep.Params = map[string]any{"users": c.Users, "items": c.Items, "interactions": c.Interactions, "rank": c.Rank,
+			"pop_exponent": c.PopExponent, "activity_spread": c.ActivitySpread, "taste": c.Taste}
+		rep.Users, rep.Items, rep.Ratings = nUsers, nItems, int(nLines)
+		rep.Density = float64(nLines) / (float64(nUsers) * float64(max(nItems, 1)))
+		rep.Min, rep.Max = 1, 1
+		if *jsonOut {
+			return writeJSON(out, rep)
+		}
+		fmt.Fprintf(out, "%s (seed %d): %d users × %d items (with an interaction), %d interactions (density %.4g) → %s\n",
+			rep.Setup, rep.Seed, rep.Users, rep.Items, rep.Ratings, rep.Density, rep.Out)
+		return nil
+	}
 	var obsM *ratings.Matrix
 	var truth *synth.Factors
 	switch *setup {

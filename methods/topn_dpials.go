@@ -1,0 +1,455 @@
+package methods
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/accountant"
+	"github.com/privrec/privrec/privacy/mechanism"
+	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/topn"
+)
+
+func init() {
+	Register(&Method{
+		Name:    "dp-ials",
+		Summary: "private top-N: implicit ALS, each user solving her own row, the items solved from noised per-item statistics (Chien et al. 2021; Krichene et al. 2023)",
+		Private: true,
+		Needs:   []string{"items"},
+		New:     func() Config { return DefaultDPIALS() },
+	})
+}
+
+// DefaultDPIALS is dp-ials' configuration with its defaults (chosen on
+// MovieLens-1M validation users, docs/topn-dpials.md).
+func DefaultDPIALS() *DPIALSConfig {
+	return &DPIALSConfig{
+		Rank: 32, Steps: -1, Cap: 50, CountShare: 0.1, InitShare: 0.6,
+		GramNorm: 1, CoverScale: 2, MaxInitItems: 2000, InitDenoise: 1,
+		Alpha0: 0.2, Lambda: 0.003, Nu: 1,
+		RowClip: 1, WeightExp: -0.25, GramScale: 1, RHSScale: 1, GlobalScale: 0.3,
+		ItemAlpha: 0.02, ItemLambda: 1, StepCover: 2, PriorRidge: true,
+	}
+}
+
+// DPIALSConfig configures dp-ials.
+type DPIALSConfig struct {
+	Interactions
+	Rank  int `json:"rank" flag:"rank" help:"number of latent factors k (each item's released Gram block has k(k+1)/2 values)"`
+	Steps int `json:"steps" flag:"steps" help:"noised ALS steps T after the initialisation (−1: planned from the number of users and the budget; 0: the initial factors are the model)"`
+
+	Cap          float64 `json:"cap" flag:"cap" help:"weight cap of the item counts (see dp-popularity): they choose the covered items, weigh each user's items and break ties"`
+	CountShare   float64 `json:"count_share" flag:"count-share" help:"fraction of the zCDP budget ρ spent on the item counts"`
+	InitShare    float64 `json:"init_share" flag:"init-share" help:"fraction of ρ spent on the item–item Gram whose top eigenvectors initialise the item factors (dp-ease's release) when there are steps; without steps it gets all but the counts' share"`
+	GramNorm     float64 `json:"gram_norm" flag:"gram-norm" help:"each user's part of the initial Gram is scaled to ℓ2 norm ≤ this (see dp-ease)"`
+	CoverScale   float64 `json:"cover_scale" flag:"cover-scale" help:"the initial Gram covers cover-scale·(N·√ρ_init)^(2/3) items (see dp-ease)"`
+	MaxInitItems int     `json:"max_init_items" flag:"max-init-items" help:"at most this many items in the initial Gram"`
+	InitDenoise  float64 `json:"init_denoise" flag:"init-denoise" help:"the initial factors are the initial Gram's eigenvectors with eigenvalue above init-denoise × the noise's spectral edge 2σ√m, scaled by √(λ − edge)"`
+
+	Alpha0 float64 `json:"alpha0" flag:"alpha0" help:"user side: weight α₀ of the unobserved items in each user's own solve (and fold-in)"`
+	Lambda float64 `json:"lambda" flag:"lambda" help:"user side: ridge λ, scaled by (her items + α₀·catalogue)^ν"`
+	Nu     float64 `json:"nu" flag:"nu" help:"user side: frequency exponent ν of the ridge"`
+
+	RowClip     float64 `json:"row_clip" flag:"row-clip" help:"users' rows are clipped to norm Γ = row-clip / (median norm of the covered items' factors) before they enter the statistics"`
+	WeightExp   float64 `json:"weight_exponent" flag:"weight-exponent" help:"a user weighs her covered item j ∝ max(count_j, 1)^μ, normalised to Σ_j c_j² = 1 (μ < 0 favours rare items, Krichene et al.)"`
+	GramScale   float64 `json:"gram_scale" flag:"gram-scale" help:"weight r of the per-item Gram blocks in the released vector (0: not released; each item's system is then the global Gram and the ridge)"`
+	RHSScale    float64 `json:"rhs_scale" flag:"rhs-scale" help:"weight s of the per-item right-hand sides in the released vector"`
+	GlobalScale float64 `json:"global_scale" flag:"global-scale" help:"weight g of the global Gram Σ_u w̃w̃ᵀ in the released vector"`
+	ItemAlpha   float64 `json:"item_alpha" flag:"item-alpha" help:"item side: weight of the global Gram in each item's system"`
+	ItemLambda  float64 `json:"item_lambda" flag:"item-lambda" help:"item side: ridge in units of the step noise's spectral edge 2σ√k"`
+	PopWeight   float64 `json:"pop_weight" flag:"pop-weight" help:"every item's score gains pop-weight × its noised count / the largest (a popularity prior; 0: counts only break ties)"`
+	PriorRidge  bool    `json:"prior_ridge" flag:"prior-ridge" help:"item side: the ridge pulls each item toward its previous factors (false: toward 0, the papers' ridge), and items without statistics keep theirs"`
+	StepCover   float64 `json:"step_cover" flag:"step-cover" help:"items whose noised count is ≥ step-cover × σ√k·√n̄ (σ the step's noise, n̄ the users' mean number of items from the noised counts) get factors; the others rank after them by count"`
+}
+
+// Validate checks the settings.
+func (c *DPIALSConfig) Validate() error {
+	if err := c.Interactions.Validate(); err != nil {
+		return err
+	}
+	pos := func(name string, v float64) error {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("--%s %g must be finite and > 0", name, v)
+		}
+		return nil
+	}
+	nonneg := func(name string, v float64) error {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("--%s %g must be finite and ≥ 0", name, v)
+		}
+		return nil
+	}
+	switch {
+	case c.Rank < 1 || c.Rank > 256:
+		return fmt.Errorf("--rank %d must be in [1, 256]", c.Rank)
+	case c.Steps < -1 || c.Steps > 20:
+		return fmt.Errorf("--steps %d must be in [−1, 20] (−1: planned)", c.Steps)
+	case !(c.Cap >= 1) || math.IsInf(c.Cap, 0):
+		return fmt.Errorf("--cap %g must be finite and ≥ 1", c.Cap)
+	case !(c.CountShare > 0 && c.CountShare < 1):
+		return fmt.Errorf("--count-share %g must be in (0, 1)", c.CountShare)
+	case !(c.InitShare > 0 && c.InitShare < 1) || c.CountShare+c.InitShare >= 1:
+		return fmt.Errorf("--init-share %g must be in (0, 1) and leave budget for the steps (count-share + init-share < 1)", c.InitShare)
+	case c.MaxInitItems < 2 || c.MaxInitItems > 5000:
+		return fmt.Errorf("--max-init-items %d must be in [2, 5000]", c.MaxInitItems)
+	case !(c.Nu >= 0 && c.Nu <= 2):
+		return fmt.Errorf("--nu %g must be in [0, 2]", c.Nu)
+	case !(c.WeightExp >= -2 && c.WeightExp <= 2):
+		return fmt.Errorf("--weight-exponent %g must be in [−2, 2]", c.WeightExp)
+	}
+	for _, p := range []struct {
+		n string
+		v float64
+	}{{"gram-norm", c.GramNorm}, {"cover-scale", c.CoverScale}, {"lambda", c.Lambda}, {"row-clip", c.RowClip},
+		{"rhs-scale", c.RHSScale}, {"global-scale", c.GlobalScale}, {"item-lambda", c.ItemLambda}} {
+		if err := pos(p.n, p.v); err != nil {
+			return err
+		}
+	}
+	for _, p := range []struct {
+		n string
+		v float64
+	}{{"init-denoise", c.InitDenoise}, {"pop-weight", c.PopWeight}, {"alpha0", c.Alpha0}, {"gram-scale", c.GramScale}, {"item-alpha", c.ItemAlpha}, {"step-cover", c.StepCover}} {
+		if err := nonneg(p.n, p.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// planSteps is the number of noised steps when --steps is −1, from public
+// facts: the number of users N and the budget ρ. A step pays only when
+// the items' statistics rise above its noise, which takes N·√ρ large: on
+// MovieLens-1M (about 5 000 training users, N·√ρ ≤ 9 000 up to ε = 16)
+// every step tried cost more than it gave (validation users,
+// docs/topn-dpials.md), so none is planned there; on a synthetic
+// population of 200 000 users at ε = 1 (N·√ρ ≈ 31 000) one step was about
+// neutral. Hence no step below N·√ρ = 5·10⁴, one up to 5·10⁵, two above.
+func planSteps(users int, rho float64) int {
+	switch v := float64(users) * math.Sqrt(rho); {
+	case v < 5e4:
+		return 0
+	case v < 5e5:
+		return 1
+	}
+	return 2
+}
+
+func (c *DPIALSConfig) scales() topn.StepScales {
+	return topn.StepScales{Gram: c.GramScale, RHS: c.RHSScale, Global: c.GlobalScale}
+}
+
+// stepSensitivity is the ℓ2 sensitivity of one step's release
+// (topn.StepScales.Sensitivity has the proof).
+func (c *DPIALSConfig) stepSensitivity() mechanism.Sensitivity {
+	return mechanism.Sensitivity{Value: c.scales().Sensitivity(), Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
+}
+
+// Train: counts → initial Gram and its eigenvectors → T × (users' own
+// solves → noised item statistics → item solves).
+func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
+	x, cat, err := topnPlan("dp-ials", &c.Interactions, in)
+	if err != nil {
+		return nil, err
+	}
+	rho, err := accountant.RhoForApprox(env.Epsilon, env.Delta)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.scales().Check(); err != nil {
+		return nil, err
+	}
+	k, n := c.Rank, x.NumItems
+	rhoCount := math.Nextafter(c.CountShare*rho, 0)
+	steps := c.Steps
+	if steps < 0 {
+		steps = planSteps(x.NumUsers, rho)
+	}
+	rhoInit := math.Nextafter(rho-rhoCount, 0)
+	rhoStep := 0.0
+	if steps > 0 {
+		rhoInit = math.Nextafter(c.InitShare*rho, 0)
+		rhoStep = math.Nextafter((rho-rhoCount-rhoInit)/float64(steps), 0)
+	}
+	var parts []privacy.Guarantee
+
+	// 1. Item counts.
+	counts, sigmaCount, part, err := releaseCappedCounts(ctx, x, c.Cap, rhoCount, env)
+	if err != nil {
+		return nil, err
+	}
+	parts = append(parts, part)
+	order := byCount(counts)
+
+	// 2. The initial item factors: the top eigenvectors of dp-ease's
+	// noised Gram over the items with the largest noised counts.
+	mInit := (&DPEASEConfig{CoverScale: c.CoverScale, MaxItems: c.MaxInitItems}).covered(x.NumUsers, n, rhoInit)
+	initCols, err := topn.NewColumns(n, order[:mInit])
+	if err != nil {
+		return nil, err
+	}
+	gram, sigmaInit, part, err := releaseGram(ctx, x, initCols, c.GramNorm, rhoInit, env)
+	if err != nil {
+		return nil, err
+	}
+	parts = append(parts, part)
+	edge := 2 * sigmaInit * math.Sqrt(float64(mInit))
+	src := env.Rand
+	if src == nil {
+		src = noise.Seeded(env.Seed)
+	}
+	spec, err := topn.DenoiseRank(gram, c.InitDenoise*edge, edge, k, src.Rand())
+	if err != nil {
+		return nil, err
+	}
+	h := make([]float64, n*k)
+	initRank := 0
+	if spec != nil {
+		_, r := spec.Dims() // largest eigenvalue first
+		initRank = min(r, k)
+		for q, j := range order[:mInit] {
+			for e := range initRank {
+				h[j*k+e] = spec.At(q, e)
+			}
+		}
+	}
+	if initRank == 0 && steps > 0 {
+		// Nothing rose above the noise: the steps start, as Chien et al.'s
+		// do, from random factors on the same items (public randomness).
+		r := src.Rand()
+		for _, j := range order[:mInit] {
+			for e := range k {
+				h[j*k+e] = r.NormFloat64()
+			}
+		}
+		initRank = -1
+	}
+	if med := medianNorm(h, k); med > 0 {
+		for i := range h {
+			h[i] /= med
+		}
+	}
+
+	// 3. The steps.
+	sens := c.stepSensitivity()
+	sigmaStep := math.Inf(1)
+	if steps > 0 {
+		if sigmaStep, err = mechanism.GaussianSigma(rhoStep, sens.Value, 1); err != nil {
+			return nil, fmt.Errorf("calibrating the dp-ials steps: %w", err)
+		}
+	}
+	// An item's right-hand side sums about count_j/√n̄ clipped rows (n̄
+	// the users' mean number of items, read from the noised counts) against
+	// noise of norm σ√k: items below step-cover × σ√k·√n̄ users are left
+	// without factors.
+	var total float64
+	for _, v := range counts {
+		total += max(v, 0)
+	}
+	nbar := max(1, total/float64(max(1, x.NumUsers)))
+	coverMin := c.StepCover * sigmaStep * math.Sqrt(float64(k)*nbar)
+	var covered []int
+	for _, j := range order {
+		if counts[j] >= coverMin {
+			covered = append(covered, j)
+		}
+	}
+	cols, err := topn.NewColumns(n, covered)
+	if err != nil {
+		return nil, err
+	}
+	f := make([]float64, n)
+	for _, j := range covered {
+		f[j] = math.Pow(math.Max(counts[j], 1), c.WeightExp)
+	}
+	lay := topn.StatsLayout{K: k, Items: len(covered), Gram: c.GramScale > 0}
+	var xt *topn.Interactions // the item-major view and the users' rows,
+	var wrows []float64       // made only when a step runs
+	reg := topn.RegFor(c.Lambda, c.Nu, c.Alpha0, n)
+	var sigmas []float64
+	stepsRun := 0
+	for t := range steps {
+		if len(covered) == 0 || initRank == 0 {
+			break // nothing to learn from: the counts alone rank
+		}
+		if xt == nil {
+			xt, wrows = x.Transpose(), make([]float64, x.NumUsers*k)
+		}
+		if err := topn.UserRows(ctx, x, h, k, c.Alpha0, reg, env.Workers, wrows); err != nil {
+			return nil, err
+		}
+		med := medianNorm(h, k)
+		if !(med > 0) {
+			break
+		}
+		gamma := c.RowClip / med
+		for u := range x.NumUsers {
+			topn.ClipRow(wrows[u*k:u*k+k], gamma)
+		}
+		stats, err := topn.StepStats(ctx, x, xt, lay, c.scales(), cols, f, wrows, env.Workers)
+		if err != nil {
+			return nil, err
+		}
+		sigma, part, err := gaussianRelease(fmt.Sprintf("the item statistics of step %d", t+1), rhoStep, sens, stats, env)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, part)
+		sigmas = append(sigmas, sigma)
+		// Post-processing of the release.
+		unit := c.GramScale
+		if unit == 0 {
+			unit = c.RHSScale
+		}
+		ridge := c.ItemLambda * 2 * sigma * math.Sqrt(float64(k)) / unit
+		next := make([]float64, n*k)
+		var prior []float64
+		if c.PriorRidge {
+			prior = h
+			copy(next, h)
+		}
+		if err := topn.SolveItems(ctx, stats, topn.ItemSolve{Layout: lay, Scales: c.scales(), Alpha: c.ItemAlpha,
+			Ridge: func(int) float64 { return ridge }, Gamma: gamma, Prior: prior, Workers: env.Workers}, cols, next); err != nil {
+			return nil, err
+		}
+		// The item factors' overall scale is arbitrary (the users' rows
+		// absorb it) but the users' ridge is not: keep the median item
+		// norm at 1, as the initial factors have it.
+		if med := medianNorm(next, k); med > 0 {
+			for i := range next {
+				next[i] /= med
+			}
+		}
+		h = next
+		stepsRun++
+		if env.Progress != nil {
+			env.Progress(t+1, steps)
+		}
+		if env.Log != nil {
+			env.Log.Debug("dp-ials", "step", t+1, "of", steps, "sigma", sigma, "covered", len(covered), "gamma", gamma)
+		}
+	}
+	if stepsRun < steps {
+		// Unspent steps cost nothing; the guarantee composes what ran.
+		steps = stepsRun
+	}
+
+	// 4. The public model: item factors, the counts as a tie-break and
+	// the items without factors after every item with factors.
+	active := make([]bool, n)
+	for j := range n {
+		for _, v := range h[j*k : j*k+k] {
+			if v != 0 {
+				active[j] = true
+				break
+			}
+		}
+	}
+	bias := make([]float64, n)
+	top := 0.0
+	for _, v := range counts {
+		top = max(top, v)
+	}
+	for j := range n {
+		bias[j] = counts[j] * 1e-9
+		if c.PopWeight > 0 && top > 0 {
+			bias[j] = c.PopWeight * max(counts[j], 0) / top
+		}
+		if !active[j] {
+			bias[j] += topn.Uncovered
+		}
+	}
+	gramText := fmt.Sprintf("r·Σ c_j T(w̃w̃ᵀ) (r = %g), ", c.GramScale)
+	if c.GramScale == 0 {
+		gramText = "(no per-item Gram: r = 0) "
+	}
+	stepText := "No ALS step (too few users for the budget: planned from N·√ρ, or asked for): the initial factors are the public model."
+	if steps > 0 {
+		stepText = fmt.Sprintf("%d ALS step(s): each user solves her own row against the public item factors (never released), scales it by 1/Γ and clips it to norm 1, weighs her items with factors by c_j ∝ count_j^%g normalised to Σ c_j² ≤ 1, and the per-item sums %sand s·Σ c_j w̃ (s = %g) over %d items and g·Σ T(w̃w̃ᵀ) (g = %g) are released once per step (σ = %s, ℓ2 sensitivity %.4g); the items are solved from the released sums (post-processing).",
+			steps, c.WeightExp, gramText, c.RHSScale, len(covered), c.GlobalScale, fmtSigmas(sigmas), sens.Value)
+	}
+	g, err := topnGuarantee(env, parts, fmt.Sprintf(
+		"zCDP composition of %d Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g). Item–item Gram over the %d items with the largest noised counts (σ = %.4g, ℓ2 sensitivity %.4g), whose top eigenvectors initialise the item factors. %s Each user's list is computed on her side from the public item factors and her own items (the iALS user step).",
+		len(parts), sigmaCount, countsSensitivity(c.Cap).Value, mInit, sigmaInit, gramSensitivity(c.GramNorm).Value, stepText))
+	if err != nil {
+		return nil, err
+	}
+	m := topnModel("dp-ials", cat.IDs(), catTitles(cat), c.threshold())
+	m.Rank, m.V, m.ItemBias = k, h, bias
+	topn.SetImplicitFoldIn(m, c.Alpha0, c.Lambda, c.Nu)
+	m.Params["rank"], m.Params["steps"], m.Params["init_items"], m.Params["init_rank"] = k, steps, mInit, initRank // −1: random
+	m.Params["covered_items"], m.Params["weight_exponent"] = len(covered), c.WeightExp
+	return &release.Release{Public: m, Guarantee: g, Report: release.Report{
+		"sigma_counts": sigmaCount, "sigma_init": sigmaInit, "sigma_steps": slices.Clone(sigmas),
+		"init_items": mInit, "init_rank": initRank, "covered_items": len(covered), "steps": steps}}, nil
+}
+
+// medianNorm is the median norm of the non-zero rows of h (rows × k), 0
+// when there is none.
+func medianNorm(h []float64, k int) float64 {
+	var norms []float64
+	for r := 0; r+k <= len(h); r += k {
+		var s float64
+		for _, v := range h[r : r+k] {
+			s += v * v
+		}
+		if s > 0 {
+			norms = append(norms, math.Sqrt(s))
+		}
+	}
+	if len(norms) == 0 {
+		return 0
+	}
+	slices.Sort(norms)
+	return norms[len(norms)/2]
+}
+
+func fmtSigmas(s []float64) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	out := ""
+	for i, v := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%.4g", v)
+	}
+	return out
+}
+
+// releaseGram is dp-ease's Gram release for dp-ials' initial factors: the
+// users' parts of the item–item Gram over the covered columns, each
+// scaled to ℓ2 norm ≤ norm (scaledGramWeight, no column weights), summed
+// (topn.GramScaled) and released once, upper triangle, with zCDP budget
+// rho (gramSensitivity). It returns the noised Gram, σ and the guarantee.
+func releaseGram(ctx context.Context, x *topn.Interactions, cols topn.Columns, norm, rho float64, env Env) (*mat.SymDense, float64, privacy.Guarantee, error) {
+	gram, err := topn.GramScaled(ctx, x, cols, nil, scaledGramWeight(norm, nil), env.Workers)
+	if err != nil {
+		return nil, 0, privacy.Guarantee{}, err
+	}
+	m := cols.Covered()
+	raw := gram.RawSymmetric()
+	v := make([]float64, 0, m*(m+1)/2)
+	for p := range m {
+		v = append(v, raw.Data[p*raw.Stride+p:p*raw.Stride+m]...)
+	}
+	sigma, part, err := gaussianRelease("the item–item Gram", rho, gramSensitivity(norm), v, env)
+	if err != nil {
+		return nil, 0, privacy.Guarantee{}, err
+	}
+	noised := mat.NewSymDense(m, nil)
+	nd := noised.RawSymmetric()
+	off := 0
+	for p := range m {
+		copy(nd.Data[p*nd.Stride+p:p*nd.Stride+m], v[off:off+m-p])
+		off += m - p
+	}
+	return noised, sigma, part, nil
+}
