@@ -27,7 +27,7 @@ func init() {
 }
 
 // DefaultDPIALS is dp-ials' configuration with its defaults (chosen on
-// MovieLens-1M validation users, docs/topn-dpials.md).
+// MovieLens-1M validation users, docs/topn.md).
 func DefaultDPIALS() *DPIALSConfig {
 	return &DPIALSConfig{
 		Rank: 32, Steps: -1, Cap: 50, CountShare: 0.1, InitShare: 0.6,
@@ -128,7 +128,7 @@ func (c *DPIALSConfig) Validate() error {
 // the items' statistics rise above its noise, which takes N·√ρ large: on
 // MovieLens-1M (about 5 000 training users, N·√ρ ≤ 9 000 up to ε = 16)
 // every step tried cost more than it gave (validation users,
-// docs/topn-dpials.md), so none is planned there; on a synthetic
+// docs/topn.md), so none is planned there; on a synthetic
 // population of 200 000 users at ε = 1 (N·√ρ ≈ 31 000) one step was about
 // neutral. Hence no step below N·√ρ = 5·10⁴, one up to 5·10⁵, two above.
 func planSteps(users int, rho float64) int {

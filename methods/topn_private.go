@@ -167,7 +167,7 @@ func catTitles(c *model.Catalogue) []string {
 // NewDPEASEDefaults returns dp-ease's defaults (chosen on MovieLens-1M
 // validation users; docs/topn.md).
 func NewDPEASEDefaults() *DPEASEConfig {
-	return &DPEASEConfig{Cap: 20, CountShare: 0.15, GramNorm: 1, CoverScale: 1.5, MaxItems: 2000, LambdaScale: 0.3, Denoise: 1}
+	return &DPEASEConfig{Cap: 20, CountShare: 0.15, GramNorm: 1, CoverScale: 1.5, MaxItems: 2000, LambdaScale: 0.3, Denoise: 1, MaxRank: 256}
 }
 
 // DPEASEConfig configures dp-ease.
@@ -182,6 +182,7 @@ type DPEASEConfig struct {
 	// Denoise keeps the eigenpairs of the noised Gram above Denoise times
 	// the noise's spectral edge, shrunk by the edge (0: no denoising).
 	Denoise float64 `json:"denoise" flag:"denoise" help:"keep the noised Gram's eigenvalues above denoise × the noise's spectral edge 2σ√m, shrunk by the edge, before EASE"`
+	MaxRank int     `json:"max_rank" flag:"max-rank" help:"keep at most this many eigenpairs (the model is items × rank; large populations clear the noise floor with hundreds)"`
 	// WeightExp tilts each user's norm toward less popular items: covered
 	// item j gets the public weight g_j = max(c̃_j, 1)^weight-exp (c̃ the
 	// noised counts), in the line of Krichene et al.'s adaptive weights.
@@ -204,6 +205,8 @@ func (c *DPEASEConfig) Validate() error {
 		return fmt.Errorf("--cover-scale %g must be finite and > 0", c.CoverScale)
 	case c.MaxItems < 2 || c.MaxItems > 5000:
 		return fmt.Errorf("--max-items %d must be in [2, 5000]", c.MaxItems)
+	case c.MaxRank < 1:
+		return fmt.Errorf("--max-rank %d must be ≥ 1", c.MaxRank)
 	case !(c.LambdaScale > 0) || math.IsInf(c.LambdaScale, 0):
 		return fmt.Errorf("--lambda-scale %g must be finite and > 0", c.LambdaScale)
 	}
@@ -314,7 +317,7 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 		off += m - p
 	}
 	edge := 2 * sigmaGram * math.Sqrt(float64(m))
-	w, err := topn.Denoise(noised, c.Denoise*edge, edge, env.Rand.Rand())
+	w, err := topn.DenoiseRank(noised, c.Denoise*edge, edge, c.MaxRank, env.Rand.Rand())
 	if err != nil {
 		return nil, err
 	}
