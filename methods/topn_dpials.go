@@ -6,8 +6,6 @@ import (
 	"math"
 	"slices"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/privacy/mechanism"
@@ -194,7 +192,7 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if err != nil {
 		return nil, err
 	}
-	gram, sigmaInit, part, err := releaseGram(ctx, x, initCols, c.GramNorm, rhoInit, env)
+	gram, sigmaInit, part, err := releaseGram(ctx, x, initCols, nil, c.GramNorm, rhoInit, env)
 	if err != nil {
 		return nil, err
 	}
@@ -422,34 +420,4 @@ func fmtSigmas(s []float64) string {
 		out += fmt.Sprintf("%.4g", v)
 	}
 	return out
-}
-
-// releaseGram is dp-ease's Gram release for dp-ials' initial factors: the
-// users' parts of the item–item Gram over the covered columns, each
-// scaled to ℓ2 norm ≤ norm (scaledGramWeight, no column weights), summed
-// (topn.GramScaled) and released once, upper triangle, with zCDP budget
-// rho (gramSensitivity). It returns the noised Gram, σ and the guarantee.
-func releaseGram(ctx context.Context, x *topn.Interactions, cols topn.Columns, norm, rho float64, env Env) (*mat.SymDense, float64, privacy.Guarantee, error) {
-	gram, err := topn.GramScaled(ctx, x, cols, nil, scaledGramWeight(norm, nil), env.Workers)
-	if err != nil {
-		return nil, 0, privacy.Guarantee{}, err
-	}
-	m := cols.Covered()
-	raw := gram.RawSymmetric()
-	v := make([]float64, 0, m*(m+1)/2)
-	for p := range m {
-		v = append(v, raw.Data[p*raw.Stride+p:p*raw.Stride+m]...)
-	}
-	sigma, part, err := gaussianRelease("the item–item Gram", rho, gramSensitivity(norm), v, env)
-	if err != nil {
-		return nil, 0, privacy.Guarantee{}, err
-	}
-	noised := mat.NewSymDense(m, nil)
-	nd := noised.RawSymmetric()
-	off := 0
-	for p := range m {
-		copy(nd.Data[p*nd.Stride+p:p*nd.Stride+m], v[off:off+m-p])
-		off += m - p
-	}
-	return noised, sigma, part, nil
 }

@@ -232,6 +232,37 @@ func gramWeight(norm float64) func(n int) float64 {
 	}
 }
 
+// releaseGram is the Gram release of dp-ease (and of dp-ials' initial
+// factors): the users' parts of the item–item Gram over the covered
+// columns, with public column weights colW (nil: none), each scaled to ℓ2
+// norm ≤ norm (scaledGramWeight), summed (topn.GramScaled) and released
+// once, upper triangle, with zCDP budget rho (gramSensitivity). It returns
+// the noised Gram, σ and the guarantee.
+func releaseGram(ctx context.Context, x *topn.Interactions, cols topn.Columns, colW []float64, norm, rho float64, env Env) (*mat.SymDense, float64, privacy.Guarantee, error) {
+	gram, err := topn.GramScaled(ctx, x, cols, colW, scaledGramWeight(norm, colW), env.Workers)
+	if err != nil {
+		return nil, 0, privacy.Guarantee{}, err
+	}
+	m := cols.Covered()
+	raw := gram.RawSymmetric()
+	v := make([]float64, 0, m*(m+1)/2)
+	for p := range m {
+		v = append(v, raw.Data[p*raw.Stride+p:p*raw.Stride+m]...)
+	}
+	sigma, part, err := gaussianRelease("the item–item Gram", rho, gramSensitivity(norm), v, env)
+	if err != nil {
+		return nil, 0, privacy.Guarantee{}, err
+	}
+	noised := mat.NewSymDense(m, nil)
+	nd := noised.RawSymmetric()
+	off := 0
+	for p := range m {
+		copy(nd.Data[p*nd.Stride+p:p*nd.Stride+m], v[off:off+m-p])
+		off += m - p
+	}
+	return noised, sigma, part, nil
+}
+
 // weightNote describes the column weights in the guarantee's note.
 func weightNote(exp float64) string {
 	if exp == 0 {
@@ -294,28 +325,12 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 			colW[q] = math.Pow(math.Max(counts[j], 1), c.WeightExp)
 		}
 	}
-	gram, err := topn.GramScaled(ctx, x, cols, colW, scaledGramWeight(c.GramNorm, colW), env.Workers)
-	if err != nil {
-		return nil, err
-	}
 	m := len(covered)
-	raw := gram.RawSymmetric()
-	v := make([]float64, 0, m*(m+1)/2)
-	for p := range m {
-		v = append(v, raw.Data[p*raw.Stride+p:p*raw.Stride+m]...)
-	}
-	sigmaGram, gramPart, err := gaussianRelease("the item–item Gram", rhoGram, gramSensitivity(c.GramNorm), v, env)
+	noised, sigmaGram, gramPart, err := releaseGram(ctx, x, cols, colW, c.GramNorm, rhoGram, env)
 	if err != nil {
 		return nil, err
 	}
 	// Post-processing of the two releases only.
-	noised := mat.NewSymDense(m, nil)
-	nd := noised.RawSymmetric()
-	off := 0
-	for p := range m {
-		copy(nd.Data[p*nd.Stride+p:p*nd.Stride+m], v[off:off+m-p])
-		off += m - p
-	}
 	edge := 2 * sigmaGram * math.Sqrt(float64(m))
 	w, err := topn.DenoiseRank(noised, c.Denoise*edge, edge, c.MaxRank, env.Rand.Rand())
 	if err != nil {
