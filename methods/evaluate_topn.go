@@ -142,12 +142,7 @@ func EvaluateHeldOut(ctx context.Context, m *model.Model, history, targets *rati
 						a.err = fmt.Errorf("user %q: %w", id, err)
 						return
 					}
-					skip := make([]int32, 0, len(hist))
-					for _, it := range hist {
-						if i, ok := m.ItemIndex(it); ok {
-							skip = append(skip, i)
-						}
-					}
+					skip := m.Indices(hist)
 					users = append(users, user{st, skip, tItems})
 				}
 				states := make([]*model.UserState, len(users))

@@ -249,3 +249,15 @@ func (b *BatchScorer) Scores(states []*UserState, out [][]float64) {
 		m.ScoresBatch(dense, denseOut)
 	}
 }
+
+// Indices returns the model indices of the item IDs it knows, in order
+// (unknown IDs are left out): a user's own items, to leave out of her list.
+func (m *Model) Indices(ids []string) []int32 {
+	out := make([]int32, 0, len(ids))
+	for _, id := range ids {
+		if i, ok := m.ItemIndex(id); ok {
+			out = append(out, i)
+		}
+	}
+	return out
+}

@@ -142,12 +142,7 @@ func recommendChunk(m *model.Model, bs *model.BatchScorer, r *ratings.Matrix, c,
 		if err != nil {
 			return nil, 0, fmt.Errorf("user %q: %w", id, err)
 		}
-		skip := make([]int32, 0, len(items))
-		for _, it := range items {
-			if i, ok := m.ItemIndex(it); ok {
-				skip = append(skip, i)
-			}
-		}
+		skip := m.Indices(items)
 		users = append(users, user{id, st, skip})
 	}
 	states := make([]*model.UserState, len(users))
