@@ -142,13 +142,7 @@ func (m *Model) PredictFor(st *UserState, i int32) float64 {
 // RecommendFor returns the k best items for a user given by her own state,
 // leaving out the items she rated.
 func (m *Model) RecommendFor(st *UserState, k int) []Recommendation {
-	skip := make([]int32, 0, len(st.Seen))
-	for _, id := range st.Seen {
-		if i, ok := m.ItemIndex(id); ok {
-			skip = append(skip, i)
-		}
-	}
-	return m.topK(func(i int32) float64 { return m.PredictFor(st, i) }, k, skip)
+	return m.topK(func(i int32) float64 { return m.PredictFor(st, i) }, k, m.Indices(st.Seen))
 }
 
 // FoldInUser computes a user's own state from the public model and her own
