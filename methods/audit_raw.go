@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/audit"
 	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
@@ -504,10 +505,7 @@ func (r AuditReport) MarshalJSON() ([]byte, error) {
 	out := struct {
 		plain
 		ClaimedEpsilon *float64 `json:"claimed_epsilon"`
-	}{plain: plain(r)}
-	if e := r.ClaimedEpsilon; !math.IsInf(e, 0) && !math.IsNaN(e) {
-		out.ClaimedEpsilon = &e
-	}
+	}{plain: plain(r), ClaimedEpsilon: privacy.JSONNumber(r.ClaimedEpsilon)}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("audit report: %w", err)

@@ -1,7 +1,6 @@
 package methods
 
 import (
-	"bytes"
 	"context"
 	"math"
 	"strings"
@@ -24,36 +23,10 @@ import (
 // thresholds (≥ 0.6 and 0.2 above popularity) leave room for changes of
 // the noise stream.
 func TestDPIALSOnPlantedGroups(t *testing.T) {
-	data, cat := plantedTopN(t, 1200, 4, 15, 0.5, 0.01, 1)
-	pos := transform.MinPerUser(transform.Positives(data, 4), 5)
-	sp, err := transform.SplitUsers(pos, 0, 200, 0.3, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scale := release.Scale{Min: 1, Max: 5}
-	in := release.Input{Ratings: sp.Train, Declared: release.Declared{Scale: &scale, Catalogue: cat}}
+	heldOut := plantedHeldOut(t)
 	recallOf := func(method string, params map[string]any, eps float64) (float64, *release.Release) {
 		t.Helper()
-		cfg, err := Configure(method, params)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, err := Train(context.Background(), method, cfg, in, Env{Epsilon: eps, Delta: 1e-6, Noise: noise.Seeded(3), Seed: 1})
-		if err != nil {
-			t.Fatalf("%s: %v", method, err)
-		}
-		var buf bytes.Buffer
-		if err := rel.Model().Write(&buf); err != nil {
-			t.Fatal(err)
-		}
-		m, err := model.Read(&buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := EvaluateHeldOut(context.Background(), m, sp.TestHistory, sp.TestTargets, HeldOutOptions{Ks: []int{10}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep, rel := heldOut(method, params, eps)
 		return rep.Recall[10], rel
 	}
 	pop, _ := recallOf("popularity", map[string]any{"positive": 4.0}, 0)

@@ -67,7 +67,12 @@ func plantedTopN(t *testing.T, users, groups, per int, pIn, pOut float64, seed u
 // Recall@10 is near the 1/groups share of each block; the private ones at
 // a large ε. Fixed seeds; the thresholds sit well inside the margins seen
 // (the personalised models reach ≥ 0.8, popularity ≈ 0.3).
-func TestTopNMethodsOnPlantedGroups(t *testing.T) {
+// plantedHeldOut is the planted-groups problem split into training users
+// and 200 held-out users (30 % of their positives as targets), and a
+// function that trains a method on it, saves and reloads its public model
+// (fold-in rule included) and returns the held-out report.
+func plantedHeldOut(t *testing.T) func(method string, params map[string]any, eps float64) (*HeldOutReport, *release.Release) {
+	t.Helper()
 	data, cat := plantedTopN(t, 1200, 4, 15, 0.5, 0.01, 1)
 	pos := transform.MinPerUser(transform.Positives(data, 4), 5)
 	sp, err := transform.SplitUsers(pos, 0, 200, 0.3, 1)
@@ -76,6 +81,34 @@ func TestTopNMethodsOnPlantedGroups(t *testing.T) {
 	}
 	scale := release.Scale{Min: 1, Max: 5}
 	in := release.Input{Ratings: sp.Train, Declared: release.Declared{Scale: &scale, Catalogue: cat}}
+	return func(method string, params map[string]any, eps float64) (*HeldOutReport, *release.Release) {
+		t.Helper()
+		cfg, err := Configure(method, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, err := Train(context.Background(), method, cfg, in, Env{Epsilon: eps, Delta: 1e-6, Noise: noise.Seeded(3), Seed: 1})
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		var buf bytes.Buffer
+		if err := rel.Model().Write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		m, err := model.Read(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := EvaluateHeldOut(context.Background(), m, sp.TestHistory, sp.TestTargets, HeldOutOptions{Ks: []int{10}})
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		return rep, rel
+	}
+}
+
+func TestTopNMethodsOnPlantedGroups(t *testing.T) {
+	heldOut := plantedHeldOut(t)
 	recall := map[string]float64{}
 	for _, c := range []struct {
 		method string
@@ -88,27 +121,7 @@ func TestTopNMethodsOnPlantedGroups(t *testing.T) {
 		{"dp-popularity", 1, 0},
 		{"dp-ease", 50, 0.6},
 	} {
-		cfg, err := Configure(c.method, map[string]any{"positive": 4.0})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, err := Train(context.Background(), c.method, cfg, in, Env{Epsilon: c.eps, Delta: 1e-6, Noise: noise.Seeded(3), Seed: 1})
-		if err != nil {
-			t.Fatalf("%s: %v", c.method, err)
-		}
-		// The public model survives a save and a load, fold-in rule included.
-		var buf bytes.Buffer
-		if err := rel.Model().Write(&buf); err != nil {
-			t.Fatal(err)
-		}
-		m, err := model.Read(&buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := EvaluateHeldOut(context.Background(), m, sp.TestHistory, sp.TestTargets, HeldOutOptions{Ks: []int{10}})
-		if err != nil {
-			t.Fatalf("%s: %v", c.method, err)
-		}
+		rep, rel := heldOut(c.method, map[string]any{"positive": 4.0}, c.eps)
 		recall[c.method] = rep.Recall[10]
 		t.Logf("%-14s Recall@10 %.3f coverage %.2f", c.method, rep.Recall[10], rep.Coverage[10])
 		if rep.Recall[10] < c.min {

@@ -123,14 +123,20 @@ type guaranteeJSON struct {
 	Reproducible   bool     `json:"reproducible_noise,omitempty"`
 }
 
+// JSONNumber returns x for a JSON field, or nil (null) when x is infinite
+// or NaN: JSON has no infinities, and privrec writes an unbounded ε or
+// estimate as null.
+func JSONNumber(x float64) *float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return nil
+	}
+	return &x
+}
+
 // MarshalJSON writes an infinite ε as null (JSON has no infinity).
 func (g Guarantee) MarshalJSON() ([]byte, error) {
-	j := guaranteeJSON{Delta: g.Delta, Rho: g.Rho, Unit: g.Unit, Notion: g.Notion, Status: g.Status, Relation: g.Relation,
+	j := guaranteeJSON{Epsilon: JSONNumber(g.Epsilon), Delta: g.Delta, Rho: g.Rho, Unit: g.Unit, Notion: g.Notion, Status: g.Status, Relation: g.Relation,
 		ClaimedEpsilon: g.ClaimedEpsilon, Note: g.Note, Reproducible: g.Reproducible}
-	if !math.IsInf(g.Epsilon, 0) && !math.IsNaN(g.Epsilon) {
-		e := g.Epsilon
-		j.Epsilon = &e
-	}
 	return json.Marshal(j)
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"gonum.org/v1/gonum/mathext"
 
+	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/noise"
 )
 
@@ -141,10 +142,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	out := struct {
 		plain
 		EpsilonEstimate *float64 `json:"epsilon_estimate"`
-	}{plain: plain(r)}
-	if e := r.EpsilonEstimate; !math.IsInf(e, 0) && !math.IsNaN(e) {
-		out.EpsilonEstimate = &e
-	}
+	}{plain: plain(r), EpsilonEstimate: privacy.JSONNumber(r.EpsilonEstimate)}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("audit result: %w", err)
