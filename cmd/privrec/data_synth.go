@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 
@@ -50,6 +51,17 @@ Setups:
            from her favourite genre. Written as it is generated (memory
            stays small at any size); no --truth. Defaults: 100000 users ×
            5000 items, 5 M interactions, rank 16, a 0.9, σ 1, taste 0.5.
+  netflix  a Netflix-sized population with rating values, for tuning and
+           benchmarking at scale: who rates what as in implicit (the same
+           flags), and the rating round(clamp(--mean + b_u + b_i + ⟨p_u,q_i⟩
+           + e, 1, --levels)) with user and item biases of standard
+           deviation --user-bias and --item-bias, rank --factors taste of
+           standard deviation --affinity and noise --noise. --holdout
+           shares of the ratings go to --test (required when --holdout >
+           0). Written as it is generated. Defaults: the Netflix Prize's
+           shape, 480189 users × 17770 items, 100480507 ratings on 1..5,
+           mean 3.6, biases 0.4 and 0.35, factors 8, affinity 0.8, noise
+           0.65, holdout 0.01 (≈ 1.3 GB of TSV).
 
 Only the flags of the chosen setup may be given. Both files are written
 only if everything succeeds.`
@@ -59,7 +71,8 @@ const dataSynthExample = `  privrec data synth --setup onebit --link logistic --
   privrec train --data onebit.tsv --format tsv --method onebit-inp --epsilon 4 --scale -1:1 --out ob.model
   privrec eval --model ob.model --data onebit.tsv --format tsv --truth onebit.truth.tsv
   privrec data synth --setup jointdp --users 50000 --seed 1 --out r1.tsv --json
-  privrec data synth --setup implicit --users 1000000 --items 20000 --interactions 50000000 --seed 1 --out netflix-like.tsv`
+  privrec data synth --setup implicit --users 1000000 --items 20000 --interactions 50000000 --seed 1 --out netflix-like.tsv
+  privrec data synth --setup netflix --seed 1 --out netflix.train.tsv --test netflix.test.tsv`
 
 // synthFlags lists which parameter flags each setup accepts.
 var synthFlags = map[string][]string{
@@ -67,6 +80,8 @@ var synthFlags = map[string][]string{
 	"jointdp":  {"users", "items", "per-user", "noise"},
 	"ldp":      {"users", "items", "rank", "obs", "noise", "levels"},
 	"implicit": {"users", "items", "interactions", "rank", "pop-exponent", "activity-spread", "taste"},
+	"netflix": {"users", "items", "interactions", "rank", "pop-exponent", "activity-spread", "taste",
+		"factors", "mean", "user-bias", "item-bias", "affinity", "noise", "levels", "holdout"},
 }
 
 type synthReport struct {
@@ -82,6 +97,9 @@ type synthReport struct {
 	TruthMax float64        `json:"truth_max_abs"`
 	Out      string         `json:"out"`
 	Truth    string         `json:"truth,omitempty"`
+	Test     string         `json:"test,omitempty"`
+	// TestRatings is the number of held-out ratings (netflix).
+	TestRatings int `json:"test_ratings,omitempty"`
 }
 
 func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
@@ -96,12 +114,19 @@ func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
 	link := fs.String("link", "probit", "onebit: probit or logistic")
 	sigma := fs.Float64("sigma", 0, "onebit probit: noise scale σ (default 1)")
 	perUser := fs.Int("per-user", 0, "jointdp: ratings per user (default 80)")
-	noiseLevel := fs.Float64("noise", 0, "jointdp: Gaussian noise σ on ratings; ldp: bound ρ0 on |X − Θ| (default 0 and 0.1)")
-	levels := fs.Int("levels", 0, "ldp: discrete rating scale 1..d (0: continuous in [−1, 1])")
+	noiseLevel := fs.Float64("noise", 0, "jointdp, netflix: Gaussian noise σ on ratings; ldp: bound ρ0 on |X − Θ| (default 0, 0.65 and 0.1)")
+	levels := fs.Int("levels", 0, "ldp: discrete rating scale 1..d (0: continuous in [−1, 1]); netflix: the scale 1..d (default 5)")
 	interactions := fs.Int64("interactions", 0, "implicit: total interactions (default 5000000)")
 	popExp := fs.Float64("pop-exponent", 0, "implicit: power-law exponent of item popularity (default 0.9)")
 	spread := fs.Float64("activity-spread", 0, "implicit: σ of the log-normal spread of users' activity (default 1)")
 	taste := fs.Float64("taste", 0, "implicit: share of a user's items from her favourite genre (default 0.5)")
+	factors := fs.Int("factors", 0, "netflix: rank of the users' taste (default 8)")
+	mean := fs.Float64("mean", 0, "netflix: global mean rating (default 3.6)")
+	userBias := fs.Float64("user-bias", 0, "netflix: standard deviation of the user biases (default 0.4)")
+	itemBias := fs.Float64("item-bias", 0, "netflix: standard deviation of the item biases (default 0.35)")
+	affinity := fs.Float64("affinity", 0, "netflix: standard deviation of the taste term ⟨p_u, q_i⟩ (default 0.8)")
+	holdout := fs.Float64("holdout", 0, "netflix: share of ratings held out into --test (default 0.01)")
+	testPath := fs.String("test", "", "netflix: where to write the held-out ratings (TSV)")
 	outPath := fs.String("out", "", "where to write the observed ratings (TSV)")
 	truthPath := fs.String("truth", "", "where to write every entry of the true matrix (TSV; optional)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
@@ -110,10 +135,11 @@ func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
 	}
 	allowed, ok := synthFlags[*setup]
 	if !ok {
-		return usagef("--setup %q: want onebit, jointdp, ldp or implicit", *setup)
+		return usagef("--setup %q: want onebit, jointdp, ldp, implicit or netflix", *setup)
 	}
 	set := setFlags(fs)
-	for _, name := range []string{"users", "items", "rank", "alpha", "obs", "link", "sigma", "per-user", "noise", "levels", "interactions", "pop-exponent", "activity-spread", "taste"} {
+	for _, name := range []string{"users", "items", "rank", "alpha", "obs", "link", "sigma", "per-user", "noise", "levels", "interactions", "pop-exponent", "activity-spread", "taste",
+		"factors", "mean", "user-bias", "item-bias", "affinity", "holdout"} {
 		if set[name] && !slices.Contains(allowed, name) {
 			return usagef("--%s does not apply to --setup %s", name, *setup)
 		}
@@ -132,6 +158,8 @@ func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
 		{"obs", *obs < 0 || *obs > 1}, {"sigma", *sigma < 0}, {"per-user", *perUser < 0},
 		{"noise", *noiseLevel < 0}, {"levels", *levels < 0 || *levels == 1},
 		{"interactions", *interactions < 0}, {"pop-exponent", *popExp < 0}, {"activity-spread", *spread < 0}, {"taste", *taste < 0 || *taste > 1},
+		{"factors", *factors < 0}, {"user-bias", *userBias < 0}, {"item-bias", *itemBias < 0}, {"affinity", *affinity < 0},
+		{"holdout", *holdout < 0 || *holdout >= 1},
 	} {
 		if c.bad {
 			return usagef("--%s: value out of range (see --help)", c.name)
@@ -151,70 +179,86 @@ func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	rep := synthReport{Setup: *setup, Seed: *seed, Out: *outPath, Truth: *truthPath}
-	if *setup == "implicit" {
+	if *setup == "implicit" || *setup == "netflix" {
 		if *truthPath != "" {
-			return usagef("--truth does not apply to --setup implicit (it has no rating values)")
+			return usagef("--truth does not apply to --setup %s (it streams; there is no stored truth)", *setup)
 		}
-		c := synth.ImplicitDefaults()
-		c.Users, c.Items, c.Rank = orDefaultI("users", *users, c.Users), orDefaultI("items", *items, c.Items), orDefaultI("rank", *rank, c.Rank)
+		ic := synth.ImplicitDefaults()
+		if *setup == "netflix" {
+			ic = synth.ExplicitDefaults().ImplicitConfig
+		}
+		ic.Users, ic.Items, ic.Rank = orDefaultI("users", *users, ic.Users), orDefaultI("items", *items, ic.Items), orDefaultI("rank", *rank, ic.Rank)
 		if set["interactions"] {
-			c.Interactions = *interactions
+			ic.Interactions = *interactions
 		}
-		c.PopExponent = orDefaultF("pop-exponent", *popExp, c.PopExponent)
-		c.ActivitySpread = orDefaultF("activity-spread", *spread, c.ActivitySpread)
-		c.Taste = orDefaultF("taste", *taste, c.Taste)
-		if err := c.Check(); err != nil {
-			return usagef("%v", err)
-		}
-		seen := make([]bool, c.Items)
-		var nUsers int
-		var nLines int64
-		err := atomicfile.WriteAll(0o644, atomicfile.File{Path: *outPath, Write: func(w io.Writer) error {
-			bw := bufio.NewWriterSize(w, 1<<20)
-			buf := make([]byte, 0, 64)
-			err := synth.Implicit(ctx, c, *seed, func(u int, row []int32) error {
-				nUsers++
-				ui := strconv.Itoa(u + 1)
-				for _, j := range row {
-					seen[j] = true
-					buf = append(buf[:0], ui...)
-					buf = append(buf, '\t')
-					buf = strconv.AppendInt(buf, int64(j)+1, 10)
-					buf = append(buf, "\t1\n"...)
-					if _, err := bw.Write(buf); err != nil {
-						return fmt.Errorf("writing %s: %w", *outPath, err)
+		ic.PopExponent = orDefaultF("pop-exponent", *popExp, ic.PopExponent)
+		ic.ActivitySpread = orDefaultF("activity-spread", *spread, ic.ActivitySpread)
+		ic.Taste = orDefaultF("taste", *taste, ic.Taste)
+		rep.Params = map[string]any{"users": ic.Users, "items": ic.Items, "interactions": ic.Interactions, "rank": ic.Rank,
+			"pop_exponent": ic.PopExponent, "activity_spread": ic.ActivitySpread, "taste": ic.Taste}
+		var gen func(emit func(u int, items []int32, vals []float32, held []bool) error) error
+		if *setup == "implicit" {
+			if *testPath != "" {
+				return usagef("--test does not apply to --setup implicit (split it with privrec data split)")
+			}
+			if err := ic.Check(); err != nil {
+				return usagef("%v", err)
+			}
+			var ones []float32
+			gen = func(emit func(int, []int32, []float32, []bool) error) error {
+				return synth.Implicit(ctx, ic, *seed, func(u int, items []int32) error {
+					for len(ones) < len(items) {
+						ones = append(ones, 1)
 					}
-				}
-				nLines += int64(len(row))
-				return nil
-			})
-			if err != nil {
-				return err
+					return emit(u, items, ones[:len(items)], nil)
+				})
 			}
-			if err := bw.Flush(); err != nil {
-				return fmt.Errorf("writing %s: %w", *outPath, err)
+		} else {
+			c := synth.ExplicitDefaults()
+			c.ImplicitConfig = ic
+			c.Factors = orDefaultI("factors", *factors, c.Factors)
+			c.Mean = orDefaultF("mean", *mean, c.Mean)
+			c.UserBias = orDefaultF("user-bias", *userBias, c.UserBias)
+			c.ItemBias = orDefaultF("item-bias", *itemBias, c.ItemBias)
+			c.Affinity = orDefaultF("affinity", *affinity, c.Affinity)
+			c.Noise = orDefaultF("noise", *noiseLevel, c.Noise)
+			c.High = orDefaultI("levels", *levels, c.High)
+			c.Holdout = orDefaultF("holdout", *holdout, c.Holdout)
+			if err := c.Check(); err != nil {
+				return usagef("%v", err)
 			}
-			return nil
-		}})
+			switch {
+			case c.Holdout > 0 && *testPath == "":
+				return usagef("--test is required: --holdout %g sends that share of the ratings there (--holdout 0 for none)", c.Holdout)
+			case c.Holdout == 0 && *testPath != "":
+				return usagef("--test given with --holdout 0: nothing would be held out")
+			case *testPath != "" && sameFile(*outPath, *testPath):
+				return usagef("--out and --test name the same file")
+			}
+			for k, v := range map[string]any{"factors": c.Factors, "mean": c.Mean, "user_bias": c.UserBias, "item_bias": c.ItemBias,
+				"affinity": c.Affinity, "noise": c.Noise, "levels": c.High, "holdout": c.Holdout} {
+				rep.Params[k] = v
+			}
+			rep.Test = *testPath
+			gen = func(emit func(int, []int32, []float32, []bool) error) error {
+				return synth.Explicit(ctx, c, *seed, emit)
+			}
+		}
+		st, err := writeSynthStream(*outPath, *testPath, ic.Items, gen)
 		if err != nil {
 			return err
 		}
-		nItems := 0
-		for _, s := range seen {
-			if s {
-				nItems++
-			}
-		}
-		rep.Params = map[string]any{"users": c.Users, "items": c.Items, "interactions": c.Interactions, "rank": c.Rank,
-			"pop_exponent": c.PopExponent, "activity_spread": c.ActivitySpread, "taste": c.Taste}
-		rep.Users, rep.Items, rep.Ratings = nUsers, nItems, int(nLines)
-		rep.Density = float64(nLines) / (float64(nUsers) * float64(max(nItems, 1)))
-		rep.Min, rep.Max = 1, 1
+		rep.Users, rep.Items, rep.Ratings, rep.TestRatings = st.users, st.items, int(st.train), int(st.test)
+		rep.Density = float64(st.train+st.test) / (float64(st.users) * float64(max(st.items, 1)))
+		rep.Min, rep.Max = st.min, st.max
 		if *jsonOut {
 			return writeJSON(out, rep)
 		}
-		fmt.Fprintf(out, "%s (seed %d): %d users × %d items (with an interaction), %d interactions (density %.4g) → %s\n",
+		fmt.Fprintf(out, "%s (seed %d): %d users × %d items (with a rating), %d ratings (density %.4g) → %s\n",
 			rep.Setup, rep.Seed, rep.Users, rep.Items, rep.Ratings, rep.Density, rep.Out)
+		if rep.Test != "" {
+			fmt.Fprintf(out, "%d held-out ratings → %s\n", rep.TestRatings, rep.Test)
+		}
 		return nil
 	}
 	var obsM *ratings.Matrix
@@ -319,4 +363,92 @@ func writeTruthTSV(ctx context.Context, w io.Writer, t *synth.Factors) error {
 		return fmt.Errorf("writing truth: %w", err)
 	}
 	return nil
+}
+
+// synthStream counts what writeSynthStream wrote.
+type synthStream struct {
+	users, items int
+	train, test  int64
+	min, max     float64
+}
+
+// writeSynthStream writes a streamed population as canonical TSV (users
+// and items named 1..n) to trainPath, and the ratings gen marks as held
+// out to testPath (both or neither written).
+func writeSynthStream(trainPath, testPath string, nItems int, gen func(emit func(u int, items []int32, vals []float32, held []bool) error) error) (synthStream, error) {
+	st := synthStream{min: math.Inf(1), max: math.Inf(-1)}
+	seen := make([]bool, nItems)
+	// Held-out lines go through a pipe to the test file's writer, which
+	// atomicfile runs beside the training file's: one pass of the
+	// generator fills both, and a failure of either fails both.
+	var pr *io.PipeReader
+	var pw *io.PipeWriter
+	if testPath != "" {
+		pr, pw = io.Pipe()
+	}
+	writeTrain := func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		var tw *bufio.Writer
+		if pw != nil {
+			tw = bufio.NewWriterSize(pw, 1<<20)
+		}
+		buf := make([]byte, 0, 64)
+		err := gen(func(u int, items []int32, vals []float32, held []bool) error {
+			st.users++
+			ui := strconv.Itoa(u + 1)
+			for k, j := range items {
+				seen[j] = true
+				v := float64(vals[k])
+				st.min, st.max = min(st.min, v), max(st.max, v)
+				buf = append(buf[:0], ui...)
+				buf = append(buf, '\t')
+				buf = strconv.AppendInt(buf, int64(j)+1, 10)
+				buf = append(buf, '\t')
+				buf = strconv.AppendFloat(buf, v, 'g', -1, 32)
+				buf = append(buf, '\n')
+				dst, path := bw, trainPath
+				if held != nil && held[k] {
+					dst, path = tw, testPath
+					st.test++
+				} else {
+					st.train++
+				}
+				if _, err := dst.Write(buf); err != nil {
+					return fmt.Errorf("writing %s: %w", path, err)
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			if err = bw.Flush(); err != nil {
+				err = fmt.Errorf("writing %s: %w", trainPath, err)
+			}
+		}
+		if err == nil && tw != nil {
+			if err = tw.Flush(); err != nil {
+				err = fmt.Errorf("writing %s: %w", testPath, err)
+			}
+		}
+		if pw != nil {
+			pw.CloseWithError(err) // nil: the test file ends here
+		}
+		return err
+	}
+	files := []atomicfile.File{{Path: trainPath, Write: writeTrain}}
+	if testPath != "" {
+		files = append(files, atomicfile.File{Path: testPath, Write: func(w io.Writer) error {
+			_, err := io.Copy(w, pr)
+			pr.CloseWithError(err) // unblocks the training writer on failure
+			return err
+		}})
+	}
+	if err := atomicfile.WriteAll(0o644, files...); err != nil {
+		return st, err
+	}
+	for _, s := range seen {
+		if s {
+			st.items++
+		}
+	}
+	return st, nil
 }
