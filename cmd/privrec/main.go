@@ -53,6 +53,9 @@ func main() {
 	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stopProfile()
+	if err := writeHeapProfile(os.Getenv("PRIVREC_MEMPROFILE")); err != nil {
+		fmt.Fprintf(os.Stderr, "privrec: %v\n", err)
+	}
 	stop()
 	os.Exit(code)
 }
@@ -78,6 +81,29 @@ func startProfile(path string) (func(), error) {
 			fmt.Fprintf(os.Stderr, "privrec: closing the CPU profile: %v\n", err)
 		}
 	}, nil
+}
+
+// writeHeapProfile writes the heap profile to path when path is not empty:
+// PRIVREC_MEMPROFILE=mem.out privrec train …, then `go tool pprof
+// -sample_index=alloc_space mem.out` says where the command allocated its
+// bytes (peak memory is the sum of what is live together; /usr/bin/time -v
+// gives the peak itself).
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("PRIVREC_MEMPROFILE: %w", err)
+	}
+	werr := pprof.Lookup("allocs").WriteTo(f, 0)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("PRIVREC_MEMPROFILE: %w", werr)
+	}
+	return nil
 }
 
 // run dispatches and maps errors to exit statuses: 0 ok, 1 failure, 2 usage.
