@@ -84,7 +84,12 @@ func (c *ALSConfig) Validate() error {
 // Train implements Config.
 func (c *ALSConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
 	data := in.Ratings
-	p := mf.FromMatrix(data)
+	var p *mf.Problem
+	if c.Solver == SolverSGD {
+		p = mf.FromMatrixRows(data)
+	} else {
+		p = mf.FromMatrix(data)
+	}
 	iters, lambda := c.Iterations, c.Lambda
 	if iters == 0 {
 		iters = DefaultIterations[c.Solver]

@@ -42,6 +42,14 @@ func FromMatrix(m *ratings.Matrix) *Problem {
 		RowPtr: rp, RowCol: rc, RowVal: rv, ColPtr: cp, ColRow: cr, ColVal: cv}
 }
 
+// FromMatrixRows is FromMatrix with the user-major view only (the Col
+// fields nil), for solvers that read rows alone (SGD): the matrix then
+// never builds its item-major arrays, 8 bytes a rating.
+func FromMatrixRows(m *ratings.Matrix) *Problem {
+	rp, rc, rv, _ := m.CSR()
+	return &Problem{NumUsers: m.NumUsers(), NumItems: m.NumItems(), RowPtr: rp, RowCol: rc, RowVal: rv}
+}
+
 // Len is the number of ratings.
 func (p *Problem) Len() int { return len(p.RowCol) }
 

@@ -11,6 +11,10 @@ import (
 // Matrix is an immutable sparse users × items rating matrix held in two
 // views: user-major (CSR) and item-major (CSC). Within a row, items are in
 // increasing index order; within a column, users are in increasing order.
+// The item-major arrays (8 bytes a rating) are built on the first ItemCol
+// or CSC, so work that reads only rows — SGD, per-user statistics, writing
+// a file — never holds them; the column offsets (ItemCount) are always
+// there. A Matrix is safe for concurrent use.
 type Matrix struct {
 	Users, Items *IDs
 
@@ -20,6 +24,11 @@ type Matrix struct {
 	rowT   []int64 // timestamps aligned with the user-major view; nil if absent
 
 	colPtr []int64
+	// colRow and colVal are filled by cols (lazily, once); counts are the
+	// per-range write offsets buildColumns computed for the scatter.
+	cols   sync.Once
+	counts [][]int64
+	bounds []int
 	colRow []int32
 	colVal []float32
 }
@@ -55,6 +64,7 @@ func (m *Matrix) UserTimes(u int32) []int64 {
 
 // ItemCol returns the users who rated item i and their values, in user order.
 func (m *Matrix) ItemCol(i int32) (users []int32, values []float32) {
+	m.cols.Do(m.scatterColumns)
 	a, b := m.colPtr[i], m.colPtr[i+1]
 	return m.colRow[a:b:b], m.colVal[a:b:b]
 }
@@ -145,7 +155,10 @@ func (m *Matrix) Density() float64 {
 // Bytes is the memory held by the store's arrays (not counting ID maps).
 func (m *Matrix) Bytes() int64 {
 	n := int64(len(m.rowCol))
-	b := 8*int64(len(m.rowPtr)+len(m.colPtr)) + 8*n*2 // index + value, per view
+	b := 8*int64(len(m.rowPtr)+len(m.colPtr)) + 8*n // user-major index + value
+	if m.colRow != nil {
+		b += 8 * n // item-major, once built
+	}
 	if m.rowT != nil {
 		b += 8 * n
 	}
@@ -161,8 +174,9 @@ func (m *Matrix) String() string {
 // rowPtr has NumUsers+1 offsets, rowCol and rowVal the item indices (sorted
 // and distinct within each row) and values, rowT optional timestamps (nil
 // or aligned). users and items may be nil, in which case sequential IDs
-// 1..n are used. It builds the item-major view with a counting sort, so the
-// peak memory is the two views and nothing more.
+// 1..n are used. It checks the arrays and counts the items' ratings; the
+// item-major view is built with a counting sort when first needed (the
+// peak memory is then the two views and nothing more).
 func FromCSR(users, items *IDs, nItems int, rowPtr []int64, rowCol []int32, rowVal []float32, rowT []int64) (*Matrix, error) {
 	nUsers := len(rowPtr) - 1
 	if nUsers < 0 || rowPtr[0] != 0 || rowPtr[nUsers] != int64(len(rowCol)) || len(rowVal) != len(rowCol) {
@@ -182,14 +196,15 @@ func FromCSR(users, items *IDs, nItems int, rowPtr []int64, rowCol []int32, rowV
 	return m, nil
 }
 
-// buildColumns checks the user-major arrays and builds the item-major view
-// with a counting sort. Large matrices are split into user ranges of equal
-// rating counts, one per core: each range counts its own items, the counts
-// give every range its own write offsets inside each column (ranges in user
-// order, so columns stay sorted by user), and the ranges scatter in
-// parallel. The extra memory is one count array per range.
+// buildColumns checks the user-major arrays and plans the item-major view
+// of a counting sort, which scatterColumns fills. Large matrices are split
+// into user ranges of equal rating counts, one per core: each range counts
+// its own items, the counts give every range its own write offsets inside
+// each column (ranges in user order, so columns stay sorted by user), and
+// the ranges scatter in parallel. The extra memory is one count array per
+// range, kept until the scatter.
 func (m *Matrix) buildColumns(nItems int) error {
-	rowPtr, rowCol, rowVal := m.rowPtr, m.rowCol, m.rowVal
+	rowPtr, rowCol := m.rowPtr, m.rowCol
 	nUsers := len(rowPtr) - 1
 	n := len(rowCol)
 	parts := 1
@@ -249,10 +264,20 @@ func (m *Matrix) buildColumns(nItems int) error {
 		}
 		colPtr[i+1] = off
 	}
-	m.colPtr = colPtr
+	m.colPtr, m.counts, m.bounds = colPtr, counts, bounds
+	return nil
+}
+
+// scatterColumns fills the item-major view planned by buildColumns (run
+// once, by cols).
+func (m *Matrix) scatterColumns() {
+	rowPtr, rowCol, rowVal := m.rowPtr, m.rowCol, m.rowVal
+	counts, bounds := m.counts, m.bounds
+	n := len(rowCol)
 	m.colRow = make([]int32, n)
 	m.colVal = make([]float32, n)
-	for p := range parts {
+	var wg sync.WaitGroup
+	for p := range len(counts) {
 		wg.Add(1)
 		go func(p int) {
 			defer wg.Done()
@@ -269,7 +294,7 @@ func (m *Matrix) buildColumns(nItems int) error {
 		}(p)
 	}
 	wg.Wait()
-	return nil
+	m.counts, m.bounds = nil, nil
 }
 
 // CSR exposes the user-major arrays (read only), e.g. for binary encoding.
@@ -279,6 +304,7 @@ func (m *Matrix) CSR() (rowPtr []int64, rowCol []int32, rowVal []float32, rowT [
 
 // CSC exposes the item-major arrays (read only), e.g. for binary encoding.
 func (m *Matrix) CSC() (colPtr []int64, colRow []int32, colVal []float32) {
+	m.cols.Do(m.scatterColumns)
 	return m.colPtr, m.colRow, m.colVal
 }
 
@@ -328,7 +354,9 @@ func FromViews(users, items *IDs, rowPtr []int64, rowCol []int32, rowVal []float
 			return nil, fmt.Errorf("ratings: user %d has %d ratings in the user-major view and %d in the item-major view", u, rowPtr[u+1]-rowPtr[u], perUser[u])
 		}
 	}
-	return &Matrix{Users: users, Items: items, rowPtr: rowPtr, rowCol: rowCol, rowVal: rowVal, rowT: rowT, colPtr: colPtr, colRow: colRow, colVal: colVal}, nil
+	m := &Matrix{Users: users, Items: items, rowPtr: rowPtr, rowCol: rowCol, rowVal: rowVal, rowT: rowT, colPtr: colPtr, colRow: colRow, colVal: colVal}
+	m.cols.Do(func() {}) // both views given
+	return m, nil
 }
 
 // checkView checks one compressed view (offsets, indices of the other side

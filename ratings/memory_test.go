@@ -2,11 +2,13 @@ package ratings
 
 import (
 	"bufio"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -60,5 +62,53 @@ func BenchmarkHold100M(b *testing.B) {
 		b.ReportMetric(procStatusKB("VmRSS")*1024/1e9, "GB-RSS")
 		b.ReportMetric(procStatusKB("VmHWM")*1024/1e9, "GB-peak-RSS")
 		runtime.KeepAlive(m)
+	}
+}
+
+// The item-major view is built on first use, once, even when many
+// goroutines ask for it together, and reading rows never builds it.
+func TestLazyColumns(t *testing.T) {
+	b := NewBuilder(DupError)
+	for u := range 300 {
+		for i := range 40 {
+			if (u*7+i*3)%5 == 0 {
+				if err := b.Add(fmt.Sprint(u), fmt.Sprint(i), float64(u%5+1), int64(u*40+i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	m, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rowsOnly := m.Bytes()
+	for u := range int32(m.NumUsers()) {
+		m.UserRow(u)
+	}
+	if m.Bytes() != rowsOnly || m.ItemCount(0) == 0 {
+		t.Fatalf("reading rows built the columns (%d → %d bytes) or item counts are missing", rowsOnly, m.Bytes())
+	}
+	var wg sync.WaitGroup
+	sums := make([]int, 8)
+	for g := range sums {
+		wg.Go(func() {
+			for i := range int32(m.NumItems()) {
+				users, _ := m.ItemCol(i)
+				if len(users) != m.ItemCount(i) {
+					t.Errorf("item %d: %d users, count %d", i, len(users), m.ItemCount(i))
+				}
+				sums[g] += len(users)
+			}
+		})
+	}
+	wg.Wait()
+	for g, s := range sums {
+		if s != m.Len() {
+			t.Fatalf("goroutine %d saw %d ratings in the columns, want %d", g, s, m.Len())
+		}
+	}
+	if want := rowsOnly + 8*int64(m.Len()); m.Bytes() != want {
+		t.Errorf("%d bytes with both views, want %d", m.Bytes(), want)
 	}
 }
