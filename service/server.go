@@ -25,9 +25,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -55,6 +57,11 @@ type Server struct {
 
 	authMu sync.RWMutex
 	auth   map[[32]byte]string // token hash → user ID (positive lookups only)
+
+	ready *readiness
+	errs  *errLog
+	// stopping is set when a shutdown begins.
+	stopping atomic.Bool
 
 	relMu    sync.Mutex // one training at a time
 	docMu    sync.Mutex
@@ -103,7 +110,9 @@ func New(ctx context.Context, st store.Store, opt Options) (*Server, error) {
 	if st.Kind() == "sqlite" {
 		writers = 1 // one write connection
 	}
-	s.b = newBatcher(st, opt.MaxBatch, writers, s.m)
+	s.ready = &readiness{st: st, now: opt.Now}
+	s.errs = newErrLog(opt.Log, 10*time.Second, opt.Now)
+	s.b = newBatcher(st, opt.MaxBatch, writers, s.m, s.ready.wrote)
 	s.routes()
 	return s, nil
 }
@@ -152,7 +161,9 @@ func (s *Server) routes() {
 	s.route(api.PathReleases+"/{id}", map[string]http.HandlerFunc{http.MethodGet: s.getRelease})
 	s.route(api.PathAdminReleases, map[string]http.HandlerFunc{http.MethodPost: s.postRelease})
 	s.route(api.PathAdminStats, map[string]http.HandlerFunc{http.MethodGet: s.getStats})
-	s.route(api.PathHealth, map[string]http.HandlerFunc{http.MethodGet: s.getHealth})
+	s.route(api.PathHealth, map[string]http.HandlerFunc{http.MethodGet: s.getReady})
+	s.route(api.PathReady, map[string]http.HandlerFunc{http.MethodGet: s.getReady})
+	s.route(api.PathLive, map[string]http.HandlerFunc{http.MethodGet: s.getLive})
 	// The metrics count enrolments, reports and releases refused for lack
 	// of budget exactly: facts about the users, not covered by any
 	// guarantee, so they are the admin's (as GET /v1/admin/stats is).
@@ -182,9 +193,50 @@ type recorder struct {
 	status int
 	bytes  int
 	user   string
+	// quiet: the handler logged its failure already (rate-limited).
+	quiet bool
+	// cut: a shutdown stopped reading the request's body; whatever the
+	// handler answers, the client gets 503 with Retry-After.
+	cut bool
+}
+
+// writeCut answers a request whose body a shutdown stopped reading.
+func (r *recorder) writeCut() {
+	if r.status != 0 {
+		return
+	}
+	r.status = http.StatusServiceUnavailable
+	b, _ := json.Marshal(&api.Error{Status: r.status, Code: api.CodeUnavailable,
+		Message: "the server is shutting down and stopped reading this request before its body arrived; nothing was stored; retry"})
+	h := r.ResponseWriter.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	h.Set("Retry-After", retryAfter)
+	h.Set("Connection", "close")
+	r.ResponseWriter.WriteHeader(r.status)
+	r.ResponseWriter.Write(append(b, '\n'))
+}
+
+// cutBody notes when a shutdown's read deadline ends a body's read.
+type cutBody struct {
+	io.ReadCloser
+	s   *Server
+	rec *recorder
+}
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.s.stopping.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+		b.rec.cut = true
+	}
+	return n, err
 }
 
 func (r *recorder) WriteHeader(code int) {
+	if r.cut {
+		r.writeCut()
+		return
+	}
 	if r.status == 0 {
 		r.status = code
 	}
@@ -192,6 +244,10 @@ func (r *recorder) WriteHeader(code int) {
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
+	if r.cut {
+		r.writeCut()
+		return len(b), nil
+	}
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
@@ -212,7 +268,13 @@ func (s *Server) instrument(route string, h http.HandlerFunc) http.Handler {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+			r.Body = &cutBody{ReadCloser: r.Body, s: s, rec: rec}
+		}
 		h(rec, r)
+		if rec.cut {
+			rec.writeCut()
+		}
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
@@ -221,6 +283,8 @@ func (s *Server) instrument(route string, h http.HandlerFunc) http.Handler {
 		s.m.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
 		level := slog.LevelDebug
 		switch {
+		case rec.status >= 500 && rec.quiet:
+			level = slog.LevelDebug
 		case rec.status >= 500:
 			level = slog.LevelError
 		case rec.status >= 400:
@@ -261,8 +325,9 @@ func writeError(w http.ResponseWriter, e *api.Error) {
 	writeJSON(w, e.Status, e)
 }
 
-// internal answers a database or other server failure: logged with its
-// cause, answered without it.
+// internal answers a failure: a database's (503 with Retry-After: see
+// unavailable) or, marked serverFault, the server's own (500); the cause
+// is logged, rate-limited, and not answered.
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, what string, err error) {
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		// The client hung up before its write was queued: nothing was
@@ -271,11 +336,18 @@ func (s *Server) internal(w http.ResponseWriter, r *http.Request, what string, e
 		return
 	}
 	if errors.Is(err, errClosed) {
+		w.Header().Set("Retry-After", retryAfter)
 		writeError(w, &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "the server is shutting down; retry"})
 		return
 	}
-	s.log.LogAttrs(r.Context(), slog.LevelError, what, slog.String("error", err.Error()))
-	writeError(w, &api.Error{Status: http.StatusInternalServerError, Code: api.CodeInternal, Message: what + " failed; retry later (a report resubmitted with the same id is never stored or charged twice)"})
+	var fault serverFault
+	if !errors.As(err, &fault) {
+		s.unavailable(w, r, what, err)
+		return
+	}
+	s.errs.log(r.Context(), what, err)
+	quiet(w)
+	writeError(w, &api.Error{Status: http.StatusInternalServerError, Code: api.CodeInternal, Message: what + " failed"})
 }
 
 // bearer extracts the bearer token of a request ("" when none).
@@ -537,7 +609,7 @@ func (s *Server) getReports(w http.ResponseWriter, r *http.Request) {
 	for _, rep := range reps {
 		sr, err := storedReport(rep)
 		if err != nil {
-			s.internal(w, r, "listing reports", err)
+			s.internal(w, r, "listing reports", serverFault{err})
 			return
 		}
 		out = append(out, sr)
@@ -565,22 +637,11 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 	}
 	sr, err := storedReport(rep)
 	if err != nil {
-		s.internal(w, r, "reading a report", err)
+		s.internal(w, r, "reading a report", serverFault{err})
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, sr)
-}
-
-func (s *Server) getHealth(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.st.Ping(ctx); err != nil {
-		s.log.LogAttrs(r.Context(), slog.LevelError, "health check", slog.String("error", err.Error()))
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "db": s.st.Kind()})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "db": s.st.Kind(), "mode": s.cfg.Mode})
 }
 
 func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {

@@ -25,7 +25,9 @@ const (
 	PathLatestRelease = "/v1/releases/latest"
 	PathAdminReleases = "/v1/admin/releases"
 	PathAdminStats    = "/v1/admin/stats"
-	PathHealth        = "/healthz"
+	PathHealth        = "/healthz" // readiness, as PathReady
+	PathReady         = "/readyz"
+	PathLive          = "/livez"
 	PathMetrics       = "/metrics"
 )
 

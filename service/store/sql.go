@@ -183,6 +183,22 @@ func (s *sqlStore) Ping(ctx context.Context) error {
 	return nil
 }
 
+func (s *sqlStore) Heartbeat(ctx context.Context, nowMS int64) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: heartbeat: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO heartbeat (id, beat_ms, beats) VALUES (1, ?, 1)
+		ON CONFLICT (id) DO UPDATE SET beat_ms = excluded.beat_ms, beats = heartbeat.beats + 1`), nowMS); err != nil {
+		return fmt.Errorf("store: heartbeat: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: heartbeat: commit: %w", err)
+	}
+	return nil
+}
+
 func (s *sqlStore) Init(ctx context.Context, config []byte) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {

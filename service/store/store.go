@@ -260,6 +260,11 @@ type Store interface {
 	UserSpentSince(ctx context.Context, user string, sinceMS int64) (int64, error)
 	// Ping checks the database is reachable.
 	Ping(ctx context.Context) error
+	// Heartbeat durably commits a write of the heartbeat row in a
+	// transaction of its own, as a report's is committed: it fails when
+	// the database cannot take a write right now (disk full, read-only,
+	// I/O errors, unreachable).
+	Heartbeat(ctx context.Context, nowMS int64) error
 	// SchemaVersion is the database's schema version; Migrations the
 	// migrations applied to it.
 	SchemaVersion(ctx context.Context) (int, error)
