@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/privrec/privrec/service/store"
 
@@ -90,11 +91,21 @@ func WithParam(base, key, value string) string {
 // Armed with FailAfter, Update commits and then returns the error: an
 // ambiguous commit, as when the connection drops or the disk reports an
 // I/O error after the transaction became durable.
+//
+// Stall makes every Update wait first, as a slow or locked database does.
 type Faulty struct {
 	store.Store
 	mu    sync.Mutex
 	err   error
 	after bool
+	stall time.Duration
+}
+
+// Stall makes every Update wait d before it runs (0: no wait).
+func (f *Faulty) Stall(d time.Duration) {
+	f.mu.Lock()
+	f.stall = d
+	f.mu.Unlock()
 }
 
 // Fail arms the store with err (nil disarms it).
@@ -122,8 +133,9 @@ func (f *Faulty) armed() error {
 
 func (f *Faulty) Update(ctx context.Context, fn func(store.Tx) error) error {
 	f.mu.Lock()
-	err, after := f.err, f.after
+	err, after, stall := f.err, f.after, f.stall
 	f.mu.Unlock()
+	time.Sleep(stall)
 	switch {
 	case err == nil:
 		return f.Store.Update(ctx, fn)
