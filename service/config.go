@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -332,14 +333,18 @@ func mismatch(stored []byte, c *api.Config) error {
 	if s.Mechanism != now.Mechanism {
 		diffs = append(diffs, fmt.Sprintf("--mechanism %s (the database holds %s)", now.Mechanism, s.Mechanism))
 	}
-	if s.ReportEpsilon != now.ReportEpsilon || s.CellEpsilon != now.CellEpsilon {
+	// The per-item ε follows from --epsilon and the catalogue's size: it
+	// is the catalogue's to explain when only that changed.
+	if s.ReportEpsilon != now.ReportEpsilon {
 		diffs = append(diffs, fmt.Sprintf("--epsilon %g (the database holds %g)", now.ReportEpsilon, s.ReportEpsilon))
 	}
 	if s.Budget != now.Budget {
 		diffs = append(diffs, fmt.Sprintf("--budget %g (the database holds %g)", now.Budget, s.Budget))
 	}
-	if s.Scale != now.Scale {
-		diffs = append(diffs, fmt.Sprintf("--scale %g:%g with %d levels (the database holds %g:%g with %d)", now.Scale.Min, now.Scale.Max, now.Scale.Levels, s.Scale.Min, s.Scale.Max, s.Scale.Levels))
+	if s.Scale.Min != now.Scale.Min || s.Scale.Max != now.Scale.Max {
+		diffs = append(diffs, fmt.Sprintf("--scale %g:%g (the database holds %g:%g)", now.Scale.Min, now.Scale.Max, s.Scale.Min, s.Scale.Max))
+	} else if s.Scale.Levels != now.Scale.Levels && s.Mechanism == now.Mechanism {
+		diffs = append(diffs, fmt.Sprintf("--levels %d (the database holds %d)", now.Scale.Levels, s.Scale.Levels))
 	}
 	if s.LedgerUnit != now.LedgerUnit || s.BudgetDelta != now.BudgetDelta {
 		held := "an ε ledger (made before central releases were charged in zCDP ρ)"
@@ -351,13 +356,73 @@ func mismatch(stored []byte, c *api.Config) error {
 	if s.PeriodSeconds != now.PeriodSeconds {
 		diffs = append(diffs, fmt.Sprintf("--period %s (the database holds %s)", time.Duration(now.PeriodSeconds)*time.Second, time.Duration(s.PeriodSeconds)*time.Second))
 	}
-	if strings.Join(s.Items, "\n") != strings.Join(now.Items, "\n") {
-		diffs = append(diffs, fmt.Sprintf("--items lists %d items (the database's catalogue has %d, or another order)", len(now.Items), len(s.Items)))
+	if d := itemsDiff(s.Items, now.Items); d != "" {
+		diffs = append(diffs, d)
 	}
 	if len(diffs) == 0 {
 		diffs = append(diffs, "the collection settings")
 	}
 	return fmt.Errorf("the database was created for another collection: %s; its reports and ledgers were made under the stored settings — start with those, or use a new database", strings.Join(diffs, "; "))
+}
+
+// itemsDiff says how the --items catalogue differs from the recorded one
+// ("" when it does not).
+func itemsDiff(stored, now []string) string {
+	if slices.Equal(stored, now) {
+		return ""
+	}
+	in := func(list []string) map[string]bool {
+		m := make(map[string]bool, len(list))
+		for _, id := range list {
+			m[id] = true
+		}
+		return m
+	}
+	had, has := in(stored), in(now)
+	var added, missing []string
+	for _, id := range now {
+		if !had[id] {
+			added = append(added, id)
+		}
+	}
+	for _, id := range stored {
+		if !has[id] {
+			missing = append(missing, id)
+		}
+	}
+	var parts []string
+	if len(added) > 0 {
+		what := fmt.Sprintf("--items adds %s", countedIDs(added))
+		if len(missing) == 0 && slices.Equal(now[:len(stored)], stored) {
+			what += " after the recorded ones: to add them as a new collection version, start once with --add-items"
+		}
+		parts = append(parts, what)
+	}
+	if len(missing) > 0 {
+		parts = append(parts, fmt.Sprintf("--items lacks %s the database's catalogue holds (a collection's items cannot be removed)", countedIDs(missing)))
+	}
+	if len(parts) == 0 {
+		for k := range now {
+			if now[k] != stored[k] {
+				return fmt.Sprintf("--items lists the recorded items in another order (line %d is %q, the database's item %d is %q; stored reports are in the recorded order)", k+1, now[k], k+1, stored[k])
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// countedIDs is "1 item (a)" or "3 items (a, b, c)", at most 5 named.
+func countedIDs(ids []string) string {
+	shown := ids[:min(len(ids), 5)]
+	more := ""
+	if len(ids) > len(shown) {
+		more = ", …"
+	}
+	noun := "items"
+	if len(ids) == 1 {
+		noun = "item"
+	}
+	return fmt.Sprintf("%d %s (%s%s)", len(ids), noun, strings.Join(shown, ", "), more)
 }
 
 // Config is the part of the collection configuration a database records

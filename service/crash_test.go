@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -166,8 +167,89 @@ func TestCrash(t *testing.T) {
 			for round := range 3 {
 				crashRound(t, url, round)
 			}
+			damagedRounds(t, kind, url)
 		})
 	}
+}
+
+// damagedRounds start the server on a wrong or damaged database: each
+// start must be refused, exiting with an error that says what is wrong,
+// and create nothing. SQLite: an empty file, a mistyped path, and the
+// crash rounds' database with 20 pages of garbage in its middle;
+// PostgreSQL: a schema without a collection.
+func damagedRounds(t *testing.T, kind, url string) {
+	dir := t.TempDir()
+	type round struct {
+		name, url, want string
+	}
+	var rounds []round
+	switch kind {
+	case "sqlite":
+		empty := filepath.Join(dir, "empty.db")
+		if err := os.WriteFile(empty, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		damaged := filepath.Join(dir, "damaged.db")
+		b, err := os.ReadFile(strings.TrimPrefix(url, "sqlite:"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(damaged, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		pages := len(b) / 4096
+		if pages < 24 {
+			t.Fatalf("the crash rounds' database has %d pages, too few to damage 20 in the middle", pages)
+		}
+		if err := storetest.CorruptPages(damaged, pages/2-10, 20); err != nil {
+			t.Fatal(err)
+		}
+		rounds = []round{
+			{"empty file", "sqlite:" + empty, "is an empty file (0 bytes)"},
+			{"wrong path", "sqlite:" + filepath.Join(dir, "privrec-typo.db"), "there is no file"},
+			{"garbage pages", "sqlite:" + damaged, "the database is damaged"},
+		}
+	case "postgres":
+		rounds = []round{{"schema without a collection", storetest.URL(t, kind), "has none of privrec's tables"}}
+	}
+	for _, r := range rounds {
+		log := startChildRefused(t, r.url)
+		if !strings.Contains(log, r.want) {
+			t.Errorf("%s: the refusal does not say %q:\n%s", r.name, r.want, log)
+		}
+		if r.name == "wrong path" {
+			if _, err := os.Stat(strings.TrimPrefix(r.url, "sqlite:")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the refused start on a wrong path created a file: %v", err)
+			}
+		}
+		t.Logf("%s %s: refused to start: %s", kind, r.name, strings.TrimSpace(log))
+	}
+}
+
+// startChildRefused starts the server on url and expects it to exit with
+// an error without ever listening; it returns what the process printed.
+func startChildRefused(t *testing.T, url string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"=1", envChildDB+"="+url, envChildAddr+"="+filepath.Join(dir, "addr"))
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("the server on %s neither started nor refused within 30 s", url)
+	}
+	if err == nil {
+		t.Fatalf("the server on %s exited 0; want a refusal\n%s", url, out)
+	}
+	if _, serr := os.Stat(filepath.Join(dir, "addr")); serr == nil {
+		t.Fatalf("the server on %s listened; want a refusal", url)
+	}
+	return string(out)
 }
 
 type sent struct {

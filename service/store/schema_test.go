@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"errors"
 	"os"
@@ -202,23 +201,10 @@ func TestGarbagePages(t *testing.T) {
 		submit(t, s, sub("alice", "r"+string(rune('A'+k%26))+strings.Repeat("z", k/26), big, 1))
 	}
 	s.Close()
-	if err := CorruptPages(path, 10, 20); err != nil {
+	if err := storetest.CorruptPages(path, 10, 20); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Open(ctx, "sqlite:"+path); !errors.Is(err, store.ErrDamaged) {
 		t.Fatalf("20 garbage pages: %v, want ErrDamaged", err)
 	}
-}
-
-// CorruptPages overwrites n 4 KiB pages from page first with random bytes.
-func CorruptPages(path string, first, n int) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	junk := make([]byte, n*4096)
-	rand.Read(junk)
-	_, err = f.WriteAt(junk, int64(first)*4096)
-	return err
 }

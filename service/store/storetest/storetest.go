@@ -160,3 +160,19 @@ func (f *Faulty) Heartbeat(ctx context.Context, nowMS int64) error {
 	}
 	return f.Store.Heartbeat(ctx, nowMS)
 }
+
+// CorruptPages overwrites n 4 KiB pages of a file, from page first, with
+// random bytes (garbage in the middle of an SQLite database).
+func CorruptPages(path string, first, n int) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	junk := make([]byte, n*4096)
+	rand.Read(junk)
+	if _, err := f.WriteAt(junk, int64(first)*4096); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
