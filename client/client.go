@@ -105,6 +105,17 @@ func (c *Client) Enroll(ctx context.Context) (api.Enrolment, error) {
 	return e, nil
 }
 
+// RotateToken replaces the user's token with a new one, which the client
+// takes; the old one stops working.
+func (c *Client) RotateToken(ctx context.Context) (api.Enrolment, error) {
+	var e api.Enrolment
+	if _, err := c.do(ctx, http.MethodPost, api.PathMyToken, nil, &e); err != nil {
+		return e, err
+	}
+	c.Token = e.Token
+	return e, nil
+}
+
 // Submit sends one report. replayed is true when the server had stored a
 // report with this ID and content before (the acknowledgement is the
 // original; nothing was charged now).

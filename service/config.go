@@ -53,6 +53,9 @@ type Options struct {
 
 	// AdminToken authorises the admin calls ("" disables them).
 	AdminToken string
+	// UserTokenTTL, when > 0, makes a user's token expire that long
+	// after it was issued (enrolment or rotation); 0: never.
+	UserTokenTTL time.Duration
 	// EnrollAdminOnly: only the admin may enrol users.
 	EnrollAdminOnly bool
 	// MaxBody bounds a request body in bytes (0: 64 KiB + 32 bytes per

@@ -15,8 +15,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -56,7 +54,9 @@ type Server struct {
 	mux     *http.ServeMux
 
 	authMu sync.RWMutex
-	auth   map[[32]byte]string // token hash → user ID (positive lookups only)
+	auth   map[[32]byte]authEntry // token hash → user (positive lookups, for authTTL)
+	admMu  sync.Mutex
+	adm    map[[32]byte]admEntry // token hash → admin verdict, for authTTL
 
 	ready *readiness
 	errs  *errLog
@@ -88,7 +88,7 @@ func New(ctx context.Context, st store.Store, opt Options) (*Server, error) {
 	}
 	s := &Server{opt: opt, cfg: cfg, st: st, m: newMetrics(), log: opt.Log,
 		users: newLimiter(opt.Rate, opt.Burst), enrols: newLimiter(opt.EnrollRate, opt.EnrollBurst),
-		auth: map[[32]byte]string{}, docCache: map[int64][]byte{}}
+		auth: map[[32]byte]authEntry{}, adm: map[[32]byte]admEntry{}, docCache: map[int64][]byte{}}
 	if cfg.Mode == api.ModeLocal {
 		if s.charge, err = store.ChargeNano(cfg.ReportEpsilon); err != nil {
 			return nil, err
@@ -154,6 +154,7 @@ func (s *Server) routes() {
 	s.route(api.PathConfig, map[string]http.HandlerFunc{http.MethodGet: s.getConfig})
 	s.route(api.PathEnroll, map[string]http.HandlerFunc{http.MethodPost: s.postEnroll})
 	s.route(api.PathMe, map[string]http.HandlerFunc{http.MethodGet: s.getMe})
+	s.route(api.PathMyToken, map[string]http.HandlerFunc{http.MethodPost: s.postMyToken})
 	s.route(api.PathMyState, map[string]http.HandlerFunc{http.MethodGet: s.getMyState})
 	s.route(api.PathReports, map[string]http.HandlerFunc{http.MethodPost: s.postReport, http.MethodGet: s.getReports})
 	s.route(api.PathReports+"/{id}", map[string]http.HandlerFunc{http.MethodGet: s.getReport})
@@ -369,26 +370,14 @@ func (s *Server) authUser(w http.ResponseWriter, r *http.Request) (string, bool)
 		return "", false
 	}
 	h := sha256.Sum256([]byte(tok))
-	s.authMu.RLock()
-	id, ok := s.auth[h]
-	s.authMu.RUnlock()
-	if !ok {
-		u, err := s.st.UserByToken(r.Context(), h[:])
-		if errors.Is(err, store.ErrNotFound) {
-			writeError(w, &api.Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: "unknown token"})
-			return "", false
+	id, e := s.userOf(r.Context(), h)
+	if e != nil {
+		if e.Status >= 500 {
+			s.internal(w, r, "authentication", e)
+		} else {
+			writeError(w, e)
 		}
-		if err != nil {
-			s.internal(w, r, "authentication", err)
-			return "", false
-		}
-		id = u.ID
-		s.authMu.Lock()
-		if len(s.auth) >= 1<<20 {
-			clear(s.auth)
-		}
-		s.auth[h] = id
-		s.authMu.Unlock()
+		return "", false
 	}
 	if rec, ok := w.(*recorder); ok {
 		rec.user = id
@@ -403,15 +392,23 @@ func (s *Server) authUser(w http.ResponseWriter, r *http.Request) (string, bool)
 	return id, true
 }
 
-// authAdmin checks the admin token (constant-time on its hash).
+// authAdmin checks the admin token: a token recorded in the database
+// (privrec serve token create) that is neither revoked nor expired, or
+// the configured one (constant-time on its hash) unless the database
+// records it revoked.
 func (s *Server) authAdmin(w http.ResponseWriter, r *http.Request) bool {
-	if !s.isAdm {
-		writeError(w, &api.Error{Status: http.StatusForbidden, Code: api.CodeForbidden, Message: "the admin API is disabled: start the server with --admin-token-file FILE or PRIVREC_ADMIN_TOKEN"})
+	h := sha256.Sum256([]byte(bearer(r)))
+	ok, known, err := s.adminOK(r.Context(), h)
+	if err != nil {
+		s.internal(w, r, "authentication", err)
 		return false
 	}
-	h := sha256.Sum256([]byte(bearer(r)))
-	if subtle.ConstantTimeCompare(h[:], s.admin[:]) != 1 {
-		writeError(w, &api.Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: "admin token required"})
+	if !ok && !known && !s.isAdm {
+		writeError(w, &api.Error{Status: http.StatusForbidden, Code: api.CodeForbidden, Message: "the admin API is disabled: start the server with --admin-token-file FILE or PRIVREC_ADMIN_TOKEN, or create an admin token with privrec serve token create"})
+		return false
+	}
+	if !ok {
+		writeError(w, &api.Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: "a valid admin token is required (unknown, revoked or expired)"})
 		return false
 	}
 	if rec, ok := w.(*recorder); ok {
@@ -468,13 +465,11 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var idb [10]byte
-	var tokb [32]byte
 	rand.Read(idb[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
-	rand.Read(tokb[:])
 	id := "u_" + hex.EncodeToString(idb[:])
-	tok := "prt_" + base64.RawURLEncoding.EncodeToString(tokb[:])
+	tok := NewToken("prt_")
 	h := sha256.Sum256([]byte(tok))
-	o := &op{enrol: &store.NewUser{ID: id, TokenHash: h[:], Budget: s.budget, CreatedMS: s.opt.Now().UnixMilli()}}
+	o := &op{enrol: &store.NewUser{ID: id, TokenHash: h[:], Budget: s.budget, CreatedMS: s.opt.Now().UnixMilli(), TokenExpiresMS: s.tokenExpiry()}}
 	if err := s.b.do(r.Context(), o); err != nil {
 		s.internal(w, r, "enrolment", err)
 		return

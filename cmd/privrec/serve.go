@@ -57,6 +57,10 @@ recorded settings. An older schema is migrated forward on opening.
 SIGTERM or SIGINT stops the server gracefully (requests in flight finish).
 
   privrec serve stats --db URL [--json]    users, reports, releases, largest ε (ρ) spent
+  privrec serve backup --db sqlite:FILE --out FILE   online backup, checked
+  privrec serve restore --backup FILE --db sqlite:FILE [--replace]
+  privrec serve token create|list|revoke|rotate --db URL …
+                                           admin and user tokens, no restart
   privrec serve bench [--db URL] [--clients 64] [--duration 10s] [--json]
                                            load benchmark, clients and server in one process`
 
@@ -76,6 +80,12 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 			return runServeStats(ctx, args[1:], out)
 		case "bench":
 			return runServeBench(ctx, args[1:], out)
+		case "backup":
+			return runServeBackup(ctx, args[1:], out)
+		case "restore":
+			return runServeRestore(ctx, args[1:], out)
+		case "token":
+			return runServeToken(ctx, args[1:], out)
 		}
 	}
 	example := `  printf '%s\n' i1 i2 i3 > items.txt
@@ -98,6 +108,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	scale := fs.String("scale", "", "declared rating scale MIN:MAX (e.g. 1:5)")
 	levels := fs.Int("levels", 0, "rating levels d for rr (0: MAX − MIN + 1 for integer ends); in central mode, ratings must lie on the d levels")
 	adminFile := fs.String("admin-token-file", "", "file holding the admin token (≥ 16 characters; default: $PRIVREC_ADMIN_TOKEN; none: admin API disabled)")
+	userTokenTTL := fs.Duration("user-token-ttl", 0, "users' tokens expire this long after they are issued (enrolment or rotation; 0: never)")
 	enroll := fs.String("enroll", "open", "who may enrol: open (anyone, rate-limited per address) or admin (admin token only)")
 	rate := fs.Float64("rate", 50, "requests per second per user token")
 	burst := fs.Int("burst", 100, "burst of requests per user token")
@@ -145,7 +156,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	}
 	opt := service.Options{Catalogue: cat, Mechanism: *mech, Epsilon: *eps, Budget: *budget, Scale: sc, Levels: *levels,
 		BudgetDelta: *budgetDelta, MaxDelta: *maxDelta, Exhausted: *exhausted, Period: *period,
-		AdminToken: admin, EnrollAdminOnly: *enroll == "admin", MaxBody: *maxBody, Rate: *rate, Burst: *burst,
+		AdminToken: admin, UserTokenTTL: *userTokenTTL, EnrollAdminOnly: *enroll == "admin", MaxBody: *maxBody, Rate: *rate, Burst: *burst,
 		EnrollRate: *enrollRate, EnrollBurst: *enrollBurst, MaxBatch: *maxBatch, Writers: *writers, Workers: *workers, Log: log}
 	if _, err := service.BuildConfig(opt); err != nil {
 		return usagef("%v", err)

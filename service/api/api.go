@@ -20,6 +20,7 @@ const (
 	PathEnroll        = "/v1/enroll"
 	PathMe            = "/v1/me"
 	PathMyState       = "/v1/me/state"
+	PathMyToken       = "/v1/me/token"
 	PathReports       = "/v1/reports"
 	PathReleases      = "/v1/releases"
 	PathLatestRelease = "/v1/releases/latest"

@@ -42,8 +42,9 @@ func (d dialect) rebind(q string) string {
 const (
 	qReport = `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
 		FROM reports WHERE user_id = ? AND client_id = ?`
-	qUser       = `SELECT id, budget_nano, spent_nano, reports, created_ms FROM users WHERE id = ?`
-	qCreateUser = `INSERT INTO users (id, token_hash, budget_nano, spent_nano, reports, created_ms) VALUES (?, ?, ?, 0, 0, ?)`
+	qUserCols   = `SELECT id, budget_nano, spent_nano, reports, created_ms, token_expires_ms, token_revoked_ms FROM users`
+	qUser       = qUserCols + ` WHERE id = ?`
+	qCreateUser = `INSERT INTO users (id, token_hash, budget_nano, spent_nano, reports, created_ms, token_expires_ms) VALUES (?, ?, ?, 0, 0, ?, ?)`
 )
 
 // chunkSizes are the sizes of the prepared batch statements: a batch of
@@ -280,7 +281,7 @@ type sqlTx struct {
 }
 
 func (t *sqlTx) CreateUser(ctx context.Context, u NewUser) error {
-	if _, err := t.tx.StmtContext(ctx, t.s.createUser).ExecContext(ctx, u.ID, u.TokenHash, u.Budget, u.CreatedMS); err != nil {
+	if _, err := t.tx.StmtContext(ctx, t.s.createUser).ExecContext(ctx, u.ID, u.TokenHash, u.Budget, u.CreatedMS, u.TokenExpiresMS); err != nil {
 		return fmt.Errorf("store: creating user: %w", err)
 	}
 	return nil
@@ -507,7 +508,7 @@ func scanReport(row scanner) (Report, error) {
 
 func scanUser(row scanner) (User, error) {
 	var u User
-	err := row.Scan(&u.ID, &u.Budget, &u.Spent, &u.Reports, &u.CreatedMS)
+	err := row.Scan(&u.ID, &u.Budget, &u.Spent, &u.Reports, &u.CreatedMS, &u.TokenExpiresMS, &u.TokenRevokedMS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return u, ErrNotFound
 	}
@@ -518,7 +519,7 @@ func scanUser(row scanner) (User, error) {
 }
 
 func (s *sqlStore) UserByToken(ctx context.Context, h []byte) (User, error) {
-	return scanUser(s.r.QueryRowContext(ctx, s.q(`SELECT id, budget_nano, spent_nano, reports, created_ms FROM users WHERE token_hash = ?`), h))
+	return scanUser(s.r.QueryRowContext(ctx, s.q(qUserCols+` WHERE token_hash = ?`), h))
 }
 
 func (s *sqlStore) User(ctx context.Context, id string) (User, error) {

@@ -74,6 +74,14 @@ type User struct {
 	Spent     int64 // nano-ε
 	Reports   int64
 	CreatedMS int64
+	// TokenExpiresMS (0: never) and TokenRevokedMS (0: not revoked) are
+	// her token's; a rotation replaces the token and clears both.
+	TokenExpiresMS, TokenRevokedMS int64
+}
+
+// TokenValid reports whether her token may be used at nowMS.
+func (u User) TokenValid(nowMS int64) bool {
+	return u.TokenRevokedMS == 0 && (u.TokenExpiresMS == 0 || nowMS < u.TokenExpiresMS)
 }
 
 // NewUser is a user to enrol.
@@ -82,6 +90,20 @@ type NewUser struct {
 	TokenHash []byte
 	Budget    int64
 	CreatedMS int64
+	// TokenExpiresMS: when her token expires (0: never).
+	TokenExpiresMS int64
+}
+
+// AdminToken is a recorded admin token: its hash, never the token.
+type AdminToken struct {
+	ID, Label                       string
+	Hash                            []byte
+	CreatedMS, ExpiresMS, RevokedMS int64
+}
+
+// Valid reports whether the token may be used at nowMS.
+func (t AdminToken) Valid(nowMS int64) bool {
+	return t.RevokedMS == 0 && (t.ExpiresMS == 0 || nowMS < t.ExpiresMS)
 }
 
 // Submission is a report to store and charge.
@@ -269,6 +291,24 @@ type Store interface {
 	// migrations applied to it.
 	SchemaVersion(ctx context.Context) (int, error)
 	Migrations(ctx context.Context) ([]Migration, error)
+	// SetUserToken replaces a user's token (rotation): the new hash, its
+	// expiry (0: never), not revoked. ErrNotFound: no such user.
+	SetUserToken(ctx context.Context, user string, hash []byte, expiresMS int64) error
+	// RevokeUserToken revokes a user's token at nowMS (her ledger and
+	// reports stay). ErrNotFound: no such user.
+	RevokeUserToken(ctx context.Context, user string, nowMS int64) error
+	// AddAdminToken records an admin token (its hash only).
+	AddAdminToken(ctx context.Context, t AdminToken) error
+	// AdminToken finds an admin token by hash (ErrNotFound: none).
+	AdminToken(ctx context.Context, hash []byte) (AdminToken, error)
+	// AdminTokens lists the admin tokens recorded, oldest first.
+	AdminTokens(ctx context.Context) ([]AdminToken, error)
+	// RevokeAdminToken revokes an admin token by ID at nowMS
+	// (ErrNotFound: none).
+	RevokeAdminToken(ctx context.Context, id string, nowMS int64) error
+	// Backup writes a consistent copy of the database to a new file
+	// while it serves (SQLite; PostgreSQL: ErrBackupUnsupported).
+	Backup(ctx context.Context, path string) error
 	Close() error
 	// Kind is "sqlite" or "postgres".
 	Kind() string
@@ -293,7 +333,7 @@ func open(ctx context.Context, url string, create bool) (Store, error) {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		return OpenPostgres(ctx, url, create)
 	case strings.HasPrefix(url, "sqlite:"):
-		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
+		path := SQLitePath(url)
 		if path == "" {
 			return nil, fmt.Errorf("store: %q names no file (want sqlite:FILE)", url)
 		}
