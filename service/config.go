@@ -1,11 +1,14 @@
 package service
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -53,6 +56,11 @@ type Options struct {
 
 	// AdminToken authorises the admin calls ("" disables them).
 	AdminToken string
+	// AddItems accepts a catalogue that extends the recorded one (the
+	// recorded items first, in their order, then new ones), every other
+	// setting unchanged, and records it as the collection's next version
+	// (docs/SERVICE.md, "The catalogue grows").
+	AddItems bool
 	// UserTokenTTL, when > 0, makes a user's token expire that long
 	// after it was issued (enrolment or rotation); 0: never.
 	UserTokenTTL time.Duration
@@ -322,6 +330,47 @@ func identityJSON(c *api.Config) []byte {
 	}
 	b, _ := json.Marshal(id) // plain types: cannot fail
 	return b
+}
+
+// openCollection records the collection on a new database or checks it
+// against the recorded one, adding items as a new collection version
+// when opt.AddItems allows it; it returns the current version.
+func openCollection(ctx context.Context, st store.Store, cfg *api.Config, opt Options) (int, error) {
+	now := identityJSON(cfg)
+	err := st.Init(ctx, now)
+	if errors.Is(err, store.ErrConfigMismatch) {
+		stored, cerr := st.Config(ctx)
+		if cerr != nil {
+			return 0, errors.Join(err, cerr)
+		}
+		if !opt.AddItems || !extends(stored, cfg) {
+			return 0, mismatch(stored, cfg)
+		}
+		v, err := st.Evolve(ctx, stored, now, opt.Now().UnixMilli())
+		if err != nil {
+			return 0, err
+		}
+		opt.Log.Info("the catalogue grew: new collection version", "version", v, "items", len(cfg.Items))
+		return v, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return st.CollectionVersion(ctx)
+}
+
+// extends reports whether cfg differs from the stored collection only by
+// items added after the recorded ones (and the per-item ε that follows).
+func extends(stored []byte, cfg *api.Config) bool {
+	var s, now Identity
+	if json.Unmarshal(stored, &s) != nil || json.Unmarshal(identityJSON(cfg), &now) != nil {
+		return false
+	}
+	if len(now.Items) <= len(s.Items) || !slices.Equal(now.Items[:len(s.Items)], s.Items) {
+		return false
+	}
+	s.Items, now.Items, s.CellEpsilon, now.CellEpsilon = nil, nil, 0, 0
+	return reflect.DeepEqual(s, now)
 }
 
 // mismatch explains how the stored collection differs from the flags.

@@ -42,6 +42,7 @@ type Server struct {
 	cfg     *api.Config
 	cfgJSON []byte
 	charge  int64 // nano-ε debited per report
+	version int   // the collection version reports are stored under
 	budget  int64 // nano-ε of every new user
 	st      store.Store
 	b       *batcher
@@ -76,17 +77,11 @@ func New(ctx context.Context, st store.Store, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := st.Init(ctx, identityJSON(cfg)); err != nil {
-		if errors.Is(err, store.ErrConfigMismatch) {
-			stored, cerr := st.Config(ctx)
-			if cerr != nil {
-				return nil, errors.Join(err, cerr)
-			}
-			return nil, mismatch(stored, cfg)
-		}
+	version, err := openCollection(ctx, st, cfg, opt)
+	if err != nil {
 		return nil, err
 	}
-	s := &Server{opt: opt, cfg: cfg, st: st, m: newMetrics(), log: opt.Log,
+	s := &Server{opt: opt, cfg: cfg, st: st, version: version, m: newMetrics(), log: opt.Log,
 		users: newLimiter(opt.Rate, opt.Burst), enrols: newLimiter(opt.EnrollRate, opt.EnrollBurst),
 		auth: map[[32]byte]authEntry{}, adm: map[[32]byte]admEntry{}, docCache: map[int64][]byte{}}
 	if cfg.Mode == api.ModeLocal {
@@ -553,7 +548,7 @@ func (s *Server) postReport(w http.ResponseWriter, r *http.Request) {
 	}
 	vals := api.EncodeValues(rep.Values)
 	o := &op{sub: &store.Submission{User: id, ClientID: rep.ID, BodyHash: reportHash(rep, vals), Charge: s.charge,
-		Values: vals, Received: s.opt.Now().UnixMilli()}}
+		Values: vals, Received: s.opt.Now().UnixMilli(), Version: s.version}}
 	if err := s.b.do(r.Context(), o); err != nil {
 		s.internal(w, r, "storing the report", err)
 		return

@@ -95,6 +95,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
   privrec client --server http://127.0.0.1:8080 enroll --json`
 	fs := newFlags("serve --db URL --listen ADDR --items FILE --mechanism rr|laplace|none --epsilon E --budget B --scale MIN:MAX", serveSynopsis, example)
 	db := fs.String("db", "", "database: sqlite:FILE (embedded, WAL, durable commits) or postgres://USER:PASS@HOST/DB")
+	addItems := fs.Bool("add-items", false, "accept an --items file that extends the recorded catalogue (the recorded items first, in order, then new ones; every other setting unchanged) and record it as the collection's next version (docs/SERVICE.md)")
 	create := fs.Bool("create", false, "create a new collection in --db with these settings (a new or empty SQLite file, or a PostgreSQL schema without privrec's tables); without it --db must hold the collection already")
 	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks one, logged)")
 	items := fs.String("items", "", "declared catalogue: one item ID per line, an optional title after a tab (MovieLens item files as they come)")
@@ -156,7 +157,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	}
 	opt := service.Options{Catalogue: cat, Mechanism: *mech, Epsilon: *eps, Budget: *budget, Scale: sc, Levels: *levels,
 		BudgetDelta: *budgetDelta, MaxDelta: *maxDelta, Exhausted: *exhausted, Period: *period,
-		AdminToken: admin, UserTokenTTL: *userTokenTTL, EnrollAdminOnly: *enroll == "admin", MaxBody: *maxBody, Rate: *rate, Burst: *burst,
+		AddItems: *addItems, AdminToken: admin, UserTokenTTL: *userTokenTTL, EnrollAdminOnly: *enroll == "admin", MaxBody: *maxBody, Rate: *rate, Burst: *burst,
 		EnrollRate: *enrollRate, EnrollBurst: *enrollBurst, MaxBatch: *maxBatch, Writers: *writers, Workers: *workers, Log: log}
 	if _, err := service.BuildConfig(opt); err != nil {
 		return usagef("%v", err)

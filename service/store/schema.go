@@ -53,6 +53,17 @@ var migrations = []migration{
 	{3, "a heartbeat row the readiness check writes",
 		[]string{`CREATE TABLE heartbeat (id INTEGER PRIMARY KEY, beat_ms INTEGER NOT NULL, beats INTEGER NOT NULL)`},
 		[]string{`CREATE TABLE heartbeat (id INTEGER PRIMARY KEY, beat_ms BIGINT NOT NULL, beats BIGINT NOT NULL)`}},
+	{4, "collection versions: the catalogue may grow; each report records the version it was made for",
+		collectionVersions("INTEGER"), collectionVersions("BIGINT")},
+}
+
+// collectionVersions is migration 4 in a dialect's integer type.
+func collectionVersions(integer string) []string {
+	return []string{
+		`ALTER TABLE reports ADD COLUMN collection_version INTEGER NOT NULL DEFAULT 1`,
+		`CREATE TABLE collection_versions (version INTEGER PRIMARY KEY, config TEXT NOT NULL, created_ms ` + integer + ` NOT NULL)`,
+		`INSERT INTO collection_versions (version, config, created_ms) SELECT 1, value, 0 FROM meta WHERE key = 'config'`,
+	}
 }
 
 // SchemaVersion is the schema version this build writes.

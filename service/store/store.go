@@ -114,6 +114,9 @@ type Submission struct {
 	Charge   int64 // nano-ε
 	Values   []byte
 	Received int64 // unix ms
+	// Version is the collection version the report was made for (its
+	// catalogue; 0 is taken as 1).
+	Version int
 }
 
 // Outcome says what happened to a submission.
@@ -170,6 +173,8 @@ type Report struct {
 	SpentAfter int64
 	Received   int64
 	Values     []byte
+	// Version is the collection version it was made for.
+	Version int
 }
 
 // Charge debits one user for a release.
@@ -239,6 +244,12 @@ type Store interface {
 	Init(ctx context.Context, config []byte) error
 	// Config returns the recorded configuration (ErrNotFound before Init).
 	Config(ctx context.Context) ([]byte, error)
+	// Evolve records config as the collection's next version (returned)
+	// if the recorded one is still old (else ErrConfigMismatch): reports
+	// stored from then on carry the new version.
+	Evolve(ctx context.Context, old, config []byte, nowMS int64) (int, error)
+	// CollectionVersion is the current collection version (1 after Init).
+	CollectionVersion(ctx context.Context) (int, error)
 	// Update runs fn in one transaction and commits it durably.
 	Update(ctx context.Context, fn func(Tx) error) error
 	// UserByToken finds the user whose token hashes to h.
