@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -150,13 +151,13 @@ func (c *child) client(token string) *client.Client {
 	return cl
 }
 
-// TestCrash kills the server with SIGKILL while 16 clients submit
+// TestCrash kills the server with SIGKILL while 64 clients submit
 // reports, restarts it on the same database, and checks that every
 // acknowledged report is stored and charged exactly once — a report in
 // flight at the kill is stored with its charge or not at all, and
-// resubmitting any report stores and charges nothing more. Three rounds
-// on each database; the last restart is stopped with SIGTERM and must
-// exit cleanly.
+// resubmitting any report stores and charges nothing more. Ten rounds
+// on each database (crashRounds, crashClients); every restart is stopped
+// with SIGTERM and must exit cleanly. Then the damaged-database rounds.
 func TestCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the crash test runs in the full go test (not -short)")
@@ -164,7 +165,7 @@ func TestCrash(t *testing.T) {
 	for _, kind := range storetest.Kinds {
 		t.Run(kind, func(t *testing.T) {
 			url := storetest.URL(t, kind)
-			for round := range 3 {
+			for round := range crashRounds {
 				crashRound(t, url, round)
 			}
 			damagedRounds(t, kind, url)
@@ -252,6 +253,8 @@ func startChildRefused(t *testing.T, url string) string {
 	return string(out)
 }
 
+const crashRounds, crashClients = 10, 64
+
 type sent struct {
 	token, id string
 	rep       api.Report
@@ -261,7 +264,7 @@ type sent struct {
 func crashRound(t *testing.T, url string, round int) {
 	ctx := context.Background()
 	c := startChild(t, url, round == 0)
-	const users, submitters = 16, 16
+	const users, submitters = crashClients, crashClients
 	tokens := make([]string, users)
 	for u := range tokens {
 		e, err := c.client("").Enroll(ctx)
@@ -350,19 +353,30 @@ func crashRound(t *testing.T, url string, round int) {
 	defer st.Close()
 	// Every acknowledged report is there with its acknowledged seq.
 	nack, inflight := 0, 0
+	stored := map[string]map[string]store.Report{} // token → client ID → report
 	for _, s := range all {
 		if s.ack == nil {
 			inflight++
 			continue
 		}
 		nack++
-		u, err := st.UserByToken(ctx, hashToken(s.token))
-		if err != nil {
-			t.Fatal(err)
+		if stored[s.token] == nil {
+			u, err := st.UserByToken(ctx, hashToken(s.token))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reps, err := st.Reports(ctx, u.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored[s.token] = map[string]store.Report{}
+			for _, r := range reps {
+				stored[s.token][r.ClientID] = r
+			}
 		}
-		r, err := st.Report(ctx, u.ID, s.id)
-		if err != nil {
-			t.Fatalf("acknowledged report %s (seq %d) lost after kill -9: %v", s.id, s.ack.Seq, err)
+		r, ok := stored[s.token][s.id]
+		if !ok {
+			t.Fatalf("acknowledged report %s (seq %d) lost after kill -9", s.id, s.ack.Seq)
 		}
 		if r.Seq != s.ack.Seq || r.SpentAfter != int64(s.ack.Spent*store.Nano) {
 			t.Fatalf("report %s stored as seq %d spent %d, acknowledged as seq %d spent %g", s.id, r.Seq, r.SpentAfter, s.ack.Seq, s.ack.Spent)
@@ -375,29 +389,48 @@ func crashRound(t *testing.T, url string, round int) {
 	// Resubmitting everything — acknowledged or in flight — stores and
 	// charges nothing twice: an acknowledged one returns its original
 	// acknowledgement.
+	// One goroutine per user, in her submission order.
 	before, _ := st.Stats(ctx)
-	fresh := 0
+	byUser := map[string][]*sent{}
 	for _, s := range all {
-		ack, replayed, err := c.client(s.token).SubmitRetry(ctx, s.rep, 5)
-		if err != nil {
+		byUser[s.token] = append(byUser[s.token], s)
+	}
+	var fresh atomic.Int64
+	errs := make(chan error, len(byUser))
+	for tok, list := range byUser {
+		go func() {
+			cl := c.client(tok)
+			for _, s := range list {
+				ack, replayed, err := cl.SubmitRetry(ctx, s.rep, 5)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if s.ack != nil && (!replayed || ack != *s.ack) {
+					errs <- fmt.Errorf("resubmitted %s: %+v replayed=%v, original %+v", s.id, ack, replayed, *s.ack)
+					return
+				}
+				if !replayed {
+					fresh.Add(1)
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range byUser {
+		if err := <-errs; err != nil {
 			t.Fatal(err)
-		}
-		if s.ack != nil && (!replayed || ack != *s.ack) {
-			t.Fatalf("resubmitted %s: %+v replayed=%v, original %+v", s.id, ack, replayed, *s.ack)
-		}
-		if !replayed {
-			fresh++
 		}
 	}
 	after, _ := st.Stats(ctx)
-	if after.Reports != before.Reports+int64(fresh) {
-		t.Fatalf("resubmission stored %d reports, %d were new", after.Reports-before.Reports, fresh)
+	if after.Reports != before.Reports+fresh.Load() {
+		t.Fatalf("resubmission stored %d reports, %d were new", after.Reports-before.Reports, fresh.Load())
 	}
 	if err := st.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s round %d: SIGKILL after %d acknowledged reports, all present and charged once; of the %d in flight, %d had committed without their acknowledgement (resubmitted: answered as replays, not charged again) and %d had not (stored once on resubmission); ledgers exact",
-		st.Kind(), round, nack, inflight, inflight-fresh, fresh)
+		st.Kind(), round, nack, inflight, inflight-int(fresh.Load()), fresh.Load())
 }
 
 func hashToken(tok string) []byte {
