@@ -304,6 +304,12 @@ func runServeStats(ctx context.Context, args []string, out io.Writer) error {
 		if ledger != nil {
 			v["ledger_error"] = ledger.Error()
 		}
+		if sv, err := st.SchemaVersion(ctx); err == nil {
+			v["schema_version"] = sv
+		}
+		if cv, err := st.CollectionVersion(ctx); err == nil {
+			v["collection_version"] = cv
+		}
 		if err := writeJSON(out, v); err != nil {
 			return err
 		}

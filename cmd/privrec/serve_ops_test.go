@@ -85,7 +85,7 @@ func TestServeOps(t *testing.T) {
 		t.Fatalf("serve restore: %d %s", code, out)
 	}
 	code, out = runCmd(t, "serve", "stats", "--db", restored, "--json")
-	if s := decodeJSON(t, out); code != 0 || s["reports"] != float64(12) || s["ledger_ok"] != true {
+	if s := decodeJSON(t, out); code != 0 || s["reports"] != float64(12) || s["ledger_ok"] != true || s["schema_version"] != float64(store.SchemaVersion()) || s["collection_version"] != float64(1) {
 		t.Fatalf("stats of the restored collection: %d %s", code, out)
 	}
 	// Tokens.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -118,10 +119,35 @@ func schemaVersion(ctx context.Context, q interface {
 		}
 		return int(v.Int64), nil
 	}
-	if ok, err := hasTable(ctx, q, d, "users"); err != nil || ok {
-		return 1, err
+	// The first release's tables, all of them: a schema holding only
+	// some (another application's "users") is not a privrec database.
+	for _, name := range v1Tables {
+		if ok, err := hasTable(ctx, q, d, name); err != nil || !ok {
+			return 0, err
+		}
 	}
-	return 0, nil
+	return 1, nil
+}
+
+// v1Tables are the first release's tables.
+var v1Tables = []string{"meta", "users", "reports", "releases", "release_charges", "user_states"}
+
+// foreignTables lists the tables of an unversioned schema that bear
+// privrec's names (they would be mistaken for privrec's).
+func foreignTables(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, d dialect) ([]string, error) {
+	var found []string
+	for _, name := range append(slices.Clone(v1Tables), "admin_tokens", "heartbeat", "collection_versions") {
+		ok, err := hasTable(ctx, q, d, name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			found = append(found, name)
+		}
+	}
+	return found, nil
 }
 
 // migrate brings the schema to SchemaVersion, one transaction per

@@ -175,10 +175,19 @@ func TestOpenRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	// An empty PostgreSQL schema holds no collection.
+	// An empty PostgreSQL schema holds no collection; one holding
+	// another application's "users" table is neither opened nor created
+	// over.
 	t.Run("postgres", func(t *testing.T) {
-		if _, err := store.Open(ctx, storetest.URL(t, "postgres")); !errors.Is(err, store.ErrNoCollection) {
+		url := storetest.URL(t, "postgres")
+		if _, err := store.Open(ctx, url); !errors.Is(err, store.ErrNoCollection) {
 			t.Errorf("an empty schema: %v", err)
+		}
+		rawExec(t, "postgres", url, writeTemp(t, "CREATE TABLE users (name TEXT)"))
+		for _, open := range []func(context.Context, string) (store.Store, error){store.Open, store.Create} {
+			if _, err := open(ctx, url); !errors.Is(err, store.ErrNoCollection) || !strings.Contains(err.Error(), "tables named like privrec's (users)") {
+				t.Errorf("a schema with another application's users table: %v", err)
+			}
 		}
 	})
 }

@@ -88,6 +88,15 @@ func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB, create bool) (*sq
 	if err != nil {
 		return nil, err
 	}
+	if v == 0 {
+		other, err := foreignTables(ctx, w, d)
+		if err != nil {
+			return nil, err
+		}
+		if len(other) > 0 {
+			return nil, fmt.Errorf("%w: the database holds tables named like privrec's (%s) but no privrec collection; use an empty database or schema", ErrNoCollection, strings.Join(other, ", "))
+		}
+	}
 	recorded := false
 	if v > 0 {
 		if recorded, err = s.hasConfig(ctx); err != nil {
