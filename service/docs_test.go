@@ -16,7 +16,8 @@ func TestOpenAPIPaths(t *testing.T) {
 	}
 	doc := string(b)
 	for _, p := range []string{api.PathConfig, api.PathEnroll, api.PathMe, api.PathMyState, api.PathReports, api.PathReports + "/{id}",
-		api.PathLatestRelease, api.PathReleases + "/{id}", api.PathAdminReleases, api.PathAdminStats, api.PathHealth, api.PathMetrics} {
+		api.PathLatestRelease, api.PathReleases + "/{id}", api.PathAdminReleases, api.PathAdminStats, api.PathHealth, api.PathMetrics,
+		api.PathLive, api.PathReady, api.PathMyToken} {
 		if !strings.Contains(doc, "\n  "+p+":\n") {
 			t.Errorf("docs/openapi.yaml does not document %s", p)
 		}
