@@ -170,6 +170,15 @@ func runEvalRatings(ctx context.Context, d *dataFlags, a evalRatingsArgs, ho *he
 		if opt.States, err = model.LoadUserStates(a.states); err != nil {
 			return err
 		}
+		if kind, _ := model.PeekKind(a.modelPath); kind == model.KindLowRank {
+			m, err := model.Load(a.modelPath)
+			if err != nil {
+				return err
+			}
+			if err := fitStates(opt.States, m, a.modelPath, a.states); err != nil {
+				return err
+			}
+		}
 	}
 	if a.truth != "" {
 		o, err := d.options()

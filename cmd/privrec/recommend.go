@@ -97,11 +97,8 @@ outside the model's catalogue are ignored, with a warning.`,
 	from := "the model"
 	switch {
 	case *stateDir != "":
-		st, err := model.LoadUserState(*stateDir, *user)
+		st, err := loadUserState(m, *modelPath, *stateDir, *user)
 		if err != nil {
-			return err
-		}
-		if err := m.CheckState(st); err != nil {
 			return err
 		}
 		recs, from = m.RecommendFor(st, *k), "her own state"
@@ -195,5 +192,35 @@ func runRecommendAll(ctx context.Context, d *dataFlags, modelPath, itemsPath str
 		return err
 	}
 	slog.Info("recommended", "users", n, "k", k, "model", m.Method, "seconds", fmt.Sprintf("%.2f", time.Since(start).Seconds()))
+	return nil
+}
+
+// loadUserState reads a user's own state and checks that it belongs to
+// the model file at modelPath (privrec train binds the two).
+func loadUserState(m *model.Model, modelPath, dir, user string) (*model.UserState, error) {
+	one, err := model.LoadUserState(dir, user)
+	if err != nil {
+		return nil, err
+	}
+	if err := fitStates(one, m, modelPath, dir); err != nil {
+		return nil, err
+	}
+	st := &one.States[0]
+	if err := m.CheckState(st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// fitStates checks that the states read from dir belong to the model file
+// at modelPath.
+func fitStates(s *model.UserStates, m *model.Model, modelPath, dir string) error {
+	fp, err := model.FileFingerprint(modelPath)
+	if err != nil {
+		return err
+	}
+	if err := s.Fits(m, fp); err != nil {
+		return fmt.Errorf("--user-state %s with --model %s: %w", dir, modelPath, err)
+	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -202,15 +203,23 @@ Methods:
 		}
 		m.Params["epsilon"], m.Params["delta"], m.Params["seed"] = *eps, *delta, s
 	}
+	// The model's bytes are encoded once: the users' states name the file
+	// they belong to by its fingerprint (privrec refuses them with any
+	// other model).
+	var file bytes.Buffer
+	if err := rel.Public.Write(&file); err != nil {
+		return err
+	}
 	if rel.PerUser != nil {
 		if *stateDir == "" {
 			return fmt.Errorf("%s released per-user state: pass --user-state DIR", name)
 		}
+		rel.PerUser.Model = model.Fingerprint(file.Bytes())
 		if err := rel.PerUser.Save(*stateDir); err != nil {
 			return err
 		}
 	}
-	if err := model.WriteFileAtomic(*outPath, rel.Public.Write); err != nil {
+	if err := model.WriteFileAtomicBytes(*outPath, file.Bytes(), 0o644); err != nil {
 		return err
 	}
 	if *jsonOut {
