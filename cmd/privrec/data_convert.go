@@ -42,7 +42,7 @@ type convertReport struct {
 func runDataConvert(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("data convert --in FILE [--format F] --to tsv|binary --out FILE [--json]", dataConvertSynopsis, dataConvertExample)
 	var d dataFlags
-	d.add(fs, "in")
+	d.add(fs)
 	to := fs.String("to", "", "output format: tsv or binary")
 	outPath := fs.String("out", "", "output file (written atomically)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
@@ -61,7 +61,7 @@ func runDataConvert(ctx context.Context, args []string, out io.Writer) error {
 		return usagef("--out is required")
 	}
 	start := time.Now()
-	m, err := d.read("in")
+	m, err := d.read()
 	if err != nil {
 		return err
 	}

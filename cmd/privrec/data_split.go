@@ -84,7 +84,7 @@ type splitReport struct {
 func runDataSplit(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("data split --in FILE (--holdout FRAC | --per-user K) --seed S --train OUT --test OUT [--json]\n       privrec data split --in FILE --users VAL,TEST [--positive T] [--min-positives N] [--target-frac F] --seed S --out DIR [--json]", dataSplitSynopsis, dataSplitExample)
 	var d dataFlags
-	d.add(fs, "in")
+	d.add(fs)
 	holdout := fs.Float64("holdout", 0, "fraction of all ratings to hold out, in (0, 1)")
 	perUser := fs.Int("per-user", 0, "number of ratings to hold out per user (users with ≤ K ratings keep all)")
 	seed := fs.Uint64("seed", 0, "seed of the random choices (the split is reproducible for a seed)")
@@ -129,7 +129,7 @@ func runDataSplit(ctx context.Context, args []string, out io.Writer) error {
 	case d.path != "" && (sameFile(d.path, *trainPath) || sameFile(d.path, *testPath)):
 		return usagef("--train and --test must differ from --in")
 	}
-	m, err := d.read("in")
+	m, err := d.read()
 	if err != nil {
 		return err
 	}

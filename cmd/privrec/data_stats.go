@@ -34,12 +34,12 @@ type statsReport struct {
 func runDataStats(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("data stats --in FILE [--format F] [--json]", dataStatsSynopsis, dataStatsExample)
 	var d dataFlags
-	d.add(fs, "in")
+	d.add(fs)
 	jsonOut := fs.Bool("json", false, "print a JSON object on stdout")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
-	m, err := d.read("in")
+	m, err := d.read()
 	if err != nil {
 		return err
 	}

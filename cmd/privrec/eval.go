@@ -55,7 +55,7 @@ too: both reports are printed.`,
   privrec eval --model pop.model --history split/test-history.tsv \
       --targets split/test-targets.tsv -k 20,100 --train split/train.tsv`)
 	var d dataFlags
-	d.add(fs, "data")
+	d.add(fs)
 	modelPath := fs.String("model", "", "model file from privrec train")
 	truth := fs.String("truth", "", "full true matrix (synthetic data) for ARE")
 	kFlag := fs.String("k", "", "cut-off for precision@k, recall@k, NDCG@k with --data (default 10; 0: skip); a list for held-out users (default 10,20,50,100)")
@@ -146,7 +146,7 @@ type evalRatingsArgs struct {
 // runEvalRatings is the random-split evaluation (--data), followed by the
 // held-out users' report when both are asked for.
 func runEvalRatings(ctx context.Context, d *dataFlags, a evalRatingsArgs, ho *heldOutArgs, out io.Writer) error {
-	test, err := d.read("data")
+	test, err := d.read()
 	if err != nil {
 		return err
 	}

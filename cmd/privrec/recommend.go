@@ -46,7 +46,7 @@ outside the model's catalogue are ignored, with a warning.`,
   privrec recommend --model ml.model --ratings test-history.tsv --all-users -k 20 > top20.tsv
   privrec recommend --model ml.model --ratings test-history.tsv --all-users -k 20 --json | head -1`)
 	var d dataFlags
-	d.add(fs, "ratings")
+	d.add(fs)
 	modelPath := fs.String("model", "", "model file from privrec train")
 	user := fs.String("user", "", "external user ID, as in the training data")
 	stateDir := fs.String("user-state", "", "directory of users' own states (joint-DP models)")
@@ -103,7 +103,7 @@ outside the model's catalogue are ignored, with a warning.`,
 		}
 		recs, from = m.RecommendFor(st, *k), "her own state"
 	case d.path != "":
-		r, err := d.read("ratings")
+		r, err := d.read()
 		if err != nil {
 			return err
 		}
@@ -181,7 +181,7 @@ func runRecommendAll(ctx context.Context, d *dataFlags, modelPath, itemsPath str
 			}
 		}
 	}
-	r, err := d.read("ratings")
+	r, err := d.read()
 	if err != nil {
 		return err
 	}
