@@ -75,9 +75,10 @@ func runSweep(ctx context.Context, cfg *experiment.Config, outDir, dataDir strin
 	if reportOnly {
 		err = experiment.WriteOutputs(cfg, outDir)
 	} else {
-		var progress io.Writer = os.Stderr
+		// On a terminal one line is rewritten in place; into a file or a
+		// pipe, whole lines at each tenth of the runs.
 		err = experiment.Run(ctx, cfg, experiment.Options{Out: outDir, DataDir: dataDir, Workers: workers,
-			Progress: progress, Log: slog.Default()})
+			Progress: progressOut, ProgressLines: !progressTerminal(), Log: slog.Default()})
 	}
 	secs := time.Since(start).Seconds()
 	report := filepath.Join(outDir, "report.md")

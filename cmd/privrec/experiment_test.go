@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,9 +22,26 @@ func TestExperimentCommand(t *testing.T) {
   "metric": "rmse"
 }`), 0o644)
 	out := filepath.Join(dir, "out")
+	// Off a terminal, progress comes as whole lines without carriage
+	// returns; on one, a line rewritten in place.
+	var prog bytes.Buffer
+	oldOut, oldTerm := progressOut, progressTerminal
+	t.Cleanup(func() { progressOut, progressTerminal = oldOut, oldTerm })
+	progressOut, progressTerminal = &prog, func() bool { return false }
 	stdout, stderr, code := runCLI(t, "experiment", "--config", cfg, "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(prog.String(), "\r") || !strings.Contains(prog.String(), "experiment cli: 4/4 runs (100%)") {
+		t.Errorf("progress off a terminal: %q", prog.String())
+	}
+	prog.Reset()
+	progressTerminal = func() bool { return true }
+	if _, stderr, code := runCLI(t, "experiment", "--config", cfg, "--out", filepath.Join(dir, "out-tty")); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(prog.String(), "\rexperiment cli: 4/4 runs") {
+		t.Errorf("progress on a terminal: %q", prog.String())
 	}
 	if !strings.Contains(stdout, "report.md") {
 		t.Fatalf("stdout %q", stdout)
