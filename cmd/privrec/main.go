@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strings"
@@ -182,6 +183,9 @@ func parse(fs *flag.FlagSet, args []string, positional bool) error {
 
 func init() {
 	register(&command{name: "help", summary: "list commands, or explain one: privrec help COMMAND", run: func(ctx context.Context, args []string, out io.Writer) error {
+		if len(args) > 0 && (args[0] == "--help" || args[0] == "-help" || args[0] == "-h") {
+			args = nil // privrec help --help: the list of commands
+		}
 		if len(args) > 0 {
 			c, ok := commands[args[0]]
 			if !ok {
@@ -193,9 +197,13 @@ func init() {
 		return nil
 	}})
 	register(&command{name: "version", summary: "print the version", run: func(ctx context.Context, args []string, out io.Writer) error {
-		fs := newFlags("version", "Print privrec's version.", "  privrec version")
+		fs := newFlags("version [--json]", "Print privrec's version (and, with --json, the Go version it was built with).", "  privrec version\n  privrec version --json")
+		jsonOut := fs.Bool("json", false, "print a JSON object")
 		if err := parse(fs, args, false); err != nil {
 			return err
+		}
+		if *jsonOut {
+			return writeJSON(out, map[string]string{"version": version, "go": runtime.Version()})
 		}
 		fmt.Fprintf(out, "privrec %s\n", version)
 		return nil

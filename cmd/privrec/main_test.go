@@ -166,4 +166,9 @@ func TestVersion(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "privrec ") {
 		t.Errorf("version: %d %q", code, out)
 	}
+	out, _, code = runCLI(t, "version", "--json")
+	var v struct{ Version, Go string }
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.Version != version || !strings.HasPrefix(v.Go, "go") {
+		t.Errorf("version --json: %d %q", code, out)
+	}
 }
