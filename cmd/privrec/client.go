@@ -69,7 +69,7 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 	token := fs.String("token", "", "the user's token (default: $PRIVREC_TOKEN)")
 	tokenFile := fs.String("token-file", "", "file holding the user's token")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args, true); err != nil {
+	if err := parseDispatch(fs, args); err != nil {
 		return err
 	}
 	if *server == "" {

@@ -22,7 +22,7 @@ Rating models report RMSE and MAE on the original scale; one-bit models
 report sign accuracy. --truth (a file with every entry of the true matrix,
 from 'privrec data synth --truth') adds ARE = ‖M̂−M‖²_F/‖M‖²_F. Top-k
 metrics rank each test user's unseen items and count test ratings at or
-above --relevant (default: the training mean) as relevant. --worst-items N
+above --relevant (default: the held-out ratings' mean) as relevant. --worst-items N
 lists the N items with the highest held-out RMSE (among items with at least
 --min-ratings held-out ratings) with their titles: the model's, when its
 catalogue had titles at training, else those of --items FILE (a catalogue:
@@ -65,7 +65,7 @@ too: both reports are printed.`,
 	popFrom := fs.String("popularity-from", "", "with --history: count each item's interactions in this file for popularity@k (default: --train, else the histories)")
 	positive := fs.Float64("positive", 0, "with --history: targets ≥ T are interactions (default: the model's rule, else all)")
 	unknownItems := fs.String("unknown-items", "error", "with --history: a history rating of an item outside the model's catalogue is an error, or skip (ignored, with a warning)")
-	relevant := fs.Float64("relevant", 0, "rating at or above which a held-out item is relevant (0: the held-out mean)")
+	relevant := fs.Float64("relevant", 0, "rating at or above which a held-out item is relevant (0: the held-out ratings' mean)")
 	states := fs.String("user-state", "", "directory of the users' own states (models that hold no users: joint DP)")
 	worst := fs.Int("worst-items", 0, "list the N items with the highest held-out RMSE, with titles (0: none)")
 	minRatings := fs.Int("min-ratings", 10, "held-out ratings an item needs to be listed by --worst-items")

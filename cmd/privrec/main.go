@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errParsed) {
 		return 0
 	}
 	fmt.Fprintf(stderr, "privrec %s: %v\n", name, err)
@@ -178,7 +178,27 @@ func parse(fs *flag.FlagSet, args []string, positional bool) error {
 	if !positional && fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
+	if parseOnly {
+		return errParsed
+	}
 	return nil
+}
+
+// parseOnly makes every command stop right after parsing its flags, with
+// errParsed (exit status 0): the help test runs each example command of
+// the help texts this way, to check that it parses without running it.
+var parseOnly bool
+
+var errParsed = errors.New("flags parsed (parse-only mode)")
+
+// parseDispatch is parse for a command whose remaining arguments name a
+// subcommand with flags of its own (client): it never stops in parse-only
+// mode, the subcommand's parse does.
+func parseDispatch(fs *flag.FlagSet, args []string) error {
+	was := parseOnly
+	parseOnly = false
+	defer func() { parseOnly = was }()
+	return parse(fs, args, true)
 }
 
 func init() {
