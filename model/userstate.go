@@ -146,12 +146,12 @@ func FileFingerprint(path string) (string, error) {
 // from the same method with the same rank.
 func (s *UserStates) Fits(m *Model, fingerprint string) error {
 	const fix = "user states fit only the model they were trained with: use that model, or retrain with --user-state into a new directory"
+	if s.Method != "" && s.Method != m.Method {
+		return fmt.Errorf("these user states come from a %s training, the model from %s; %s", s.Method, m.Method, fix)
+	}
 	if s.Model != "" && fingerprint != "" && s.Model != fingerprint {
 		return fmt.Errorf("these user states were written with another %s model (model %s…), not this %s model (%s…); %s",
 			s.Method, short(s.Model), m.Method, short(fingerprint), fix)
-	}
-	if s.Method != "" && s.Method != m.Method {
-		return fmt.Errorf("these user states come from a %s training, the model from %s; %s", s.Method, m.Method, fix)
 	}
 	if s.Rank != m.Rank {
 		return fmt.Errorf("these user states have rank %d, the model rank %d; %s", s.Rank, m.Rank, fix)

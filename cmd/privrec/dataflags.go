@@ -23,6 +23,12 @@ func (d *dataFlags) add(fs *flag.FlagSet) {
 	for _, alias := range []string{"in", "ratings"} {
 		fs.StringVar(&d.path, alias, "", "same as --data")
 	}
+	d.addFormat(fs)
+}
+
+// addFormat registers the flags that say how to read a ratings file,
+// without the file's own flag.
+func (d *dataFlags) addFormat(fs *flag.FlagSet) {
 	fs.StringVar(&d.format, "format", "auto", "file format: auto, "+strings.Join(ratingio.Formats, ", "))
 	fs.StringVar(&d.cols, "cols", "", "tsv/csv column map, e.g. user=0,item=1,rating=2[,time=3] or by header name user=userId,item=movieId,rating=rating")
 	fs.StringVar(&d.column, "column", "rating", "uci-rc rating column: rating, food or service")
