@@ -174,6 +174,11 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 	if f.LogX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = valueTicks(xset)
+		if xmin == xmax {
+			// One x value: gonum widens an empty range by ±1, which
+			// reaches 0 on a log axis; widen it by a factor instead.
+			p.X.Min, p.X.Max = xmin/2, xmax*2
+		}
 	}
 	if f.LogY {
 		p.Y.Scale = plot.LogScale{}

@@ -184,3 +184,16 @@ func TestLog2Ticks(t *testing.T) {
 		t.Errorf("12 ε values: ticks %T, want log2Ticks", valueTicks(xs))
 	}
 }
+
+// A log x axis with a single x value draws (gonum would widen the range to
+// [x−1, x+1], reaching 0).
+func TestLogXSingleValue(t *testing.T) {
+	f := &Figure{Title: "one ε", XLabel: "ε", YLabel: "RMSE", LogX: true, Series: []Series{
+		{Label: "baseline", X: []float64{math.NaN()}, Mean: []float64{0.8}, Flat: true},
+		{Label: "private", X: []float64{1}, Mean: []float64{0.9}, SD: []float64{0.1}},
+	}}
+	var b bytes.Buffer
+	if err := f.WritePNG(&b); err != nil || b.Len() == 0 {
+		t.Fatalf("WritePNG: %v", err)
+	}
+}

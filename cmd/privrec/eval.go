@@ -49,7 +49,7 @@ too: both reports are printed.`,
 		`  privrec eval --model ml100k.model --data u1.test --format movielens-100k --json
   privrec eval --model ml100k.model --data u1.test --format movielens-100k \
       --worst-items 5 --items u.item
-  privrec data split --in ratings.dat --users 600,600 --positive 4 --seed 1 --out split/
+  privrec data split --data ratings.dat --users 600,600 --positive 4 --seed 1 --out split/
   privrec train --data split/train.tsv --method popularity --positive 4 --scale 1:5 \
       --items movies.dat --out pop.model
   privrec eval --model pop.model --history split/test-history.tsv \

@@ -201,3 +201,29 @@ func TestHelpPagesAreTrue(t *testing.T) {
 		t.Errorf("only %d example commands found:\n%s", len(checked), strings.Join(keys, "\n"))
 	}
 }
+
+// TestInputFlagAliases: the ratings file is --data everywhere, with --in
+// and --ratings as aliases that read the same file.
+func TestInputFlagAliases(t *testing.T) {
+	dir := t.TempDir()
+	data := writeRatings(t, dir, "r.tsv", func(int, int) bool { return true })
+	var first string
+	for _, flag := range []string{"--data", "--in", "--ratings"} {
+		out, errs, code := runCLI(t, "data", "stats", flag, data, "--json")
+		if code != 0 {
+			t.Fatalf("data stats %s: exit %d: %s", flag, code, errs)
+		}
+		if first == "" {
+			first = out
+		} else if out != first {
+			t.Errorf("data stats %s differs from --data", flag)
+		}
+	}
+	for _, cmd := range [][]string{{"train"}, {"eval"}, {"collect"}, {"recommend"}, {"data", "stats"}, {"data", "split"}, {"data", "convert"}} {
+		out, _, _ := runCLI(t, append(cmd, "--help")...)
+		flags := definedFlags(out)
+		if !flags["data"] || !flags["in"] || !flags["ratings"] {
+			t.Errorf("%v: input flags %v, want data with the aliases in and ratings", cmd, flags)
+		}
+	}
+}

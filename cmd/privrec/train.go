@@ -40,7 +40,7 @@ makes ratings ≥ T the interactions. The recommended private recommender is
 dp-ease (user-level joint DP; docs/topn.md):
   privrec train --data ratings.tsv --method dp-ease --epsilon 1 --positive 4 \
       --scale 1:5 --items items.tsv --out rec.model
-  privrec recommend --model rec.model --user 42 --ratings her-ratings.tsv -k 10`
+  privrec recommend --model rec.model --user 42 --data her-ratings.tsv -k 10`
 
 // methodFromArgs finds --method before the flag set (which depends on it) exists.
 func methodFromArgs(args []string) string {
