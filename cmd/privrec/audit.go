@@ -70,7 +70,10 @@ output vector, not a single coordinate.`,
 		return err
 	}
 	if *name == "" {
-		return usagef("--mechanism is required (one of %s)", strings.Join(audit.Names, ", "))
+		return usagef("--mechanism is required (one of %s), or --method NAME", strings.Join(audit.Names, ", "))
+	}
+	if err := checkEpsDelta(*eps, *delta); err != nil {
+		return err
 	}
 	if *samples != 0 && (*samples < 1000 || *samples > 100_000_000) {
 		return usagef("--samples %d must be between 1000 and 10^8 (or 0 for the default)", *samples)

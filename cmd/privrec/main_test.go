@@ -129,6 +129,8 @@ func TestUsageErrors(t *testing.T) {
 		{"negative --epsilon names the flag", []string{"train", "--data", train, "--method", "dp-bias", "--epsilon", "-1", "--out", filepath.Join(dir, "m")}, 2, "--epsilon -1: ε must be a finite number > 0"},
 		{"bad --delta names the flag", []string{"train", "--data", train, "--method", "dp-bias", "--epsilon", "1", "--delta", "1", "--out", filepath.Join(dir, "m")}, 2, "--delta 1: δ must lie in [0, 1)"},
 		{"no doubled method prefix", []string{"train", "--data", train, "--format", "movielens-100k", "--method", "dp-bias", "--epsilon", "1", "--scale", "1:5", "--user-state", filepath.Join(dir, "u"), "--out", filepath.Join(dir, "m")}, 1, "privrec train: dp-bias needs the item catalogue"},
+		{"audit names the flag", []string{"audit", "--mechanism", "laplace", "--epsilon", "-1"}, 2, "--epsilon -1: ε must be a finite number > 0"},
+		{"demo names the flag", []string{"demo", "--epsilon", "-1"}, 2, "--epsilon -1"},
 		{"experiment without seed", []string{"train", "--data", train, "--format", "movielens-100k", "--method", "bias", "--out", filepath.Join(dir, "m"), "--experiment"}, 2, "--seed"},
 	}
 	for _, tc := range tests {

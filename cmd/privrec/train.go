@@ -28,6 +28,12 @@ Train a model with one method and save it, with its privacy guarantee, to
 --out. Each method adds its own flags: see them with
   privrec train --method NAME --help
 
+A private method needs --epsilon: there is no silent default for the
+privacy you grant (non-private methods ignore it, and ldp-* methods take ε
+from the collect file they train on). --delta defaults to 1e-6 for (ε, δ)
+methods. With --user-state DIR, each user's state records the model file it
+belongs to, and recommend, eval and predict refuse it with any other model.
+
 Privacy noise comes from crypto/rand. --seed makes the non-private
 randomness (initialisation, shuffling) repeatable; --experiment also seeds
 the privacy noise, which is for experiments only: the model then records
