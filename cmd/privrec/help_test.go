@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -224,6 +226,65 @@ func TestInputFlagAliases(t *testing.T) {
 		flags := definedFlags(out)
 		if !flags["data"] || !flags["in"] || !flags["ratings"] {
 			t.Errorf("%v: input flags %v, want data with the aliases in and ratings", cmd, flags)
+		}
+	}
+}
+
+// TestOneDeltaDefault: train and client publish default δ alike (a
+// private publish without --delta used to fail on δ = 0).
+func TestOneDeltaDefault(t *testing.T) {
+	deltaDefault := func(args ...string) string {
+		out, errs, code := runCLI(t, append(args, "--help")...)
+		if code != 0 {
+			t.Fatalf("%v --help: %s", args, errs)
+		}
+		_, flags, _ := strings.Cut(out, "\nFlags:\n")
+		_, rest, ok := strings.Cut(flags, "  -delta")
+		if !ok {
+			t.Fatalf("%v has no --delta", args)
+		}
+		line, _, _ := strings.Cut(strings.SplitN(rest, "\n  -", 2)[0], "\n  -")
+		_, def, ok := strings.Cut(line, "(default ")
+		if !ok {
+			t.Fatalf("%v: --delta has no default: %q", args, line)
+		}
+		return strings.TrimSuffix(strings.TrimSpace(def), ")")
+	}
+	train := deltaDefault("train", "--method", "dp-bias")
+	publish := deltaDefault("client", "--server", "http://127.0.0.1:1", "publish")
+	if train != "1e-06" || publish != train {
+		t.Errorf("δ defaults: train %q, client publish %q; want both 1e-06", train, publish)
+	}
+}
+
+// TestReadmeCommandsParse: every privrec command in the README's shell
+// blocks parses (flags parsed in parse-only mode, nothing run).
+func TestReadmeCommandsParse(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block []string
+	in := false
+	for _, l := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(l, "```sh"):
+			in = true
+		case strings.HasPrefix(l, "```"):
+			in = false
+		case in:
+			block = append(block, "  "+l)
+		}
+	}
+	parseOnly = true
+	t.Cleanup(func() { parseOnly = false })
+	cmds := examples(strings.Join(block, "\n"))
+	if len(cmds) < 10 {
+		t.Fatalf("only %d privrec commands in the README: %q", len(cmds), cmds)
+	}
+	for _, ex := range cmds {
+		if _, errs, code := runCLI(t, shellWords(ex)[1:]...); code != 0 {
+			t.Errorf("README: %q does not parse (exit %d): %s", ex, code, errs)
 		}
 	}
 }
