@@ -63,14 +63,7 @@ func runPredict(ctx context.Context, args []string, out io.Writer) error {
 	case *stateDir != "" && *history != "":
 		return usagef("give either --user-state or --history, not both")
 	}
-	kind, err := model.PeekKind(*modelPath)
-	if err != nil {
-		return err
-	}
-	if kind != model.KindLowRank {
-		return fmt.Errorf("%s is a %q model; predict works on matrix (low-rank) models", *modelPath, kind)
-	}
-	m, err := model.Load(*modelPath)
+	m, err := loadMatrixModel(*modelPath, "predict works")
 	if err != nil {
 		return err
 	}
@@ -165,4 +158,18 @@ func stateSource(dir, history string) string {
 		return dir
 	}
 	return "--history " + history
+}
+
+// loadMatrixModel loads a low-rank matrix model, refusing other kinds
+// (tensor models) with what works on matrix models only: "WHAT on matrix
+// (low-rank) models".
+func loadMatrixModel(path, what string) (*model.Model, error) {
+	kind, err := model.PeekKind(path)
+	if err != nil {
+		return nil, err
+	}
+	if kind != model.KindLowRank {
+		return nil, fmt.Errorf("%s is a %q model; %s on matrix (low-rank) models", path, kind, what)
+	}
+	return model.Load(path)
 }

@@ -82,14 +82,7 @@ outside the model's catalogue are ignored, with a warning.`,
 	if *stateDir != "" && d.path != "" {
 		return usagef("give either --user-state or --data, not both")
 	}
-	kind, err := model.PeekKind(*modelPath)
-	if err != nil {
-		return err
-	}
-	if kind != model.KindLowRank {
-		return fmt.Errorf("%s is a %q model; recommend works on matrix (low-rank) models", *modelPath, kind)
-	}
-	m, err := model.Load(*modelPath)
+	m, err := loadMatrixModel(*modelPath, "recommend works")
 	if err != nil {
 		return err
 	}
@@ -157,14 +150,7 @@ outside the model's catalogue are ignored, with a warning.`,
 
 // runRecommendAll is recommend --all-users.
 func runRecommendAll(ctx context.Context, d *dataFlags, modelPath, itemsPath string, k int, jsonOut bool, workers int, out io.Writer) error {
-	kind, err := model.PeekKind(modelPath)
-	if err != nil {
-		return err
-	}
-	if kind != model.KindLowRank {
-		return fmt.Errorf("%s is a %q model; recommend works on matrix (low-rank) models", modelPath, kind)
-	}
-	m, err := model.Load(modelPath)
+	m, err := loadMatrixModel(modelPath, "recommend works")
 	if err != nil {
 		return err
 	}
