@@ -77,7 +77,7 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
-		return usagef("a command is required: enroll, submit, status or recommend")
+		return usagef("a command is required: enroll, submit, status, recommend or publish")
 	}
 	tok, err := clientToken(*token, *tokenFile)
 	if err != nil {
