@@ -470,7 +470,7 @@ func runOne(ctx context.Context, c *Config, opt Options, j job, cache *splitCach
 	d := c.Datasets[j.ds]
 	eps := j.eps
 	if math.IsNaN(eps) {
-		eps = 1 // ignored by non-private methods; what privrec train passes by default
+		eps = 1 // a placeholder: non-private methods ignore ε
 	}
 	env := methods.Env{
 		Epsilon: eps, Delta: c.Delta, Seed: j.seed, Workers: workers,
