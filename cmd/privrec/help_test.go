@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -188,10 +189,7 @@ func TestHelpPagesAreTrue(t *testing.T) {
 				continue
 			}
 			checked[ex] = true
-			words := shellWords(ex)[1:]
-			if _, errs, code := runCLI(t, words...); code != 0 {
-				t.Errorf("%s: example %q does not parse (exit %d): %s", name, ex, code, errs)
-			}
+			checkExample(t, name, ex)
 		}
 	}
 	if len(checked) < 40 {
@@ -283,8 +281,23 @@ func TestReadmeCommandsParse(t *testing.T) {
 		t.Fatalf("only %d privrec commands in the README: %q", len(cmds), cmds)
 	}
 	for _, ex := range cmds {
-		if _, errs, code := runCLI(t, shellWords(ex)[1:]...); code != 0 {
-			t.Errorf("README: %q does not parse (exit %d): %s", ex, code, errs)
-		}
+		checkExample(t, "README", ex)
+	}
+}
+
+// checkExample runs an example command in parse-only mode and checks that
+// a training of a private method states --epsilon (parsing alone would
+// not catch its absence: train refuses it after parsing).
+func checkExample(t *testing.T, where, ex string) {
+	t.Helper()
+	words := shellWords(ex)[1:]
+	if _, errs, code := runCLI(t, words...); code != 0 {
+		t.Errorf("%s: example %q does not parse (exit %d): %s", where, ex, code, errs)
+	}
+	if len(words) == 0 || words[0] != "train" {
+		return
+	}
+	if m, err := methods.Lookup(methodFromArgs(words)); err == nil && m.Private && !m.EpsilonFromInput && !slices.Contains(words, "--epsilon") {
+		t.Errorf("%s: example %q trains the private method %s without --epsilon", where, ex, m.Name)
 	}
 }
