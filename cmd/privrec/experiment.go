@@ -52,7 +52,7 @@ func runExperiment(ctx context.Context, args []string, out io.Writer) error {
 	outDir := fs.String("out", "", "output directory")
 	dataDir := fs.String("data-dir", defaultDataDir(), "directory that relative dataset paths are resolved against (default $"+dataDirEnv+")")
 	workers := fs.Int("workers", 0, "runs trained at once (0: all cores)")
-	reportOnly := fs.Bool("report-only", false, "only rewrite summary, figures and report from results.csv")
+	reportOnly := fs.Bool("report-only", false, "only rewrite summary, figures and report from results.csv (after changing the config's metric: new figures and report-METRIC.md beside the first ones)")
 	jsonOut := fs.Bool("json", false, "print a JSON summary on stdout")
 	if err := parse(fs, args, false); err != nil {
 		return err
