@@ -48,7 +48,9 @@ type Config struct {
 	// Evaluate, with protocol "users", picks the held-out users scored:
 	// "test" (default) or "validation" (for choosing settings).
 	Evaluate string `json:"evaluate,omitempty"`
-	// LogX / LogY put the figure axes on a log scale (as the paper did).
+	// LogY puts the metric axis on a log scale (as the paper did). ε axes
+	// are always on a log₂ scale; LogX is read for old configs and has no
+	// effect.
 	LogX bool `json:"log_x,omitempty"`
 	LogY bool `json:"log_y,omitempty"`
 	// Claims are the source paper's statements about this figure, quoted

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/privrec/privrec/internal/atomicfile"
@@ -132,6 +134,22 @@ func WriteSummary(w io.Writer, c *Config, cells []*Cell) error {
 	return cw.Error()
 }
 
+// recordedMetric is the metric of the config copy in dir ("" when there
+// is none): the metric the directory's figures and report.md are for.
+func recordedMetric(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Metric string `json:"metric"`
+	}
+	if json.Unmarshal(b, &c) != nil {
+		return ""
+	}
+	return c.Metric
+}
+
 func writeConfigCopy(c *Config, dir string) error {
 	return atomicfile.Write(filepath.Join(dir, "config.json"), 0o644, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
@@ -167,13 +185,20 @@ func WriteOutputs(c *Config, dir string) error {
 	}); err != nil {
 		return fmt.Errorf("writing summary: %w", err)
 	}
-	figs, err := writeFigures(c, cells, dir)
+	// A report in another metric than the one the directory's runs were
+	// made for (--report-only after changing "metric") gets figures and a
+	// report of its own, named after the metric, beside the first ones.
+	suffix := ""
+	if first := recordedMetric(dir); first != "" && first != c.Metric {
+		suffix = "-" + sanitize(c.Metric)
+	}
+	figs, err := writeFigures(c, cells, dir, suffix)
 	if err != nil {
 		return err
 	}
 	var buf bytes.Buffer
 	writeReport(&buf, c, cells, figs, len(mine), len(jobs))
-	if err := atomicfile.Write(filepath.Join(dir, "report.md"), 0o644, func(w io.Writer) error {
+	if err := atomicfile.Write(filepath.Join(dir, "report"+suffix+".md"), 0o644, func(w io.Writer) error {
 		_, err := w.Write(buf.Bytes())
 		return err
 	}); err != nil {
@@ -182,8 +207,13 @@ func WriteOutputs(c *Config, dir string) error {
 	return nil
 }
 
-// metricName is how a metric is called on axes and in tables.
-func metricName(m string) string {
+// metricName is how a metric is called on axes and in tables: in words,
+// with the cut-off of the top-k metrics (NDCG@10, not ndcg_at_k).
+func (c *Config) metricName(m string) string {
+	k := "k"
+	if c != nil && c.K > 0 {
+		k = strconv.Itoa(c.K)
+	}
 	switch m {
 	case "rmse":
 		return "RMSE"
@@ -193,6 +223,12 @@ func metricName(m string) string {
 		return "sign accuracy"
 	case "are":
 		return "ARE = ‖M̂−M‖²_F / ‖M‖²_F"
+	case "precision_at_k":
+		return "Precision@" + k
+	case "recall_at_k":
+		return "Recall@" + k
+	case "ndcg_at_k":
+		return "NDCG@" + k
 	}
 	return m
 }
@@ -221,6 +257,11 @@ func privacyLabel(cells []*Cell) string {
 			unit = cell.GUnit
 		}
 		s := unit + " " + cell.GNotion + " DP"
+		if r := cell.GEpsilon / cell.Epsilon; cell.GUnit == "user" && r > 1.001 && !math.IsInf(r, 0) {
+			// The ε asked of the method (the x-axis) is per rating; the
+			// per-user guarantee composes it over her ratings.
+			s = fmt.Sprintf("per-user %s DP at %s × the per-rating ε on the axis", cell.GNotion, strconv.FormatFloat(r, 'g', 4, 64))
+		}
 		switch cell.GStatus {
 		case "none":
 			s = "paper's " + unit + " calibration, no proven guarantee"
@@ -238,6 +279,19 @@ func privacyLabel(cells []*Cell) string {
 	return strings.Join(out, "; ")
 }
 
+// epsilonAxis labels an ε axis: per rating when the private methods' ε
+// is composed into a larger per-user guarantee (local DP over a
+// catalogue), and always on a log₂ scale (ε values double from tick to
+// tick, and a linear axis crowds the small ε where accuracy changes).
+func epsilonAxis(cells []*Cell) string {
+	for _, cell := range cells {
+		if r := cell.GEpsilon / cell.Epsilon; cell.GUnit == "user" && r > 1.001 && !math.IsInf(r, 0) {
+			return "privacy parameter ε per rating (log₂ scale)"
+		}
+	}
+	return "privacy parameter ε (log₂ scale)"
+}
+
 func sanitize(s string) string {
 	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
@@ -247,7 +301,7 @@ func sanitize(s string) string {
 	}, s)
 }
 
-func writeFigures(c *Config, cells []*Cell, dir string) ([]figure, error) {
+func writeFigures(c *Config, cells []*Cell, dir, suffix string) ([]figure, error) {
 	var figs []figure
 	metric := c.Metric
 	sweepLabel := ""
@@ -266,9 +320,9 @@ func writeFigures(c *Config, cells []*Cell, dir string) ([]figure, error) {
 				}
 			}
 			f := plots.Figure{
-				XLabel: "privacy parameter ε", YLabel: metricName(metric), LogX: c.LogX, LogY: c.LogY,
+				XLabel: epsilonAxis(sel), YLabel: c.metricName(metric), LogX: true, LogY: c.LogY,
 			}
-			title := fmt.Sprintf("%s: %s vs ε", d.Name, metricName(metric))
+			title := fmt.Sprintf("%s: %s vs ε", d.Name, c.metricName(metric))
 			if metric == "are" {
 				title = fmt.Sprintf("%s: ARE vs ε", d.Name)
 			}
@@ -302,6 +356,7 @@ func writeFigures(c *Config, cells []*Cell, dir string) ([]figure, error) {
 			if !math.IsNaN(v) {
 				base += "-" + sanitize(c.Sweep.Name) + "-" + sanitize(fmtF(v))
 			}
+			base += suffix
 			if _, err := f.Save(filepath.Join(dir, base)); err != nil {
 				return nil, err
 			}
@@ -329,11 +384,11 @@ func writeFigures(c *Config, cells []*Cell, dir string) ([]figure, error) {
 				}
 				sort.Float64s(epss)
 				epss = thin(epss, 5)
-				title := fmt.Sprintf("%s, %s: %s vs %s", d.Name, m.LabelOf(), metricName(metric), sweepLabel)
+				title := fmt.Sprintf("%s, %s: %s vs %s", d.Name, m.LabelOf(), c.metricName(metric), sweepLabel)
 				if metric == "are" {
 					title = fmt.Sprintf("%s, %s: ARE vs %s", d.Name, m.LabelOf(), sweepLabel)
 				}
-				f := plots.Figure{Title: title + "\n" + privacyLabel(sel), XLabel: sweepLabel, YLabel: metricName(metric),
+				f := plots.Figure{Title: title + "\n" + privacyLabel(sel), XLabel: sweepLabel, YLabel: c.metricName(metric),
 					LogY: c.LogY}
 				for _, e := range epss {
 					s := plots.Series{Label: fmt.Sprintf("ε = %g", e)}
@@ -409,7 +464,7 @@ func writeReport(w io.Writer, c *Config, cells []*Cell, figs []figure, have, wan
 	if c.Description != "" {
 		fmt.Fprintf(w, "%s\n\n", c.Description)
 	}
-	fmt.Fprintf(w, "Runs recorded: %d of %d; %d run(s) per cell; δ = %g; metric: %s. ", have, want, c.Runs, c.Delta, metricName(c.Metric))
+	fmt.Fprintf(w, "Runs recorded: %d of %d; %d run(s) per cell; δ = %g; metric: %s. ", have, want, c.Runs, c.Delta, c.metricName(c.Metric))
 	fmt.Fprint(w, "Privacy noise came from a seeded stream (an experiment, not a release). ")
 	fmt.Fprint(w, "Mean ± sample standard deviation over runs; bands in the figures are ±1 sd.\n\n")
 	if len(c.Claims) > 0 {
@@ -465,14 +520,14 @@ func writeReport(w io.Writer, c *Config, cells []*Cell, figs []figure, have, wan
 			}
 		}
 	}
-	fmt.Fprintf(w, "\n## Numbers (%s)\n\n", metricName(c.Metric))
+	fmt.Fprintf(w, "\n## Numbers (%s)\n\n", c.metricName(c.Metric))
 	for _, d := range c.Datasets {
 		for _, v := range c.sweepValues() {
 			head := "### " + d.Name
 			if !math.IsNaN(v) {
 				head += fmt.Sprintf(", %s = %g", c.paramName(), v)
 			}
-			fmt.Fprintf(w, "%s\n\n| method | ε | %s | seconds/run |\n|---|---|---|---|\n", head, metricName(c.Metric))
+			fmt.Fprintf(w, "%s\n\n| method | ε | %s | seconds/run |\n|---|---|---|---|\n", head, c.metricName(c.Metric))
 			for _, cell := range cells {
 				if cell.Dataset != d.Name || !sameValue(cell.Value, v) {
 					continue

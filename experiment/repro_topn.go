@@ -574,7 +574,7 @@ func cellText(c topNCell, ok bool) string {
 // methods as horizontal lines.
 func (s *TopNSpec) figure(out string, ms []TopNMethod, private map[string]bool, runs []*topNRun) ([]string, error) {
 	f := plots.Figure{Title: s.Title + "\nuser-level joint DP, δ = " + fmtF(s.Delta) + "; Recall@20 on the test users",
-		XLabel: "privacy parameter ε", YLabel: "Recall@20", LogX: true}
+		XLabel: "privacy parameter ε (log₂ scale)", YLabel: "Recall@20", LogX: true}
 	for _, m := range ms {
 		ser := plots.Series{Label: m.label()}
 		if !private[m.label()] {

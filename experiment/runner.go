@@ -35,8 +35,13 @@ type Options struct {
 	DataDir string
 	// Workers is the number of runs trained at once (0: GOMAXPROCS).
 	Workers int
-	// Progress, when non-nil, gets a progress line with an ETA.
+	// Progress, when non-nil, gets a progress line with an ETA, rewritten
+	// in place with a carriage return each second (for a terminal).
 	Progress io.Writer
+	// ProgressLines writes Progress as whole lines instead, one at each
+	// tenth of the runs and at the end, with no carriage returns: for a
+	// log file or a pipe.
+	ProgressLines bool
 	// Log gets warnings about failed runs (default slog.Default()).
 	Log *slog.Logger
 	// NoOutputs skips summary, figures and report (tests of the runner).
@@ -342,6 +347,7 @@ func runJobs(ctx context.Context, c *Config, opt Options, todo []job, skipped, t
 		fatal    error
 	)
 	start := time.Now()
+	lastDecile := -1
 	progress := func(last bool) {
 		if opt.Progress == nil {
 			return
@@ -355,16 +361,34 @@ func runJobs(ctx context.Context, c *Config, opt Options, todo []job, skipped, t
 			eta = (time.Duration(float64(el) / float64(f) * float64(len(todo)-f))).Round(time.Second).String()
 		}
 		pct := 100 * float64(skipped+f) / float64(total)
+		if opt.ProgressLines {
+			decile := int(pct / 10)
+			mu.Lock()
+			same := decile == lastDecile
+			lastDecile = decile
+			mu.Unlock()
+			if same && !last {
+				return
+			}
+		}
 		line := fmt.Sprintf("\rexperiment %s: %d/%d runs (%.0f%%)", c.Name, skipped+f, total, pct)
+		if opt.ProgressLines {
+			line = line[1:]
+		}
 		if skipped > 0 {
 			line += fmt.Sprintf(", %d resumed", skipped)
 		}
 		if n > 0 {
 			line += fmt.Sprintf(", %d failed", n)
 		}
-		line += fmt.Sprintf(", elapsed %s, ETA %s   ", el.Round(time.Second), eta)
-		if last {
+		line += fmt.Sprintf(", elapsed %s, ETA %s", el.Round(time.Second), eta)
+		switch {
+		case opt.ProgressLines:
 			line += "\n"
+		case last:
+			line += "   \n"
+		default:
+			line += "   "
 		}
 		fmt.Fprint(opt.Progress, line)
 	}
@@ -446,7 +470,7 @@ func runOne(ctx context.Context, c *Config, opt Options, j job, cache *splitCach
 	d := c.Datasets[j.ds]
 	eps := j.eps
 	if math.IsNaN(eps) {
-		eps = 1 // ignored by non-private methods; what privrec train passes by default
+		eps = 1 // a placeholder: non-private methods ignore ε
 	}
 	env := methods.Env{
 		Epsilon: eps, Delta: c.Delta, Seed: j.seed, Workers: workers,

@@ -13,7 +13,7 @@ type EvalOptions struct {
 	// K is the cut-off for top-k metrics (0: skip them).
 	K int
 	// Relevant is the rating at or above which a held-out item counts as
-	// relevant for top-k metrics (NaN or 0: the model's training mean).
+	// relevant for top-k metrics (NaN or 0: the held-out ratings' mean).
 	Relevant float64
 	// Truth, when non-nil, is the full true matrix (synthetic data), for ARE.
 	Truth *ratings.Matrix

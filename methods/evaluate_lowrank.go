@@ -47,7 +47,7 @@ func ptr(x float64) *float64 { return &x }
 // threshold. With opt.Truth, ARE over every entry of the truth. With
 // opt.K > 0, precision@k, recall@k and NDCG@k of the model's top-k
 // recommendations (training items excluded) against each test user's
-// relevant items (test rating ≥ opt.Relevant, default the training mean;
+// relevant items (test rating ≥ opt.Relevant, default the held-out ratings' mean;
 // for sign models, test rating above the threshold).
 func EvaluateModel(ctx context.Context, m *model.Model, test *ratings.Matrix, opt EvalOptions) (*Report, error) {
 	rep := &Report{Method: m.Method, Guarantee: m.Guarantee.String()}

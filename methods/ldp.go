@@ -39,7 +39,7 @@ func init() {
 			summary = "recover ratings collected with randomized response over {missing, 1…d} (nuclear-norm recovery, Eq. 4); trains on a `privrec collect` file"
 		}
 		Register(&Method{
-			Name: name, Summary: summary, Seed: "003", Private: true,
+			Name: name, Summary: summary, Seed: "003", Private: true, EpsilonFromInput: true,
 			New: func() Config { return &LDPConfig{LDPRecovery: defaultLDPRecovery(), mech: mech} },
 		})
 	}

@@ -120,6 +120,9 @@ type Method struct {
 	// Needs lists the declared facts the method cannot train without
 	// ("scale", "items"), for help texts.
 	Needs []string
+	// EpsilonFromInput is true when the method's ε is fixed by its input
+	// (a `privrec collect` file's header), not by Env.Epsilon.
+	EpsilonFromInput bool
 }
 
 // Configure returns the method's default Config with params applied by
@@ -141,11 +144,11 @@ func Configure(name string, params map[string]any) (Config, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		if err := SetParam(c, k, params[k]); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, Named(name, err)
 		}
 	}
 	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, Named(name, err)
 	}
 	return c, nil
 }
@@ -294,7 +297,7 @@ func paramField(v reflect.Value, name string) (reflect.Value, bool) {
 // noise as such, and checks the release is well formed.
 func Train(ctx context.Context, name string, cfg Config, in release.Input, env Env) (*release.Release, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, Named(name, err)
 	}
 	if in.Ratings == nil || in.Ratings.Len() == 0 {
 		return nil, fmt.Errorf("%s: no training ratings", name)
@@ -310,7 +313,7 @@ func Train(ctx context.Context, name string, cfg Config, in release.Input, env E
 	}
 	r, err := cfg.Train(ctx, in, env)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, Named(name, err)
 	}
 	if env.Noise.Reproducible() {
 		r.Guarantee.Reproducible = true
@@ -319,7 +322,7 @@ func Train(ctx context.Context, name string, cfg Config, in release.Input, env E
 		m.Guarantee = r.Guarantee
 	}
 	if err := r.Validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, Named(name, err)
 	}
 	return r, nil
 }
@@ -365,4 +368,13 @@ func All() []*Method {
 		out = append(out, registry[n])
 	}
 	return slices.Clip(out)
+}
+
+// Named prefixes err with the method's name, unless its message already
+// starts with that name (so no message reads "dpals: dpals needs …").
+func Named(name string, err error) error {
+	if msg := err.Error(); strings.HasPrefix(msg, name+" ") || strings.HasPrefix(msg, name+":") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }

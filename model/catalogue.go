@@ -2,6 +2,7 @@ package model
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -79,10 +80,65 @@ func ReadCatalogue(r io.Reader, name string) (*Catalogue, error) {
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("%s: the catalogue lists no items", name)
 	}
+	if err := catalogueHeader(ids, titles, any); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", name, seen[ids[0]], err)
+	}
 	if !any {
 		titles = nil
 	}
 	return NewCatalogue(ids, titles)
+}
+
+// catalogueHeader refuses a first entry that looks like a header line
+// (column names) rather than an item: its ID is a known column name, or
+// it is the only ID that is not an integer among at least two others. A
+// header read as an item would silently become an item named after the
+// column (and, in a two-column ID mapping, the second column would become
+// the titles). The error says what a catalogue line is.
+func catalogueHeader(ids, titles []string, hasTitles bool) error {
+	first := ids[0]
+	header := false
+	switch strings.ToLower(strings.NewReplacer("_", "", " ", "", "-", "").Replace(first)) {
+	case "id", "item", "items", "itemid", "itemindex", "movieid", "movie", "placeid", "product", "productid":
+		header = true
+	}
+	if !header && len(ids) >= 3 && !isInteger(first) {
+		header = true
+		for _, id := range ids[1:] {
+			if !isInteger(id) {
+				header = false
+				break
+			}
+		}
+	}
+	if !header {
+		return nil
+	}
+	msg := fmt.Sprintf("%q looks like a header line (column names), not an item: a catalogue has no header; delete the line or start it with '#'", first)
+	if hasTitles && len(titles) > 1 {
+		numeric := true
+		for _, t := range titles[1:] {
+			numeric = numeric && isInteger(t)
+		}
+		if numeric {
+			msg += "; each line is ITEM_ID<tab>TITLE, and the second column here holds numbers, not titles: if it holds the item IDs of the ratings, give a file of those IDs, one per line"
+		}
+	}
+	return errors.New(msg)
+}
+
+// isInteger reports whether s is a decimal integer (an optional sign, then digits).
+func isInteger(s string) bool {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // cutCatalogueLine splits a catalogue line into ID and title: "ID<tab>TITLE",

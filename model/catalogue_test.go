@@ -19,6 +19,12 @@ func TestReadCatalogue(t *testing.T) {
 		{"duplicate", "a\nb\na\n", nil, nil, "cat.txt:3: item \"a\" already listed on line 1"},
 		{"empty id", "a\n\tTitle\n", nil, nil, "cat.txt:2: empty item ID"},
 		{"empty", "# nothing\n", nil, nil, "lists no items"},
+		{"header of an id mapping", "# map\nitem_index\tmovie_id\n0\t1\n1\t2\n2\t3\n", nil, nil, "cat.txt:2: \"item_index\" looks like a header line"},
+		{"header says the second column holds numbers", "item_index\tmovie_id\n0\t1\n1\t2\n", nil, nil, "the second column here holds numbers"},
+		{"header with titles", "movieId\ttitle\n1\tToy Story\n", nil, nil, "looks like a header line"},
+		{"lone non-integer among integers", "x\n1\n2\n3\n", nil, nil, "looks like a header line"},
+		{"named ids are not a header", "apple\tApple\npear\tPear\n", []string{"apple", "pear"}, []string{"Apple", "Pear"}, ""},
+		{"commented header is skipped", "#item_index\tmovie_id\n1\t2\n", []string{"1"}, []string{"2"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -70,13 +70,15 @@ func TopIndices(scores []float64, k int, skip []int32) []int32 {
 	if k <= 0 {
 		return nil
 	}
-	skipped := make(map[int32]struct{}, len(skip))
+	skipped := make([]bool, len(scores)) // a slice, not a map: this loop runs once per item and user
 	for _, i := range skip {
-		skipped[i] = struct{}{}
+		if i >= 0 && int(i) < len(skipped) {
+			skipped[i] = true
+		}
 	}
-	h := &minHeap{s: scores}
+	h := &minHeap{s: scores, idx: make([]int32, 0, min(k, len(scores)))}
 	for i := range int32(len(scores)) {
-		if _, ok := skipped[i]; ok {
+		if skipped[i] {
 			continue
 		}
 		if h.Len() < k {

@@ -142,3 +142,22 @@ func TestScoresBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictAllIsPredict: the one-loop scores Recommend ranks are
+// Predict's, bit for bit (biases, offset, scale and clamp included).
+func TestPredictAllIsPredict(t *testing.T) {
+	m := publicRank2()
+	m.Users = []string{"a", "b"}
+	m.U = []float64{0.3, -1.7, 2.2, 0.01}
+	m.UserBias = []float64{0.4, -0.2}
+	m.index()
+	out := make([]float64, m.NumItems())
+	for u := range int32(2) {
+		m.predictAll(u, out)
+		for i := range int32(m.NumItems()) {
+			if out[i] != m.Predict(u, i) {
+				t.Fatalf("user %d item %d: predictAll %v, Predict %v", u, i, out[i], m.Predict(u, i))
+			}
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/privrec/privrec/internal/atomicfile"
 	"gonum.org/v1/gonum/mat"
@@ -27,8 +30,13 @@ type UserState struct {
 
 // UserStates is every user's own state, kept apart from the public model.
 type UserStates struct {
-	Method string      `json:"method"`
-	Rank   int         `json:"rank"`
+	Method string `json:"method"`
+	Rank   int    `json:"rank"`
+	// Model is the fingerprint (Fingerprint) of the public model file
+	// these states were trained with; Fits refuses any other model. Empty
+	// for states written before states were bound to their model, which
+	// are checked by method and rank only.
+	Model  string      `json:"model,omitempty"`
 	States []UserState `json:"-"`
 
 	index map[string]int
@@ -66,11 +74,7 @@ func (s *UserStates) Save(dir string) error {
 	files := make([]atomicfile.File, len(s.States))
 	for k := range s.States {
 		st := &s.States[k]
-		b, err := json.Marshal(struct {
-			Method string `json:"method"`
-			Rank   int    `json:"rank"`
-			UserState
-		}{s.Method, s.Rank, *st})
+		b, err := json.Marshal(stateFile{s.Method, s.Rank, s.Model, *st})
 		if err != nil {
 			return fmt.Errorf("encoding state of user %q: %w", st.User, err)
 		}
@@ -82,20 +86,86 @@ func (s *UserStates) Save(dir string) error {
 	return atomicfile.WriteAll(0o600, files...)
 }
 
-// LoadUserState reads one user's state from a directory written by Save.
-func LoadUserState(dir, user string) (*UserState, error) {
-	b, err := os.ReadFile(userStateFile(dir, user))
+// stateFile is one user's file in a state directory: her state and the
+// training it belongs to.
+type stateFile struct {
+	Method string `json:"method"`
+	Rank   int    `json:"rank"`
+	Model  string `json:"model,omitempty"`
+	UserState
+}
+
+func readStateFile(path string) (*stateFile, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("no state for user %q in %s", user, dir)
-		}
 		return nil, fmt.Errorf("reading user state: %w", err)
 	}
-	var st UserState
+	var st stateFile
 	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("%s: %w", userStateFile(dir, user), err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &st, nil
+}
+
+// LoadUserState reads one user's state from a directory written by Save:
+// a UserStates holding her state only, with the method, rank and model
+// fingerprint it was written with (check them with Fits).
+func LoadUserState(dir, user string) (*UserStates, error) {
+	path := userStateFile(dir, user)
+	if _, err := os.Stat(path); os.IsNotExist(err) {
+		return nil, fmt.Errorf("no state for user %q in %s", user, dir)
+	}
+	st, err := readStateFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return &UserStates{Method: st.Method, Rank: st.Rank, Model: st.Model, States: []UserState{st.UserState}}, nil
+}
+
+// Fingerprint identifies a public model file by its bytes (SHA-256), so
+// that user states can name the model they were trained with.
+func Fingerprint(file []byte) string {
+	h := sha256.Sum256(file)
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// FileFingerprint is the Fingerprint of the file at path.
+func FileFingerprint(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("fingerprinting the model: %w", err)
+	}
+	return Fingerprint(b), nil
+}
+
+// Fits checks that these states belong to model m, whose file has the
+// given fingerprint: a state is a user's part of one training, and with
+// any other model (another ε, another run, another method) it would give
+// wrong recommendations without any error. States that name no model
+// (written before states were bound to their model) must at least come
+// from the same method with the same rank.
+func (s *UserStates) Fits(m *Model, fingerprint string) error {
+	const fix = "user states fit only the model they were trained with: use that model, or retrain with --user-state into a new directory"
+	if s.Method != "" && s.Method != m.Method {
+		return fmt.Errorf("these user states come from a %s training, the model from %s; %s", s.Method, m.Method, fix)
+	}
+	if s.Model != "" && fingerprint != "" && s.Model != fingerprint {
+		return fmt.Errorf("these user states were written with another %s model (model %s…), not this %s model (%s…); %s",
+			s.Method, short(s.Model), m.Method, short(fingerprint), fix)
+	}
+	if s.Rank != m.Rank {
+		return fmt.Errorf("these user states have rank %d, the model rank %d; %s", s.Rank, m.Rank, fix)
+	}
+	return nil
+}
+
+// short is the first 12 hex digits of a fingerprint, for messages.
+func short(fp string) string {
+	fp = strings.TrimPrefix(fp, "sha256:")
+	if len(fp) > 12 {
+		fp = fp[:12]
+	}
+	return fp
 }
 
 // CheckState checks that a user state fits the model.
@@ -293,20 +363,16 @@ func LoadUserStates(dir string) (*UserStates, error) {
 		return nil, fmt.Errorf("%s holds no user states (user-*.json)", dir)
 	}
 	s := &UserStates{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
+	for k, f := range files {
+		st, err := readStateFile(f)
 		if err != nil {
-			return nil, fmt.Errorf("reading user states: %w", err)
+			return nil, err
 		}
-		var st struct {
-			Method string `json:"method"`
-			Rank   int    `json:"rank"`
-			UserState
+		if k > 0 && (st.Method != s.Method || st.Rank != s.Rank || st.Model != s.Model) {
+			return nil, fmt.Errorf("%s mixes the states of two trainings (%s and %s): a state directory holds one training's states; write each training to its own directory",
+				dir, filepath.Base(files[0]), filepath.Base(f))
 		}
-		if err := json.Unmarshal(b, &st); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		s.Method, s.Rank = st.Method, st.Rank
+		s.Method, s.Rank, s.Model = st.Method, st.Rank, st.Model
 		s.States = append(s.States, st.UserState)
 	}
 	return s, nil

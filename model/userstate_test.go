@@ -105,10 +105,11 @@ func TestUserStatesSaveLoadJoin(t *testing.T) {
 			t.Errorf("%s: mode %v, want 0600", f, fi.Mode())
 		}
 	}
-	st, err := LoadUserState(dir, "u/1")
-	if err != nil || st.Bias != 0.5 || st.Row[1] != 2 {
-		t.Fatalf("LoadUserState = %+v, %v", st, err)
+	one, err := LoadUserState(dir, "u/1")
+	if err != nil || len(one.States) != 1 || one.States[0].Bias != 0.5 || one.States[0].Row[1] != 2 || one.Method != "test" || one.Rank != 2 {
+		t.Fatalf("LoadUserState = %+v, %v", one, err)
 	}
+	st := &one.States[0]
 	if _, err := LoadUserState(dir, "nobody"); err == nil {
 		t.Error("missing user: no error")
 	}
@@ -161,5 +162,58 @@ func TestVersion1Refused(t *testing.T) {
 	_, err := Read(&buf)
 	if err == nil || !strings.Contains(err.Error(), "version 1") || !strings.Contains(err.Error(), "retrain") {
 		t.Errorf("err = %v, want a refusal that says how to retrain", err)
+	}
+}
+
+// TestUserStatesFit: states are bound to the model file they were trained
+// with; another model (another run, another method or rank) is refused
+// with a message that says what to do, and a directory mixing two
+// trainings is refused on loading.
+func TestUserStatesFit(t *testing.T) {
+	m := publicRank2()
+	m.Method = "dpals"
+	fp := Fingerprint([]byte("model file A"))
+	other := Fingerprint([]byte("model file B"))
+	cases := []struct {
+		name   string
+		s      UserStates
+		fp     string
+		reason string
+	}{
+		{"same model", UserStates{Method: "dpals", Rank: 2, Model: fp}, fp, ""},
+		{"another run of the same method", UserStates{Method: "dpals", Rank: 2, Model: other}, fp, "written with another dpals model"},
+		{"another method", UserStates{Method: "dp-bias", Rank: 0}, fp, "come from a dp-bias training, the model from dpals"},
+		{"unbound, same method and rank", UserStates{Method: "dpals", Rank: 2}, fp, ""},
+		{"unbound, another rank", UserStates{Method: "dpals", Rank: 5}, fp, "rank 5, the model rank 2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.s.Fits(m, tc.fp)
+			if tc.reason == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.reason) || !strings.Contains(err.Error(), "fit only the model they were trained with") {
+				t.Fatalf("err = %v, want %q", err, tc.reason)
+			}
+		})
+	}
+	dir := t.TempDir()
+	a := &UserStates{Method: "dpals", Rank: 2, Model: fp, States: []UserState{{User: "a", Row: []float64{1, 2}}}}
+	b := &UserStates{Method: "dpals", Rank: 2, Model: other, States: []UserState{{User: "b", Row: []float64{1, 2}}}}
+	if err := a.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadUserStates(dir); err == nil || !strings.Contains(err.Error(), "mixes the states of two trainings") {
+		t.Fatalf("mixed directory: err = %v", err)
+	}
+	one, err := LoadUserState(dir, "b")
+	if err != nil || one.Model != other {
+		t.Fatalf("LoadUserState: %+v, %v", one, err)
 	}
 }

@@ -41,7 +41,9 @@ type Series struct {
 // Figure is a line plot of several series.
 type Figure struct {
 	Title, XLabel, YLabel string
-	// LogX and LogY put an axis on a log scale (all values must be positive).
+	// LogX and LogY put an axis on a log scale (all values must be
+	// positive); x ticks go at the plotted values, or at powers of two
+	// (a log₂ axis) when there are more than ten.
 	LogX, LogY bool
 	Series     []Series
 	// Width and Height of the image (default 18 cm × 10 cm); the legend
@@ -172,6 +174,11 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 	if f.LogX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = valueTicks(xset)
+		if xmin == xmax {
+			// One x value: gonum widens an empty range by ±1, which
+			// reaches 0 on a log axis; widen it by a factor instead.
+			p.X.Min, p.X.Max = xmin/2, xmax*2
+		}
 	}
 	if f.LogY {
 		p.Y.Scale = plot.LogScale{}
@@ -192,17 +199,41 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 func legendLabel(s Series) string { return s.Label }
 
 // valueTicks labels a log axis at the plotted values (a handful of ε
-// values reads better than bare powers of ten), falling back to log ticks
-// for many values.
+// values reads better than bare powers of ten), falling back to powers of
+// two (a log₂ axis: ε doubles from tick to tick) for many values.
 func valueTicks(xset map[float64]bool) plot.Ticker {
 	if len(xset) == 0 || len(xset) > 10 {
-		return plot.LogTicks{Prec: -1}
+		return log2Ticks{}
 	}
 	var ticks plot.ConstantTicks
 	for x := range xset {
 		ticks = append(ticks, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', 4, 64)})
 	}
 	sort.Slice(ticks, func(i, j int) bool { return ticks[i].Value < ticks[j].Value })
+	return ticks
+}
+
+// log2Ticks labels a log axis at the powers of two in its range, every
+// second or fourth one when there are many.
+type log2Ticks struct{}
+
+func (log2Ticks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || !(hi > lo) {
+		return plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+	}
+	k0, k1 := int(math.Ceil(math.Log2(lo)-1e-9)), int(math.Floor(math.Log2(hi)+1e-9))
+	step := 1
+	for (k1-k0)/step > 8 {
+		step *= 2
+	}
+	var ticks []plot.Tick
+	for k := k0; k <= k1; k++ {
+		t := plot.Tick{Value: math.Ldexp(1, k)}
+		if (k-k0)%step == 0 {
+			t.Label = strconv.FormatFloat(t.Value, 'g', 4, 64)
+		}
+		ticks = append(ticks, t)
+	}
 	return ticks
 }
 

@@ -155,3 +155,45 @@ func TestLogTicks(t *testing.T) {
 		}
 	}
 }
+
+// An ε axis with many values is a log₂ axis: labels at powers of two.
+func TestLog2Ticks(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		want   []string
+	}{
+		{0.25, 16, []string{"0.25", "0.5", "1", "2", "4", "8", "16"}},
+		{0.3, 3, []string{"0.5", "1", "2"}},
+		{1.0 / 1024, 1024, []string{"0.0009766", "0.01562", "0.25", "4", "64", "1024"}},
+	} {
+		var labels []string
+		for _, tk := range (log2Ticks{}).Ticks(tc.lo, tc.hi) {
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if strings.Join(labels, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("[%g, %g]: labels %q, want %q", tc.lo, tc.hi, labels, tc.want)
+		}
+	}
+	xs := map[float64]bool{}
+	for k := range 12 {
+		xs[math.Ldexp(1, k-4)] = true
+	}
+	if _, ok := valueTicks(xs).(log2Ticks); !ok {
+		t.Errorf("12 ε values: ticks %T, want log2Ticks", valueTicks(xs))
+	}
+}
+
+// A log x axis with a single x value draws (gonum would widen the range to
+// [x−1, x+1], reaching 0).
+func TestLogXSingleValue(t *testing.T) {
+	f := &Figure{Title: "one ε", XLabel: "ε", YLabel: "RMSE", LogX: true, Series: []Series{
+		{Label: "baseline", X: []float64{math.NaN()}, Mean: []float64{0.8}, Flat: true},
+		{Label: "private", X: []float64{1}, Mean: []float64{0.9}, SD: []float64{0.1}},
+	}}
+	var b bytes.Buffer
+	if err := f.WritePNG(&b); err != nil || b.Len() == 0 {
+		t.Fatalf("WritePNG: %v", err)
+	}
+}

@@ -188,13 +188,7 @@ func (s *spec) columns(cols string, first []byte, perr func(string, ...any) erro
 	// The first line is a header iff every field starts with a letter or
 	// underscore (a data line starts its user, item or rating with
 	// something else in every format we know), or --cols names columns.
-	s.header = true
-	for _, f := range fields {
-		f = trimSpace(f)
-		if len(f) == 0 || !(f[0] == '_' || (f[0]|0x20 >= 'a' && f[0]|0x20 <= 'z')) {
-			s.header = false
-		}
-	}
+	s.header = looksLikeHeader(first, s.sep)
 	s.nf = len(fields)
 	if cols == "" {
 		s.user, s.item, s.rating, s.time = 0, 1, 2, -1
@@ -202,6 +196,8 @@ func (s *spec) columns(cols string, first []byte, perr func(string, ...any) erro
 		case 3:
 		case 4:
 			s.time = 3
+		case 1, 2:
+			return perr("%s wants user, item and rating separated by %q; the first line has %d field(s)", s.format, s.sep, s.nf)
 		default:
 			return perr("%s with %d fields: give --cols (e.g. user=0,item=1,rating=2,time=3)", s.format, s.nf)
 		}

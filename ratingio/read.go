@@ -186,7 +186,7 @@ func readText(ctx context.Context, r io.Reader, name string, opt Options) (*rati
 	}
 	s, err := newSpec(&opt, name, line1, no1)
 	if err != nil {
-		return nil, err
+		return nil, teach(err, &opt, nil, name, line1, no1)
 	}
 
 	workers := runtime.GOMAXPROCS(0)
@@ -252,7 +252,7 @@ func readText(ctx context.Context, r io.Reader, name string, opt Options) (*rati
 	for _, c := range chunks {
 		if c.err != nil {
 			c.err.File = name
-			return nil, c.err
+			return nil, teach(c.err, &opt, s, name, line1, no1)
 		}
 		n += len(c.user)
 	}

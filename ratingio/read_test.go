@@ -143,6 +143,12 @@ func TestReadErrors(t *testing.T) {
 		{"cols with a fixed format", "ratings.dat", "1::2::3::4\n", Options{Format: "movielens", Cols: "user=0,item=1,rating=2"}, 0, 0, "--cols applies to the tsv and csv"},
 		{"unknown format", "x.tsv", "1\t2\t3\n", Options{Format: "excel"}, 0, 0, "unknown format"},
 		{"malformed line among good ones", "u.data", goodThenBad(), Options{}, 1234, 3, "not a number"},
+		// Errors that teach: the likely fix is named.
+		{"movielens on a tsv names tsv", "r.tsv", "1\t2\t3\t4\n", Options{Format: "movielens"}, 1, 0, "looks like --format tsv"},
+		{"csv on a tsv names tsv", "r.tsv", "1\t2\t3\t4\n", Options{Format: "csv"}, 1, 0, "looks like --format tsv"},
+		{"tsv on a :: file names movielens", "r.dat", "1::2::3::4\n", Options{Format: "tsv"}, 1, 0, "looks like --format movielens"},
+		{"header in a :: file", "ratings.dat", "UserID::MovieID::Rating::Timestamp\n1::2::3::4\n", Options{}, 1, 3, "line 1 looks like a header"},
+		{"header after comments", "ratings.dat", "# c\n\nUserID::MovieID::Rating::Timestamp\n1::2::3::4\n", Options{}, 3, 3, "line 3 looks like a header"},
 	}
 	for _, tc := range tests {
 		for _, bs := range []int{1 << 20, 3} {

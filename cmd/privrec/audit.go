@@ -20,8 +20,13 @@ func runAudit(ctx context.Context, args []string, out io.Writer) error {
 	if name := methodFromArgs(args); name != "" {
 		return runAuditMethod(ctx, name, args, out)
 	}
-	fs := newFlags("audit --mechanism NAME --epsilon E [--delta D] [--samples N] [--json]", `
-Sample a privacy mechanism — its own Release, the code path every release
+	fs := newFlags("audit --mechanism NAME --epsilon E [--delta D] [--samples N] [--json]\n       privrec audit --method NAME|all [--epsilon E] [method flags] [--json]", `
+Two audits. --method NAME (or all) audits a whole training method: it is
+trained many times on neighbouring data sets and its release is checked
+for un-noised facts, canary IDs and privacy loss beyond its claim; see
+privrec audit --method NAME --help for its flags.
+
+--mechanism NAME samples a privacy mechanism — its own Release, the code path every release
 takes — on its worst-case pair of neighbouring inputs (sensitivity 1; for rr the signs +1/−1, for krr missing/rating 1, for
 modlaplace the ratings −1/+1, for l2laplace the vectors 0/e₁), count a
 fixed family of likelihood-ratio events on both sides, and print a
@@ -44,11 +49,13 @@ the claim there by only ≈ 3·10⁻⁵ in probability; its events are set where
 the privacy loss of the claimed mechanism is 0.80ε … ε. For l2laplace the
 statistic audited is ‖y‖₂ − ‖y − e₁‖₂ (the privacy loss over ε) of the whole
 output vector, not a single coordinate.`,
-		`  privrec audit --mechanism laplace --epsilon 1 --samples 1000000
+		`  privrec audit --method dp-bias --epsilon 1
+  privrec audit --mechanism laplace --epsilon 1 --samples 1000000
   privrec audit --mechanism gaussian --epsilon 1 --delta 1e-5 --json
   privrec audit --mechanism laplace --epsilon 1 --noise-factor 0.9   # exits 1
   privrec audit --mechanism gaussian --epsilon 1 --noise-factor 0.9  # exits 1 (≈ 15 s)`)
 	name := fs.String("mechanism", "", "mechanism to audit: "+strings.Join(audit.Names, ", "))
+	fs.String("method", "", "audit a whole training method instead, or all of them (privrec audit --method NAME --help)")
 	eps := fs.Float64("epsilon", 1, "claimed ε")
 	delta := fs.Float64("delta", 0, "claimed δ (gaussian; default 1e-5 there)")
 	samples := fs.Int("samples", 0, "samples per input (0: the mechanism's default, 10^6; gaussian 6·10^7)")
@@ -63,7 +70,10 @@ output vector, not a single coordinate.`,
 		return err
 	}
 	if *name == "" {
-		return usagef("--mechanism is required (one of %s)", strings.Join(audit.Names, ", "))
+		return usagef("--mechanism is required (one of %s), or --method NAME", strings.Join(audit.Names, ", "))
+	}
+	if err := checkEpsDelta(*eps, *delta); err != nil {
+		return err
 	}
 	if *samples != 0 && (*samples < 1000 || *samples > 100_000_000) {
 		return usagef("--samples %d must be between 1000 and 10^8 (or 0 for the default)", *samples)

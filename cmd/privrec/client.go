@@ -64,12 +64,12 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
   privrec client --server http://127.0.0.1:8080 submit --ratings mine.tsv --json
   privrec client --server http://127.0.0.1:8080 status --json
   privrec client --server http://127.0.0.1:8080 recommend --ratings mine.tsv -k 10`
-	fs := newFlags("client --server URL [--token T] enroll|submit|status|recommend [flags]", clientSynopsis, example)
+	fs := newFlags("client --server URL [--token T] enroll|submit|status|recommend|publish [flags]", clientSynopsis, example)
 	server := fs.String("server", "", "the server's base URL, e.g. http://127.0.0.1:8080")
 	token := fs.String("token", "", "the user's token (default: $PRIVREC_TOKEN)")
 	tokenFile := fs.String("token-file", "", "file holding the user's token")
 	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args, true); err != nil {
+	if err := parseDispatch(fs, args); err != nil {
 		return err
 	}
 	if *server == "" {
@@ -77,7 +77,7 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
-		return usagef("a command is required: enroll, submit, status or recommend")
+		return usagef("a command is required: enroll, submit, status, recommend or publish")
 	}
 	tok, err := clientToken(*token, *tokenFile)
 	if err != nil {
@@ -132,6 +132,7 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	case "submit":
 		ratings := sfs.String("ratings", "", "your ratings file")
+		sfs.StringVar(ratings, "data", "", "same as --ratings")
 		id := sfs.String("id", "", "the report ID (default: a fresh random one; resubmitting an ID is never charged twice)")
 		retries := sfs.Int("retries", 5, "attempts on a network failure or 5xx (the same report ID each time)")
 		if err := parse(sfs, subArgs, false); err != nil {
@@ -210,13 +211,13 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 			what = "was already stored (nothing charged now)"
 		}
 		if cfg.Mode == api.ModeCentral {
-			fmt.Fprintf(out, "Report %s %s (central mode: reports cost nothing; each release costs you its ρ). Spent ρ = %g of your budget ρ = %g (%g remaining).\n",
-				ack.ID, what, ack.Spent, ack.Budget, ack.Remaining)
+			fmt.Fprintf(out, "Report %s %s (central mode: reports cost nothing; each release costs you its ρ). Spent ρ = %s of your budget ρ = %s (%s remaining).\n",
+				ack.ID, what, num(ack.Spent), num(ack.Budget), num(ack.Remaining))
 		} else {
-			fmt.Fprintf(out, "Report %s %s: ε = %g; you have spent %g of your budget %g (%g remaining).\n", ack.ID, what, ack.Epsilon, ack.Spent, ack.Budget, ack.Remaining)
+			fmt.Fprintf(out, "Report %s %s: ε = %s; you have spent %s of your budget %s (%s remaining).\n", ack.ID, what, num(ack.Epsilon), num(ack.Spent), num(ack.Budget), num(ack.Remaining))
 		}
 		if ledger != nil {
-			fmt.Fprintf(out, "This device's own count: ε = %g of %g sent (%g remaining).\n", ledger.Spent(), ledger.Budget, ledger.Remaining())
+			fmt.Fprintf(out, "This device's own count: ε = %s of %s sent (%s remaining).\n", num(ledger.Spent()), num(ledger.Budget), num(ledger.Remaining()))
 		}
 		return nil
 	case "status":
@@ -265,13 +266,14 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		if st.PeriodStart != nil {
 			period = " in the budget period that began " + st.PeriodStart.Format(time.RFC3339)
 		}
-		fmt.Fprintf(out, "User %s: %d reports; spent %s = %g of %g%s (%g remaining).\n", st.User, st.Reports, unit, st.Spent, st.Budget, period, st.Remaining)
+		fmt.Fprintf(out, "User %s: %d reports; spent %s = %s of %s%s (%s remaining).\n", st.User, st.Reports, unit, num(st.Spent), num(st.Budget), period, num(st.Remaining))
 		if ledger != nil {
-			fmt.Fprintf(out, "This device's own count: %d reports, ε = %g of %g sent (%g remaining).\n", len(ledger.Reports), ledger.Spent(), ledger.Budget, ledger.Remaining())
+			fmt.Fprintf(out, "This device's own count: %d reports, ε = %s of %s sent (%s remaining).\n", len(ledger.Reports), num(ledger.Spent()), num(ledger.Budget), num(ledger.Remaining()))
 		}
 		return nil
 	case "recommend":
 		ratings := sfs.String("ratings", "", "your ratings file (stays on this device)")
+		sfs.StringVar(ratings, "data", "", "same as --ratings")
 		k := sfs.Int("k", 10, "how many items")
 		if err := parse(sfs, subArgs, false); err != nil {
 			return err
@@ -311,7 +313,7 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		method := sfs.String("method", "", "the method to train on the stored data (ldp-rr or ldp-laplace in local mode)")
 		params := sfs.String("params", "", "the method's parameters as a JSON object, e.g. '{\"max_rank\": 10}'")
 		eps := sfs.Float64("epsilon", 0, "the release's ε (central mode)")
-		delta := sfs.Float64("delta", 0, "the release's δ (central mode)")
+		delta := sfs.Float64("delta", defaultDelta, "the release's δ (central mode; the same default as train)")
 		seed := sfs.Uint64("seed", 0, "seed of the non-private randomness (0: random)")
 		if err := parse(sfs, subArgs, false); err != nil {
 			return err

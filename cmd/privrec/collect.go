@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -66,7 +67,7 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
   privrec eval --model ua.ldp.model --data ua.test --format movielens-100k`
 	fs := newFlags("collect --mechanism laplace|rr --epsilon E --data FILE --scale MIN:MAX --items FILE --out PERTURBED.tsv", collectSynopsis, example)
 	var d dataFlags
-	d.add(fs, "data")
+	d.add(fs)
 	mechName := fs.String("mechanism", "", "laplace (modified Laplace) or rr (randomized response)")
 	eps := fs.Float64("epsilon", 0, "per-rating privacy parameter ε")
 	items := fs.String("items", "", "the declared item catalogue every report covers (required): one item ID per line, an optional title after a tab")
@@ -118,8 +119,11 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
+	if w := ldp.CellWarning(mech, *eps, cat.Len(), sc); w != "" {
+		slog.Warn("collect: " + w)
+	}
 	start := time.Now()
-	data, err := d.read("data")
+	data, err := d.read()
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,5 +239,32 @@ func TestAuditMethodLDP(t *testing.T) {
 	}
 	if rep.Violation || !strings.Contains(rep.Relation, "report") || rep.Noised == 0 {
 		t.Errorf("audit of ldp-rr: %s", out)
+	}
+}
+
+// TestCollectWarnsUselessEpsilon: a per-rating ε too small for any
+// collection is collected as asked, with a warning saying what it costs.
+func TestCollectWarnsUselessEpsilon(t *testing.T) {
+	dir := t.TempDir()
+	data := writeRatings(t, dir, "r.tsv", func(int, int) bool { return true })
+	items := catalogueFile(t, dir)
+	var logs bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	for _, tc := range []struct {
+		eps  string
+		warn bool
+	}{{"0.001", true}, {"2", false}} {
+		logs.Reset()
+		_, errb, code := runCLI(t, "collect", "--mechanism", "rr", "--epsilon", tc.eps, "--data", data, "--format", "tsv",
+			"--scale", "1:5", "--items", items, "--out", filepath.Join(dir, "c.tsv"))
+		if code != 0 {
+			t.Fatalf("collect at ε = %s: %s", tc.eps, errb)
+		}
+		got := strings.Contains(logs.String(), "almost pure noise")
+		if got != tc.warn || (got && !strings.Contains(logs.String(), "per report")) {
+			t.Errorf("ε = %s: warning %v, want %v: %s", tc.eps, got, tc.warn, logs.String())
+		}
 	}
 }

@@ -25,9 +25,9 @@ The output is written through a temporary file renamed into place, so on
 any error nothing is written. Duplicate (user, item) pairs must be resolved
 while reading (--duplicates last|mean); the output never has any.`
 
-const dataConvertExample = `  privrec data convert --in ratings.dat --format movielens --to binary --out ml10m.bin
-  privrec data stats --in ml10m.bin                  # binary is detected
-  privrec data convert --in ml10m.bin --to tsv --out ml10m.tsv --json`
+const dataConvertExample = `  privrec data convert --data ratings.dat --format movielens --to binary --out ml10m.bin
+  privrec data stats --data ml10m.bin                  # binary is detected
+  privrec data convert --data ml10m.bin --to tsv --out ml10m.tsv --json`
 
 type convertReport struct {
 	In      string  `json:"in"`
@@ -40,9 +40,9 @@ type convertReport struct {
 }
 
 func runDataConvert(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("data convert --in FILE [--format F] --to tsv|binary --out FILE [--json]", dataConvertSynopsis, dataConvertExample)
+	fs := newFlags("data convert --data FILE [--format F] --to tsv|binary --out FILE [--json]", dataConvertSynopsis, dataConvertExample)
 	var d dataFlags
-	d.add(fs, "in")
+	d.add(fs)
 	to := fs.String("to", "", "output format: tsv or binary")
 	outPath := fs.String("out", "", "output file (written atomically)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
@@ -61,7 +61,7 @@ func runDataConvert(ctx context.Context, args []string, out io.Writer) error {
 		return usagef("--out is required")
 	}
 	start := time.Now()
-	m, err := d.read("in")
+	m, err := d.read()
 	if err != nil {
 		return err
 	}

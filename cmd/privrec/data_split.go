@@ -57,11 +57,11 @@ input and seed give the same files. The files are written only if
 everything succeeds (through temporary files renamed into place); on an
 error nothing is written.`
 
-const dataSplitExample = `  privrec data split --in u.data --format movielens-100k --holdout 0.2 --seed 7 \
+const dataSplitExample = `  privrec data split --data u.data --format movielens-100k --holdout 0.2 --seed 7 \
       --train ml.train.tsv --test ml.test.tsv
-  privrec data split --in ratings.dat --format movielens --users 600,600 --positive 4 \
+  privrec data split --data ratings.dat --format movielens --users 600,600 --positive 4 \
       --min-positives 5 --target-frac 0.2 --seed 1 --out ml1m-users/ --json
-  privrec data split --in ratings.dat --format movielens --top-items 400 --cap 80 \
+  privrec data split --data ratings.dat --format movielens --top-items 400 --cap 80 \
       --holdout 0.01 --seed 1 --train train.tsv --test test.tsv --json`
 
 type splitReport struct {
@@ -82,9 +82,9 @@ type splitReport struct {
 }
 
 func runDataSplit(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("data split --in FILE (--holdout FRAC | --per-user K) --seed S --train OUT --test OUT [--json]\n       privrec data split --in FILE --users VAL,TEST [--positive T] [--min-positives N] [--target-frac F] --seed S --out DIR [--json]", dataSplitSynopsis, dataSplitExample)
+	fs := newFlags("data split --data FILE (--holdout FRAC | --per-user K) --seed S --train OUT --test OUT [--json]\n       privrec data split --data FILE --users VAL,TEST [--positive T] [--min-positives N] [--target-frac F] --seed S --out DIR [--json]", dataSplitSynopsis, dataSplitExample)
 	var d dataFlags
-	d.add(fs, "in")
+	d.add(fs)
 	holdout := fs.Float64("holdout", 0, "fraction of all ratings to hold out, in (0, 1)")
 	perUser := fs.Int("per-user", 0, "number of ratings to hold out per user (users with ≤ K ratings keep all)")
 	seed := fs.Uint64("seed", 0, "seed of the random choices (the split is reproducible for a seed)")
@@ -127,9 +127,9 @@ func runDataSplit(ctx context.Context, args []string, out io.Writer) error {
 	case sameFile(*trainPath, *testPath):
 		return usagef("--train and --test name the same file")
 	case d.path != "" && (sameFile(d.path, *trainPath) || sameFile(d.path, *testPath)):
-		return usagef("--train and --test must differ from --in")
+		return usagef("--train and --test must differ from --data")
 	}
-	m, err := d.read("in")
+	m, err := d.read()
 	if err != nil {
 		return err
 	}

@@ -112,7 +112,7 @@ func runUserSplit(ctx context.Context, d *dataFlags, set map[string]bool, a user
 			return usagef("--out %s would overwrite the input %s", a.out, d.path)
 		}
 	}
-	m, err := d.read("in")
+	m, err := d.read()
 	if err != nil {
 		return err
 	}

@@ -21,9 +21,9 @@ range and histogram (every distinct value when there are at most 32,
 else 20 equal-width bins), and quantiles of the number of ratings per user
 and per item. Bad input fails with the file, line, column and reason.`
 
-const dataStatsExample = `  privrec data stats --in ml-100k/u.data --format movielens-100k
-  privrec data stats --in rating_final.csv --format uci-rc --column food --json
-  privrec data stats --in ratings.csv.gz --json        # format detected from the header`
+const dataStatsExample = `  privrec data stats --data ml-100k/u.data --format movielens-100k
+  privrec data stats --data rating_final.csv --format uci-rc --column food --json
+  privrec data stats --data ratings.csv.gz --json        # format detected from the header`
 
 type statsReport struct {
 	File   string `json:"file"`
@@ -32,14 +32,14 @@ type statsReport struct {
 }
 
 func runDataStats(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("data stats --in FILE [--format F] [--json]", dataStatsSynopsis, dataStatsExample)
+	fs := newFlags("data stats --data FILE [--format F] [--json]", dataStatsSynopsis, dataStatsExample)
 	var d dataFlags
-	d.add(fs, "in")
+	d.add(fs)
 	jsonOut := fs.Bool("json", false, "print a JSON object on stdout")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
-	m, err := d.read("in")
+	m, err := d.read()
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,7 @@ item ID carries the day as a tag, "item@day"; train tensor methods with
 	seed := fs.Uint64("seed", 1, "random seed (the data are reproducible per seed)")
 	trainPath := fs.String("train", "", "output file for the noisy training entries")
 	testPath := fs.String("test", "", "output file for the true values at held-out positions")
+	jsonOut := fs.Bool("json", false, "print a JSON summary on stdout")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
@@ -77,6 +78,10 @@ item ID carries the day as a tag, "item@day"; train tensor methods with
 		atomicfile.File{Path: *testPath, Write: func(w io.Writer) error { return writeTensorTSV(w, s.Test) }},
 	); err != nil {
 		return err
+	}
+	if *jsonOut {
+		return writeJSON(out, map[string]any{"kind": string(k), "dims": d, "rank": *rank, "sigma": s.Sigma, "seed": *seed,
+			"train": *trainPath, "train_entries": s.Train.Len(), "test": *testPath, "test_entries": s.Test.Len()})
 	}
 	fmt.Fprintf(out, "%s tensor %v, rank %d, noise σ = %.4g: %d training entries → %s, %d test entries (true values) → %s\n",
 		k, d, *rank, s.Sigma, s.Train.Len(), *trainPath, s.Test.Len(), *testPath)

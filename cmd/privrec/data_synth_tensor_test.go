@@ -14,8 +14,17 @@ import (
 func TestSynthTensorTrainEval(t *testing.T) {
 	dir := t.TempDir()
 	train, test := filepath.Join(dir, "syn.train"), filepath.Join(dir, "syn.test")
-	if _, errs, code := runCLI(t, "data", "synth-tensor", "--kind", "tucker", "--seed", "3", "--train", train, "--test", test); code != 0 {
+	out, errs, code := runCLI(t, "data", "synth-tensor", "--kind", "tucker", "--seed", "3", "--train", train, "--test", test, "--json")
+	if code != 0 {
 		t.Fatalf("synth-tensor exit %d: %s", code, errs)
+	}
+	var syn struct {
+		Kind         string
+		TrainEntries int `json:"train_entries"`
+		Train        string
+	}
+	if err := json.Unmarshal([]byte(out), &syn); err != nil || syn.Kind != "tucker" || syn.TrainEntries == 0 || syn.Train != train {
+		t.Fatalf("synth-tensor --json: %v %s", err, out)
 	}
 	for _, tc := range []struct {
 		method  string

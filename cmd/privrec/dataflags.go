@@ -16,9 +16,19 @@ type dataFlags struct {
 	path, format, cols, column, scale, dups string
 }
 
-// add registers the flags; name is the flag naming the file ("data" or "in").
-func (d *dataFlags) add(fs *flag.FlagSet, name string) {
-	fs.StringVar(&d.path, name, "", "ratings file (gzip is detected)")
+// add registers the flags. The ratings file is --data in every command;
+// --in and --ratings, the names some commands used to take, are aliases.
+func (d *dataFlags) add(fs *flag.FlagSet) {
+	fs.StringVar(&d.path, "data", "", "ratings file (gzip is detected)")
+	for _, alias := range []string{"in", "ratings"} {
+		fs.StringVar(&d.path, alias, "", "same as --data")
+	}
+	d.addFormat(fs)
+}
+
+// addFormat registers the flags that say how to read a ratings file,
+// without the file's own flag.
+func (d *dataFlags) addFormat(fs *flag.FlagSet) {
 	fs.StringVar(&d.format, "format", "auto", "file format: auto, "+strings.Join(ratingio.Formats, ", "))
 	fs.StringVar(&d.cols, "cols", "", "tsv/csv column map, e.g. user=0,item=1,rating=2[,time=3] or by header name user=userId,item=movieId,rating=rating")
 	fs.StringVar(&d.column, "column", "rating", "uci-rc rating column: rating, food or service")
@@ -46,9 +56,9 @@ func (d *dataFlags) options() (ratingio.Options, error) {
 }
 
 // read loads the file named by the flags.
-func (d *dataFlags) read(flagName string) (*ratings.Matrix, error) {
+func (d *dataFlags) read() (*ratings.Matrix, error) {
 	if d.path == "" {
-		return nil, usagef("--%s is required", flagName)
+		return nil, usagef("--data FILE is required")
 	}
 	if store.IsURL(d.path) {
 		return d.readStore()

@@ -18,6 +18,7 @@ import (
 	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/methods"
 	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
@@ -107,12 +108,21 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	eps := fs.Float64("epsilon", 0, "ε of the private restaurant model (0: the scenario's default)")
 	seed := fs.Uint64("seed", 0, "seed the privacy noise too (repeatable numbers; an experiment, not a release)")
 	noSweep := fs.Bool("no-sweep", false, "skip the privacy–accuracy sweep and plot")
+	jsonOut := fs.Bool("json", false, "print a JSON object (the two comparisons, the recommendations, where the plot is) instead of the text")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
+	if *eps < 0 || math.IsNaN(*eps) || math.IsInf(*eps, 0) {
+		return usagef("--epsilon %v: ε must be a finite number > 0 (or 0 for the default)", *eps)
+	}
 	start := time.Now()
-	fmt.Fprintln(out, "privrec demo — recommendations that keep the people in the data private")
-	fmt.Fprintln(out)
+	res := demoResult{}
+	text := out
+	if *jsonOut {
+		text = io.Discard
+	}
+	fmt.Fprintln(text, "privrec demo — recommendations that keep the people in the data private")
+	fmt.Fprintln(text)
 
 	// 1. Restaurants.
 	rs, err := pickScenario(restaurantScenarios)
@@ -136,13 +146,14 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	train, test := transform.HoldOut(all, 0.2, 1)
-	fmt.Fprintf(out, "1. Restaurant ratings: %d people rated %d restaurants in Mexico (%d ratings, 0–2).\n", all.NumUsers(), all.NumItems(), all.Len())
-	fmt.Fprintf(out, "   Data: %s.\n", datasets.Attribution)
-	fmt.Fprintf(out, "   20 %% of the ratings are held out; we measure %s.\n\n", rs.what)
-	priv, base, err := demoPair(ctx, out, rs, train, test, *seed)
+	fmt.Fprintf(text, "1. Restaurant ratings: %d people rated %d restaurants in Mexico (%d ratings, 0–2).\n", all.NumUsers(), all.NumItems(), all.Len())
+	fmt.Fprintf(text, "   Data: %s.\n", datasets.Attribution)
+	fmt.Fprintf(text, "   20 %% of the ratings are held out; we measure %s.\n\n", rs.what)
+	priv, cmp, err := demoPair(ctx, text, rs, train, test, *seed)
 	if err != nil {
 		return err
 	}
+	res.Restaurants = cmp
 	names, _ := datasets.RestaurantNames()
 	user := "U1077"
 	if recs := recommendFrom(priv.rel, user, 3); recs != nil {
@@ -154,10 +165,10 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 			}
 			parts = append(parts, fmt.Sprintf("%d. %s", i+1, n))
 		}
-		fmt.Fprintf(out, "   Top 3 for person %s from the private model: %s\n", user, strings.Join(parts, "   "))
+		fmt.Fprintf(text, "   Top 3 for person %s from the private model: %s\n", user, strings.Join(parts, "   "))
+		res.Restaurants.TopFor, res.Restaurants.Top = user, parts
 	}
-	_ = base
-	fmt.Fprintln(out)
+	fmt.Fprintln(text)
 
 	// 2. Synthetic.
 	ss, err := pickScenario(syntheticScenarios)
@@ -170,18 +181,18 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "2. Synthetic ratings: a rank-one matrix, %d users × %d items, %d ratings per user (seed 001's setup, smaller).\n",
+	fmt.Fprintf(text, "2. Synthetic ratings: a rank-one matrix, %d users × %d items, %d ratings per user (seed 001's setup, smaller).\n",
 		split.Train.NumUsers(), split.Train.NumItems(), int(spec.Params["per_user"]))
-	fmt.Fprintf(out, "   We measure %s.\n\n", ss.what)
+	fmt.Fprintf(text, "   We measure %s.\n\n", ss.what)
 	synthCat, err := model.NewCatalogue(split.Train.Items.Names(), nil)
 	if err != nil {
 		return err
 	}
 	ss.declared = release.Declared{Scale: &release.Scale{Min: -1, Max: 1}, Catalogue: synthCat}
-	if _, _, err := demoPair(ctx, out, ss, split.Train, split.Test, *seed); err != nil {
+	if _, res.Synthetic, err = demoPair(ctx, text, ss, split.Train, split.Test, *seed); err != nil {
 		return err
 	}
-	fmt.Fprintln(out)
+	fmt.Fprintln(text)
 
 	// 3. Privacy–accuracy curve on the restaurants.
 	if !*noSweep {
@@ -200,7 +211,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		if err := cfg.Validate(); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "3. Privacy–accuracy sweep: %s at ε ∈ {0.5, 1, 2, 4, 8}, %d random splits each …\n", rs.private, cfg.Runs)
+		fmt.Fprintf(text, "3. Privacy–accuracy sweep: %s at ε ∈ {0.5, 1, 2, 4, 8}, %d random splits each …\n", rs.private, cfg.Runs)
 		quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 		if err := experiment.Run(ctx, cfg, experiment.Options{Out: *outDir, Log: quiet}); err != nil {
 			return err
@@ -209,10 +220,40 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		if err := copyFile(filepath.Join(*outDir, "fig-restaurants.png"), png); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "   Plot: %s   Report: %s\n", png, filepath.Join(*outDir, "report.md"))
+		fmt.Fprintf(text, "   Plot: %s   Report: %s\n", png, filepath.Join(*outDir, "report.md"))
+		res.Plot, res.Report = png, filepath.Join(*outDir, "report.md")
 	}
-	fmt.Fprintf(out, "\nDone in %.0f s. Next: privrec train --help, privrec reproduce --list.\n", time.Since(start).Seconds())
+	res.Seconds = time.Since(start).Seconds()
+	if *jsonOut {
+		return writeJSON(out, res)
+	}
+	fmt.Fprintf(text, "\nDone in %.0f s (the first `go run` also builds privrec: minutes). Next: privrec train --help, privrec reproduce --list.\n", res.Seconds)
 	return nil
+}
+
+// demoResult is the demo's --json output.
+type demoResult struct {
+	Restaurants demoComparison `json:"restaurants"`
+	Synthetic   demoComparison `json:"synthetic"`
+	Plot        string         `json:"plot,omitempty"`
+	Report      string         `json:"report,omitempty"`
+	Seconds     float64        `json:"seconds"`
+}
+
+// demoComparison is one private-vs-non-private comparison.
+type demoComparison struct {
+	Method string `json:"method"`
+	// Epsilon is the ε asked of the method, per EpsilonUnit ("rating" or
+	// "user"); the Guarantee may compose it into a larger per-user ε.
+	Epsilon     float64           `json:"epsilon"`
+	EpsilonUnit string            `json:"epsilon_unit"`
+	Guarantee   privacy.Guarantee `json:"guarantee"`
+	Metric      string            `json:"metric"`
+	Private     *float64          `json:"private"`
+	Baseline    string            `json:"baseline"`
+	NonPrivate  *float64          `json:"non_private"`
+	TopFor      string            `json:"top_for,omitempty"`
+	Top         []string          `json:"top,omitempty"`
 }
 
 // restaurantCatalogue is the list of the restaurants (placeID, name), in
@@ -254,24 +295,31 @@ func recommendFrom(rel *release.Release, user string, k int) []model.Recommendat
 }
 
 // demoPair trains and scores the private and the non-private method of a
-// scenario and prints them side by side.
-func demoPair(ctx context.Context, w io.Writer, s demoScenario, train, test *ratings.Matrix, seed uint64) (*trained, *trained, error) {
+// scenario and prints them side by side: the ε asked of the private
+// method, in its unit, then the guarantee it gives.
+func demoPair(ctx context.Context, w io.Writer, s demoScenario, train, test *ratings.Matrix, seed uint64) (*trained, demoComparison, error) {
 	noiseSrc := noise.Secure()
 	if seed != 0 {
 		noiseSrc = noise.Seeded(seed)
 	}
 	p, err := demoTrain(ctx, s.private, s.params, s.collect, s.declared, s.eps, train, test, noiseSrc, s.metric)
 	if err != nil {
-		return nil, nil, err
+		return nil, demoComparison{}, err
 	}
 	b, err := demoTrain(ctx, s.baseline, s.baseParams, "", s.declared, s.eps, train, test, noiseSrc, s.metric)
 	if err != nil {
-		return nil, nil, err
+		return nil, demoComparison{}, err
 	}
-	fmt.Fprintf(w, "   Private model (%s, ε = %g): %s\n", s.private, s.eps, wrap(p.rel.Guarantee.String(), "   ", 100))
+	g := p.rel.Guarantee
+	unit := "user"
+	if s.collect != "" || g.Unit == privacy.UnitEntry {
+		unit = "rating" // a local-DP collection randomizes each rating at ε
+	}
+	fmt.Fprintf(w, "   Private model: %s at ε = %s per %s.\n   Guarantee: %s\n", s.private, num(s.eps), unit, wrap(g.String(), "   ", 100))
 	name := map[string]string{"accuracy": "accuracy", "rmse": "RMSE"}[s.metric]
 	fmt.Fprintf(w, "   %-8s private %.3f   non-private (%s) %.3f\n", name, p.metric, s.baseline, b.metric)
-	return p, b, nil
+	return p, demoComparison{Method: s.private, Epsilon: s.eps, EpsilonUnit: unit, Guarantee: g, Metric: s.metric,
+		Private: privacy.JSONNumber(p.metric), Baseline: s.baseline, NonPrivate: privacy.JSONNumber(b.metric)}, nil
 }
 
 func demoTrain(ctx context.Context, name string, params map[string]any, collect string, declared release.Declared, eps float64, train, test *ratings.Matrix, src *noise.Source, metric string) (*trained, error) {

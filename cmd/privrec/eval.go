@@ -22,7 +22,7 @@ Rating models report RMSE and MAE on the original scale; one-bit models
 report sign accuracy. --truth (a file with every entry of the true matrix,
 from 'privrec data synth --truth') adds ARE = ‖M̂−M‖²_F/‖M‖²_F. Top-k
 metrics rank each test user's unseen items and count test ratings at or
-above --relevant (default: the training mean) as relevant. --worst-items N
+above --relevant (default: the held-out ratings' mean) as relevant. --worst-items N
 lists the N items with the highest held-out RMSE (among items with at least
 --min-ratings held-out ratings) with their titles: the model's, when its
 catalogue had titles at training, else those of --items FILE (a catalogue:
@@ -49,13 +49,13 @@ too: both reports are printed.`,
 		`  privrec eval --model ml100k.model --data u1.test --format movielens-100k --json
   privrec eval --model ml100k.model --data u1.test --format movielens-100k \
       --worst-items 5 --items u.item
-  privrec data split --in ratings.dat --users 600,600 --positive 4 --seed 1 --out split/
+  privrec data split --data ratings.dat --users 600,600 --positive 4 --seed 1 --out split/
   privrec train --data split/train.tsv --method popularity --positive 4 --scale 1:5 \
       --items movies.dat --out pop.model
   privrec eval --model pop.model --history split/test-history.tsv \
       --targets split/test-targets.tsv -k 20,100 --train split/train.tsv`)
 	var d dataFlags
-	d.add(fs, "data")
+	d.add(fs)
 	modelPath := fs.String("model", "", "model file from privrec train")
 	truth := fs.String("truth", "", "full true matrix (synthetic data) for ARE")
 	kFlag := fs.String("k", "", "cut-off for precision@k, recall@k, NDCG@k with --data (default 10; 0: skip); a list for held-out users (default 10,20,50,100)")
@@ -65,7 +65,7 @@ too: both reports are printed.`,
 	popFrom := fs.String("popularity-from", "", "with --history: count each item's interactions in this file for popularity@k (default: --train, else the histories)")
 	positive := fs.Float64("positive", 0, "with --history: targets ≥ T are interactions (default: the model's rule, else all)")
 	unknownItems := fs.String("unknown-items", "error", "with --history: a history rating of an item outside the model's catalogue is an error, or skip (ignored, with a warning)")
-	relevant := fs.Float64("relevant", 0, "rating at or above which a held-out item is relevant (0: the held-out mean)")
+	relevant := fs.Float64("relevant", 0, "rating at or above which a held-out item is relevant (0: the held-out ratings' mean)")
 	states := fs.String("user-state", "", "directory of the users' own states (models that hold no users: joint DP)")
 	worst := fs.Int("worst-items", 0, "list the N items with the highest held-out RMSE, with titles (0: none)")
 	minRatings := fs.Int("min-ratings", 10, "held-out ratings an item needs to be listed by --worst-items")
@@ -146,7 +146,7 @@ type evalRatingsArgs struct {
 // runEvalRatings is the random-split evaluation (--data), followed by the
 // held-out users' report when both are asked for.
 func runEvalRatings(ctx context.Context, d *dataFlags, a evalRatingsArgs, ho *heldOutArgs, out io.Writer) error {
-	test, err := d.read("data")
+	test, err := d.read()
 	if err != nil {
 		return err
 	}
@@ -169,6 +169,15 @@ func runEvalRatings(ctx context.Context, d *dataFlags, a evalRatingsArgs, ho *he
 	if a.states != "" {
 		if opt.States, err = model.LoadUserStates(a.states); err != nil {
 			return err
+		}
+		if kind, _ := model.PeekKind(a.modelPath); kind == model.KindLowRank {
+			m, err := model.Load(a.modelPath)
+			if err != nil {
+				return err
+			}
+			if err := fitStates(opt.States, m, a.modelPath, a.states); err != nil {
+				return err
+			}
 		}
 	}
 	if a.truth != "" {

@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/privrec/privrec/methods"
-	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/ratingio"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
@@ -83,14 +82,7 @@ type heldOutResult struct {
 // scored from her own ratings in --history (fold-in through the public
 // model), every item not in her history ranked, against her targets.
 func evalHeldOut(ctx context.Context, d *dataFlags, a heldOutArgs) (*heldOutResult, error) {
-	kind, err := model.PeekKind(a.modelPath)
-	if err != nil {
-		return nil, err
-	}
-	if kind != model.KindLowRank {
-		return nil, fmt.Errorf("%s is a %q model; held-out users are scored with matrix (low-rank) models", a.modelPath, kind)
-	}
-	m, err := model.Load(a.modelPath)
+	m, err := loadMatrixModel(a.modelPath, "held-out users are scored")
 	if err != nil {
 		return nil, err
 	}

@@ -205,7 +205,7 @@ func TestTrainPositiveAboveScale(t *testing.T) {
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "m.model")
-	_, errs, code := runCLI(t, "train", "--method", name, "--data", filepath.Join(dir, "none.tsv"), "--scale", "1:5", "--positive", "6", "--out", out)
+	_, errs, code := runCLI(t, "train", "--method", name, "--epsilon", "1", "--data", filepath.Join(dir, "none.tsv"), "--scale", "1:5", "--positive", "6", "--out", out)
 	if code != 2 || !strings.Contains(errs, "--positive 6") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

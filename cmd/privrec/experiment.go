@@ -52,7 +52,7 @@ func runExperiment(ctx context.Context, args []string, out io.Writer) error {
 	outDir := fs.String("out", "", "output directory")
 	dataDir := fs.String("data-dir", defaultDataDir(), "directory that relative dataset paths are resolved against (default $"+dataDirEnv+")")
 	workers := fs.Int("workers", 0, "runs trained at once (0: all cores)")
-	reportOnly := fs.Bool("report-only", false, "only rewrite summary, figures and report from results.csv")
+	reportOnly := fs.Bool("report-only", false, "only rewrite summary, figures and report from results.csv (after changing the config's metric: new figures and report-METRIC.md beside the first ones)")
 	jsonOut := fs.Bool("json", false, "print a JSON summary on stdout")
 	if err := parse(fs, args, false); err != nil {
 		return err
@@ -75,9 +75,10 @@ func runSweep(ctx context.Context, cfg *experiment.Config, outDir, dataDir strin
 	if reportOnly {
 		err = experiment.WriteOutputs(cfg, outDir)
 	} else {
-		var progress io.Writer = os.Stderr
+		// On a terminal one line is rewritten in place; into a file or a
+		// pipe, whole lines at each tenth of the runs.
 		err = experiment.Run(ctx, cfg, experiment.Options{Out: outDir, DataDir: dataDir, Workers: workers,
-			Progress: progress, Log: slog.Default()})
+			Progress: progressOut, ProgressLines: !progressTerminal(), Log: slog.Default()})
 	}
 	secs := time.Since(start).Seconds()
 	report := filepath.Join(outDir, "report.md")

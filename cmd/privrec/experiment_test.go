@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,9 +24,26 @@ func TestExperimentCommand(t *testing.T) {
   "metric": "rmse"
 }`), 0o644)
 	out := filepath.Join(dir, "out")
+	// Off a terminal, progress comes as whole lines without carriage
+	// returns; on one, a line rewritten in place.
+	var prog bytes.Buffer
+	oldOut, oldTerm := progressOut, progressTerminal
+	t.Cleanup(func() { progressOut, progressTerminal = oldOut, oldTerm })
+	progressOut, progressTerminal = &prog, func() bool { return false }
 	stdout, stderr, code := runCLI(t, "experiment", "--config", cfg, "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(prog.String(), "\r") || !strings.Contains(prog.String(), "experiment cli: 4/4 runs (100%)") {
+		t.Errorf("progress off a terminal: %q", prog.String())
+	}
+	prog.Reset()
+	progressTerminal = func() bool { return true }
+	if _, stderr, code := runCLI(t, "experiment", "--config", cfg, "--out", filepath.Join(dir, "out-tty")); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(prog.String(), "\rexperiment cli: 4/4 runs") {
+		t.Errorf("progress on a terminal: %q", prog.String())
 	}
 	if !strings.Contains(stdout, "report.md") {
 		t.Fatalf("stdout %q", stdout)
@@ -155,5 +175,38 @@ func TestDemo(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Join(dir, "privacy-accuracy.png")); err != nil || st.Size() < 1000 {
 		t.Errorf("plot missing: %v", err)
+	}
+	// The ε asked of the method comes with its unit, then the guarantee:
+	// no bare "(ldp-rr, ε = 2): (ε = 260)".
+	if !strings.Contains(stdout, "Private model: ldp-rr at ε = 2 per rating.\n   Guarantee: (ε = 260)") || strings.Contains(stdout, "ε = 2): (") {
+		t.Errorf("demo's ε labels:\n%s", stdout)
+	}
+	// The sweep's figure says its axis is the per-rating ε.
+	svg, _ := os.ReadFile(filepath.Join(dir, "fig-restaurants.svg"))
+	if !strings.Contains(string(svg), "per rating") {
+		t.Error("the demo figure does not say its ε is per rating")
+	}
+
+	stdout, stderr, code = runCLI(t, "demo", "--out", dir, "--seed", "3", "--no-sweep", "--json")
+	if code != 0 {
+		t.Fatalf("demo --json: exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Restaurants struct {
+			Method     string
+			Unit       string `json:"epsilon_unit"`
+			Epsilon    float64
+			NonPrivate *float64 `json:"non_private"`
+			Top        []string
+			Guarantee  struct{ Epsilon float64 }
+		}
+		Synthetic struct{ Method string }
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("demo --json: %v\n%s", err, stdout)
+	}
+	r := res.Restaurants
+	if r.Method != "ldp-rr" || r.Unit != "rating" || r.Epsilon != 2 || math.Abs(r.Guarantee.Epsilon-260) > 1e-6 || r.NonPrivate == nil || len(r.Top) != 3 || res.Synthetic.Method == "" {
+		t.Errorf("demo --json: %+v", res)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strings"
@@ -131,7 +132,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errParsed) {
 		return 0
 	}
 	fmt.Fprintf(stderr, "privrec %s: %v\n", name, err)
@@ -203,11 +204,34 @@ func parse(fs *flag.FlagSet, args []string, positional bool) error {
 	if !positional && fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
+	if parseOnly {
+		return errParsed
+	}
 	return nil
+}
+
+// parseOnly makes every command stop right after parsing its flags, with
+// errParsed (exit status 0): the help test runs each example command of
+// the help texts this way, to check that it parses without running it.
+var parseOnly bool
+
+var errParsed = errors.New("flags parsed (parse-only mode)")
+
+// parseDispatch is parse for a command whose remaining arguments name a
+// subcommand with flags of its own (client): it never stops in parse-only
+// mode, the subcommand's parse does.
+func parseDispatch(fs *flag.FlagSet, args []string) error {
+	was := parseOnly
+	parseOnly = false
+	defer func() { parseOnly = was }()
+	return parse(fs, args, true)
 }
 
 func init() {
 	register(&command{name: "help", summary: "list commands, or explain one: privrec help COMMAND", run: func(ctx context.Context, args []string, out io.Writer) error {
+		if len(args) > 0 && (args[0] == "--help" || args[0] == "-help" || args[0] == "-h") {
+			args = nil // privrec help --help: the list of commands
+		}
 		if len(args) > 0 {
 			c, ok := commands[args[0]]
 			if !ok {
@@ -219,9 +243,13 @@ func init() {
 		return nil
 	}})
 	register(&command{name: "version", summary: "print the version", run: func(ctx context.Context, args []string, out io.Writer) error {
-		fs := newFlags("version", "Print privrec's version.", "  privrec version")
+		fs := newFlags("version [--json]", "Print privrec's version (and, with --json, the Go version it was built with).", "  privrec version\n  privrec version --json")
+		jsonOut := fs.Bool("json", false, "print a JSON object")
 		if err := parse(fs, args, false); err != nil {
 			return err
+		}
+		if *jsonOut {
+			return writeJSON(out, map[string]string{"version": version, "go": runtime.Version()})
 		}
 		fmt.Fprintf(out, "privrec %s\n", version)
 		return nil

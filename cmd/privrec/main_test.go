@@ -125,6 +125,12 @@ func TestUsageErrors(t *testing.T) {
 		{"missing model", []string{"eval", "--data", train}, 2, "--model is required"},
 		{"bad scale", []string{"train", "--data", train, "--method", "bias", "--out", filepath.Join(dir, "m"), "--scale", "5:1"}, 2, "--scale"},
 		{"missing file", []string{"train", "--data", filepath.Join(dir, "absent.tsv"), "--format", "tsv", "--method", "bias", "--out", filepath.Join(dir, "m")}, 1, "absent.tsv"},
+		{"private method without --epsilon", []string{"train", "--data", train, "--method", "dp-bias", "--out", filepath.Join(dir, "m"), "--scale", "1:5"}, 2, "--epsilon is required for dp-bias"},
+		{"negative --epsilon names the flag", []string{"train", "--data", train, "--method", "dp-bias", "--epsilon", "-1", "--out", filepath.Join(dir, "m")}, 2, "--epsilon -1: ε must be a finite number > 0"},
+		{"bad --delta names the flag", []string{"train", "--data", train, "--method", "dp-bias", "--epsilon", "1", "--delta", "1", "--out", filepath.Join(dir, "m")}, 2, "--delta 1: δ must lie in [0, 1)"},
+		{"no doubled method prefix", []string{"train", "--data", train, "--format", "movielens-100k", "--method", "dp-bias", "--epsilon", "1", "--scale", "1:5", "--user-state", filepath.Join(dir, "u"), "--out", filepath.Join(dir, "m")}, 1, "privrec train: dp-bias needs the item catalogue"},
+		{"audit names the flag", []string{"audit", "--mechanism", "laplace", "--epsilon", "-1"}, 2, "--epsilon -1: ε must be a finite number > 0"},
+		{"demo names the flag", []string{"demo", "--epsilon", "-1"}, 2, "--epsilon -1"},
 		{"experiment without seed", []string{"train", "--data", train, "--format", "movielens-100k", "--method", "bias", "--out", filepath.Join(dir, "m"), "--experiment"}, 2, "--seed"},
 	}
 	for _, tc := range tests {
@@ -161,5 +167,10 @@ func TestVersion(t *testing.T) {
 	out, _, code := runCLI(t, "version")
 	if code != 0 || !strings.HasPrefix(out, "privrec ") {
 		t.Errorf("version: %d %q", code, out)
+	}
+	out, _, code = runCLI(t, "version", "--json")
+	var v struct{ Version, Go string }
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.Version != version || !strings.HasPrefix(v.Go, "go") {
+		t.Errorf("version --json: %d %q", code, out)
 	}
 }

@@ -15,7 +15,7 @@ func init() {
 }
 
 func runRecommend(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("recommend --model MODEL --user ID [--user-state DIR | --ratings FILE] [-k 10] [--json]\n       privrec recommend --model MODEL --ratings FILE --all-users [-k 10] [--json] [--workers N]", `
+	fs := newFlags("recommend --model MODEL --user ID [--user-state DIR | --data FILE] [-k 10] [--json]\n       privrec recommend --model MODEL --data FILE --all-users [-k 10] [--json] [--workers N]", `
 List the k items with the highest predicted ratings for one user, leaving
 out the items she rated. Items are named by title when the model's
 catalogue had titles at training, or from --items FILE.
@@ -24,13 +24,13 @@ A model that holds its users (non-private and entry-level models) works
 alone. A joint-DP model holds only the public item side; a user's
 recommendations then come from the public model plus her own part:
   --user-state DIR   her own state, as privrec train --user-state wrote it;
-  --ratings FILE     her own ratings (any ratings format; the rows of --user
+  --data FILE        her own ratings (any ratings format; the rows of --user
                      are used), folded in on the public item factors — the
                      computation her device does.
 
-Batch scoring: --all-users with --ratings FILE lists the top k of every
+Batch scoring: --all-users with --data FILE lists the top k of every
 user of FILE, each from her own ratings in FILE through the public model
-(fold-in, exactly the list of --user ID --ratings FILE), on all cores
+(fold-in, exactly the list of --user ID --data FILE), on all cores
 (--workers N). The output streams, in the file's user order, so memory
 stays bounded (the ratings file itself is held): TSV with a header line,
   user  rank  item  score  title
@@ -42,18 +42,18 @@ A summary (users, seconds) goes to the log on stderr. Ratings of items
 outside the model's catalogue are ignored, with a warning.`,
 		`  privrec recommend --model ml100k.model --user 42 -k 5
   privrec recommend --model ml.model --user 42 --user-state ml-users/
-  privrec recommend --model ml.model --user 42 --ratings my-ratings.tsv --format tsv
-  privrec recommend --model ml.model --ratings test-history.tsv --all-users -k 20 > top20.tsv
-  privrec recommend --model ml.model --ratings test-history.tsv --all-users -k 20 --json | head -1`)
+  privrec recommend --model ml.model --user 42 --data my-ratings.tsv --format tsv
+  privrec recommend --model ml.model --data test-history.tsv --all-users -k 20 > top20.tsv
+  privrec recommend --model ml.model --data test-history.tsv --all-users -k 20 --json | head -1`)
 	var d dataFlags
-	d.add(fs, "ratings")
+	d.add(fs)
 	modelPath := fs.String("model", "", "model file from privrec train")
 	user := fs.String("user", "", "external user ID, as in the training data")
 	stateDir := fs.String("user-state", "", "directory of users' own states (joint-DP models)")
 	k := fs.Int("k", 10, "number of recommendations")
 	itemsPath := fs.String("items", "", "catalogue with item titles (u.item, movies.dat, ID<TAB>title), for models that carry none")
 	jsonOut := fs.Bool("json", false, "print JSON on stdout (with --all-users: JSON lines, one object per user)")
-	allUsers := fs.Bool("all-users", false, "recommend for every user of --ratings FILE, each from her own ratings (TSV, or JSON lines with --json)")
+	allUsers := fs.Bool("all-users", false, "recommend for every user of --data FILE, each from her own ratings (TSV, or JSON lines with --json)")
 	workers := fs.Int("workers", 0, "with --all-users: goroutines scoring users (0: all cores)")
 	if err := parse(fs, args, false); err != nil {
 		return err
@@ -68,28 +68,21 @@ outside the model's catalogue are ignored, with a warning.`,
 		case *user != "":
 			return usagef("give either --user ID or --all-users, not both")
 		case *stateDir != "":
-			return usagef("--all-users scores the users of --ratings FILE from their own ratings; --user-state is for one user")
+			return usagef("--all-users scores the users of --data FILE from their own ratings; --user-state is for one user")
 		case d.path == "":
-			return usagef("--all-users needs --ratings FILE: every user of the file is scored from her own ratings")
+			return usagef("--all-users needs --data FILE: every user of the file is scored from her own ratings")
 		case *workers < 0:
 			return usagef("--workers %d: want N ≥ 0", *workers)
 		}
 		return runRecommendAll(ctx, &d, *modelPath, *itemsPath, *k, *jsonOut, *workers, out)
 	}
 	if *modelPath == "" || *user == "" {
-		return usagef("--model and --user are required (or --ratings FILE --all-users)")
+		return usagef("--model and --user are required (or --data FILE --all-users)")
 	}
 	if *stateDir != "" && d.path != "" {
-		return usagef("give either --user-state or --ratings, not both")
+		return usagef("give either --user-state or --data, not both")
 	}
-	kind, err := model.PeekKind(*modelPath)
-	if err != nil {
-		return err
-	}
-	if kind != model.KindLowRank {
-		return fmt.Errorf("%s is a %q model; recommend works on matrix (low-rank) models", *modelPath, kind)
-	}
-	m, err := model.Load(*modelPath)
+	m, err := loadMatrixModel(*modelPath, "recommend works")
 	if err != nil {
 		return err
 	}
@@ -97,16 +90,13 @@ outside the model's catalogue are ignored, with a warning.`,
 	from := "the model"
 	switch {
 	case *stateDir != "":
-		st, err := model.LoadUserState(*stateDir, *user)
+		st, err := loadUserState(m, *modelPath, *stateDir, *user)
 		if err != nil {
-			return err
-		}
-		if err := m.CheckState(st); err != nil {
 			return err
 		}
 		recs, from = m.RecommendFor(st, *k), "her own state"
 	case d.path != "":
-		r, err := d.read("ratings")
+		r, err := d.read()
 		if err != nil {
 			return err
 		}
@@ -122,7 +112,7 @@ outside the model's catalogue are ignored, with a warning.`,
 		recs, from = m.RecommendFor(st, *k), "her own ratings folded in"
 	default:
 		if m.Users == nil {
-			return usagef("the %s model holds no users (joint DP): pass --user-state DIR or --ratings FILE", m.Method)
+			return usagef("the %s model holds no users (joint DP): pass --user-state DIR or --data FILE", m.Method)
 		}
 		u, ok := m.UserIndex(*user)
 		if !ok {
@@ -160,14 +150,7 @@ outside the model's catalogue are ignored, with a warning.`,
 
 // runRecommendAll is recommend --all-users.
 func runRecommendAll(ctx context.Context, d *dataFlags, modelPath, itemsPath string, k int, jsonOut bool, workers int, out io.Writer) error {
-	kind, err := model.PeekKind(modelPath)
-	if err != nil {
-		return err
-	}
-	if kind != model.KindLowRank {
-		return fmt.Errorf("%s is a %q model; recommend works on matrix (low-rank) models", modelPath, kind)
-	}
-	m, err := model.Load(modelPath)
+	m, err := loadMatrixModel(modelPath, "recommend works")
 	if err != nil {
 		return err
 	}
@@ -184,7 +167,7 @@ func runRecommendAll(ctx context.Context, d *dataFlags, modelPath, itemsPath str
 			}
 		}
 	}
-	r, err := d.read("ratings")
+	r, err := d.read()
 	if err != nil {
 		return err
 	}
@@ -195,5 +178,35 @@ func runRecommendAll(ctx context.Context, d *dataFlags, modelPath, itemsPath str
 		return err
 	}
 	slog.Info("recommended", "users", n, "k", k, "model", m.Method, "seconds", fmt.Sprintf("%.2f", time.Since(start).Seconds()))
+	return nil
+}
+
+// loadUserState reads a user's own state and checks that it belongs to
+// the model file at modelPath (privrec train binds the two).
+func loadUserState(m *model.Model, modelPath, dir, user string) (*model.UserState, error) {
+	one, err := model.LoadUserState(dir, user)
+	if err != nil {
+		return nil, err
+	}
+	if err := fitStates(one, m, modelPath, dir); err != nil {
+		return nil, err
+	}
+	st := &one.States[0]
+	if err := m.CheckState(st); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// fitStates checks that the states read from dir belong to the model file
+// at modelPath.
+func fitStates(s *model.UserStates, m *model.Model, modelPath, dir string) error {
+	fp, err := model.FileFingerprint(modelPath)
+	if err != nil {
+		return err
+	}
+	if err := s.Fits(m, fp); err != nil {
+		return fmt.Errorf("--user-state %s with --model %s: %w", dir, modelPath, err)
+	}
 	return nil
 }

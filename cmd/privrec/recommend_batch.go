@@ -192,7 +192,7 @@ func recommendChunk(m *model.Model, bs *model.BatchScorer, r *ratings.Matrix, c,
 
 // predictFromScores turns a user's scores (Scores) into the model's
 // predictions — what PredictFor gives, so the batch lists are those of
-// privrec recommend --user ID --ratings FILE.
+// privrec recommend --user ID --data FILE.
 func predictFromScores(m *model.Model, out []float64) {
 	if !m.Output.Rated() {
 		return

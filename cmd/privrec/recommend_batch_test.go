@@ -104,7 +104,7 @@ func TestRecommendAllUsersErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"no ratings", []string{"--model", modelPath, "--all-users"}, 2, "--ratings"},
+		{"no ratings", []string{"--model", modelPath, "--all-users"}, 2, "--data FILE"},
 		{"with --user", []string{"--model", modelPath, "--ratings", in, "--all-users", "--user", "1"}, 2, "--user"},
 		{"with --user-state", []string{"--model", modelPath, "--ratings", in, "--all-users", "--user-state", dir}, 2, "--user-state"},
 		{"no model", []string{"--ratings", in, "--all-users"}, 2, "--model"},

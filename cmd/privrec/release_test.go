@@ -102,6 +102,25 @@ func TestJointReleaseOnTheCommandLine(t *testing.T) {
 	if _, errs, code := runCLI(t, "recommend", "--model", mpath, "--user", "7"); code == 0 || !strings.Contains(errs, "holds no users") {
 		t.Errorf("recommend without her part: exit %d %s", code, errs)
 	}
+
+	// Her state is bound to the model it was trained with: another run
+	// (here at another ε) refuses it instead of recommending from it.
+	m8, states8 := filepath.Join(dir, "m8.model"), filepath.Join(dir, "users8")
+	if _, errs, code := runCLI(t, "train", "--data", train, "--format", "movielens-100k", "--method", "dp-bias", "--epsilon", "8",
+		"--scale", "1:5", "--items", items, "--out", m8, "--user-state", states8); code != 0 {
+		t.Fatalf("second training: %s", errs)
+	}
+	for _, args := range [][]string{
+		{"recommend", "--model", m8, "--user", "7", "--user-state", states},
+		{"eval", "--model", m8, "--data", test, "--format", "movielens-100k", "--user-state", states},
+	} {
+		if out, errs, code := runCLI(t, args...); code != 1 || !strings.Contains(errs, "written with another dp-bias model") || out != "" {
+			t.Errorf("%s with another run's states: exit %d, stdout %q, stderr %q", args[0], code, out, errs)
+		}
+	}
+	if _, errs, code := runCLI(t, "recommend", "--model", m8, "--user", "7", "--user-state", states8); code != 0 {
+		t.Errorf("recommend with its own states: %s", errs)
+	}
 }
 
 func TestAuditMethodCommand(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/service"
@@ -195,6 +196,9 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	log.Info("listening", "addr", ln.Addr().String(), "db", store.Redact(*db), "mode", cfg.Mode, "mechanism", cfg.Mechanism,
 		"report_epsilon", cfg.ReportEpsilon, "cell_epsilon", cfg.CellEpsilon, "budget", cfg.Budget, "items", len(cfg.Items),
 		"admin_api", admin != "", "enroll", *enroll)
+	if w := ldp.CellWarning(ldp.Mechanism(cfg.Mechanism), cfg.CellEpsilon, len(cfg.Items), ldp.Scale{Min: cfg.Scale.Min, Max: cfg.Scale.Max, Levels: cfg.Scale.Levels}); cfg.CellEpsilon > 0 && w != "" {
+		log.Warn(w)
+	}
 	if err := service.Serve(ctx, srv, ln, *grace); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -26,6 +28,12 @@ Train a model with one method and save it, with its privacy guarantee, to
 --out. Each method adds its own flags: see them with
   privrec train --method NAME --help
 
+A private method needs --epsilon: there is no silent default for the
+privacy you grant (non-private methods ignore it, and ldp-* methods take ε
+from the collect file they train on). --delta defaults to 1e-6 for (ε, δ)
+methods. With --user-state DIR, each user's state records the model file it
+belongs to, and recommend, eval and predict refuse it with any other model.
+
 Privacy noise comes from crypto/rand. --seed makes the non-private
 randomness (initialisation, shuffling) repeatable; --experiment also seeds
 the privacy noise, which is for experiments only: the model then records
@@ -38,7 +46,7 @@ makes ratings ≥ T the interactions. The recommended private recommender is
 dp-ease (user-level joint DP; docs/topn.md):
   privrec train --data ratings.tsv --method dp-ease --epsilon 1 --positive 4 \
       --scale 1:5 --items items.tsv --out rec.model
-  privrec recommend --model rec.model --user 42 --ratings her-ratings.tsv -k 10`
+  privrec recommend --model rec.model --user 42 --data her-ratings.tsv -k 10`
 
 // methodFromArgs finds --method before the flag set (which depends on it) exists.
 func methodFromArgs(args []string) string {
@@ -90,10 +98,10 @@ Methods:
 ` + methodList()
 	fs := newFlags("train --data FILE --method NAME [--epsilon E] [--delta D] [--scale MIN:MAX] [--items FILE] --out MODEL [--user-state DIR] [method flags]", trainSynopsis, example)
 	var d dataFlags
-	d.add(fs, "data")
+	d.add(fs)
 	fs.String("method", "", "training method (see the list below)")
-	eps := fs.Float64("epsilon", 1, "privacy parameter ε (ignored by non-private methods)")
-	delta := fs.Float64("delta", 1e-6, "privacy parameter δ for (ε, δ) methods")
+	eps := fs.Float64("epsilon", 0, "privacy parameter ε: required by a private method (ignored by non-private ones and by ldp-* methods, whose ε is in the collect file)")
+	delta := fs.Float64("delta", defaultDelta, "privacy parameter δ for (ε, δ) methods")
 	seed := fs.Uint64("seed", 0, "seed for non-private randomness (0: random)")
 	experiment := fs.Bool("experiment", false, "also seed the privacy noise from --seed (experiments only; recorded in the model)")
 	outPath := fs.String("out", "", "where to write the public model")
@@ -113,7 +121,7 @@ Methods:
 		}
 		meth, cfg = m, m.New()
 		if err := bindConfig(fs, cfg); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return methods.Named(name, err)
 		}
 	}
 	if err := parse(fs, args, false); err != nil {
@@ -125,6 +133,9 @@ Methods:
 	if *outPath == "" {
 		return usagef("--out is required")
 	}
+	if err := checkBudget(setFlags(fs), meth, *eps, *delta); err != nil {
+		return err
+	}
 	if meth.PerUser && *stateDir == "" {
 		return usagef("--user-state DIR is required for %s: each user's own state (her row, bias and rated items) is kept apart from the public model", name)
 	}
@@ -132,7 +143,7 @@ Methods:
 		return usagef("--population must be ≥ 0, got %d", *population)
 	}
 	if err := cfg.Validate(); err != nil {
-		return usagef("%s: %v", name, err)
+		return usagef("%v", methods.Named(name, err))
 	}
 	in := release.Input{Source: d.path}
 	if d.scale != "" {
@@ -157,7 +168,7 @@ Methods:
 			return err
 		}
 	}
-	data, err := d.read("data")
+	data, err := d.read()
 	if err != nil {
 		return err
 	}
@@ -200,17 +211,28 @@ Methods:
 		if m.Params == nil {
 			m.Params = map[string]any{}
 		}
-		m.Params["epsilon"], m.Params["delta"], m.Params["seed"] = *eps, *delta, s
+		m.Params["seed"] = s
+		if meth.Private && !meth.EpsilonFromInput {
+			m.Params["epsilon"], m.Params["delta"] = *eps, *delta
+		}
+	}
+	// The model's bytes are encoded once: the users' states name the file
+	// they belong to by its fingerprint (privrec refuses them with any
+	// other model).
+	var file bytes.Buffer
+	if err := rel.Public.Write(&file); err != nil {
+		return err
 	}
 	if rel.PerUser != nil {
 		if *stateDir == "" {
 			return fmt.Errorf("%s released per-user state: pass --user-state DIR", name)
 		}
+		rel.PerUser.Model = model.Fingerprint(file.Bytes())
 		if err := rel.PerUser.Save(*stateDir); err != nil {
 			return err
 		}
 	}
-	if err := model.WriteFileAtomic(*outPath, rel.Public.Write); err != nil {
+	if err := model.WriteFileAtomicBytes(*outPath, file.Bytes(), 0o644); err != nil {
 		return err
 	}
 	if *jsonOut {
@@ -236,6 +258,35 @@ Methods:
 	sort.Strings(keys)
 	for _, k := range keys {
 		fmt.Fprintf(out, "  %s: %v\n", k, rel.Report[k])
+	}
+	return nil
+}
+
+// defaultDelta is δ for (ε, δ) guarantees when --delta is not given, the
+// same for train and client publish.
+const defaultDelta = 1e-6
+
+// checkBudget checks --epsilon and --delta before any data is read. A
+// private method needs --epsilon stated: there is no silent default for
+// the privacy a user grants. Methods whose ε comes from their input (a
+// collect file) and non-private methods ignore it.
+func checkBudget(set map[string]bool, meth *methods.Method, eps, delta float64) error {
+	if !meth.Private || meth.EpsilonFromInput {
+		return nil
+	}
+	if !set["epsilon"] {
+		return usagef("--epsilon is required for %s, a private method: it is the privacy budget you grant (smaller is more private; 1 is a common choice, see docs/PRIVACY.md)", meth.Name)
+	}
+	return checkEpsDelta(eps, delta)
+}
+
+// checkEpsDelta checks the values of --epsilon and --delta, naming the flag.
+func checkEpsDelta(eps, delta float64) error {
+	if math.IsNaN(eps) || math.IsInf(eps, 0) || eps <= 0 {
+		return usagef("--epsilon %v: ε must be a finite number > 0", eps)
+	}
+	if math.IsNaN(delta) || delta < 0 || delta >= 1 {
+		return usagef("--delta %v: δ must lie in [0, 1)", delta)
 	}
 	return nil
 }
