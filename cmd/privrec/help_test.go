@@ -55,8 +55,9 @@ func helpPages(t *testing.T) []helpPage {
 				get("data", m[1], "--help")
 			}
 		case "serve":
-			get("serve", "stats", "--help")
-			get("serve", "bench", "--help")
+			for _, sub := range []string{"stats", "bench", "backup", "restore", "token"} {
+				get("serve", sub, "--help")
+			}
 		case "client":
 			for _, sub := range []string{"enroll", "submit", "status", "recommend", "publish"} {
 				if !strings.Contains(text, sub) {

@@ -21,7 +21,7 @@ import (
 func runServeBackup(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("serve backup --db sqlite:FILE --out FILE [--json]",
 		"Back up an SQLite collection while the server runs: a consistent snapshot (SQLite's VACUUM INTO on a connection of its own; the server keeps writing) written to a new file, synced, then opened and checked — integrity, schema, every ledger against its reports and charges — and its counts printed. Restore it with privrec serve restore. PostgreSQL: use pg_dump (docs/SERVICE.md).",
-		"  privrec serve backup --db sqlite:privrec.db --out backups/privrec-$(date +%F).db --json")
+		"  privrec serve backup --db sqlite:privrec.db --out backups/privrec-2026-11-26.db --json")
 	db := fs.String("db", "", "the collection's database: sqlite:FILE")
 	outPath := fs.String("out", "", "the backup file to write (must not exist)")
 	jsonOut := fs.Bool("json", false, "print JSON")
