@@ -108,7 +108,11 @@ func (f *parseFn) ProcessElement(ctx context.Context, path string, emit func(str
 	return b.flush()
 }
 
-// batcher collects lines and parses them in batches.
+// batcher collects lines and parses them in batches. ratingio decides
+// from a text's first data line whether it is a header, so every batch and
+// every single line is parsed behind the file's own first line: its header
+// (then skipped), or else its first data line, the anchor, whose rating
+// is then left out (the batch that holds the anchor is parsed as it is).
 type batcher struct {
 	fn     *parseFn
 	ctx    context.Context
@@ -117,43 +121,81 @@ type batcher struct {
 	emit   func(string, Rating)
 	refuse func(string)
 
-	header    []byte // the header line, once known (nil: none)
-	checked   bool   // whether the first non-blank line was looked at
+	checked    bool   // whether the first data line was looked at
+	prefix     []byte // the header or the anchor line, newline-terminated
+	header     bool   // prefix is a header
+	anchorLine int64  // the anchor's line number (0: none)
+	anchorUser string
+	anchorItem string
+
 	buf       bytes.Buffer
 	first     int64 // line number of the batch's first line
 	lines     int
 	lineStart []int // offsets of the batch's lines in buf
 }
 
+func withNewline(b []byte) []byte {
+	if bytes.HasSuffix(b, []byte{'\n'}) {
+		return b
+	}
+	return append(b, '\n')
+}
+
 func (b *batcher) add(line int64, text []byte) error {
-	if !b.checked && len(bytes.TrimSpace(text)) > 0 {
+	if t := bytes.TrimSpace(text); !b.checked && len(t) > 0 && t[0] != '#' {
 		b.checked = true
-		// A first line that parses to no rating and no error is a header.
+		b.prefix = withNewline(bytes.Clone(text))
 		m, err := ratingio.ReadContext(b.ctx, bytes.NewReader(text), b.path, b.fn.options())
-		if err == nil && m.Len() == 0 {
-			b.header = bytes.Clone(text)
+		switch {
+		case err == nil && m.Len() == 0:
+			// A header: every later batch is read behind it.
+			b.header = true
 			return nil
+		case err == nil:
+			items, _ := m.UserRow(0)
+			b.anchorLine, b.anchorUser, b.anchorItem = line, m.Users.Name(0), m.Items.Name(items[0])
+		default:
+			b.prefix = nil // a malformed first line: refused below like any other
 		}
 	}
 	if b.lines == 0 {
 		b.first = line
 		b.buf.Reset()
 		b.lineStart = b.lineStart[:0]
-		if b.header != nil {
-			b.buf.Write(b.header)
-			if !bytes.HasSuffix(b.header, []byte{'\n'}) {
-				b.buf.WriteByte('\n')
-			}
-		}
 	}
 	b.lineStart = append(b.lineStart, b.buf.Len())
-	b.buf.Write(text)
-	if !bytes.HasSuffix(text, []byte{'\n'}) {
-		b.buf.WriteByte('\n')
-	}
+	b.buf.Write(withNewline(text))
 	b.lines++
 	if b.lines == batchLines {
 		return b.flush()
+	}
+	return nil
+}
+
+// parse reads text behind the prefix unless text holds the anchor line
+// (holds: whether it does) and emits its ratings as found within lines
+// first–last, the anchor's rating left out when it was only the prefix.
+func (b *batcher) parse(text []byte, holds bool, first, last int64) error {
+	var in bytes.Buffer
+	behind := b.prefix != nil && !holds
+	if behind {
+		in.Write(b.prefix)
+	}
+	in.Write(text)
+	m, err := ratingio.ReadContext(b.ctx, &in, b.path, b.fn.options())
+	if err != nil {
+		return err
+	}
+	for u := range int32(m.NumUsers()) {
+		items, vals := m.UserRow(u)
+		user := m.Users.Name(u)
+		for k, j := range items {
+			item := m.Items.Name(j)
+			if behind && !b.header && user == b.anchorUser && item == b.anchorItem {
+				continue
+			}
+			b.emit(user, Rating{Item: item, Value: vals[k], Src: b.src, First: first, Last: last})
+		}
 	}
 	return nil
 }
@@ -168,9 +210,9 @@ func (b *batcher) flush() error {
 		return err
 	}
 	last := b.first + int64(b.lines) - 1
-	m, err := ratingio.ReadContext(b.ctx, bytes.NewReader(b.buf.Bytes()), b.path, b.fn.options())
+	holds := b.anchorLine >= b.first && b.anchorLine <= last
+	err := b.parse(b.buf.Bytes(), holds, b.first, last)
 	if err == nil {
-		b.emitMatrix(m, b.first, last)
 		return nil
 	}
 	var pe *ratingio.ParseError
@@ -184,41 +226,24 @@ func (b *batcher) flush() error {
 			end = b.lineStart[k+1]
 		}
 		text := data[start:end]
-		if len(bytes.TrimSpace(text)) == 0 {
-			continue
+		if t := bytes.TrimSpace(text); len(t) == 0 || t[0] == '#' {
+			continue // blank or a comment, as ratingio skips them
 		}
 		n := b.first + int64(k)
-		var one bytes.Buffer
-		if b.header != nil {
-			one.Write(b.header)
-			if !bytes.HasSuffix(b.header, []byte{'\n'}) {
-				one.WriteByte('\n')
-			}
-		}
-		one.Write(text)
-		m, err := ratingio.ReadContext(b.ctx, &one, b.path, b.fn.options())
+		err := b.parse(text, n == b.anchorLine, n, n)
 		switch {
 		case err == nil:
-			b.emitMatrix(m, n, n)
-		case errors.As(err, &pe) && pe.Line == 0:
-			// Not a rating line (a comment): nothing to refuse.
 		case errors.As(err, &pe):
 			pe.Line = n
-			b.refuse(pe.Error())
+			msg := pe.Error()
+			var de *ratings.DuplicateError
+			if errors.As(err, &de) && b.anchorLine > 0 {
+				msg = fmt.Sprintf("%s:%d: user %q rated item %q again (first at %s:%d)", b.path, n, b.anchorUser, b.anchorItem, b.path, b.anchorLine)
+			}
+			b.refuse(msg)
 		default:
 			return fmt.Errorf("%s:%d: %w", b.path, n, err)
 		}
 	}
 	return nil
-}
-
-// emitMatrix emits every rating of m, found within lines first–last.
-func (b *batcher) emitMatrix(m *ratings.Matrix, first, last int64) {
-	for u := range int32(m.NumUsers()) {
-		items, vals := m.UserRow(u)
-		user := m.Users.Name(u)
-		for k, j := range items {
-			b.emit(user, Rating{Item: m.Items.Name(j), Value: vals[k], Src: b.src, First: first, Last: last})
-		}
-	}
 }
