@@ -6,14 +6,14 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // local paths for inputs and the work directory
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
@@ -118,7 +118,8 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 	}
 	spec := c.Spec()
 	e.runs++
-	base := filepath.Join(e.cfg.WorkDir, fmt.Sprintf("%s-%d", kind, e.runs))
+	// Not filepath.Join: it would turn gs://bucket into gs:/bucket.
+	base := strings.TrimSuffix(e.cfg.WorkDir, "/") + "/" + fmt.Sprintf("%s-%d", kind, e.runs)
 	sumsPath, refusedPath := base+".sums", base+".refused"
 	p, s := beam.NewPipelineWithRoot()
 	files := beam.Create(s, toAny(e.cfg.Inputs)...)
@@ -135,12 +136,12 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 	if err := e.cfg.Run(ctx, p); err != nil {
 		return nil, fmt.Errorf("the %s pipeline: %w", spec.Name, err)
 	}
-	if n, err := countLines(refusedPath); err != nil {
+	if n, err := countLines(ctx, refusedPath); err != nil {
 		return nil, err
 	} else if n > 0 {
 		return nil, &RefusedError{N: n, File: refusedPath}
 	}
-	v, users2, err := readSums(sumsPath, spec.Dim)
+	v, users2, err := readSums(ctx, sumsPath, spec.Dim)
 	if err != nil {
 		return nil, err
 	}
@@ -158,14 +159,41 @@ func toAny(s []string) []any {
 	return out
 }
 
-// countLines counts the non-empty lines of path (a missing file: 0).
-func countLines(path string) (int, error) {
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return 0, nil
-	}
+// openOutput opens a file a pipeline wrote, through Beam's filesystem
+// package (a local path, or gs://… with its filesystem registered).
+func openOutput(ctx context.Context, path string) (io.ReadCloser, error) {
+	fs, err := filesystem.New(ctx, path)
 	if err != nil {
-		return 0, err
+		return nil, err
+	}
+	r, err := fs.OpenRead(ctx, path)
+	if err != nil {
+		fs.Close()
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{r, closers{r, fs}}, nil
+}
+
+type closers []io.Closer
+
+func (c closers) Close() error {
+	var first error
+	for _, x := range c {
+		if err := x.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// countLines counts the non-empty lines of a pipeline's output file.
+func countLines(ctx context.Context, path string) (int, error) {
+	f, err := openOutput(ctx, path)
+	if err != nil {
+		return 0, fmt.Errorf("reading the pipeline's refused rows: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -182,8 +210,8 @@ func countLines(path string) (int, error) {
 // readSums assembles the dim coordinates and the user count a pipeline
 // wrote; a block written twice or out of range is an error (nothing is
 // released from an inconsistent output).
-func readSums(path string, dim int) ([]float64, int, error) {
-	f, err := os.Open(path)
+func readSums(ctx context.Context, path string, dim int) ([]float64, int, error) {
+	f, err := openOutput(ctx, path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading the pipeline's sums: %w", err)
 	}

@@ -185,8 +185,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if dir, err = os.MkdirTemp("", "privrec-beam-"); err != nil {
 			return err
 		}
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+	} else if !strings.Contains(dir, "://") {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
 	}
 	var engines []*pipeline.Engine
 	env.Engine = pipeline.Config{Inputs: inputs, Read: opt, WorkDir: dir, Run: beamx.Run}.Factory(&engines)
@@ -273,4 +275,3 @@ func expand(list string) ([]string, error) {
 	}
 	return out, nil
 }
-
