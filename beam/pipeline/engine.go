@@ -132,7 +132,9 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 	lines := beam.ParDo(s, formatBlock, sums)
 	users := beam.ParDo(s, formatUsers, stats.Sum(s, ones))
 	textio.Write(s, sumsPath, beam.Flatten(s, lines, users))
-	textio.Write(s, refusedPath, beam.Flatten(s, refused, refused2))
+	// One empty line (which countLines skips) so that the file exists even
+	// when nothing was refused: a missing file then means a failed write.
+	textio.Write(s, refusedPath, beam.Flatten(s, refused, refused2, beam.Create(s, "")))
 	if err := e.cfg.Run(ctx, p); err != nil {
 		return nil, fmt.Errorf("the %s pipeline: %w", spec.Name, err)
 	}
