@@ -64,7 +64,7 @@ func synthetic(t *testing.T, dir string, users, items int) (data, cat string) {
 
 // train runs method with a seeded noise stream; with inputs set, on
 // Beam. It returns the model file's bytes and every release's draw.
-func train(t *testing.T, method, data, cat string, beamInputs []string) ([]byte, []mechanism.Draw) {
+func train(t *testing.T, method string, params map[string]any, data, cat string, beamInputs []string) ([]byte, []mechanism.Draw) {
 	t.Helper()
 	ctx := context.Background()
 	scale := release.Scale{Min: 1, Max: 5}
@@ -93,7 +93,13 @@ func train(t *testing.T, method, data, cat string, beamInputs []string) ([]byte,
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel, err := methods.Train(ctx, method, meth.New(), in, env)
+	cfg := meth.New()
+	for k, v := range params {
+		if err := methods.SetParam(cfg, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rel, err := methods.Train(ctx, method, cfg, in, env)
 	if err != nil {
 		t.Fatalf("%s (beam %v): %v", method, beamInputs != nil, err)
 	}
@@ -113,10 +119,17 @@ func train(t *testing.T, method, data, cat string, beamInputs []string) ([]byte,
 func TestBeamMatchesInProcess(t *testing.T) {
 	dir := t.TempDir()
 	data, cat := synthetic(t, dir, 400, 60)
-	for _, method := range []string{"dp-popularity", "dp-bias", "dp-ease"} {
+	// dpals with its three releases: the counts that set the adaptive
+	// weights, the bias statistics and the covariance features.
+	dpals := map[string]any{"adaptive_from": 0.0, "cov_users_per_item": 0.0, "cov_rank": 4.0}
+	for _, tc := range []struct {
+		method string
+		params map[string]any
+	}{{"dp-popularity", nil}, {"dp-bias", nil}, {"dp-ease", nil}, {"dpals", dpals}} {
+		method := tc.method
 		t.Run(method, func(t *testing.T) {
-			want, wantDraws := train(t, method, data, cat, nil)
-			got, gotDraws := train(t, method, data, cat, []string{data})
+			want, wantDraws := train(t, method, tc.params, data, cat, nil)
+			got, gotDraws := train(t, method, tc.params, data, cat, []string{data})
 			if len(gotDraws) != len(wantDraws) || len(gotDraws) == 0 {
 				t.Fatalf("%d releases on Beam, %d in process", len(gotDraws), len(wantDraws))
 			}
@@ -164,8 +177,8 @@ func TestBeamGzipInput(t *testing.T) {
 	if err := os.WriteFile(gz, zb.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	plain, _ := train(t, "dp-popularity", data, cat, []string{data})
-	zipped, _ := train(t, "dp-popularity", data, cat, []string{gz})
+	plain, _ := train(t, "dp-popularity", nil, data, cat, []string{data})
+	zipped, _ := train(t, "dp-popularity", nil, data, cat, []string{gz})
 	if !bytes.Equal(plain, zipped) {
 		t.Error("the gzip input gave a different model")
 	}

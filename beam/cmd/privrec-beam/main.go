@@ -1,5 +1,6 @@
 // Command privrec-beam trains privrec's private models whose global step
-// is a sum over users (dp-popularity, dp-bias, dp-ease) on Apache Beam:
+// is a sum over users (dp-popularity, dp-bias, dp-ease, dpals without ALS
+// steps) on Apache Beam:
 // each statistic is summed by a pipeline (read → group by user → each
 // user's contribution → combine per block), and the noise is added once,
 // on this driver, after the pipeline has finished, by the same code as
@@ -59,8 +60,9 @@ output with its source and position and enters no sum; the run then fails
 before any noise is drawn, naming how many rows were refused (on stderr
 only: the count is private).
 
-Methods: dp-popularity, dp-bias (public model only: each user computes her
-own bias on her side), dp-ease.
+Methods: dp-popularity, dp-bias and dpals (public model only: each user
+computes her own state on her side; dpals with --param steps=0, its
+default: counts, bias statistics and covariance features), dp-ease.
 
 Example:
   privrec-beam --method dp-ease --data ratings.tsv --format tsv --scale 1:5 \
@@ -106,7 +108,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	column := fs.String("column", "", "uci-rc rating column, as privrec train's --column")
 	scale := fs.String("scale", "", "declared rating scale MIN:MAX")
 	items := fs.String("items", "", "declared public item catalogue: one item ID per line, an optional title after a tab")
-	method := fs.String("method", "", "dp-popularity, dp-bias or dp-ease")
+	method := fs.String("method", "", "dp-popularity, dp-bias, dp-ease or dpals")
 	eps := fs.Float64("epsilon", 1, "privacy parameter ε")
 	delta := fs.Float64("delta", 1e-6, "privacy parameter δ")
 	seed := fs.Uint64("seed", 0, "seed for non-private randomness (0: random)")
