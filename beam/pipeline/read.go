@@ -26,8 +26,9 @@ type Rating struct {
 	First, Last int64
 }
 
-// batchLines is the number of lines parsed at once.
-const batchLines = 4096
+// batchLines is the number of lines parsed at once (a variable so that
+// the fuzz test can cut small files into several batches).
+var batchLines = 4096
 
 // parseFn reads one ratings file (local path or any Beam filesystem URL;
 // gzip recognised by its magic bytes) with privrec's parser (ratingio) in
@@ -134,6 +135,13 @@ type batcher struct {
 	lineStart []int // offsets of the batch's lines in buf
 }
 
+// skipped reports whether ratingio skips the line: empty (after its line
+// ending) or a comment.
+func skipped(line []byte) bool {
+	line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte{'\n'}), []byte{'\r'})
+	return len(line) == 0 || line[0] == '#'
+}
+
 func withNewline(b []byte) []byte {
 	if bytes.HasSuffix(b, []byte{'\n'}) {
 		return b
@@ -142,7 +150,7 @@ func withNewline(b []byte) []byte {
 }
 
 func (b *batcher) add(line int64, text []byte) error {
-	if t := bytes.TrimSpace(text); !b.checked && len(t) > 0 && t[0] != '#' {
+	if !b.checked && !skipped(text) {
 		b.checked = true
 		b.prefix = withNewline(bytes.Clone(text))
 		m, err := ratingio.ReadContext(b.ctx, bytes.NewReader(text), b.path, b.fn.options())
@@ -226,8 +234,8 @@ func (b *batcher) flush() error {
 			end = b.lineStart[k+1]
 		}
 		text := data[start:end]
-		if t := bytes.TrimSpace(text); len(t) == 0 || t[0] == '#' {
-			continue // blank or a comment, as ratingio skips them
+		if skipped(text) {
+			continue // empty or a comment, as ratingio skips them
 		}
 		n := b.first + int64(k)
 		err := b.parse(text, n == b.anchorLine, n, n)
