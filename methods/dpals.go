@@ -15,6 +15,7 @@ import (
 	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/statistic"
 )
 
 // dpals: user-level joint-DP alternating least squares (Chien, Jain,
@@ -31,7 +32,7 @@ func init() {
 	Register(&Method{
 		Name:    "dpals",
 		Summary: "private alternating least squares: noised item statistics, user rows on the user's side (user-level joint DP)",
-		Private: true, PerUser: true, Needs: []string{"scale", "items"},
+		Private: true, PerUser: true, Needs: []string{"scale", "items"}, Engine: true,
 		New: func() Config { return NewDPALSConfig() },
 	})
 }
@@ -177,13 +178,18 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	if err != nil {
 		return nil, err
 	}
-	data, err := release.OnCatalogue(release.ClampToScale(in.Ratings, scale), cat)
+	eng, data, err := ratingEngine(in, env, scale, cat)
 	if err != nil {
 		return nil, err
 	}
-	n := data.NumItems()
-	if c, err = c.plan(data.NumUsers(), n, env.Epsilon, env.Delta); err != nil {
+	n := cat.Len()
+	// The number of users is public (the relation replaces a user); an
+	// external engine counts them in a first pass.
+	if c, err = c.plan(eng.Users(), n, env.Epsilon, env.Delta); err != nil {
 		return nil, err
+	}
+	if data == nil && c.Steps > 0 {
+		return nil, fmt.Errorf("--steps %d: dpals' ALS steps run in process only (an external engine sums its counts, bias statistics and covariance features; use --steps 0)", c.Steps)
 	}
 	k := c.Rank
 	if c.Steps == 0 {
@@ -213,11 +219,11 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	var popularity, itemWeight []float64
 	var sigmaCount float64
 	if c.BiasWeightExp != 0 {
-		countMech, err := instrumentedGaussianForRho("the item counts", split.count, env.Delta, countSensitivity(), n, env.instrument())
+		countMech, err := instrumentedGaussianForRho("the item counts", split.count, env.Delta, (&statistic.Counts{}).Sensitivity(), n, env.instrument())
 		if err != nil {
 			return nil, err
 		}
-		if popularity, err = releaseCounts(ctx, data, countMech, env.Noise); err != nil {
+		if popularity, err = releaseCounts(ctx, eng, n, countMech, env); err != nil {
 			return nil, err
 		}
 		parts = append(parts, countMech.Guarantee())
@@ -227,12 +233,12 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 			itemWeight[j] = math.Pow(math.Max(cnt, sigmaCount), c.BiasWeightExp)
 		}
 	}
-	biasSens := biasSensitivity()
+	biasSens := statistic.BiasSensitivity()
 	biasMech, err := biasMechanism(split.bias, env.Delta, n, true, env.instrument())
 	if err != nil {
 		return nil, err
 	}
-	st, err := releaseBiasStats(ctx, data, scale, clip, itemWeight, true, biasMech, env.Noise)
+	st, err := releaseBiasStats(ctx, eng, biasPlan(n, scale, clip, itemWeight, true), biasMech, env)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +285,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	var covItems []int
 	if c.CovRank > 0 && nActive > 0 {
 		var covMech *mechanism.Gaussian
-		covItems, sigmaCov, covMech, err = c.covFeatures(ctx, data, st.Mean, itemBias, featureCounts, active, init, k, clip, split.cov, env)
+		covItems, sigmaCov, covMech, err = c.covFeatures(ctx, data, eng, st.Mean, itemBias, featureCounts, active, init, k, clip, split.cov, env)
 		if err != nil {
 			return nil, err
 		}
@@ -359,7 +365,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	g.Note = fmt.Sprintf("zCDP composition of %d Gaussian release(s).", len(parts))
 	weights := "1/√n over her n ratings"
 	if sigmaCount > 0 {
-		g.Note += fmt.Sprintf(" Item counts (σ = %.4g, ℓ2 sensitivity %.4g): Σ 1/√n over the users who rated each item, n a user's ratings.", sigmaCount, countSensitivity().Value)
+		g.Note += fmt.Sprintf(" Item counts (σ = %.4g, ℓ2 sensitivity %.4g): Σ 1/√n over the users who rated each item, n a user's ratings.", sigmaCount, (&statistic.Counts{}).Sensitivity().Value)
 		weights = fmt.Sprintf("∝ (noisy count)^%g, normalised so that the squares sum to 1", c.BiasWeightExp)
 	}
 	g.Note += fmt.Sprintf(" Bias statistics (σ = %.4g, ℓ2 sensitivity %.4g): per-item weighted sums of ratings centred at each user's mean and clipped to ±%g, per-item weighted counts and spreads, a global-mean pair; a user's weights %s.", st.Sigma, biasSens.Value, clip, weights)
@@ -389,9 +395,12 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		"clip": clip, "min_count": c.MinCount, "fallback": c.Fallback, "bias_scale": c.BiasScale, "rhs_weight": c.RHSWeight,
 		"init": c.Init, "prior_ridge": c.PriorRidge, "cov_rank": c.CovRank, "cov_share": c.CovShare, "cov_items": c.CovItems, "cov_scale": c.CovScale,
 		"bias_prior": c.BiasPrior, "bias_weight_exponent": c.BiasWeightExp, "count_share": c.CountShare}
-	states, err := foldInAll(ctx, m, in.Ratings, "dpals")
-	if err != nil {
-		return nil, err
+	var states *model.UserStates
+	if env.Engine == nil {
+		// An external engine keeps the users' rows on its side.
+		if states, err = foldInAll(ctx, m, in.Ratings, "dpals"); err != nil {
+			return nil, err
+		}
 	}
 	return &release.Release{Public: m, PerUser: states, Guarantee: g, Report: release.Report{
 		"sigma_bias": st.Sigma, "sigma_step": sigmaStep, "steps": c.Steps, "items_with_factors": nActive,
@@ -538,7 +547,7 @@ type budgetSplit struct {
 // the noise: the first gets CovScale, weaker ones less, and eigenvalues
 // inside the noise none. Everything but the release is post-processing of
 // public values.
-func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, mean float64, itemBias, counts []float64, active []bool, init []float64, k int, clip, rho float64, env Env) (items []int, sigma float64, mech *mechanism.Gaussian, err error) {
+func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, eng statistic.Engine, mean float64, itemBias, counts []float64, active []bool, init []float64, k int, clip, rho float64, env Env) (items []int, sigma float64, mech *mechanism.Gaussian, err error) {
 	for j, a := range active {
 		if a && counts[j] > 0 {
 			items = append(items, j)
@@ -551,14 +560,21 @@ func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, mea
 	if r == 0 {
 		return nil, 0, nil, nil
 	}
-	sens := mechanism.Sensitivity{Value: mf.CovSensitivity(clip), Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
-	if mech, err = instrumentedGaussianForRho("the item covariance", rho, env.Delta, sens, mf.CovDim(m), env.instrument()); err != nil {
+	spec := statistic.Covariance(m, clip)
+	if mech, err = instrumentedGaussianForRho(spec.Name, rho, env.Delta, spec.Sensitivity, spec.Dim, env.instrument()); err != nil {
 		return nil, 0, nil, err
 	}
 	sigma = mech.Sigma()
-	vals, vecs, err := mf.CovFeatures(ctx, mf.FromMatrix(data), mf.CovOptions{Items: items, Rank: r,
+	opt := mf.CovOptions{Items: items, Rank: r,
 		Mean: mean, ItemBias: itemBias, UserDamping: c.UserDamping, Clip: clip,
-		Release: mech, Noise: env.Noise, Rand: env.Rand.Rand(), Workers: env.Workers})
+		Release: mech, Noise: env.Noise, Rand: env.Rand.Rand(), Workers: env.Workers}
+	var p *mf.Problem
+	if data != nil {
+		p = mf.FromMatrix(data)
+	} else {
+		opt.Engine = eng
+	}
+	vals, vecs, err := mf.CovFeatures(ctx, p, opt)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -582,18 +598,15 @@ func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, mea
 // biasMechanism is the Gaussian mechanism of the bias statistics over n
 // items with zCDP budget rho, instrumented with inst (Env.instrument).
 func biasMechanism(rho, delta float64, n int, spread bool, inst *mechanism.Instrument) (*mechanism.Gaussian, error) {
-	return instrumentedGaussianForRho("the bias statistics", rho, delta, biasSensitivity(), biasDim(n, spread), inst)
+	spec := (&statistic.Bias{Items: n, Spread: spread}).Spec()
+	return instrumentedGaussianForRho(spec.Name, rho, delta, spec.Sensitivity, spec.Dim, inst)
 }
 
 // gaussianForRho is the Gaussian mechanism with zCDP budget rho for a
-// release of dim coordinates and sensitivity sens; what names the release
-// in errors.
+// release of dim coordinates and sensitivity sens (statistic.Mechanism);
+// what names the release in errors.
 func gaussianForRho(what string, rho, delta float64, sens mechanism.Sensitivity, dim int) (*mechanism.Gaussian, error) {
-	sigma, err := mechanism.GaussianSigma(rho, sens.Value, dim)
-	if err != nil {
-		return nil, fmt.Errorf("calibrating %s: %w", what, err)
-	}
-	return mechanism.NewGaussianSigma(sigma, delta, sens, dim)
+	return statistic.Mechanism(statistic.Spec{Name: what, Dim: dim, Sensitivity: sens}, rho, delta)
 }
 
 // instrumentedGaussianForRho is gaussianForRho instrumented with inst
