@@ -11,7 +11,6 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -362,21 +361,14 @@ func clientAddr(r *http.Request) string {
 	return host
 }
 
-// emptyBody accepts an absent body or an empty JSON object.
-func emptyBody(r io.Reader) *api.Error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return &api.Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge, Message: "enrolment takes no body (or {})"}
-		}
-		return api.BadRequest(api.CodeMalformedJSON, "", "reading the body: %v", err)
-	}
-	if len(bytes.TrimSpace(b)) == 0 {
+// jsonBody checks a request body's Content-Type (415 unless JSON) and
+// bounds its size; on failure it has answered and returns nil.
+func jsonBody(w http.ResponseWriter, r *http.Request, limit int64) io.Reader {
+	if e := api.CheckContentType(r.Header.Get("Content-Type"), r.ContentLength); e != nil {
+		writeError(w, e)
 		return nil
 	}
-	var v struct{}
-	return api.DecodeStrict(bytes.NewReader(b), &v)
+	return http.MaxBytesReader(w, r.Body, limit)
 }
 
 func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) {
@@ -391,7 +383,11 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("too many enrolments from this address (limit %g per second, burst %d)", s.opt.EnrollRate, s.opt.EnrollBurst)})
 		return
 	}
-	if e := emptyBody(http.MaxBytesReader(w, r.Body, 1024)); e != nil {
+	body := jsonBody(w, r, 1024)
+	if body == nil {
+		return
+	}
+	if e := api.DecodeEmpty(body); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -478,7 +474,12 @@ func (s *Server) postReport(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rep, e := api.DecodeReport(http.MaxBytesReader(w, r.Body, s.opt.MaxBody), s.cfg)
+	body := jsonBody(w, r, s.opt.MaxBody)
+	if body == nil {
+		s.m.reports.WithLabelValues("invalid").Inc()
+		return
+	}
+	rep, e := api.DecodeReport(body, s.cfg)
 	if e != nil {
 		s.m.reports.WithLabelValues("invalid").Inc()
 		writeError(w, e)
