@@ -15,12 +15,17 @@ import (
 // acknowledged) for up to grace, and stops the writer. It does not close
 // the store.
 func Serve(ctx context.Context, srv *Server, ln net.Listener, grace time.Duration) error {
+	ln, guard, err := srv.guardListener(ln)
+	if err != nil {
+		return err
+	}
 	hs := &http.Server{
 		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		IdleTimeout:       srv.opt.IdleTimeout,
+		ConnState:         guard.state,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(srv.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
@@ -36,7 +41,7 @@ func Serve(ctx context.Context, srv *Server, ln net.Listener, grace time.Duratio
 	srv.log.Info("shutting down", "grace", grace.String())
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	err := hs.Shutdown(sctx)
+	err = hs.Shutdown(sctx)
 	srv.Close()
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
