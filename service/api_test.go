@@ -435,7 +435,7 @@ func TestHealthAndMetrics(t *testing.T) {
 func TestConfigMismatch(t *testing.T) {
 	ctx := context.Background()
 	url := storetest.URL(t, "sqlite")
-	st, err := store.Open(ctx, url)
+	st, err := store.Create(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +456,7 @@ func TestConfigMismatch(t *testing.T) {
 	}
 	// A central collection's ledger: another budget δ or period is
 	// another ledger.
-	st2, err := store.Open(ctx, storetest.URL(t, "sqlite"))
+	st2, err := store.Create(ctx, storetest.URL(t, "sqlite"))
 	if err != nil {
 		t.Fatal(err)
 	}

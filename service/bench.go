@@ -93,7 +93,7 @@ func Bench(ctx context.Context, o BenchOptions) (BenchResult, error) {
 		defer os.RemoveAll(dir)
 		url = "sqlite:" + filepath.Join(dir, "bench.db")
 	}
-	st, err := store.Open(ctx, url)
+	st, err := store.Create(ctx, url)
 	if err != nil {
 		return BenchResult{}, err
 	}

@@ -31,6 +31,8 @@ const (
 	envChild     = "PRIVREC_SERVE_CHILD"
 	envChildDB   = "PRIVREC_SERVE_CHILD_DB"
 	envChildAddr = "PRIVREC_SERVE_CHILD_ADDR"
+	// envChildCreate: create the collection (the first start).
+	envChildCreate = "PRIVREC_SERVE_CHILD_CREATE"
 )
 
 func TestMain(m *testing.M) {
@@ -61,7 +63,11 @@ func runChild() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, "child:", err); return 1 }
-	st, err := store.Open(ctx, os.Getenv(envChildDB))
+	open := store.Open
+	if os.Getenv(envChildCreate) != "" {
+		open = store.Create
+	}
+	st, err := open(ctx, os.Getenv(envChildDB))
 	if err != nil {
 		return fail(err)
 	}
@@ -98,12 +104,15 @@ type child struct {
 	done chan error
 }
 
-func startChild(t *testing.T, dbURL string) *child {
+func startChild(t *testing.T, dbURL string, create bool) *child {
 	t.Helper()
 	dir := t.TempDir()
 	addrFile := filepath.Join(dir, "addr")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envChild+"=1", envChildDB+"="+dbURL, envChildAddr+"="+addrFile)
+	if create {
+		cmd.Env = append(cmd.Env, envChildCreate+"=1")
+	}
 	logf, err := os.Create(filepath.Join(dir, "child.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +178,7 @@ type sent struct {
 
 func crashRound(t *testing.T, url string, round int) {
 	ctx := context.Background()
-	c := startChild(t, url)
+	c := startChild(t, url, round == 0)
 	const users, submitters = 16, 16
 	tokens := make([]string, users)
 	for u := range tokens {
@@ -238,7 +247,7 @@ func crashRound(t *testing.T, url string, round int) {
 	close(stop)
 	wg.Wait()
 	// Restart on the same database.
-	c = startChild(t, url)
+	c = startChild(t, url, false)
 	defer func() {
 		// Graceful stop: SIGTERM, clean exit.
 		c.cmd.Process.Signal(syscall.SIGTERM)

@@ -67,7 +67,7 @@ func newTestServer(t testing.TB, kind string, opt service.Options) *testServer {
 func startOn(t testing.TB, url string, opt service.Options) *testServer {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, url)
+	st, err := store.Create(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}

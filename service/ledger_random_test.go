@@ -54,7 +54,7 @@ func randomGuarantee(r *rand.Rand) privacy.Guarantee {
 // failures.
 func TestLedgerNeverExceedsBudget(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, storetest.URL(t, "sqlite"))
+	st, err := store.Create(ctx, storetest.URL(t, "sqlite"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 // acknowledged is stored and charged once.
 func TestGracefulShutdown(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, storetest.URL(t, "sqlite"))
+	st, err := store.Create(ctx, storetest.URL(t, "sqlite"))
 	if err != nil {
 		t.Fatal(err)
 	}

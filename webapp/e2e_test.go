@@ -118,7 +118,7 @@ func startServer(t *testing.T) (*service.Server, store.Store, *recorder, string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "privrec.db"))
+	st, err := store.Create(ctx, "sqlite:"+filepath.Join(t.TempDir(), "privrec.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

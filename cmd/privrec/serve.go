@@ -48,8 +48,12 @@ browser client is served at / (--web=false turns it off): open
 http://ADDR/ to join, rate, check and send a randomized report, and see
 recommendations computed in the browser (docs/BROWSER.md).
 
-The database (--db sqlite:FILE, or postgres://…) records the collection
-settings on first start; a later start with other settings is refused.
+The database (--db sqlite:FILE, or postgres://…) holds one collection.
+Create it explicitly, once, with --create and its settings; every later
+start opens it without --create and is refused — naming what is wrong —
+when there is no collection there (a mistyped path, an empty file), when
+the file fails SQLite's integrity check, or when a flag differs from the
+recorded settings. An older schema is migrated forward on opening.
 SIGTERM or SIGINT stops the server gracefully (requests in flight finish).
 
   privrec serve stats --db URL [--json]    users, reports, releases, largest ε (ρ) spent
@@ -76,11 +80,12 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	}
 	example := `  printf '%s\n' i1 i2 i3 > items.txt
   head -c 32 /dev/urandom | base64 > admin.token
-  privrec serve --db sqlite:privrec.db --listen 127.0.0.1:8080 --items items.txt \
+  privrec serve --create --db sqlite:privrec.db --listen 127.0.0.1:8080 --items items.txt \
       --mechanism rr --scale 1:5 --epsilon 3 --budget 9 --admin-token-file admin.token
   privrec client --server http://127.0.0.1:8080 enroll --json`
 	fs := newFlags("serve --db URL --listen ADDR --items FILE --mechanism rr|laplace|none --epsilon E --budget B --scale MIN:MAX", serveSynopsis, example)
 	db := fs.String("db", "", "database: sqlite:FILE (embedded, WAL, durable commits) or postgres://USER:PASS@HOST/DB")
+	create := fs.Bool("create", false, "create a new collection in --db with these settings (a new or empty SQLite file, or a PostgreSQL schema without privrec's tables); without it --db must hold the collection already")
 	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks one, logged)")
 	items := fs.String("items", "", "declared catalogue: one item ID per line, an optional title after a tab (MovieLens item files as they come)")
 	mech := fs.String("mechanism", "", "rr (randomized response over {missing, 1…d}), laplace (modified Laplace) — both local DP — or none (central mode)")
@@ -153,7 +158,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	serverGC()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	st, err := store.Open(ctx, *db)
+	st, err := openStore(ctx, *db, *create)
 	if err != nil {
 		return err
 	}
@@ -182,6 +187,27 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// openStore opens the collection's database (or, with create, makes a
+// new one) and says what to do when that is refused.
+func openStore(ctx context.Context, db string, create bool) (store.Store, error) {
+	open := store.Open
+	if create {
+		open = store.Create
+	}
+	st, err := open(ctx, db)
+	switch {
+	case err == nil:
+		return st, nil
+	case errors.Is(err, store.ErrNoCollection):
+		return nil, fmt.Errorf("%w; check --db, or create a new collection there with privrec serve --create and its settings", err)
+	case errors.Is(err, store.ErrExists):
+		return nil, fmt.Errorf("%w; drop --create to serve it (or choose another --db for a new collection)", err)
+	case errors.Is(err, store.ErrDamaged):
+		return nil, fmt.Errorf("%w (restore the latest backup: privrec serve backup, docs/SERVICE.md)", err)
+	}
+	return nil, err
 }
 
 // adminToken reads the admin token from a file or $PRIVREC_ADMIN_TOKEN.

@@ -20,7 +20,7 @@ import (
 func TestServeStatsPeriods(t *testing.T) {
 	ctx := context.Background()
 	db := "sqlite:" + filepath.Join(t.TempDir(), "p.db")
-	st, err := store.Open(ctx, db)
+	st, err := store.Create(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func TestServeAndClient(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		var out, errb bytes.Buffer
-		code := run(ctx, []string{"serve", "--db", db, "--listen", "127.0.0.1:0", "--items", items, "--mechanism", "rr",
+		code := run(ctx, []string{"serve", "--create", "--db", db, "--listen", "127.0.0.1:0", "--items", items, "--mechanism", "rr",
 			"--scale", "1:5", "--epsilon", "6", "--budget", "12", "--admin-token-file", adminFile, "--addr-file", addrFile, "--log-level", "warn"}, &out, &errb)
 		if code != 0 {
 			t.Logf("serve: %s", errb.String())

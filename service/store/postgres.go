@@ -50,8 +50,10 @@ var postgresDDL = []string{
 // OpenPostgres connects to PostgreSQL (pgx through database/sql). Commits
 // are durable under PostgreSQL's default synchronous_commit = on; the
 // service still groups concurrent submissions into one transaction.
-// Parameters such as search_path may be given in the URL.
-func OpenPostgres(ctx context.Context, url string) (Store, error) {
+// Parameters such as search_path may be given in the URL. With create the
+// tables are made in an empty schema; without, the schema must hold a
+// collection.
+func OpenPostgres(ctx context.Context, url string, create bool) (Store, error) {
 	db, err := sql.Open("pgx", url)
 	if err != nil {
 		return nil, fmt.Errorf("store: connecting to %s: %w", redact(url), err)
@@ -71,7 +73,7 @@ func OpenPostgres(ctx context.Context, url string) (Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: %s has synchronous_commit = off: an acknowledged report could be lost in a crash; turn it on", redact(url))
 	}
-	s, err := newSQLStore(ctx, dialect{kind: "postgres", ddl: postgresDDL, dollar: true}, db, db)
+	s, err := newSQLStore(ctx, dialect{kind: "postgres", dollar: true}, db, db, create)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%w (%s)", err, redact(url))

@@ -15,7 +15,6 @@ import (
 // dialect holds what differs between the databases.
 type dialect struct {
 	kind string
-	ddl  []string
 	// dollar: placeholders are $1, $2, … (PostgreSQL) instead of ?.
 	dollar bool
 }
@@ -82,12 +81,28 @@ type sqlStore struct {
 	batch                    map[int]*batchStmts
 }
 
-func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB) (*sqlStore, error) {
+func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB, create bool) (*sqlStore, error) {
 	s := &sqlStore{d: d, w: w, r: r, batch: map[int]*batchStmts{}}
-	for _, q := range d.ddl {
-		if _, err := w.ExecContext(ctx, q); err != nil {
-			return nil, fmt.Errorf("store: creating tables: %w", err)
+	v, err := schemaVersion(ctx, w, d)
+	if err != nil {
+		return nil, err
+	}
+	recorded := false
+	if v > 0 {
+		if recorded, err = s.hasConfig(ctx); err != nil {
+			return nil, err
 		}
+	}
+	switch {
+	case create && recorded:
+		return nil, fmt.Errorf("%w: the database records a collection already; open it without creating", ErrExists)
+	case !create && v == 0:
+		return nil, fmt.Errorf("%w: the database has none of privrec's tables", ErrNoCollection)
+	case !create && !recorded:
+		return nil, fmt.Errorf("%w: the database has privrec's tables but no collection was ever recorded in it", ErrNoCollection)
+	}
+	if _, err := migrate(ctx, w, d, NowMS()); err != nil {
+		return nil, err
 	}
 	prep := func(q string) (*sql.Stmt, error) {
 		st, err := w.PrepareContext(ctx, d.rebind(q))
@@ -96,7 +111,6 @@ func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB) (*sqlStore, error
 		}
 		return st, nil
 	}
-	var err error
 	for _, p := range []struct {
 		dst **sql.Stmt
 		q   string
@@ -179,7 +193,7 @@ func (s *sqlStore) Init(ctx context.Context, config []byte) error {
 	err = tx.QueryRowContext(ctx, s.q(`SELECT value FROM meta WHERE key = ?`), "config").Scan(&stored)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO meta (key, value) VALUES (?, ?), (?, ?)`), "config", string(config), "schema", "1"); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO meta (key, value) VALUES (?, ?)`), "config", string(config)); err != nil {
 			return fmt.Errorf("store: init: %w", err)
 		}
 	case err != nil:
@@ -191,6 +205,23 @@ func (s *sqlStore) Init(ctx context.Context, config []byte) error {
 		return fmt.Errorf("store: init: %w", err)
 	}
 	return nil
+}
+
+// hasConfig reports whether a collection is recorded.
+func (s *sqlStore) hasConfig(ctx context.Context) (bool, error) {
+	ok, err := hasTable(ctx, s.w, s.d, "meta")
+	if err != nil || !ok {
+		return false, err
+	}
+	var n int
+	if err := s.w.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM meta WHERE key = ?`), "config").Scan(&n); err != nil {
+		return false, fmt.Errorf("store: reading the configuration: %w", err)
+	}
+	return n > 0, nil
+}
+
+func (s *sqlStore) SchemaVersion(ctx context.Context) (int, error) {
+	return schemaVersion(ctx, s.r, s.d)
 }
 
 func (s *sqlStore) Config(ctx context.Context) ([]byte, error) {

@@ -3,7 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver (pure Go)
@@ -48,13 +53,22 @@ var sqliteDDL = []string{
 		PRIMARY KEY (release_id, user_id))`,
 }
 
-// OpenSQLite opens (creating if needed) an SQLite database file. Writes
-// go through one connection (the service batches them: group commit) in
-// WAL mode with synchronous=FULL, so a committed transaction is on disk
-// when Commit returns; reads use a separate read-only pool.
-func OpenSQLite(ctx context.Context, path string) (Store, error) {
+// sqliteHeader starts every SQLite database file.
+const sqliteHeader = "SQLite format 3\x00"
+
+// OpenSQLite opens an SQLite database file: with create, a new one (the
+// file is made if missing); without, an existing collection's, which must
+// be an SQLite file and pass PRAGMA quick_check. Writes go through one
+// connection (the service batches them: group commit) in WAL mode with
+// synchronous=FULL, so a committed transaction is on disk when Commit
+// returns; reads use a separate read-only pool.
+func OpenSQLite(ctx context.Context, path string, create bool) (Store, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("store: SQLite file name %q may not contain ? or #", path)
+	}
+	existing, err := sqliteFile(path, create)
+	if err != nil {
+		return nil, err
 	}
 	common := "_busy_timeout=10000&_foreign_keys=1"
 	w, err := sql.Open("sqlite", path+"?"+common+"&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate")
@@ -69,6 +83,12 @@ func OpenSQLite(ctx context.Context, path string) (Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("store: opening %s: %w", path, err)
 	}
+	if existing {
+		if err := quickCheck(ctx, w, path); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
 	var mode string
 	if err := w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || !strings.EqualFold(mode, "wal") {
 		w.Close()
@@ -81,11 +101,72 @@ func OpenSQLite(ctx context.Context, path string) (Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
-	s, err := newSQLStore(ctx, dialect{kind: "sqlite", ddl: sqliteDDL}, w, r)
+	s, err := newSQLStore(ctx, dialect{kind: "sqlite"}, w, r, create)
 	if err != nil {
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("%w (%s)", err, path)
 	}
 	return s, nil
+}
+
+// sqliteFile checks the file before SQLite opens it (which would make an
+// empty database of a missing or empty file): without create it must
+// exist and start with the SQLite header; with create it may be missing
+// or empty, or an SQLite file. It reports whether it holds a database.
+func sqliteFile(path string, create bool) (bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if create {
+			if _, err := os.Stat(filepath.Dir(path)); err != nil {
+				return false, fmt.Errorf("store: cannot create %s: %w", path, err)
+			}
+			return false, nil
+		}
+		return false, fmt.Errorf("%w: there is no file %s (a mistyped --db path?)", ErrNoCollection, path)
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: opening %s: %w", path, err)
+	}
+	defer f.Close()
+	head := make([]byte, len(sqliteHeader))
+	n, err := io.ReadFull(f, head)
+	switch {
+	case n == 0 && create:
+		return false, nil
+	case n == 0:
+		return false, fmt.Errorf("%w: %s is an empty file (0 bytes): not a privrec database — if it was one it has been truncated, so restore it from a backup", ErrNoCollection, path)
+	case err != nil && !errors.Is(err, io.ErrUnexpectedEOF):
+		return false, fmt.Errorf("store: reading %s: %w", path, err)
+	case string(head[:n]) != sqliteHeader:
+		return false, fmt.Errorf("%w: %s is not an SQLite database (it does not start with the SQLite header)", ErrDamaged, path)
+	}
+	return true, nil
+}
+
+// quickCheck runs PRAGMA quick_check (every page and index entry is
+// read; O(size), seconds for a GB) and refuses a damaged file.
+func quickCheck(ctx context.Context, db *sql.DB, path string) error {
+	rows, err := db.QueryContext(ctx, "PRAGMA quick_check(20)")
+	if err != nil {
+		return fmt.Errorf("%w: %s failed its integrity check: %v; restore it from a backup", ErrDamaged, path, err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("%w: %s failed its integrity check: %v; restore it from a backup", ErrDamaged, path, err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("%w: %s failed its integrity check: %v; restore it from a backup", ErrDamaged, path, err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s failed its integrity check (PRAGMA quick_check): %s; restore it from a backup", ErrDamaged, path, strings.Join(problems, "; "))
+	}
+	return nil
 }

@@ -260,23 +260,39 @@ type Store interface {
 	UserSpentSince(ctx context.Context, user string, sinceMS int64) (int64, error)
 	// Ping checks the database is reachable.
 	Ping(ctx context.Context) error
+	// SchemaVersion is the database's schema version; Migrations the
+	// migrations applied to it.
+	SchemaVersion(ctx context.Context) (int, error)
+	Migrations(ctx context.Context) ([]Migration, error)
 	Close() error
 	// Kind is "sqlite" or "postgres".
 	Kind() string
 }
 
-// Open opens a store by URL: "sqlite:FILE" (or "sqlite://FILE", or
-// "file:…") or "postgres://…" / "postgresql://…".
-func Open(ctx context.Context, url string) (Store, error) {
+// Open opens an existing collection's database by URL: "sqlite:FILE"
+// (or "sqlite://FILE") or "postgres://…" / "postgresql://…". It never
+// creates one: a missing or empty file, or a database without a recorded
+// collection, is ErrNoCollection; a file failing SQLite's integrity check
+// is ErrDamaged; a newer schema is ErrNewerSchema. An older schema is
+// migrated forward.
+func Open(ctx context.Context, url string) (Store, error) { return open(ctx, url, false) }
+
+// Create opens a database for a new collection: the SQLite file is made
+// if missing, the tables if absent. A database that already records a
+// collection is refused (ErrExists); the collection is recorded by the
+// first Init.
+func Create(ctx context.Context, url string) (Store, error) { return open(ctx, url, true) }
+
+func open(ctx context.Context, url string, create bool) (Store, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		return OpenPostgres(ctx, url)
+		return OpenPostgres(ctx, url, create)
 	case strings.HasPrefix(url, "sqlite:"):
 		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
 		if path == "" {
 			return nil, fmt.Errorf("store: %q names no file (want sqlite:FILE)", url)
 		}
-		return OpenSQLite(ctx, path)
+		return OpenSQLite(ctx, path, create)
 	}
 	return nil, fmt.Errorf("store: unknown database URL %q (want sqlite:FILE or postgres://…)", redact(url))
 }

@@ -16,7 +16,7 @@ import (
 func open(t *testing.T, kind string) store.Store {
 	t.Helper()
 	ctx := context.Background()
-	s, err := store.Open(ctx, storetest.URL(t, kind))
+	s, err := store.Create(ctx, storetest.URL(t, kind))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestStore(t *testing.T) {
 func testConfig(t *testing.T, kind string) {
 	ctx := context.Background()
 	url := storetest.URL(t, kind)
-	s, err := store.Open(ctx, url)
+	s, err := store.Create(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
