@@ -25,7 +25,7 @@ import (
 func served(t *testing.T, opt service.Options) (base string, st store.Store) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, storetest.URL(t, "sqlite"))
+	st, err := store.Create(ctx, storetest.URL(t, "sqlite"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,10 @@ func (s *Server) routes() {
 	s.mux = http.NewServeMux()
 	s.route(api.PathConfig, map[string]http.HandlerFunc{http.MethodGet: s.getConfig})
 	s.route(api.PathEnroll, map[string]http.HandlerFunc{http.MethodPost: s.postEnroll})
-	s.route(api.PathMe, map[string]http.HandlerFunc{http.MethodGet: s.getMe})
+	s.route(api.PathMe, map[string]http.HandlerFunc{http.MethodGet: s.getMe, http.MethodDelete: s.deleteMe})
+	s.route(api.PathMyExport, map[string]http.HandlerFunc{http.MethodGet: s.getMyExport})
+	s.route(api.PathAdminUsers+"/{id}", map[string]http.HandlerFunc{http.MethodDelete: s.adminDeleteUser})
+	s.route(api.PathAdminUsers+"/{id}/export", map[string]http.HandlerFunc{http.MethodGet: s.adminExportUser})
 	s.route(api.PathMyState, map[string]http.HandlerFunc{http.MethodGet: s.getMyState})
 	s.route(api.PathReports, map[string]http.HandlerFunc{http.MethodPost: s.postReport, http.MethodGet: s.getReports})
 	s.route(api.PathReports+"/{id}", map[string]http.HandlerFunc{http.MethodGet: s.getReport})
@@ -529,22 +532,31 @@ func (s *Server) getReports(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	reps, err := s.st.Reports(r.Context(), id)
+	limit, after, ok := pageParams(w, r.URL.Query())
+	if !ok {
+		return
+	}
+	// One more than the page tells whether another page follows.
+	reps, err := s.st.ReportsPage(r.Context(), id, after, limit+1)
 	if err != nil {
 		s.internal(w, r, "listing reports", err)
 		return
 	}
-	out := make([]api.StoredReport, 0, len(reps))
-	for _, rep := range reps {
+	page := api.ReportPage{Reports: make([]api.StoredReport, 0, min(len(reps), limit))}
+	for k, rep := range reps {
+		if k == limit {
+			page.NextCursor = strconv.FormatInt(reps[k-1].Seq, 10)
+			break
+		}
 		sr, err := storedReport(rep)
 		if err != nil {
 			s.internal(w, r, "listing reports", err)
 			return
 		}
-		out = append(out, sr)
+		page.Reports = append(page.Reports, sr)
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, map[string]any{"reports": out})
+	writeJSON(w, http.StatusOK, page)
 }
 
 func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {

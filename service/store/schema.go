@@ -53,6 +53,17 @@ var migrations = []migration{
 	{3, "a heartbeat row the readiness check writes",
 		[]string{`CREATE TABLE heartbeat (id INTEGER PRIMARY KEY, beat_ms INTEGER NOT NULL, beats INTEGER NOT NULL)`},
 		[]string{`CREATE TABLE heartbeat (id INTEGER PRIMARY KEY, beat_ms BIGINT NOT NULL, beats BIGINT NOT NULL)`}},
+	{4, "users who left: deleted_ms, and the charge and count of their erased reports (the ledger keeps them)",
+		[]string{
+			`ALTER TABLE users ADD COLUMN deleted_ms INTEGER NOT NULL DEFAULT 0`,
+			`ALTER TABLE users ADD COLUMN erased_nano INTEGER NOT NULL DEFAULT 0`,
+			`ALTER TABLE users ADD COLUMN erased_reports INTEGER NOT NULL DEFAULT 0`,
+		},
+		[]string{
+			`ALTER TABLE users ADD COLUMN deleted_ms BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE users ADD COLUMN erased_nano BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE users ADD COLUMN erased_reports BIGINT NOT NULL DEFAULT 0`,
+		}},
 }
 
 // SchemaVersion is the schema version this build writes.
