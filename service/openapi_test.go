@@ -50,7 +50,9 @@ func loadSpec(t *testing.T) *spec {
 	return &spec{doc: doc, seen: map[string]bool{}}
 }
 
-func key(path, method string, status int) string { return fmt.Sprintf("%s %s %d", method, path, status) }
+func key(path, method string, status int) string {
+	return fmt.Sprintf("%s %s %d", method, path, status)
+}
 
 // call sends a request to s at template's concrete path and checks the
 // answer against the document; it returns the status and body.
@@ -251,7 +253,7 @@ func TestOpenAPI(t *testing.T) {
 	}
 	empty := newTestServer(t, "sqlite", copt)
 	sp.call(t, empty, "POST", api.PathAdminReleases, api.PathAdminReleases, adminToken, `{"method":"dp-bias","epsilon":1,"delta":1e-6}`, j) // no data: 409
-	for range 3 { // the third is over budget
+	for range 3 {                                                                                                                           // the third is over budget
 		sp.call(t, c, "POST", api.PathAdminReleases, api.PathAdminReleases, adminToken, `{"method":"dp-bias","epsilon":1,"delta":1e-6,"seed":5}`, j)
 	}
 	sp.call(t, c, "GET", api.PathMyState, api.PathMyState, first.Token, "", "")
