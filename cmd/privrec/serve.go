@@ -55,6 +55,9 @@ when there is no collection there (a mistyped path, an empty file), when
 the file fails SQLite's integrity check, or when a flag differs from the
 recorded settings. An older schema is migrated forward on opening.
 SIGTERM or SIGINT stops the server gracefully (requests in flight finish).
+--config FILE reads any of these flags from a file (NAME = VALUE lines);
+--tls-cert and --tls-key serve HTTPS directly. deploy/ has a systemd unit
+and a Dockerfile (docs/SERVICE.md, "Deployment").
 
   privrec serve stats --db URL [--json]    users, reports, releases, largest ε (ρ) spent
   privrec serve bench [--db URL] [--clients 64] [--duration 10s] [--json]
@@ -112,7 +115,11 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	workers := fs.Int("workers", 0, "training goroutines (0: all cores)")
 	addrFile := fs.String("addr-file", "", "write the listening address (host:port) to this file once ready")
 	web := fs.Bool("web", true, "serve the browser client at / (docs/BROWSER.md): the device code in WebAssembly, true ratings kept in the browser")
+	hf := addServeHTTPFlags(fs)
 	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	if err := hf.loadConfigFile(fs); err != nil {
 		return err
 	}
 	if *db == "" {
@@ -150,6 +157,9 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if _, err := service.BuildConfig(opt); err != nil {
 		return usagef("%v", err)
 	}
+	if err := hf.apply(&opt); err != nil {
+		return err
+	}
 	if *web {
 		if opt.Root, err = webapp.New(); err != nil {
 			return err
@@ -180,7 +190,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("--addr-file: %w", err)
 		}
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "db", store.Redact(*db), "mode", cfg.Mode, "mechanism", cfg.Mechanism,
+	log.Info("listening", "addr", ln.Addr().String(), "scheme", hf.scheme(), "db", store.Redact(*db), "mode", cfg.Mode, "mechanism", cfg.Mechanism,
 		"report_epsilon", cfg.ReportEpsilon, "cell_epsilon", cfg.CellEpsilon, "budget", cfg.Budget, "items", len(cfg.Items),
 		"admin_api", admin != "", "enroll", *enroll)
 	if err := service.Serve(ctx, srv, ln, *grace); err != nil && !errors.Is(err, http.ErrServerClosed) {
