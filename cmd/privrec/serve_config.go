@@ -24,7 +24,7 @@ type serveHTTP struct {
 
 func addServeHTTPFlags(fs *flag.FlagSet) *serveHTTP {
 	return &serveHTTP{
-		config: fs.String("config", "", "read settings from FILE: one flag per line as NAME = VALUE (the flags' names without --; # starts a comment); flags on the command line override it; an unknown name is an error naming the line"),
+		config:  fs.String("config", "", "read settings from FILE: one flag per line as NAME = VALUE (the flags' names without --; # starts a comment); flags on the command line override it; an unknown name is an error naming the line"),
 		tlsCert: fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain) file; needs --tls-key (without both: plain HTTP, e.g. behind a TLS-terminating proxy)"),
 		tlsKey:  fs.String("tls-key", "", "the PEM private key of --tls-cert"),
 		maxConns: fs.Int("max-conns", 0, fmt.Sprintf("most open HTTP connections; when reached, the longest-idle one is closed (0: the file descriptor limit, ulimit -n, minus %d kept for the database, at most %d)",

@@ -154,4 +154,3 @@ func TestServeTLSFromConfig(t *testing.T) {
 		}
 	}
 }
-
