@@ -60,8 +60,9 @@ SIGTERM or SIGINT stops the server gracefully (requests in flight finish).
 and a Dockerfile (docs/SERVICE.md, "Deployment").
 
   privrec serve stats --db URL [--json]    users, reports, releases, largest ε (ρ) spent
-  privrec serve bench [--db URL] [--clients 64] [--duration 10s] [--json]
-                                           load benchmark, clients and server in one process`
+  privrec serve bench [--runs 3] [--clients 64] [--duration 10s] [--json]
+                                           load benchmark: a server process driven by
+                                           the load generator (privrec loadgen)`
 
 // serverGC makes the collector run less often (GOGC=400) unless GOGC is
 // set: a server's live heap is small and its garbage per request large,
@@ -327,34 +328,5 @@ func runServeStats(ctx context.Context, args []string, out io.Writer) error {
 	if ledger != nil {
 		return fmt.Errorf("ledger check failed: %w", ledger)
 	}
-	return nil
-}
-
-func runServeBench(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("serve bench [--db URL] [--clients 64] [--duration 10s] [--items 40] [--json]",
-		"Load benchmark: a server on a loopback port and --clients concurrent clients in this process, sharing the machine. Each client enrols, then loops: randomize a fresh report over the whole catalogue (the device's ldp code), submit it, wait for the acknowledgement, which comes only after the report's group-commit transaction is durable. Prints acknowledged reports per second and the latency percentiles clients saw, then checks that the store holds every report and every ledger is exact.",
-		"  privrec serve bench --clients 64 --duration 10s --json\n  privrec serve bench --db postgres://privrec:privrec@127.0.0.1/privrec_bench --json")
-	db := fs.String("db", "", "database URL (default: an SQLite file in a temporary directory)")
-	clients := fs.Int("clients", 64, "concurrent clients")
-	dur := fs.Duration("duration", 10*time.Second, "measured duration")
-	warm := fs.Duration("warmup", 2*time.Second, "warm-up before measuring")
-	items := fs.Int("items", 40, "catalogue size (every report covers it all)")
-	mech := fs.String("mechanism", "rr", "rr or laplace")
-	writers := fs.Int("writers", 0, "concurrent write transactions (PostgreSQL only; 0: 1)")
-	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args, false); err != nil {
-		return err
-	}
-	serverGC()
-	res, err := service.Bench(ctx, service.BenchOptions{DB: *db, Clients: *clients, Duration: *dur, Warmup: *warm, Items: *items, Mechanism: *mech, Writers: *writers})
-	if err != nil {
-		return err
-	}
-	if *jsonOut {
-		return writeJSON(out, res)
-	}
-	fmt.Fprintf(out, "%s, %d clients, %d items (%s): %.0f acknowledged durable reports/s over %.0f s; latency p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms; %d commits, %.1f reports per commit; %.0f µs CPU per report, %.2f cores used; %d errors; stored %d, ledgers %s\n",
-		res.DB, res.Clients, res.Items, res.Mechanism, res.PerSecond, res.Seconds, res.P50ms, res.P90ms, res.P99ms, res.MaxMs, res.Commits, res.MeanBatch, res.CPUPerReportUs, res.Cores, res.Errors, res.StoredReports,
-		map[bool]string{true: "exact", false: "INCONSISTENT"}[res.LedgerOK])
 	return nil
 }
