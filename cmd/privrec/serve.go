@@ -57,7 +57,8 @@ recorded settings. An older schema is migrated forward on opening.
 SIGTERM or SIGINT stops the server gracefully (requests in flight finish).
 --config FILE reads any of these flags from a file (NAME = VALUE lines);
 --tls-cert and --tls-key serve HTTPS directly. deploy/ has a systemd unit
-and a Dockerfile (docs/SERVICE.md, "Deployment").
+and a Dockerfile (docs/SERVICE.md, "Configuration file, TLS and
+deployment").
 
   privrec serve stats --db URL [--json]    users, reports, releases, largest ε (ρ) spent
   privrec serve bench [--runs 3] [--clients 64] [--duration 10s] [--json]
