@@ -98,6 +98,20 @@ func (sp *spec) call(t *testing.T, s *testServer, method, template, path, token,
 		t.Fatalf("%s: status %d is not documented for %s %s (%s)", what, resp.StatusCode, method, template, b)
 	}
 	sp.seen[key(template, method, resp.StatusCode)] = true
+	// A body the server accepted must be one the document allows (the
+	// request schemas say additionalProperties: false).
+	if resp.StatusCode < 300 && body != "" {
+		if op.RequestBody == nil || op.RequestBody.Value.Content.Get("application/json") == nil {
+			t.Fatalf("%s: the server accepted a body the document does not describe", what)
+		}
+		var rv any
+		if err := json.Unmarshal([]byte(body), &rv); err != nil {
+			t.Fatalf("%s: request body: %v", what, err)
+		}
+		if err := op.RequestBody.Value.Content.Get("application/json").Schema.Value.VisitJSON(rv); err != nil {
+			t.Fatalf("%s: the server accepted a body the documented schema refuses: %v", what, err)
+		}
+	}
 	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if err != nil {
 		t.Fatalf("%s: Content-Type %q", what, resp.Header.Get("Content-Type"))
