@@ -106,33 +106,56 @@ func (c *Client) Enroll(ctx context.Context) (api.Enrolment, error) {
 	return e, nil
 }
 
+// RotateToken replaces the user's token with a new one, which the client
+// takes; the old one stops working.
+func (c *Client) RotateToken(ctx context.Context) (api.Enrolment, error) {
+	var e api.Enrolment
+	if _, err := c.do(ctx, http.MethodPost, api.PathMyToken, nil, &e); err != nil {
+		return e, err
+	}
+	c.Token = e.Token
+	return e, nil
+}
+
 // Submit sends one report. replayed is true when the server had stored a
 // report with this ID and content before (the acknowledgement is the
 // original; nothing was charged now).
 func (c *Client) Submit(ctx context.Context, rep api.Report) (ack api.Ack, replayed bool, err error) {
-	resp, err := c.do(ctx, http.MethodPost, api.PathReports, rep, &ack)
-	if resp != nil {
-		replayed = resp.Header.Get(api.HeaderReplayed) == "true"
-	}
+	ack, replayed, _, err = c.submit(ctx, rep)
 	return ack, replayed, err
 }
 
-// SubmitRetry is Submit retried, with the same report ID, after a
-// network failure or a 5xx/429 answer (up to attempts tries, backing off
-// from 100 ms): a report is never stored or charged twice, so a retry
-// after a lost acknowledgement returns the original one.
+// submit is Submit, also returning the server's Retry-After (0: none).
+func (c *Client) submit(ctx context.Context, rep api.Report) (ack api.Ack, replayed bool, retryAfter time.Duration, err error) {
+	resp, err := c.do(ctx, http.MethodPost, api.PathReports, rep, &ack)
+	if resp != nil {
+		replayed = resp.Header.Get(api.HeaderReplayed) == "true"
+		if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil && s > 0 {
+			retryAfter = time.Duration(s) * time.Second
+		}
+	}
+	return ack, replayed, retryAfter, err
+}
+
+// SubmitRetry is Submit retried, with the same report ID and content,
+// after a network failure or a 5xx/429 answer (up to attempts tries,
+// backing off from 100 ms, waiting at least the server's Retry-After, at
+// most 30 s). A report is never stored or charged twice, so this settles
+// every ambiguous outcome: a report whose transaction committed although
+// its answer was lost or was an error comes back as the original
+// acknowledgement, replayed; one that did not commit is stored now.
 func (c *Client) SubmitRetry(ctx context.Context, rep api.Report, attempts int) (api.Ack, bool, error) {
 	wait := 100 * time.Millisecond
 	var lastErr error
 	for k := range max(attempts, 1) {
-		ack, replayed, err := c.Submit(ctx, rep)
+		ack, replayed, ra, err := c.submit(ctx, rep)
 		if err == nil || !Retryable(err) {
 			return ack, replayed, err
 		}
 		lastErr = err
 		if k+1 < attempts {
 			select {
-			case <-time.After(wait):
+			case <-time.After(min(max(wait, ra), 30*time.Second)):
 			case <-ctx.Done():
 				return ack, false, errors.Join(lastErr, ctx.Err())
 			}

@@ -35,6 +35,8 @@ type batcher struct {
 	m       *metrics
 	// commits and ops count committed transactions and the writes in them.
 	commits, ops atomic.Int64
+	// wrote learns the outcome of every transaction (readiness).
+	wrote func(error)
 }
 
 var errClosed = errors.New("service: shutting down")
@@ -43,8 +45,8 @@ var errClosed = errors.New("service: shutting down")
 // always one for SQLite (a single writer); PostgreSQL may run several
 // transactions concurrently (each locks its users' ledger rows, in ID
 // order, so batches touching the same user serialize).
-func newBatcher(st store.Store, max, writers int, m *metrics) *batcher {
-	b := &batcher{st: st, in: make(chan *op, max*writers), max: max, quit: make(chan struct{}), stopped: make(chan struct{}), m: m}
+func newBatcher(st store.Store, max, writers int, m *metrics, wrote func(error)) *batcher {
+	b := &batcher{st: st, in: make(chan *op, max*writers), max: max, quit: make(chan struct{}), stopped: make(chan struct{}), m: m, wrote: wrote}
 	var wg sync.WaitGroup
 	for range writers {
 		wg.Add(1)
@@ -121,6 +123,9 @@ func (b *batcher) loop() {
 func (b *batcher) run(batch []*op) {
 	start := time.Now()
 	err := b.commit(batch)
+	if err == nil || len(batch) == 1 {
+		b.wrote(err) // a failed batch is judged by its retries
+	}
 	b.m.commitSeconds.Observe(time.Since(start).Seconds())
 	b.m.batchSize.Observe(float64(len(batch)))
 	if err != nil && len(batch) > 1 {
@@ -128,6 +133,7 @@ func (b *batcher) run(batch []*op) {
 		for _, o := range batch {
 			o.res = store.Result{}
 			o.err = b.commit([]*op{o})
+			b.wrote(o.err)
 		}
 	} else if err != nil {
 		batch[0].err = err

@@ -1,12 +1,16 @@
 package service
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +57,14 @@ type Options struct {
 
 	// AdminToken authorises the admin calls ("" disables them).
 	AdminToken string
+	// AddItems accepts a catalogue that extends the recorded one (the
+	// recorded items first, in their order, then new ones), every other
+	// setting unchanged, and records it as the collection's next version
+	// (docs/SERVICE.md, "The catalogue grows").
+	AddItems bool
+	// UserTokenTTL, when > 0, makes a user's token expire that long
+	// after it was issued (enrolment or rotation); 0: never.
+	UserTokenTTL time.Duration
 	// EnrollAdminOnly: only the admin may enrol users.
 	EnrollAdminOnly bool
 	// MaxBody bounds a request body in bytes (0: 64 KiB + 32 bytes per
@@ -331,6 +343,47 @@ func identityJSON(c *api.Config) []byte {
 	return b
 }
 
+// openCollection records the collection on a new database or checks it
+// against the recorded one, adding items as a new collection version
+// when opt.AddItems allows it; it returns the current version.
+func openCollection(ctx context.Context, st store.Store, cfg *api.Config, opt Options) (int, error) {
+	now := identityJSON(cfg)
+	err := st.Init(ctx, now)
+	if errors.Is(err, store.ErrConfigMismatch) {
+		stored, cerr := st.Config(ctx)
+		if cerr != nil {
+			return 0, errors.Join(err, cerr)
+		}
+		if !opt.AddItems || !extends(stored, cfg) {
+			return 0, mismatch(stored, cfg)
+		}
+		v, err := st.Evolve(ctx, stored, now, opt.Now().UnixMilli())
+		if err != nil {
+			return 0, err
+		}
+		opt.Log.Info("the catalogue grew: new collection version", "version", v, "items", len(cfg.Items))
+		return v, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return st.CollectionVersion(ctx)
+}
+
+// extends reports whether cfg differs from the stored collection only by
+// items added after the recorded ones (and the per-item ε that follows).
+func extends(stored []byte, cfg *api.Config) bool {
+	var s, now Identity
+	if json.Unmarshal(stored, &s) != nil || json.Unmarshal(identityJSON(cfg), &now) != nil {
+		return false
+	}
+	if len(now.Items) <= len(s.Items) || !slices.Equal(now.Items[:len(s.Items)], s.Items) {
+		return false
+	}
+	s.Items, now.Items, s.CellEpsilon, now.CellEpsilon = nil, nil, 0, 0
+	return reflect.DeepEqual(s, now)
+}
+
 // mismatch explains how the stored collection differs from the flags.
 func mismatch(stored []byte, c *api.Config) error {
 	var s Identity
@@ -343,14 +396,18 @@ func mismatch(stored []byte, c *api.Config) error {
 	if s.Mechanism != now.Mechanism {
 		diffs = append(diffs, fmt.Sprintf("--mechanism %s (the database holds %s)", now.Mechanism, s.Mechanism))
 	}
-	if s.ReportEpsilon != now.ReportEpsilon || s.CellEpsilon != now.CellEpsilon {
+	// The per-item ε follows from --epsilon and the catalogue's size: it
+	// is the catalogue's to explain when only that changed.
+	if s.ReportEpsilon != now.ReportEpsilon {
 		diffs = append(diffs, fmt.Sprintf("--epsilon %g (the database holds %g)", now.ReportEpsilon, s.ReportEpsilon))
 	}
 	if s.Budget != now.Budget {
 		diffs = append(diffs, fmt.Sprintf("--budget %g (the database holds %g)", now.Budget, s.Budget))
 	}
-	if s.Scale != now.Scale {
-		diffs = append(diffs, fmt.Sprintf("--scale %g:%g with %d levels (the database holds %g:%g with %d)", now.Scale.Min, now.Scale.Max, now.Scale.Levels, s.Scale.Min, s.Scale.Max, s.Scale.Levels))
+	if s.Scale.Min != now.Scale.Min || s.Scale.Max != now.Scale.Max {
+		diffs = append(diffs, fmt.Sprintf("--scale %g:%g (the database holds %g:%g)", now.Scale.Min, now.Scale.Max, s.Scale.Min, s.Scale.Max))
+	} else if s.Scale.Levels != now.Scale.Levels && s.Mechanism == now.Mechanism {
+		diffs = append(diffs, fmt.Sprintf("--levels %d (the database holds %d)", now.Scale.Levels, s.Scale.Levels))
 	}
 	if s.LedgerUnit != now.LedgerUnit || s.BudgetDelta != now.BudgetDelta {
 		held := "an ε ledger (made before central releases were charged in zCDP ρ)"
@@ -362,13 +419,73 @@ func mismatch(stored []byte, c *api.Config) error {
 	if s.PeriodSeconds != now.PeriodSeconds {
 		diffs = append(diffs, fmt.Sprintf("--period %s (the database holds %s)", time.Duration(now.PeriodSeconds)*time.Second, time.Duration(s.PeriodSeconds)*time.Second))
 	}
-	if strings.Join(s.Items, "\n") != strings.Join(now.Items, "\n") {
-		diffs = append(diffs, fmt.Sprintf("--items lists %d items (the database's catalogue has %d, or another order)", len(now.Items), len(s.Items)))
+	if d := itemsDiff(s.Items, now.Items); d != "" {
+		diffs = append(diffs, d)
 	}
 	if len(diffs) == 0 {
 		diffs = append(diffs, "the collection settings")
 	}
 	return fmt.Errorf("the database was created for another collection: %s; its reports and ledgers were made under the stored settings — start with those, or use a new database", strings.Join(diffs, "; "))
+}
+
+// itemsDiff says how the --items catalogue differs from the recorded one
+// ("" when it does not).
+func itemsDiff(stored, now []string) string {
+	if slices.Equal(stored, now) {
+		return ""
+	}
+	in := func(list []string) map[string]bool {
+		m := make(map[string]bool, len(list))
+		for _, id := range list {
+			m[id] = true
+		}
+		return m
+	}
+	had, has := in(stored), in(now)
+	var added, missing []string
+	for _, id := range now {
+		if !had[id] {
+			added = append(added, id)
+		}
+	}
+	for _, id := range stored {
+		if !has[id] {
+			missing = append(missing, id)
+		}
+	}
+	var parts []string
+	if len(added) > 0 {
+		what := fmt.Sprintf("--items adds %s", countedIDs(added))
+		if len(missing) == 0 && slices.Equal(now[:len(stored)], stored) {
+			what += " after the recorded ones: to add them as a new collection version, start once with --add-items"
+		}
+		parts = append(parts, what)
+	}
+	if len(missing) > 0 {
+		parts = append(parts, fmt.Sprintf("--items lacks %s the database's catalogue holds (a collection's items cannot be removed)", countedIDs(missing)))
+	}
+	if len(parts) == 0 {
+		for k := range now {
+			if now[k] != stored[k] {
+				return fmt.Sprintf("--items lists the recorded items in another order (line %d is %q, the database's item %d is %q; stored reports are in the recorded order)", k+1, now[k], k+1, stored[k])
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// countedIDs is "1 item (a)" or "3 items (a, b, c)", at most 5 named.
+func countedIDs(ids []string) string {
+	shown := ids[:min(len(ids), 5)]
+	more := ""
+	if len(ids) > len(shown) {
+		more = ", …"
+	}
+	noun := "items"
+	if len(ids) == 1 {
+		noun = "item"
+	}
+	return fmt.Sprintf("%d %s (%s%s)", len(ids), noun, strings.Join(shown, ", "), more)
 }
 
 // Config is the part of the collection configuration a database records

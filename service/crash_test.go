@@ -11,7 +11,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -149,13 +151,13 @@ func (c *child) client(token string) *client.Client {
 	return cl
 }
 
-// TestCrash kills the server with SIGKILL while 16 clients submit
+// TestCrash kills the server with SIGKILL while 64 clients submit
 // reports, restarts it on the same database, and checks that every
 // acknowledged report is stored and charged exactly once — a report in
 // flight at the kill is stored with its charge or not at all, and
-// resubmitting any report stores and charges nothing more. Three rounds
-// on each database; the last restart is stopped with SIGTERM and must
-// exit cleanly.
+// resubmitting any report stores and charges nothing more. Ten rounds
+// on each database (crashRounds, crashClients); every restart is stopped
+// with SIGTERM and must exit cleanly. Then the damaged-database rounds.
 func TestCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the crash test runs in the full go test (not -short)")
@@ -163,12 +165,95 @@ func TestCrash(t *testing.T) {
 	for _, kind := range storetest.Kinds {
 		t.Run(kind, func(t *testing.T) {
 			url := storetest.URL(t, kind)
-			for round := range 3 {
+			for round := range crashRounds {
 				crashRound(t, url, round)
 			}
+			damagedRounds(t, kind, url)
 		})
 	}
 }
+
+// damagedRounds start the server on a wrong or damaged database: each
+// start must be refused, exiting with an error that says what is wrong,
+// and create nothing. SQLite: an empty file, a mistyped path, and the
+// crash rounds' database with 20 pages of garbage in its middle;
+// PostgreSQL: a schema without a collection.
+func damagedRounds(t *testing.T, kind, url string) {
+	dir := t.TempDir()
+	type round struct {
+		name, url, want string
+	}
+	var rounds []round
+	switch kind {
+	case "sqlite":
+		empty := filepath.Join(dir, "empty.db")
+		if err := os.WriteFile(empty, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		damaged := filepath.Join(dir, "damaged.db")
+		b, err := os.ReadFile(strings.TrimPrefix(url, "sqlite:"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(damaged, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		pages := len(b) / 4096
+		if pages < 24 {
+			t.Fatalf("the crash rounds' database has %d pages, too few to damage 20 in the middle", pages)
+		}
+		if err := storetest.CorruptPages(damaged, pages/2-10, 20); err != nil {
+			t.Fatal(err)
+		}
+		rounds = []round{
+			{"empty file", "sqlite:" + empty, "is an empty file (0 bytes)"},
+			{"wrong path", "sqlite:" + filepath.Join(dir, "privrec-typo.db"), "there is no file"},
+			{"garbage pages", "sqlite:" + damaged, "the database is damaged"},
+		}
+	case "postgres":
+		rounds = []round{{"schema without a collection", storetest.URL(t, kind), "has none of privrec's tables"}}
+	}
+	for _, r := range rounds {
+		log := startChildRefused(t, r.url)
+		if !strings.Contains(log, r.want) {
+			t.Errorf("%s: the refusal does not say %q:\n%s", r.name, r.want, log)
+		}
+		if r.name == "wrong path" {
+			if _, err := os.Stat(strings.TrimPrefix(r.url, "sqlite:")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the refused start on a wrong path created a file: %v", err)
+			}
+		}
+		t.Logf("%s %s: refused to start: %s", kind, r.name, strings.TrimSpace(log))
+	}
+}
+
+// startChildRefused starts the server on url and expects it to exit with
+// an error without ever listening; it returns what the process printed.
+func startChildRefused(t *testing.T, url string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"=1", envChildDB+"="+url, envChildAddr+"="+filepath.Join(dir, "addr"))
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("the server on %s neither started nor refused within 30 s", url)
+	}
+	if err == nil {
+		t.Fatalf("the server on %s exited 0; want a refusal\n%s", url, out)
+	}
+	if _, serr := os.Stat(filepath.Join(dir, "addr")); serr == nil {
+		t.Fatalf("the server on %s listened; want a refusal", url)
+	}
+	return string(out)
+}
+
+const crashRounds, crashClients = 10, 64
 
 type sent struct {
 	token, id string
@@ -179,7 +264,7 @@ type sent struct {
 func crashRound(t *testing.T, url string, round int) {
 	ctx := context.Background()
 	c := startChild(t, url, round == 0)
-	const users, submitters = 16, 16
+	const users, submitters = crashClients, crashClients
 	tokens := make([]string, users)
 	for u := range tokens {
 		e, err := c.client("").Enroll(ctx)
@@ -268,19 +353,30 @@ func crashRound(t *testing.T, url string, round int) {
 	defer st.Close()
 	// Every acknowledged report is there with its acknowledged seq.
 	nack, inflight := 0, 0
+	stored := map[string]map[string]store.Report{} // token → client ID → report
 	for _, s := range all {
 		if s.ack == nil {
 			inflight++
 			continue
 		}
 		nack++
-		u, err := st.UserByToken(ctx, hashToken(s.token))
-		if err != nil {
-			t.Fatal(err)
+		if stored[s.token] == nil {
+			u, err := st.UserByToken(ctx, hashToken(s.token))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reps, err := st.Reports(ctx, u.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored[s.token] = map[string]store.Report{}
+			for _, r := range reps {
+				stored[s.token][r.ClientID] = r
+			}
 		}
-		r, err := st.Report(ctx, u.ID, s.id)
-		if err != nil {
-			t.Fatalf("acknowledged report %s (seq %d) lost after kill -9: %v", s.id, s.ack.Seq, err)
+		r, ok := stored[s.token][s.id]
+		if !ok {
+			t.Fatalf("acknowledged report %s (seq %d) lost after kill -9", s.id, s.ack.Seq)
 		}
 		if r.Seq != s.ack.Seq || r.SpentAfter != int64(s.ack.Spent*store.Nano) {
 			t.Fatalf("report %s stored as seq %d spent %d, acknowledged as seq %d spent %g", s.id, r.Seq, r.SpentAfter, s.ack.Seq, s.ack.Spent)
@@ -293,29 +389,48 @@ func crashRound(t *testing.T, url string, round int) {
 	// Resubmitting everything — acknowledged or in flight — stores and
 	// charges nothing twice: an acknowledged one returns its original
 	// acknowledgement.
+	// One goroutine per user, in her submission order.
 	before, _ := st.Stats(ctx)
-	fresh := 0
+	byUser := map[string][]*sent{}
 	for _, s := range all {
-		ack, replayed, err := c.client(s.token).SubmitRetry(ctx, s.rep, 5)
-		if err != nil {
+		byUser[s.token] = append(byUser[s.token], s)
+	}
+	var fresh atomic.Int64
+	errs := make(chan error, len(byUser))
+	for tok, list := range byUser {
+		go func() {
+			cl := c.client(tok)
+			for _, s := range list {
+				ack, replayed, err := cl.SubmitRetry(ctx, s.rep, 5)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if s.ack != nil && (!replayed || ack != *s.ack) {
+					errs <- fmt.Errorf("resubmitted %s: %+v replayed=%v, original %+v", s.id, ack, replayed, *s.ack)
+					return
+				}
+				if !replayed {
+					fresh.Add(1)
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range byUser {
+		if err := <-errs; err != nil {
 			t.Fatal(err)
-		}
-		if s.ack != nil && (!replayed || ack != *s.ack) {
-			t.Fatalf("resubmitted %s: %+v replayed=%v, original %+v", s.id, ack, replayed, *s.ack)
-		}
-		if !replayed {
-			fresh++
 		}
 	}
 	after, _ := st.Stats(ctx)
-	if after.Reports != before.Reports+int64(fresh) {
-		t.Fatalf("resubmission stored %d reports, %d were new", after.Reports-before.Reports, fresh)
+	if after.Reports != before.Reports+fresh.Load() {
+		t.Fatalf("resubmission stored %d reports, %d were new", after.Reports-before.Reports, fresh.Load())
 	}
 	if err := st.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s round %d: SIGKILL after %d acknowledged reports, all present and charged once; of the %d in flight, %d had committed without their acknowledgement (resubmitted: answered as replays, not charged again) and %d had not (stored once on resubmission); ledgers exact",
-		st.Kind(), round, nack, inflight, inflight-fresh, fresh)
+		st.Kind(), round, nack, inflight, inflight-int(fresh.Load()), fresh.Load())
 }
 
 func hashToken(tok string) []byte {

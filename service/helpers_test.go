@@ -66,12 +66,19 @@ func newTestServer(t testing.TB, kind string, opt service.Options) *testServer {
 
 func startOn(t testing.TB, url string, opt service.Options) *testServer {
 	t.Helper()
-	ctx := context.Background()
-	st, err := store.Create(ctx, url)
+	st, err := store.Create(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := service.New(ctx, st, opt)
+	s := serveStore(t, st, opt)
+	s.url = url
+	return s
+}
+
+// serveStore is a server over st (which it closes at the end).
+func serveStore(t testing.TB, st store.Store, opt service.Options) *testServer {
+	t.Helper()
+	srv, err := service.New(context.Background(), st, opt)
 	if err != nil {
 		st.Close()
 		t.Fatal(err)
@@ -82,7 +89,7 @@ func startOn(t testing.TB, url string, opt service.Options) *testServer {
 		srv.Close()
 		st.Close()
 	})
-	return &testServer{srv: srv, ts: ts, st: st, url: url}
+	return &testServer{srv: srv, ts: ts, st: st}
 }
 
 func (s *testServer) client(token string) *client.Client {

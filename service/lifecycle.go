@@ -59,7 +59,7 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, id string) {
 		s.internal(w, r, "deleting the user", err)
 		return
 	}
-	s.forget(id)
+	s.forgetUser(id)
 	ex, err := s.st.ExportUser(r.Context(), id)
 	if err != nil {
 		s.internal(w, r, "deleting the user", err)
@@ -75,11 +75,11 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, id string) {
 			ReportsCounted: ex.User.Reports, ReleaseCharges: releaseCharges(ex.Charges), Why: api.RetainedWhy}})
 }
 
-// forget drops a user's tokens from the authentication cache.
-func (s *Server) forget(id string) {
+// forgetUser drops a user's tokens from the authentication cache.
+func (s *Server) forgetUser(id string) {
 	s.authMu.Lock()
-	for h, u := range s.auth {
-		if u == id {
+	for h, e := range s.auth {
+		if e.id == id {
 			delete(s.auth, h)
 		}
 	}

@@ -21,7 +21,8 @@ import (
 // The paths the server routes (besides the web client at /).
 var servedPaths = []string{api.PathConfig, api.PathEnroll, api.PathMe, api.PathMyExport, api.PathMyState, api.PathReports,
 	api.PathReports + "/{id}", api.PathLatestRelease, api.PathReleases + "/{id}", api.PathAdminReleases, api.PathAdminStats,
-	api.PathAdminUsers + "/{id}", api.PathAdminUsers + "/{id}/export", api.PathHealth, api.PathMetrics}
+	api.PathAdminUsers + "/{id}", api.PathAdminUsers + "/{id}/export", api.PathHealth, api.PathMetrics,
+	api.PathLive, api.PathReady, api.PathMyToken}
 
 // spec checks the running server against docs/openapi.yaml, loaded and
 // validated as OpenAPI 3.0 by kin-openapi (a maintained OpenAPI library;
@@ -245,6 +246,11 @@ func TestOpenAPI(t *testing.T) {
 	sp.call(t, a, "DELETE", api.PathAdminUsers+"/{id}", api.PathAdminUsers+"/"+me.User, adminToken, "", "")
 	sp.call(t, a, "GET", api.PathAdminUsers+"/{id}/export", api.PathAdminUsers+"/"+me.User+"/export", adminToken, "", "")
 	sp.call(t, a, "PUT", api.PathConfig, api.PathConfig, "", "", "")
+	sp.call(t, a, "GET", api.PathLive, api.PathLive, "", "", "")
+	sp.call(t, a, "GET", api.PathReady, api.PathReady, "", "", "")
+	other := enrolled(t, a)
+	sp.call(t, a, "POST", api.PathMyToken, api.PathMyToken, other.Token, "", "")
+	sp.call(t, a, "POST", api.PathMyToken, api.PathMyToken, "", "", "")
 
 	// A central-mode collection: a joint release serves each user her
 	// own state; a release beyond the budget is refused (403).
@@ -294,7 +300,7 @@ func TestOpenAPI(t *testing.T) {
 	sp.call(t, l, "GET", api.PathMe, api.PathMe, en.Token, "", "")    // the one request
 	for _, p := range []struct{ method, path string }{
 		{"GET", api.PathMe}, {"DELETE", api.PathMe}, {"GET", api.PathMyExport}, {"GET", api.PathMyState}, {"GET", api.PathReports},
-		{"GET", api.PathReports + "/{id}"},
+		{"GET", api.PathReports + "/{id}"}, {"POST", api.PathMyToken},
 	} {
 		sp.call(t, l, p.method, p.path, strings.ReplaceAll(p.path, "{id}", "r1"), en.Token, "", "")
 	}
@@ -316,6 +322,8 @@ func TestOpenAPI(t *testing.T) {
 	// A database that went away: health says so.
 	e.st.Close()
 	sp.call(t, e, "GET", api.PathHealth, api.PathHealth, "", "", "")
+	sp.call(t, e, "GET", api.PathReady, api.PathReady, "", "", "")
+	sp.call(t, e, "POST", api.PathMyToken, api.PathMyToken, "prt_any", "", "")
 
 	// Every documented answer was seen.
 	var missing []string

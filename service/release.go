@@ -245,15 +245,20 @@ func encodeStates(st *model.UserStates) ([]store.UserState, error) {
 	return out, nil
 }
 
-// reportValues decodes a stored report's values and checks there is one
-// per catalogue item.
+// reportValues decodes a stored report's values, one per catalogue item.
+// A report made for an earlier collection version covers the shorter
+// catalogue of then (items are only ever added, at its end): the items
+// added since get no value (nil).
 func reportValues(r store.Report, cfg *api.Config) ([]*float64, error) {
 	vals, err := api.DecodeValues(r.Values)
 	if err != nil {
 		return nil, err
 	}
-	if len(vals) != len(cfg.Items) {
+	if len(vals) > len(cfg.Items) {
 		return nil, fmt.Errorf("report %d has %d values for %d items", r.Seq, len(vals), len(cfg.Items))
+	}
+	for len(vals) < len(cfg.Items) {
+		vals = append(vals, nil)
 	}
 	return vals, nil
 }
@@ -263,10 +268,21 @@ func reportValues(r store.Report, cfg *api.Config) ([]*float64, error) {
 // the report units; it returns the number of reports (a report with no
 // present value has an empty row, which the matrix does not hold) and the
 // largest seq read.
+//
+// Only the reports of the current collection version are read: an
+// earlier version's were randomized over another catalogue, at another
+// per-item ε, so the mechanism's debiasing does not apply to them.
 func ReportsMatrix(ctx context.Context, st store.Store, cfg *api.Config) (*ratings.Matrix, int64, int64, error) {
 	b := ratings.NewBuilder(ratings.DupError)
 	var n int64
+	version, err := st.CollectionVersion(ctx)
+	if err != nil {
+		return nil, 0, 0, err
+	}
 	last, err := st.ScanReports(ctx, 0, func(r store.Report) error {
+		if max(r.Version, 1) != version {
+			return nil
+		}
 		vals, err := reportValues(r, cfg)
 		if err != nil {
 			return err

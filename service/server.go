@@ -14,8 +14,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -24,9 +22,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -41,6 +41,7 @@ type Server struct {
 	cfg     *api.Config
 	cfgJSON []byte
 	charge  int64 // nano-ε debited per report
+	version int   // the collection version reports are stored under
 	budget  int64 // nano-ε of every new user
 	st      store.Store
 	b       *batcher
@@ -53,7 +54,14 @@ type Server struct {
 	mux     *http.ServeMux
 
 	authMu sync.RWMutex
-	auth   map[[32]byte]string // token hash → user ID (positive lookups only)
+	auth   map[[32]byte]authEntry // token hash → user (positive lookups, for authTTL)
+	admMu  sync.Mutex
+	adm    map[[32]byte]admEntry // token hash → admin verdict, for authTTL
+
+	ready *readiness
+	errs  *errLog
+	// stopping is set when a shutdown begins.
+	stopping atomic.Bool
 
 	relMu    sync.Mutex // one training at a time
 	docMu    sync.Mutex
@@ -68,19 +76,13 @@ func New(ctx context.Context, st store.Store, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := st.Init(ctx, identityJSON(cfg)); err != nil {
-		if errors.Is(err, store.ErrConfigMismatch) {
-			stored, cerr := st.Config(ctx)
-			if cerr != nil {
-				return nil, errors.Join(err, cerr)
-			}
-			return nil, mismatch(stored, cfg)
-		}
+	version, err := openCollection(ctx, st, cfg, opt)
+	if err != nil {
 		return nil, err
 	}
-	s := &Server{opt: opt, cfg: cfg, st: st, m: newMetrics(), log: opt.Log,
+	s := &Server{opt: opt, cfg: cfg, st: st, version: version, m: newMetrics(), log: opt.Log,
 		users: newLimiter(opt.Rate, opt.Burst), enrols: newLimiter(opt.EnrollRate, opt.EnrollBurst),
-		auth: map[[32]byte]string{}, docCache: map[int64][]byte{}}
+		auth: map[[32]byte]authEntry{}, adm: map[[32]byte]admEntry{}, docCache: map[int64][]byte{}}
 	if cfg.Mode == api.ModeLocal {
 		if s.charge, err = store.ChargeNano(cfg.ReportEpsilon); err != nil {
 			return nil, err
@@ -102,7 +104,9 @@ func New(ctx context.Context, st store.Store, opt Options) (*Server, error) {
 	if st.Kind() == "sqlite" {
 		writers = 1 // one write connection
 	}
-	s.b = newBatcher(st, opt.MaxBatch, writers, s.m)
+	s.ready = &readiness{st: st, now: opt.Now}
+	s.errs = newErrLog(opt.Log, 10*time.Second, opt.Now)
+	s.b = newBatcher(st, opt.MaxBatch, writers, s.m, s.ready.wrote)
 	s.routes()
 	return s, nil
 }
@@ -147,6 +151,7 @@ func (s *Server) routes() {
 	s.route(api.PathMyExport, map[string]http.HandlerFunc{http.MethodGet: s.getMyExport})
 	s.route(api.PathAdminUsers+"/{id}", map[string]http.HandlerFunc{http.MethodDelete: s.adminDeleteUser})
 	s.route(api.PathAdminUsers+"/{id}/export", map[string]http.HandlerFunc{http.MethodGet: s.adminExportUser})
+	s.route(api.PathMyToken, map[string]http.HandlerFunc{http.MethodPost: s.postMyToken})
 	s.route(api.PathMyState, map[string]http.HandlerFunc{http.MethodGet: s.getMyState})
 	s.route(api.PathReports, map[string]http.HandlerFunc{http.MethodPost: s.postReport, http.MethodGet: s.getReports})
 	s.route(api.PathReports+"/{id}", map[string]http.HandlerFunc{http.MethodGet: s.getReport})
@@ -154,7 +159,9 @@ func (s *Server) routes() {
 	s.route(api.PathReleases+"/{id}", map[string]http.HandlerFunc{http.MethodGet: s.getRelease})
 	s.route(api.PathAdminReleases, map[string]http.HandlerFunc{http.MethodPost: s.postRelease})
 	s.route(api.PathAdminStats, map[string]http.HandlerFunc{http.MethodGet: s.getStats})
-	s.route(api.PathHealth, map[string]http.HandlerFunc{http.MethodGet: s.getHealth})
+	s.route(api.PathHealth, map[string]http.HandlerFunc{http.MethodGet: s.getReady})
+	s.route(api.PathReady, map[string]http.HandlerFunc{http.MethodGet: s.getReady})
+	s.route(api.PathLive, map[string]http.HandlerFunc{http.MethodGet: s.getLive})
 	// The metrics count enrolments, reports and releases refused for lack
 	// of budget exactly: facts about the users, not covered by any
 	// guarantee, so they are the admin's (as GET /v1/admin/stats is).
@@ -184,9 +191,50 @@ type recorder struct {
 	status int
 	bytes  int
 	user   string
+	// quiet: the handler logged its failure already (rate-limited).
+	quiet bool
+	// cut: a shutdown stopped reading the request's body; whatever the
+	// handler answers, the client gets 503 with Retry-After.
+	cut bool
+}
+
+// writeCut answers a request whose body a shutdown stopped reading.
+func (r *recorder) writeCut() {
+	if r.status != 0 {
+		return
+	}
+	r.status = http.StatusServiceUnavailable
+	b, _ := json.Marshal(&api.Error{Status: r.status, Code: api.CodeUnavailable,
+		Message: "the server is shutting down and stopped reading this request before its body arrived; nothing was stored; retry"})
+	h := r.ResponseWriter.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	h.Set("Retry-After", retryAfter)
+	h.Set("Connection", "close")
+	r.ResponseWriter.WriteHeader(r.status)
+	r.ResponseWriter.Write(append(b, '\n'))
+}
+
+// cutBody notes when a shutdown's read deadline ends a body's read.
+type cutBody struct {
+	io.ReadCloser
+	s   *Server
+	rec *recorder
+}
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.s.stopping.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+		b.rec.cut = true
+	}
+	return n, err
 }
 
 func (r *recorder) WriteHeader(code int) {
+	if r.cut {
+		r.writeCut()
+		return
+	}
 	if r.status == 0 {
 		r.status = code
 	}
@@ -194,6 +242,10 @@ func (r *recorder) WriteHeader(code int) {
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
+	if r.cut {
+		r.writeCut()
+		return len(b), nil
+	}
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
@@ -214,7 +266,13 @@ func (s *Server) instrument(route string, h http.HandlerFunc) http.Handler {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+			r.Body = &cutBody{ReadCloser: r.Body, s: s, rec: rec}
+		}
 		h(rec, r)
+		if rec.cut {
+			rec.writeCut()
+		}
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
@@ -223,6 +281,8 @@ func (s *Server) instrument(route string, h http.HandlerFunc) http.Handler {
 		s.m.requests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
 		level := slog.LevelDebug
 		switch {
+		case rec.status >= 500 && rec.quiet:
+			level = slog.LevelDebug
 		case rec.status >= 500:
 			level = slog.LevelError
 		case rec.status >= 400:
@@ -263,8 +323,9 @@ func writeError(w http.ResponseWriter, e *api.Error) {
 	writeJSON(w, e.Status, e)
 }
 
-// internal answers a database or other server failure: logged with its
-// cause, answered without it.
+// internal answers a failure: a database's (503 with Retry-After: see
+// unavailable) or, marked serverFault, the server's own (500); the cause
+// is logged, rate-limited, and not answered.
 func (s *Server) internal(w http.ResponseWriter, r *http.Request, what string, err error) {
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		// The client hung up before its write was queued: nothing was
@@ -273,11 +334,18 @@ func (s *Server) internal(w http.ResponseWriter, r *http.Request, what string, e
 		return
 	}
 	if errors.Is(err, errClosed) {
+		w.Header().Set("Retry-After", retryAfter)
 		writeError(w, &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: "the server is shutting down; retry"})
 		return
 	}
-	s.log.LogAttrs(r.Context(), slog.LevelError, what, slog.String("error", err.Error()))
-	writeError(w, &api.Error{Status: http.StatusInternalServerError, Code: api.CodeInternal, Message: what + " failed; retry later (a report resubmitted with the same id is never stored or charged twice)"})
+	var fault serverFault
+	if !errors.As(err, &fault) {
+		s.unavailable(w, r, what, err)
+		return
+	}
+	s.errs.log(r.Context(), what, err)
+	quiet(w)
+	writeError(w, &api.Error{Status: http.StatusInternalServerError, Code: api.CodeInternal, Message: what + " failed"})
 }
 
 // bearer extracts the bearer token of a request ("" when none).
@@ -299,26 +367,14 @@ func (s *Server) authUser(w http.ResponseWriter, r *http.Request) (string, bool)
 		return "", false
 	}
 	h := sha256.Sum256([]byte(tok))
-	s.authMu.RLock()
-	id, ok := s.auth[h]
-	s.authMu.RUnlock()
-	if !ok {
-		u, err := s.st.UserByToken(r.Context(), h[:])
-		if errors.Is(err, store.ErrNotFound) {
-			writeError(w, &api.Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: "unknown token"})
-			return "", false
+	id, e := s.userOf(r.Context(), h)
+	if e != nil {
+		if e.Status >= 500 {
+			s.internal(w, r, "authentication", e)
+		} else {
+			writeError(w, e)
 		}
-		if err != nil {
-			s.internal(w, r, "authentication", err)
-			return "", false
-		}
-		id = u.ID
-		s.authMu.Lock()
-		if len(s.auth) >= 1<<20 {
-			clear(s.auth)
-		}
-		s.auth[h] = id
-		s.authMu.Unlock()
+		return "", false
 	}
 	if rec, ok := w.(*recorder); ok {
 		rec.user = id
@@ -333,15 +389,23 @@ func (s *Server) authUser(w http.ResponseWriter, r *http.Request) (string, bool)
 	return id, true
 }
 
-// authAdmin checks the admin token (constant-time on its hash).
+// authAdmin checks the admin token: a token recorded in the database
+// (privrec serve token create) that is neither revoked nor expired, or
+// the configured one (constant-time on its hash) unless the database
+// records it revoked.
 func (s *Server) authAdmin(w http.ResponseWriter, r *http.Request) bool {
-	if !s.isAdm {
-		writeError(w, &api.Error{Status: http.StatusForbidden, Code: api.CodeForbidden, Message: "the admin API is disabled: start the server with --admin-token-file FILE or PRIVREC_ADMIN_TOKEN"})
+	h := sha256.Sum256([]byte(bearer(r)))
+	ok, known, err := s.adminOK(r.Context(), h)
+	if err != nil {
+		s.internal(w, r, "authentication", err)
 		return false
 	}
-	h := sha256.Sum256([]byte(bearer(r)))
-	if subtle.ConstantTimeCompare(h[:], s.admin[:]) != 1 {
-		writeError(w, &api.Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: "admin token required"})
+	if !ok && !known && !s.isAdm {
+		writeError(w, &api.Error{Status: http.StatusForbidden, Code: api.CodeForbidden, Message: "the admin API is disabled: start the server with --admin-token-file FILE or PRIVREC_ADMIN_TOKEN, or create an admin token with privrec serve token create"})
+		return false
+	}
+	if !ok {
+		writeError(w, &api.Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: "a valid admin token is required (unknown, revoked or expired)"})
 		return false
 	}
 	if rec, ok := w.(*recorder); ok {
@@ -395,13 +459,11 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var idb [10]byte
-	var tokb [32]byte
 	rand.Read(idb[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
-	rand.Read(tokb[:])
 	id := "u_" + hex.EncodeToString(idb[:])
-	tok := "prt_" + base64.RawURLEncoding.EncodeToString(tokb[:])
+	tok := NewToken("prt_")
 	h := sha256.Sum256([]byte(tok))
-	o := &op{enrol: &store.NewUser{ID: id, TokenHash: h[:], Budget: s.budget, CreatedMS: s.opt.Now().UnixMilli()}}
+	o := &op{enrol: &store.NewUser{ID: id, TokenHash: h[:], Budget: s.budget, CreatedMS: s.opt.Now().UnixMilli(), TokenExpiresMS: s.tokenExpiry()}}
 	if err := s.b.do(r.Context(), o); err != nil {
 		s.internal(w, r, "enrolment", err)
 		return
@@ -490,7 +552,7 @@ func (s *Server) postReport(w http.ResponseWriter, r *http.Request) {
 	}
 	vals := api.EncodeValues(rep.Values)
 	o := &op{sub: &store.Submission{User: id, ClientID: rep.ID, BodyHash: reportHash(rep, vals), Charge: s.charge,
-		Values: vals, Received: s.opt.Now().UnixMilli()}}
+		Values: vals, Received: s.opt.Now().UnixMilli(), Version: s.version}}
 	if err := s.b.do(r.Context(), o); err != nil {
 		s.internal(w, r, "storing the report", err)
 		return
@@ -550,7 +612,7 @@ func (s *Server) getReports(w http.ResponseWriter, r *http.Request) {
 		}
 		sr, err := storedReport(rep)
 		if err != nil {
-			s.internal(w, r, "listing reports", err)
+			s.internal(w, r, "listing reports", serverFault{err})
 			return
 		}
 		page.Reports = append(page.Reports, sr)
@@ -578,22 +640,11 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 	}
 	sr, err := storedReport(rep)
 	if err != nil {
-		s.internal(w, r, "reading a report", err)
+		s.internal(w, r, "reading a report", serverFault{err})
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, sr)
-}
-
-func (s *Server) getHealth(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.st.Ping(ctx); err != nil {
-		s.log.LogAttrs(r.Context(), slog.LevelError, "health check", slog.String("error", err.Error()))
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "db": s.st.Kind()})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "db": s.st.Kind(), "mode": s.cfg.Mode})
 }
 
 func (s *Server) getStats(w http.ResponseWriter, r *http.Request) {

@@ -61,6 +61,10 @@ and a Dockerfile (docs/SERVICE.md, "Configuration file, TLS and
 deployment").
 
   privrec serve stats --db URL [--json]    users, reports, releases, largest ε (ρ) spent
+  privrec serve backup --db sqlite:FILE --out FILE   online backup, checked
+  privrec serve restore --backup FILE --db sqlite:FILE [--replace]
+  privrec serve token create|list|revoke|rotate --db URL …
+                                           admin and user tokens, no restart
   privrec serve bench [--runs 3] [--clients 64] [--duration 10s] [--json]
                                            load benchmark: a server process driven by
                                            the load generator (privrec loadgen)`
@@ -81,6 +85,12 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 			return runServeStats(ctx, args[1:], out)
 		case "bench":
 			return runServeBench(ctx, args[1:], out)
+		case "backup":
+			return runServeBackup(ctx, args[1:], out)
+		case "restore":
+			return runServeRestore(ctx, args[1:], out)
+		case "token":
+			return runServeToken(ctx, args[1:], out)
 		}
 	}
 	example := `  printf '%s\n' i1 i2 i3 > items.txt
@@ -90,6 +100,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
   privrec client --server http://127.0.0.1:8080 enroll --json`
 	fs := newFlags("serve --db URL --listen ADDR --items FILE --mechanism rr|laplace|none --epsilon E --budget B --scale MIN:MAX", serveSynopsis, example)
 	db := fs.String("db", "", "database: sqlite:FILE (embedded, WAL, durable commits) or postgres://USER:PASS@HOST/DB")
+	addItems := fs.Bool("add-items", false, "accept an --items file that extends the recorded catalogue (the recorded items first, in order, then new ones; every other setting unchanged) and record it as the collection's next version (docs/SERVICE.md)")
 	create := fs.Bool("create", false, "create a new collection in --db with these settings (a new or empty SQLite file, or a PostgreSQL schema without privrec's tables); without it --db must hold the collection already")
 	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks one, logged)")
 	items := fs.String("items", "", "declared catalogue: one item ID per line, an optional title after a tab (MovieLens item files as they come)")
@@ -103,6 +114,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	scale := fs.String("scale", "", "declared rating scale MIN:MAX (e.g. 1:5)")
 	levels := fs.Int("levels", 0, "rating levels d for rr (0: MAX − MIN + 1 for integer ends); in central mode, ratings must lie on the d levels")
 	adminFile := fs.String("admin-token-file", "", "file holding the admin token (≥ 16 characters; default: $PRIVREC_ADMIN_TOKEN; none: admin API disabled)")
+	userTokenTTL := fs.Duration("user-token-ttl", 0, "users' tokens expire this long after they are issued (enrolment or rotation; 0: never)")
 	enroll := fs.String("enroll", "open", "who may enrol: open (anyone, rate-limited per address) or admin (admin token only)")
 	rate := fs.Float64("rate", 50, "requests per second per user token")
 	burst := fs.Int("burst", 100, "burst of requests per user token")
@@ -154,7 +166,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	}
 	opt := service.Options{Catalogue: cat, Mechanism: *mech, Epsilon: *eps, Budget: *budget, Scale: sc, Levels: *levels,
 		BudgetDelta: *budgetDelta, MaxDelta: *maxDelta, Exhausted: *exhausted, Period: *period,
-		AdminToken: admin, EnrollAdminOnly: *enroll == "admin", MaxBody: *maxBody, Rate: *rate, Burst: *burst,
+		AddItems: *addItems, AdminToken: admin, UserTokenTTL: *userTokenTTL, EnrollAdminOnly: *enroll == "admin", MaxBody: *maxBody, Rate: *rate, Burst: *burst,
 		EnrollRate: *enrollRate, EnrollBurst: *enrollBurst, MaxBatch: *maxBatch, Writers: *writers, Workers: *workers, Log: log}
 	if _, err := service.BuildConfig(opt); err != nil {
 		return usagef("%v", err)
@@ -303,6 +315,12 @@ func runServeStats(ctx context.Context, args []string, out io.Writer) error {
 		}
 		if ledger != nil {
 			v["ledger_error"] = ledger.Error()
+		}
+		if sv, err := st.SchemaVersion(ctx); err == nil {
+			v["schema_version"] = sv
+		}
+		if cv, err := st.CollectionVersion(ctx); err == nil {
+			v["collection_version"] = cv
 		}
 		if err := writeJSON(out, v); err != nil {
 			return err

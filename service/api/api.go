@@ -20,12 +20,15 @@ const (
 	PathEnroll        = "/v1/enroll"
 	PathMe            = "/v1/me"
 	PathMyState       = "/v1/me/state"
+	PathMyToken       = "/v1/me/token"
 	PathReports       = "/v1/reports"
 	PathReleases      = "/v1/releases"
 	PathLatestRelease = "/v1/releases/latest"
 	PathAdminReleases = "/v1/admin/releases"
 	PathAdminStats    = "/v1/admin/stats"
-	PathHealth        = "/healthz"
+	PathHealth        = "/healthz" // readiness, as PathReady
+	PathReady         = "/readyz"
+	PathLive          = "/livez"
 	PathMetrics       = "/metrics"
 )
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -53,7 +54,9 @@ var migrations = []migration{
 	{3, "a heartbeat row the readiness check writes",
 		[]string{`CREATE TABLE heartbeat (id INTEGER PRIMARY KEY, beat_ms INTEGER NOT NULL, beats INTEGER NOT NULL)`},
 		[]string{`CREATE TABLE heartbeat (id INTEGER PRIMARY KEY, beat_ms BIGINT NOT NULL, beats BIGINT NOT NULL)`}},
-	{4, "users who left: deleted_ms, and the charge and count of their erased reports (the ledger keeps them)",
+	{4, "collection versions: the catalogue may grow; each report records the version it was made for",
+		collectionVersions("INTEGER"), collectionVersions("BIGINT")},
+	{5, "users who left: deleted_ms, and the charge and count of their erased reports (the ledger keeps them)",
 		[]string{
 			`ALTER TABLE users ADD COLUMN deleted_ms INTEGER NOT NULL DEFAULT 0`,
 			`ALTER TABLE users ADD COLUMN erased_nano INTEGER NOT NULL DEFAULT 0`,
@@ -64,6 +67,15 @@ var migrations = []migration{
 			`ALTER TABLE users ADD COLUMN erased_nano BIGINT NOT NULL DEFAULT 0`,
 			`ALTER TABLE users ADD COLUMN erased_reports BIGINT NOT NULL DEFAULT 0`,
 		}},
+}
+
+// collectionVersions is migration 4 in a dialect's integer type.
+func collectionVersions(integer string) []string {
+	return []string{
+		`ALTER TABLE reports ADD COLUMN collection_version INTEGER NOT NULL DEFAULT 1`,
+		`CREATE TABLE collection_versions (version INTEGER PRIMARY KEY, config TEXT NOT NULL, created_ms ` + integer + ` NOT NULL)`,
+		`INSERT INTO collection_versions (version, config, created_ms) SELECT 1, value, 0 FROM meta WHERE key = 'config'`,
+	}
 }
 
 // SchemaVersion is the schema version this build writes.
@@ -118,10 +130,35 @@ func schemaVersion(ctx context.Context, q interface {
 		}
 		return int(v.Int64), nil
 	}
-	if ok, err := hasTable(ctx, q, d, "users"); err != nil || ok {
-		return 1, err
+	// The first release's tables, all of them: a schema holding only
+	// some (another application's "users") is not a privrec database.
+	for _, name := range v1Tables {
+		if ok, err := hasTable(ctx, q, d, name); err != nil || !ok {
+			return 0, err
+		}
 	}
-	return 0, nil
+	return 1, nil
+}
+
+// v1Tables are the first release's tables.
+var v1Tables = []string{"meta", "users", "reports", "releases", "release_charges", "user_states"}
+
+// foreignTables lists the tables of an unversioned schema that bear
+// privrec's names (they would be mistaken for privrec's).
+func foreignTables(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, d dialect) ([]string, error) {
+	var found []string
+	for _, name := range append(slices.Clone(v1Tables), "admin_tokens", "heartbeat", "collection_versions") {
+		ok, err := hasTable(ctx, q, d, name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			found = append(found, name)
+		}
+	}
+	return found, nil
 }
 
 // migrate brings the schema to SchemaVersion, one transaction per

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"errors"
 	"os"
@@ -176,10 +175,19 @@ func TestOpenRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	// An empty PostgreSQL schema holds no collection.
+	// An empty PostgreSQL schema holds no collection; one holding
+	// another application's "users" table is neither opened nor created
+	// over.
 	t.Run("postgres", func(t *testing.T) {
-		if _, err := store.Open(ctx, storetest.URL(t, "postgres")); !errors.Is(err, store.ErrNoCollection) {
+		url := storetest.URL(t, "postgres")
+		if _, err := store.Open(ctx, url); !errors.Is(err, store.ErrNoCollection) {
 			t.Errorf("an empty schema: %v", err)
+		}
+		rawExec(t, "postgres", url, writeTemp(t, "CREATE TABLE users (name TEXT)"))
+		for _, open := range []func(context.Context, string) (store.Store, error){store.Open, store.Create} {
+			if _, err := open(ctx, url); !errors.Is(err, store.ErrNoCollection) || !strings.Contains(err.Error(), "tables named like privrec's (users)") {
+				t.Errorf("a schema with another application's users table: %v", err)
+			}
 		}
 	})
 }
@@ -202,23 +210,10 @@ func TestGarbagePages(t *testing.T) {
 		submit(t, s, sub("alice", "r"+string(rune('A'+k%26))+strings.Repeat("z", k/26), big, 1))
 	}
 	s.Close()
-	if err := CorruptPages(path, 10, 20); err != nil {
+	if err := storetest.CorruptPages(path, 10, 20); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Open(ctx, "sqlite:"+path); !errors.Is(err, store.ErrDamaged) {
 		t.Fatalf("20 garbage pages: %v, want ErrDamaged", err)
 	}
-}
-
-// CorruptPages overwrites n 4 KiB pages from page first with random bytes.
-func CorruptPages(path string, first, n int) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	junk := make([]byte, n*4096)
-	rand.Read(junk)
-	_, err = f.WriteAt(junk, int64(first)*4096)
-	return err
 }

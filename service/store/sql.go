@@ -40,10 +40,11 @@ func (d dialect) rebind(q string) string {
 
 // The statements every write transaction uses, prepared once.
 const (
-	qReport = `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
+	qReport = `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version
 		FROM reports WHERE user_id = ? AND client_id = ?`
-	qUser       = `SELECT id, budget_nano, spent_nano, reports, created_ms FROM users WHERE id = ?`
-	qCreateUser = `INSERT INTO users (id, token_hash, budget_nano, spent_nano, reports, created_ms) VALUES (?, ?, ?, 0, 0, ?)`
+	qUserCols   = `SELECT id, budget_nano, spent_nano, reports, created_ms, token_expires_ms, token_revoked_ms FROM users`
+	qUser       = qUserCols + ` WHERE id = ?`
+	qCreateUser = `INSERT INTO users (id, token_hash, budget_nano, spent_nano, reports, created_ms, token_expires_ms) VALUES (?, ?, ?, 0, 0, ?, ?)`
 )
 
 // chunkSizes are the sizes of the prepared batch statements: a batch of
@@ -86,6 +87,15 @@ func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB, create bool) (*sq
 	v, err := schemaVersion(ctx, w, d)
 	if err != nil {
 		return nil, err
+	}
+	if v == 0 {
+		other, err := foreignTables(ctx, w, d)
+		if err != nil {
+			return nil, err
+		}
+		if len(other) > 0 {
+			return nil, fmt.Errorf("%w: the database holds tables named like privrec's (%s) but no privrec collection; use an empty database or schema", ErrNoCollection, strings.Join(other, ", "))
+		}
 	}
 	recorded := false
 	if v > 0 {
@@ -134,10 +144,10 @@ func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB, create bool) (*sq
 			// A user who left (deleted_ms > 0) is no user: a report
 			// racing her deletion is refused.
 			{&b.ledgers, "SELECT id, spent_nano, budget_nano, reports FROM users WHERE deleted_ms = 0 AND id IN (" + placeholders(n, 1) + ")" + lock},
-			{&b.lookup, `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
+			{&b.lookup, `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version
 				FROM reports WHERE (user_id, client_id) IN (VALUES ` + placeholders(n, 2) + `)`},
-			{&b.insert, `INSERT INTO reports (user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals)
-				VALUES ` + placeholders(n, 7) + ` RETURNING user_id, client_id, seq`},
+			{&b.insert, `INSERT INTO reports (user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version)
+				VALUES ` + placeholders(n, 8) + ` RETURNING user_id, client_id, seq`},
 			{&b.update, `UPDATE users SET spent_nano = v.column2, reports = v.column3 FROM (VALUES ` +
 				strings.TrimSuffix(strings.Repeat("(?, CAST(? AS BIGINT), CAST(? AS BIGINT)), ", n), ", ") + `) AS v WHERE users.id = v.column1`},
 		} {
@@ -185,6 +195,22 @@ func (s *sqlStore) Ping(ctx context.Context) error {
 	return nil
 }
 
+func (s *sqlStore) Heartbeat(ctx context.Context, nowMS int64) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: heartbeat: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO heartbeat (id, beat_ms, beats) VALUES (1, ?, 1)
+		ON CONFLICT (id) DO UPDATE SET beat_ms = excluded.beat_ms, beats = heartbeat.beats + 1`), nowMS); err != nil {
+		return fmt.Errorf("store: heartbeat: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: heartbeat: commit: %w", err)
+	}
+	return nil
+}
+
 func (s *sqlStore) Init(ctx context.Context, config []byte) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -196,6 +222,9 @@ func (s *sqlStore) Init(ctx context.Context, config []byte) error {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO meta (key, value) VALUES (?, ?)`), "config", string(config)); err != nil {
+			return fmt.Errorf("store: init: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO collection_versions (version, config, created_ms) VALUES (1, ?, ?)`), string(config), NowMS()); err != nil {
 			return fmt.Errorf("store: init: %w", err)
 		}
 	case err != nil:
@@ -224,6 +253,43 @@ func (s *sqlStore) hasConfig(ctx context.Context) (bool, error) {
 
 func (s *sqlStore) SchemaVersion(ctx context.Context) (int, error) {
 	return schemaVersion(ctx, s.r, s.d)
+}
+
+func (s *sqlStore) Evolve(ctx context.Context, old, config []byte, nowMS int64) (int, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("store: new collection version: %w", err)
+	}
+	defer tx.Rollback()
+	var stored string
+	if err := tx.QueryRowContext(ctx, s.q(`SELECT value FROM meta WHERE key = ?`+s.lockRow()), "config").Scan(&stored); err != nil {
+		return 0, fmt.Errorf("store: new collection version: %w", err)
+	}
+	if stored != string(old) {
+		return 0, ErrConfigMismatch
+	}
+	var v int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) + 1 FROM collection_versions`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("store: new collection version: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO collection_versions (version, config, created_ms) VALUES (?, ?, ?)`), v, string(config), nowMS); err != nil {
+		return 0, fmt.Errorf("store: new collection version: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE meta SET value = ? WHERE key = ?`), string(config), "config"); err != nil {
+		return 0, fmt.Errorf("store: new collection version: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("store: new collection version: %w", err)
+	}
+	return v, nil
+}
+
+func (s *sqlStore) CollectionVersion(ctx context.Context) (int, error) {
+	var v int
+	if err := s.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM collection_versions`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("store: reading the collection version: %w", err)
+	}
+	return v, nil
 }
 
 func (s *sqlStore) Config(ctx context.Context) ([]byte, error) {
@@ -266,7 +332,7 @@ type sqlTx struct {
 }
 
 func (t *sqlTx) CreateUser(ctx context.Context, u NewUser) error {
-	if _, err := t.tx.StmtContext(ctx, t.s.createUser).ExecContext(ctx, u.ID, u.TokenHash, u.Budget, u.CreatedMS); err != nil {
+	if _, err := t.tx.StmtContext(ctx, t.s.createUser).ExecContext(ctx, u.ID, u.TokenHash, u.Budget, u.CreatedMS, u.TokenExpiresMS); err != nil {
 		return fmt.Errorf("store: creating user: %w", err)
 	}
 	return nil
@@ -310,7 +376,7 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 		}
 	}
 	slices.Sort(ids)
-	args := make([]any, 0, 7*len(subs))
+	args := make([]any, 0, 8*len(subs))
 	off := 0
 	for _, n := range chunks(len(ids)) {
 		args = args[:0]
@@ -384,7 +450,7 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 			l.reports++
 			l.changed = true
 			res[k] = Result{Outcome: Stored, Spent: l.spent, Budget: l.budget, Report: Report{User: s.User, ClientID: s.ClientID,
-				BodyHash: s.BodyHash, Charge: s.Charge, SpentAfter: l.spent, Received: s.Received, Values: s.Values}}
+				BodyHash: s.BodyHash, Charge: s.Charge, SpentAfter: l.spent, Received: s.Received, Values: s.Values, Version: s.Version}}
 			first[kk] = k + 1
 			accepted = append(accepted, k)
 		}
@@ -395,7 +461,7 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 		args = args[:0]
 		for _, k := range accepted[off : off+n] {
 			r := res[k].Report
-			args = append(args, r.User, r.ClientID, r.BodyHash, r.Charge, r.SpentAfter, r.Received, string(r.Values))
+			args = append(args, r.User, r.ClientID, r.BodyHash, r.Charge, r.SpentAfter, r.Received, string(r.Values), max(r.Version, 1))
 		}
 		off += n
 		rows, err := t.tx.StmtContext(ctx, t.s.batch[n].insert).QueryContext(ctx, args...)
@@ -480,7 +546,7 @@ type scanner interface{ Scan(dst ...any) error }
 func scanReport(row scanner) (Report, error) {
 	var r Report
 	var vals string
-	err := row.Scan(&r.Seq, &r.User, &r.ClientID, &r.BodyHash, &r.Charge, &r.SpentAfter, &r.Received, &vals)
+	err := row.Scan(&r.Seq, &r.User, &r.ClientID, &r.BodyHash, &r.Charge, &r.SpentAfter, &r.Received, &vals, &r.Version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, ErrNotFound
 	}
@@ -493,7 +559,7 @@ func scanReport(row scanner) (Report, error) {
 
 func scanUser(row scanner) (User, error) {
 	var u User
-	err := row.Scan(&u.ID, &u.Budget, &u.Spent, &u.Reports, &u.CreatedMS)
+	err := row.Scan(&u.ID, &u.Budget, &u.Spent, &u.Reports, &u.CreatedMS, &u.TokenExpiresMS, &u.TokenRevokedMS)
 	if errors.Is(err, sql.ErrNoRows) {
 		return u, ErrNotFound
 	}
@@ -504,7 +570,7 @@ func scanUser(row scanner) (User, error) {
 }
 
 func (s *sqlStore) UserByToken(ctx context.Context, h []byte) (User, error) {
-	return scanUser(s.r.QueryRowContext(ctx, s.q(`SELECT id, budget_nano, spent_nano, reports, created_ms FROM users WHERE token_hash = ?`), h))
+	return scanUser(s.r.QueryRowContext(ctx, s.q(qUserCols+` WHERE token_hash = ?`), h))
 }
 
 func (s *sqlStore) User(ctx context.Context, id string) (User, error) {
@@ -516,7 +582,7 @@ func (s *sqlStore) Report(ctx context.Context, user, clientID string) (Report, e
 }
 
 func (s *sqlStore) Reports(ctx context.Context, user string) ([]Report, error) {
-	rows, err := s.r.QueryContext(ctx, s.q(`SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version
 		FROM reports WHERE user_id = ? ORDER BY seq`), user)
 	if err != nil {
 		return nil, fmt.Errorf("store: listing reports: %w", err)
@@ -540,7 +606,7 @@ func (s *sqlStore) ScanReports(ctx context.Context, maxSeq int64, fn func(Report
 	if maxSeq <= 0 {
 		maxSeq = math.MaxInt64
 	}
-	rows, err := s.r.QueryContext(ctx, s.q(`SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version
 		FROM reports WHERE seq <= ? ORDER BY seq`), maxSeq)
 	if err != nil {
 		return 0, fmt.Errorf("store: reading reports: %w", err)

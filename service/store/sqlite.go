@@ -147,7 +147,7 @@ func sqliteFile(path string, create bool) (bool, error) {
 // quickCheck runs PRAGMA quick_check (every page and index entry is
 // read; O(size), seconds for a GB) and refuses a damaged file.
 func quickCheck(ctx context.Context, db *sql.DB, path string) error {
-	rows, err := db.QueryContext(ctx, "PRAGMA quick_check(20)")
+	rows, err := db.QueryContext(ctx, "PRAGMA quick_check(5)")
 	if err != nil {
 		return fmt.Errorf("%w: %s failed its integrity check: %v; restore it from a backup", ErrDamaged, path, err)
 	}
@@ -166,7 +166,11 @@ func quickCheck(ctx context.Context, db *sql.DB, path string) error {
 		return fmt.Errorf("%w: %s failed its integrity check: %v; restore it from a backup", ErrDamaged, path, err)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%w: %s failed its integrity check (PRAGMA quick_check): %s; restore it from a backup", ErrDamaged, path, strings.Join(problems, "; "))
+		what := strings.Join(strings.Fields(strings.Join(problems, "; ")), " ")
+		if len(what) > 300 {
+			what = what[:300] + " …"
+		}
+		return fmt.Errorf("%w: %s failed its integrity check (PRAGMA quick_check): %s; restore it from a backup", ErrDamaged, path, what)
 	}
 	return nil
 }

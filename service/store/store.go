@@ -74,6 +74,14 @@ type User struct {
 	Spent     int64 // nano-ε
 	Reports   int64
 	CreatedMS int64
+	// TokenExpiresMS (0: never) and TokenRevokedMS (0: not revoked) are
+	// her token's; a rotation replaces the token and clears both.
+	TokenExpiresMS, TokenRevokedMS int64
+}
+
+// TokenValid reports whether her token may be used at nowMS.
+func (u User) TokenValid(nowMS int64) bool {
+	return u.TokenRevokedMS == 0 && (u.TokenExpiresMS == 0 || nowMS < u.TokenExpiresMS)
 }
 
 // NewUser is a user to enrol.
@@ -82,6 +90,20 @@ type NewUser struct {
 	TokenHash []byte
 	Budget    int64
 	CreatedMS int64
+	// TokenExpiresMS: when her token expires (0: never).
+	TokenExpiresMS int64
+}
+
+// AdminToken is a recorded admin token: its hash, never the token.
+type AdminToken struct {
+	ID, Label                       string
+	Hash                            []byte
+	CreatedMS, ExpiresMS, RevokedMS int64
+}
+
+// Valid reports whether the token may be used at nowMS.
+func (t AdminToken) Valid(nowMS int64) bool {
+	return t.RevokedMS == 0 && (t.ExpiresMS == 0 || nowMS < t.ExpiresMS)
 }
 
 // Submission is a report to store and charge.
@@ -92,6 +114,9 @@ type Submission struct {
 	Charge   int64 // nano-ε
 	Values   []byte
 	Received int64 // unix ms
+	// Version is the collection version the report was made for (its
+	// catalogue; 0 is taken as 1).
+	Version int
 }
 
 // Outcome says what happened to a submission.
@@ -148,6 +173,8 @@ type Report struct {
 	SpentAfter int64
 	Received   int64
 	Values     []byte
+	// Version is the collection version it was made for.
+	Version int
 }
 
 // Charge debits one user for a release.
@@ -217,6 +244,12 @@ type Store interface {
 	Init(ctx context.Context, config []byte) error
 	// Config returns the recorded configuration (ErrNotFound before Init).
 	Config(ctx context.Context) ([]byte, error)
+	// Evolve records config as the collection's next version (returned)
+	// if the recorded one is still old (else ErrConfigMismatch): reports
+	// stored from then on carry the new version.
+	Evolve(ctx context.Context, old, config []byte, nowMS int64) (int, error)
+	// CollectionVersion is the current collection version (1 after Init).
+	CollectionVersion(ctx context.Context) (int, error)
 	// Update runs fn in one transaction and commits it durably.
 	Update(ctx context.Context, fn func(Tx) error) error
 	// UserByToken finds the user whose token hashes to h.
@@ -271,10 +304,33 @@ type Store interface {
 	ExportUser(ctx context.Context, id string) (Export, error)
 	// Ping checks the database is reachable.
 	Ping(ctx context.Context) error
+	// Heartbeat durably commits a write of the heartbeat row in a
+	// transaction of its own, as a report's is committed: it fails when
+	// the database cannot take a write right now (disk full, read-only,
+	// I/O errors, unreachable).
+	Heartbeat(ctx context.Context, nowMS int64) error
 	// SchemaVersion is the database's schema version; Migrations the
 	// migrations applied to it.
 	SchemaVersion(ctx context.Context) (int, error)
 	Migrations(ctx context.Context) ([]Migration, error)
+	// SetUserToken replaces a user's token (rotation): the new hash, its
+	// expiry (0: never), not revoked. ErrNotFound: no such user.
+	SetUserToken(ctx context.Context, user string, hash []byte, expiresMS int64) error
+	// RevokeUserToken revokes a user's token at nowMS (her ledger and
+	// reports stay). ErrNotFound: no such user.
+	RevokeUserToken(ctx context.Context, user string, nowMS int64) error
+	// AddAdminToken records an admin token (its hash only).
+	AddAdminToken(ctx context.Context, t AdminToken) error
+	// AdminToken finds an admin token by hash (ErrNotFound: none).
+	AdminToken(ctx context.Context, hash []byte) (AdminToken, error)
+	// AdminTokens lists the admin tokens recorded, oldest first.
+	AdminTokens(ctx context.Context) ([]AdminToken, error)
+	// RevokeAdminToken revokes an admin token by ID at nowMS
+	// (ErrNotFound: none).
+	RevokeAdminToken(ctx context.Context, id string, nowMS int64) error
+	// Backup writes a consistent copy of the database to a new file
+	// while it serves (SQLite; PostgreSQL: ErrBackupUnsupported).
+	Backup(ctx context.Context, path string) error
 	Close() error
 	// Kind is "sqlite" or "postgres".
 	Kind() string
@@ -299,7 +355,7 @@ func open(ctx context.Context, url string, create bool) (Store, error) {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		return OpenPostgres(ctx, url, create)
 	case strings.HasPrefix(url, "sqlite:"):
-		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
+		path := SQLitePath(url)
 		if path == "" {
 			return nil, fmt.Errorf("store: %q names no file (want sqlite:FILE)", url)
 		}

@@ -9,11 +9,16 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/privrec/privrec/service/store"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 )
@@ -76,4 +81,98 @@ func WithParam(base, key, value string) string {
 		sep = "&"
 	}
 	return base + sep + url.QueryEscape(key) + "=" + url.QueryEscape(value)
+}
+
+// Faulty wraps a store and, while armed, fails every write (Update,
+// Publish, Heartbeat) with Err before it reaches the database, as a full
+// disk, a read-only file system or an I/O error would. Reads pass
+// through. Tests use it where no real faulty file system can be made.
+//
+// Armed with FailAfter, Update commits and then returns the error: an
+// ambiguous commit, as when the connection drops or the disk reports an
+// I/O error after the transaction became durable.
+//
+// Stall makes every Update wait first, as a slow or locked database does.
+type Faulty struct {
+	store.Store
+	mu    sync.Mutex
+	err   error
+	after bool
+	stall time.Duration
+}
+
+// Stall makes every Update wait d before it runs (0: no wait).
+func (f *Faulty) Stall(d time.Duration) {
+	f.mu.Lock()
+	f.stall = d
+	f.mu.Unlock()
+}
+
+// Fail arms the store with err (nil disarms it).
+func (f *Faulty) Fail(err error) {
+	f.mu.Lock()
+	f.err, f.after = err, false
+	f.mu.Unlock()
+}
+
+// FailAfter makes Update commit, then fail with err.
+func (f *Faulty) FailAfter(err error) {
+	f.mu.Lock()
+	f.err, f.after = err, true
+	f.mu.Unlock()
+}
+
+func (f *Faulty) armed() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.after {
+		return nil
+	}
+	return f.err
+}
+
+func (f *Faulty) Update(ctx context.Context, fn func(store.Tx) error) error {
+	f.mu.Lock()
+	err, after, stall := f.err, f.after, f.stall
+	f.mu.Unlock()
+	time.Sleep(stall)
+	switch {
+	case err == nil:
+		return f.Store.Update(ctx, fn)
+	case after:
+		if cerr := f.Store.Update(ctx, fn); cerr != nil {
+			return cerr
+		}
+	}
+	return fmt.Errorf("store: commit: %w", err)
+}
+
+func (f *Faulty) Publish(ctx context.Context, r store.NewRelease) (int64, error) {
+	if err := f.armed(); err != nil {
+		return 0, fmt.Errorf("store: publish: %w", err)
+	}
+	return f.Store.Publish(ctx, r)
+}
+
+func (f *Faulty) Heartbeat(ctx context.Context, nowMS int64) error {
+	if err := f.armed(); err != nil {
+		return fmt.Errorf("store: heartbeat: %w", err)
+	}
+	return f.Store.Heartbeat(ctx, nowMS)
+}
+
+// CorruptPages overwrites n 4 KiB pages of a file, from page first, with
+// random bytes (garbage in the middle of an SQLite database).
+func CorruptPages(path string, first, n int) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	junk := make([]byte, n*4096)
+	rand.Read(junk)
+	if _, err := f.WriteAt(junk, int64(first)*4096); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
