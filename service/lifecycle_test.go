@@ -3,11 +3,14 @@ package service_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/privrec/privrec/client"
+	"github.com/privrec/privrec/service"
 	"github.com/privrec/privrec/service/api"
+	"github.com/privrec/privrec/service/store"
 	"github.com/privrec/privrec/service/store/storetest"
 )
 
@@ -63,6 +66,10 @@ func TestLeave(t *testing.T) {
 			aex, err := s.st.ExportUser(ctx, ex.User)
 			if err != nil || len(aex.Reports) != 0 || aex.User.Spent != 3e9 || aex.ErasedReports != 3 || aex.DeletedMS == 0 {
 				t.Fatalf("stored after deletion: %+v %v", aex, err)
+			}
+			// The operator cannot give her a token again.
+			if err := s.st.SetUserToken(ctx, ex.User, service.TokenHash("prt_again"), 0); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("a token for a user who left: %v", err)
 			}
 			// Bob is untouched; the ledgers still check.
 			if rs, err := bob.Reports(ctx); err != nil || len(rs) != 3 {
