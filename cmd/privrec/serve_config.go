@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -43,15 +44,20 @@ func (h *serveHTTP) loadConfigFile(fs *flag.FlagSet) error {
 	if path == "" {
 		return nil
 	}
-	onCmdLine := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { onCmdLine[f.Name] = true })
 	f, err := os.Open(path)
 	if err != nil {
 		return usagef("--config: %v", err)
 	}
 	defer f.Close()
+	return applyConfig(fs, path, f)
+}
+
+// applyConfig applies the settings read from r (named path in errors).
+func applyConfig(fs *flag.FlagSet, path string, r io.Reader) error {
+	onCmdLine := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { onCmdLine[f.Name] = true })
 	seen := map[string]int{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {

@@ -154,3 +154,30 @@ func TestServeTLSFromConfig(t *testing.T) {
 		}
 	}
 }
+
+// FuzzServeConfigFile: any file either applies or is refused with an
+// error naming the file and a line; it never panics, and a line the
+// command line also sets never changes that flag.
+func FuzzServeConfigFile(f *testing.F) {
+	for _, s := range []string{"db = sqlite:a.db\nrate = 7\n", "# c\n\n--grace = 3s", "rate 7", "x = 1", "rate = 1\nrate = 2", `db = "q"`, "config = y", "=\n", "rate = \x00"} {
+		f.Add([]byte(s))
+	}
+	const path = "fuzz.conf"
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fs := newFlags("serve", "", "")
+		fs.String("db", "", "")
+		rate := fs.Float64("rate", 50, "")
+		fs.Duration("grace", time.Second, "")
+		addServeHTTPFlags(fs)
+		if err := parse(fs, []string{"--rate", "9"}, false); err != nil {
+			t.Fatal(err)
+		}
+		err := applyConfig(fs, path, bytes.NewReader(b))
+		if err != nil && !strings.Contains(err.Error(), path+":") {
+			t.Fatalf("%q: error %v does not name the file", b, err)
+		}
+		if *rate != 9 {
+			t.Fatalf("%q: the file overrode --rate on the command line (%g)", b, *rate)
+		}
+	})
+}
