@@ -262,7 +262,7 @@ func TestOpenAPI(t *testing.T) {
 	var first *client.Client
 	for _, r := range pop.rated {
 		u := enrolled(t, c)
-		first = cmp(first, u)
+		first = firstOf(first, u)
 		r, _, err := client.Randomize(cfg, r, nil, client.NewReportID())
 		if err != nil {
 			t.Fatal(err)
@@ -344,8 +344,8 @@ func TestOpenAPI(t *testing.T) {
 	}
 }
 
-// cmp keeps the first client.
-func cmp(first, c *client.Client) *client.Client {
+// firstOf keeps the first client.
+func firstOf(first, c *client.Client) *client.Client {
 	if first == nil {
 		return c
 	}
