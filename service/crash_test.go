@@ -266,12 +266,18 @@ func crashRound(t *testing.T, url string, round int) {
 	c := startChild(t, url, round == 0)
 	const users, submitters = crashClients, crashClients
 	tokens := make([]string, users)
+	enrolErrs := make(chan error, users)
 	for u := range tokens {
-		e, err := c.client("").Enroll(ctx)
-		if err != nil {
+		go func() {
+			e, err := c.client("").Enroll(ctx)
+			tokens[u] = e.Token
+			enrolErrs <- err
+		}()
+	}
+	for range tokens {
+		if err := <-enrolErrs; err != nil {
 			t.Fatal(err)
 		}
-		tokens[u] = e.Token
 	}
 	// Submit until killed.
 	var mu sync.Mutex

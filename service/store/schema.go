@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -143,20 +142,28 @@ func schemaVersion(ctx context.Context, q interface {
 // v1Tables are the first release's tables.
 var v1Tables = []string{"meta", "users", "reports", "releases", "release_charges", "user_states"}
 
-// foreignTables lists the tables of an unversioned schema that bear
-// privrec's names (they would be mistaken for privrec's).
-func foreignTables(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, d dialect) ([]string, error) {
+// foreignTables lists the tables of a schema without privrec's: a
+// collection is created only in an empty database or schema.
+func foreignTables(ctx context.Context, db *sql.DB, d dialect) ([]string, error) {
+	q := `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`
+	if d.dollar {
+		q = `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name`
+	}
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("store: reading the schema: %w", err)
+	}
+	defer rows.Close()
 	var found []string
-	for _, name := range append(slices.Clone(v1Tables), "admin_tokens", "heartbeat", "collection_versions") {
-		ok, err := hasTable(ctx, q, d, name)
-		if err != nil {
-			return nil, err
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, fmt.Errorf("store: reading the schema: %w", err)
 		}
-		if ok {
-			found = append(found, name)
-		}
+		found = append(found, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: reading the schema: %w", err)
 	}
 	return found, nil
 }

@@ -150,6 +150,12 @@ func TestOpenRefuses(t *testing.T) {
 			t.Errorf("a text file: %v", err)
 		}
 	}
+	// Another application's SQLite file: not created over.
+	other := "sqlite:" + filepath.Join(dir, "other.db")
+	rawExec(t, "sqlite", other, writeTemp(t, "CREATE TABLE notes (x TEXT)"))
+	if _, err := store.Create(ctx, other); !errors.Is(err, store.ErrNoCollection) || !strings.Contains(err.Error(), "other tables (notes)") {
+		t.Errorf("creating in another application's database: %v", err)
+	}
 	// Created, never initialised: no collection to open; Create again is
 	// fine. Initialised: Create refuses, Open accepts.
 	url := "sqlite:" + filepath.Join(dir, "new.db")
@@ -185,7 +191,7 @@ func TestOpenRefuses(t *testing.T) {
 		}
 		rawExec(t, "postgres", url, writeTemp(t, "CREATE TABLE users (name TEXT)"))
 		for _, open := range []func(context.Context, string) (store.Store, error){store.Open, store.Create} {
-			if _, err := open(ctx, url); !errors.Is(err, store.ErrNoCollection) || !strings.Contains(err.Error(), "tables named like privrec's (users)") {
+			if _, err := open(ctx, url); !errors.Is(err, store.ErrNoCollection) || !strings.Contains(err.Error(), "other tables (users)") {
 				t.Errorf("a schema with another application's users table: %v", err)
 			}
 		}

@@ -94,7 +94,7 @@ func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB, create bool) (*sq
 			return nil, err
 		}
 		if len(other) > 0 {
-			return nil, fmt.Errorf("%w: the database holds tables named like privrec's (%s) but no privrec collection; use an empty database or schema", ErrNoCollection, strings.Join(other, ", "))
+			return nil, fmt.Errorf("%w: the database holds other tables (%s) and none of privrec's; a collection is created only in an empty database or schema", ErrNoCollection, strings.Join(other[:min(len(other), 5)], ", "))
 		}
 	}
 	recorded := false
