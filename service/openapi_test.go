@@ -324,6 +324,8 @@ func TestOpenAPI(t *testing.T) {
 	sp.call(t, e, "GET", api.PathHealth, api.PathHealth, "", "", "")
 	sp.call(t, e, "GET", api.PathReady, api.PathReady, "", "", "")
 	sp.call(t, e, "POST", api.PathMyToken, api.PathMyToken, "prt_any", "", "")
+	sp.call(t, e, "POST", api.PathEnroll, api.PathEnroll, adminToken, "", "")
+	sp.call(t, e, "POST", api.PathReports, api.PathReports, "prt_any", rep("r1"), j)
 
 	// Every documented answer was seen.
 	var missing []string
