@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -183,11 +184,54 @@ func (c *Client) Status(ctx context.Context) (api.Status, error) {
 
 // Reports lists the caller's own stored reports.
 func (c *Client) Reports(ctx context.Context) ([]api.StoredReport, error) {
-	var out struct {
-		Reports []api.StoredReport `json:"reports"`
+	var all []api.StoredReport
+	cursor := ""
+	for {
+		page, err := c.ReportsPage(ctx, api.MaxPageLimit, cursor)
+		if err != nil {
+			return all, err
+		}
+		all = append(all, page.Reports...)
+		if page.NextCursor == "" {
+			return all, nil
+		}
+		cursor = page.NextCursor
 	}
-	_, err := c.do(ctx, http.MethodGet, api.PathReports, nil, &out)
-	return out.Reports, err
+}
+
+// ReportsPage fetches one page of the caller's reports: up to limit (0:
+// the server's default) after cursor ("" for the first page).
+func (c *Client) ReportsPage(ctx context.Context, limit int, cursor string) (api.ReportPage, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	path := api.PathReports
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var page api.ReportPage
+	_, err := c.do(ctx, http.MethodGet, path, nil, &page)
+	return page, err
+}
+
+// DeleteMe deletes the caller's reports and states and revokes her token
+// (the client cannot be used afterwards); her ledger stays (see
+// api.Retained).
+func (c *Client) DeleteMe(ctx context.Context) (api.Deletion, error) {
+	var d api.Deletion
+	_, err := c.do(ctx, http.MethodDelete, api.PathMe, nil, &d)
+	return d, err
+}
+
+// Export fetches everything the server stores about the caller.
+func (c *Client) Export(ctx context.Context) (api.Export, error) {
+	var e api.Export
+	_, err := c.do(ctx, http.MethodGet, api.PathMyExport, nil, &e)
+	return e, err
 }
 
 // Report fetches one of the caller's own stored reports.

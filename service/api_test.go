@@ -27,6 +27,13 @@ import (
 // answer is one) and the body.
 func raw(t testing.TB, s *testServer, method, path, token, body string) (int, api.Error, []byte) {
 	t.Helper()
+	return rawType(t, s, method, path, token, body, "application/json")
+}
+
+// rawType is raw with a Content-Type of the caller's (sent only with a
+// body; "-" sends none).
+func rawType(t testing.TB, s *testServer, method, path, token, body, ctype string) (int, api.Error, []byte) {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -34,6 +41,9 @@ func raw(t testing.TB, s *testServer, method, path, token, body string) (int, ap
 	req, err := http.NewRequest(method, s.ts.URL+path, rd)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if body != "" && ctype != "-" {
+		req.Header.Set("Content-Type", ctype)
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -88,6 +98,13 @@ func TestBadInput(t *testing.T) {
 		status                          int
 		code, field                     string
 	}{
+		{"repeated key", "POST", api.PathReports, tok, `{"id":"k2","id":"k2b","epsilon":4,"values":` + good + `}`, 400, api.CodeDuplicateField, "id"},
+		{"keys in another case", "POST", api.PathReports, tok, `{"ID":"k1","EPSILON":4,"VALUES":` + good + `}`, 400, api.CodeUnknownField, "ID"},
+		{"wrong Content-Type", "POST", api.PathReports, tok, reportBody("a", 4, good), 415, api.CodeMediaType, ""},
+		{"no Content-Type", "POST", api.PathReports, tok, reportBody("a", 4, good), 415, api.CodeMediaType, ""},
+		{"enrolment with a null body", "POST", api.PathEnroll, "", `null`, 400, api.CodeWrongType, ""},
+		{"enrolment as a form", "POST", api.PathEnroll, "", `a=1`, 415, api.CodeMediaType, ""},
+		{"release: repeated key", "POST", api.PathAdminReleases, adminToken, `{"method":"ldp-rr","method":"dp-bias"}`, 400, api.CodeDuplicateField, "method"},
 		{"malformed JSON", "POST", api.PathReports, tok, `{"id": "a", `, 400, api.CodeMalformedJSON, ""},
 		{"not JSON at all", "POST", api.PathReports, tok, `id=a&epsilon=4`, 400, api.CodeMalformedJSON, ""},
 		{"empty body", "POST", api.PathReports, tok, ``, 400, api.CodeMalformedJSON, ""},
@@ -133,11 +150,17 @@ func TestBadInput(t *testing.T) {
 		{"unknown release", "GET", api.PathReleases + "/99", "", "", 404, api.CodeNotFound, "id"},
 		{"unknown endpoint", "GET", "/v1/nope", "", "", 404, api.CodeNotFound, ""},
 	}
+	// The Content-Type of the cases that send another than JSON.
+	ctypes := map[string]string{"wrong Content-Type": "text/plain", "no Content-Type": "-", "enrolment as a form": "application/x-www-form-urlencoded"}
 	var table bytes.Buffer
 	table.WriteString("| request | status | code | field | message |\n|---|---|---|---|---|\n")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			status, e, b := raw(t, s, c.method, c.path, c.token, c.body)
+			ctype, ok := ctypes[c.name]
+			if !ok {
+				ctype = "application/json"
+			}
+			status, e, b := rawType(t, s, c.method, c.path, c.token, c.body, ctype)
 			if status != c.status || e.Code != c.code || e.Field != c.field {
 				t.Fatalf("%s %s: %d %s field %q (%s); want %d %s field %q", c.method, c.path, status, e.Code, e.Field, b, c.status, c.code, c.field)
 			}

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,6 +84,13 @@ type Options struct {
 	Writers int
 	// Workers bounds training parallelism (0: all cores).
 	Workers int
+	// MaxConns bounds the open HTTP connections (0: the descriptor
+	// limit minus FDReserve, see ConnLimit); IdleTimeout is how long an
+	// idle keep-alive connection is kept (0: DefaultIdleTimeout). TLS,
+	// when set, serves HTTPS.
+	MaxConns    int
+	IdleTimeout time.Duration
+	TLS         *tls.Config
 	// Log receives structured logs (nil: discarded). Tokens and report
 	// values are never logged.
 	Log *slog.Logger
@@ -113,6 +121,9 @@ func (o *Options) defaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
 	}
 	if o.MaxBody == 0 && o.Catalogue != nil {
 		o.MaxBody = 64<<10 + 32*int64(o.Catalogue.Len())

@@ -36,7 +36,11 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 	if !s.authAdmin(w, r) {
 		return
 	}
-	req, e := api.DecodeReleaseRequest(http.MaxBytesReader(w, r.Body, 1<<20))
+	body := jsonBody(w, r, 1<<20)
+	if body == nil {
+		return
+	}
+	req, e := api.DecodeReleaseRequest(body)
 	if e != nil {
 		writeError(w, e)
 		return

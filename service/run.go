@@ -19,18 +19,23 @@ import (
 // waiting on the database) is cut off. A requested shutdown returns nil
 // even then: it did what was asked. It does not close the store.
 func Serve(ctx context.Context, srv *Server, ln net.Listener, grace time.Duration) error {
+	ln, guard, err := srv.guardListener(ln)
+	if err != nil {
+		return err
+	}
 	var mu sync.Mutex
 	active := map[net.Conn]struct{}{}
 	hs := &http.Server{
 		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		IdleTimeout:       srv.opt.IdleTimeout,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(srv.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 		ConnState: func(c net.Conn, st http.ConnState) {
+			guard.state(c, st)
 			mu.Lock()
 			defer mu.Unlock()
 			if st == http.StateActive {
@@ -60,7 +65,7 @@ func Serve(ctx context.Context, srv *Server, ln net.Listener, grace time.Duratio
 	mu.Unlock()
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	err := hs.Shutdown(sctx)
+	err = hs.Shutdown(sctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		mu.Lock()
 		n := len(active)

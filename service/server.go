@@ -11,7 +11,6 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -148,7 +147,10 @@ func (s *Server) routes() {
 	s.mux = http.NewServeMux()
 	s.route(api.PathConfig, map[string]http.HandlerFunc{http.MethodGet: s.getConfig})
 	s.route(api.PathEnroll, map[string]http.HandlerFunc{http.MethodPost: s.postEnroll})
-	s.route(api.PathMe, map[string]http.HandlerFunc{http.MethodGet: s.getMe})
+	s.route(api.PathMe, map[string]http.HandlerFunc{http.MethodGet: s.getMe, http.MethodDelete: s.deleteMe})
+	s.route(api.PathMyExport, map[string]http.HandlerFunc{http.MethodGet: s.getMyExport})
+	s.route(api.PathAdminUsers+"/{id}", map[string]http.HandlerFunc{http.MethodDelete: s.adminDeleteUser})
+	s.route(api.PathAdminUsers+"/{id}/export", map[string]http.HandlerFunc{http.MethodGet: s.adminExportUser})
 	s.route(api.PathMyToken, map[string]http.HandlerFunc{http.MethodPost: s.postMyToken})
 	s.route(api.PathMyState, map[string]http.HandlerFunc{http.MethodGet: s.getMyState})
 	s.route(api.PathReports, map[string]http.HandlerFunc{http.MethodPost: s.postReport, http.MethodGet: s.getReports})
@@ -426,21 +428,14 @@ func clientAddr(r *http.Request) string {
 	return host
 }
 
-// emptyBody accepts an absent body or an empty JSON object.
-func emptyBody(r io.Reader) *api.Error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return &api.Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge, Message: "enrolment takes no body (or {})"}
-		}
-		return api.BadRequest(api.CodeMalformedJSON, "", "reading the body: %v", err)
-	}
-	if len(bytes.TrimSpace(b)) == 0 {
+// jsonBody checks a request body's Content-Type (415 unless JSON) and
+// bounds its size; on failure it has answered and returns nil.
+func jsonBody(w http.ResponseWriter, r *http.Request, limit int64) io.Reader {
+	if e := api.CheckContentType(r.Header.Get("Content-Type"), r.ContentLength); e != nil {
+		writeError(w, e)
 		return nil
 	}
-	var v struct{}
-	return api.DecodeStrict(bytes.NewReader(b), &v)
+	return http.MaxBytesReader(w, r.Body, limit)
 }
 
 func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) {
@@ -455,7 +450,11 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("too many enrolments from this address (limit %g per second, burst %d)", s.opt.EnrollRate, s.opt.EnrollBurst)})
 		return
 	}
-	if e := emptyBody(http.MaxBytesReader(w, r.Body, 1024)); e != nil {
+	body := jsonBody(w, r, 1024)
+	if body == nil {
+		return
+	}
+	if e := api.DecodeEmpty(body); e != nil {
 		writeError(w, e)
 		return
 	}
@@ -540,7 +539,12 @@ func (s *Server) postReport(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rep, e := api.DecodeReport(http.MaxBytesReader(w, r.Body, s.opt.MaxBody), s.cfg)
+	body := jsonBody(w, r, s.opt.MaxBody)
+	if body == nil {
+		s.m.reports.WithLabelValues("invalid").Inc()
+		return
+	}
+	rep, e := api.DecodeReport(body, s.cfg)
 	if e != nil {
 		s.m.reports.WithLabelValues("invalid").Inc()
 		writeError(w, e)
@@ -590,22 +594,31 @@ func (s *Server) getReports(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	reps, err := s.st.Reports(r.Context(), id)
+	limit, after, ok := pageParams(w, r.URL.Query())
+	if !ok {
+		return
+	}
+	// One more than the page tells whether another page follows.
+	reps, err := s.st.ReportsPage(r.Context(), id, after, limit+1)
 	if err != nil {
 		s.internal(w, r, "listing reports", err)
 		return
 	}
-	out := make([]api.StoredReport, 0, len(reps))
-	for _, rep := range reps {
+	page := api.ReportPage{Reports: make([]api.StoredReport, 0, min(len(reps), limit))}
+	for k, rep := range reps {
+		if k == limit {
+			page.NextCursor = strconv.FormatInt(reps[k-1].Seq, 10)
+			break
+		}
 		sr, err := storedReport(rep)
 		if err != nil {
 			s.internal(w, r, "listing reports", serverFault{err})
 			return
 		}
-		out = append(out, sr)
+		page.Reports = append(page.Reports, sr)
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, map[string]any{"reports": out})
+	writeJSON(w, http.StatusOK, page)
 }
 
 func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {

@@ -130,7 +130,11 @@ func (s *Server) postMyToken(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if e := emptyBody(http.MaxBytesReader(w, r.Body, 1024)); e != nil {
+	body := jsonBody(w, r, 1024)
+	if body == nil {
+		return
+	}
+	if e := api.DecodeEmpty(body); e != nil {
 		writeError(w, e)
 		return
 	}

@@ -498,6 +498,37 @@ func TestBrowser(t *testing.T) {
 	rec.config = nil
 	rec.mu.Unlock()
 
+	// Her data at the service: the export button shows everything stored
+	// about her; the leave button deletes her reports and token there and
+	// says what stays (her ledger).
+	var exportJSON, exportNote string
+	if err := chromedp.Run(bctx, chromedp.Navigate(url+"/"), ready,
+		chromedp.Click(`#export`, chromedp.ByID), chromedp.WaitVisible(`#export-note.ok`, chromedp.ByQuery),
+		chromedp.Text(`#export-note`, &exportNote, chromedp.ByID), chromedp.TextContent(`#export-json`, &exportJSON, chromedp.ByID)); err != nil {
+		t.Fatalf("exporting: %v", err)
+	}
+	var ex api.Export
+	if err := json.Unmarshal([]byte(exportJSON), &ex); err != nil || ex.User != acc.User || len(ex.Reports) != 1 || ex.Reports[0].ID != shownRep.ID ||
+		ex.Ledger.Spent != cfg.ReportEpsilon || !strings.Contains(exportNote, "1 report") {
+		t.Fatalf("the export shown: %s (%v); note %q", exportJSON, err, exportNote)
+	}
+	var leaveNote string
+	var enrolOn bool
+	if err := chromedp.Run(bctx, chromedp.Evaluate(`window.confirm = () => true`, nil),
+		chromedp.Click(`#leave`, chromedp.ByID), chromedp.WaitVisible(`#leave-note.ok`, chromedp.ByQuery),
+		chromedp.Text(`#leave-note`, &leaveNote, chromedp.ByID), chromedp.Evaluate(`!document.getElementById("enrol").disabled && localStorage.getItem("privrec.account") === null`, &enrolOn)); err != nil {
+		t.Fatalf("leaving: %v", err)
+	}
+	if !strings.Contains(leaveNote, "1 report") || !strings.Contains(leaveNote, "ledger") || !enrolOn {
+		t.Errorf("after leaving the page says %q (join enabled, account forgotten: %v)", leaveNote, enrolOn)
+	}
+	if _, err := me.Status(ctx); err == nil {
+		t.Error("her token still works after she left")
+	}
+	if left, err := st.ExportUser(ctx, acc.User); err != nil || len(left.Reports) != 0 || left.DeletedMS == 0 || left.User.Spent != charge {
+		t.Fatalf("the service after she left: %+v, %v", left, err)
+	}
+
 	// Nothing was requested from outside the server.
 	urlMu.Lock()
 	defer urlMu.Unlock()

@@ -98,7 +98,7 @@ func TestHandler(t *testing.T) {
 // server (no scheme-qualified or protocol-relative URL in src, href or
 // fetch), so the CSP is never what stops a request.
 func TestNoOutsideAssets(t *testing.T) {
-	ext := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?(https?:|//)|fetch\(\s*["'](https?:|//)|@import|url\(`)
+	ext := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?(https?:|//)|fetch\(\s*["'](https?:|//)|@import|\burl\(`)
 	for _, name := range []string{"static/index.html", "static/app.js", "static/style.css"} {
 		b, err := os.ReadFile(name)
 		if err != nil {

@@ -38,6 +38,10 @@ The reference client of 'privrec serve'. Commands:
                               release and her own ratings (nothing is sent)
   publish --method NAME       (admin token) train a release on the stored data
                               and publish it
+  export                      everything the server stores about her (JSON)
+  leave --yes                 delete her reports and states at the server and
+                              revoke her token; her ledger (what she spent)
+                              stays, since published releases used her reports
 
 The token comes from --token, --token-file or $PRIVREC_TOKEN. A ratings file
 holds one user's ratings: "item rating" per line (tab, comma or spaces), or
@@ -64,7 +68,7 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
   privrec client --server http://127.0.0.1:8080 submit --ratings mine.tsv --json
   privrec client --server http://127.0.0.1:8080 status --json
   privrec client --server http://127.0.0.1:8080 recommend --ratings mine.tsv -k 10`
-	fs := newFlags("client --server URL [--token T] enroll|submit|status|recommend|publish [flags]", clientSynopsis, example)
+	fs := newFlags("client --server URL [--token T] enroll|submit|status|recommend|publish|export|leave [flags]", clientSynopsis, example)
 	server := fs.String("server", "", "the server's base URL, e.g. http://127.0.0.1:8080")
 	token := fs.String("token", "", "the user's token (default: $PRIVREC_TOKEN)")
 	tokenFile := fs.String("token-file", "", "file holding the user's token")
@@ -341,8 +345,12 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "Published release %d (%s) trained on %d reports in %.2f s.\n%s\nGuarantee: %s\n", res.ID, res.Release.Method, res.Reports, res.Seconds, res.Release.Ledger, res.Release.GuaranteeText)
 		return nil
+	case "export":
+		return clientExport(ctx, c, sfs, subArgs, jsonOut, out)
+	case "leave":
+		return clientLeave(ctx, c, sfs, subArgs, jsonOut, out)
 	}
-	return usagef("unknown client command %q (want enroll, submit, status, recommend or publish)", sub)
+	return usagef("unknown client command %q (want enroll, submit, status, recommend, publish, export or leave)", sub)
 }
 
 // ledgerPath is the device ledger's file: the flag (or $PRIVREC_LEDGER),

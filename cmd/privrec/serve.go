@@ -56,14 +56,19 @@ when there is no collection there (a mistyped path, an empty file), when
 the file fails SQLite's integrity check, or when a flag differs from the
 recorded settings. An older schema is migrated forward on opening.
 SIGTERM or SIGINT stops the server gracefully (requests in flight finish).
+--config FILE reads any of these flags from a file (NAME = VALUE lines);
+--tls-cert and --tls-key serve HTTPS directly. deploy/ has a systemd unit
+and a Dockerfile (docs/SERVICE.md, "Configuration file, TLS and
+deployment").
 
   privrec serve stats --db URL [--json]    users, reports, releases, largest ε (ρ) spent
   privrec serve backup --db sqlite:FILE --out FILE   online backup, checked
   privrec serve restore --backup FILE --db sqlite:FILE [--replace]
   privrec serve token create|list|revoke|rotate --db URL …
                                            admin and user tokens, no restart
-  privrec serve bench [--db URL] [--clients 64] [--duration 10s] [--json]
-                                           load benchmark, clients and server in one process`
+  privrec serve bench [--runs 3] [--clients 64] [--duration 10s] [--json]
+                                           load benchmark: a server process driven by
+                                           the load generator (privrec loadgen)`
 
 // serverGC makes the collector run less often (GOGC=400) unless GOGC is
 // set: a server's live heap is small and its garbage per request large,
@@ -125,7 +130,11 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	workers := fs.Int("workers", 0, "training goroutines (0: all cores)")
 	addrFile := fs.String("addr-file", "", "write the listening address (host:port) to this file once ready")
 	web := fs.Bool("web", true, "serve the browser client at / (docs/BROWSER.md): the device code in WebAssembly, true ratings kept in the browser")
+	hf := addServeHTTPFlags(fs)
 	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	if err := hf.loadConfigFile(fs); err != nil {
 		return err
 	}
 	if *db == "" {
@@ -163,6 +172,9 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if _, err := service.BuildConfig(opt); err != nil {
 		return usagef("%v", err)
 	}
+	if err := hf.apply(&opt); err != nil {
+		return err
+	}
 	if *web {
 		if opt.Root, err = webapp.New(); err != nil {
 			return err
@@ -193,7 +205,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("--addr-file: %w", err)
 		}
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "db", store.Redact(*db), "mode", cfg.Mode, "mechanism", cfg.Mechanism,
+	log.Info("listening", "addr", ln.Addr().String(), "scheme", hf.scheme(), "db", store.Redact(*db), "mode", cfg.Mode, "mechanism", cfg.Mechanism,
 		"report_epsilon", cfg.ReportEpsilon, "cell_epsilon", cfg.CellEpsilon, "budget", cfg.Budget, "items", len(cfg.Items),
 		"admin_api", admin != "", "enroll", *enroll)
 	if w := ldp.CellWarning(ldp.Mechanism(cfg.Mechanism), cfg.CellEpsilon, len(cfg.Items), ldp.Scale{Min: cfg.Scale.Min, Max: cfg.Scale.Max, Levels: cfg.Scale.Levels}); cfg.CellEpsilon > 0 && w != "" {
@@ -339,34 +351,5 @@ func runServeStats(ctx context.Context, args []string, out io.Writer) error {
 	if ledger != nil {
 		return fmt.Errorf("ledger check failed: %w", ledger)
 	}
-	return nil
-}
-
-func runServeBench(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("serve bench [--db URL] [--clients 64] [--duration 10s] [--items 40] [--json]",
-		"Load benchmark: a server on a loopback port and --clients concurrent clients in this process, sharing the machine. Each client enrols, then loops: randomize a fresh report over the whole catalogue (the device's ldp code), submit it, wait for the acknowledgement, which comes only after the report's group-commit transaction is durable. Prints acknowledged reports per second and the latency percentiles clients saw, then checks that the store holds every report and every ledger is exact.",
-		"  privrec serve bench --clients 64 --duration 10s --json\n  privrec serve bench --db postgres://privrec:privrec@127.0.0.1/privrec_bench --json")
-	db := fs.String("db", "", "database URL (default: an SQLite file in a temporary directory)")
-	clients := fs.Int("clients", 64, "concurrent clients")
-	dur := fs.Duration("duration", 10*time.Second, "measured duration")
-	warm := fs.Duration("warmup", 2*time.Second, "warm-up before measuring")
-	items := fs.Int("items", 40, "catalogue size (every report covers it all)")
-	mech := fs.String("mechanism", "rr", "rr or laplace")
-	writers := fs.Int("writers", 0, "concurrent write transactions (PostgreSQL only; 0: 1)")
-	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args, false); err != nil {
-		return err
-	}
-	serverGC()
-	res, err := service.Bench(ctx, service.BenchOptions{DB: *db, Clients: *clients, Duration: *dur, Warmup: *warm, Items: *items, Mechanism: *mech, Writers: *writers})
-	if err != nil {
-		return err
-	}
-	if *jsonOut {
-		return writeJSON(out, res)
-	}
-	fmt.Fprintf(out, "%s, %d clients, %d items (%s): %.0f acknowledged durable reports/s over %.0f s; latency p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms; %d commits, %.1f reports per commit; %.0f µs CPU per report, %.2f cores used; %d errors; stored %d, ledgers %s\n",
-		res.DB, res.Clients, res.Items, res.Mechanism, res.PerSecond, res.Seconds, res.P50ms, res.P90ms, res.P99ms, res.MaxMs, res.Commits, res.MeanBatch, res.CPUPerReportUs, res.Cores, res.Errors, res.StoredReports,
-		map[bool]string{true: "exact", false: "INCONSISTENT"}[res.LedgerOK])
 	return nil
 }

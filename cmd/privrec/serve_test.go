@@ -208,6 +208,23 @@ func TestServeAndClient(t *testing.T) {
 		t.Fatalf("the device ledger after a refusal: %s", b)
 	}
 
+	// She takes her data and leaves: export shows her one report; leave
+	// needs --yes, then deletes it and revokes her token.
+	code, out = runCmd(t, "client", "--server", addr, "--token", tok2, "export")
+	if ex := decodeJSON(t, out); code != 0 || len(ex["reports"].([]any)) != 1 {
+		t.Fatalf("export: %d %s", code, out)
+	}
+	if code, _ = runCmd(t, "client", "--server", addr, "--token", tok2, "leave"); code != 2 {
+		t.Fatalf("leave without --yes: exit %d", code)
+	}
+	code, out = runCmd(t, "client", "--server", addr, "--token", tok2, "leave", "--yes", "--json")
+	if l := decodeJSON(t, out); code != 0 || l["reports_deleted"] != float64(1) || l["token_revoked"] != true {
+		t.Fatalf("leave: %d %s", code, out)
+	}
+	if code, _ = runCmd(t, "client", "--server", addr, "--token", tok2, "status", "--ledger", "none", "--json"); code != 1 {
+		t.Fatalf("status after leaving: exit %d", code)
+	}
+
 	// SIGTERM's path: the context ends, the server stops cleanly.
 	cancel()
 	select {

@@ -232,6 +232,8 @@ func (e *Error) Error() string {
 const (
 	CodeMalformedJSON  = "malformed_json"
 	CodeUnknownField   = "unknown_field"
+	CodeDuplicateField = "duplicate_field"
+	CodeMediaType      = "unsupported_media_type"
 	CodeWrongType      = "wrong_type"
 	CodeMissingField   = "missing_field"
 	CodeInvalidValue   = "invalid_value"

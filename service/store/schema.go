@@ -55,6 +55,17 @@ var migrations = []migration{
 		[]string{`CREATE TABLE heartbeat (id INTEGER PRIMARY KEY, beat_ms BIGINT NOT NULL, beats BIGINT NOT NULL)`}},
 	{4, "collection versions: the catalogue may grow; each report records the version it was made for",
 		collectionVersions("INTEGER"), collectionVersions("BIGINT")},
+	{5, "users who left: deleted_ms, and the charge and count of their erased reports (the ledger keeps them)",
+		[]string{
+			`ALTER TABLE users ADD COLUMN deleted_ms INTEGER NOT NULL DEFAULT 0`,
+			`ALTER TABLE users ADD COLUMN erased_nano INTEGER NOT NULL DEFAULT 0`,
+			`ALTER TABLE users ADD COLUMN erased_reports INTEGER NOT NULL DEFAULT 0`,
+		},
+		[]string{
+			`ALTER TABLE users ADD COLUMN deleted_ms BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE users ADD COLUMN erased_nano BIGINT NOT NULL DEFAULT 0`,
+			`ALTER TABLE users ADD COLUMN erased_reports BIGINT NOT NULL DEFAULT 0`,
+		}},
 }
 
 // collectionVersions is migration 4 in a dialect's integer type.

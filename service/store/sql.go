@@ -141,7 +141,9 @@ func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB, create bool) (*sq
 			dst **sql.Stmt
 			q   string
 		}{
-			{&b.ledgers, "SELECT id, spent_nano, budget_nano, reports FROM users WHERE id IN (" + placeholders(n, 1) + ")" + lock},
+			// A user who left (deleted_ms > 0) is no user: a report
+			// racing her deletion is refused.
+			{&b.ledgers, "SELECT id, spent_nano, budget_nano, reports FROM users WHERE deleted_ms = 0 AND id IN (" + placeholders(n, 1) + ")" + lock},
 			{&b.lookup, `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version
 				FROM reports WHERE (user_id, client_id) IN (VALUES ` + placeholders(n, 2) + `)`},
 			{&b.insert, `INSERT INTO reports (user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version)
@@ -837,9 +839,11 @@ func (s *sqlStore) CheckPeriods(ctx context.Context, periodMS int64) error {
 }
 
 func (s *sqlStore) checkLedgers(ctx context.Context, periods bool) error {
+	// A user who left keeps her ledger: her erased reports' charge and
+	// count are in erased_nano and erased_reports.
 	rows, err := s.r.QueryContext(ctx, `SELECT u.id, u.spent_nano, u.budget_nano, u.reports,
-		COALESCE((SELECT SUM(r.epsilon_nano) FROM reports r WHERE r.user_id = u.id), 0),
-		(SELECT COUNT(*) FROM reports r WHERE r.user_id = u.id),
+		u.erased_nano + COALESCE((SELECT SUM(r.epsilon_nano) FROM reports r WHERE r.user_id = u.id), 0),
+		u.erased_reports + (SELECT COUNT(*) FROM reports r WHERE r.user_id = u.id),
 		COALESCE((SELECT SUM(c.epsilon_nano) FROM release_charges c WHERE c.user_id = u.id), 0)
 		FROM users u ORDER BY u.id`)
 	if err != nil {

@@ -291,6 +291,17 @@ type Store interface {
 	// UserSpentSince is one user's charges by releases created at or
 	// after sinceMS.
 	UserSpentSince(ctx context.Context, user string, sinceMS int64) (int64, error)
+	// ReportsPage lists up to limit of a user's reports with seq >
+	// afterSeq in submission order (a page of GET /v1/reports).
+	ReportsPage(ctx context.Context, user string, afterSeq int64, limit int) ([]Report, error)
+	// DeleteUser deletes a user's reports and per-release states and
+	// revokes her token in one transaction, keeping her ledger (what she
+	// spent stays spent: past releases used her data); a repeat changes
+	// nothing (Erasure.Repeat). ErrNotFound when there is no such user.
+	DeleteUser(ctx context.Context, id string, nowMS int64) (Erasure, error)
+	// ExportUser reads everything stored about a user (not her token
+	// hash). ErrNotFound when there is no such user.
+	ExportUser(ctx context.Context, id string) (Export, error)
 	// Ping checks the database is reachable.
 	Ping(ctx context.Context) error
 	// Heartbeat durably commits a write of the heartbeat row in a

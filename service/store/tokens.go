@@ -25,7 +25,9 @@ func (s *sqlStore) exec1(ctx context.Context, what, q string, args ...any) error
 }
 
 func (s *sqlStore) SetUserToken(ctx context.Context, user string, hash []byte, expiresMS int64) error {
-	return s.exec1(ctx, "replacing a user's token", `UPDATE users SET token_hash = ?, token_expires_ms = ?, token_revoked_ms = 0 WHERE id = ?`, hash, expiresMS, user)
+	// A user who left (deleted_ms > 0) gets no new token: she is no
+	// user any more (store.DeleteUser).
+	return s.exec1(ctx, "replacing a user's token", `UPDATE users SET token_hash = ?, token_expires_ms = ?, token_revoked_ms = 0 WHERE id = ? AND deleted_ms = 0`, hash, expiresMS, user)
 }
 
 func (s *sqlStore) RevokeUserToken(ctx context.Context, user string, nowMS int64) error {

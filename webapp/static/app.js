@@ -181,6 +181,8 @@ function onFilter() {
 async function drawAccount() {
   const acc = load(KEY.account, null);
   $("enrol").disabled = acc !== null;
+  $("export").disabled = acc === null;
+  $("leave").disabled = acc === null;
   $("prepare").disabled = acc === null || blocked !== "";
   if (acc === null) {
     $("who").textContent = "You have not joined yet. Joining gives this browser a secret token; nothing about you is asked.";
@@ -390,6 +392,61 @@ async function onRecommend() {
   }
 }
 
+// onExport fetches everything the service stores about her
+// (GET /v1/me/export), shows it and offers it as a file.
+async function onExport() {
+  const acc = load(KEY.account, null);
+  if (acc === null) return;
+  try {
+    const text = await api("GET", "/v1/me/export", undefined, acc.token);
+    const ex = JSON.parse(text);
+    const pretty = JSON.stringify(ex, null, 2);
+    $("export-json").textContent = pretty;
+    const link = $("export-link");
+    if (link.href.startsWith("blob:")) URL.revokeObjectURL(link.href);
+    link.href = URL.createObjectURL(new Blob([pretty], { type: "application/json" }));
+    link.download = "privrec-" + ex.user + ".json";
+    $("export-details").hidden = false;
+    $("export-details").open = true;
+    $("export-note").className = "ok";
+    $("export-note").textContent = "The service holds, about " + ex.user + ": " + ex.reports.length + " report" + (ex.reports.length === 1 ? "" : "s") +
+      ", " + ex.states.length + " per-release state" + (ex.states.length === 1 ? "" : "s") + " and your ledger (spent " + fmt(ex.ledger.spent) + " of " +
+      fmt(ex.ledger.budget) + "). Your token is kept there only as a hash.";
+  } catch (e) {
+    $("export-note").className = "bad";
+    $("export-note").textContent = "Could not fetch your data: " + e.message;
+  }
+}
+
+// onLeave deletes her at the service (DELETE /v1/me): her reports,
+// states and token; the answer says what stays and why. Her ratings and
+// this browser's own ledger stay on this device ("Forget everything"
+// removes them).
+async function onLeave() {
+  const acc = load(KEY.account, null);
+  if (acc === null) return;
+  if (!window.confirm("Leave the service? Your reports and your token are deleted there; this cannot be undone.")) return;
+  $("leave").disabled = true;
+  try {
+    const d = JSON.parse(await api("DELETE", "/v1/me", undefined, acc.token));
+    localStorage.removeItem(KEY.account);
+    localStorage.removeItem(KEY.pending);
+    localStorage.removeItem(KEY.sent);
+    $("preview").hidden = true;
+    $("export-details").hidden = true;
+    $("export-note").textContent = "";
+    $("leave-note").className = "ok";
+    $("leave-note").textContent = "You have left. Deleted at the service: " + d.reports_deleted + " report" + (d.reports_deleted === 1 ? "" : "s") +
+      " and " + d.states_deleted + " per-release state" + (d.states_deleted === 1 ? "" : "s") + "; your token no longer works. " + d.retained.why +
+      " Your ratings stay in this browser until you forget them.";
+    status("You have left the service.");
+  } catch (e) {
+    $("leave-note").className = "bad";
+    $("leave-note").textContent = "Could not leave: " + e.message;
+  }
+  await drawAccount();
+}
+
 function onForget() {
   if (!window.confirm("Forget your ratings and your token on this device?")) return;
   for (const k of Object.values(KEY)) localStorage.removeItem(k);
@@ -420,6 +477,8 @@ async function main() {
   $("send").addEventListener("click", onSend);
   $("recommend").addEventListener("click", onRecommend);
   $("forget").addEventListener("click", onForget);
+  $("export").addEventListener("click", onExport);
+  $("leave").addEventListener("click", onLeave);
   $("filter").addEventListener("input", onFilter);
   try {
     const [text] = await Promise.all([api("GET", "/v1/config"), startWasm()]);
