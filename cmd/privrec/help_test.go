@@ -59,7 +59,7 @@ func helpPages(t *testing.T) []helpPage {
 				get("serve", sub, "--help")
 			}
 		case "client":
-			for _, sub := range []string{"enroll", "submit", "status", "recommend", "publish"} {
+			for _, sub := range []string{"enroll", "submit", "status", "recommend", "publish", "export", "leave"} {
 				if !strings.Contains(text, sub) {
 					t.Errorf("client --help does not mention its subcommand %s", sub)
 				}
