@@ -148,10 +148,12 @@ func (t *Task) Shard(q []int64, leaderKey, helperKey kem.PublicKey) (*Report, er
 	for j, v := range q {
 		enc[j] = uint64(v - t.Min)
 	}
-	return t.shardEncoded(enc, leaderKey, helperKey)
+	return t.shardEncoded(enc, leaderKey, helperKey, nil)
 }
 
-func (t *Task) shardEncoded(enc []uint64, leaderKey, helperKey kem.PublicKey) (*Report, error) {
+// shardEncoded shards an encoded measurement; tamper (tests only: a
+// malicious device) may rewrite an input share before it is sealed.
+func (t *Task) shardEncoded(enc []uint64, leaderKey, helperKey kem.PublicKey, tamper func(Role, []byte) []byte) (*Report, error) {
 	v, err := t.vdaf()
 	if err != nil {
 		return nil, err
@@ -173,6 +175,9 @@ func (t *Task) shardEncoded(enc []uint64, leaderKey, helperKey kem.PublicKey) (*
 		pt, err := shares[i].MarshalBinary()
 		if err != nil {
 			return nil, fmt.Errorf("dap: encoding input share %d: %w", i, err)
+		}
+		if tamper != nil {
+			pt = tamper(Role(i), pt)
 		}
 		key := []kem.PublicKey{leaderKey, helperKey}[i]
 		if *dst, err = seal(key, Role(i), ad, pt); err != nil {
