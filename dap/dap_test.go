@@ -144,24 +144,24 @@ func TestQuantizeClipsExactly(t *testing.T) {
 func TestSigmaFor(t *testing.T) {
 	for _, mode := range []NoiseMode{NoiseEachAlone, NoiseSplit} {
 		for _, rho := range []float64{0.01, 0.5, 8} {
-			s, err := SigmaFor(rho, 64, 100, mode)
+			s, err := SigmaFor(rho, 8, 100, mode)
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, _ := RhoOf(s, 64, 100, mode)
-			r1, _ := RhoOf(s-1, 64, 100, mode)
+			r, _ := RhoOf(s, 8, 100, mode)
+			r1, _ := RhoOf(s-1, 8, 100, mode)
 			if r > rho || r1 <= rho {
 				t.Fatalf("%s ρ=%v: σ=%d gives %v, σ-1 gives %v", mode, rho, s, r, r1)
 			}
 		}
 	}
 	// Each-alone: σ² = Δ²/(2ρ), so at ρ = 0.5, Δ = 8: σ = 8.
-	if s, _ := SigmaFor(0.5, 64, 100, NoiseEachAlone); s != 8 {
+	if s, _ := SigmaFor(0.5, 8, 100, NoiseEachAlone); s != 8 {
 		t.Fatalf("σ = %d, want 8", s)
 	}
 	// Split: each σ is ≈ 1/√2 of the each-alone σ (the honest-but-curious saving).
-	a, _ := SigmaFor(0.01, 64, 100, NoiseEachAlone)
-	b, _ := SigmaFor(0.01, 64, 100, NoiseSplit)
+	a, _ := SigmaFor(0.01, 8, 100, NoiseEachAlone)
+	b, _ := SigmaFor(0.01, 8, 100, NoiseSplit)
 	if r := float64(b) / float64(a); math.Abs(r-1/math.Sqrt2) > 0.02 {
 		t.Fatalf("split/alone σ ratio %v, want ≈ 0.707", r)
 	}

@@ -64,6 +64,17 @@ type Task struct {
 	// integers): the ℓ2 sensitivity of the sum under adding or removing one
 	// user is √NormSq lattice units.
 	NormSq int64 `json:"norm_sq"`
+	// Relation is the neighbour relation the guarantee is stated for:
+	// RelationAddRemove (a user contributes or not; DAP's natural one) or
+	// RelationReplace (one user's ratings replaced by any others, the
+	// relation of privrec's central releases).
+	Relation string `json:"relation"`
+	// Sensitivity is the ℓ2 sensitivity of the integer sum Σq under
+	// Relation, in lattice units. NewTask derives it when zero: √NormSq
+	// (add/remove) or 2√NormSq (replace, triangle inequality). A plan may
+	// state a smaller replace-one bound proved for its statistic (see
+	// LatticeSensitivity); it may never be below √NormSq for add/remove.
+	Sensitivity float64 `json:"sensitivity"`
 	// Rho is the zCDP ρ the release costs each contributing user.
 	Rho float64 `json:"rho"`
 	// Noise and Sigma: how the noise is split and each aggregator's
@@ -82,10 +93,20 @@ func NewTask(t Task) (Task, error) {
 	if t.Noise == "" {
 		t.Noise = NoiseEachAlone
 	}
+	if t.Relation == "" {
+		t.Relation = RelationAddRemove
+	}
+	if t.Sensitivity == 0 && t.NormSq > 0 {
+		t.Sensitivity = math.Sqrt(float64(t.NormSq))
+		if t.Relation == RelationReplace {
+			t.Sensitivity *= 2
+		}
+		t.Sensitivity = up(t.Sensitivity)
+	}
 	if err := t.checkShape(); err != nil {
 		return Task{}, err
 	}
-	s, err := SigmaFor(t.Rho, t.NormSq, t.Dimension, t.Noise)
+	s, err := SigmaFor(t.Rho, t.Sensitivity, t.Dimension, t.Noise)
 	if err != nil {
 		return Task{}, fmt.Errorf("task %s: %w", t.ID, err)
 	}
@@ -114,6 +135,12 @@ func (t *Task) checkShape() error {
 		return bad("norm_sq %d outside [1, 2^62]", t.NormSq)
 	case t.MinReports < 1:
 		return bad("min_reports %d must be at least 1", t.MinReports)
+	case t.Relation != RelationAddRemove && t.Relation != RelationReplace:
+		return bad("relation %q: want %q or %q", t.Relation, RelationAddRemove, RelationReplace)
+	case !(t.Sensitivity > 0) || math.IsInf(t.Sensitivity, 0):
+		return bad("sensitivity %v must be finite and positive", t.Sensitivity)
+	case t.Relation == RelationAddRemove && t.Sensitivity*t.Sensitivity < float64(t.NormSq):
+		return bad("add/remove sensitivity %v below √norm_sq", t.Sensitivity)
 	case t.Noise != NoiseEachAlone && t.Noise != NoiseSplit:
 		return bad("noise %q: want %q or %q", t.Noise, NoiseEachAlone, NoiseSplit)
 	}
@@ -137,7 +164,7 @@ func (t *Task) Validate() error {
 	if t.Sigma < 1 || t.Sigma > noise.MaxDiscreteGaussianSigma {
 		return fmt.Errorf("%w: task %q: sigma %d outside [1, 2^28]", ErrInvalid, t.ID, t.Sigma)
 	}
-	rho, err := RhoOf(t.Sigma, t.NormSq, t.Dimension, t.Noise)
+	rho, err := RhoOf(t.Sigma, t.Sensitivity, t.Dimension, t.Noise)
 	if err != nil {
 		return fmt.Errorf("task %q: %w", t.ID, err)
 	}
@@ -150,8 +177,21 @@ func (t *Task) Validate() error {
 // Max is the largest integer a coordinate may take.
 func (t *Task) Max() int64 { return t.Min + (1 << t.Bits) - 1 }
 
-// Sensitivity is the release's ℓ2 sensitivity in real units, g·√NormSq.
-func (t *Task) Sensitivity() float64 { return t.Step * math.Sqrt(float64(t.NormSq)) }
+// Neighbour relations of a task's guarantee.
+const (
+	RelationAddRemove = "add-remove-user"
+	RelationReplace   = "replace-user"
+)
+
+// LatticeSensitivity is a replace-one sensitivity in lattice units for a
+// statistic whose real-valued sum has ℓ2 sensitivity sens (proved for the
+// statistic) when each user's contribution is rounded to the lattice of
+// spacing step in dim coordinates: each rounding error vector has norm
+// ≤ √dim/2, so replacing one user moves Σq by at most sens/step + √dim.
+// Rounded up.
+func LatticeSensitivity(sens, step float64, dim int) float64 {
+	return up(up(sens/step) + up(math.Sqrt(float64(dim))))
+}
 
 // ReleaseSD is the standard deviation of the noise on each released
 // coordinate in real units when both aggregators add theirs.
@@ -182,15 +222,19 @@ func (t *Task) vdaf() (*sumvec.SumVec, error) {
 // Gaussian bound for a sum of n = 2 independent N_Z(0, σ²) (Kairouz, Liu,
 // Steinke 2021, Theorem 1): ρ = ε²/2 with ε = min(√(Δ²/(nσ²) + τd/2),
 // Δ/(√n σ) + τ√d), τ = 10·Σ_{k=1}^{n−1} exp(−2π²σ²·k/(k+1)). Rounded up.
-func RhoOf(sigma uint64, normSq int64, dim int, mode NoiseMode) (float64, error) {
-	if sigma < 1 || normSq < 1 || dim < 1 {
-		return 0, fmt.Errorf("%w: σ %d, norm² %d, dimension %d", ErrInvalid, sigma, normSq, dim)
+func RhoOf(sigma uint64, sens float64, dim int, mode NoiseMode) (float64, error) {
+	if sigma < 1 || !(sens > 0) || math.IsInf(sens, 0) || dim < 1 {
+		return 0, fmt.Errorf("%w: σ %d, sensitivity %v, dimension %d", ErrInvalid, sigma, sens, dim)
 	}
 	s2 := float64(sigma) * float64(sigma)
-	d2 := float64(normSq)
+	d2 := up(sens * sens)
 	switch mode {
 	case NoiseEachAlone:
-		r := new(big.Rat).SetFrac(big.NewInt(normSq), new(big.Int).Lsh(new(big.Int).Mul(new(big.Int).SetUint64(sigma), new(big.Int).SetUint64(sigma)), 1))
+		// Exactly Δ²/(2σ²), rounded up only if inexact.
+		sr := new(big.Rat).SetFloat64(sens)
+		r := new(big.Rat).Mul(sr, sr)
+		sq := new(big.Int).SetUint64(sigma)
+		r.Quo(r, new(big.Rat).SetInt(new(big.Int).Lsh(sq.Mul(sq, sq), 1)))
 		f, exact := r.Float64()
 		if !exact {
 			f = up(f)
@@ -207,12 +251,12 @@ func RhoOf(sigma uint64, normSq int64, dim int, mode NoiseMode) (float64, error)
 }
 
 // SigmaFor is the smallest integer σ with RhoOf(σ, …) ≤ rho.
-func SigmaFor(rho float64, normSq int64, dim int, mode NoiseMode) (uint64, error) {
+func SigmaFor(rho float64, sens float64, dim int, mode NoiseMode) (uint64, error) {
 	if err := accountant.CheckRho(rho); err != nil {
 		return 0, err
 	}
 	ok := func(s uint64) (bool, error) {
-		r, err := RhoOf(s, normSq, dim, mode)
+		r, err := RhoOf(s, sens, dim, mode)
 		return r <= rho, err
 	}
 	hi := uint64(noise.MaxDiscreteGaussianSigma)

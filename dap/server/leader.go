@@ -455,10 +455,10 @@ func (s *Server) Collect(ctx context.Context, taskID string) (*Release, error) {
 func Guarantee(t *dap.Task) string {
 	switch t.Noise {
 	case dap.NoiseSplit:
-		return fmt.Sprintf("ρ = %g zCDP per contributing user (add/remove one user), HONEST-BUT-CURIOUS: holds only if both aggregators add their noise; if one omits it, ρ ≤ %g; nobody sees a contribution unless both operators collude",
-			t.Rho, float64(t.NormSq)/(2*float64(t.Sigma)*float64(t.Sigma)))
+		return fmt.Sprintf("ρ = %g zCDP per contributing user (%s), HONEST-BUT-CURIOUS: holds only if both aggregators add their noise; if one omits it, ρ ≤ %g; nobody sees a contribution unless both operators collude",
+			t.Rho, t.Relation, t.Sensitivity*t.Sensitivity/(2*float64(t.Sigma)*float64(t.Sigma)))
 	default:
-		return fmt.Sprintf("ρ = %g zCDP per contributing user (add/remove one user), even if one aggregator is dishonest (each adds the full noise; the release's noise is √2× a trusted curator's); nobody sees a contribution unless both operators collude", t.Rho)
+		return fmt.Sprintf("ρ = %g zCDP per contributing user (%s), even if one aggregator is dishonest (each adds the full noise; the release's noise is √2× a trusted curator's); nobody sees a contribution unless both operators collude", t.Rho, t.Relation)
 	}
 }
 
