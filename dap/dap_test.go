@@ -127,9 +127,14 @@ func TestQuantizeClipsExactly(t *testing.T) {
 			for _, v := range tc.x {
 				n += v * v
 			}
-			if math.Sqrt(n)/tk.Step+math.Sqrt(5)/2 <= 8 { // never clipped: error ≤ step/2
+			for j := range q { // never away from zero
+				if math.Abs(float64(q[j]))*tk.Step > math.Abs(tc.x[j]) {
+					t.Fatalf("entry %d: %v quantized to %d", j, tc.x[j], q[j])
+				}
+			}
+			if math.Sqrt(n)/tk.Step <= 8 { // never clipped: error < step, toward zero
 				for j := range q {
-					if math.Abs(tc.x[j]-tk.Step*float64(q[j])) > tk.Step/2 {
+					if d := math.Abs(tc.x[j]) - tk.Step*math.Abs(float64(q[j])); d < 0 || d >= tk.Step {
 						t.Fatalf("entry %d: %v quantized to %d", j, tc.x[j], q[j])
 					}
 				}
@@ -176,5 +181,36 @@ func TestNoiseIsSeededExactSampler(t *testing.T) {
 	y, _ := EncodeVec(b)
 	if !bytes.Equal(x, y) {
 		t.Fatal("same seed, different noise")
+	}
+}
+
+func TestDeviceLedger(t *testing.T) {
+	tk := testTask(t) // ρ 0.5
+	l, err := NewLedger("http://leader", 1.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t2 := tk
+	t2.ID = "t2"
+	t3 := tk
+	t3.ID = "t3"
+	steps := []struct {
+		task *Task
+		ok   bool
+		want float64
+	}{{&tk, true, 0.5}, {&tk, true, 0.5}, {&t2, true, 1}, {&t3, false, 1}}
+	for i, s := range steps {
+		err := l.Reserve(s.task)
+		if (err == nil) != s.ok || (err != nil && !errors.Is(err, ErrOverBudget)) || l.SpentRho() != s.want {
+			t.Fatalf("step %d: err %v, spent %v; want ok=%v, %v", i, err, l.SpentRho(), s.ok, s.want)
+		}
+	}
+	path := t.TempDir() + "/ledger.json"
+	if err := l.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadLedger(path)
+	if err != nil || back.SpentRho() != 1 {
+		t.Fatalf("reloaded: %v, %v", back, err)
 	}
 }

@@ -7,15 +7,19 @@ import (
 )
 
 // Quantize maps a real contribution x to the task's integer lattice: q_j =
-// round(x_j/Step) clamped to [Min, Max], then, if Σq_j² > NormSq, every
-// coordinate is scaled by √NormSq/‖q‖ and rounded toward zero (and, should
-// floating point leave the sum above the bound, the largest |q_j| is
-// decreased until it holds). The bound is checked on the integers actually
-// sent, so it holds exactly (the order PRIVACY.md asks for: quantize, then
-// clip). Error: when no clipping happens, |x_j − Step·q_j| ≤ Step/2 per
-// coordinate (≤ Step·√d/2 in ℓ2); a contribution with ‖x‖₂ ≤ B is never
-// clipped when √NormSq ≥ B/Step + √d/2. NaN or infinite entries are an
-// error.
+// x_j/Step rounded toward zero and clamped to [Min, Max], then, if Σq_j² >
+// NormSq, every coordinate is scaled by √NormSq/‖q‖ and rounded toward
+// zero (and, should floating point leave the sum above the bound, the
+// largest |q_j| is decreased until it holds). The bound is checked on the
+// integers actually sent, so it holds exactly (quantize, then clip).
+//
+// Rounding toward zero never increases a magnitude: |q_j| ≤ |x_j|/Step,
+// so ‖q‖ ≤ ‖x‖/Step (a contribution with ‖x‖ ≤ Step·√NormSq is never
+// clipped) and coordinatewise relations a statistic's sensitivity proof
+// may rely on (a sign, |x_a| ≤ x_b) still hold for q. Error: 0 ≤
+// |x_j| − Step·|q_j| < Step per coordinate (a bias toward zero of at most
+// Step; ≤ Step·√(nonzero coordinates) in ℓ2). NaN or infinite entries are
+// an error.
 func (t *Task) Quantize(x []float64) ([]int64, error) {
 	if len(x) != t.Dimension {
 		return nil, fmt.Errorf("%w: task %s: contribution has %d entries, want %d", ErrInvalid, t.ID, len(x), t.Dimension)
@@ -26,7 +30,7 @@ func (t *Task) Quantize(x []float64) ([]int64, error) {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("%w: task %s: contribution entry %d is %v", ErrInvalid, t.ID, j, v)
 		}
-		q[j] = int64(math.Max(lo, math.Min(hi, math.Round(v/t.Step))))
+		q[j] = int64(math.Max(lo, math.Min(hi, math.Trunc(v/t.Step))))
 	}
 	t.clip(q)
 	return q, nil
