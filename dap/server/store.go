@@ -209,6 +209,11 @@ func (s *store) commitJob(ctx context.Context, t *dap.Task, vs []verdict, outs [
 			dup[string(v.id)] = true
 			continue
 		}
+		// The leader drops the report's shares once judged (as DAP
+		// aggregators do): only the aggregate share remains.
+		if _, err := tx.ExecContext(ctx, `UPDATE reports SET body = X'' WHERE task_id = ? AND report_id = ?`, t.ID, v.id); err != nil {
+			return nil, fmt.Errorf("dap store: dropping shares: %w", err)
+		}
 		if v.accepted {
 			a.share.AddAssign(outs[i])
 			a.count++
