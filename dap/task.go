@@ -183,7 +183,6 @@ const (
 	RelationReplace   = "replace-user"
 )
 
-
 // ReleaseSD is the standard deviation of the noise on each released
 // coordinate in real units when both aggregators add theirs.
 func (t *Task) ReleaseSD() float64 { return t.Step * float64(t.Sigma) * math.Sqrt2 }
