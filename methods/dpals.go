@@ -15,6 +15,7 @@ import (
 	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/statistic"
 )
 
 // dpals: user-level joint-DP alternating least squares (Chien, Jain,
@@ -213,11 +214,11 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	var popularity, itemWeight []float64
 	var sigmaCount float64
 	if c.BiasWeightExp != 0 {
-		countMech, err := instrumentedGaussianForRho("the item counts", split.count, env.Delta, countSensitivity(), n, env.instrument())
+		countMech, err := instrumentedGaussianForRho("the item counts", split.count, env.Delta, (&statistic.Counts{}).Sensitivity(), n, env.instrument())
 		if err != nil {
 			return nil, err
 		}
-		if popularity, err = releaseCounts(ctx, data, countMech, env.Noise); err != nil {
+		if popularity, err = releaseCounts(ctx, ratingRows{data}, n, countMech, env); err != nil {
 			return nil, err
 		}
 		parts = append(parts, countMech.Guarantee())
@@ -227,12 +228,12 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 			itemWeight[j] = math.Pow(math.Max(cnt, sigmaCount), c.BiasWeightExp)
 		}
 	}
-	biasSens := biasSensitivity()
+	biasSens := statistic.BiasSensitivity()
 	biasMech, err := biasMechanism(split.bias, env.Delta, n, true, env.instrument())
 	if err != nil {
 		return nil, err
 	}
-	st, err := releaseBiasStats(ctx, data, scale, clip, itemWeight, true, biasMech, env.Noise)
+	st, err := releaseBiasStats(ctx, ratingRows{data}, biasPlan(n, scale, clip, itemWeight, true), biasMech, env)
 	if err != nil {
 		return nil, err
 	}
@@ -359,7 +360,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	g.Note = fmt.Sprintf("zCDP composition of %d Gaussian release(s).", len(parts))
 	weights := "1/√n over her n ratings"
 	if sigmaCount > 0 {
-		g.Note += fmt.Sprintf(" Item counts (σ = %.4g, ℓ2 sensitivity %.4g): Σ 1/√n over the users who rated each item, n a user's ratings.", sigmaCount, countSensitivity().Value)
+		g.Note += fmt.Sprintf(" Item counts (σ = %.4g, ℓ2 sensitivity %.4g): Σ 1/√n over the users who rated each item, n a user's ratings.", sigmaCount, (&statistic.Counts{}).Sensitivity().Value)
 		weights = fmt.Sprintf("∝ (noisy count)^%g, normalised so that the squares sum to 1", c.BiasWeightExp)
 	}
 	g.Note += fmt.Sprintf(" Bias statistics (σ = %.4g, ℓ2 sensitivity %.4g): per-item weighted sums of ratings centred at each user's mean and clipped to ±%g, per-item weighted counts and spreads, a global-mean pair; a user's weights %s.", st.Sigma, biasSens.Value, clip, weights)
@@ -551,8 +552,8 @@ func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, mea
 	if r == 0 {
 		return nil, 0, nil, nil
 	}
-	sens := mechanism.Sensitivity{Value: mf.CovSensitivity(clip), Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
-	if mech, err = instrumentedGaussianForRho("the item covariance", rho, env.Delta, sens, mf.CovDim(m), env.instrument()); err != nil {
+	spec := statistic.Covariance(m, clip)
+	if mech, err = instrumentedGaussianForRho(spec.Name, rho, env.Delta, spec.Sensitivity, spec.Dim, env.instrument()); err != nil {
 		return nil, 0, nil, err
 	}
 	sigma = mech.Sigma()
@@ -582,18 +583,15 @@ func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, mea
 // biasMechanism is the Gaussian mechanism of the bias statistics over n
 // items with zCDP budget rho, instrumented with inst (Env.instrument).
 func biasMechanism(rho, delta float64, n int, spread bool, inst *mechanism.Instrument) (*mechanism.Gaussian, error) {
-	return instrumentedGaussianForRho("the bias statistics", rho, delta, biasSensitivity(), biasDim(n, spread), inst)
+	spec := (&statistic.Bias{Items: n, Spread: spread}).Spec()
+	return instrumentedGaussianForRho(spec.Name, rho, delta, spec.Sensitivity, spec.Dim, inst)
 }
 
 // gaussianForRho is the Gaussian mechanism with zCDP budget rho for a
-// release of dim coordinates and sensitivity sens; what names the release
-// in errors.
+// release of dim coordinates and sensitivity sens (statistic.Mechanism);
+// what names the release in errors.
 func gaussianForRho(what string, rho, delta float64, sens mechanism.Sensitivity, dim int) (*mechanism.Gaussian, error) {
-	sigma, err := mechanism.GaussianSigma(rho, sens.Value, dim)
-	if err != nil {
-		return nil, fmt.Errorf("calibrating %s: %w", what, err)
-	}
-	return mechanism.NewGaussianSigma(sigma, delta, sens, dim)
+	return statistic.Mechanism(statistic.Spec{Name: what, Dim: dim, Sensitivity: sens}, rho, delta)
 }
 
 // instrumentedGaussianForRho is gaussianForRho instrumented with inst

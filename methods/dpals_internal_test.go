@@ -9,6 +9,7 @@ import (
 	"github.com/privrec/privrec/privacy/audit"
 	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/statistic"
 )
 
 // gaussianDelta is the exact δ(ε) of distinguishing N(0, 1) from N(μ, 1)
@@ -92,7 +93,7 @@ func TestDPALSUnderNoisedCaught(t *testing.T) {
 			t.Fatal(err)
 		}
 		mechs := append([]*mechanism.Gaussian{bias}, steps...)
-		sens := []float64{biasSensitivity().Value}
+		sens := []float64{statistic.BiasSensitivity().Value}
 		claimed := []float64{bias.Sigma()}
 		for range steps {
 			sens = append(sens, stepSens)

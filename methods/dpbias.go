@@ -12,10 +12,11 @@ import (
 
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/privacy/mechanism"
-	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/statistic"
 )
 
 // dp-bias: the private baseline every user-level method must beat. One
@@ -26,7 +27,7 @@ func init() {
 	Register(&Method{
 		Name:    "dp-bias",
 		Summary: "private baseline: noised per-item sums and counts, user biases on the user's side (user-level joint DP)",
-		Private: true, PerUser: true, Needs: []string{"scale", "items"},
+		Private: true, PerUser: true, Needs: []string{"scale", "items"}, Engine: true,
 		New: func() Config { return NewDPBiasConfig() },
 	})
 }
@@ -57,12 +58,6 @@ func (c *DPBiasConfig) Validate() error {
 	return nil
 }
 
-// biasMeanWeight is the weight γ of each user's mean in the global-mean
-// coordinates of the bias statistics. It is small: every user's bias is
-// fitted on her side against the global mean, which absorbs an error in
-// it, while γ adds to the sensitivity of the whole release (2√(1 + γ²)).
-const biasMeanWeight = 0.05
-
 // biasStats are the noised statistics of releaseBiasStats and what is
 // derived from them (all public).
 type biasStats struct {
@@ -75,97 +70,24 @@ type biasStats struct {
 	Mean, Sigma, Clip float64
 }
 
-// biasSensitivity is the ℓ2 sensitivity of the bias statistics for one
-// user's ratings replaced. User u with n_u catalogue ratings, weights
-// w_j ≥ 0 with Σ_j w_j² = 1 (1/√n_u, or adaptive), own mean m_u, residuals
-// a_j = clip(r_uj − m_u, ±R)/R ∈ [−1, 1] and b = (m_u − c)/h ∈ [−1, 1] (c,
-// h the scale's midpoint and half-width) contributes x_u = (w_j·a_j per
-// item ; w_j per item ; γ·b ; γ ; [w_j·√(1 − a_j²) per item]), the last
-// block (the spread statistics) only when asked for. So ‖x_u‖² ≤
-// Σ_j w_j²(a_j² + 1 + 1 − a_j²) + γ²(b² + 1) ≤ 2 + 2γ² with or without the
-// spread block. For two users u, u' every coordinate pair contributes
-// w·w'(a·a' + 1 + √(1−a²)·√(1−a'²)) ≥ 0 (as a·a' ≥ −1) or γ²(b·b' + 1) ≥ 0,
-// so ⟨x_u, x_u'⟩ ≥ 0 and ‖x_u − x_u'‖² ≤ ‖x_u‖² + ‖x_u'‖² ≤ 4(1 + γ²):
-// Δ₂ = 2√(1 + γ²) (the triangle inequality alone gives 2√(2 + 2γ²)). The
-// counts and the spread come free: they add no sensitivity to the sums'.
-func biasSensitivity() mechanism.Sensitivity {
-	return mechanism.Sensitivity{Value: 2 * math.Sqrt(1+biasMeanWeight*biasMeanWeight), Norm: mechanism.L2,
-		Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
-}
-
-// countSensitivity is the ℓ2 sensitivity of the weighted item counts
-// C_j = Σ_u w_u (w_u = 1/√n_u over user u's items) for one user replaced:
-// her part has norm 1 and non-negative entries, so two users' parts have
-// a non-negative inner product and ‖x_u − x_u'‖² ≤ 2.
-func countSensitivity() mechanism.Sensitivity {
-	return mechanism.Sensitivity{Value: math.Sqrt2, Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
-}
-
 // releaseCounts releases the weighted item counts C_j = Σ_u 1/√n_u over
-// the users who rated j through mech (n coordinates, countSensitivity).
-func releaseCounts(ctx context.Context, data *ratings.Matrix, mech *mechanism.Gaussian, src *noise.Source) ([]float64, error) {
-	v := make([]float64, data.NumItems())
-	for u := range int32(data.NumUsers()) {
-		if u%4096 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		items, _ := data.UserRow(u)
-		if len(items) == 0 {
-			continue
-		}
-		w := 1 / math.Sqrt(float64(len(items))) * (1 - 1e-12)
-		for _, j := range items {
-			v[j] += w
-		}
-	}
-	if err := mech.Release(src, v); err != nil {
-		return nil, fmt.Errorf("releasing item counts: %w", err)
-	}
-	return v, nil
+// the users who rated j (statistic.Counts with unit-norm weights) summed
+// through eng, through mech (instrumented).
+func releaseCounts(ctx context.Context, eng statistic.Engine, items int, mech *mechanism.Gaussian, env Env) ([]float64, error) {
+	return releaseStat(ctx, eng, &statistic.Counts{Items: items}, mech, env)
 }
 
-// biasDim is the number of coordinates of the bias statistics (with the
-// spread block or without).
-func biasDim(items int, spread bool) int {
-	if spread {
-		return 3*items + 2
+// releaseBiasStats sums the bias statistics st (statistic.Bias) through
+// eng, releases them through mech (instrumented) and derives the global
+// mean: S_j, C_j, the global-mean pair and, with st.Spread, P_j.
+func releaseBiasStats(ctx context.Context, eng statistic.Engine, st *statistic.Bias, mech *mechanism.Gaussian, env Env) (*biasStats, error) {
+	v, err := releaseStat(ctx, eng, st, mech, env)
+	if err != nil {
+		return nil, err
 	}
-	return 2*items + 2
-}
-
-// releaseBiasStats computes and releases (through mech) the per-item
-// statistics S_j = Σ_u w_u·a_uj and C_j = Σ_u w_u over the users who
-// rated j, and the global-mean pair Σ_u γ·b_u, Σ_u γ (see
-// biasSensitivity). data must be on the catalogue and clamped to scale.
-//
-// itemWeight, when not nil, gives each item a public weight g_j > 0: user
-// u then weighs her item j by g_j/√(Σ_{j'∈I_u} g_j'²) instead of 1/√n_u
-// (the adaptive weights of Krichene et al., ICML 2023; still Σ_j w_uj² = 1
-// and w ≥ 0, so the sensitivity is unchanged).
-//
-// With spread, the release also holds the spread statistics
-// P_j = Σ_u w_uj·√(1 − a_uj²) (biasSensitivity: at no cost in sensitivity);
-// P_j/C_j is near 1 for an item whose ratings sit at their users' means and
-// lower the more they depart from them.
-func releaseBiasStats(ctx context.Context, data *ratings.Matrix, scale release.Scale, clip float64, itemWeight []float64, spread bool, mech *mechanism.Gaussian, src *noise.Source) (*biasStats, error) {
-	n := data.NumItems()
-	mid, half := (scale.Min+scale.Max)/2, scale.Width()/2
-	if clip <= 0 || clip > scale.Width() {
-		clip = half
-	}
-	v := make([]float64, biasDim(n, spread))
-	for u := range int32(data.NumUsers()) {
-		if u%4096 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		items, vals := data.UserRow(u)
-		biasContribution(items, vals, n, mid, half, clip, itemWeight, spread, func(i int, x float64) { v[i] += x })
-	}
-	if err := mech.Release(src, v); err != nil {
-		return nil, fmt.Errorf("releasing item statistics: %w", err)
-	}
-	s := &biasStats{Sums: v[:n], Counts: v[n : 2*n], Sigma: mech.Sigma(), Clip: clip, Mean: mid}
-	if spread {
+	n, mid, half := st.Items, st.Mid, st.Half
+	s := &biasStats{Sums: v[:n], Counts: v[n : 2*n], Sigma: mech.Sigma(), Clip: st.Clip, Mean: mid}
+	if st.Spread {
 		s.Spread = v[2*n+2 : 3*n+2]
 	}
 	if v[2*n+1] > 0 {
@@ -174,41 +96,14 @@ func releaseBiasStats(ctx context.Context, data *ratings.Matrix, scale release.S
 	return s, nil
 }
 
-// biasContribution adds one user's part x_u of the bias statistics (see
-// biasSensitivity) through add(coordinate, value); itemWeight as in
-// releaseBiasStats.
-func biasContribution(items []int32, vals []float32, n int, mid, half, clip float64, itemWeight []float64, spread bool, add func(i int, x float64)) {
-	if len(items) == 0 {
-		return
+// biasPlan is the bias statistics over n items for the declared scale,
+// residual clip clip (≤ 0 or above the scale's width: half the width),
+// optional public item weights and the spread block.
+func biasPlan(n int, scale release.Scale, clip float64, itemWeight []float64, spread bool) *statistic.Bias {
+	if clip <= 0 || clip > scale.Width() {
+		clip = scale.Width() / 2
 	}
-	var mean float64
-	for _, x := range vals {
-		mean += float64(x)
-	}
-	mean /= float64(len(vals))
-	w := 1 / math.Sqrt(float64(len(items)))
-	if itemWeight != nil {
-		var norm2 float64
-		for _, j := range items {
-			norm2 += itemWeight[j] * itemWeight[j]
-		}
-		// A hair below 1/‖g‖ so that rounding cannot raise Σ w² above 1.
-		w = 1 / math.Sqrt(norm2) * (1 - 1e-12)
-	}
-	for k, j := range items {
-		wj := w
-		if itemWeight != nil {
-			wj *= itemWeight[j]
-		}
-		a := math.Max(-clip, math.Min(clip, float64(vals[k])-mean)) / clip
-		add(int(j), wj*a)
-		add(n+int(j), wj)
-		if spread {
-			add(2*n+2+int(j), wj*math.Sqrt(math.Max(0, 1-a*a)))
-		}
-	}
-	add(2*n, biasMeanWeight*math.Max(-1, math.Min(1, (mean-mid)/half)))
-	add(2*n+1, biasMeanWeight)
+	return &statistic.Bias{Items: n, Mid: (scale.Min + scale.Max) / 2, Half: scale.Width() / 2, Clip: clip, ItemWeight: itemWeight, Spread: spread}
 }
 
 // itemBiases are the shrunk item biases b_j = R·S_j·C_j/(C_j² + (d·σ)²)
@@ -328,16 +223,21 @@ func (c *DPBiasConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if err != nil {
 		return nil, err
 	}
-	data, err := release.OnCatalogue(release.ClampToScale(in.Ratings, scale), cat)
+	eng, _, err := ratingEngine(in, env, scale, cat)
 	if err != nil {
 		return nil, err
 	}
-	n := data.NumItems()
-	mech, err := mechanism.NewGaussian(env.Epsilon, env.Delta, biasSensitivity(), biasDim(n, false), mechanism.CalibrateZCDP)
+	n := cat.Len()
+	plan := biasPlan(n, scale, c.Clip, nil, false)
+	rho, err := accountant.RhoForApprox(env.Epsilon, env.Delta)
 	if err != nil {
-		return nil, fmt.Errorf("calibrating the noise: %w", err)
+		return nil, err
 	}
-	st, err := releaseBiasStats(ctx, data, scale, c.Clip, nil, false, mech.Instrumented(env.instrument()), env.Noise)
+	mech, err := statistic.Mechanism(plan.Spec(), rho, env.Delta)
+	if err != nil {
+		return nil, err
+	}
+	st, err := releaseBiasStats(ctx, eng, plan, mech.Instrumented(env.instrument()), env)
 	if err != nil {
 		return nil, err
 	}
@@ -350,14 +250,17 @@ func (c *DPBiasConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	m.Transform.UserCentred, m.UserDamping = true, c.UserDamping
 	m.FoldIn = model.FoldRidge
 	m.Params = map[string]any{"item_damping": c.ItemDamping, "user_damping": c.UserDamping, "clip": st.Clip}
-	states, err := foldInAll(ctx, m, in.Ratings, "dp-bias")
-	if err != nil {
-		return nil, err
+	var states *model.UserStates
+	if env.Engine == nil {
+		// An external engine keeps the users' rows on its side.
+		if states, err = foldInAll(ctx, m, in.Ratings, "dp-bias"); err != nil {
+			return nil, err
+		}
 	}
 	g := mech.Guarantee()
 	g.Notion, g.Relation = privacy.Joint, privacy.RelationUserReplace
 	g.Note = fmt.Sprintf("One Gaussian release (σ = %.4g) of per-item weighted sums and counts and a global-mean pair; each user's ratings are clipped to the declared scale [%g, %g], enter the sums as differences from her own mean clipped to ±%g, and are weighted 1/√n_u (ℓ2 sensitivity %.4g under replacement). Item biases and the global mean are post-processing; each user's bias is computed on her side from them and her own ratings.",
-		mech.Sigma(), scale.Min, scale.Max, st.Clip, biasSensitivity().Value)
+		mech.Sigma(), scale.Min, scale.Max, st.Clip, statistic.BiasSensitivity().Value)
 	return &release.Release{Public: m, PerUser: states, Guarantee: g,
 		Report: release.Report{"sigma": mech.Sigma(), "global_mean": st.Mean, "items": n}}, nil
 }

@@ -62,6 +62,12 @@ type Env struct {
 	// statistic on these raw noised releases rather than on their
 	// post-processing; a non-nil error aborts the training with it.
 	Tap func(mechanism.Draw) error
+	// Engine, when set, builds the engine that sums the statistics of
+	// the methods whose Method.Engine is true (privrec-beam's pipelines);
+	// those methods then do not read Input.Ratings, which may be nil, and
+	// release no per-user state. Nil: the in-process sums over
+	// Input.Ratings.
+	Engine EngineFactory
 }
 
 // noiseFactor is Env.NoiseFactor with 0 read as 1.
@@ -120,6 +126,9 @@ type Method struct {
 	// Needs lists the declared facts the method cannot train without
 	// ("scale", "items"), for help texts.
 	Needs []string
+	// Engine is true when the method's statistics can be summed by an
+	// external engine (Env.Engine; privrec-beam).
+	Engine bool
 }
 
 // Configure returns the method's default Config with params applied by
@@ -296,7 +305,11 @@ func Train(ctx context.Context, name string, cfg Config, in release.Input, env E
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if in.Ratings == nil || in.Ratings.Len() == 0 {
+	if env.Engine != nil {
+		if m, err := Lookup(name); err != nil || !m.Engine {
+			return nil, fmt.Errorf("%s: its statistics cannot be summed by an external engine", name)
+		}
+	} else if in.Ratings == nil || in.Ratings.Len() == 0 {
 		return nil, fmt.Errorf("%s: no training ratings", name)
 	}
 	if f := env.NoiseFactor; math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {

@@ -66,17 +66,28 @@ func (c *Interactions) threshold() *float64 {
 	return &t
 }
 
+// checkScale refuses a threshold above the declared scale's maximum (no
+// rating could count).
+func (c *Interactions) checkScale(in release.Input) error {
+	if t := c.threshold(); t != nil {
+		if s := in.Declared.Scale; s != nil && *t > s.Max {
+			return fmt.Errorf("--positive %g is above the declared scale %g:%g: no rating would be an interaction", *t, s.Min, s.Max)
+		}
+	}
+	return nil
+}
+
 // interactions returns the interactions of in: its ratings ≥ the
 // threshold, on the declared catalogue when there is one (its items in
 // order, titles included; ratings of other items dropped), else on the
 // data's own items (non-private models only). A threshold above the
 // declared scale's maximum is an error (no rating could count).
 func (c *Interactions) interactions(in release.Input) (data *ratings.Matrix, ids, titles []string, err error) {
+	if err := c.checkScale(in); err != nil {
+		return nil, nil, nil, err
+	}
 	data = in.Ratings
 	if t := c.threshold(); t != nil {
-		if s := in.Declared.Scale; s != nil && *t > s.Max {
-			return nil, nil, nil, fmt.Errorf("--positive %g is above the declared scale %g:%g: no rating would be an interaction", *t, s.Min, s.Max)
-		}
 		data = transform.Positives(data, *t)
 	}
 	cat := in.Declared.Catalogue

@@ -11,6 +11,8 @@ import (
 	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/statistic"
+	sgram "github.com/privrec/privrec/statistic/gram"
 	"github.com/privrec/privrec/topn"
 )
 
@@ -178,7 +180,7 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	var parts []privacy.Guarantee
 
 	// 1. Item counts.
-	counts, sigmaCount, part, err := releaseCappedCounts(ctx, x, c.Cap, rhoCount, env)
+	counts, sigmaCount, part, err := releaseCappedCounts(ctx, interactionRows{x: x, workers: env.Workers}, x.NumItems, c.Cap, rhoCount, env)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +194,7 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if err != nil {
 		return nil, err
 	}
-	gram, sigmaInit, part, err := releaseGram(ctx, x, initCols, nil, c.GramNorm, rhoInit, env)
+	gram, sigmaInit, part, err := releaseGram(ctx, interactionRows{x: x, workers: env.Workers}, initCols, nil, c.GramNorm, rhoInit, env)
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +376,7 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	}
 	g, err := topnGuarantee(env, parts, fmt.Sprintf(
 		"zCDP composition of %d Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g). Item–item Gram over the %d items with the largest noised counts (σ = %.4g, ℓ2 sensitivity %.4g), whose top eigenvectors initialise the item factors. %s Each user's list is computed on her side from the public item factors and her own items (the iALS user step).",
-		len(parts), sigmaCount, countsSensitivity(c.Cap).Value, mInit, sigmaInit, gramSensitivity(c.GramNorm).Value, stepText))
+		len(parts), sigmaCount, (&statistic.Counts{Cap: c.Cap}).Sensitivity().Value, mInit, sigmaInit, sgram.GramSensitivity(c.GramNorm).Value, stepText))
 	if err != nil {
 		return nil, err
 	}

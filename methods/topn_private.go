@@ -12,6 +12,8 @@ import (
 	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/statistic"
+	"github.com/privrec/privrec/statistic/gram"
 	"github.com/privrec/privrec/topn"
 )
 
@@ -27,6 +29,7 @@ func init() {
 		Summary: "private top-N: items by noised user counts (each user's weight capped)",
 		Private: true,
 		Needs:   []string{"items"},
+		Engine:  true,
 		New:     func() Config { return &DPPopularityConfig{Cap: 50} },
 	})
 	Register(&Method{
@@ -34,25 +37,9 @@ func init() {
 		Summary: "private top-N (recommended): EASE on a noised, normalised item–item Gram over the items with the largest noised counts",
 		Private: true,
 		Needs:   []string{"items"},
+		Engine:  true,
 		New:     func() Config { return NewDPEASEDefaults() },
 	})
-}
-
-// countContribution weighs user u's n interactions by min(1, √(cap/n)):
-// her part of the item counts has ℓ2 norm ≤ √cap, and users with at most
-// cap interactions count fully.
-func countWeight(n int, cap float64) float64 {
-	if n == 0 {
-		return 0
-	}
-	return math.Min(1, math.Sqrt(cap/float64(n))) * (1 - 1e-12)
-}
-
-// countsSensitivity is the ℓ2 sensitivity of the capped counts for one
-// user replaced: each part has norm ≤ √cap and non-negative entries, so
-// two parts have a non-negative inner product and ‖x − x'‖² ≤ 2·cap.
-func countsSensitivity(cap float64) mechanism.Sensitivity {
-	return mechanism.Sensitivity{Value: math.Sqrt(2 * cap), Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
 }
 
 // gaussianRelease calibrates a Gaussian mechanism to zCDP budget rho for
@@ -60,12 +47,9 @@ func countsSensitivity(cap float64) mechanism.Sensitivity {
 // through env's instrument (an audit's noise factor and tap; none in a
 // real release) and returns the calibrated σ and its guarantee.
 func gaussianRelease(what string, rho float64, sens mechanism.Sensitivity, v []float64, env Env) (float64, privacy.Guarantee, error) {
-	mech, err := gaussianForRho(what, rho, env.Delta, sens, len(v))
+	mech, err := statistic.ReleaseRho(statistic.Spec{Name: what, Dim: len(v), Sensitivity: sens}, rho, env.Delta, env.instrument(), env.Noise, v)
 	if err != nil {
 		return 0, privacy.Guarantee{}, err
-	}
-	if err := mech.Instrumented(env.instrument()).Release(env.Noise, v); err != nil {
-		return 0, privacy.Guarantee{}, fmt.Errorf("releasing %s: %w", what, err)
 	}
 	return mech.Sigma(), mech.Guarantee(), nil
 }
@@ -83,22 +67,10 @@ func topnPlan(name string, sel *Interactions, in release.Input) (*topn.Interacti
 	return topn.FromMatrix(data), cat, nil
 }
 
-// releaseCappedCounts sums the users' capped count contributions and
-// releases them with zCDP budget rho.
-func releaseCappedCounts(ctx context.Context, x *topn.Interactions, cap, rho float64, env Env) ([]float64, float64, privacy.Guarantee, error) {
-	v := make([]float64, x.NumItems)
-	for u := range x.NumUsers {
-		if u%4096 == 0 && ctx.Err() != nil {
-			return nil, 0, privacy.Guarantee{}, ctx.Err()
-		}
-		items := x.Row(u)
-		w := countWeight(len(items), cap)
-		for _, j := range items {
-			v[j] += w
-		}
-	}
-	sigma, g, err := gaussianRelease("the item counts", rho, countsSensitivity(cap), v, env)
-	return v, sigma, g, err
+// releaseCappedCounts sums the users' capped count contributions
+// (statistic.Counts) through eng and releases them with zCDP budget rho.
+func releaseCappedCounts(ctx context.Context, eng statistic.Engine, items int, cap, rho float64, env Env) ([]float64, float64, privacy.Guarantee, error) {
+	return releaseStatRho(ctx, eng, &statistic.Counts{Items: items, Cap: cap}, rho, env)
 }
 
 // topnGuarantee composes the parts into the method's guarantee.
@@ -133,7 +105,7 @@ func (c *DPPopularityConfig) Validate() error {
 
 // Train releases the capped counts once.
 func (c *DPPopularityConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
-	x, cat, err := topnPlan("dp-popularity", &c.Interactions, in)
+	eng, cat, err := topnEngine("dp-popularity", &c.Interactions, in, env)
 	if err != nil {
 		return nil, err
 	}
@@ -141,20 +113,20 @@ func (c *DPPopularityConfig) Train(ctx context.Context, in release.Input, env En
 	if err != nil {
 		return nil, err
 	}
-	counts, sigma, part, err := releaseCappedCounts(ctx, x, c.Cap, rho, env)
+	counts, sigma, part, err := releaseCappedCounts(ctx, eng, cat.Len(), c.Cap, rho, env)
 	if err != nil {
 		return nil, err
 	}
 	g, err := topnGuarantee(env, []privacy.Guarantee{part}, fmt.Sprintf(
 		"One Gaussian release (σ = %.4g) of the item counts: a user with n interactions on the declared catalogue adds min(1, √(%g/n)) to each of her items (ℓ2 sensitivity %.4g under replacement). Each user's list is the noised counts without her own items, on her side.",
-		sigma, c.Cap, countsSensitivity(c.Cap).Value))
+		sigma, c.Cap, (&statistic.Counts{Cap: c.Cap}).Sensitivity().Value))
 	if err != nil {
 		return nil, err
 	}
 	m := topnModel("dp-popularity", cat.IDs(), catTitles(cat), c.threshold())
 	m.ItemBias = counts
 	m.Params = map[string]any{"cap": c.Cap}
-	return &release.Release{Public: m, Guarantee: g, Report: release.Report{"sigma": sigma, "items": x.NumItems}}, nil
+	return &release.Release{Public: m, Guarantee: g, Report: release.Report{"sigma": sigma, "items": cat.Len()}}, nil
 }
 
 func catTitles(c *model.Catalogue) []string {
@@ -224,43 +196,22 @@ func (c *DPEASEConfig) covered(users, items int, rho float64) int {
 	return max(2, min(m, c.MaxItems, items))
 }
 
-// gramWeight scales a user's part of the Gram to ℓ2 norm ≤ norm: her n
-// covered items give n(n+1)/2 upper-triangle entries of weight w.
-func gramWeight(norm float64) func(n int) float64 {
-	return func(n int) float64 {
-		return math.Min(1, norm/math.Sqrt(float64(n)*float64(n+1)/2)) * (1 - 1e-12)
-	}
-}
-
 // releaseGram is the Gram release of dp-ease (and of dp-ials' initial
 // factors): the users' parts of the item–item Gram over the covered
-// columns, with public column weights colW (nil: none), each scaled to ℓ2
-// norm ≤ norm (scaledGramWeight), summed (topn.GramScaled) and released
-// once, upper triangle, with zCDP budget rho (gramSensitivity). It returns
-// the noised Gram, σ and the guarantee.
-func releaseGram(ctx context.Context, x *topn.Interactions, cols topn.Columns, colW []float64, norm, rho float64, env Env) (*mat.SymDense, float64, privacy.Guarantee, error) {
-	gram, err := topn.GramScaled(ctx, x, cols, colW, scaledGramWeight(norm, colW), env.Workers)
+// columns (gram.Gram: public column weights colW, nil for none, each part
+// scaled to ℓ2 norm ≤ norm), summed through eng and released once, upper
+// triangle, with zCDP budget rho. It returns the noised Gram, σ and the
+// guarantee.
+func releaseGram(ctx context.Context, eng statistic.Engine, cols topn.Columns, colW []float64, norm, rho float64, env Env) (*mat.SymDense, float64, privacy.Guarantee, error) {
+	st, err := gram.NewGram(cols, colW, norm)
 	if err != nil {
 		return nil, 0, privacy.Guarantee{}, err
 	}
-	m := cols.Covered()
-	raw := gram.RawSymmetric()
-	v := make([]float64, 0, m*(m+1)/2)
-	for p := range m {
-		v = append(v, raw.Data[p*raw.Stride+p:p*raw.Stride+m]...)
-	}
-	sigma, part, err := gaussianRelease("the item–item Gram", rho, gramSensitivity(norm), v, env)
+	v, sigma, part, err := releaseStatRho(ctx, eng, st, rho, env)
 	if err != nil {
 		return nil, 0, privacy.Guarantee{}, err
 	}
-	noised := mat.NewSymDense(m, nil)
-	nd := noised.RawSymmetric()
-	off := 0
-	for p := range m {
-		copy(nd.Data[p*nd.Stride+p:p*nd.Stride+m], v[off:off+m-p])
-		off += m - p
-	}
-	return noised, sigma, part, nil
+	return statistic.UnpackUpper(st.Covered, v), sigma, part, nil
 }
 
 // weightNote describes the column weights in the guarantee's note.
@@ -271,50 +222,26 @@ func weightNote(exp float64) string {
 	return fmt.Sprintf(", each item weighted by its noised count to the power %g, undone after the release", exp)
 }
 
-// scaledGramWeight scales a user's part of the Gram with column weights g
-// (nil: 1) to ℓ2 norm ≤ norm: her entries Weight·g_p·g_q over her columns'
-// pairs p ≤ q have squared norm Weight²·((Σ g_p²)² + Σ g_p⁴)/2.
-func scaledGramWeight(norm float64, g []float64) func(cols []int32) float64 {
-	if g == nil {
-		w := gramWeight(norm)
-		return func(cols []int32) float64 { return w(len(cols)) }
-	}
-	return func(cols []int32) float64 {
-		var s2, s4 float64
-		for _, p := range cols {
-			x := g[p] * g[p]
-			s2 += x
-			s4 += x * x
-		}
-		return norm / math.Sqrt((s2*s2+s4)/2) * (1 - 1e-12)
-	}
-}
-
-// gramSensitivity: two users' parts have non-negative entries, so
-// ‖x − x'‖² ≤ ‖x‖² + ‖x'‖² ≤ 2·norm².
-func gramSensitivity(norm float64) mechanism.Sensitivity {
-	return mechanism.Sensitivity{Value: math.Sqrt2 * norm, Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
-}
-
 // Train: counts → covered items → Gram → EASE.
 func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
-	x, cat, err := topnPlan("dp-ease", &c.Interactions, in)
+	eng, cat, err := topnEngine("dp-ease", &c.Interactions, in, env)
 	if err != nil {
 		return nil, err
 	}
+	users, nItems := eng.Users(), cat.Len()
 	rho, err := accountant.RhoForApprox(env.Epsilon, env.Delta)
 	if err != nil {
 		return nil, err
 	}
 	rhoCount := math.Nextafter(c.CountShare*rho, 0)
 	rhoGram := math.Nextafter(rho-rhoCount, 0)
-	counts, sigmaCount, countPart, err := releaseCappedCounts(ctx, x, c.Cap, rhoCount, env)
+	counts, sigmaCount, countPart, err := releaseCappedCounts(ctx, eng, nItems, c.Cap, rhoCount, env)
 	if err != nil {
 		return nil, err
 	}
 	order := byCount(counts)
-	covered := order[:c.covered(x.NumUsers, x.NumItems, rhoGram)]
-	cols, err := topn.NewColumns(x.NumItems, covered)
+	covered := order[:c.covered(users, nItems, rhoGram)]
+	cols, err := topn.NewColumns(nItems, covered)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +253,7 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 		}
 	}
 	m := len(covered)
-	noised, sigmaGram, gramPart, err := releaseGram(ctx, x, cols, colW, c.GramNorm, rhoGram, env)
+	noised, sigmaGram, gramPart, err := releaseGram(ctx, eng, cols, colW, c.GramNorm, rhoGram, env)
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +284,7 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	}
 	g, err := topnGuarantee(env, []privacy.Guarantee{countPart, gramPart}, fmt.Sprintf(
 		"zCDP composition of two Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g): a user with n interactions on the declared catalogue adds min(1, √(%g/n)) to each of her items. Item–item Gram (σ = %.4g, ℓ2 sensitivity %.4g) over the %d items with the largest noised counts: the upper triangle of each user's x xᵀ (x her indicator over those items%s), scaled to ℓ2 norm ≤ %g. Its eigenpairs above %g × the noise's spectral edge (%d kept), EASE on them (λ = %.4g) and the ranking are post-processing; each user's list is computed on her side from the public weights and her own items.",
-		sigmaCount, countsSensitivity(c.Cap).Value, c.Cap, sigmaGram, gramSensitivity(c.GramNorm).Value, m, weightNote(c.WeightExp), c.GramNorm, c.Denoise, kept, lambda))
+		sigmaCount, (&statistic.Counts{Cap: c.Cap}).Sensitivity().Value, c.Cap, sigmaGram, gram.GramSensitivity(c.GramNorm).Value, m, weightNote(c.WeightExp), c.GramNorm, c.Denoise, kept, lambda))
 	if err != nil {
 		return nil, err
 	}

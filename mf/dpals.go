@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/statistic"
 )
 
 // Releaser adds the privacy noise of one DPALS item step: a
@@ -89,45 +90,17 @@ type DPALSOptions struct {
 }
 
 // DPALSSensitivity is the ℓ2 sensitivity of one DPALS step's released
-// vector when one user's ratings are replaced by any others; userClip is
-// the bound on the norm of the rows that enter the statistics (with bias
+// vector when one user's ratings are replaced by any others
+// (statistic.ALSStepSensitivity, where the proof is); userClip is the
+// bound on the norm of the rows that enter the statistics (with bias
 // refinement, √(Γ² + γ_b²) for the augmented rows).
-//
-// The released vector holds, for every active item j, the Gram block
-// G_j = Σ_i c_ij ũ_i ũ_iᵀ as its upper triangle with the off-diagonal
-// entries multiplied by √2 (so that the vector's inner product is the
-// Frobenius one), and s·h_j with h_j = Σ_i c_ij y_ij ũ_i. User i's part
-// is x_i = (c_ij·T(ũ_i ũ_iᵀ), s·c_ij·y_ij·ũ_i)_j with ‖ũ_i‖ ≤ Γ, |y_ij| ≤ R
-// and Σ_j c_ij² ≤ 1. Her row ũ_i depends only on the public item factors
-// of the previous step and her own ratings, so replacing her changes only
-// x_i: Δ = x_i' − x_i.
-//
-//   - ‖x_i‖² = Σ_j c_ij² (‖ũ_i‖⁴ + s²y_ij²‖ũ_i‖²) ≤ Γ⁴ + s²R²Γ².
-//   - ⟨x_i, x_i'⟩ = Σ_j c_ij c'_ij ((ũ·ũ')² + s² y_ij y'_ij (ũ·ũ'))
-//     ≥ Σ_j c_ij c'_ij · min_{t∈[0,Γ²]} (t² − s²R² t) = Σ_j c_ij c'_ij · m,
-//     with t = |ũ·ũ'| ≤ Γ² (any sign of ũ·ũ') and m = −s⁴R⁴/4 if
-//     s²R² ≤ 2Γ², else Γ⁴ − s²R²Γ²;
-//     as m ≤ 0 and Σ_j c_ij c'_ij ≤ 1 (Cauchy–Schwarz), ⟨x_i, x_i'⟩ ≥ m.
-//   - ‖Δ‖² = ‖x_i‖² + ‖x_i'‖² − 2⟨x_i, x_i'⟩ ≤ 2(Γ⁴ + s²R²Γ²) − 2m.
-//
-// With s = Γ/R (the two parts of ‖x_i‖² equal), m = −Γ⁴/4 and
-// Δ = Γ²·√4.5 ≈ 2.121·Γ²; the triangle inequality alone would give
-// 2√2·Γ² ≈ 2.828·Γ². The reference implementation of
-// Chien et al. (2021) bounds the right-hand side assuming |y| ≤ 1 without
-// clipping y; here y is clipped to ±R before it enters h_j.
 func DPALSSensitivity(userClip, residualClip, rhsScale float64) float64 {
-	g2 := userClip * userClip
-	sr2 := rhsScale * rhsScale * residualClip * residualClip
-	m := g2*g2 - sr2*g2
-	if sr2 <= 2*g2 {
-		m = -sr2 * sr2 / 4
-	}
-	return math.Sqrt(2*(g2*g2+sr2*g2) - 2*m)
+	return statistic.ALSStepSensitivity(userClip, residualClip, rhsScale)
 }
 
 // DPALSDim is the number of coordinates one step releases for a items at
 // rank k (k+1 with bias refinement).
-func DPALSDim(items, k int) int { return items * (k*(k+1)/2 + k) }
+func DPALSDim(items, k int) int { return statistic.ALSStepDim(items, k) }
 
 func (o *DPALSOptions) check(p *Problem) error {
 	if err := checkRank(o.Rank); err != nil {
@@ -435,26 +408,10 @@ func dpalsUsers(ctx context.Context, p *Problem, o *DPALSOptions, V, itemBias, s
 	})
 }
 
-// releaseGram releases the symmetric g through rel with its off-diagonal
-// entries scaled by √2 during the release (the Frobenius inner product;
-// see DPALSSensitivity).
+// releaseGram releases the symmetric g through rel in the Frobenius
+// layout DPALSSensitivity bounds (statistic.ReleaseFrobenius).
 func releaseGram(rel Releaser, src *noise.Source, g *mat.SymDense) error {
-	raw := g.RawSymmetric()
-	k := raw.N
-	for a := range k {
-		for b := a + 1; b < k; b++ {
-			raw.Data[a*raw.Stride+b] *= math.Sqrt2
-		}
-	}
-	if err := rel.ReleaseSym(src, g); err != nil {
-		return err
-	}
-	for a := range k {
-		for b := a + 1; b < k; b++ {
-			raw.Data[a*raw.Stride+b] /= math.Sqrt2
-		}
-	}
-	return nil
+	return statistic.ReleaseFrobenius(rel, src, g)
 }
 
 // psdProject writes the projection of g on the PSD cone (negative

@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/statistic"
 )
 
 // CovOptions configure CovFeatures. Everything here is public; the
@@ -37,19 +38,13 @@ type CovOptions struct {
 	Workers int
 }
 
-// CovSensitivity is the ℓ2 (Frobenius) sensitivity of the released item
-// covariance C = Σ_i x_i x_iᵀ when one user's ratings are replaced by any
-// others. User i's vector x_i has x_ij = c_ij·y_ij on her covered items,
-// y_ij her centred rating clipped to ±R and c_ij = 1/√m_i (m_i her covered
-// items), so ‖x_i‖ ≤ R. Then ‖x xᵀ‖_F = ‖x‖² ≤ R² and
-// ⟨x xᵀ, x' x'ᵀ⟩_F = (x·x')² ≥ 0, so
-// ‖x xᵀ − x' x'ᵀ‖_F² ≤ ‖x‖⁴ + ‖x'‖⁴ ≤ 2R⁴: Δ = √2·R².
-// Her x_i depends only on the public centring and her own ratings.
-func CovSensitivity(clip float64) float64 { return math.Sqrt2 * clip * clip }
+// CovSensitivity is the ℓ2 (Frobenius) sensitivity √2·R² of the released
+// item covariance (statistic.CovSensitivity, where the proof is).
+func CovSensitivity(clip float64) float64 { return statistic.CovSensitivity(clip) }
 
 // CovDim is the number of coordinates the covariance release has for m
 // items (the upper triangle).
-func CovDim(m int) int { return m * (m + 1) / 2 }
+func CovDim(m int) int { return statistic.CovDim(m) }
 
 // CovFeatures releases the noised item covariance of the users' centred
 // ratings over o.Items and returns its top o.Rank eigenpairs: vals in

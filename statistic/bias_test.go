@@ -1,4 +1,4 @@
-package methods
+package statistic
 
 import (
 	"math"
@@ -22,8 +22,9 @@ func TestBiasSensitivityHolds(t *testing.T) {
 	var spread bool
 	var itemWeight []float64
 	vec := func(items []int32, vals []float32, clip float64) []float64 {
-		x := make([]float64, biasDim(n, spread))
-		biasContribution(items, vals, n, mid, half, clip, itemWeight, spread, func(i int, v float64) { x[i] += v })
+		b := &Bias{Items: n, Mid: mid, Half: half, Clip: clip, ItemWeight: itemWeight, Spread: spread}
+		x := make([]float64, BiasDim(n, spread))
+		b.Contribute(Row{Items: items, Vals: vals}, func(i int, v float64) { x[i] += v })
 		return x
 	}
 	user := func() ([]int32, []float32) {
@@ -40,7 +41,7 @@ func TestBiasSensitivityHolds(t *testing.T) {
 		}
 		return items, vals
 	}
-	sens := biasSensitivity().Value
+	sens := BiasSensitivity().Value
 	worst := 0.0
 	for it := range 40000 {
 		spread = it%2 == 0
