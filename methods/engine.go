@@ -85,9 +85,21 @@ func ratingEngine(in release.Input, env Env, scale release.Scale, cat *model.Cat
 	return ratingRows{data}, data, nil
 }
 
+// NoisingEngine is an engine that adds the privacy noise itself (the two
+// aggregators of package dap, each adding its own discrete Gaussian
+// noise): SumNoised returns c's sum already noised, with at least mech's
+// guarantee, and releaseStat adds nothing more.
+type NoisingEngine interface {
+	statistic.Engine
+	SumNoised(ctx context.Context, c statistic.Contribution, mech *mechanism.Gaussian) ([]float64, error)
+}
+
 // releaseStat sums c through eng and releases it once through mech
 // (already instrumented), returning the noised sum.
 func releaseStat(ctx context.Context, eng statistic.Engine, c statistic.Contribution, mech *mechanism.Gaussian, env Env) ([]float64, error) {
+	if ne, ok := eng.(NoisingEngine); ok {
+		return ne.SumNoised(ctx, c, mech)
+	}
 	v, err := eng.Sum(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("summing %s: %w", c.Spec().Name, err)
