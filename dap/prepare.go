@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"fmt"
+	"sync"
 
 	"github.com/cloudflare/circl/vdaf/prio3/sumvec"
 
@@ -32,12 +33,26 @@ func TaskVerifyKey(secret []byte, taskID string) (sumvec.VerifyKey, error) {
 
 // Preparer is one aggregator's view of a task: the VDAF, its role, its
 // HPKE key and the task's verification key.
+//
+// A Preparer is safe for concurrent use: circl's Prio3 values carry XOF
+// state and are not, so each call takes its own from a pool.
 type Preparer struct {
 	Task   Task
 	role   Role
 	key    KeyPair
 	verify sumvec.VerifyKey
-	v      *sumvec.SumVec
+	pool   sync.Pool // *sumvec.SumVec
+}
+
+func (p *Preparer) vdaf() (*sumvec.SumVec, func(), error) {
+	if v, ok := p.pool.Get().(*sumvec.SumVec); ok {
+		return v, func() { p.pool.Put(v) }, nil
+	}
+	v, err := p.Task.vdaf()
+	if err != nil {
+		return nil, nil, err
+	}
+	return v, func() { p.pool.Put(v) }, nil
 }
 
 // NewPreparer validates t and sets up the aggregator's side of it.
@@ -45,15 +60,14 @@ func NewPreparer(t Task, role Role, key KeyPair, secret []byte) (*Preparer, erro
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	v, err := t.vdaf()
-	if err != nil {
+	if _, err := t.vdaf(); err != nil {
 		return nil, err
 	}
 	vk, err := TaskVerifyKey(secret, t.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &Preparer{Task: t, role: role, key: key, verify: vk, v: v}, nil
+	return &Preparer{Task: t, role: role, key: key, verify: vk}, nil
 }
 
 // Prepared is one report's preparation state at one aggregator.
@@ -82,7 +96,12 @@ func (p *Preparer) Prepare(id, public []byte, sealed Sealed) (*Prepared, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: input share does not decrypt for the %s: %v", ErrInvalid, p.role, err)
 	}
-	params := p.v.Params()
+	v, done, err := p.vdaf()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	params := v.Params()
 	var in sumvec.InputShare
 	in.New(&params, uint(p.role))
 	if err := in.UnmarshalBinary(pt); err != nil {
@@ -90,7 +109,7 @@ func (p *Preparer) Prepare(id, public []byte, sealed Sealed) (*Prepared, error) 
 	}
 	var nonce sumvec.Nonce
 	copy(nonce[:], id)
-	st, ps, err := p.v.PrepInit(&p.verify, &nonce, uint8(p.role), sumvec.PublicShare(public), in)
+	st, ps, err := v.PrepInit(&p.verify, &nonce, uint8(p.role), sumvec.PublicShare(public), in)
 	if err != nil {
 		return nil, fmt.Errorf("%w: preparing the report: %v", ErrInvalid, err)
 	}
@@ -106,7 +125,12 @@ func (p *Preparer) Prepare(id, public []byte, sealed Sealed) (*Prepared, error) 
 // invalid report (out-of-range contribution, forged proof, shares that do
 // not belong together) is an error wrapping ErrInvalid.
 func (p *Preparer) Finish(st *Prepared, leaderShare, helperShare []byte) (Vec, error) {
-	params := p.v.Params()
+	v, done, err := p.vdaf()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	params := v.Params()
 	shares := make([]sumvec.PrepShare, 2)
 	for i, b := range [][]byte{leaderShare, helperShare} {
 		shares[i].New(&params)
@@ -114,11 +138,11 @@ func (p *Preparer) Finish(st *Prepared, leaderShare, helperShare []byte) (Vec, e
 			return nil, fmt.Errorf("%w: %s prep share: %v", ErrInvalid, Role(i), err)
 		}
 	}
-	msg, err := p.v.PrepSharesToPrep(shares)
+	msg, err := v.PrepSharesToPrep(shares)
 	if err != nil {
 		return nil, fmt.Errorf("%w: validity proof rejected: %v", ErrInvalid, err)
 	}
-	out, err := p.v.PrepNext(st.state, msg)
+	out, err := v.PrepNext(st.state, msg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: joint randomness mismatch: %v", ErrInvalid, err)
 	}
