@@ -105,3 +105,46 @@ func (c *Client) Task(ctx context.Context, id string) (Task, error) {
 func (c *Client) Upload(ctx context.Context, r *Report, out any) error {
 	return c.Do(ctx, http.MethodPut, c.Leader, "/dap/v1/tasks/"+r.TaskID+"/reports", c.Token, r, out)
 }
+
+// Contribute is a device's whole part in one task, from her own ratings
+// (item IDs and values): fetch and check the task, rebuild its
+// contribution from the public plan, quantize, shard and seal to both
+// aggregators' keys, record the task's ρ in her own ledger (before
+// anything is sent: save, when not nil, must persist it) and upload once
+// to the leader. out receives the leader's receipt. The report is
+// returned for its size.
+func (c *Client) Contribute(ctx context.Context, taskID string, ids []string, vals []float64, ledger *Ledger, save func() error, out any) (*Report, error) {
+	t, err := c.Task(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	d, err := NewDevice(t)
+	if err != nil {
+		return nil, err
+	}
+	q, err := t.Quantize(d.Contribute(d.RowOf(ids, vals)))
+	if err != nil {
+		return nil, err
+	}
+	lk, err := c.PublicKey(ctx, c.Leader)
+	if err != nil {
+		return nil, err
+	}
+	hk, err := c.PublicKey(ctx, c.Helper)
+	if err != nil {
+		return nil, err
+	}
+	r, err := t.Shard(q, lk, hk)
+	if err != nil {
+		return nil, err
+	}
+	if err := ledger.Reserve(&t); err != nil {
+		return nil, err
+	}
+	if save != nil {
+		if err := save(); err != nil {
+			return nil, err
+		}
+	}
+	return r, c.Upload(ctx, r, out)
+}

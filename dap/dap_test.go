@@ -196,13 +196,13 @@ func TestDeviceLedger(t *testing.T) {
 	t3.ID = "t3"
 	steps := []struct {
 		task *Task
-		ok   bool
+		err  error
 		want float64
-	}{{&tk, true, 0.5}, {&tk, true, 0.5}, {&t2, true, 1}, {&t3, false, 1}}
+	}{{&tk, nil, 0.5}, {&tk, ErrAlreadySent, 0.5}, {&t2, nil, 1}, {&t3, ErrOverBudget, 1}}
 	for i, s := range steps {
 		err := l.Reserve(s.task)
-		if (err == nil) != s.ok || (err != nil && !errors.Is(err, ErrOverBudget)) || l.SpentRho() != s.want {
-			t.Fatalf("step %d: err %v, spent %v; want ok=%v, %v", i, err, l.SpentRho(), s.ok, s.want)
+		if !errors.Is(err, s.err) || l.SpentRho() != s.want {
+			t.Fatalf("step %d: err %v, spent %v; want %v, %v", i, err, l.SpentRho(), s.err, s.want)
 		}
 	}
 	path := t.TempDir() + "/ledger.json"

@@ -30,6 +30,9 @@ type Ledger struct {
 // ErrOverBudget is returned by Reserve for a task the budget cannot pay.
 var ErrOverBudget = errors.New("dap: over the device's budget")
 
+// ErrAlreadySent is returned by Reserve for a task already reported.
+var ErrAlreadySent = errors.New("dap: this device already sent a report for the task")
+
 func nanoRho(rho float64) int64 { return int64(math.Ceil(rho*1e9 - 1e-6)) }
 
 // NewLedger starts a device ledger with the budget its user accepted.
@@ -54,7 +57,7 @@ func (l *Ledger) spent() int64 {
 // Reserve records task t against the budget, or refuses it.
 func (l *Ledger) Reserve(t *Task) error {
 	if _, ok := l.Tasks[t.ID]; ok {
-		return nil
+		return fmt.Errorf("%w: task %s", ErrAlreadySent, t.ID)
 	}
 	c := nanoRho(t.Rho)
 	if l.spent()+c > nanoRho(l.BudgetRho) {

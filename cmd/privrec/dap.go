@@ -37,6 +37,14 @@ of bounded contributions to a leader and a helper (privrec serve --role
 leader|helper), which verify a validity proof together and each add
 discrete Gaussian noise to their own aggregate share.
 
+  privrec dap enrol      --leader URL --token-file FILE
+  privrec dap contribute --leader URL --helper URL --token-file FILE --task ID \
+                         --ratings FILE --ledger FILE [--budget-rho B]
+      a device: rebuild the task's statistic from its public plan, compute
+      her part from her own ratings, shard it, seal the helper's share to
+      the helper's key, count the ρ in her own ledger, upload once
+  privrec dap task       --leader URL --admin-token-file FILE --file TASK.json
+  privrec dap collect    --leader URL --admin-token-file FILE --task ID
   privrec dap simulate --data FILE --items FILE --scale MIN:MAX [flags]
       end-to-end experiment: every training user of a ratings file is a
       simulated device holding only her own ratings; two privrec serve
@@ -46,14 +54,19 @@ discrete Gaussian noise to their own aggregate share.
       aggregator costs.`
 
 func runDAP(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) > 0 && args[0] == "simulate" {
-		return runDAPSimulate(ctx, args[1:], out)
+	if len(args) > 0 {
+		switch args[0] {
+		case "simulate":
+			return runDAPSimulate(ctx, args[1:], out)
+		case "enrol", "contribute", "task", "collect":
+			return runDAPDevice(ctx, args[0], args[1:], out)
+		}
 	}
 	fs := newFlags("dap simulate [flags]", dapSynopsis, "  privrec dap simulate --data ml-1m/ratings.tsv --items ml-1m/items.tsv --scale 1:5 --methods dp-bias,dp-popularity")
 	if err := parse(fs, args, true); err != nil {
 		return err
 	}
-	return usagef("dap: want the subcommand simulate (privrec dap --help)")
+	return usagef("dap: want a subcommand: enrol, contribute, task, collect or simulate (privrec dap --help)")
 }
 
 // simResult is one method's figures for one seed.

@@ -2,11 +2,9 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/privrec/privrec/dap"
 	"github.com/privrec/privrec/privacy/mechanism"
@@ -42,8 +40,6 @@ type Engine struct {
 	// Stats has one entry per task run, Tasks the tasks.
 	Stats []Stats
 	Tasks []dap.Task
-
-	index map[string]int32
 }
 
 // ErrTooLarge is returned for a statistic too large for a device.
@@ -56,38 +52,6 @@ func (e *Engine) Users() int { return e.Devices }
 // noised sums (SumNoised).
 func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, error) {
 	return nil, fmt.Errorf("dap engine: %s: the aggregators release only noised sums", c.Spec().Name)
-}
-
-// Row is device u's row under the plan, built on her side from her own
-// ratings.
-func (e *Engine) Row(u int) statistic.Row {
-	ids, vals := e.Ratings(u)
-	type iv struct {
-		i int32
-		v float32
-	}
-	kept := make([]iv, 0, len(ids))
-	for k, id := range ids {
-		j, ok := e.index[id]
-		if !ok {
-			continue
-		}
-		if v, keep := e.Plan.Value(float32(vals[k])); keep {
-			kept = append(kept, iv{j, v})
-		}
-	}
-	slices.SortFunc(kept, func(a, b iv) int { return int(a.i - b.i) })
-	r := statistic.Row{Items: make([]int32, len(kept))}
-	if e.Plan.Positive == nil {
-		r.Vals = make([]float32, len(kept))
-	}
-	for k, x := range kept {
-		r.Items[k] = x.i
-		if r.Vals != nil {
-			r.Vals[k] = x.v
-		}
-	}
-	return r
 }
 
 // latticeShape is how a statistic's contributions sit on the lattice.
@@ -155,62 +119,29 @@ func (e *Engine) TaskFor(id string, c statistic.Contribution, mech *mechanism.Ga
 	if spec.Dim*bits > maxDim*16 || spec.Dim > maxDim {
 		return dap.Task{}, fmt.Errorf("dap engine: %s has %d coordinates × %d bits: %w (limit %d coordinates)", spec.Name, spec.Dim, bits, ErrTooLarge, maxDim)
 	}
-	kind, plan, err := statistic.Encode(c)
+	pj, err := dap.NewPlan(e.Plan, c)
 	if err != nil {
 		return dap.Task{}, err
-	}
-	pj, err := json.Marshal(struct {
-		Kind string          `json:"kind"`
-		Plan json.RawMessage `json:"plan"`
-	}{kind, plan})
-	if err != nil {
-		return dap.Task{}, fmt.Errorf("dap engine: %w", err)
 	}
 	return dap.NewTask(dap.Task{ID: id, Statistic: spec.Name, Plan: pj, Dimension: spec.Dim, Step: g, Min: lo, Bits: bits,
 		NormSq: int64(math.Floor(sh.norm / g * sh.norm / g)), Relation: dap.RelationReplace,
 		Sensitivity: math.Nextafter(sens, math.Inf(1)), Rho: mech.Rho(), Noise: e.Noise, MinReports: 1})
 }
 
-// Contribution rebuilds a task's contribution from its public plan, as a
-// device does.
-func Contribution(t *dap.Task) (statistic.Contribution, error) {
-	var p struct {
-		Kind string          `json:"kind"`
-		Plan json.RawMessage `json:"plan"`
-	}
-	if err := json.Unmarshal(t.Plan, &p); err != nil {
-		return nil, fmt.Errorf("%w: task %s plan: %v", dap.ErrInvalid, t.ID, err)
-	}
-	c, err := statistic.Decode(p.Kind, p.Plan)
-	if err != nil {
-		return nil, fmt.Errorf("%w: task %s: %v", dap.ErrInvalid, t.ID, err)
-	}
-	if c.Spec().Dim != t.Dimension {
-		return nil, fmt.Errorf("%w: task %s: plan has %d coordinates, task %d", dap.ErrInvalid, t.ID, c.Spec().Dim, t.Dimension)
-	}
-	return c, nil
-}
-
 // SumNoised implements methods.NoisingEngine: one task for c.
 func (e *Engine) SumNoised(ctx context.Context, c statistic.Contribution, mech *mechanism.Gaussian) ([]float64, error) {
-	if e.index == nil { // the public catalogue's index, before devices read it
-		e.index = make(map[string]int32, len(e.Plan.Catalogue))
-		for i, id := range e.Plan.Catalogue {
-			e.index[id] = int32(i)
-		}
-	}
 	t, err := e.TaskFor(fmt.Sprintf("%s-%d-%s", e.Prefix, len(e.Tasks)+1, c.Kind()), c, mech)
 	if err != nil {
 		return nil, err
 	}
 	// Every device rebuilds the contribution from the task's public plan;
 	// the simulated devices share one decoded copy (it is read-only).
-	dc, err := Contribution(&t)
+	dev, err := dap.NewDevice(t)
 	if err != nil {
 		return nil, err
 	}
-	rel, st, err := e.Fleet.Run(ctx, t, e.Devices, func(u int, x []float64) {
-		dc.Contribute(e.Row(u), func(i int, v float64) { x[i] += v })
+	rel, st, err := e.Fleet.Run(ctx, t, e.Devices, func(u int) []float64 {
+		return dev.Contribute(dev.RowOf(e.Ratings(u)))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dap engine: %s: %w", c.Spec().Name, err)

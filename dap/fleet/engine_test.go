@@ -6,6 +6,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/privrec/privrec/dap"
+
 	"github.com/privrec/privrec/methods"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy/noise"
@@ -77,7 +79,11 @@ func TestEngineSumMatchesInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := statistic.Sum(ctx, m.NumUsers(), e.Row, c)
+	dev, err := dap.NewDevice(e.Tasks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := statistic.Sum(ctx, m.NumUsers(), func(u int) statistic.Row { return dev.RowOf(m.UserRatings(int32(u))) }, c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,9 +112,9 @@ type Stats struct {
 }
 
 // Run creates task t at the aggregators, has devices 0…n−1 contribute
-// (contribute(u, x) fills device u's contribution x, zeroed, from her own
-// data), aggregates and collects; it returns the release.
-func (f *Fleet) Run(ctx context.Context, t dap.Task, n int, contribute func(u int, x []float64)) (*server.Release, Stats, error) {
+// (contribute(u) is device u's contribution, from her own data),
+// aggregates and collects; it returns the release.
+func (f *Fleet) Run(ctx context.Context, t dap.Task, n int, contribute func(u int) []float64) (*server.Release, Stats, error) {
 	st := Stats{Task: t.ID, Devices: n}
 	if err := f.cli.Do(ctx, http.MethodPost, f.Leader, "/dap/v1/admin/tasks", f.AdminToken, t, &t); err != nil {
 		return nil, st, err
@@ -137,9 +137,7 @@ func (f *Fleet) Run(ctx context.Context, t dap.Task, n int, contribute func(u in
 	start := time.Now()
 	err = f.each(ctx, n, func(u int) error {
 		t0 := time.Now()
-		x := make([]float64, pub.Dimension)
-		contribute(u, x)
-		q, err := pub.Quantize(x)
+		q, err := pub.Quantize(contribute(u))
 		if err != nil {
 			return err
 		}
