@@ -70,3 +70,27 @@ func TestDAPDeviceCommands(t *testing.T) {
 		t.Fatalf("release %s: %v", o, err)
 	}
 }
+
+func TestServeRoleUsage(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	os.WriteFile(secret, []byte("not base64!\n"), 0o600)
+	peer := filepath.Join(dir, "peer")
+	os.WriteFile(peer, []byte("short\n"), 0o600)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"role", []string{"serve", "--role", "boss"}, "leader or helper"},
+		{"files", []string{"serve", "--role=helper"}, "are required"},
+		{"secret", []string{"serve", "--role", "helper", "--db", filepath.Join(dir, "h.db"), "--key-file", filepath.Join(dir, "k"), "--secret-file", secret, "--peer-token-file", peer}, "not base64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, e, code := runCLI(t, tc.args...)
+			if code != 2 || !strings.Contains(e, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, e, tc.want)
+			}
+		})
+	}
+}
