@@ -21,6 +21,7 @@ import (
 	"github.com/privrec/privrec/experiment"
 	"github.com/privrec/privrec/methods"
 	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
@@ -71,20 +72,33 @@ func runDAP(ctx context.Context, args []string, out io.Writer) error {
 
 // simResult is one method's figures for one seed.
 type simResult struct {
-	Method  string        `json:"method"`
-	Seed    uint64        `json:"seed"`
-	Central simMetrics    `json:"central"`
-	DAP     simMetrics    `json:"dap"`
-	Tasks   []fleet.Stats `json:"tasks"`
+	Method  string     `json:"method"`
+	Seed    uint64     `json:"seed"`
+	Central simMetrics `json:"central"`
+	// CentralHalfRho is the central release at half the ρ: the noise
+	// standard deviation of the two aggregators' each-alone release (√2×).
+	CentralHalfRho simMetrics    `json:"central_half_rho"`
+	DAP            simMetrics    `json:"dap"`
+	Tasks          []fleet.Stats `json:"tasks"`
 	// DeviceRho is the ρ each device's own ledger counted.
 	DeviceRho float64 `json:"device_rho"`
 	Guarantee string  `json:"guarantee"`
 }
 
 type simMetrics struct {
-	RMSE    float64 `json:"rmse"`
-	Recall  float64 `json:"recall_at_20"`
-	Seconds float64 `json:"seconds"`
+	RMSE    jsonFloat `json:"rmse"`
+	Recall  jsonFloat `json:"recall_at_20"`
+	Seconds float64   `json:"seconds"`
+}
+
+// jsonFloat writes NaN (a metric a model kind does not have) as null.
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(f))
 }
 
 func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
@@ -105,6 +119,8 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 	noiseMode := fs.String("noise", string(dap.NoiseEachAlone), "each-alone (each aggregator's noise alone gives ε: the default) or honest-but-curious (split; holds only if both add theirs)")
 	params := fs.String("params", "", "method parameters, METHOD.KEY=VALUE comma-separated (e.g. dp-ease.max_items=60)")
 	inProcess := fs.Bool("in-process", false, "run both aggregators in this process instead of two privrec serve processes")
+	centralOnly := fs.Bool("central-only", false, "only the central releases (at ρ and ρ/2), no aggregators")
+	arith := fs.Bool("arith-only", false, "experiments: the aggregators' exact arithmetic and noise in this process, without the cryptography or servers (fleet.Arith; same tasks, quantization and noise code)")
 	workers := fs.Int("workers", 0, "devices working at once (0: all cores)")
 	jsonOut := fs.Bool("json", false, "print the results as JSON")
 	if err := parse(fs, args, false); err != nil {
@@ -162,6 +178,28 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 			}
 		}
 		decl := release.Declared{Scale: &sc, Catalogue: cat}
+		if *centralOnly || *arith {
+			for _, name := range names {
+				var mk func(statistic.RowPlan) statistic.Engine
+				if *arith {
+					mk = func(plan statistic.RowPlan) statistic.Engine {
+						return &fleet.Arith{Engine: fleet.Engine{Plan: plan, Devices: train.NumUsers(), StepBits: *stepBits, GramStepBits: *gramBits,
+							Noise: dap.NoiseMode(*noiseMode), Prefix: fmt.Sprintf("s%d-%s", seed, name),
+							Ratings: func(u int) ([]string, []float64) { return train.UserRatings(int32(u)) }},
+							LeaderNoise: noise.Seeded(seed*2 + 1), HelperNoise: noise.Seeded(seed*2 + 2)}
+					}
+				}
+				r, err := simulateMethod(ctx, name, mparams[name], train, split.Test, decl, *eps, *delta, seed, nil, mk)
+				if err != nil {
+					return fmt.Errorf("%s, seed %d: %w", name, seed, err)
+				}
+				results = append(results, *r)
+				if !*jsonOut {
+					printSim(out, r)
+				}
+			}
+			continue
+		}
 		pair, stop, err := startAggregators(ctx, filepath.Join(dir, fmt.Sprint("seed", seed)), *inProcess, seed)
 		if err != nil {
 			return err
@@ -172,7 +210,7 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		for _, name := range names {
-			r, err := simulateMethod(ctx, name, mparams[name], train, split.Test, decl, *eps, *delta, seed, f, func(plan statistic.RowPlan) *fleet.Engine {
+			r, err := simulateMethod(ctx, name, mparams[name], train, split.Test, decl, *eps, *delta, seed, f, func(plan statistic.RowPlan) statistic.Engine {
 				return &fleet.Engine{Fleet: f, Plan: plan, Devices: train.NumUsers(), StepBits: *stepBits, GramStepBits: *gramBits,
 					Noise: dap.NoiseMode(*noiseMode), Prefix: fmt.Sprintf("s%d-%s", seed, name),
 					Ratings: func(u int) ([]string, []float64) { return train.UserRatings(int32(u)) }}
@@ -238,7 +276,7 @@ func firstUsers(m *ratings.Matrix, n int) (*ratings.Matrix, error) {
 // simulateMethod trains name centrally and through the aggregators on the
 // same split and evaluates both on the held-out ratings.
 func simulateMethod(ctx context.Context, name string, params map[string]any, train, test *ratings.Matrix, decl release.Declared,
-	eps, delta float64, seed uint64, f *fleet.Fleet, engine func(statistic.RowPlan) *fleet.Engine) (*simResult, error) {
+	eps, delta float64, seed uint64, f *fleet.Fleet, engine func(statistic.RowPlan) statistic.Engine) (*simResult, error) {
 	res := &simResult{Method: name, Seed: seed}
 	cfg, err := methods.Configure(name, params)
 	if err != nil {
@@ -254,7 +292,27 @@ func simulateMethod(ctx context.Context, name string, params map[string]any, tra
 	if res.Central.RMSE, res.Central.Recall, err = evalRelease(ctx, rel.Model(), rel.PerUser, train, test); err != nil {
 		return nil, fmt.Errorf("central: %w", err)
 	}
-	var eng *fleet.Engine
+	rho, err := accountant.RhoForApprox(eps, delta)
+	if err != nil {
+		return nil, err
+	}
+	halfEps, err := accountant.ZCDPToApprox(rho/2, delta)
+	if err != nil {
+		return nil, err
+	}
+	henv := env
+	henv.Epsilon, henv.Noise = halfEps, noise.Seeded(seed^0x68616c66)
+	hrel, err := methods.Train(ctx, name, cfg, release.Input{Ratings: train, Declared: decl}, henv)
+	if err != nil {
+		return nil, fmt.Errorf("central at ρ/2: %w", err)
+	}
+	if res.CentralHalfRho.RMSE, res.CentralHalfRho.Recall, err = evalRelease(ctx, hrel.Model(), hrel.PerUser, train, test); err != nil {
+		return nil, fmt.Errorf("central at ρ/2: %w", err)
+	}
+	if engine == nil {
+		return res, nil
+	}
+	var eng statistic.Engine
 	env.Engine = func(plan statistic.RowPlan) (statistic.Engine, error) {
 		eng = engine(plan)
 		return eng, nil
@@ -265,7 +323,9 @@ func simulateMethod(ctx context.Context, name string, params map[string]any, tra
 		return nil, fmt.Errorf("through the aggregators: %w", err)
 	}
 	res.DAP.Seconds = time.Since(t0).Seconds()
-	res.Tasks = eng.Stats
+	if fe, ok := eng.(*fleet.Engine); ok {
+		res.Tasks = fe.Stats
+	}
 	res.Guarantee = drel.Guarantee.String()
 	var states *model.UserStates
 	if rel.PerUser != nil {
@@ -278,7 +338,9 @@ func simulateMethod(ctx context.Context, name string, params map[string]any, tra
 	if res.DAP.RMSE, res.DAP.Recall, err = evalRelease(ctx, drel.Model(), states, train, test); err != nil {
 		return nil, fmt.Errorf("through the aggregators: %w", err)
 	}
-	res.DeviceRho = f.Ledger(0).SpentRho()
+	if f != nil {
+		res.DeviceRho = f.Ledger(0).SpentRho()
+	}
 	return res, nil
 }
 
@@ -321,25 +383,25 @@ func deviceStates(ctx context.Context, m *model.Model, train *ratings.Matrix, na
 // rating model (with the users' own states), and for a top-N model (no
 // per-user state) Recall@20 of each training user's list, from her own
 // training ratings, against her held-out ratings ≥ 4.
-func evalRelease(ctx context.Context, m *model.Model, states *model.UserStates, train, test *ratings.Matrix) (rmse, recall float64, err error) {
-	rmse, recall = math.NaN(), math.NaN()
+func evalRelease(ctx context.Context, m *model.Model, states *model.UserStates, train, test *ratings.Matrix) (rmse, recall jsonFloat, err error) {
+	rmse, recall = jsonFloat(math.NaN()), jsonFloat(math.NaN())
 	if states == nil && m.Users == nil && m.Dense == nil {
 		targets := test.Filter(func(e ratings.Entry) bool { return e.Value >= 4 })
 		rep, err := methods.EvaluateHeldOut(ctx, m, train, targets, methods.HeldOutOptions{Ks: []int{20}})
 		if err != nil {
 			return 0, 0, err
 		}
-		return rmse, rep.Recall[20], nil
+		return rmse, jsonFloat(rep.Recall[20]), nil
 	}
 	rep, err := methods.EvaluateModel(ctx, m, test, methods.EvalOptions{K: 20, States: states})
 	if err != nil {
 		return 0, 0, err
 	}
 	if rep.RMSE != nil {
-		rmse = *rep.RMSE
+		rmse = jsonFloat(*rep.RMSE)
 	}
 	if rep.Recall != nil {
-		recall = *rep.Recall
+		recall = jsonFloat(*rep.Recall)
 	}
 	return rmse, recall, nil
 }
@@ -413,8 +475,8 @@ func startAggregators(ctx context.Context, dir string, inProcess bool, seed uint
 }
 
 func printSim(out io.Writer, r *simResult) {
-	fmt.Fprintf(out, "%s seed %d: central RMSE %.4f Recall@20 %.4f (%.1f s) | two aggregators RMSE %.4f Recall@20 %.4f (%.1f s), device ledger ρ %.4g\n",
-		r.Method, r.Seed, r.Central.RMSE, r.Central.Recall, r.Central.Seconds, r.DAP.RMSE, r.DAP.Recall, r.DAP.Seconds, r.DeviceRho)
+	fmt.Fprintf(out, "%s seed %d: central RMSE %.4f Recall@20 %.4f (%.1f s); central at ρ/2 RMSE %.4f Recall@20 %.4f | two aggregators RMSE %.4f Recall@20 %.4f (%.1f s), device ledger ρ %.4g\n",
+		r.Method, r.Seed, r.Central.RMSE, r.Central.Recall, r.Central.Seconds, r.CentralHalfRho.RMSE, r.CentralHalfRho.Recall, r.DAP.RMSE, r.DAP.Recall, r.DAP.Seconds, r.DeviceRho)
 	for _, t := range r.Tasks {
 		fmt.Fprintf(out, "  task %s: %d devices, %.3f s and %d bytes per device, upload %.1f s, verification %.1f reports/s (%d accepted, %d rejected)\n",
 			t.Task, t.Devices, t.DeviceSeconds, t.ReportBytes, t.UploadSeconds, t.ReportsPerSecond, t.Accepted, t.Rejected)
@@ -422,9 +484,11 @@ func printSim(out io.Writer, r *simResult) {
 }
 
 func printSimMeans(out io.Writer, rs []simResult) {
-	type acc struct{ c, d simMetrics }
+	type acc struct {
+		n    int
+		sums [6]float64 // central, central at ρ/2, two aggregators: RMSE and Recall@20
+	}
 	sums := map[string]*acc{}
-	counts := map[string]int{}
 	var order []string
 	for _, r := range rs {
 		a := sums[r.Method]
@@ -433,15 +497,19 @@ func printSimMeans(out io.Writer, rs []simResult) {
 			sums[r.Method] = a
 			order = append(order, r.Method)
 		}
-		a.c.RMSE += r.Central.RMSE
-		a.c.Recall += r.Central.Recall
-		a.d.RMSE += r.DAP.RMSE
-		a.d.Recall += r.DAP.Recall
-		counts[r.Method]++
+		for i, m := range []simMetrics{r.Central, r.CentralHalfRho, r.DAP} {
+			a.sums[2*i] += float64(m.RMSE)
+			a.sums[2*i+1] += float64(m.Recall)
+		}
+		a.n++
 	}
 	for _, m := range order {
-		a, n := sums[m], float64(counts[m])
-		fmt.Fprintf(out, "%s, mean of %d: central RMSE %.4f Recall@20 %.4f | two aggregators RMSE %.4f Recall@20 %.4f\n",
-			m, counts[m], a.c.RMSE/n, a.c.Recall/n, a.d.RMSE/n, a.d.Recall/n)
+		a := sums[m]
+		v := a.sums
+		for i := range v {
+			v[i] /= float64(a.n)
+		}
+		fmt.Fprintf(out, "%s, mean of %d: central RMSE %.4f Recall@20 %.4f; central at ρ/2 RMSE %.4f Recall@20 %.4f | two aggregators RMSE %.4f Recall@20 %.4f\n",
+			m, a.n, v[0], v[1], v[2], v[3], v[4], v[5])
 	}
 }
