@@ -26,23 +26,23 @@ type Arith struct {
 }
 
 // SumNoised implements methods.NoisingEngine.
-func (a *Arith) SumNoised(ctx context.Context, c statistic.Contribution, mech *mechanism.Gaussian) ([]float64, error) {
+func (a *Arith) SumNoised(ctx context.Context, c statistic.Contribution, mech *mechanism.Gaussian) ([]float64, float64, error) {
 	t, err := a.TaskFor(fmt.Sprintf("%s-%d-%s", a.Prefix, len(a.Tasks)+1, c.Kind()), c, mech)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	dev, err := dap.NewDevice(t)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	sum := make([]int64, t.Dimension)
 	for u := range a.Devices {
 		if u%1024 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		}
 		q, err := t.Quantize(dev.Contribute(dev.RowOf(a.Ratings(u))))
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for j, v := range q {
 			sum[j] += v - t.Min // the encoded values the VDAF sums
@@ -51,15 +51,15 @@ func (a *Arith) SumNoised(ctx context.Context, c statistic.Contribution, mech *m
 	leader, helper := t.NewVec(), t.NewVec()
 	for j, v := range sum {
 		if err := leader[j].SetUint64(uint64(v)); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	t.AddNoise(leader, a.LeaderNoise)
 	t.AddNoise(helper, a.HelperNoise)
 	_, vals, err := t.Combine(leader, helper, a.Devices)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	a.Tasks = append(a.Tasks, t)
-	return vals, nil
+	return vals, t.ReleaseSD(), nil
 }

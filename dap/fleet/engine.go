@@ -129,24 +129,24 @@ func (e *Engine) TaskFor(id string, c statistic.Contribution, mech *mechanism.Ga
 }
 
 // SumNoised implements methods.NoisingEngine: one task for c.
-func (e *Engine) SumNoised(ctx context.Context, c statistic.Contribution, mech *mechanism.Gaussian) ([]float64, error) {
+func (e *Engine) SumNoised(ctx context.Context, c statistic.Contribution, mech *mechanism.Gaussian) ([]float64, float64, error) {
 	t, err := e.TaskFor(fmt.Sprintf("%s-%d-%s", e.Prefix, len(e.Tasks)+1, c.Kind()), c, mech)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// Every device rebuilds the contribution from the task's public plan;
 	// the simulated devices share one decoded copy (it is read-only).
 	dev, err := dap.NewDevice(t)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	rel, st, err := e.Fleet.Run(ctx, t, e.Devices, func(u int) []float64 {
 		return dev.Contribute(dev.RowOf(e.Ratings(u)))
 	})
 	if err != nil {
-		return nil, fmt.Errorf("dap engine: %s: %w", c.Spec().Name, err)
+		return nil, 0, fmt.Errorf("dap engine: %s: %w", c.Spec().Name, err)
 	}
 	e.Tasks = append(e.Tasks, rel.Task)
 	e.Stats = append(e.Stats, st)
-	return rel.Values, nil
+	return rel.Values, rel.NoiseSD, nil
 }

@@ -75,7 +75,7 @@ func TestEngineSumMatchesInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.SumNoised(ctx, c, mech)
+	got, sd, err := e.SumNoised(ctx, c, mech)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +88,9 @@ func TestEngineSumMatchesInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	tk := e.Tasks[0]
+	if sd != tk.ReleaseSD() || sd < math.Sqrt2*mech.Sigma()*0.999 {
+		t.Errorf("noise sd %v: want the task's %v, ≥ √2·%v", sd, tk.ReleaseSD(), mech.Sigma())
+	}
 	tol := float64(m.NumUsers())*tk.Step + 6*tk.ReleaseSD()
 	for j := range want {
 		if d := math.Abs(got[j] - want[j]); d > tol {
