@@ -32,7 +32,7 @@ func init() {
 	Register(&Method{
 		Name:    "dpals",
 		Summary: "private alternating least squares: noised item statistics, user rows on the user's side (user-level joint DP)",
-		Private: true, PerUser: true, Needs: []string{"scale", "items"},
+		Private: true, PerUser: true, Needs: []string{"scale", "items"}, Engine: true,
 		New: func() Config { return NewDPALSConfig() },
 	})
 }
@@ -178,13 +178,18 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	if err != nil {
 		return nil, err
 	}
-	data, err := release.OnCatalogue(release.ClampToScale(in.Ratings, scale), cat)
+	eng, data, err := ratingEngine(in, env, scale, cat)
 	if err != nil {
 		return nil, err
 	}
-	n := data.NumItems()
-	if c, err = c.plan(data.NumUsers(), n, env.Epsilon, env.Delta); err != nil {
+	n := cat.Len()
+	// The number of users is public (the relation replaces a user); an
+	// external engine counts them in a first pass.
+	if c, err = c.plan(eng.Users(), n, env.Epsilon, env.Delta); err != nil {
 		return nil, err
+	}
+	if data == nil && c.Steps > 0 {
+		return nil, fmt.Errorf("--steps %d: dpals' ALS steps run in process only (an external engine sums its counts, bias statistics and covariance features; use --steps 0)", c.Steps)
 	}
 	k := c.Rank
 	if c.Steps == 0 {
@@ -218,7 +223,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		if err != nil {
 			return nil, err
 		}
-		if popularity, err = releaseCounts(ctx, ratingRows{data}, n, countMech, env); err != nil {
+		if popularity, err = releaseCounts(ctx, eng, n, countMech, env); err != nil {
 			return nil, err
 		}
 		parts = append(parts, countMech.Guarantee())
@@ -233,7 +238,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	if err != nil {
 		return nil, err
 	}
-	st, err := releaseBiasStats(ctx, ratingRows{data}, biasPlan(n, scale, clip, itemWeight, true), biasMech, env)
+	st, err := releaseBiasStats(ctx, eng, biasPlan(n, scale, clip, itemWeight, true), biasMech, env)
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +285,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 	var covItems []int
 	if c.CovRank > 0 && nActive > 0 {
 		var covMech *mechanism.Gaussian
-		covItems, sigmaCov, covMech, err = c.covFeatures(ctx, data, st.Mean, itemBias, featureCounts, active, init, k, clip, split.cov, env)
+		covItems, sigmaCov, covMech, err = c.covFeatures(ctx, data, eng, st.Mean, itemBias, featureCounts, active, init, k, clip, split.cov, env)
 		if err != nil {
 			return nil, err
 		}
@@ -390,9 +395,12 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		"clip": clip, "min_count": c.MinCount, "fallback": c.Fallback, "bias_scale": c.BiasScale, "rhs_weight": c.RHSWeight,
 		"init": c.Init, "prior_ridge": c.PriorRidge, "cov_rank": c.CovRank, "cov_share": c.CovShare, "cov_items": c.CovItems, "cov_scale": c.CovScale,
 		"bias_prior": c.BiasPrior, "bias_weight_exponent": c.BiasWeightExp, "count_share": c.CountShare}
-	states, err := foldInAll(ctx, m, in.Ratings, "dpals")
-	if err != nil {
-		return nil, err
+	var states *model.UserStates
+	if env.Engine == nil {
+		// An external engine keeps the users' rows on its side.
+		if states, err = foldInAll(ctx, m, in.Ratings, "dpals"); err != nil {
+			return nil, err
+		}
 	}
 	return &release.Release{Public: m, PerUser: states, Guarantee: g, Report: release.Report{
 		"sigma_bias": st.Sigma, "sigma_step": sigmaStep, "steps": c.Steps, "items_with_factors": nActive,
@@ -539,7 +547,7 @@ type budgetSplit struct {
 // the noise: the first gets CovScale, weaker ones less, and eigenvalues
 // inside the noise none. Everything but the release is post-processing of
 // public values.
-func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, mean float64, itemBias, counts []float64, active []bool, init []float64, k int, clip, rho float64, env Env) (items []int, sigma float64, mech *mechanism.Gaussian, err error) {
+func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, eng statistic.Engine, mean float64, itemBias, counts []float64, active []bool, init []float64, k int, clip, rho float64, env Env) (items []int, sigma float64, mech *mechanism.Gaussian, err error) {
 	for j, a := range active {
 		if a && counts[j] > 0 {
 			items = append(items, j)
@@ -557,9 +565,16 @@ func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, mea
 		return nil, 0, nil, err
 	}
 	sigma = mech.Sigma()
-	vals, vecs, err := mf.CovFeatures(ctx, mf.FromMatrix(data), mf.CovOptions{Items: items, Rank: r,
+	opt := mf.CovOptions{Items: items, Rank: r,
 		Mean: mean, ItemBias: itemBias, UserDamping: c.UserDamping, Clip: clip,
-		Release: mech, Noise: env.Noise, Rand: env.Rand.Rand(), Workers: env.Workers})
+		Release: mech, Noise: env.Noise, Rand: env.Rand.Rand(), Workers: env.Workers}
+	var p *mf.Problem
+	if data != nil {
+		p = mf.FromMatrix(data)
+	} else {
+		opt.Engine = eng
+	}
+	vals, vecs, err := mf.CovFeatures(ctx, p, opt)
 	if err != nil {
 		return nil, 0, nil, err
 	}

@@ -228,7 +228,7 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if err != nil {
 		return nil, err
 	}
-	users, nItems := eng.Users(), cat.Len()
+	nItems := cat.Len()
 	rho, err := accountant.RhoForApprox(env.Epsilon, env.Delta)
 	if err != nil {
 		return nil, err
@@ -240,7 +240,9 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 		return nil, err
 	}
 	order := byCount(counts)
-	covered := order[:c.covered(users, nItems, rhoGram)]
+	// The number of users is public (the relation replaces a user); an
+	// external engine knows it once it has summed the counts.
+	covered := order[:c.covered(eng.Users(), nItems, rhoGram)]
 	cols, err := topn.NewColumns(nItems, covered)
 	if err != nil {
 		return nil, err

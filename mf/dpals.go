@@ -335,16 +335,21 @@ func dpalsLists(ctx context.Context, p *Problem, o *DPALSOptions, w int) (*itemL
 // statistics use clip(r − μ − b_j − b_u, ±R) (dpalsItems).
 func userResiduals(p *Problem, o *DPALSOptions, itemBias []float64, u int, res []float64) float64 {
 	beg, end := p.RowPtr[u], p.RowPtr[u+1]
-	if beg == end {
+	return centre(p.RowCol[beg:end], p.RowVal[beg:end], o.Mean, o.UserDamping, itemBias, res)
+}
+
+// centre is userResiduals for a user's row (items, vals) given as slices.
+func centre(items []int32, vals []float32, mu, damping float64, itemBias, res []float64) float64 {
+	if len(items) == 0 {
 		return 0
 	}
-	res = res[:end-beg]
+	res = res[:len(items)]
 	var mean float64
-	for i, j := range p.RowCol[beg:end] {
-		res[i] = float64(p.RowVal[int(beg)+i]) - o.Mean - itemBias[j]
+	for i, j := range items {
+		res[i] = float64(vals[i]) - mu - itemBias[j]
 		mean += res[i]
 	}
-	mean /= float64(end-beg) + o.UserDamping
+	mean /= float64(len(items)) + damping
 	for i := range res {
 		res[i] -= mean
 	}

@@ -36,6 +36,9 @@ type CovOptions struct {
 	// Rand starts the subspace iteration.
 	Rand    *rand.Rand
 	Workers int
+	// Engine, when set, sums the covariance (CovStatistic) in place of the
+	// in-process sum over the Problem (which may then be nil).
+	Engine statistic.Engine
 }
 
 // CovSensitivity is the ℓ2 (Frobenius) sensitivity √2·R² of the released
@@ -45,6 +48,101 @@ func CovSensitivity(clip float64) float64 { return statistic.CovSensitivity(clip
 // CovDim is the number of coordinates the covariance release has for m
 // items (the upper triangle).
 func CovDim(m int) int { return statistic.CovDim(m) }
+
+// covKind is CovStatistic's kind for statistic.Decode.
+const covKind = "covariance"
+
+func init() { statistic.Register(covKind, func() statistic.Contribution { return new(CovStatistic) }) }
+
+// CovStatistic is the item covariance statistic (statistic.Covariance has
+// its sensitivity): user i's part is x_i x_iᵀ over the covered items, its
+// upper triangle in statistic.UpperIndex layout, with x_ij = c_i·y_ij, y_ij
+// her rating centred as the DPALS user side does (centre: the public
+// offset and item biases, her own damped bias) and clipped to ±Clip, and
+// c_i = 1/√m_i over her m_i covered items.
+type CovStatistic struct {
+	Items       []int     `json:"items"`
+	Mean        float64   `json:"mean"`
+	ItemBias    []float64 `json:"item_bias"`
+	UserDamping float64   `json:"user_damping"`
+	Clip        float64   `json:"clip"`
+
+	pos []int32 // item → covered position (−1: not covered); Validate builds it
+}
+
+// covScratch is one worker's buffers for CovStatistic.pairs.
+type covScratch struct {
+	res []float64
+	idx []int32
+	x   []float64
+}
+
+// Kind implements statistic.Contribution.
+func (st *CovStatistic) Kind() string { return covKind }
+
+// Spec implements statistic.Contribution.
+func (st *CovStatistic) Spec() statistic.Spec { return statistic.Covariance(len(st.Items), st.Clip) }
+
+// Validate checks the plan and builds the item positions.
+func (st *CovStatistic) Validate() error {
+	n := len(st.ItemBias)
+	if len(st.Items) == 0 || n == 0 {
+		return fmt.Errorf("covariance features: %d covered items, %d item biases", len(st.Items), n)
+	}
+	if !(st.Clip > 0) || math.IsInf(st.Clip, 0) || math.IsNaN(st.Mean) || math.IsInf(st.Mean, 0) || !(st.UserDamping >= 0) || math.IsInf(st.UserDamping, 0) {
+		return fmt.Errorf("covariance features: clip %g, mean %g and user damping %g must be finite (clip > 0, damping ≥ 0)", st.Clip, st.Mean, st.UserDamping)
+	}
+	st.pos = make([]int32, n)
+	for j := range st.pos {
+		st.pos[j] = -1
+	}
+	for q, j := range st.Items {
+		if j < 0 || j >= n || st.pos[j] >= 0 {
+			return fmt.Errorf("covariance features: item %d out of range or repeated", j)
+		}
+		st.pos[j] = int32(q)
+	}
+	return nil
+}
+
+// pairs calls add(p, q, x_p·x_q) for each pair p ≤ q of a user's covered
+// positions, her row (items, vals) on the catalogue.
+func (st *CovStatistic) pairs(s *covScratch, items []int32, vals []float32, add func(lo, hi int32, v float64)) {
+	if cap(s.res) < len(items) {
+		s.res = make([]float64, len(items))
+	}
+	res := s.res[:len(items)]
+	centre(items, vals, st.Mean, st.UserDamping, st.ItemBias, res)
+	s.idx, s.x = s.idx[:0], s.x[:0]
+	for t, j := range items {
+		if q := st.pos[j]; q >= 0 {
+			s.idx = append(s.idx, q)
+			s.x = append(s.x, max(-st.Clip, min(st.Clip, res[t])))
+		}
+	}
+	if len(s.idx) == 0 {
+		return
+	}
+	// c = 1/√m_i, rounded so that Σ c² ≤ 1 holds in floating point.
+	c := 1 / math.Sqrt(float64(len(s.idx))) * (1 - 1e-12)
+	for t := range s.x {
+		s.x[t] *= c
+	}
+	// Every pair once, into the upper triangle (row ≤ column).
+	for t, qa := range s.idx {
+		xa := s.x[t]
+		for r := t; r < len(s.idx); r++ {
+			add(min(qa, s.idx[r]), max(qa, s.idx[r]), xa*s.x[r])
+		}
+	}
+}
+
+// Contribute implements statistic.Contribution.
+func (st *CovStatistic) Contribute(r statistic.Row, add func(i int, x float64)) {
+	var s covScratch
+	m := len(st.Items)
+	st.pairs(&s, r.Items, r.Vals, func(lo, hi int32, v float64) { add(statistic.UpperIndex(m, int(lo), int(hi)), v) })
+}
 
 // CovFeatures releases the noised item covariance of the users' centred
 // ratings over o.Items and returns its top o.Rank eigenpairs: vals in
@@ -57,73 +155,55 @@ func CovFeatures(ctx context.Context, p *Problem, o CovOptions) (vals []float64,
 	if m == 0 || o.Rank < 1 || o.Rank > m {
 		return nil, nil, fmt.Errorf("covariance features: rank %d over %d items", o.Rank, m)
 	}
-	if o.Release == nil || o.Noise == nil || o.Rand == nil || len(o.ItemBias) != p.NumItems {
-		return nil, nil, fmt.Errorf("covariance features: a releaser, noise and random source and one item bias per item are needed")
+	if o.Release == nil || o.Noise == nil || o.Rand == nil || (o.Engine == nil && (p == nil || len(o.ItemBias) != p.NumItems)) {
+		return nil, nil, fmt.Errorf("covariance features: a releaser, noise and random source, the ratings or an engine, and one item bias per item are needed")
 	}
 	if !(o.Clip > 0) || math.IsInf(o.Clip, 0) {
 		return nil, nil, fmt.Errorf("covariance features: the clip must be finite and > 0, got %g", o.Clip)
 	}
-	pos := make([]int32, p.NumItems)
-	for j := range pos {
-		pos[j] = -1
+	st := &CovStatistic{Items: o.Items, Mean: o.Mean, ItemBias: o.ItemBias, UserDamping: o.UserDamping, Clip: o.Clip}
+	if err := st.Validate(); err != nil {
+		return nil, nil, err
 	}
-	for q, j := range o.Items {
-		if j < 0 || j >= p.NumItems || pos[j] >= 0 {
-			return nil, nil, fmt.Errorf("covariance features: item %d out of range or repeated", j)
+	var C *mat.SymDense
+	if o.Engine != nil {
+		v, err := o.Engine.Sum(ctx, st)
+		if err != nil {
+			return nil, nil, fmt.Errorf("summing the item covariance: %w", err)
 		}
-		pos[j] = int32(q)
+		C = statistic.UnpackUpper(m, v)
+	} else if C, err = st.sum(ctx, p, o.Workers); err != nil {
+		return nil, nil, err
 	}
-	w := workers(o.Workers)
+	if err := releaseGram(o.Release, o.Noise, C); err != nil {
+		return nil, nil, fmt.Errorf("releasing the item covariance: %w", err)
+	}
+	vals, vecs = TopEigen(C, o.Rank, o.Rand)
+	return vals, vecs, nil
+}
+
+// sum is the in-process sum of st over p's users on w workers: one m × m
+// accumulator per worker, added in worker order.
+func (st *CovStatistic) sum(ctx context.Context, p *Problem, w int) (*mat.SymDense, error) {
+	m := len(st.Items)
+	w = workers(w)
 	// One accumulator per worker (m² float64 each): users' outer products
 	// are scattered into it, upper triangle only.
 	acc := make([][]float64, w)
-	dopt := &DPALSOptions{Mean: o.Mean, UserDamping: o.UserDamping}
-	type userScratch struct {
-		res []float64
-		idx []int32
-		x   []float64
-	}
-	scr := make([]userScratch, w)
-	err = parallelRows(ctx, p.NumUsers, w, 256, func(wk, lo, hi int) error {
+	scr := make([]covScratch, w)
+	err := parallelRows(ctx, p.NumUsers, w, 256, func(wk, lo, hi int) error {
 		if acc[wk] == nil {
 			acc[wk] = make([]float64, m*m)
 		}
 		a, s := acc[wk], &scr[wk]
 		for u := lo; u < hi; u++ {
 			beg, end := p.RowPtr[u], p.RowPtr[u+1]
-			if cap(s.res) < int(end-beg) {
-				s.res = make([]float64, end-beg)
-			}
-			res := s.res[:end-beg]
-			userResiduals(p, dopt, o.ItemBias, u, res)
-			s.idx, s.x = s.idx[:0], s.x[:0]
-			for t, j := range p.RowCol[beg:end] {
-				if q := pos[j]; q >= 0 {
-					s.idx = append(s.idx, q)
-					s.x = append(s.x, max(-o.Clip, min(o.Clip, res[t])))
-				}
-			}
-			if len(s.idx) == 0 {
-				continue
-			}
-			// c = 1/√m_i, rounded so that Σ c² ≤ 1 holds in floating point.
-			c := 1 / math.Sqrt(float64(len(s.idx))) * (1 - 1e-12)
-			for t := range s.x {
-				s.x[t] *= c
-			}
-			// Every pair once, into the upper triangle (row ≤ column).
-			for t, qa := range s.idx {
-				xa := s.x[t]
-				for r := t; r < len(s.idx); r++ {
-					lo, hi := min(qa, s.idx[r]), max(qa, s.idx[r])
-					a[int(lo)*m+int(hi)] += xa * s.x[r]
-				}
-			}
+			st.pairs(s, p.RowCol[beg:end], p.RowVal[beg:end], func(lo, hi int32, v float64) { a[int(lo)*m+int(hi)] += v })
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	C := mat.NewSymDense(m, nil)
 	raw := C.RawSymmetric()
@@ -138,12 +218,7 @@ func CovFeatures(ctx context.Context, p *Problem, o CovOptions) (vals []float64,
 			}
 		}
 	}
-	acc = nil
-	if err := releaseGram(o.Release, o.Noise, C); err != nil {
-		return nil, nil, fmt.Errorf("releasing the item covariance: %w", err)
-	}
-	vals, vecs = TopEigen(C, o.Rank, o.Rand)
-	return vals, vecs, nil
+	return C, nil
 }
 
 // TopEigen returns the r eigenpairs of the symmetric c largest in

@@ -1,0 +1,279 @@
+// Command privrec-beam trains privrec's private models whose global step
+// is a sum over users (dp-popularity, dp-bias, dp-ease, dpals without ALS
+// steps) on Apache Beam:
+// each statistic is summed by a pipeline (read → group by user → each
+// user's contribution → combine per block), and the noise is added once,
+// on this driver, after the pipeline has finished, by the same code as
+// `privrec train`. It writes the same public model file and report.
+//
+// Usage:
+//
+//	privrec-beam --method dp-ease --data ratings.tsv --format tsv \
+//	    --items items.tsv --epsilon 1 --out ease.model [--runner prism]
+//
+// Runners: Prism in this process by default; --runner universal
+// --endpoint HOST:PORT for a Flink or Spark job server, --runner dataflow
+// with Dataflow's flags (docs/BEAM.md has the exact commands).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+
+	"github.com/privrec/privrec/beam/pipeline"
+	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/ratingio"
+	"github.com/privrec/privrec/release"
+)
+
+const help = `privrec-beam trains a private privrec model on Apache Beam.
+
+Each statistic of the method (a sum over users of bounded per-user
+contributions) is computed by one Beam pipeline: the ratings are read with
+privrec's parsers (gzip included), grouped by user, each user's
+contribution is computed on a worker by the same code as 'privrec train',
+and the contributions are combined per block of coordinates. The noise is
+drawn once per statistic, on this driver, after its pipeline has finished
+— a retried bundle cannot draw it twice. Running this command again is a
+second release of the same data: account for both.
+
+A malformed line or a repeated (user, item) goes to the pipeline's error
+output with its source and position and enters no sum; the run then fails
+before any noise is drawn, naming how many rows were refused (on stderr
+only: the count is private).
+
+Methods: dp-popularity, dp-bias and dpals (public model only: each user
+computes her own state on her side; dpals with --param steps=0, its
+default: counts, bias statistics and covariance features), dp-ease.
+
+Example:
+  privrec-beam --method dp-ease --data ratings.tsv --format tsv --scale 1:5 \
+      --items items.tsv --epsilon 1 --out ease.model --json
+Runners (Beam's own flags):
+  --runner prism (default, in this process)
+  --runner universal --endpoint localhost:8099 --environment_type LOOPBACK|DOCKER
+  --runner dataflow --project P --region R --staging_location gs://B/staging
+`
+
+type params map[string]string
+
+func (p params) String() string { return fmt.Sprint(map[string]string(p)) }
+
+func (p params) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("--param %q: want NAME=VALUE (the method's JSON parameter name)", s)
+	}
+	p[k] = v
+	return nil
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "privrec-beam:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.CommandLine
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), help, "\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	data := fs.String("data", "", "ratings files: comma-separated paths, globs or filesystem URLs (gs://…)")
+	format := fs.String("format", "", "file format (required): movielens-100k, movielens, movielens-csv, netflix, jester-wide, uci-rc, tsv, csv")
+	cols := fs.String("cols", "", "tsv/csv column mapping, as privrec train's --cols")
+	column := fs.String("column", "", "uci-rc rating column, as privrec train's --column")
+	scale := fs.String("scale", "", "declared rating scale MIN:MAX")
+	items := fs.String("items", "", "declared public item catalogue: one item ID per line, an optional title after a tab")
+	method := fs.String("method", "", "dp-popularity, dp-bias, dp-ease or dpals")
+	eps := fs.Float64("epsilon", 1, "privacy parameter ε")
+	delta := fs.Float64("delta", 1e-6, "privacy parameter δ")
+	seed := fs.Uint64("seed", 0, "seed for non-private randomness (0: random)")
+	experiment := fs.Bool("experiment", false, "also seed the privacy noise from --seed (experiments only; recorded in the model)")
+	outPath := fs.String("out", "", "where to write the public model")
+	work := fs.String("work", "", "directory for the pipelines' sums and refused rows (default: a new temporary directory, removed after a successful run)")
+	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
+	ps := params{}
+	fs.Var(ps, "param", "a method parameter NAME=VALUE by its JSON name (repeatable), e.g. --param cap=50")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	beam.Init()
+	if *method == "" || *data == "" || *outPath == "" || *format == "" {
+		fs.Usage()
+		return fmt.Errorf("--method, --data, --format and --out are required")
+	}
+	meth, err := methods.Lookup(*method)
+	if err != nil {
+		return err
+	}
+	if !meth.Engine {
+		return fmt.Errorf("%s cannot run on Beam (its statistics are not summed by an engine yet)", *method)
+	}
+	cfg := meth.New()
+	keys := make([]string, 0, len(ps))
+	for k := range ps {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		var v any = ps[k]
+		if err := json.Unmarshal([]byte(ps[k]), &v); err != nil {
+			v = ps[k]
+		}
+		if err := methods.SetParam(cfg, k, v); err != nil {
+			return fmt.Errorf("--param %s: %w", k, err)
+		}
+	}
+	in := release.Input{}
+	opt := ratingio.Options{Format: *format, Cols: *cols, Column: *column}
+	if *scale != "" {
+		sc, err := release.ParseScale(*scale)
+		if err != nil {
+			return fmt.Errorf("--scale: %w", err)
+		}
+		in.Declared.Scale = &sc
+		opt.HasScale, opt.Min, opt.Max = true, sc.Min, sc.Max
+	}
+	if *items != "" {
+		c, err := model.LoadCatalogue(*items)
+		if err != nil {
+			return fmt.Errorf("--items: %w", err)
+		}
+		in.Declared.Catalogue = c
+	}
+	inputs, err := expand(*data)
+	if err != nil {
+		return err
+	}
+	s := *seed
+	if s == 0 {
+		var b [8]byte
+		rand.Read(b[:])
+		s = binary.LittleEndian.Uint64(b[:])
+	}
+	env := methods.Env{Epsilon: *eps, Delta: *delta, Seed: s, Rand: noise.Seeded(s), Noise: noise.Secure(), Log: slog.Default()}
+	if *experiment {
+		if *seed == 0 {
+			return fmt.Errorf("--experiment needs an explicit --seed")
+		}
+		env.Noise = noise.Seeded(s ^ 0x6e6f697365) // privrec train's experiment stream
+	}
+	dir := *work
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "privrec-beam-"); err != nil {
+			return err
+		}
+	} else if !strings.Contains(dir, "://") {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	var engines []*pipeline.Engine
+	env.Engine = pipeline.Config{Inputs: inputs, Read: opt, WorkDir: dir, Run: beamx.Run}.Factory(&engines)
+	start := time.Now()
+	rel, err := methods.Train(ctx, *method, cfg, in, env)
+	if err != nil {
+		var re *pipeline.RefusedError
+		if errors.As(err, &re) {
+			// The count goes to the operator (stderr) only.
+			return fmt.Errorf("%w", err)
+		}
+		return err
+	}
+	secs := time.Since(start).Seconds()
+	if *work == "" {
+		os.RemoveAll(dir)
+	}
+	if m := rel.Model(); m != nil {
+		if m.Params == nil {
+			m.Params = map[string]any{}
+		}
+		m.Params["epsilon"], m.Params["delta"], m.Params["seed"] = *eps, *delta, s
+	}
+	if err := model.WriteFileAtomic(*outPath, rel.Public.Write); err != nil {
+		return err
+	}
+	runs := 0
+	for _, e := range engines {
+		runs += e.Runs()
+	}
+	rerun := "each run of privrec-beam is a new release of the data: two runs spend the budget twice"
+	if *jsonOut {
+		rep := map[string]any{}
+		for k, v := range rel.Report {
+			rep[k] = v
+		}
+		rep["method"], rep["seconds"], rep["guarantee"], rep["out"] = *method, secs, rel.Guarantee, *outPath
+		rep["engine"], rep["pipelines"], rep["rerun"] = "beam", runs, rerun
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(out, "Trained %s on Beam (%d pipeline(s)) in %.2f s → %s\n", *method, runs, secs, *outPath)
+	fmt.Fprintf(out, "Guarantee: %s\n", rel.Guarantee)
+	fmt.Fprintf(out, "Note: %s.\n", rerun)
+	keys = keys[:0]
+	for k := range rel.Report {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(out, "  %s: %v\n", k, rel.Report[k])
+	}
+	return nil
+}
+
+// expand turns the --data list into inputs: local globs expanded (a
+// pattern matching nothing is an error), URLs kept as they are.
+func expand(list string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if strings.Contains(p, "://") {
+			out = append(out, p)
+			continue
+		}
+		m, err := filepath.Glob(p)
+		if err != nil {
+			return nil, fmt.Errorf("--data %q: %w", p, err)
+		}
+		if len(m) == 0 {
+			return nil, fmt.Errorf("--data %q: no such file", p)
+		}
+		for _, f := range m {
+			abs, err := filepath.Abs(f)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, abs)
+		}
+	}
+	return out, nil
+}

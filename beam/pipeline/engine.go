@@ -1,0 +1,259 @@
+package pipeline
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // local paths for inputs and the work directory
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
+
+	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/ratingio"
+	"github.com/privrec/privrec/statistic"
+)
+
+// Config is where a pipeline reads and writes and how it runs.
+type Config struct {
+	// Inputs are the ratings files (local paths or URLs of a Beam
+	// filesystem the workers can read), in privrec's text formats, gzip
+	// or not.
+	Inputs []string
+	// Read is the format and its options, as `privrec train` takes them
+	// (Format must be named, not "auto"; repeated (user, item) pairs are
+	// always refused).
+	Read ratingio.Options
+	// WorkDir receives each pipeline's sums and refused rows (a directory
+	// the driver and the workers can both reach).
+	WorkDir string
+	// Run executes a pipeline (beamx.Run: the --runner flag, Prism by
+	// default).
+	Run func(context.Context, *beam.Pipeline) error
+	// Log gets one line per pipeline (the operator's log: it may name how
+	// many rows were refused, which is private).
+	Log *slog.Logger
+}
+
+// RefusedError reports rows the pipeline refused: the run fails before
+// any noise is drawn. N is a private count for the operator only.
+type RefusedError struct {
+	N    int
+	File string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("%d input row(s) refused (malformed or repeated), listed with their source and position in %s; nothing was released", e.N, e.File)
+}
+
+// Engine sums statistics by running pipelines (statistic.Engine).
+type Engine struct {
+	cfg   Config
+	plan  statistic.RowPlan
+	users int // −1 until a pipeline has counted them
+	runs  int
+	// Sums keeps every pre-noise sum the engine computed, in order (for
+	// the equality test; never written anywhere).
+	Sums [][]float64
+}
+
+// Factory is the methods.EngineFactory of cfg. Each engine it builds
+// counts its pipelines (Runs).
+func (cfg Config) Factory(made *[]*Engine) methods.EngineFactory {
+	return func(plan statistic.RowPlan) (statistic.Engine, error) {
+		if cfg.Read.Format == "" || cfg.Read.Format == "auto" {
+			return nil, fmt.Errorf("the Beam engine needs the format named (--format), not detected")
+		}
+		if len(cfg.Inputs) == 0 {
+			return nil, fmt.Errorf("the Beam engine needs at least one input")
+		}
+		e := &Engine{cfg: cfg, plan: plan, users: -1}
+		if made != nil {
+			*made = append(*made, e)
+		}
+		return e, nil
+	}
+}
+
+// Users is the number of users the last pipeline grouped (a public fact
+// under the replace-one relation); it runs a counting pipeline if none
+// ran yet.
+func (e *Engine) Users() int {
+	if e.users < 0 {
+		// A count of the users alone: the unit-norm counts over an empty
+		// plan cost one pass; its sum is discarded, never released.
+		if _, err := e.Sum(context.Background(), &statistic.Counts{Items: max(1, len(e.plan.Catalogue))}); err != nil {
+			e.cfg.logger().Error("counting users", "err", err)
+			return 0
+		}
+		e.Sums = e.Sums[:len(e.Sums)-1]
+	}
+	return e.users
+}
+
+// Runs is the number of pipelines the engine ran.
+func (e *Engine) Runs() int { return e.runs }
+
+func (cfg Config) logger() *slog.Logger {
+	if cfg.Log != nil {
+		return cfg.Log
+	}
+	return slog.Default()
+}
+
+// Sum runs one pipeline that sums c over the users.
+func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, error) {
+	kind, plan, err := statistic.Encode(c)
+	if err != nil {
+		return nil, err
+	}
+	spec := c.Spec()
+	e.runs++
+	// Not filepath.Join: it would turn gs://bucket into gs:/bucket.
+	base := strings.TrimSuffix(e.cfg.WorkDir, "/") + "/" + fmt.Sprintf("%s-%d", kind, e.runs)
+	sumsPath, refusedPath := base+".sums", base+".refused"
+	p, s := beam.NewPipelineWithRoot()
+	files := beam.Create(s, toAny(e.cfg.Inputs)...)
+	opt := e.cfg.Read
+	parsed, refused := beam.ParDo2(s, &parseFn{Format: opt.Format, Cols: opt.Cols, Column: opt.Column,
+		HasScale: opt.HasScale, Min: opt.Min, Max: opt.Max, Sources: e.cfg.Inputs}, files)
+	byUser := beam.GroupByKey(s, parsed)
+	parts, refused2, ones := beam.ParDo3(s, &contributeFn{Kind: kind, Plan: plan, Rows: e.plan, Sources: e.cfg.Inputs}, byUser)
+	sums := beam.CombinePerKey(s, &blockSumFn{}, parts)
+	lines := beam.ParDo(s, formatBlock, sums)
+	users := beam.ParDo(s, formatUsers, stats.Sum(s, ones))
+	textio.Write(s, sumsPath, beam.Flatten(s, lines, users))
+	// One empty line (which countLines skips) so that the file exists even
+	// when nothing was refused: a missing file then means a failed write.
+	textio.Write(s, refusedPath, beam.Flatten(s, refused, refused2, beam.Create(s, "")))
+	if err := e.cfg.Run(ctx, p); err != nil {
+		return nil, fmt.Errorf("the %s pipeline: %w", spec.Name, err)
+	}
+	if n, err := countLines(ctx, refusedPath); err != nil {
+		return nil, err
+	} else if n > 0 {
+		return nil, &RefusedError{N: n, File: refusedPath}
+	}
+	v, users2, err := readSums(ctx, sumsPath, spec.Dim)
+	if err != nil {
+		return nil, err
+	}
+	e.users = users2
+	e.cfg.logger().Info("beam pipeline done", "statistic", spec.Name, "coordinates", spec.Dim, "blocks", statistic.Blocks(spec.Dim), "sums", sumsPath)
+	e.Sums = append(e.Sums, append([]float64(nil), v...))
+	return v, nil
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, x := range s {
+		out[i] = x
+	}
+	return out
+}
+
+// openOutput opens a file a pipeline wrote, through Beam's filesystem
+// package (a local path, or gs://… with its filesystem registered).
+func openOutput(ctx context.Context, path string) (io.ReadCloser, error) {
+	fs, err := filesystem.New(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := fs.OpenRead(ctx, path)
+	if err != nil {
+		fs.Close()
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{r, closers{r, fs}}, nil
+}
+
+type closers []io.Closer
+
+func (c closers) Close() error {
+	var first error
+	for _, x := range c {
+		if err := x.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// countLines counts the non-empty lines of a pipeline's output file.
+func countLines(ctx context.Context, path string) (int, error) {
+	f, err := openOutput(ctx, path)
+	if err != nil {
+		return 0, fmt.Errorf("reading the pipeline's refused rows: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	n := 0
+	for sc.Scan() {
+		if len(sc.Bytes()) > 0 {
+			n++
+		}
+	}
+	return n, sc.Err()
+}
+
+// readSums assembles the dim coordinates and the user count a pipeline
+// wrote; a block written twice or out of range is an error (nothing is
+// released from an inconsistent output).
+func readSums(ctx context.Context, path string, dim int) ([]float64, int, error) {
+	f, err := openOutput(ctx, path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the pipeline's sums: %w", err)
+	}
+	defer f.Close()
+	v := make([]float64, dim)
+	seen := make([]bool, statistic.Blocks(dim))
+	users := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<26)
+	for line := 1; sc.Scan(); line++ {
+		fields := strings.Split(sc.Text(), "\t")
+		switch {
+		case len(fields) == 2 && fields[0] == "u":
+			if users, err = strconv.Atoi(fields[1]); err != nil {
+				return nil, 0, fmt.Errorf("%s:%d: user count: %w", path, line, err)
+			}
+		case len(fields) == 3 && fields[0] == "b":
+			b, err := strconv.Atoi(fields[1])
+			if err != nil || b < 0 || b >= len(seen) || seen[b] {
+				return nil, 0, fmt.Errorf("%s:%d: block %q out of range or repeated", path, line, fields[1])
+			}
+			seen[b] = true
+			raw, err := base64.StdEncoding.DecodeString(fields[2])
+			if err != nil || len(raw) != 8*statistic.BlockSize {
+				return nil, 0, fmt.Errorf("%s:%d: block %d is damaged", path, line, b)
+			}
+			for i := range statistic.BlockSize {
+				x := math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
+				if o := b*statistic.BlockSize + i; o < dim {
+					v[o] = x
+				} else if x != 0 {
+					return nil, 0, fmt.Errorf("%s:%d: block %d has values past the %d coordinates", path, line, b, dim)
+				}
+			}
+		default:
+			return nil, 0, fmt.Errorf("%s:%d: unexpected line", path, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, 0, fmt.Errorf("reading the pipeline's sums: %w", err)
+	}
+	return v, users, nil
+}

@@ -1,0 +1,113 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
+
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/statistic"
+	"github.com/privrec/privrec/statistic/gram"
+	"github.com/privrec/privrec/topn"
+)
+
+// TestMeasureElementCosts measures, on the ratings file named by
+// PRIVREC_BEAM_MEASURE (tsv; PRIVREC_BEAM_ITEMS its catalogue), what the
+// scale-out plan in docs/BEAM.md rests on: the encoded bytes a pipeline
+// shuffles per rating (the group by user) and per user and statistic
+// (the parts going to the combine), with Beam's row coder, and the CPU
+// cost per rating of parsing and per user of each contribution, outside
+// any runner. It skips without the variables.
+func TestMeasureElementCosts(t *testing.T) {
+	path, items := os.Getenv("PRIVREC_BEAM_MEASURE"), os.Getenv("PRIVREC_BEAM_ITEMS")
+	if path == "" || items == "" {
+		t.Skip("set PRIVREC_BEAM_MEASURE and PRIVREC_BEAM_ITEMS to measure")
+	}
+	cat, err := model.LoadCatalogue(items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := coder.RowEncoderForStruct(reflect.TypeOf(Rating{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	partEnc, err := coder.RowEncoderForStruct(reflect.TypeOf(Part{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byUser := map[string][]Rating{}
+	var ratingBytes, n int
+	var buf bytes.Buffer
+	f := &parseFn{Format: "tsv", HasScale: true, Min: 1, Max: 5, Sources: []string{path}}
+	start := time.Now()
+	err = f.ProcessElement(context.Background(), path, func(u string, r Rating) {
+		buf.Reset()
+		if err := enc(r, &buf); err != nil {
+			t.Fatal(err)
+		}
+		ratingBytes += buf.Len() + len(u) + 1 // the key: a length-prefixed string
+		n++
+		byUser[u] = append(byUser[u], r)
+	}, func(s string) { t.Fatalf("refused: %s", s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse := time.Since(start)
+	t.Logf("%d ratings, %d users: parse+encode %.0f ns/rating, %.1f shuffled bytes/rating (group by user)",
+		n, len(byUser), float64(parse.Nanoseconds())/float64(n), float64(ratingBytes)/float64(n))
+	m := 200
+	cover := make([]int, m)
+	for q := range cover {
+		cover[q] = q
+	}
+	cols, err := topn.NewColumns(cat.Len(), cover)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gram.NewGram(cols, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []statistic.Contribution{
+		&statistic.Counts{Items: cat.Len(), Cap: 50},
+		&statistic.Bias{Items: cat.Len(), Mid: 3, Half: 2, Clip: 1.5, Spread: true},
+		g,
+	} {
+		kind, plan, err := statistic.Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn := &contributeFn{Kind: kind, Plan: plan, Rows: statistic.RowPlan{Catalogue: cat.IDs(), Clamp: &[2]float64{1, 5}}, Sources: []string{path}}
+		if err := fn.Setup(); err != nil {
+			t.Fatal(err)
+		}
+		var partBytes, parts int
+		start := time.Now()
+		for u, rs := range byUser {
+			k := 0
+			fn.ProcessElement(u, func(r *Rating) bool {
+				if k == len(rs) {
+					return false
+				}
+				*r = rs[k]
+				k++
+				return true
+			}, func(_ int, p Part) {
+				buf.Reset()
+				if err := partEnc(p, &buf); err != nil {
+					t.Fatal(err)
+				}
+				partBytes += buf.Len() + 2 // + the block key
+				parts++
+			}, func(s string) { t.Fatalf("refused: %s", s) }, func(int) {})
+		}
+		d := time.Since(start)
+		t.Logf("%s (%d coordinates): contribute+encode %.0f ns/user, %.2f parts/user, %.0f shuffled bytes/user before combiner lifting",
+			c.Spec().Name, c.Spec().Dim, float64(d.Nanoseconds())/float64(len(byUser)), float64(parts)/float64(len(byUser)), float64(partBytes)/float64(len(byUser)))
+	}
+}

@@ -1,0 +1,235 @@
+package pipeline
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+
+	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy/mechanism"
+	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/ratingio"
+	"github.com/privrec/privrec/release"
+)
+
+func TestMain(m *testing.M) {
+	beam.Init()
+	os.Exit(m.Run())
+}
+
+func runPrism(ctx context.Context, p *beam.Pipeline) error {
+	_, err := prism.Execute(ctx, p)
+	return err
+}
+
+// synthetic writes a population of users × items ratings on 1..5 (a few
+// items outside the catalogue, which both paths drop) and the catalogue.
+func synthetic(t *testing.T, dir string, users, items int) (data, cat string) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(3, 4))
+	var b strings.Builder
+	for u := range users {
+		n := min(1+r.IntN(30), items+5)
+		for _, j := range r.Perm(items + 5)[:n] {
+			fmt.Fprintf(&b, "u%d\ti%d\t%d\n", u, j, 1+r.IntN(5))
+		}
+	}
+	data = filepath.Join(dir, "ratings.tsv")
+	if err := os.WriteFile(data, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var c strings.Builder
+	for j := range items {
+		fmt.Fprintf(&c, "i%d\n", j)
+	}
+	cat = filepath.Join(dir, "items.txt")
+	if err := os.WriteFile(cat, []byte(c.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return data, cat
+}
+
+// train runs method with a seeded noise stream; with inputs set, on
+// Beam. It returns the model file's bytes and every release's draw.
+func train(t *testing.T, method string, params map[string]any, data, cat string, beamInputs []string) ([]byte, []mechanism.Draw) {
+	t.Helper()
+	ctx := context.Background()
+	scale := release.Scale{Min: 1, Max: 5}
+	c, err := model.LoadCatalogue(cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := ratingio.Options{Format: "tsv", HasScale: true, Min: 1, Max: 5}
+	in := release.Input{Declared: release.Declared{Scale: &scale, Catalogue: c}}
+	var draws []mechanism.Draw
+	env := methods.Env{Epsilon: 2, Delta: 1e-6, Seed: 11, Rand: noise.Seeded(11), Noise: noise.Seeded(11 ^ 0x6e6f697365), Workers: 1,
+		Tap: func(d mechanism.Draw) error {
+			draws = append(draws, mechanism.Draw{Clean: slices.Clone(d.Clean), Noised: slices.Clone(d.Noised), Scale: d.Scale})
+			return nil
+		}}
+	if beamInputs != nil {
+		env.Engine = Config{Inputs: beamInputs, Read: opt, WorkDir: t.TempDir(), Run: runPrism}.Factory(nil)
+	} else {
+		m, err := ratingio.ReadFile(data, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Ratings = m
+	}
+	meth, err := methods.Lookup(method)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := meth.New()
+	for k, v := range params {
+		if err := methods.SetParam(cfg, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rel, err := methods.Train(ctx, method, cfg, in, env)
+	if err != nil {
+		t.Fatalf("%s (beam %v): %v", method, beamInputs != nil, err)
+	}
+	var buf bytes.Buffer
+	if err := rel.Public.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), draws
+}
+
+// TestBeamMatchesInProcess: the Beam pipelines on Prism and the
+// in-process training on the same data with the same noise seed make the
+// same releases — every pre-noise sum equal to 1e-9 relative, the same
+// noised values — and the same model file, for every method Beam runs.
+// (Deterministic: fixed data and seeds; it fails if a contribution,
+// the combine or the release differ between the paths.)
+func TestBeamMatchesInProcess(t *testing.T) {
+	dir := t.TempDir()
+	data, cat := synthetic(t, dir, 400, 60)
+	// dpals with its three releases: the counts that set the adaptive
+	// weights, the bias statistics and the covariance features.
+	dpals := map[string]any{"adaptive_from": 0.0, "cov_users_per_item": 0.0, "cov_rank": 4.0}
+	for _, tc := range []struct {
+		method string
+		params map[string]any
+	}{{"dp-popularity", nil}, {"dp-bias", nil}, {"dp-ease", nil}, {"dpals", dpals}} {
+		method := tc.method
+		t.Run(method, func(t *testing.T) {
+			want, wantDraws := train(t, method, tc.params, data, cat, nil)
+			got, gotDraws := train(t, method, tc.params, data, cat, []string{data})
+			if len(gotDraws) != len(wantDraws) || len(gotDraws) == 0 {
+				t.Fatalf("%d releases on Beam, %d in process", len(gotDraws), len(wantDraws))
+			}
+			for k := range wantDraws {
+				w, g := wantDraws[k], gotDraws[k]
+				if len(w.Clean) != len(g.Clean) || w.Scale != g.Scale {
+					t.Fatalf("release %d: %d coordinates σ %g on Beam, %d σ %g in process", k, len(g.Clean), g.Scale, len(w.Clean), w.Scale)
+				}
+				worst, differ := 0.0, 0
+				for i := range w.Clean {
+					d := math.Abs(w.Clean[i]-g.Clean[i]) / math.Max(1e-300, math.Max(math.Abs(w.Clean[i]), 1))
+					worst = math.Max(worst, d)
+					if w.Noised[i] != g.Noised[i] {
+						differ++
+					}
+				}
+				if worst > 1e-9 {
+					t.Errorf("release %d: pre-noise sums differ by %g relative", k, worst)
+				}
+				if differ > 0 {
+					t.Errorf("release %d: %d of %d noised values differ", k, differ, len(w.Noised))
+				}
+				t.Logf("release %d: %d coordinates, largest pre-noise difference %.3g relative", k, len(w.Clean), worst)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("the model files differ (%d bytes on Beam, %d in process)", len(got), len(want))
+			}
+		})
+	}
+}
+
+// TestBeamGzipInput: a gzip file gives the same model as the plain one.
+func TestBeamGzipInput(t *testing.T) {
+	dir := t.TempDir()
+	data, cat := synthetic(t, dir, 200, 40)
+	raw, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write(raw)
+	zw.Close()
+	gz := filepath.Join(dir, "ratings.tsv.gz")
+	if err := os.WriteFile(gz, zb.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := train(t, "dp-popularity", nil, data, cat, []string{data})
+	zipped, _ := train(t, "dp-popularity", nil, data, cat, []string{gz})
+	if !bytes.Equal(plain, zipped) {
+		t.Error("the gzip input gave a different model")
+	}
+}
+
+// TestBeamRefusesBadRows: a malformed line and a repeated (user, item)
+// reach the error output with source and position, and the run fails
+// naming how many rows were refused, before any noise is drawn.
+func TestBeamRefusesBadRows(t *testing.T) {
+	dir := t.TempDir()
+	_, cat := synthetic(t, dir, 5, 10)
+	var b strings.Builder
+	for u := range 300 {
+		fmt.Fprintf(&b, "u%d\ti%d\t%d\n", u, u%10, 1+u%5)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	lines[6] = "u6\ti6\tfive"         // line 7: not a number
+	lines[250] = "u3\ti3\t4"          // line 251: u3 rated i3 at line 4 already
+	lines = append(lines, "u400\ti1") // line 301: a field missing
+	bad := filepath.Join(dir, "bad.tsv")
+	if err := os.WriteFile(bad, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := model.LoadCatalogue(cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drew := false
+	work := t.TempDir()
+	env := methods.Env{Epsilon: 1, Delta: 1e-6, Noise: noise.Seeded(1), Rand: noise.Seeded(1),
+		Tap:    func(mechanism.Draw) error { drew = true; return nil },
+		Engine: Config{Inputs: []string{bad}, Read: ratingio.Options{Format: "tsv"}, WorkDir: work, Run: runPrism}.Factory(nil)}
+	meth, _ := methods.Lookup("dp-popularity")
+	_, err = methods.Train(context.Background(), "dp-popularity", meth.New(), release.Input{Declared: release.Declared{Catalogue: c}}, env)
+	var re *RefusedError
+	if !errors.As(err, &re) {
+		t.Fatalf("want a RefusedError, got %v", err)
+	}
+	if re.N != 3 || drew {
+		t.Errorf("refused %d rows (want 3), noise drawn: %v", re.N, drew)
+	}
+	list, rerr := os.ReadFile(re.File)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	for _, want := range []string{bad + ":7:", bad + ":251", bad + ":301:"} {
+		if !strings.Contains(string(list), want) {
+			t.Errorf("the error output lacks %q:\n%s", want, list)
+		}
+	}
+	if !strings.Contains(err.Error(), "3 input row(s) refused") {
+		t.Errorf("error %q does not name the count", err)
+	}
+}

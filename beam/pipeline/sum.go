@@ -1,0 +1,240 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/privrec/privrec/statistic"
+)
+
+func init() {
+	beam.RegisterType(reflect.TypeOf((*Rating)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*Part)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*Acc)(nil)).Elem())
+	register.DoFn4x1[context.Context, string, func(string, Rating), func(string), error](&parseFn{})
+	register.Emitter2[string, Rating]()
+	register.Emitter1[string]()
+	register.DoFn5x0[string, func(*Rating) bool, func(int, Part), func(string), func(int)](&contributeFn{})
+	register.Iter1[Rating]()
+	register.Emitter2[int, Part]()
+	register.Emitter1[int]()
+	register.Combiner3[Acc, Part, []float64](&blockSumFn{})
+	register.Function2x1[int, []float64, string](formatBlock)
+	register.Function1x1[int, string](formatUsers)
+}
+
+// Part is one user's part of a statistic within one block of
+// statistic.BlockSize coordinates: offsets within the block and values.
+type Part struct {
+	Idx []int32
+	Val []float64
+}
+
+// contributeFn turns one user's group of ratings into her parts of the
+// statistic: her Row under the public RowPlan (the plan's filter and clamp,
+// the catalogue's indices in increasing order — what the in-process path
+// sums), then the statistic package's Contribute, split by block. A user
+// with a repeated (user, item) has every repeat refused (source and
+// position) and contributes nothing. Every user is counted once (count).
+type contributeFn struct {
+	Kind    string            `json:"kind"`
+	Plan    []byte            `json:"plan"`
+	Rows    statistic.RowPlan `json:"rows"`
+	Sources []string          `json:"sources"`
+
+	c     statistic.Contribution
+	index map[string]int32
+	dim   int
+}
+
+// Setup rebuilds the contribution and the catalogue index.
+func (f *contributeFn) Setup() error {
+	c, err := statistic.Decode(f.Kind, f.Plan)
+	if err != nil {
+		return err
+	}
+	f.c, f.dim = c, c.Spec().Dim
+	f.index = make(map[string]int32, len(f.Rows.Catalogue))
+	for j, id := range f.Rows.Catalogue {
+		f.index[id] = int32(j)
+	}
+	return nil
+}
+
+// ProcessElement handles one user's ratings.
+func (f *contributeFn) ProcessElement(user string, iter func(*Rating) bool, emit func(int, Part), refuse func(string), count func(int)) {
+	var all []Rating
+	var r Rating
+	for iter(&r) {
+		all = append(all, r)
+	}
+	count(1)
+	slices.SortFunc(all, func(a, b Rating) int {
+		if a.Item != b.Item {
+			if a.Item < b.Item {
+				return -1
+			}
+			return 1
+		}
+		return cmpPos(a, b)
+	})
+	dup := false
+	for k := 1; k < len(all); k++ {
+		if all[k].Item == all[k-1].Item {
+			dup = true
+			refuse(fmt.Sprintf("%s: user %q rated item %q again (first at %s)", f.where(all[k]), user, all[k].Item, f.where(all[k-1])))
+		}
+	}
+	if dup {
+		return
+	}
+	type entry struct {
+		j int32
+		v float32
+	}
+	kept := make([]entry, 0, len(all))
+	for _, r := range all {
+		v, ok := f.Rows.Value(r.Value)
+		if !ok {
+			continue
+		}
+		if j, ok := f.index[r.Item]; ok {
+			kept = append(kept, entry{j, v})
+		}
+	}
+	slices.SortFunc(kept, func(a, b entry) int { return int(a.j - b.j) })
+	row := statistic.Row{Items: make([]int32, len(kept)), Vals: make([]float32, len(kept))}
+	for k, e := range kept {
+		row.Items[k], row.Vals[k] = e.j, e.v
+	}
+	parts := map[int]*Part{}
+	f.c.Contribute(row, func(i int, x float64) {
+		b := i / statistic.BlockSize
+		p := parts[b]
+		if p == nil {
+			p = &Part{}
+			parts[b] = p
+		}
+		p.Idx = append(p.Idx, int32(i%statistic.BlockSize))
+		p.Val = append(p.Val, x)
+	})
+	for b, p := range parts {
+		emit(b, *p)
+	}
+}
+
+// where is a rating's source and lines.
+func (f *contributeFn) where(r Rating) string {
+	src := "<unknown source>"
+	if r.Src >= 0 && int(r.Src) < len(f.Sources) {
+		src = f.Sources[r.Src]
+	}
+	if r.First == r.Last {
+		return fmt.Sprintf("%s:%d", src, r.First)
+	}
+	return fmt.Sprintf("%s:%d–%d", src, r.First, r.Last)
+}
+
+func cmpPos(a, b Rating) int {
+	switch {
+	case a.Src != b.Src:
+		return int(a.Src - b.Src)
+	case a.First < b.First:
+		return -1
+	case a.First > b.First:
+		return 1
+	}
+	return 0
+}
+
+// Acc is a block's running sum in double-double form: each coordinate is
+// Hi + Lo, with Hi the rounded sum and Lo the rounding errors of the
+// additions (Knuth's TwoSum). Merging accumulators in any order, as a
+// runner does with bundles and retries, then gives the same float64
+// after ExtractOutput unless the exact sum lies within about 2⁻¹⁰⁶ of a
+// rounding boundary: the pipeline's sum does not depend on how the
+// runner split the work. (The in-process sum adds in user order in plain
+// float64; the two agree to float64 rounding — the equality test checks
+// 1e-9 relative.)
+type Acc struct {
+	Hi, Lo []float64
+}
+
+// blockSumFn combines Parts of one block into its sum.
+type blockSumFn struct{}
+
+// CreateAccumulator implements the combiner.
+func (*blockSumFn) CreateAccumulator() Acc { return Acc{} }
+
+func (a *Acc) ensure() {
+	if a.Hi == nil {
+		a.Hi = make([]float64, statistic.BlockSize)
+		a.Lo = make([]float64, statistic.BlockSize)
+	}
+}
+
+// twoSum is a + b as the rounded sum and its exact rounding error.
+func twoSum(a, b float64) (s, e float64) {
+	s = a + b
+	bb := s - a
+	e = (a - (s - bb)) + (b - bb)
+	return s, e
+}
+
+// AddInput implements the combiner.
+func (*blockSumFn) AddInput(a Acc, p Part) Acc {
+	a.ensure()
+	for k, i := range p.Idx {
+		s, e := twoSum(a.Hi[i], p.Val[k])
+		a.Hi[i] = s
+		a.Lo[i] += e
+	}
+	return a
+}
+
+// MergeAccumulators implements the combiner.
+func (*blockSumFn) MergeAccumulators(a, b Acc) Acc {
+	if b.Hi == nil {
+		return a
+	}
+	if a.Hi == nil {
+		return b
+	}
+	for i := range a.Hi {
+		s, e := twoSum(a.Hi[i], b.Hi[i])
+		a.Hi[i] = s
+		a.Lo[i] += b.Lo[i] + e
+	}
+	return a
+}
+
+// ExtractOutput implements the combiner.
+func (*blockSumFn) ExtractOutput(a Acc) []float64 {
+	out := make([]float64, statistic.BlockSize)
+	for i := range a.Hi {
+		out[i] = a.Hi[i] + a.Lo[i]
+	}
+	return out
+}
+
+// formatBlock writes a block's sum as "b <block> <base64 of the
+// little-endian float64 bits>" (exact).
+func formatBlock(block int, v []float64) string {
+	buf := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(buf[8*i:], math.Float64bits(x))
+	}
+	return "b\t" + strconv.Itoa(block) + "\t" + base64.StdEncoding.EncodeToString(buf)
+}
+
+// formatUsers writes the number of users as "u <n>".
+func formatUsers(n int) string { return "u\t" + strconv.Itoa(n) }
