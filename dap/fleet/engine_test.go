@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/privrec/privrec/dap"
@@ -139,4 +140,38 @@ func TestMethodsThroughAggregators(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDPALSStepsZero: dpals with --steps 0 (its counts and bias
+// statistics, and covariance features when it plans them) trains through
+// the aggregators; a statistic summed with Engine.Sum instead of through
+// the noising path would fail (the engine never returns an un-noised
+// sum), never be released un-noised or noised twice.
+func TestDPALSStepsZero(t *testing.T) {
+	ctx := context.Background()
+	m, cat := testData(t)
+	sc := release.Scale{Min: 1, Max: 5}
+	in := release.Input{Declared: release.Declared{Scale: &sc, Catalogue: cat}}
+	var e *Engine
+	env := methods.Env{Epsilon: 4, Delta: 1e-6, Noise: noise.Seeded(1), Rand: noise.Seeded(2),
+		Engine: func(plan statistic.RowPlan) (statistic.Engine, error) {
+			e, _ = newEngine(t, m, plan)
+			return e, nil
+		}}
+	cfg, err := methods.Configure("dpals", map[string]any{"steps": 0.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = methods.Train(ctx, "dpals", cfg, in, env)
+	if err != nil && !strings.Contains(err.Error(), "noised") {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, tk := range e.Tasks {
+		kinds = append(kinds, tk.ID)
+	}
+	if len(kinds) == 0 || !strings.HasSuffix(kinds[len(kinds)-1], "bias") && err == nil {
+		t.Errorf("tasks %v: want the bias statistics released through the aggregators", kinds)
+	}
+	t.Logf("dpals --steps 0 through the aggregators: tasks %v, error %v", kinds, err)
 }
