@@ -81,12 +81,12 @@ func releaseCounts(ctx context.Context, eng statistic.Engine, items int, mech *m
 // eng, releases them through mech (instrumented) and derives the global
 // mean: S_j, C_j, the global-mean pair and, with st.Spread, P_j.
 func releaseBiasStats(ctx context.Context, eng statistic.Engine, st *statistic.Bias, mech *mechanism.Gaussian, env Env) (*biasStats, error) {
-	v, err := releaseStat(ctx, eng, st, mech, env)
+	v, sigma, err := releaseStatSigma(ctx, eng, st, mech, env)
 	if err != nil {
 		return nil, err
 	}
 	n, mid, half := st.Items, st.Mid, st.Half
-	s := &biasStats{Sums: v[:n], Counts: v[n : 2*n], Sigma: mech.Sigma(), Clip: st.Clip, Mean: mid}
+	s := &biasStats{Sums: v[:n], Counts: v[n : 2*n], Sigma: sigma, Clip: st.Clip, Mean: mid}
 	if st.Spread {
 		s.Spread = v[2*n+2 : 3*n+2]
 	}

@@ -85,17 +85,38 @@ func ratingEngine(in release.Input, env Env, scale release.Scale, cat *model.Cat
 	return ratingRows{data}, data, nil
 }
 
+// NoisingEngine is an engine that adds the privacy noise itself (the two
+// aggregators of package dap, each adding its own discrete Gaussian
+// noise): SumNoised returns c's sum already noised, with at least mech's
+// guarantee, and the standard deviation of the noise it carries (which
+// may exceed mech's σ: the post-processing shrinks by it); releaseStat
+// adds nothing more.
+type NoisingEngine interface {
+	statistic.Engine
+	SumNoised(ctx context.Context, c statistic.Contribution, mech *mechanism.Gaussian) ([]float64, float64, error)
+}
+
 // releaseStat sums c through eng and releases it once through mech
 // (already instrumented), returning the noised sum.
 func releaseStat(ctx context.Context, eng statistic.Engine, c statistic.Contribution, mech *mechanism.Gaussian, env Env) ([]float64, error) {
+	v, _, err := releaseStatSigma(ctx, eng, c, mech, env)
+	return v, err
+}
+
+// releaseStatSigma is releaseStat that also returns the standard
+// deviation of the noise the sum carries: mech's σ, or a NoisingEngine's.
+func releaseStatSigma(ctx context.Context, eng statistic.Engine, c statistic.Contribution, mech *mechanism.Gaussian, env Env) ([]float64, float64, error) {
+	if ne, ok := eng.(NoisingEngine); ok {
+		return ne.SumNoised(ctx, c, mech)
+	}
 	v, err := eng.Sum(ctx, c)
 	if err != nil {
-		return nil, fmt.Errorf("summing %s: %w", c.Spec().Name, err)
+		return nil, 0, fmt.Errorf("summing %s: %w", c.Spec().Name, err)
 	}
 	if err := statistic.Release(c.Spec(), mech, nil, env.Noise, v); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return v, nil
+	return v, mech.Sigma(), nil
 }
 
 // releaseStatRho is releaseStat with the mechanism calibrated to zCDP
@@ -106,9 +127,9 @@ func releaseStatRho(ctx context.Context, eng statistic.Engine, c statistic.Contr
 	if err != nil {
 		return nil, 0, privacy.Guarantee{}, err
 	}
-	v, err := releaseStat(ctx, eng, c, mech.Instrumented(env.instrument()), env)
+	v, sigma, err := releaseStatSigma(ctx, eng, c, mech.Instrumented(env.instrument()), env)
 	if err != nil {
 		return nil, 0, privacy.Guarantee{}, err
 	}
-	return v, mech.Sigma(), mech.Guarantee(), nil
+	return v, sigma, mech.Guarantee(), nil
 }

@@ -94,6 +94,9 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 			return runServeToken(ctx, args[1:], out)
 		}
 	}
+	if hasRole(args) { // the two-aggregator path (serve_role.go)
+		return runServeRole(ctx, args, out)
+	}
 	example := `  printf '%s\n' i1 i2 i3 > items.txt
   head -c 32 /dev/urandom | base64 > admin.token
   privrec serve --create --db sqlite:privrec.db --listen 127.0.0.1:8080 --items items.txt \

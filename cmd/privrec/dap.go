@@ -1,0 +1,515 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/privrec/privrec/dap"
+	"github.com/privrec/privrec/dap/fleet"
+	"github.com/privrec/privrec/experiment"
+	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy/accountant"
+	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/statistic"
+)
+
+func init() {
+	register(&command{name: "dap", summary: "no trusted curator: the two-aggregator path (dap simulate: MovieLens devices through two privrec serve --role processes vs the central release)", run: runDAP})
+}
+
+const dapSynopsis = `
+The two-aggregator path (docs/AGGREGATION.md): devices send secret shares
+of bounded contributions to a leader and a helper (privrec serve --role
+leader|helper), which verify a validity proof together and each add
+discrete Gaussian noise to their own aggregate share.
+
+  privrec dap enrol      --leader URL --token-file FILE
+  privrec dap contribute --leader URL --helper URL --token-file FILE --task ID \
+                         --ratings FILE --ledger FILE [--budget-rho B]
+      a device: rebuild the task's statistic from its public plan, compute
+      her part from her own ratings, shard it, seal the helper's share to
+      the helper's key, count the ρ in her own ledger, upload once
+  privrec dap task       --leader URL --admin-token-file FILE --file TASK.json
+  privrec dap collect    --leader URL --admin-token-file FILE --task ID
+  privrec dap simulate --data FILE --items FILE --scale MIN:MAX [flags]
+      end-to-end experiment: every training user of a ratings file is a
+      simulated device holding only her own ratings; two privrec serve
+      --role processes on loopback aggregate; the released models are
+      compared with the central in-process release at the same ε (test
+      RMSE and Recall@20 on held-out ratings), with per-device and
+      aggregator costs.`
+
+func runDAP(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "simulate":
+			return runDAPSimulate(ctx, args[1:], out)
+		case "enrol", "contribute", "task", "collect":
+			return runDAPDevice(ctx, args[0], args[1:], out)
+		}
+	}
+	fs := newFlags("dap simulate [flags]", dapSynopsis, "  privrec dap simulate --data ml-1m/ratings.tsv --items ml-1m/items.tsv --scale 1:5 --methods dp-bias,dp-popularity")
+	if err := parse(fs, args, true); err != nil {
+		return err
+	}
+	return usagef("dap: want a subcommand: enrol, contribute, task, collect or simulate (privrec dap --help)")
+}
+
+// simResult is one method's figures for one seed.
+type simResult struct {
+	Method  string     `json:"method"`
+	Seed    uint64     `json:"seed"`
+	Central simMetrics `json:"central"`
+	// CentralHalfRho is the central release at half the ρ: the noise
+	// standard deviation of the two aggregators' each-alone release (√2×).
+	CentralHalfRho simMetrics    `json:"central_half_rho"`
+	DAP            simMetrics    `json:"dap"`
+	Tasks          []fleet.Stats `json:"tasks"`
+	// DeviceRho is the ρ each device's own ledger counted.
+	DeviceRho float64 `json:"device_rho"`
+	Guarantee string  `json:"guarantee"`
+}
+
+type simMetrics struct {
+	RMSE    jsonFloat `json:"rmse"`
+	Recall  jsonFloat `json:"recall_at_20"`
+	Seconds float64   `json:"seconds"`
+}
+
+// jsonFloat writes NaN (a metric a model kind does not have) as null.
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(f))
+}
+
+func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
+	example := `  privrec dap simulate --data /data/ml-1m/ratings.tsv --items /data/ml-1m/items.tsv --scale 1:5 \
+      --methods dp-bias,dp-popularity --epsilon 8 --seeds 1,2,3 --json`
+	fs := newFlags("dap simulate --data FILE --items FILE --scale MIN:MAX [flags]", dapSynopsis, example)
+	data := fs.String("data", "", "ratings file (user, item, rating; TSV)")
+	items := fs.String("items", "", "the declared catalogue (one item ID per line, optional title after a tab)")
+	scaleFlag := fs.String("scale", "", "declared rating scale MIN:MAX")
+	holdout := fs.Float64("holdout", 0.1, "fraction of the ratings held out at random per seed for testing")
+	methodList := fs.String("methods", "dp-bias,dp-popularity", "comma-separated methods with an engine (dp-bias, dp-popularity, dp-ease)")
+	eps := fs.Float64("epsilon", 8, "ε of each release (central and through the aggregators)")
+	delta := fs.Float64("delta", 1e-6, "δ of each release")
+	seeds := fs.String("seeds", "1", "comma-separated seeds (split, central noise, aggregators' noise)")
+	devices := fs.Int("devices", 0, "use only the first N training users as devices (0: all); the central release then uses the same users")
+	stepBits := fs.Int("step-bits", 8, "fixed-point step 2^−BITS of the counts and bias statistics")
+	gramBits := fs.Int("gram-step-bits", 12, "fixed-point step 2^−BITS of the Gram (dp-ease)")
+	noiseMode := fs.String("noise", string(dap.NoiseEachAlone), "each-alone (each aggregator's noise alone gives ε: the default) or honest-but-curious (split; holds only if both add theirs)")
+	params := fs.String("params", "", "method parameters, METHOD.KEY=VALUE comma-separated (e.g. dp-ease.max_items=60)")
+	inProcess := fs.Bool("in-process", false, "run both aggregators in this process instead of two privrec serve processes")
+	centralOnly := fs.Bool("central-only", false, "only the central releases (at ρ and ρ/2), no aggregators")
+	arith := fs.Bool("arith-only", false, "experiments: the aggregators' exact arithmetic and noise in this process, without the cryptography or servers (fleet.Arith; same tasks, quantization and noise code)")
+	workers := fs.Int("workers", 0, "devices working at once (0: all cores)")
+	jsonOut := fs.Bool("json", false, "print the results as JSON")
+	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	if *data == "" || *items == "" || *scaleFlag == "" {
+		return usagef("--data, --items and --scale are required")
+	}
+	sc, err := release.ParseScale(*scaleFlag)
+	if err != nil {
+		return usagef("--scale: %v", err)
+	}
+	cat, err := model.LoadCatalogue(*items)
+	if err != nil {
+		return usagef("--items: %v", err)
+	}
+	var seedList []uint64
+	for _, s := range strings.Split(*seeds, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return usagef("--seeds: %q is not a seed", s)
+		}
+		seedList = append(seedList, v)
+	}
+	mparams, err := parseMethodParams(*params)
+	if err != nil {
+		return err
+	}
+	names := strings.Split(*methodList, ",")
+	for _, n := range names {
+		m, err := methods.Lookup(n)
+		if err != nil {
+			return usagef("--methods: %v", err)
+		}
+		if !m.Engine {
+			return usagef("--methods: %s does not release its statistics through an engine: it cannot run through the aggregators (see docs/AGGREGATION.md)", n)
+		}
+	}
+	dir, err := os.MkdirTemp("", "privrec-dap-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var results []simResult
+	for _, seed := range seedList {
+		split, err := experiment.Generate(ctx, experiment.DataSpec{Name: filepath.Base(*data), Source: "file", Path: *data, Format: "tsv",
+			Scale: []float64{sc.Min, sc.Max}, Holdout: *holdout}, seed, "")
+		if err != nil {
+			return err
+		}
+		train := split.Train
+		if *devices > 0 && *devices < train.NumUsers() {
+			if train, err = firstUsers(train, *devices); err != nil {
+				return err
+			}
+		}
+		decl := release.Declared{Scale: &sc, Catalogue: cat}
+		if *centralOnly || *arith {
+			for _, name := range names {
+				var mk func(statistic.RowPlan) statistic.Engine
+				if *arith {
+					mk = func(plan statistic.RowPlan) statistic.Engine {
+						return &fleet.Arith{Engine: fleet.Engine{Plan: plan, Devices: train.NumUsers(), StepBits: *stepBits, GramStepBits: *gramBits,
+							Noise: dap.NoiseMode(*noiseMode), Prefix: fmt.Sprintf("s%d-%s", seed, name),
+							Ratings: func(u int) ([]string, []float64) { return train.UserRatings(int32(u)) }},
+							LeaderNoise: noise.Seeded(seed*2 + 1), HelperNoise: noise.Seeded(seed*2 + 2)}
+					}
+				}
+				r, err := simulateMethod(ctx, name, mparams[name], train, split.Test, decl, *eps, *delta, seed, nil, mk)
+				if err != nil {
+					return fmt.Errorf("%s, seed %d: %w", name, seed, err)
+				}
+				results = append(results, *r)
+				if !*jsonOut {
+					printSim(out, r)
+				}
+			}
+			continue
+		}
+		pair, stop, err := startAggregators(ctx, filepath.Join(dir, fmt.Sprint("seed", seed)), *inProcess, seed)
+		if err != nil {
+			return err
+		}
+		f := &fleet.Fleet{Leader: pair.LeaderURL, Helper: pair.HelperURL, AdminToken: pair.AdminToken, BudgetRho: 1e6, Workers: *workers}
+		if err := f.Enrol(ctx, train.NumUsers()); err != nil {
+			stop()
+			return err
+		}
+		for _, name := range names {
+			r, err := simulateMethod(ctx, name, mparams[name], train, split.Test, decl, *eps, *delta, seed, f, func(plan statistic.RowPlan) statistic.Engine {
+				return &fleet.Engine{Fleet: f, Plan: plan, Devices: train.NumUsers(), StepBits: *stepBits, GramStepBits: *gramBits,
+					Noise: dap.NoiseMode(*noiseMode), Prefix: fmt.Sprintf("s%d-%s", seed, name),
+					Ratings: func(u int) ([]string, []float64) { return train.UserRatings(int32(u)) }}
+			})
+			if err != nil {
+				stop()
+				return fmt.Errorf("%s, seed %d: %w", name, seed, err)
+			}
+			results = append(results, *r)
+			if !*jsonOut {
+				printSim(out, r)
+			}
+		}
+		stop()
+	}
+	if *jsonOut {
+		e := json.NewEncoder(out)
+		e.SetIndent("", "  ")
+		return e.Encode(results)
+	}
+	printSimMeans(out, results)
+	return nil
+}
+
+func parseMethodParams(s string) (map[string]map[string]any, error) {
+	out := map[string]map[string]any{}
+	for _, kv := range strings.Split(s, ",") {
+		if strings.TrimSpace(kv) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		m, key, ok2 := strings.Cut(k, ".")
+		if !ok || !ok2 {
+			return nil, usagef("--params: %q is not METHOD.KEY=VALUE", kv)
+		}
+		if out[m] == nil {
+			out[m] = map[string]any{}
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			out[m][key] = f
+		} else {
+			out[m][key] = v
+		}
+	}
+	return out, nil
+}
+
+// firstUsers keeps the first n users and their ratings (re-indexed, so
+// the matrix has exactly n users).
+func firstUsers(m *ratings.Matrix, n int) (*ratings.Matrix, error) {
+	b := ratings.NewBuilder(ratings.DupError)
+	for u := range int32(n) {
+		ids, vals := m.UserRatings(u)
+		for k, id := range ids {
+			if err := b.Add(m.Users.Name(u), id, vals[k], 0); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return b.Build()
+}
+
+// simulateMethod trains name centrally and through the aggregators on the
+// same split and evaluates both on the held-out ratings.
+func simulateMethod(ctx context.Context, name string, params map[string]any, train, test *ratings.Matrix, decl release.Declared,
+	eps, delta float64, seed uint64, f *fleet.Fleet, engine func(statistic.RowPlan) statistic.Engine) (*simResult, error) {
+	res := &simResult{Method: name, Seed: seed}
+	cfg, err := methods.Configure(name, params)
+	if err != nil {
+		return nil, err
+	}
+	env := methods.Env{Epsilon: eps, Delta: delta, Seed: seed, Rand: noise.Seeded(seed), Noise: noise.Seeded(seed ^ 0x6e6f697365)}
+	t0 := time.Now()
+	rel, err := methods.Train(ctx, name, cfg, release.Input{Ratings: train, Declared: decl}, env)
+	if err != nil {
+		return nil, fmt.Errorf("central: %w", err)
+	}
+	res.Central.Seconds = time.Since(t0).Seconds()
+	if res.Central.RMSE, res.Central.Recall, err = evalRelease(ctx, rel.Model(), rel.PerUser, train, test); err != nil {
+		return nil, fmt.Errorf("central: %w", err)
+	}
+	rho, err := accountant.RhoForApprox(eps, delta)
+	if err != nil {
+		return nil, err
+	}
+	halfEps, err := accountant.ZCDPToApprox(rho/2, delta)
+	if err != nil {
+		return nil, err
+	}
+	henv := env
+	henv.Epsilon, henv.Noise = halfEps, noise.Seeded(seed^0x68616c66)
+	hrel, err := methods.Train(ctx, name, cfg, release.Input{Ratings: train, Declared: decl}, henv)
+	if err != nil {
+		return nil, fmt.Errorf("central at ρ/2: %w", err)
+	}
+	if res.CentralHalfRho.RMSE, res.CentralHalfRho.Recall, err = evalRelease(ctx, hrel.Model(), hrel.PerUser, train, test); err != nil {
+		return nil, fmt.Errorf("central at ρ/2: %w", err)
+	}
+	if engine == nil {
+		return res, nil
+	}
+	var eng statistic.Engine
+	env.Engine = func(plan statistic.RowPlan) (statistic.Engine, error) {
+		eng = engine(plan)
+		return eng, nil
+	}
+	t0 = time.Now()
+	drel, err := methods.Train(ctx, name, cfg, release.Input{Declared: decl}, env)
+	if err != nil {
+		return nil, fmt.Errorf("through the aggregators: %w", err)
+	}
+	res.DAP.Seconds = time.Since(t0).Seconds()
+	if fe, ok := eng.(*fleet.Engine); ok {
+		res.Tasks = fe.Stats
+	}
+	res.Guarantee = drel.Guarantee.String()
+	var states *model.UserStates
+	if rel.PerUser != nil {
+		// Each device computes her own state from the public model and her
+		// own ratings.
+		if states, err = deviceStates(ctx, drel.Model(), train, name); err != nil {
+			return nil, err
+		}
+	}
+	if res.DAP.RMSE, res.DAP.Recall, err = evalRelease(ctx, drel.Model(), states, train, test); err != nil {
+		return nil, fmt.Errorf("through the aggregators: %w", err)
+	}
+	if f != nil {
+		res.DeviceRho = f.Ledger(0).SpentRho()
+	}
+	return res, nil
+}
+
+// deviceStates is what every device computes on her side.
+func deviceStates(ctx context.Context, m *model.Model, train *ratings.Matrix, name string) (*model.UserStates, error) {
+	n := train.NumUsers()
+	st := &model.UserStates{Method: name, Rank: m.Rank, States: make([]model.UserState, n)}
+	m.ItemIndex("") // built once before the goroutines read it
+	var wg sync.WaitGroup
+	errs := make([]error, runtime.GOMAXPROCS(0))
+	for w := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for u := w; u < n; u += len(errs) {
+				if ctx.Err() != nil {
+					errs[w] = ctx.Err()
+					return
+				}
+				ids, vals := train.UserRatings(int32(u))
+				s, err := m.FoldInUser(train.Users.Name(int32(u)), ids, vals)
+				if err != nil {
+					errs[w] = fmt.Errorf("device %d: %w", u, err)
+					return
+				}
+				st.States[u] = *s
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// evalRelease scores a release on the held-out ratings: test RMSE for a
+// rating model (with the users' own states), and for a top-N model (no
+// per-user state) Recall@20 of each training user's list, from her own
+// training ratings, against her held-out ratings ≥ 4.
+func evalRelease(ctx context.Context, m *model.Model, states *model.UserStates, train, test *ratings.Matrix) (rmse, recall jsonFloat, err error) {
+	rmse, recall = jsonFloat(math.NaN()), jsonFloat(math.NaN())
+	if states == nil && m.Users == nil && m.Dense == nil {
+		targets := test.Filter(func(e ratings.Entry) bool { return e.Value >= 4 })
+		rep, err := methods.EvaluateHeldOut(ctx, m, train, targets, methods.HeldOutOptions{Ks: []int{20}})
+		if err != nil {
+			return 0, 0, err
+		}
+		return rmse, jsonFloat(rep.Recall[20]), nil
+	}
+	rep, err := methods.EvaluateModel(ctx, m, test, methods.EvalOptions{K: 20, States: states})
+	if err != nil {
+		return 0, 0, err
+	}
+	if rep.RMSE != nil {
+		rmse = jsonFloat(*rep.RMSE)
+	}
+	if rep.Recall != nil {
+		recall = jsonFloat(*rep.Recall)
+	}
+	return rmse, recall, nil
+}
+
+// startAggregators starts a leader and a helper: two privrec serve --role
+// processes (this executable) on loopback, or in this process.
+func startAggregators(ctx context.Context, dir string, inProcess bool, seed uint64) (*fleet.Pair, func(), error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	if inProcess {
+		p, err := fleet.StartPair(ctx, dir, 1e6, seed*2+1, seed*2+2)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p, func() { p.Close() }, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	files := map[string]string{}
+	for _, n := range []string{"secret", "peer.token", "admin.token"} {
+		s, err := newSecret()
+		if err != nil {
+			return nil, nil, err
+		}
+		files[n] = filepath.Join(dir, n)
+		if err := os.WriteFile(files[n], []byte(s+"\n"), 0o600); err != nil {
+			return nil, nil, err
+		}
+	}
+	var procs []*exec.Cmd
+	stop := func() {
+		for _, c := range procs {
+			_ = c.Process.Signal(syscall.SIGTERM)
+			_ = c.Wait()
+		}
+	}
+	start := func(role string, extra ...string) (string, error) {
+		addr := filepath.Join(dir, role+".addr")
+		args := append([]string{"serve", "--role", role, "--db", filepath.Join(dir, role+".db"), "--key-file", filepath.Join(dir, role+".key"),
+			"--secret-file", files["secret"], "--peer-token-file", files["peer.token"], "--listen", "127.0.0.1:0",
+			"--addr-file", addr, "--log-level", "warn"}, extra...)
+		c := exec.Command(exe, args...)
+		c.Stderr = os.Stderr
+		if err := c.Start(); err != nil {
+			return "", fmt.Errorf("starting the %s: %w", role, err)
+		}
+		procs = append(procs, c)
+		for range 600 {
+			if b, err := os.ReadFile(addr); err == nil && len(b) > 0 {
+				return "http://" + strings.TrimSpace(string(b)), nil
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return "", fmt.Errorf("the %s did not start within 30 s", role)
+	}
+	p := &fleet.Pair{LeaderDB: filepath.Join(dir, "leader.db"), HelperDB: filepath.Join(dir, "helper.db")}
+	if p.HelperURL, err = start("helper"); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	if p.LeaderURL, err = start("leader", "--admin-token-file", files["admin.token"], "--helper", p.HelperURL, "--budget-rho", "1e6"); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	b, _ := os.ReadFile(files["admin.token"])
+	p.AdminToken = strings.TrimSpace(string(b))
+	return p, stop, nil
+}
+
+func printSim(out io.Writer, r *simResult) {
+	fmt.Fprintf(out, "%s seed %d: central RMSE %.4f Recall@20 %.4f (%.1f s); central at ρ/2 RMSE %.4f Recall@20 %.4f | two aggregators RMSE %.4f Recall@20 %.4f (%.1f s), device ledger ρ %.4g\n",
+		r.Method, r.Seed, r.Central.RMSE, r.Central.Recall, r.Central.Seconds, r.CentralHalfRho.RMSE, r.CentralHalfRho.Recall, r.DAP.RMSE, r.DAP.Recall, r.DAP.Seconds, r.DeviceRho)
+	for _, t := range r.Tasks {
+		fmt.Fprintf(out, "  task %s: %d devices, %.3f s and %d bytes per device, upload %.1f s, verification %.1f reports/s (%d accepted, %d rejected)\n",
+			t.Task, t.Devices, t.DeviceSeconds, t.ReportBytes, t.UploadSeconds, t.ReportsPerSecond, t.Accepted, t.Rejected)
+	}
+}
+
+func printSimMeans(out io.Writer, rs []simResult) {
+	type acc struct {
+		n    int
+		sums [6]float64 // central, central at ρ/2, two aggregators: RMSE and Recall@20
+	}
+	sums := map[string]*acc{}
+	var order []string
+	for _, r := range rs {
+		a := sums[r.Method]
+		if a == nil {
+			a = &acc{}
+			sums[r.Method] = a
+			order = append(order, r.Method)
+		}
+		for i, m := range []simMetrics{r.Central, r.CentralHalfRho, r.DAP} {
+			a.sums[2*i] += float64(m.RMSE)
+			a.sums[2*i+1] += float64(m.Recall)
+		}
+		a.n++
+	}
+	for _, m := range order {
+		a := sums[m]
+		v := a.sums
+		for i := range v {
+			v[i] /= float64(a.n)
+		}
+		fmt.Fprintf(out, "%s, mean of %d: central RMSE %.4f Recall@20 %.4f; central at ρ/2 RMSE %.4f Recall@20 %.4f | two aggregators RMSE %.4f Recall@20 %.4f\n",
+			m, a.n, v[0], v[1], v[2], v[3], v[4], v[5])
+	}
+}

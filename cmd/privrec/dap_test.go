@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/privrec/privrec/dap"
+	"github.com/privrec/privrec/dap/fleet"
+	"github.com/privrec/privrec/statistic"
+)
+
+// TestDAPDeviceCommands: an admin creates a counts task, three devices
+// enrol and contribute from their own ratings files, a second upload for
+// the task is refused without a second charge on the device, and the
+// collected release has the catalogue's dimension.
+func TestDAPDeviceCommands(t *testing.T) {
+	dir := t.TempDir()
+	p, err := fleet.StartPair(context.Background(), dir, 5, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	admin := filepath.Join(dir, "admin.token")
+	os.WriteFile(admin, []byte(p.AdminToken), 0o600)
+	cat := []string{"a", "b", "c"}
+	plan, err := dap.NewPlan(statistic.RowPlan{Catalogue: cat}, &statistic.Counts{Items: 3, Cap: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := json.Marshal(dap.Task{ID: "pop", Statistic: "counts", Plan: plan, Dimension: 3, Step: 1.0 / 16, Bits: 5,
+		NormSq: 2 * 256, Relation: dap.RelationReplace, Sensitivity: 2 * 16, Rho: 1, MinReports: 2})
+	taskFile := filepath.Join(dir, "task.json")
+	os.WriteFile(taskFile, tb, 0o644)
+	if o, e, code := runCLI(t, "dap", "task", "--leader", p.LeaderURL, "--admin-token-file", admin, "--file", taskFile); code != 0 {
+		t.Fatalf("task: %s %s", o, e)
+	}
+	for u, lines := range []string{"a\t5\nb\t3\n", "c\t4\n", "a\t1\nb\t2\nc\t3\n"} {
+		tok := filepath.Join(dir, "u.token")
+		ledger := filepath.Join(dir, "ledger"+string(rune('0'+u)))
+		rf := filepath.Join(dir, "r.tsv")
+		os.WriteFile(rf, []byte(lines), 0o644)
+		if o, e, code := runCLI(t, "dap", "enrol", "--leader", p.LeaderURL, "--token-file", tok); code != 0 {
+			t.Fatalf("enrol: %s %s", o, e)
+		}
+		args := []string{"dap", "contribute", "--leader", p.LeaderURL, "--helper", p.HelperURL, "--token-file", tok, "--task", "pop", "--ratings", rf, "--ledger", ledger, "--budget-rho", "3"}
+		o, e, code := runCLI(t, args...)
+		if code != 0 || !strings.Contains(o, "two encrypted shares") {
+			t.Fatalf("contribute: %s %s", o, e)
+		}
+		if u == 0 {
+			if _, _, code := runCLI(t, args...); code == 0 {
+				t.Fatal("a second report for the task was accepted")
+			}
+			l, err := dap.LoadLedger(ledger)
+			if err != nil || l.SpentRho() != 1 {
+				t.Fatalf("device ledger after a refused resend: %+v, %v", l, err)
+			}
+		}
+	}
+	o, e, code := runCLI(t, "dap", "collect", "--leader", p.LeaderURL, "--admin-token-file", admin, "--task", "pop")
+	if code != 0 {
+		t.Fatalf("collect: %s %s", o, e)
+	}
+	var rel struct{ Values []float64 }
+	if err := json.Unmarshal([]byte(o), &rel); err != nil || len(rel.Values) != 3 {
+		t.Fatalf("release %s: %v", o, err)
+	}
+}
+
+func TestServeRoleUsage(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	os.WriteFile(secret, []byte("not base64!\n"), 0o600)
+	peer := filepath.Join(dir, "peer")
+	os.WriteFile(peer, []byte("short\n"), 0o600)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"role", []string{"serve", "--role", "boss"}, "leader or helper"},
+		{"files", []string{"serve", "--role=helper"}, "are required"},
+		{"secret", []string{"serve", "--role", "helper", "--db", filepath.Join(dir, "h.db"), "--key-file", filepath.Join(dir, "k"), "--secret-file", secret, "--peer-token-file", peer}, "not base64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, e, code := runCLI(t, tc.args...)
+			if code != 2 || !strings.Contains(e, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, e, tc.want)
+			}
+		})
+	}
+}

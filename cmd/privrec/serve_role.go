@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/privrec/privrec/dap"
+	"github.com/privrec/privrec/dap/server"
+	"github.com/privrec/privrec/model"
+)
+
+const serveRoleSynopsis = `
+Run one of the two aggregators of the no-trusted-curator path
+(docs/AGGREGATION.md). Devices send each task's contribution as two
+secret shares: the leader gets one, the helper the other (sealed to the
+helper's HPKE key, relayed by the leader). Neither sees a contribution;
+they verify a zero-knowledge validity proof together (Prio3SumVec: every
+coordinate in the task's range), and at collection each adds discrete
+Gaussian noise to its own aggregate share, enough alone for the task's ρ,
+so the guarantee holds unless both operators collude.
+
+Run them as two processes with separate databases and keys, ideally by two
+independent operators. They share only --secret-file (the VDAF
+verification secret) and --peer-token-file (the leader's credential at the
+helper). The leader enrols users, stores their reports, charges each
+task's ρ to every user who uploads for it (--budget-rho per user), and
+drives aggregation and collection (admin API, --admin-token-file). The
+helper refuses tasks whose ρ exceeds its own --max-task-rho.
+
+Keys: --key-file holds the aggregator's HPKE private key; it is created
+(mode 0600) if missing. Secrets: 32 random bytes, base64, e.g.
+  head -c 32 /dev/urandom | base64 > secret`
+
+// hasRole reports whether serve's arguments ask for an aggregator role.
+func hasRole(args []string) bool {
+	for _, a := range args {
+		if a == "--role" || a == "-role" || strings.HasPrefix(a, "--role=") || strings.HasPrefix(a, "-role=") {
+			return true
+		}
+	}
+	return false
+}
+
+func runServeRole(ctx context.Context, args []string, out io.Writer) error {
+	example := `  head -c 32 /dev/urandom | base64 > secret; head -c 32 /dev/urandom | base64 > peer.token
+  head -c 32 /dev/urandom | base64 > admin.token
+  privrec serve --role helper --db helper.db --key-file helper.key --secret-file secret \
+      --peer-token-file peer.token --listen 127.0.0.1:8091 --max-task-rho 1 &
+  privrec serve --role leader --db leader.db --key-file leader.key --secret-file secret \
+      --peer-token-file peer.token --admin-token-file admin.token \
+      --helper http://127.0.0.1:8091 --budget-rho 2 --listen 127.0.0.1:8090`
+	fs := newFlags("serve --role leader|helper --db FILE --key-file FILE --secret-file FILE --peer-token-file FILE", serveRoleSynopsis, example)
+	role := fs.String("role", "", "leader (devices upload to it; keeps the ledger; drives aggregation) or helper")
+	db := fs.String("db", "", "the aggregator's own SQLite file (sqlite:FILE or FILE)")
+	listen := fs.String("listen", "127.0.0.1:8090", "address to listen on (host:port; port 0 picks one)")
+	keyFile := fs.String("key-file", "", "HPKE private key file (created, mode 0600, if missing)")
+	secretFile := fs.String("secret-file", "", "the verification secret both aggregators share (base64, ≥ 16 bytes)")
+	peerFile := fs.String("peer-token-file", "", "the bearer token the leader presents to the helper (≥ 16 characters)")
+	adminFile := fs.String("admin-token-file", "", "leader: the admin token (≥ 16 characters; default $PRIVREC_ADMIN_TOKEN)")
+	helperURL := fs.String("helper", "", "leader: the helper's base URL")
+	budget := fs.Float64("budget-rho", 0, "leader: each user's total zCDP ρ over all tasks")
+	maxRho := fs.Float64("max-task-rho", 0, "helper: the largest ρ per task it agrees to (0: no limit of its own)")
+	batch := fs.Int("batch", 256, "reports per aggregation job")
+	grace := fs.Duration("grace", 15*time.Second, "how long a graceful shutdown waits for requests in flight")
+	addrFile := fs.String("addr-file", "", "write the listening address (host:port) to this file once ready")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "json", "json or text")
+	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	r, err := dap.ParseRole(*role)
+	if err != nil {
+		return usagef("--role: %v", err)
+	}
+	if *db == "" || *keyFile == "" || *secretFile == "" || *peerFile == "" {
+		return usagef("--db, --key-file, --secret-file and --peer-token-file are required")
+	}
+	log, err := newLogger(*logLevel, *logFormat)
+	if err != nil {
+		return err
+	}
+	key, err := loadOrCreateKey(*keyFile)
+	if err != nil {
+		return err
+	}
+	secret, err := readBase64File(*secretFile, "--secret-file")
+	if err != nil {
+		return err
+	}
+	peer, err := readTokenFile(*peerFile, "--peer-token-file")
+	if err != nil {
+		return err
+	}
+	cfg := server.Config{Role: r, DB: strings.TrimPrefix(*db, "sqlite:"), Key: key, Secret: secret, AggregatorToken: peer,
+		MaxTaskRho: *maxRho, BatchSize: *batch, Logger: log}
+	if r == dap.Leader {
+		if cfg.AdminToken, err = adminToken(*adminFile); err != nil {
+			return err
+		}
+		cfg.HelperURL, cfg.BudgetRho = *helperURL, *budget
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	srv, err := server.New(ctx, cfg)
+	if err != nil {
+		if errors.Is(err, dap.ErrInvalid) {
+			return usagef("%v", err)
+		}
+		return err
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if *addrFile != "" {
+		if err := model.WriteFileAtomicBytes(*addrFile, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+			ln.Close()
+			return fmt.Errorf("--addr-file: %w", err)
+		}
+	}
+	log.Info("listening", "role", r.String(), "addr", ln.Addr().String(), "db", cfg.DB)
+	return serveRole(ctx, srv.Handler(), ln, *grace, log)
+}
+
+// serveRole serves an aggregator h on ln until ctx ends, then shuts down gracefully.
+func serveRole(ctx context.Context, h http.Handler, ln net.Listener, grace time.Duration, log *slog.Logger) error {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	log.Info("stopped")
+	return err
+}
+
+// loadOrCreateKey reads an HPKE private key file (base64), creating it
+// with a fresh key (mode 0600) if it does not exist.
+func loadOrCreateKey(path string) (dap.KeyPair, error) {
+	b, err := readBase64File(path, "--key-file")
+	if err == nil {
+		return dap.UnmarshalKeyPair(b)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return dap.KeyPair{}, err
+	}
+	k, err := dap.NewKeyPair()
+	if err != nil {
+		return k, err
+	}
+	sk, err := k.MarshalPrivate()
+	if err != nil {
+		return k, err
+	}
+	if err := model.WriteFileAtomicBytes(path, []byte(base64.StdEncoding.EncodeToString(sk)+"\n"), 0o600); err != nil {
+		return k, fmt.Errorf("--key-file: %w", err)
+	}
+	return k, nil
+}
+
+func readBase64File(path, flag string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	out, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, usagef("%s %s: not base64: %v", flag, path, err)
+	}
+	return out, nil
+}
+
+func readTokenFile(path, flag string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", flag, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < 16 {
+		return "", usagef("%s: the token must be at least 16 characters", flag)
+	}
+	return tok, nil
+}
+
+// newSecret returns 32 random bytes in base64 (for generated secrets).
+func newSecret() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(b[:]), nil
+}

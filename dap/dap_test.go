@@ -1,0 +1,216 @@
+package dap
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/privrec/privrec/privacy/noise"
+)
+
+// testTask is a small signed task: 5 coordinates in [-8, 8), ‖q‖² ≤ 64.
+func testTask(t *testing.T) Task {
+	t.Helper()
+	tk, err := NewTask(Task{ID: "t1", Statistic: "test", Dimension: 5, Step: 0.25, Min: -8, Bits: 4, NormSq: 64, Rho: 0.5, MinReports: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+type testAggs struct {
+	leader, helper *Preparer
+	lk, hk         KeyPair
+}
+
+func newTestAggs(t *testing.T, tk Task) testAggs {
+	t.Helper()
+	secret := make([]byte, VerifyKeySize)
+	rand.Read(secret)
+	lk, err := NewKeyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hk, err := NewKeyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewPreparer(tk, Leader, lk, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewPreparer(tk, Helper, hk, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testAggs{l, h, lk, hk}
+}
+
+// run prepares one report at both aggregators and returns the two output
+// shares, or the first error.
+func (a testAggs) run(r *Report) (Vec, Vec, error) {
+	pl, err := a.leader.Prepare(r.ID, r.PublicShare, r.LeaderShare)
+	if err != nil {
+		return nil, nil, err
+	}
+	ph, err := a.helper.Prepare(r.ID, r.PublicShare, r.HelperShare)
+	if err != nil {
+		return nil, nil, err
+	}
+	ol, err := a.leader.Finish(pl, pl.Share, ph.Share)
+	if err != nil {
+		return nil, nil, err
+	}
+	oh, err := a.helper.Finish(ph, pl.Share, ph.Share)
+	return ol, oh, err
+}
+
+func TestRoundTrip(t *testing.T) {
+	tk := testTask(t)
+	a := newTestAggs(t, tk)
+	contribs := [][]float64{{1, -1, 0.5, 0, -2}, {0.25, 0.25, 0.25, 0.25, 0.25}, {-1.9, 1.8, 0, 0, 0}}
+	aggL, aggH := tk.NewVec(), tk.NewVec()
+	want := make([]int64, tk.Dimension)
+	for _, x := range contribs {
+		q, err := tk.Quantize(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range q {
+			want[j] += q[j]
+		}
+		r, err := tk.Shard(q, a.lk.Public, a.hk.Public)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ol, oh, err := a.run(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		aggL.AddAssign(ol)
+		aggH.AddAssign(oh)
+	}
+	got, vals, err := tk.Combine(aggL, aggH, len(contribs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range want {
+		if got[j] != want[j] || vals[j] != float64(want[j])*tk.Step {
+			t.Fatalf("coordinate %d: got %d (%v), want %d", j, got[j], vals[j], want[j])
+		}
+	}
+}
+
+func TestQuantizeClipsExactly(t *testing.T) {
+	tk := testTask(t)
+	tests := []struct {
+		name string
+		x    []float64
+	}{
+		{"inside", []float64{0.5, -0.5, 0, 0, 1}},
+		{"norm", []float64{1.9, 1.9, 1.9, 1.9, 1.9}},
+		{"range", []float64{100, -100, 0, 0, 0}},
+		{"rounding", []float64{1.99, -1.99, 1.99, -1.99, 0.01}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q, err := tk.Quantize(tc.x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tk.CheckQuantized(q); err != nil {
+				t.Fatal(err)
+			}
+			var n float64
+			for _, v := range tc.x {
+				n += v * v
+			}
+			for j := range q { // never away from zero
+				if math.Abs(float64(q[j]))*tk.Step > math.Abs(tc.x[j]) {
+					t.Fatalf("entry %d: %v quantized to %d", j, tc.x[j], q[j])
+				}
+			}
+			if math.Sqrt(n)/tk.Step <= 8 { // never clipped: error < step, toward zero
+				for j := range q {
+					if d := math.Abs(tc.x[j]) - tk.Step*math.Abs(float64(q[j])); d < 0 || d >= tk.Step {
+						t.Fatalf("entry %d: %v quantized to %d", j, tc.x[j], q[j])
+					}
+				}
+			}
+		})
+	}
+	if _, err := tk.Quantize([]float64{math.NaN(), 0, 0, 0, 0}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("NaN: %v", err)
+	}
+}
+
+func TestSigmaFor(t *testing.T) {
+	for _, mode := range []NoiseMode{NoiseEachAlone, NoiseSplit} {
+		for _, rho := range []float64{0.01, 0.5, 8} {
+			s, err := SigmaFor(rho, 8, 100, mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, _ := RhoOf(s, 8, 100, mode)
+			r1, _ := RhoOf(s-1, 8, 100, mode)
+			if r > rho || r1 <= rho {
+				t.Fatalf("%s ρ=%v: σ=%d gives %v, σ-1 gives %v", mode, rho, s, r, r1)
+			}
+		}
+	}
+	// Each-alone: σ² = Δ²/(2ρ), so at ρ = 0.5, Δ = 8: σ = 8.
+	if s, _ := SigmaFor(0.5, 8, 100, NoiseEachAlone); s != 8 {
+		t.Fatalf("σ = %d, want 8", s)
+	}
+	// Split: each σ is ≈ 1/√2 of the each-alone σ (the honest-but-curious saving).
+	a, _ := SigmaFor(0.01, 8, 100, NoiseEachAlone)
+	b, _ := SigmaFor(0.01, 8, 100, NoiseSplit)
+	if r := float64(b) / float64(a); math.Abs(r-1/math.Sqrt2) > 0.02 {
+		t.Fatalf("split/alone σ ratio %v, want ≈ 0.707", r)
+	}
+}
+
+func TestNoiseIsSeededExactSampler(t *testing.T) {
+	tk := testTask(t)
+	a, b := tk.NewVec(), tk.NewVec()
+	tk.AddNoise(a, noise.Seeded(3))
+	tk.AddNoise(b, noise.Seeded(3))
+	x, _ := EncodeVec(a)
+	y, _ := EncodeVec(b)
+	if !bytes.Equal(x, y) {
+		t.Fatal("same seed, different noise")
+	}
+}
+
+func TestDeviceLedger(t *testing.T) {
+	tk := testTask(t) // ρ 0.5
+	l, err := NewLedger("http://leader", 1.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t2 := tk
+	t2.ID = "t2"
+	t3 := tk
+	t3.ID = "t3"
+	steps := []struct {
+		task *Task
+		err  error
+		want float64
+	}{{&tk, nil, 0.5}, {&tk, ErrAlreadySent, 0.5}, {&t2, nil, 1}, {&t3, ErrOverBudget, 1}}
+	for i, s := range steps {
+		err := l.Reserve(s.task)
+		if !errors.Is(err, s.err) || l.SpentRho() != s.want {
+			t.Fatalf("step %d: err %v, spent %v; want %v, %v", i, err, l.SpentRho(), s.err, s.want)
+		}
+	}
+	path := t.TempDir() + "/ledger.json"
+	if err := l.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadLedger(path)
+	if err != nil || back.SpentRho() != 1 {
+		t.Fatalf("reloaded: %v, %v", back, err)
+	}
+}

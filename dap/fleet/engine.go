@@ -1,0 +1,152 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/privrec/privrec/dap"
+	"github.com/privrec/privrec/privacy/mechanism"
+	"github.com/privrec/privrec/statistic"
+	"github.com/privrec/privrec/statistic/gram"
+)
+
+// Engine is a statistic.Engine (and methods.NoisingEngine) whose sums go
+// through the two aggregators: each statistic a method releases becomes
+// one task, every device computes her part with the statistic's own code
+// (statistic.Contribution, rebuilt from the task's public plan) from her
+// own ratings only, and the aggregators return the noised sum. It never
+// returns a sum without noise (Sum is an error).
+type Engine struct {
+	Fleet *Fleet
+	// Plan is the method's per-rating plan (catalogue, clamp, positives).
+	Plan statistic.RowPlan
+	// Devices is the number of devices; Ratings(u) is device u's own raw
+	// ratings (item IDs and values), which never leave her device.
+	Devices int
+	Ratings func(u int) (items []string, values []float64)
+	// StepBits sets the lattice step 2^−StepBits of statistics whose
+	// coordinates are bounded by 1 (counts, bias); GramStepBits that of
+	// the Gram (its entries are ≈ 1/n for a user with n covered items).
+	StepBits, GramStepBits int
+	// Noise is the aggregators' noise split (default dap.NoiseEachAlone).
+	Noise dap.NoiseMode
+	// MaxReportDimension refuses statistics a device should not be asked
+	// to shard (Dimension·Bits field elements; 0: 2^17).
+	MaxReportDimension int
+	// Prefix makes task IDs unique across runs.
+	Prefix string
+	// Stats has one entry per task run, Tasks the tasks.
+	Stats []Stats
+	Tasks []dap.Task
+}
+
+// ErrTooLarge is returned for a statistic too large for a device.
+var ErrTooLarge = errors.New("statistic too large for a device")
+
+// Users implements statistic.Engine.
+func (e *Engine) Users() int { return e.Devices }
+
+// Sum implements statistic.Engine: refused, the aggregators release only
+// noised sums (SumNoised).
+func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, error) {
+	return nil, fmt.Errorf("dap engine: %s: the aggregators release only noised sums", c.Spec().Name)
+}
+
+// latticeShape is how a statistic's contributions sit on the lattice.
+type latticeShape struct {
+	coord  float64 // bound on |x_j|
+	norm   float64 // bound on ‖x‖₂
+	signed bool
+	// nonneg: the statistic's replace-one proof is ‖x − x'‖² ≤ ‖x‖² +
+	// ‖x'‖² from ⟨x, x'⟩ ≥ 0, which coordinatewise truncation toward zero
+	// keeps (signs kept; for the bias statistic |q_S| ≤ q_C per item).
+	nonneg   bool
+	stepBits int
+}
+
+// shape gives each known statistic's bounds (proved in package statistic:
+// counts and bias have |x_j| ≤ 1 and ‖x‖ = Δ/√2; the Gram has non-negative
+// entries and ‖x‖ ≤ Norm = Δ/√2). Another statistic falls back to the
+// bounds every replace-one statistic has when an empty row contributes
+// nothing: ‖x‖ ≤ Δ, and Δ_q = 2Δ/g by the triangle inequality.
+func (e *Engine) shape(c statistic.Contribution) latticeShape {
+	delta := c.Spec().Sensitivity.Value
+	switch c.(type) {
+	case *statistic.Counts:
+		return latticeShape{coord: 1, norm: delta / math.Sqrt2, nonneg: true, stepBits: e.StepBits}
+	case *statistic.Bias:
+		return latticeShape{coord: 1, norm: delta / math.Sqrt2, signed: true, nonneg: true, stepBits: e.StepBits}
+	case *gram.Gram:
+		return latticeShape{coord: delta / math.Sqrt2, norm: delta / math.Sqrt2, nonneg: true, stepBits: e.GramStepBits}
+	}
+	return latticeShape{coord: delta, norm: delta, signed: true, stepBits: e.GramStepBits}
+}
+
+// TaskFor is the task releasing c with at least mech's guarantee: the
+// same zCDP ρ under the same relation (one user's ratings replaced), with
+// the ℓ2 sensitivity of the lattice sum bounded as shape explains, and
+// each aggregator's noise alone enough (dap.NoiseEachAlone) unless Noise
+// says otherwise.
+func (e *Engine) TaskFor(id string, c statistic.Contribution, mech *mechanism.Gaussian) (dap.Task, error) {
+	spec := c.Spec()
+	if spec.Sensitivity.Relation != mechanism.ReplaceOne || spec.Sensitivity.Norm != mechanism.L2 {
+		return dap.Task{}, fmt.Errorf("dap engine: %s: sensitivity %v/%v, want ℓ2 under replacement", spec.Name, spec.Sensitivity.Norm, spec.Sensitivity.Relation)
+	}
+	sh := e.shape(c)
+	if sh.stepBits <= 0 || sh.stepBits > 24 {
+		return dap.Task{}, fmt.Errorf("dap engine: %s: step bits %d outside [1, 24]", spec.Name, sh.stepBits)
+	}
+	g := math.Ldexp(1, -sh.stepBits)
+	top := math.Ceil(sh.coord / g) // largest |q_j|
+	var bits int
+	var lo int64
+	if sh.signed {
+		bits = int(math.Ceil(math.Log2(top+1))) + 1
+		lo = -(int64(1) << (bits - 1))
+	} else {
+		bits = int(math.Ceil(math.Log2(top + 1)))
+	}
+	sens := 2 * sh.norm / g
+	if sh.nonneg {
+		sens = math.Sqrt2 * sh.norm / g
+	}
+	maxDim := e.MaxReportDimension
+	if maxDim <= 0 {
+		maxDim = 1 << 17
+	}
+	if spec.Dim*bits > maxDim*16 || spec.Dim > maxDim {
+		return dap.Task{}, fmt.Errorf("dap engine: %s has %d coordinates × %d bits: %w (limit %d coordinates)", spec.Name, spec.Dim, bits, ErrTooLarge, maxDim)
+	}
+	pj, err := dap.NewPlan(e.Plan, c)
+	if err != nil {
+		return dap.Task{}, err
+	}
+	return dap.NewTask(dap.Task{ID: id, Statistic: spec.Name, Plan: pj, Dimension: spec.Dim, Step: g, Min: lo, Bits: bits,
+		NormSq: int64(math.Floor(sh.norm / g * sh.norm / g)), Relation: dap.RelationReplace,
+		Sensitivity: math.Nextafter(sens, math.Inf(1)), Rho: mech.Rho(), Noise: e.Noise, MinReports: 1})
+}
+
+// SumNoised implements methods.NoisingEngine: one task for c.
+func (e *Engine) SumNoised(ctx context.Context, c statistic.Contribution, mech *mechanism.Gaussian) ([]float64, float64, error) {
+	t, err := e.TaskFor(fmt.Sprintf("%s-%d-%s", e.Prefix, len(e.Tasks)+1, c.Kind()), c, mech)
+	if err != nil {
+		return nil, 0, err
+	}
+	// Every device rebuilds the contribution from the task's public plan;
+	// the simulated devices share one decoded copy (it is read-only).
+	dev, err := dap.NewDevice(t)
+	if err != nil {
+		return nil, 0, err
+	}
+	rel, st, err := e.Fleet.Run(ctx, t, e.Devices, func(u int) []float64 {
+		return dev.Contribute(dev.RowOf(e.Ratings(u)))
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("dap engine: %s: %w", c.Spec().Name, err)
+	}
+	e.Tasks = append(e.Tasks, rel.Task)
+	e.Stats = append(e.Stats, st)
+	return rel.Values, rel.NoiseSD, nil
+}

@@ -1,0 +1,177 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/privrec/privrec/dap"
+
+	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/statistic"
+)
+
+// testData is 40 users' ratings of 8 items (1–5), deterministic.
+func testData(t *testing.T) (*ratings.Matrix, *model.Catalogue) {
+	t.Helper()
+	b := ratings.NewBuilder(ratings.DupError)
+	ids := make([]string, 8)
+	for j := range ids {
+		ids[j] = fmt.Sprintf("i%d", j)
+	}
+	for u := range 40 {
+		for j := range ids {
+			if (u*7+j*3)%5 < 3 {
+				if err := b.Add(fmt.Sprintf("u%d", u), ids[j], float64(1+(u+2*j)%5), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	m, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := model.NewCatalogue(ids, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, cat
+}
+
+func newEngine(t *testing.T, m *ratings.Matrix, plan statistic.RowPlan) (*Engine, *Pair) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := StartPair(ctx, t.TempDir(), 1e6, 11, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	f := &Fleet{Leader: p.LeaderURL, Helper: p.HelperURL, AdminToken: p.AdminToken, BudgetRho: 1e6}
+	if err := f.Enrol(ctx, m.NumUsers()); err != nil {
+		t.Fatal(err)
+	}
+	return &Engine{Fleet: f, Plan: plan, Devices: m.NumUsers(), StepBits: 8, GramStepBits: 12, Prefix: "t",
+		Ratings: func(u int) ([]string, []float64) { return m.UserRatings(int32(u)) }}, p
+}
+
+// TestEngineSumMatchesInProcess: the aggregators' release of the bias
+// statistics at a huge ρ equals the in-process sum within the stated
+// quantization error (< step per user and coordinate, toward zero) plus
+// 6 standard deviations of the noise (false failure < 1e-8 per
+// coordinate).
+func TestEngineSumMatchesInProcess(t *testing.T) {
+	ctx := context.Background()
+	m, cat := testData(t)
+	plan := statistic.RowPlan{Catalogue: cat.IDs(), Clamp: &[2]float64{1, 5}}
+	e, _ := newEngine(t, m, plan)
+	c := &statistic.Bias{Items: cat.Len(), Mid: 3, Half: 2, Clip: 2, Spread: true}
+	mech, err := statistic.Mechanism(c.Spec(), 1e4, 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, sd, err := e.SumNoised(ctx, c, mech)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := dap.NewDevice(e.Tasks[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := statistic.Sum(ctx, m.NumUsers(), func(u int) statistic.Row { return dev.RowOf(m.UserRatings(int32(u))) }, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := e.Tasks[0]
+	if sd != tk.ReleaseSD() || sd < math.Sqrt2*mech.Sigma()*0.999 {
+		t.Errorf("noise sd %v: want the task's %v, ≥ √2·%v", sd, tk.ReleaseSD(), mech.Sigma())
+	}
+	tol := float64(m.NumUsers())*tk.Step + 6*tk.ReleaseSD()
+	for j := range want {
+		if d := math.Abs(got[j] - want[j]); d > tol {
+			t.Errorf("coordinate %d: aggregators %v, in-process %v (|Δ| %v > %v)", j, got[j], want[j], d, tol)
+		}
+	}
+	if st := e.Stats[0]; st.Accepted != m.NumUsers() || st.Rejected != 0 || st.ReportBytes == 0 {
+		t.Errorf("stats %+v", st)
+	}
+	if _, err := e.Sum(ctx, c); err == nil {
+		t.Error("the engine returned a sum without noise")
+	}
+}
+
+// TestMethodsThroughAggregators trains dp-bias and dp-popularity with the
+// aggregators as their engine (each statistic one task) and checks the
+// releases are models of the catalogue, released without per-user state.
+func TestMethodsThroughAggregators(t *testing.T) {
+	ctx := context.Background()
+	m, cat := testData(t)
+	sc := release.Scale{Min: 1, Max: 5}
+	in := release.Input{Declared: release.Declared{Scale: &sc, Catalogue: cat}}
+	for _, name := range []string{"dp-bias", "dp-popularity"} {
+		t.Run(name, func(t *testing.T) {
+			var e *Engine
+			env := methods.Env{Epsilon: 4, Delta: 1e-6, Noise: noise.Seeded(1), Rand: noise.Seeded(2),
+				Engine: func(plan statistic.RowPlan) (statistic.Engine, error) {
+					e, _ = newEngine(t, m, plan)
+					return e, nil
+				}}
+			cfg, err := methods.Configure(name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel, err := methods.Train(ctx, name, cfg, in, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rel.PerUser != nil || rel.Public == nil || len(e.Tasks) == 0 {
+				t.Fatalf("release %+v, %d tasks", rel, len(e.Tasks))
+			}
+			for _, tk := range e.Tasks {
+				if tk.Rho <= 0 || tk.Relation != "replace-user" || tk.Noise != "each-alone" {
+					t.Errorf("task %+v", tk)
+				}
+			}
+		})
+	}
+}
+
+// TestDPALSStepsZero: dpals with --steps 0 (its counts and bias
+// statistics, and covariance features when it plans them) trains through
+// the aggregators; a statistic summed with Engine.Sum instead of through
+// the noising path would fail (the engine never returns an un-noised
+// sum), never be released un-noised or noised twice.
+func TestDPALSStepsZero(t *testing.T) {
+	ctx := context.Background()
+	m, cat := testData(t)
+	sc := release.Scale{Min: 1, Max: 5}
+	in := release.Input{Declared: release.Declared{Scale: &sc, Catalogue: cat}}
+	var e *Engine
+	env := methods.Env{Epsilon: 4, Delta: 1e-6, Noise: noise.Seeded(1), Rand: noise.Seeded(2),
+		Engine: func(plan statistic.RowPlan) (statistic.Engine, error) {
+			e, _ = newEngine(t, m, plan)
+			return e, nil
+		}}
+	cfg, err := methods.Configure("dpals", map[string]any{"steps": 0.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = methods.Train(ctx, "dpals", cfg, in, env)
+	if err != nil && !strings.Contains(err.Error(), "noised") {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, tk := range e.Tasks {
+		kinds = append(kinds, tk.ID)
+	}
+	if len(kinds) == 0 || !strings.HasSuffix(kinds[len(kinds)-1], "bias") && err == nil {
+		t.Errorf("tasks %v: want the bias statistics released through the aggregators", kinds)
+	}
+	t.Logf("dpals --steps 0 through the aggregators: tasks %v, error %v", kinds, err)
+}

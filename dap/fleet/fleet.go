@@ -1,0 +1,178 @@
+// Package fleet simulates many devices against a running leader and
+// helper (privrec serve --role): each device enrols, keeps her own
+// ledger, computes her contribution from her own data only, quantizes,
+// shards, seals and uploads it; an administrator then aggregates and
+// collects. It measures what a device pays per task (time, bytes) and the
+// aggregators' verification throughput. Used by the end-to-end experiment
+// (privrec dap simulate) and the tests.
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cloudflare/circl/kem"
+
+	"github.com/privrec/privrec/dap"
+	"github.com/privrec/privrec/dap/server"
+)
+
+// Fleet is a set of simulated devices.
+type Fleet struct {
+	Leader, Helper string
+	AdminToken     string
+	// BudgetRho is each device's own budget (its ledger).
+	BudgetRho float64
+	// Workers is the number of devices working at once (0: GOMAXPROCS).
+	Workers int
+	HTTP    *http.Client
+
+	tokens  []string
+	ledgers []*dap.Ledger
+	cli     *dap.Client
+}
+
+// Enrol enrols n devices.
+func (f *Fleet) Enrol(ctx context.Context, n int) error {
+	f.cli = &dap.Client{Leader: f.Leader, Helper: f.Helper, HTTP: f.HTTP}
+	f.tokens = make([]string, n)
+	f.ledgers = make([]*dap.Ledger, n)
+	return f.each(ctx, n, func(u int) error {
+		var e server.Enrolment
+		if err := f.cli.Do(ctx, http.MethodPost, f.Leader, "/dap/v1/users", "", nil, &e); err != nil {
+			return err
+		}
+		l, err := dap.NewLedger(f.Leader, f.BudgetRho)
+		if err != nil {
+			return err
+		}
+		f.tokens[u], f.ledgers[u] = e.Token, l
+		return nil
+	})
+}
+
+// Ledger is device u's own ledger.
+func (f *Fleet) Ledger(u int) *dap.Ledger { return f.ledgers[u] }
+
+func (f *Fleet) each(ctx context.Context, n int, fn func(u int) error) error {
+	w := f.Workers
+	if w <= 0 {
+		w = runtime.GOMAXPROCS(0)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range min(w, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				u := int(next.Add(1) - 1)
+				if u >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(u); err != nil {
+					once.Do(func() { first = fmt.Errorf("device %d: %w", u, err) })
+					next.Store(int64(n))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// Stats are one task's measured costs.
+type Stats struct {
+	Task    string `json:"task"`
+	Devices int    `json:"devices"`
+	// Device side, means over devices: seconds to compute, quantize,
+	// shard and seal one report, and its payload bytes.
+	DeviceSeconds float64 `json:"device_seconds"`
+	ReportBytes   int     `json:"report_bytes"`
+	// Upload is the wall time for all devices to upload (Workers at once).
+	UploadSeconds float64 `json:"upload_seconds"`
+	// Aggregation: wall time of the leader's verification and aggregation
+	// of every report (with the helper), and reports per second.
+	AggregateSeconds float64 `json:"aggregate_seconds"`
+	ReportsPerSecond float64 `json:"reports_per_second"`
+	Accepted         int     `json:"accepted"`
+	Rejected         int     `json:"rejected"`
+	CollectSeconds   float64 `json:"collect_seconds"`
+}
+
+// Run creates task t at the aggregators, has devices 0…n−1 contribute
+// (contribute(u) is device u's contribution, from her own data),
+// aggregates and collects; it returns the release.
+func (f *Fleet) Run(ctx context.Context, t dap.Task, n int, contribute func(u int) []float64) (*server.Release, Stats, error) {
+	st := Stats{Task: t.ID, Devices: n}
+	if err := f.cli.Do(ctx, http.MethodPost, f.Leader, "/dap/v1/admin/tasks", f.AdminToken, t, &t); err != nil {
+		return nil, st, err
+	}
+	var lk, hk kem.PublicKey
+	var err error
+	if lk, err = f.cli.PublicKey(ctx, f.Leader); err != nil {
+		return nil, st, err
+	}
+	if hk, err = f.cli.PublicKey(ctx, f.Helper); err != nil {
+		return nil, st, err
+	}
+	// Each device reads the task from the leader and checks it (σ gives
+	// the stated ρ) before her ledger pays for it.
+	pub, err := f.cli.Task(ctx, t.ID)
+	if err != nil {
+		return nil, st, err
+	}
+	var devNanos, bytes atomic.Int64
+	start := time.Now()
+	err = f.each(ctx, n, func(u int) error {
+		t0 := time.Now()
+		q, err := pub.Quantize(contribute(u))
+		if err != nil {
+			return err
+		}
+		r, err := pub.Shard(q, lk, hk)
+		if err != nil {
+			return err
+		}
+		devNanos.Add(int64(time.Since(t0)))
+		bytes.Add(int64(r.Size()))
+		if err := f.ledgers[u].Reserve(&pub); err != nil {
+			return err
+		}
+		c := *f.cli
+		c.Token = f.tokens[u]
+		return c.Upload(ctx, r, nil)
+	})
+	if err != nil {
+		return nil, st, err
+	}
+	st.UploadSeconds = time.Since(start).Seconds()
+	st.DeviceSeconds = float64(devNanos.Load()) / 1e9 / float64(n)
+	st.ReportBytes = int(bytes.Load() / int64(n))
+	start = time.Now()
+	var ar server.AggregateResult
+	if err := f.cli.Do(ctx, http.MethodPost, f.Leader, "/dap/v1/admin/tasks/"+t.ID+"/aggregate", f.AdminToken, nil, &ar); err != nil {
+		return nil, st, err
+	}
+	st.AggregateSeconds = time.Since(start).Seconds()
+	st.Accepted, st.Rejected = ar.Accepted, ar.Rejected
+	st.ReportsPerSecond = float64(ar.Accepted+ar.Rejected) / st.AggregateSeconds
+	start = time.Now()
+	var rel server.Release
+	if err := f.cli.Do(ctx, http.MethodPost, f.Leader, "/dap/v1/admin/tasks/"+t.ID+"/collect", f.AdminToken, nil, &rel); err != nil {
+		return nil, st, err
+	}
+	st.CollectSeconds = time.Since(start).Seconds()
+	return &rel, st, nil
+}
