@@ -171,6 +171,22 @@ type Artefact interface {
 // loss on the private data, exact counts) do not belong here.
 type Report map[string]any
 
+// WriteText writes the report one "  key: value" line per entry, in key
+// order (the text form `privrec train` and `privrec-beam` print).
+func (r Report) WriteText(w io.Writer) error {
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, err := fmt.Fprintf(w, "  %s: %v\n", k, r[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Release is what a method returns.
 type Release struct {
 	// Public is what anyone may see.

@@ -450,12 +450,7 @@ func (s *Server) postEnroll(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf("too many enrolments from this address (limit %g per second, burst %d)", s.opt.EnrollRate, s.opt.EnrollBurst)})
 		return
 	}
-	body := jsonBody(w, r, 1024)
-	if body == nil {
-		return
-	}
-	if e := api.DecodeEmpty(body); e != nil {
-		writeError(w, e)
+	if !emptyBody(w, r) {
 		return
 	}
 	var idb [10]byte

@@ -130,12 +130,7 @@ func (s *Server) postMyToken(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body := jsonBody(w, r, 1024)
-	if body == nil {
-		return
-	}
-	if e := api.DecodeEmpty(body); e != nil {
-		writeError(w, e)
+	if !emptyBody(w, r) {
 		return
 	}
 	tok := NewToken("prt_")
@@ -149,4 +144,18 @@ func (s *Server) postMyToken(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	out := api.Enrolment{User: id, Token: tok}
 	writeJSON(w, http.StatusCreated, out)
+}
+
+// emptyBody reads a request body that must be the empty object {} (enrol,
+// token rotation), answering the error itself when it is not.
+func emptyBody(w http.ResponseWriter, r *http.Request) bool {
+	body := jsonBody(w, r, 1024)
+	if body == nil {
+		return false
+	}
+	if e := api.DecodeEmpty(body); e != nil {
+		writeError(w, e)
+		return false
+	}
+	return true
 }

@@ -58,6 +58,13 @@ func helpPages(t *testing.T) []helpPage {
 			for _, sub := range []string{"stats", "bench", "backup", "restore", "token"} {
 				get("serve", sub, "--help")
 			}
+			for _, role := range []string{"leader", "helper"} {
+				get("serve", "--role", role, "--help")
+			}
+		case "dap":
+			for _, sub := range []string{"enrol", "contribute", "task", "collect", "simulate"} {
+				get("dap", sub, "--help")
+			}
 		case "client":
 			for _, sub := range []string{"enroll", "submit", "status", "recommend", "publish", "export", "leave"} {
 				if !strings.Contains(text, sub) {
@@ -149,6 +156,9 @@ func shellWords(s string) []string {
 	}
 	if in {
 		words = append(words, cur.String())
+	}
+	if n := len(words); n > 0 && words[n-1] == "&" { // run in the background
+		words = words[:n-1]
 	}
 	return words
 }

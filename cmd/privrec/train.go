@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"sort"
 	"strings"
 	"time"
 
@@ -251,15 +250,7 @@ Methods:
 		fmt.Fprintf(out, "Each user's own state → %s (give each user only her file)\n", *stateDir)
 	}
 	fmt.Fprintf(out, "Guarantee: %s\n", rel.Guarantee)
-	keys := make([]string, 0, len(rel.Report))
-	for k := range rel.Report {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(out, "  %s: %v\n", k, rel.Report[k])
-	}
-	return nil
+	return rel.Report.WriteText(out)
 }
 
 // defaultDelta is δ for (ε, δ) guarantees when --delta is not given, the

@@ -236,15 +236,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintf(out, "Trained %s on Beam (%d pipeline(s)) in %.2f s → %s\n", *method, runs, secs, *outPath)
 	fmt.Fprintf(out, "Guarantee: %s\n", rel.Guarantee)
 	fmt.Fprintf(out, "Note: %s.\n", rerun)
-	keys = keys[:0]
-	for k := range rel.Report {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(out, "  %s: %v\n", k, rel.Report[k])
-	}
-	return nil
+	return rel.Report.WriteText(out)
 }
 
 // expand turns the --data list into inputs: local globs expanded (a
