@@ -101,6 +101,17 @@ func (s *Server) aggregationJob(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	// A job names each report once by a well-formed ID (the leader sends
+	// only such); anything else is refused whole, before any verdict is
+	// stored.
+	seen := make(map[string]bool, len(job.Reports))
+	for i, jr := range job.Reports {
+		if len(jr.ID) != dap.ReportIDSize || seen[string(jr.ID)] {
+			s.fail(w, fmt.Errorf("%w: aggregation job: report %d: a missing, malformed or repeated report id", dap.ErrInvalid, i))
+			return
+		}
+		seen[string(jr.ID)] = true
+	}
 	res := JobResponse{Results: make([]JobResult, len(job.Reports))}
 	vs := make([]verdict, len(job.Reports))
 	outs := make([]dap.Vec, len(job.Reports))

@@ -40,6 +40,8 @@ func FuzzHelperRequests(f *testing.F) {
 	f.Add([]byte(`{"reports":[{"id":"AAAAAAAAAAAAAAAAAAAAAA==","public_share":"","helper_share":{"enc":"","ciphertext":""}}]}`))
 	f.Add([]byte(`{"count":0,"checksum":""}`))
 	f.Add([]byte(`{`))
+	f.Add([]byte(`{"reports":[{}]}`)) // found by the fuzzer: a report without an id was a 500
+	f.Add([]byte(`{"reports":[{"id":"AAAAAAAAAAAAAAAAAAAAAA=="},{"id":"AAAAAAAAAAAAAAAAAAAAAA=="}]}`))
 	s := newTestServer(f, dap.Helper)
 	h := s.Handler()
 	do := func(method, path string, body []byte) int {
