@@ -128,16 +128,25 @@ func (h *serveHTTP) apply(opt *service.Options) error {
 }
 
 // watchTLS reloads the TLS certificate on SIGHUP and when its files
-// change, until ctx ends (nothing without TLS).
+// change, until ctx ends. Without TLS, SIGHUP is logged and otherwise
+// ignored (rather than ending the process, its default).
 func (h *serveHTTP) watchTLS(ctx context.Context, log *slog.Logger) {
-	if h.certs == nil {
-		return
-	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
 		defer signal.Stop(hup)
-		h.certs.Watch(ctx, tlsWatchEvery, hup, log)
+		if h.certs != nil {
+			h.certs.Watch(ctx, tlsWatchEvery, hup, log)
+			return
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				log.Info("SIGHUP: nothing to reload (no --tls-cert)")
+			}
+		}
 	}()
 }
 
