@@ -581,7 +581,7 @@ func (s *Server) postReport(w http.ResponseWriter, r *http.Request) {
 	}
 	res := o.res
 	s.m.reports.WithLabelValues(res.Outcome.String()).Inc()
-	w.Header().Set("Cache-Control", "no-store")
+	w.Header()["Cache-Control"] = []string{"no-store"} // canonical key: no canonicalization per report
 	switch res.Outcome {
 	case store.Stored:
 		writeAck(w, http.StatusCreated, ack(res.Report, res.Budget))
