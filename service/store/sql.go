@@ -64,6 +64,25 @@ func chunks(n int) []int {
 	return out
 }
 
+// paddedChunks splits n for a statement that repeated arguments do not
+// change (an IN list): each chunk is the smallest prepared size holding
+// what is left, so a batch of up to 256 takes one statement rather than
+// one per binary digit; the caller repeats its last argument to fill it.
+func paddedChunks(n int) []int {
+	var out []int
+	for n > 0 {
+		c := chunkSizes[0]
+		for _, s := range chunkSizes { // descending: the last that holds n is the smallest
+			if s >= n {
+				c = s
+			}
+		}
+		out = append(out, c)
+		n -= min(n, c)
+	}
+	return out
+}
+
 // batchStmts are the set-based statements of SubmitBatch for one chunk
 // size.
 type batchStmts struct {
@@ -378,10 +397,10 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 	slices.Sort(ids)
 	args := make([]any, 0, 8*len(subs))
 	off := 0
-	for _, n := range chunks(len(ids)) {
+	for _, n := range paddedChunks(len(ids)) {
 		args = args[:0]
-		for _, id := range ids[off : off+n] {
-			args = append(args, id)
+		for k := range n {
+			args = append(args, ids[min(off+k, len(ids)-1)])
 		}
 		off += n
 		rows, err := t.tx.StmtContext(ctx, t.s.batch[n].ledgers).QueryContext(ctx, args...)
@@ -406,9 +425,10 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 	type key struct{ user, id string }
 	stored := map[key]Report{}
 	off = 0
-	for _, n := range chunks(len(subs)) {
+	for _, n := range paddedChunks(len(subs)) {
 		args = args[:0]
-		for _, s := range subs[off : off+n] {
+		for k := range n {
+			s := subs[min(off+k, len(subs)-1)]
 			args = append(args, s.User, s.ClientID)
 		}
 		off += n
