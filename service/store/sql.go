@@ -514,20 +514,25 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 			changed = append(changed, id)
 		}
 	}
+	// Padded like the reads: a repeated (id, spent, reports) row joins the
+	// same user with the same values, and both databases update a row
+	// once however many FROM rows match it (and count it once).
 	off = 0
-	for _, n := range chunks(len(changed)) {
+	for _, n := range paddedChunks(len(changed)) {
 		args = args[:0]
-		for _, id := range changed[off : off+n] {
+		for k := range n {
+			id := changed[min(off+k, len(changed)-1)]
 			l := users[id]
 			args = append(args, id, l.spent, l.reports)
 		}
+		want := int64(min(n, len(changed)-off))
 		off += n
 		r, err := t.tx.StmtContext(ctx, t.s.batch[n].update).ExecContext(ctx, args...)
 		if err != nil {
 			return nil, fmt.Errorf("store: writing ledgers: %w", err)
 		}
-		if m, err := r.RowsAffected(); err != nil || m != int64(n) {
-			return nil, fmt.Errorf("store: wrote %d of %d ledgers (%v)", m, n, err)
+		if m, err := r.RowsAffected(); err != nil || m != want {
+			return nil, fmt.Errorf("store: wrote %d of %d ledgers (%v)", m, want, err)
 		}
 	}
 	// Repeats within the batch answer with the report stored first.
