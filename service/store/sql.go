@@ -153,6 +153,16 @@ func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB, create bool) (*sq
 	if d.dollar {
 		lock = " ORDER BY id FOR UPDATE"
 	}
+	// In SQLite a failing row of a multi-row INSERT or UPDATE would undo
+	// just that statement, for which SQLite keeps a statement journal: a
+	// copy of every page the statement touches. A batch that fails is rolled
+	// back whole and retried report by report (service's batcher), so
+	// OR ROLLBACK — end the transaction at once — loses nothing and
+	// needs no statement journal.
+	insertVerb, updateVerb := "INSERT", "UPDATE"
+	if !d.dollar {
+		insertVerb, updateVerb = "INSERT OR ROLLBACK", "UPDATE OR ROLLBACK"
+	}
 	for _, n := range chunkSizes {
 		b := &batchStmts{}
 		s.batch[n] = b
@@ -165,9 +175,9 @@ func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB, create bool) (*sq
 			{&b.ledgers, "SELECT id, spent_nano, budget_nano, reports FROM users WHERE deleted_ms = 0 AND id IN (" + placeholders(n, 1) + ")" + lock},
 			{&b.lookup, `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version
 				FROM reports WHERE (user_id, client_id) IN (VALUES ` + placeholders(n, 2) + `)`},
-			{&b.insert, `INSERT INTO reports (user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version)
+			{&b.insert, insertVerb + ` INTO reports (user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version)
 				VALUES ` + placeholders(n, 8) + ` RETURNING user_id, client_id, seq`},
-			{&b.update, `UPDATE users SET spent_nano = v.column2, reports = v.column3 FROM (VALUES ` +
+			{&b.update, updateVerb + ` users SET spent_nano = v.column2, reports = v.column3 FROM (VALUES ` +
 				strings.TrimSuffix(strings.Repeat("(?, CAST(? AS BIGINT), CAST(? AS BIGINT)), ", n), ", ") + `) AS v WHERE users.id = v.column1`},
 		} {
 			if *p.dst, err = prep(p.q); err != nil {
