@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/privrec/privrec/dap"
+	"github.com/privrec/privrec/mf"
 	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/statistic"
 	"github.com/privrec/privrec/statistic/gram"
@@ -86,6 +87,12 @@ func (e *Engine) shape(c statistic.Contribution) latticeShape {
 		return latticeShape{coord: 1, norm: delta / math.Sqrt2, signed: true, nonneg: true, stepBits: e.StepBits}
 	case *gram.Gram:
 		return latticeShape{coord: delta / math.Sqrt2, norm: delta / math.Sqrt2, nonneg: true, stepBits: e.GramStepBits}
+	case *mf.CovStatistic:
+		// A user's part is the upper triangle of x xᵀ with Σx² ≤ R²
+		// (statistic.CovSensitivity's proof), so each entry and the
+		// triangle's norm are ≤ R² = Δ/√2; entries are signed, so the
+		// replace-one bound is the triangle inequality, 2R²/g.
+		return latticeShape{coord: delta / math.Sqrt2, norm: delta / math.Sqrt2, signed: true, stepBits: e.GramStepBits}
 	}
 	return latticeShape{coord: delta, norm: delta, signed: true, stepBits: e.GramStepBits}
 }

@@ -142,11 +142,11 @@ func TestMethodsThroughAggregators(t *testing.T) {
 	}
 }
 
-// TestDPALSStepsZero: dpals with --steps 0 (its counts and bias
-// statistics, and covariance features when it plans them) trains through
-// the aggregators; a statistic summed with Engine.Sum instead of through
-// the noising path would fail (the engine never returns an un-noised
-// sum), never be released un-noised or noised twice.
+// TestDPALSStepsZero: dpals with --steps 0 trains through the
+// aggregators: its bias statistics and its covariance features (planned
+// here on every item: cov_users_per_item 0) each become one task, the
+// covariance summed and noised by the aggregators (never an un-noised
+// Engine.Sum), and the guarantee composes both.
 func TestDPALSStepsZero(t *testing.T) {
 	ctx := context.Background()
 	m, cat := testData(t)
@@ -158,22 +158,30 @@ func TestDPALSStepsZero(t *testing.T) {
 			e, _ = newEngine(t, m, plan)
 			return e, nil
 		}}
-	cfg, err := methods.Configure("dpals", map[string]any{"steps": 0.0})
+	cfg, err := methods.Configure("dpals", map[string]any{"steps": 0.0, "cov_users_per_item": 0.0, "cov_rank": 2.0, "rank": 7.0})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = methods.Train(ctx, "dpals", cfg, in, env)
-	if err != nil && !strings.Contains(err.Error(), "noised") {
+	rel, err := methods.Train(ctx, "dpals", cfg, in, env)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var kinds []string
 	for _, tk := range e.Tasks {
-		kinds = append(kinds, tk.ID)
+		kinds = append(kinds, tk.Statistic)
 	}
-	if len(kinds) == 0 || !strings.HasSuffix(kinds[len(kinds)-1], "bias") && err == nil {
-		t.Errorf("tasks %v: want the bias statistics released through the aggregators", kinds)
+	if len(kinds) != 2 || kinds[1] != "the item covariance" {
+		t.Fatalf("tasks %q: want the bias statistics, then the item covariance", kinds)
 	}
-	t.Logf("dpals --steps 0 through the aggregators: tasks %v, error %v", kinds, err)
+	if got := rel.Report["cov_items"]; got != cat.Len() {
+		t.Errorf("covariance over %v items, want %d", got, cat.Len())
+	}
+	if s, _ := rel.Report["sigma_cov"].(float64); !(s > 0) || !strings.Contains(rel.Guarantee.Note, "Item covariance") {
+		t.Errorf("σ of the covariance %v, guarantee %q", rel.Report["sigma_cov"], rel.Guarantee.Note)
+	}
+	if tk := e.Tasks[1]; tk.Bits < 2 || tk.Min >= 0 {
+		t.Errorf("covariance task %+v: want signed coordinates", tk)
+	}
 }
 
 // TestDPEASEWithinDeviceBudget: with a device budget (MaxReportElements)
