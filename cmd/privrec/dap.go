@@ -320,6 +320,7 @@ func simulateMethod(ctx context.Context, name string, params map[string]any, tra
 		return nil, fmt.Errorf("central at ρ/2: %w", err)
 	}
 	if engine == nil {
+		res.DAP = simMetrics{RMSE: jsonFloat(math.NaN()), Recall: jsonFloat(math.NaN())} // not run
 		return res, nil
 	}
 	var eng statistic.Engine
