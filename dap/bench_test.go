@@ -25,6 +25,28 @@ func benchTask(b *testing.B) (Task, testAggs, []int64) {
 
 func BenchmarkShard(b *testing.B) {
 	tk, a, q := benchTask(b)
+	benchShard(b, tk, a, q)
+}
+
+// BenchmarkShardGram is a device's dp-ease Gram at privrec dap
+// simulate's default budget: 228 covered items, 26 106 coordinates at 10
+// bits (step 2⁻⁹), a user with 40 covered items (820 non-zero entries).
+// Under GOOS=js GOARCH=wasm (go_js_wasm_exec) it is the browser's cost.
+func BenchmarkShardGram(b *testing.B) {
+	tk, err := NewTask(Task{ID: "bench-gram", Statistic: "gram", Dimension: 228 * 229 / 2, Step: 1.0 / 512, Min: 0, Bits: 10, NormSq: 512 * 512, Rho: 0.5, MinReports: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var t testing.T
+	a := newTestAggs(&t, tk)
+	q := make([]int64, tk.Dimension)
+	for j := range 820 {
+		q[j*31%len(q)] = 12 // 512/√820 ≈ 17.9, truncated entries of a unit-norm part
+	}
+	benchShard(b, tk, a, q)
+}
+
+func benchShard(b *testing.B, tk Task, a testAggs, q []int64) {
 	var size int
 	for b.Loop() {
 		r, err := tk.Shard(q, a.lk.Public, a.hk.Public)
