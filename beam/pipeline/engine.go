@@ -127,7 +127,10 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 	parsed, refused := beam.ParDo2(s, &parseFn{Format: opt.Format, Cols: opt.Cols, Column: opt.Column,
 		HasScale: opt.HasScale, Min: opt.Min, Max: opt.Max, Sources: e.cfg.Inputs}, files)
 	byUser := beam.GroupByKey(s, parsed)
-	parts, refused2, ones := beam.ParDo3(s, &contributeFn{Kind: kind, Plan: plan, Rows: e.plan, Sources: e.cfg.Inputs}, byUser)
+	// The public plan as a singleton side input (an ALS step's previous
+	// factors are megabytes; see contributeFn).
+	planIn := beam.SideInput{Input: beam.Create(s, plan)}
+	parts, refused2, ones := beam.ParDo3(s, &contributeFn{Kind: kind, Rows: e.plan, Sources: e.cfg.Inputs}, byUser, planIn)
 	sums := beam.CombinePerKey(s, &blockSumFn{}, parts)
 	lines := beam.ParDo(s, formatBlock, sums)
 	users := beam.ParDo(s, formatUsers, stats.Sum(s, ones))
