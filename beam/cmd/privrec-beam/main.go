@@ -53,7 +53,9 @@ contribution is computed on a worker by the same code as 'privrec train',
 and the contributions are combined per block of coordinates. The noise is
 drawn once per statistic, on this driver, after its pipeline has finished
 — a retried bundle cannot draw it twice. Running this command again is a
-second release of the same data: account for both.
+second release of the same data: account for both (--ledger FILE records
+each release, in the same file privrec train --ledger keeps, and reports
+the composition of all of them).
 
 A malformed line or a repeated (user, item) goes to the pipeline's error
 output with its source and position and enters no sum; the run then fails
@@ -116,6 +118,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	outPath := fs.String("out", "", "where to write the public model")
 	work := fs.String("work", "", "directory for the pipelines' sums and refused rows (default: a new temporary directory, removed after a successful run)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
+	ledger := fs.String("ledger", "", "the curator's ledger of this data's releases (the file privrec train --ledger keeps; created if missing): this release is recorded before the model is written and the report gives its number and the composition of all")
 	ps := params{}
 	fs.Var(ps, "param", "a method parameter NAME=VALUE by its JSON name (repeatable), e.g. --param cap=50")
 	if err := fs.Parse(args); err != nil {
@@ -214,6 +217,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		m.Params["epsilon"], m.Params["delta"], m.Params["seed"] = *eps, *delta, s
 	}
+	rerun := "each run of privrec-beam is a new release of the data: two runs spend the budget twice (--ledger FILE counts them)"
+	var led *release.LedgerSummary
+	if *ledger != "" {
+		s, err := release.RecordRelease(*ledger, release.LedgerEntry{Time: time.Now().UTC(), Method: *method, Engine: "beam",
+			Data: strings.Join(inputs, ","), Out: *outPath, Guarantee: rel.Guarantee})
+		if err != nil {
+			return fmt.Errorf("--ledger: %w (the model was not written)", err)
+		}
+		led, rerun = &s, "this run is "+s.String()
+	}
 	if err := model.WriteFileAtomic(*outPath, rel.Public.Write); err != nil {
 		return err
 	}
@@ -221,7 +234,6 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	for _, e := range engines {
 		runs += e.Runs()
 	}
-	rerun := "each run of privrec-beam is a new release of the data: two runs spend the budget twice"
 	if *jsonOut {
 		rep := map[string]any{}
 		for k, v := range rel.Report {
@@ -229,6 +241,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		rep["method"], rep["seconds"], rep["guarantee"], rep["out"] = *method, secs, rel.Guarantee, *outPath
 		rep["engine"], rep["pipelines"], rep["rerun"] = "beam", runs, rerun
+		if led != nil {
+			rep["ledger"] = led
+		}
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
