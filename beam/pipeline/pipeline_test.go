@@ -66,6 +66,14 @@ func synthetic(t *testing.T, dir string, users, items int) (data, cat string) {
 // Beam. It returns the model file's bytes and every release's draw.
 func train(t *testing.T, method string, params map[string]any, data, cat string, beamInputs []string) ([]byte, []mechanism.Draw) {
 	t.Helper()
+	return trainRun(t, method, params, data, cat, beamInputs, nil)
+}
+
+// trainRun is train with the pipelines run by run (nil: Prism once); run
+// gets the draws made so far.
+func trainRun(t *testing.T, method string, params map[string]any, data, cat string, beamInputs []string,
+	run func(ctx context.Context, p *beam.Pipeline, draws *[]mechanism.Draw) error) ([]byte, []mechanism.Draw) {
+	t.Helper()
 	ctx := context.Background()
 	scale := release.Scale{Min: 1, Max: 5}
 	c, err := model.LoadCatalogue(cat)
@@ -81,7 +89,11 @@ func train(t *testing.T, method string, params map[string]any, data, cat string,
 			return nil
 		}}
 	if beamInputs != nil {
-		env.Engine = Config{Inputs: beamInputs, Read: opt, WorkDir: t.TempDir(), Run: runPrism}.Factory(nil)
+		r := runPrism
+		if run != nil {
+			r = func(ctx context.Context, p *beam.Pipeline) error { return run(ctx, p, &draws) }
+		}
+		env.Engine = Config{Inputs: beamInputs, Read: opt, WorkDir: t.TempDir(), Run: r}.Factory(nil)
 	} else {
 		m, err := ratingio.ReadFile(data, opt)
 		if err != nil {
@@ -238,5 +250,88 @@ func TestBeamRefusesBadRows(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "3 input row(s) refused") {
 		t.Errorf("error %q does not name the count", err)
+	}
+}
+
+// TestBeamRetriesDrawNoiseOnce: the noise of a statistic is drawn on the
+// driver after its pipeline has returned, never while it runs, so a
+// runner that re-executes work cannot draw it twice. Here every pipeline
+// is executed twice (a runner re-running a job after a failure writes
+// the same sums again): no draw happens during either execution, each
+// release is drawn once, and the model is byte-identical to the
+// in-process one. (Deterministic; dp-ease: two pipelines, the second's
+// plan from the first's noised release.)
+func TestBeamRetriesDrawNoiseOnce(t *testing.T) {
+	dir := t.TempDir()
+	data, cat := synthetic(t, dir, 150, 30)
+	executions := 0
+	twice := func(ctx context.Context, p *beam.Pipeline, draws *[]mechanism.Draw) error {
+		before := len(*draws)
+		for range 2 {
+			if err := runPrism(ctx, p); err != nil {
+				return err
+			}
+			executions++
+		}
+		if len(*draws) != before {
+			t.Errorf("%d noise draw(s) while a pipeline ran", len(*draws)-before)
+		}
+		return nil
+	}
+	want, wantDraws := train(t, "dp-ease", nil, data, cat, nil)
+	got, gotDraws := trainRun(t, "dp-ease", nil, data, cat, []string{data}, twice)
+	if executions != 4 {
+		t.Fatalf("%d pipeline executions, want 2 pipelines × 2", executions)
+	}
+	if len(gotDraws) != len(wantDraws) || len(gotDraws) != 2 {
+		t.Fatalf("%d draws with re-executed pipelines, %d in process (want one per release: 2)", len(gotDraws), len(wantDraws))
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("re-executed pipelines gave a different model")
+	}
+}
+
+// TestCombineIndependentOfBundles: the block sum is the same float64s
+// however the parts are split into bundles and in whatever order the
+// bundles' accumulators merge (a retried bundle's output replaces its
+// failed attempt's, so only the split can change). Deterministic seeds.
+func TestCombineIndependentOfBundles(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	parts := make([]Part, 500)
+	for k := range parts {
+		for range 1 + r.IntN(40) {
+			parts[k].Idx = append(parts[k].Idx, int32(r.IntN(64)))
+			parts[k].Val = append(parts[k].Val, r.NormFloat64()*math.Pow(10, float64(r.IntN(12)-6)))
+		}
+	}
+	var fn blockSumFn
+	one := fn.CreateAccumulator()
+	for _, p := range parts {
+		one = fn.AddInput(one, p)
+	}
+	want := fn.ExtractOutput(one)
+	for trial := range 20 {
+		var accs []Acc
+		for lo := 0; lo < len(parts); {
+			hi := min(len(parts), lo+1+r.IntN(60))
+			a := fn.CreateAccumulator()
+			for _, p := range parts[lo:hi] {
+				a = fn.AddInput(a, p)
+			}
+			accs = append(accs, a)
+			lo = hi
+		}
+		r.Shuffle(len(accs), func(i, j int) { accs[i], accs[j] = accs[j], accs[i] })
+		for len(accs) > 1 {
+			i := r.IntN(len(accs) - 1)
+			accs[i] = fn.MergeAccumulators(accs[i], accs[i+1])
+			accs = append(accs[:i+1], accs[i+2:]...)
+		}
+		got := fn.ExtractOutput(accs[0])
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("trial %d, coordinate %d: %v with %d bundles, %v in one", trial, i, got[i], len(accs), want[i])
+			}
+		}
 	}
 }
