@@ -22,6 +22,7 @@ import (
 	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratingio"
+	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
 )
 
@@ -74,6 +75,25 @@ func train(t *testing.T, method string, params map[string]any, data, cat string,
 func trainRun(t *testing.T, method string, params map[string]any, data, cat string, beamInputs []string,
 	run func(ctx context.Context, p *beam.Pipeline, draws *[]mechanism.Draw) error) ([]byte, []mechanism.Draw) {
 	t.Helper()
+	var bc *Config
+	if beamInputs != nil {
+		bc = &Config{Inputs: beamInputs}
+	}
+	return trainOn(t, method, params, cat, func() *ratings.Matrix {
+		m, err := ratingio.ReadFile(data, ratingio.Options{Format: "tsv", HasScale: true, Min: 1, Max: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}, bc, run)
+}
+
+// trainOn trains method on the ratings data() in process, or with bc set
+// on Beam (bc's inputs or database; the format, work directory and
+// runner filled in here).
+func trainOn(t *testing.T, method string, params map[string]any, cat string, data func() *ratings.Matrix, bc *Config,
+	run func(ctx context.Context, p *beam.Pipeline, draws *[]mechanism.Draw) error) ([]byte, []mechanism.Draw) {
+	t.Helper()
 	ctx := context.Background()
 	scale := release.Scale{Min: 1, Max: 5}
 	c, err := model.LoadCatalogue(cat)
@@ -88,18 +108,16 @@ func trainRun(t *testing.T, method string, params map[string]any, data, cat stri
 			draws = append(draws, mechanism.Draw{Clean: slices.Clone(d.Clean), Noised: slices.Clone(d.Noised), Scale: d.Scale})
 			return nil
 		}}
-	if beamInputs != nil {
+	if bc != nil {
 		r := runPrism
 		if run != nil {
 			r = func(ctx context.Context, p *beam.Pipeline) error { return run(ctx, p, &draws) }
 		}
-		env.Engine = Config{Inputs: beamInputs, Read: opt, WorkDir: t.TempDir(), Run: r}.Factory(nil)
+		cfg := *bc
+		cfg.Read, cfg.WorkDir, cfg.Run = opt, t.TempDir(), r
+		env.Engine = cfg.Factory(nil)
 	} else {
-		m, err := ratingio.ReadFile(data, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in.Ratings = m
+		in.Ratings = data()
 	}
 	meth, err := methods.Lookup(method)
 	if err != nil {
@@ -113,7 +131,7 @@ func trainRun(t *testing.T, method string, params map[string]any, data, cat stri
 	}
 	rel, err := methods.Train(ctx, method, cfg, in, env)
 	if err != nil {
-		t.Fatalf("%s (beam %v): %v", method, beamInputs != nil, err)
+		t.Fatalf("%s (beam %v): %v", method, bc != nil, err)
 	}
 	var buf bytes.Buffer
 	if err := rel.Public.Write(&buf); err != nil {
@@ -147,35 +165,7 @@ func TestBeamMatchesInProcess(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			want, wantDraws := train(t, method, tc.params, data, cat, nil)
 			got, gotDraws := train(t, method, tc.params, data, cat, []string{data})
-			if len(gotDraws) != len(wantDraws) || len(gotDraws) == 0 {
-				t.Fatalf("%d releases on Beam, %d in process", len(gotDraws), len(wantDraws))
-			}
-			for k := range wantDraws {
-				w, g := wantDraws[k], gotDraws[k]
-				if len(w.Clean) != len(g.Clean) || w.Scale != g.Scale {
-					t.Fatalf("release %d: %d coordinates σ %g on Beam, %d σ %g in process", k, len(g.Clean), g.Scale, len(w.Clean), w.Scale)
-				}
-				worst, differ := 0.0, 0
-				for i := range w.Clean {
-					d := math.Abs(w.Clean[i]-g.Clean[i]) / math.Max(1e-300, math.Max(math.Abs(w.Clean[i]), 1))
-					worst = math.Max(worst, d)
-					if w.Noised[i] != g.Noised[i] {
-						differ++
-					}
-				}
-				if worst > 1e-9 {
-					t.Errorf("release %d: pre-noise sums differ by %g relative", k, worst)
-				}
-				if differ > 0 {
-					t.Errorf("release %d: %d of %d noised values differ", k, differ, len(w.Noised))
-				}
-				if k < 4 || k == len(wantDraws)-1 {
-					t.Logf("release %d: %d coordinates, largest pre-noise difference %.3g relative", k, len(w.Clean), worst)
-				}
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("the model files differ (%d bytes on Beam, %d in process)", len(got), len(want))
-			}
+			sameRelease(t, want, got, wantDraws, gotDraws)
 		})
 	}
 }
@@ -333,5 +323,44 @@ func TestCombineIndependentOfBundles(t *testing.T) {
 				t.Fatalf("trial %d, coordinate %d: %v with %d bundles, %v in one", trial, i, got[i], len(accs), want[i])
 			}
 		}
+	}
+}
+
+// sameRelease checks that the Beam run (got) made the in-process run's
+// releases: as many draws, every pre-noise sum equal to 1e-9 relative,
+// every noised value equal, and the same model file.
+func sameRelease(t *testing.T, want, got []byte, wantDraws, gotDraws []mechanism.Draw) {
+	t.Helper()
+	if len(gotDraws) != len(wantDraws) || len(gotDraws) == 0 {
+		t.Fatalf("%d releases on Beam, %d in process", len(gotDraws), len(wantDraws))
+	}
+	overall := 0.0
+	for k := range wantDraws {
+		w, g := wantDraws[k], gotDraws[k]
+		if len(w.Clean) != len(g.Clean) || w.Scale != g.Scale {
+			t.Fatalf("release %d: %d coordinates σ %g on Beam, %d σ %g in process", k, len(g.Clean), g.Scale, len(w.Clean), w.Scale)
+		}
+		worst, differ := 0.0, 0
+		for i := range w.Clean {
+			d := math.Abs(w.Clean[i]-g.Clean[i]) / math.Max(1e-300, math.Max(math.Abs(w.Clean[i]), 1))
+			worst = math.Max(worst, d)
+			if w.Noised[i] != g.Noised[i] {
+				differ++
+			}
+		}
+		if worst > 1e-9 {
+			t.Errorf("release %d: pre-noise sums differ by %g relative", k, worst)
+		}
+		if differ > 0 {
+			t.Errorf("release %d: %d of %d noised values differ", k, differ, len(w.Noised))
+		}
+		if k < 3 {
+			t.Logf("release %d: %d coordinates, largest pre-noise difference %.3g relative", k, len(w.Clean), worst)
+		}
+		overall = math.Max(overall, worst)
+	}
+	t.Logf("%d releases, largest pre-noise difference %.3g relative", len(wantDraws), overall)
+	if !bytes.Equal(got, want) {
+		t.Errorf("the model files differ (%d bytes on Beam, %d in process)", len(got), len(want))
 	}
 }

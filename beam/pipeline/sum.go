@@ -55,6 +55,11 @@ type contributeFn struct {
 	Kind    string            `json:"kind"`
 	Rows    statistic.RowPlan `json:"rows"`
 	Sources []string          `json:"sources"`
+	// Latest keeps a user's rating of an item at the latest position
+	// instead of refusing a repeat (a central-mode database: a later
+	// report replaces her earlier rating, as service.RatingsMatrix reads
+	// it).
+	Latest bool `json:"latest,omitempty"`
 
 	c     statistic.Contribution
 	index map[string]int32
@@ -92,6 +97,9 @@ func (f *contributeFn) ProcessElement(user string, iter func(*Rating) bool, plan
 		}
 		return cmpPos(a, b)
 	})
+	if f.Latest {
+		all = latest(all)
+	}
 	dup := false
 	for k := 1; k < len(all); k++ {
 		if all[k].Item == all[k-1].Item {
@@ -136,6 +144,19 @@ func (f *contributeFn) ProcessElement(user string, iter func(*Rating) bool, plan
 		emit(b, *p)
 	}
 	return nil
+}
+
+// latest keeps, of ratings sorted by item and then position, the last of
+// each item.
+func latest(all []Rating) []Rating {
+	out := all[:0]
+	for k, r := range all {
+		if k+1 < len(all) && all[k+1].Item == r.Item {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // where is a rating's source and lines.
