@@ -82,4 +82,3 @@ func collectPathFor(url string) string {
 	h := sha256.Sum256([]byte(url))
 	return filepath.Join(os.TempDir(), "privrec-"+hex.EncodeToString(h[:6])+".collect.tsv")
 }
-
