@@ -32,8 +32,15 @@ import (
 // returns the URL, the catalogue file and the catalogue.
 func centralStore(t *testing.T, kind string, users, items int, bad string) (url, catFile string, ids []string) {
 	t.Helper()
-	ctx := context.Background()
 	url = storetest.URL(t, kind)
+	catFile, ids = fillCentral(t, url, users, items, bad)
+	return url, catFile, ids
+}
+
+// fillCentral creates the database at url and fills it (centralStore).
+func fillCentral(t *testing.T, url string, users, items int, bad string) (catFile string, ids []string) {
+	t.Helper()
+	ctx := context.Background()
 	st, err := store.Create(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +94,23 @@ func centralStore(t *testing.T, kind string, users, items int, bad string) (url,
 	if err := os.WriteFile(catFile, []byte(strings.Join(ids, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return url, catFile, ids
+	return catFile, ids
+}
+
+// TestMakeCentralDB makes, for a by-hand comparison of the two commands
+// (docs/BEAM.md), a central-mode database at PRIVREC_BEAM_MAKE_DB (a new
+// sqlite:FILE or an empty PostgreSQL schema) with 3 000 users over 300
+// items, and writes its catalogue to PRIVREC_BEAM_MAKE_DB_ITEMS. It
+// skips without the variables.
+func TestMakeCentralDB(t *testing.T) {
+	url, items := os.Getenv("PRIVREC_BEAM_MAKE_DB"), os.Getenv("PRIVREC_BEAM_MAKE_DB_ITEMS")
+	if url == "" || items == "" {
+		t.Skip("set PRIVREC_BEAM_MAKE_DB and PRIVREC_BEAM_MAKE_DB_ITEMS to make a database")
+	}
+	_, ids := fillCentral(t, url, 3000, 300, "")
+	if err := os.WriteFile(items, []byte(strings.Join(ids, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // storedMatrix is what `privrec train --data URL` trains on in central

@@ -1,6 +1,7 @@
 // Command privrec-beam trains privrec's private models whose global step
-// is a sum over users (dp-popularity, dp-bias, dp-ease, dpals without ALS
-// steps) on Apache Beam:
+// is a sum over users (dp-popularity, dp-bias, dp-ease, dpals with its ALS
+// steps) on Apache Beam, from ratings files or a central-mode privrec
+// serve database:
 // each statistic is summed by a pipeline (read → group by user → each
 // user's contribution → combine per block), and the noise is added once,
 // on this driver, after the pipeline has finished, by the same code as
@@ -42,6 +43,9 @@ import (
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratingio"
 	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/service"
+	"github.com/privrec/privrec/service/api"
+	"github.com/privrec/privrec/service/store"
 )
 
 const help = `privrec-beam trains a private privrec model on Apache Beam.
@@ -62,9 +66,16 @@ output with its source and position and enters no sum; the run then fails
 before any noise is drawn, naming how many rows were refused (on stderr
 only: the count is private).
 
+--data may name a central-mode privrec serve database instead of files
+(postgres://… or sqlite:FILE): its reports table is read through Beam's
+databaseio, each user's latest rating of an item kept, as privrec train
+--data URL reads it (--format is then not needed).
+
 Methods: dp-popularity, dp-bias and dpals (public model only: each user
-computes her own state on her side; dpals with --param steps=0, its
-default: counts, bias statistics and covariance features), dp-ease.
+computes her own state on her side; dpals' counts, bias statistics and
+covariance features, and with --param steps=T its T ALS steps, each one
+pipeline with the previous step's public item factors as a side input),
+dp-ease.
 
 Example:
   privrec-beam --method dp-ease --data ratings.tsv --format tsv --scale 1:5 \
@@ -104,7 +115,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprint(fs.Output(), help, "\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	data := fs.String("data", "", "ratings files: comma-separated paths, globs or filesystem URLs (gs://…)")
+	data := fs.String("data", "", "ratings files: comma-separated paths, globs or filesystem URLs (gs://…); or a central-mode privrec serve database (postgres://… or sqlite:FILE), whose reports table is read through databaseio")
 	format := fs.String("format", "", "file format (required): movielens-100k, movielens, movielens-csv, netflix, jester-wide, uci-rc, tsv, csv")
 	cols := fs.String("cols", "", "tsv/csv column mapping, as privrec train's --cols")
 	column := fs.String("column", "", "uci-rc rating column, as privrec train's --column")
@@ -125,9 +136,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	beam.Init()
-	if *method == "" || *data == "" || *outPath == "" || *format == "" {
+	fromStore := store.IsURL(*data)
+	if *method == "" || *data == "" || *outPath == "" || (*format == "" && !fromStore) {
 		fs.Usage()
-		return fmt.Errorf("--method, --data, --format and --out are required")
+		return fmt.Errorf("--method, --data, --format (for files) and --out are required")
 	}
 	meth, err := methods.Lookup(*method)
 	if err != nil {
@@ -168,9 +180,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		in.Declared.Catalogue = c
 	}
-	inputs, err := expand(*data)
-	if err != nil {
+	var pc pipeline.Config
+	if fromStore {
+		if pc, err = storeConfig(ctx, *data); err != nil {
+			return err
+		}
+	} else if pc.Inputs, err = expand(*data); err != nil {
 		return err
+	}
+	inputs := pc.Inputs
+	if fromStore {
+		inputs = []string{store.Redact(*data)}
 	}
 	s := *seed
 	if s == 0 {
@@ -196,7 +216,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	var engines []*pipeline.Engine
-	env.Engine = pipeline.Config{Inputs: inputs, Read: opt, WorkDir: dir, Run: beamx.Run}.Factory(&engines)
+	pc.Read, pc.WorkDir, pc.Run = opt, dir, beamx.Run
+	env.Engine = pc.Factory(&engines)
 	start := time.Now()
 	rel, err := methods.Train(ctx, *method, cfg, in, env)
 	if err != nil {
@@ -283,4 +304,27 @@ func expand(list string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// storeConfig is the pipelines' source for a `privrec serve` database:
+// its reports table, in central mode only (a local-mode collection holds
+// randomized reports, which the ldp-* methods train on in process).
+func storeConfig(ctx context.Context, url string) (pipeline.Config, error) {
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		return pipeline.Config{}, fmt.Errorf("--data: %w", err)
+	}
+	defer st.Close()
+	cfg, err := service.StoredConfig(ctx, st)
+	if err != nil {
+		return pipeline.Config{}, fmt.Errorf("--data %s: %w", store.Redact(url), err)
+	}
+	if cfg.Mode != api.ModeCentral {
+		return pipeline.Config{}, fmt.Errorf("--data %s: a %s-mode collection holds randomized reports; privrec-beam reads the true ratings of a central-mode one (train ldp-* methods with privrec train)", store.Redact(url), cfg.Mode)
+	}
+	ids := make([]string, len(cfg.Items))
+	for j, it := range cfg.Items {
+		ids[j] = it.ID
+	}
+	return pipeline.Config{Store: url, StoreItems: ids}, nil
 }
