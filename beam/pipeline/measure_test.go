@@ -129,5 +129,8 @@ func alsStep(n, k int) *mf.ALSStepStatistic {
 	for j := range n {
 		st.Weight[j], st.Active[j] = 1, true
 	}
+	if err := st.Validate(); err != nil {
+		panic(err)
+	}
 	return st
 }
