@@ -174,46 +174,100 @@ func (st *sgdState) factors(mean float64) *Factors {
 	return f
 }
 
-// grid holds the ratings cut into blocks, each in (user, item) order.
+// grid cuts the ratings into blocks without copying them: block b is a
+// list of runs, one per user with ratings in it (users in permuted order),
+// and a run is the offsets, within the user's row of the Problem, of her
+// ratings in the block's items (in item index order). Each block's ratings
+// are thus visited in (permuted user, item) order, as LIBMF keeps them, but
+// the grid costs 4 bytes a rating (an offset) instead of a 12-byte copy of
+// every rating (user, item, value), and a run's ratings are read from the
+// row they sit in.
 type grid struct {
-	nb   int
-	ptr  []int // block b's ratings are [ptr[b], ptr[b+1])
-	u, i []int32
-	r    []float32 // centred ratings
+	nb     int
+	runPtr []int   // block b's runs are [runPtr[b], runPtr[b+1])
+	runU   []int32 // the run's user
+	runEnd []int   // run r's offsets are off[runEnd[r-1]:runEnd[r]] (0 before the first)
+	off    []uint32
+	rowPtr []int64
+	col    []int32
+	val    []float32
+	mean   float64
 }
 
 func newGrid(p *Problem, nb int, mean float64, rnd *rand.Rand) *grid {
 	pu, pi := rnd.Perm(p.NumUsers), rnd.Perm(p.NumItems)
 	segU := (p.NumUsers + nb - 1) / nb
 	segI := (p.NumItems + nb - 1) / nb
-	blockOf := func(u, i int32) int { return pu[u]/segU*nb + pi[i]/segI }
-	g := &grid{nb: nb, ptr: make([]int, nb*nb+1)}
-	n := p.Len()
+	binI := make([]int32, p.NumItems) // item → its column of blocks
+	for i, x := range pi {
+		binI[i] = int32(x / segI)
+	}
+	g := &grid{nb: nb, rowPtr: p.RowPtr, col: p.RowCol, val: p.RowVal, mean: mean}
+	// Count the ratings and runs of every block.
+	cnt := make([]int, nb*nb+1)
+	runs := make([]int, nb*nb+1)
+	seen := make([]int, nb) // last user (+1) seen in each column of blocks
 	for u := range p.NumUsers {
-		for t := p.RowPtr[u]; t < p.RowPtr[u+1]; t++ {
-			g.ptr[blockOf(int32(u), p.RowCol[t])+1]++
+		row := pu[u] / segU * nb
+		for _, it := range p.RowCol[p.RowPtr[u]:p.RowPtr[u+1]] {
+			bi := int(binI[it])
+			cnt[row+bi+1]++
+			if seen[bi] != u+1 {
+				seen[bi] = u + 1
+				runs[row+bi+1]++
+			}
 		}
 	}
 	for b := range nb * nb {
-		g.ptr[b+1] += g.ptr[b]
+		cnt[b+1] += cnt[b]
+		runs[b+1] += runs[b]
 	}
-	g.u, g.i, g.r = make([]int32, n), make([]int32, n), make([]float32, n)
-	pos := slices.Clone(g.ptr[:nb*nb])
-	// Users in permuted order, so each block's ratings come out sorted by
-	// permuted user (then item index): a user's row stays in cache.
+	g.runPtr = runs
+	g.off = make([]uint32, p.Len())
+	g.runU = make([]int32, runs[nb*nb])
+	g.runEnd = make([]int, runs[nb*nb])
+	pos := slices.Clone(cnt[:nb*nb])
+	rpos := slices.Clone(runs[:nb*nb])
+	// Users in permuted order, so each block's runs come out in permuted
+	// user order, each run in item index order (a user's row stays in
+	// cache).
 	order := make([]int32, p.NumUsers)
 	for u, x := range pu {
 		order[x] = int32(u)
 	}
+	clear(seen)
 	for _, u := range order {
-		for t := p.RowPtr[u]; t < p.RowPtr[u+1]; t++ {
-			it := p.RowCol[t]
-			b := blockOf(u, it)
-			g.u[pos[b]], g.i[pos[b]], g.r[pos[b]] = u, it, float32(float64(p.RowVal[t])-mean)
+		row := pu[u] / segU * nb
+		a := p.RowPtr[u]
+		for t, it := range p.RowCol[a:p.RowPtr[u+1]] {
+			b := row + int(binI[it])
+			if seen[b-row] != int(u)+1 {
+				seen[b-row] = int(u) + 1
+				g.runU[rpos[b]] = u
+				rpos[b]++
+			}
+			g.off[pos[b]] = uint32(t)
 			pos[b]++
+			g.runEnd[rpos[b]-1] = pos[b]
 		}
 	}
 	return g
+}
+
+// each calls f for every rating of block b in the block's order (slower
+// than block's own loop, which calls no closure; for tests and benchmarks).
+func (g *grid) each(b int, f func(u, it int, r float32)) {
+	for r := g.runPtr[b]; r < g.runPtr[b+1]; r++ {
+		u := int(g.runU[r])
+		from := 0
+		if r > 0 {
+			from = g.runEnd[r-1]
+		}
+		a := g.rowPtr[u]
+		for _, o := range g.off[from:g.runEnd[r]] {
+			f(u, int(g.col[a+int64(o)]), float32(float64(g.val[a+int64(o)])-g.mean))
+		}
+	}
 }
 
 // sgdState is the model being trained (float32: half the cache footprint
@@ -241,46 +295,57 @@ type sgdState struct {
 // from squared row norms kept in closed form: ‖g_p‖² = λ²‖p‖² −
 // 2λe(p·q) + e²‖q‖² and ‖p'‖² = a_p²‖p‖² + 2a_p·c_p(p·q) + c_p²‖q‖².
 func (s *sgdState) block(g *grid, b int) {
-	k := s.k
 	lam, lamB, eta := s.lambda, s.lambdaB, s.eta
-	rk := 1 / float32(k)
-	us, is, rs := g.u[g.ptr[b]:g.ptr[b+1]], g.i[g.ptr[b]:g.ptr[b+1]], g.r[g.ptr[b]:g.ptr[b+1]]
-	is, rs = is[:len(us)], rs[:len(us)]
+	rk := 1 / float32(s.k)
 	var impl gonum.Implementation
-	for t, u32 := range us {
-		u, it := int(u32), int(is[t])
-		p := s.P[u*k : u*k+k : u*k+k]
-		q := s.Q[it*k : it*k+k : it*k+k]
-		sp, sq := s.ps[u], s.qs[it]
-		pq := sp * sq * impl.Sdot(k, p, 1, q, 1)
-		e := rs[t] - s.bu[u] - s.bi[it] - pq
-		pn, qn := s.pn[u], s.qn[it]
-		etaP := eta / sqrt32(s.pG[u])
-		etaQ := eta / sqrt32(s.qG[it])
-		ap, cp := 1-etaP*lam, etaP*e
-		aq, cq := 1-etaQ*lam, etaQ*e
-		sp2, sq2 := ap*sp, aq*sq
-		alpha, beta := cp*sq/sp2, cq*sp/sq2
-		c := 1 - alpha*beta
-		if c > 0.5 && c < 2 && sp2 > 1e-3 && sq2 > 1e-3 {
-			impl.Saxpy(k, beta, p, 1, q, 1)
-			impl.Saxpy(k, alpha/c, q, 1, p, 1)
-			s.ps[u], s.qs[it] = sp2*c, sq2
-		} else {
-			// Huge steps or tiny scales: fold the scales into the rows
-			// and take the plain step.
-			s.materialise(u, it)
-			step32(p, q, ap, cp, aq, cq)
+	for r := g.runPtr[b]; r < g.runPtr[b+1]; r++ {
+		u := int(g.runU[r])
+		from := 0
+		if r > 0 {
+			from = g.runEnd[r-1]
 		}
-		s.pn[u] = max(0, ap*ap*pn+2*ap*cp*pq+cp*cp*qn)
-		s.qn[it] = max(0, aq*aq*qn+2*aq*cq*pq+cq*cq*pn)
-		gp2 := max(0, lam*lam*pn-2*lam*e*pq+e*e*qn)
-		gq2 := max(0, lam*lam*qn-2*lam*e*pq+e*e*pn)
-		s.bu[u] -= etaP * (lamB*s.bu[u] - e)
-		s.bi[it] -= etaQ * (lamB*s.bi[it] - e)
-		s.pG[u] += gp2 * rk
-		s.qG[it] += gq2 * rk
+		a := g.rowPtr[u]
+		cols, vals := g.col[a:g.rowPtr[u+1]], g.val[a:g.rowPtr[u+1]]
+		for _, o := range g.off[from:g.runEnd[r]] {
+			s.step(u, int(cols[o]), float32(float64(vals[o])-g.mean), lam, lamB, eta, rk, &impl)
+		}
 	}
+}
+
+// step is one SGD step on the rating r (centred) of user u and item it.
+func (s *sgdState) step(u, it int, r, lam, lamB, eta, rk float32, impl *gonum.Implementation) {
+	k := s.k
+	p := s.P[u*k : u*k+k : u*k+k]
+	q := s.Q[it*k : it*k+k : it*k+k]
+	sp, sq := s.ps[u], s.qs[it]
+	pq := sp * sq * impl.Sdot(k, p, 1, q, 1)
+	e := r - s.bu[u] - s.bi[it] - pq
+	pn, qn := s.pn[u], s.qn[it]
+	etaP := eta / sqrt32(s.pG[u])
+	etaQ := eta / sqrt32(s.qG[it])
+	ap, cp := 1-etaP*lam, etaP*e
+	aq, cq := 1-etaQ*lam, etaQ*e
+	sp2, sq2 := ap*sp, aq*sq
+	alpha, beta := cp*sq/sp2, cq*sp/sq2
+	c := 1 - alpha*beta
+	if c > 0.5 && c < 2 && sp2 > 1e-3 && sq2 > 1e-3 {
+		impl.Saxpy(k, beta, p, 1, q, 1)
+		impl.Saxpy(k, alpha/c, q, 1, p, 1)
+		s.ps[u], s.qs[it] = sp2*c, sq2
+	} else {
+		// Huge steps or tiny scales: fold the scales into the rows
+		// and take the plain step.
+		s.materialise(u, it)
+		step32(p, q, ap, cp, aq, cq)
+	}
+	s.pn[u] = max(0, ap*ap*pn+2*ap*cp*pq+cp*cp*qn)
+	s.qn[it] = max(0, aq*aq*qn+2*aq*cq*pq+cq*cq*pn)
+	gp2 := max(0, lam*lam*pn-2*lam*e*pq+e*e*qn)
+	gq2 := max(0, lam*lam*qn-2*lam*e*pq+e*e*pn)
+	s.bu[u] -= etaP * (lamB*s.bu[u] - e)
+	s.bi[it] -= etaQ * (lamB*s.bi[it] - e)
+	s.pG[u] += gp2 * rk
+	s.qG[it] += gq2 * rk
 }
 
 // materialise folds the scales of user u's and item i's rows into them.
