@@ -104,7 +104,7 @@ Methods:
 	seed := fs.Uint64("seed", 0, "seed for non-private randomness (0: random)")
 	experiment := fs.Bool("experiment", false, "also seed the privacy noise from --seed (experiments only; recorded in the model)")
 	outPath := fs.String("out", "", "where to write the public model")
-	stateDir := fs.String("user-state", "", "directory for each user's own state (joint-DP methods: one file per user, never inside the public model)")
+	stateDir := fs.String("user-state", "", "directory for each user's own state (joint-DP methods: sharded, written all-or-nothing, never inside the public model)")
 	items := fs.String("items", "", "declared public item catalogue: one item ID per line, an optional title after a tab")
 	population := fs.Int("population", 0, "declared public number of users (0: undeclared)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
@@ -247,7 +247,7 @@ Methods:
 	}
 	fmt.Fprintf(out, "Trained %s in %.2f s → %s\n", name, secs, *outPath)
 	if rel.PerUser != nil {
-		fmt.Fprintf(out, "Each user's own state → %s (give each user only her file)\n", *stateDir)
+		fmt.Fprintf(out, "Each user's own state → %s (give each user only her state)\n", *stateDir)
 	}
 	fmt.Fprintf(out, "Guarantee: %s\n", rel.Guarantee)
 	return rel.Report.WriteText(out)
