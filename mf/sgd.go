@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -151,8 +152,19 @@ func SGD(ctx context.Context, p *Problem, o SGDOptions) (*Factors, error) {
 			o.Progress(Iteration{Done: it + 1, Total: o.Iterations, Change: ch})
 		}
 	}
+	if g.release() {
+		g = nil
+		debug.FreeOSMemory()
+	}
 	return st.factors(mean), nil
 }
+
+// release reports whether the grid is large enough (64 MB of offsets) that
+// its memory is worth returning to the system before the float64 factors
+// are allocated, rather than leaving it to the garbage collector's next
+// cycle, which the allocations after SGD would not reach before the
+// process holds both.
+func (g *grid) release() bool { return len(g.off) >= 1<<24 }
 
 // factors returns the model (as float64) with the scales folded in.
 func (st *sgdState) factors(mean float64) *Factors {

@@ -162,6 +162,7 @@ func assemble(ctx context.Context, name string, chunks []*chunk, hasTime bool, d
 		})
 		rel.done(c) // keeps user and line for error positions
 	}
+	rel.flush()
 	next = nil
 	if err := ctx.Err(); err != nil {
 		return nil, err

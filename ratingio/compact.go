@@ -123,7 +123,7 @@ func (c *userCol) spans(f func(from, to int, u key)) {
 // would otherwise keep the pages of freed columns until its next cycle,
 // which no allocation triggers while the store is filled).
 type releaser struct {
-	step, freed int64
+	total, step, freed int64
 }
 
 // releaseMin is the scratch size below which memory is left to the
@@ -135,13 +135,22 @@ func newReleaser(chunks []*chunk) *releaser {
 	for _, c := range chunks {
 		total += c.bytes()
 	}
-	return &releaser{step: max(total/8, releaseMin)}
+	return &releaser{total: total, step: max(total/8, releaseMin)}
 }
 
+// done drops c's item, value and time columns.
 func (r *releaser) done(c *chunk) {
 	r.freed += c.bytes()
 	c.item, c.val, c.t = nil, nil, nil
 	if r.freed >= r.step {
+		r.freed = 0
+		debug.FreeOSMemory()
+	}
+}
+
+// flush returns the rest, once every chunk is done.
+func (r *releaser) flush() {
+	if r.total >= releaseMin && r.freed > 0 {
 		r.freed = 0
 		debug.FreeOSMemory()
 	}

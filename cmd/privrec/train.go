@@ -215,23 +215,28 @@ Methods:
 			m.Params["epsilon"], m.Params["delta"] = *eps, *delta
 		}
 	}
-	// The model's bytes are encoded once: the users' states name the file
-	// they belong to by its fingerprint (privrec refuses them with any
-	// other model).
-	var file bytes.Buffer
-	if err := rel.Public.Write(&file); err != nil {
-		return err
-	}
 	if rel.PerUser != nil {
+		// The model's bytes are encoded once: the users' states name the
+		// file they belong to by its fingerprint (privrec refuses them with
+		// any other model), and are written before it. Such a model holds
+		// the item side only, so the copy in memory is small.
 		if *stateDir == "" {
 			return fmt.Errorf("%s released per-user state: pass --user-state DIR", name)
+		}
+		var file bytes.Buffer
+		if err := rel.Public.Write(&file); err != nil {
+			return err
 		}
 		rel.PerUser.Model = model.Fingerprint(file.Bytes())
 		if err := rel.PerUser.Save(*stateDir); err != nil {
 			return err
 		}
-	}
-	if err := model.WriteFileAtomicBytes(*outPath, file.Bytes(), 0o644); err != nil {
+		if err := model.WriteFileAtomicBytes(*outPath, file.Bytes(), 0o644); err != nil {
+			return err
+		}
+	} else if err := model.WriteFileAtomic(*outPath, rel.Public.Write); err != nil {
+		// Streamed: a model that holds its users (als at Netflix size:
+		// 665 MB) is not copied into memory once more.
 		return err
 	}
 	if *jsonOut {
