@@ -164,7 +164,7 @@ func SGD(ctx context.Context, p *Problem, o SGDOptions) (*Factors, error) {
 // are allocated, rather than leaving it to the garbage collector's next
 // cycle, which the allocations after SGD would not reach before the
 // process holds both.
-func (g *grid) release() bool { return len(g.off) >= 1<<24 }
+func (g *grid) release() bool { return 2*len(g.off16)+4*len(g.off32) >= 1<<26 }
 
 // factors returns the model (as float64) with the scales folded in.
 func (st *sgdState) factors(mean float64) *Factors {
@@ -191,20 +191,25 @@ func (st *sgdState) factors(mean float64) *Factors {
 // and a run is the offsets, within the user's row of the Problem, of her
 // ratings in the block's items (in item index order). Each block's ratings
 // are thus visited in (permuted user, item) order, as LIBMF keeps them, but
-// the grid costs 4 bytes a rating (an offset) instead of a 12-byte copy of
-// every rating (user, item, value), and a run's ratings are read from the
-// row they sit in.
+// the grid costs 2 bytes a rating (an offset; 4 when a row has more than
+// 65 536 ratings) instead of a 12-byte copy of every rating (user, item,
+// value), and a run's ratings are read from the row they sit in.
 type grid struct {
 	nb     int
-	runPtr []int   // block b's runs are [runPtr[b], runPtr[b+1])
-	runU   []int32 // the run's user
-	runEnd []int   // run r's offsets are off[runEnd[r-1]:runEnd[r]] (0 before the first)
-	off    []uint32
+	runPtr []int    // block b's runs are [runPtr[b], runPtr[b+1])
+	runU   []int32  // the run's user
+	runEnd []int    // run r's offsets are off[runEnd[r-1]:runEnd[r]] (0 before the first)
+	off16  []uint16 // the offsets, when every row is short enough
+	off32  []uint32 // otherwise
 	rowPtr []int64
 	col    []int32
 	val    []float32
 	mean   float64
 }
+
+// maxShortRow is the longest row whose offsets fit 16 bits (a variable so
+// that tests can take the 32-bit path on small data).
+var maxShortRow int64 = 1 << 16
 
 func newGrid(p *Problem, nb int, mean float64, rnd *rand.Rand) *grid {
 	pu, pi := rnd.Perm(p.NumUsers), rnd.Perm(p.NumItems)
@@ -235,7 +240,15 @@ func newGrid(p *Problem, nb int, mean float64, rnd *rand.Rand) *grid {
 		runs[b+1] += runs[b]
 	}
 	g.runPtr = runs
-	g.off = make([]uint32, p.Len())
+	wide := false
+	for u := range p.NumUsers {
+		wide = wide || p.RowPtr[u+1]-p.RowPtr[u] > maxShortRow
+	}
+	if wide {
+		g.off32 = make([]uint32, p.Len())
+	} else {
+		g.off16 = make([]uint16, p.Len())
+	}
 	g.runU = make([]int32, runs[nb*nb])
 	g.runEnd = make([]int, runs[nb*nb])
 	pos := slices.Clone(cnt[:nb*nb])
@@ -258,7 +271,11 @@ func newGrid(p *Problem, nb int, mean float64, rnd *rand.Rand) *grid {
 				g.runU[rpos[b]] = u
 				rpos[b]++
 			}
-			g.off[pos[b]] = uint32(t)
+			if wide {
+				g.off32[pos[b]] = uint32(t)
+			} else {
+				g.off16[pos[b]] = uint16(t)
+			}
 			pos[b]++
 			g.runEnd[rpos[b]-1] = pos[b]
 		}
@@ -269,6 +286,14 @@ func newGrid(p *Problem, nb int, mean float64, rnd *rand.Rand) *grid {
 // each calls f for every rating of block b in the block's order (slower
 // than block's own loop, which calls no closure; for tests and benchmarks).
 func (g *grid) each(b int, f func(u, it int, r float32)) {
+	if g.off16 != nil {
+		eachRun(g, b, g.off16, f)
+	} else {
+		eachRun(g, b, g.off32, f)
+	}
+}
+
+func eachRun[T uint16 | uint32](g *grid, b int, off []T, f func(u, it int, r float32)) {
 	for r := g.runPtr[b]; r < g.runPtr[b+1]; r++ {
 		u := int(g.runU[r])
 		from := 0
@@ -276,7 +301,7 @@ func (g *grid) each(b int, f func(u, it int, r float32)) {
 			from = g.runEnd[r-1]
 		}
 		a := g.rowPtr[u]
-		for _, o := range g.off[from:g.runEnd[r]] {
+		for _, o := range off[from:g.runEnd[r]] {
 			f(u, int(g.col[a+int64(o)]), float32(float64(g.val[a+int64(o)])-g.mean))
 		}
 	}
@@ -307,6 +332,15 @@ type sgdState struct {
 // from squared row norms kept in closed form: ‖g_p‖² = λ²‖p‖² −
 // 2λe(p·q) + e²‖q‖² and ‖p'‖² = a_p²‖p‖² + 2a_p·c_p(p·q) + c_p²‖q‖².
 func (s *sgdState) block(g *grid, b int) {
+	if g.off16 != nil {
+		blockRuns(s, g, b, g.off16)
+	} else {
+		blockRuns(s, g, b, g.off32)
+	}
+}
+
+// blockRuns is block over offsets of either width.
+func blockRuns[T uint16 | uint32](s *sgdState, g *grid, b int, off []T) {
 	lam, lamB, eta := s.lambda, s.lambdaB, s.eta
 	rk := 1 / float32(s.k)
 	var impl gonum.Implementation
@@ -318,7 +352,7 @@ func (s *sgdState) block(g *grid, b int) {
 		}
 		a := g.rowPtr[u]
 		cols, vals := g.col[a:g.rowPtr[u+1]], g.val[a:g.rowPtr[u+1]]
-		for _, o := range g.off[from:g.runEnd[r]] {
+		for _, o := range off[from:g.runEnd[r]] {
 			s.step(u, int(cols[o]), float32(float64(vals[o])-g.mean), lam, lamB, eta, rk, &impl)
 		}
 	}
