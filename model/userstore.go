@@ -11,9 +11,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/privrec/privrec/internal/atomicfile"
+	"golang.org/x/sync/errgroup"
 )
 
 // A state directory (privrec train --user-state DIR) holds one training's
@@ -184,37 +186,62 @@ func (idx *stateIndex) header() *UserStates {
 	return &UserStates{Method: idx.Method, Rank: idx.Rank, Model: idx.Model}
 }
 
-// loadSharded reads every state of a sharded directory.
+// loadSharded reads every state of a sharded directory, its shards in
+// parallel (decoding JSON is most of the cost), in shard order.
 func loadSharded(dir string, idx *stateIndex) (*UserStates, error) {
-	s := idx.header()
-	s.States = make([]UserState, 0, idx.Users)
+	shards := make([][]UserState, idx.Shards)
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
 	for k := range idx.Shards {
-		path := shardName(filepath.Join(dir, idx.Data), k)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("reading user states: %w", err)
-		}
-		for line := 1; len(b) > 0; line++ {
-			l := b
-			if i := bytes.IndexByte(b, '\n'); i >= 0 {
-				l, b = b[:i], b[i+1:]
-			} else {
-				b = nil
-			}
-			var st UserState
-			if err := json.Unmarshal(l, &st); err != nil {
-				return nil, fmt.Errorf("%s:%d: %w", path, line, err)
-			}
-			if sh := shardOf(st.User, idx.Shards); sh != k {
-				return nil, fmt.Errorf("%s:%d: user %q belongs in shard %d", path, line, st.User, sh)
-			}
-			s.States = append(s.States, st)
-		}
+		g.Go(func() error {
+			var err error
+			shards[k], err = loadShard(shardName(filepath.Join(dir, idx.Data), k), k, idx.Shards)
+			return err
+		})
 	}
-	if len(s.States) != idx.Users {
-		return nil, fmt.Errorf("%s: the shards hold %d users, the index says %d (damaged state directory)", dir, len(s.States), idx.Users)
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, sh := range shards {
+		n += len(sh)
+	}
+	if n != idx.Users {
+		return nil, fmt.Errorf("%s: the shards hold %d users, the index says %d (damaged state directory)", dir, n, idx.Users)
+	}
+	s := idx.header()
+	s.States = make([]UserState, 0, n)
+	for k, sh := range shards {
+		s.States = append(s.States, sh...)
+		shards[k] = nil
 	}
 	return s, nil
+}
+
+// loadShard reads shard k of n.
+func loadShard(path string, k, n int) ([]UserState, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading user states: %w", err)
+	}
+	var out []UserState
+	for line := 1; len(b) > 0; line++ {
+		l := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			l, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		var st UserState
+		if err := json.Unmarshal(l, &st); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if sh := shardOf(st.User, n); sh != k {
+			return nil, fmt.Errorf("%s:%d: user %q belongs in shard %d", path, line, st.User, sh)
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }
 
 // loadShardedUser reads one user's state: her shard only, and of its
