@@ -107,8 +107,12 @@ func SGD(ctx context.Context, p *Problem, o SGDOptions) (*Factors, error) {
 	for i := range st.P {
 		st.P[i] = float32(sc * o.Rand.NormFloat64())
 	}
-	for i := range st.Q {
-		st.Q[i] = float32(sc * o.Rand.NormFloat64())
+	st.perm = g.perm
+	for i := range p.NumItems { // in item order, each row where the grid keeps it
+		q := st.Q[g.perm[i]*k : g.perm[i]*k+k]
+		for d := range q {
+			q[d] = float32(sc * o.Rand.NormFloat64())
+		}
 	}
 	for i := range st.pG {
 		st.pG[i] = 1
@@ -136,12 +140,17 @@ func SGD(ctx context.Context, p *Problem, o SGDOptions) (*Factors, error) {
 		}
 		if o.Progress != nil {
 			var d, n float64
-			for i, x := range st.Q {
-				d += (float64(x) - prevQ[i]) * (float64(x) - prevQ[i])
-				n += float64(x) * float64(x)
+			for i := range p.NumItems { // in item order
+				j := g.perm[i]
+				for c := j * k; c < j*k+k; c++ {
+					x := st.Q[c]
+					d += (float64(x) - prevQ[c]) * (float64(x) - prevQ[c])
+					n += float64(x) * float64(x)
+				}
 			}
-			for i, x := range st.bi {
-				y := prevQ[len(st.Q)+i]
+			for i := range p.NumItems {
+				j := g.perm[i]
+				x, y := st.bi[j], prevQ[len(st.Q)+j]
 				d += (float64(x) - y) * (float64(x) - y)
 				n += float64(x) * float64(x)
 			}
@@ -164,7 +173,12 @@ func SGD(ctx context.Context, p *Problem, o SGDOptions) (*Factors, error) {
 // are allocated, rather than leaving it to the garbage collector's next
 // cycle, which the allocations after SGD would not reach before the
 // process holds both.
-func (g *grid) release() bool { return 2*len(g.off16)+4*len(g.off32) >= 1<<26 }
+func (g *grid) release() bool { return g.bytes() >= 1<<26 }
+
+// bytes is the memory of the grid's per-rating arrays.
+func (g *grid) bytes() int {
+	return 2*len(g.item16) + 4*len(g.item32) + len(g.code) + 4*len(g.val)
+}
 
 // factors returns the model (as float64) with the scales folded in.
 func (st *sgdState) factors(mean float64) *Factors {
@@ -174,52 +188,77 @@ func (st *sgdState) factors(mean float64) *Factors {
 	for i, x := range st.P {
 		f.U[i] = float64(x)
 	}
-	for i, x := range st.Q {
-		f.V[i] = float64(x)
+	k := st.k
+	for i, j := range st.perm { // back in item order
+		for d, x := range st.Q[j*k : j*k+k] {
+			f.V[i*k+d] = float64(x)
+		}
+		f.ItemBias[i] = float64(st.bi[j])
 	}
 	for i, x := range st.bu {
 		f.UserBias[i] = float64(x)
 	}
-	for i, x := range st.bi {
-		f.ItemBias[i] = float64(x)
-	}
 	return f
 }
 
-// grid cuts the ratings into blocks without copying them: block b is a
-// list of runs, one per user with ratings in it (users in permuted order),
-// and a run is the offsets, within the user's row of the Problem, of her
-// ratings in the block's items (in item index order). Each block's ratings
-// are thus visited in (permuted user, item) order, as LIBMF keeps them, but
-// the grid costs 2 bytes a rating (an offset; 4 when a row has more than
-// 65 536 ratings) instead of a 12-byte copy of every rating (user, item,
-// value), and a run's ratings are read from the row they sit in.
+// grid holds the ratings cut into blocks, in a compact copy read in
+// order: block b is a list of runs, one per user with ratings in it (users
+// in permuted order), and a run is her ratings in the block's items (in
+// item index order), each as the item's place within the block's range of
+// permuted items (16 bits while a range has at most 65 536 items) and the
+// centred value (an 8-bit code into a table when the data has at most 16
+// distinct values, as rating scales do; a float32 otherwise). At Netflix
+// size a rating costs 3 bytes here instead of 12 for (user, item, value),
+// and SGD streams them in order as before; the item factors are kept in
+// the permuted order (sgdState.perm), so a block's items are a range.
 type grid struct {
-	nb     int
-	runPtr []int    // block b's runs are [runPtr[b], runPtr[b+1])
-	runU   []int32  // the run's user
-	runEnd []int    // run r's offsets are off[runEnd[r-1]:runEnd[r]] (0 before the first)
-	off16  []uint16 // the offsets, when every row is short enough
-	off32  []uint32 // otherwise
-	rowPtr []int64
-	col    []int32
-	val    []float32
-	mean   float64
+	nb, segI int
+	perm     []int   // item i's place in the permuted order
+	runPtr   []int   // block b's runs are [runPtr[b], runPtr[b+1])
+	runU     []int32 // the run's user
+	runEnd   []int   // run r's ratings end at runEnd[r] (they start where run r−1's end)
+	item16   []uint16
+	item32   []uint32
+	code     []uint8   // with table: table[code] is the centred value
+	table    []float32 // nil when the values are stored as val
+	val      []float32
 }
 
-// maxShortRow is the longest row whose offsets fit 16 bits (a variable so
-// that tests can take the 32-bit path on small data).
-var maxShortRow int64 = 1 << 16
+// start is where block b's ratings start.
+func (g *grid) start(b int) int {
+	if r := g.runPtr[b]; r > 0 {
+		return g.runEnd[r-1]
+	}
+	return 0
+}
+
+// maxCodes is the most distinct values the grid stores as codes.
+const maxCodes = 16
+
+// maxNarrowItems is the largest range of items a 16-bit index covers (a
+// variable so that tests can take the 32-bit path on small data).
+var maxNarrowItems = 1 << 16
+
+// distinctValues returns the distinct values of vals in order of first
+// appearance, or nil when there are more than maxCodes.
+func distinctValues(vals []float32) []float32 {
+	var d []float32
+	for _, v := range vals {
+		if !slices.Contains(d, v) {
+			if len(d) == maxCodes {
+				return nil
+			}
+			d = append(d, v)
+		}
+	}
+	return d
+}
 
 func newGrid(p *Problem, nb int, mean float64, rnd *rand.Rand) *grid {
 	pu, pi := rnd.Perm(p.NumUsers), rnd.Perm(p.NumItems)
 	segU := (p.NumUsers + nb - 1) / nb
 	segI := (p.NumItems + nb - 1) / nb
-	binI := make([]int32, p.NumItems) // item → its column of blocks
-	for i, x := range pi {
-		binI[i] = int32(x / segI)
-	}
-	g := &grid{nb: nb, rowPtr: p.RowPtr, col: p.RowCol, val: p.RowVal, mean: mean}
+	g := &grid{nb: nb, segI: segI, perm: pi}
 	// Count the ratings and runs of every block.
 	cnt := make([]int, nb*nb+1)
 	runs := make([]int, nb*nb+1)
@@ -227,7 +266,7 @@ func newGrid(p *Problem, nb int, mean float64, rnd *rand.Rand) *grid {
 	for u := range p.NumUsers {
 		row := pu[u] / segU * nb
 		for _, it := range p.RowCol[p.RowPtr[u]:p.RowPtr[u+1]] {
-			bi := int(binI[it])
+			bi := pi[it] / segI
 			cnt[row+bi+1]++
 			if seen[bi] != u+1 {
 				seen[bi] = u + 1
@@ -239,18 +278,26 @@ func newGrid(p *Problem, nb int, mean float64, rnd *rand.Rand) *grid {
 		cnt[b+1] += cnt[b]
 		runs[b+1] += runs[b]
 	}
+	n := p.Len()
 	g.runPtr = runs
-	wide := false
-	for u := range p.NumUsers {
-		wide = wide || p.RowPtr[u+1]-p.RowPtr[u] > maxShortRow
-	}
-	if wide {
-		g.off32 = make([]uint32, p.Len())
-	} else {
-		g.off16 = make([]uint16, p.Len())
-	}
 	g.runU = make([]int32, runs[nb*nb])
 	g.runEnd = make([]int, runs[nb*nb])
+	narrow := segI <= maxNarrowItems
+	if narrow {
+		g.item16 = make([]uint16, n)
+	} else {
+		g.item32 = make([]uint32, n)
+	}
+	distinct := distinctValues(p.RowVal)
+	if distinct != nil {
+		g.code = make([]uint8, n)
+		g.table = make([]float32, len(distinct))
+		for c, v := range distinct {
+			g.table[c] = float32(float64(v) - mean)
+		}
+	} else {
+		g.val = make([]float32, n)
+	}
 	pos := slices.Clone(cnt[:nb*nb])
 	rpos := slices.Clone(runs[:nb*nb])
 	// Users in permuted order, so each block's runs come out in permuted
@@ -264,17 +311,25 @@ func newGrid(p *Problem, nb int, mean float64, rnd *rand.Rand) *grid {
 	for _, u := range order {
 		row := pu[u] / segU * nb
 		a := p.RowPtr[u]
+		vals := p.RowVal[a:p.RowPtr[u+1]]
 		for t, it := range p.RowCol[a:p.RowPtr[u+1]] {
-			b := row + int(binI[it])
-			if seen[b-row] != int(u)+1 {
-				seen[b-row] = int(u) + 1
+			bi := pi[it] / segI
+			b := row + bi
+			if seen[bi] != int(u)+1 {
+				seen[bi] = int(u) + 1
 				g.runU[rpos[b]] = u
 				rpos[b]++
 			}
-			if wide {
-				g.off32[pos[b]] = uint32(t)
+			q := pos[b]
+			if local := pi[it] - bi*segI; narrow {
+				g.item16[q] = uint16(local)
 			} else {
-				g.off16[pos[b]] = uint16(t)
+				g.item32[q] = uint32(local)
+			}
+			if distinct != nil {
+				g.code[q] = uint8(slices.Index(distinct, vals[t]))
+			} else {
+				g.val[q] = float32(float64(vals[t]) - mean)
 			}
 			pos[b]++
 			g.runEnd[rpos[b]-1] = pos[b]
@@ -283,39 +338,44 @@ func newGrid(p *Problem, nb int, mean float64, rnd *rand.Rand) *grid {
 	return g
 }
 
-// each calls f for every rating of block b in the block's order (slower
-// than block's own loop, which calls no closure; for tests and benchmarks).
+// each calls f for every rating of block b in the block's order, the item
+// as its place in the permuted order (slower than block's own loop, which
+// calls no closure; for tests and benchmarks).
 func (g *grid) each(b int, f func(u, it int, r float32)) {
-	if g.off16 != nil {
-		eachRun(g, b, g.off16, f)
-	} else {
-		eachRun(g, b, g.off32, f)
-	}
-}
-
-func eachRun[T uint16 | uint32](g *grid, b int, off []T, f func(u, it int, r float32)) {
+	col0 := b % g.nb * g.segI
+	from := g.start(b)
 	for r := g.runPtr[b]; r < g.runPtr[b+1]; r++ {
-		u := int(g.runU[r])
-		from := 0
-		if r > 0 {
-			from = g.runEnd[r-1]
+		for t := from; t < g.runEnd[r]; t++ {
+			var it int
+			if g.item16 != nil {
+				it = int(g.item16[t])
+			} else {
+				it = int(g.item32[t])
+			}
+			v := float32(0)
+			if g.table != nil {
+				v = g.table[g.code[t]]
+			} else {
+				v = g.val[t]
+			}
+			f(int(g.runU[r]), col0+it, v)
 		}
-		a := g.rowPtr[u]
-		for _, o := range off[from:g.runEnd[r]] {
-			f(u, int(g.col[a+int64(o)]), float32(float64(g.val[a+int64(o)])-g.mean))
-		}
+		from = g.runEnd[r]
 	}
 }
 
 // sgdState is the model being trained (float32: half the cache footprint
 // of float64, and the precision SGD needs).
 type sgdState struct {
-	k                    int
-	P, Q                 []float32
-	bu, bi               []float32
-	pG, qG               []float32
-	pn, qn               []float32 // squared row norms
-	ps, qs               []float32 // row scales: user u's row is ps[u]·P[u·k:(u+1)·k]
+	k      int
+	P, Q   []float32
+	bu, bi []float32
+	pG, qG []float32
+	pn, qn []float32 // squared row norms
+	ps, qs []float32 // row scales: user u's row is ps[u]·P[u·k:(u+1)·k]
+	// perm is where each item's row is kept (item i at perm[i]: the
+	// grid's permuted order, in which a block's items are a range).
+	perm                 []int
 	lambda, lambdaB, eta float32
 }
 
@@ -332,29 +392,36 @@ type sgdState struct {
 // from squared row norms kept in closed form: ‖g_p‖² = λ²‖p‖² −
 // 2λe(p·q) + e²‖q‖² and ‖p'‖² = a_p²‖p‖² + 2a_p·c_p(p·q) + c_p²‖q‖².
 func (s *sgdState) block(g *grid, b int) {
-	if g.off16 != nil {
-		blockRuns(s, g, b, g.off16)
-	} else {
-		blockRuns(s, g, b, g.off32)
+	switch {
+	case g.item16 != nil && g.code != nil:
+		blockRuns(s, g, b, g.item16, g.code)
+	case g.item16 != nil:
+		blockRuns(s, g, b, g.item16, g.val)
+	case g.code != nil:
+		blockRuns(s, g, b, g.item32, g.code)
+	default:
+		blockRuns(s, g, b, g.item32, g.val)
 	}
 }
 
-// blockRuns is block over offsets of either width.
-func blockRuns[T uint16 | uint32](s *sgdState, g *grid, b int, off []T) {
+// blockRuns is block over the grid's arrays of either width.
+func blockRuns[I uint16 | uint32, V uint8 | float32](s *sgdState, g *grid, b int, items []I, vals []V) {
 	lam, lamB, eta := s.lambda, s.lambdaB, s.eta
 	rk := 1 / float32(s.k)
 	var impl gonum.Implementation
+	col0 := b % g.nb * g.segI
+	table := g.table
+	from := g.start(b)
 	for r := g.runPtr[b]; r < g.runPtr[b+1]; r++ {
-		u := int(g.runU[r])
-		from := 0
-		if r > 0 {
-			from = g.runEnd[r-1]
+		u, to := int(g.runU[r]), g.runEnd[r]
+		for t := from; t < to; t++ {
+			v := float32(vals[t])
+			if table != nil {
+				v = table[uint8(vals[t])]
+			}
+			s.step(u, col0+int(items[t]), v, lam, lamB, eta, rk, &impl)
 		}
-		a := g.rowPtr[u]
-		cols, vals := g.col[a:g.rowPtr[u+1]], g.val[a:g.rowPtr[u+1]]
-		for _, o := range off[from:g.runEnd[r]] {
-			s.step(u, int(cols[o]), float32(float64(vals[o])-g.mean), lam, lamB, eta, rk, &impl)
-		}
+		from = to
 	}
 }
 
