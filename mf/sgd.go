@@ -168,7 +168,8 @@ func SGD(ctx context.Context, p *Problem, o SGDOptions) (*Factors, error) {
 	return st.factors(mean), nil
 }
 
-// release reports whether the grid is large enough (64 MB of offsets) that
+// release reports whether the grid is large enough (64 MB of per-rating
+// arrays) that
 // its memory is worth returning to the system before the float64 factors
 // are allocated, rather than leaving it to the garbage collector's next
 // cycle, which the allocations after SGD would not reach before the
@@ -240,10 +241,14 @@ const maxCodes = 16
 var maxNarrowItems = 1 << 16
 
 // distinctValues returns the distinct values of vals in order of first
-// appearance, or nil when there are more than maxCodes.
+// appearance, or nil when there are more than maxCodes or a NaN (which
+// equals no code).
 func distinctValues(vals []float32) []float32 {
 	var d []float32
 	for _, v := range vals {
+		if v != v {
+			return nil
+		}
 		if !slices.Contains(d, v) {
 			if len(d) == maxCodes {
 				return nil
