@@ -169,11 +169,10 @@ func SGD(ctx context.Context, p *Problem, o SGDOptions) (*Factors, error) {
 }
 
 // release reports whether the grid is large enough (64 MB of per-rating
-// arrays) that
-// its memory is worth returning to the system before the float64 factors
-// are allocated, rather than leaving it to the garbage collector's next
-// cycle, which the allocations after SGD would not reach before the
-// process holds both.
+// arrays) that its memory is worth returning to the system before the
+// float64 factors are allocated, rather than leaving it to the garbage
+// collector's next cycle, which the allocations after SGD would not reach
+// before the process holds both.
 func (g *grid) release() bool { return g.bytes() >= 1<<26 }
 
 // bytes is the memory of the grid's per-rating arrays.
