@@ -38,8 +38,9 @@ import (
 // synced, and only then is the index replaced (written to a temporary file
 // and renamed), which is the single step that makes them the directory's
 // states. A failure before it leaves the previous states as they were and
-// no new files behind; after it, the previous shards (and any per-user
-// files of the format before shards) are removed.
+// no new files behind; after it, the previous shards (those of a Save that
+// crashed too, and any per-user files of the format before shards) are
+// removed.
 
 // stateIndexFile is the index of a sharded state directory.
 const stateIndexFile = "states.json"
@@ -49,6 +50,11 @@ const stateIndexFormat = "privrec-user-states/shards-1"
 
 // usersPerShard is the number of users a shard holds on average.
 const usersPerShard = 4096
+
+// maxShards bounds the shards an index may declare (2^20 × 4 096 users is
+// beyond any population), so a damaged index cannot make a reader
+// allocate without limit.
+const maxShards = 1 << 20
 
 // stateIndex is the content of states.json.
 type stateIndex struct {
@@ -145,6 +151,13 @@ func (s *UserStates) Save(dir string) error {
 	if old != nil && old.Data != idx.Data {
 		errs = append(errs, os.RemoveAll(filepath.Join(dir, old.Data)))
 	}
+	// Shards of a Save that crashed before its index was written.
+	stale, _ := filepath.Glob(filepath.Join(dir, "states-*"))
+	for _, d := range stale {
+		if filepath.Base(d) != idx.Data {
+			errs = append(errs, os.RemoveAll(d))
+		}
+	}
 	legacy, _ := filepath.Glob(filepath.Join(dir, "user-*.json"))
 	for _, f := range legacy {
 		errs = append(errs, os.Remove(f))
@@ -173,7 +186,7 @@ func readStateIndex(dir string) (*stateIndex, error) {
 	switch {
 	case idx.Format != stateIndexFormat:
 		return nil, fmt.Errorf("%s: format %q, want %q (written by another version of privrec?)", path, idx.Format, stateIndexFormat)
-	case idx.Shards < 1 || idx.Users < 0:
+	case idx.Shards < 1 || idx.Shards > maxShards || idx.Users < 0:
 		return nil, fmt.Errorf("%s: %d shards for %d users", path, idx.Shards, idx.Users)
 	case idx.Data == "" || idx.Data != filepath.Base(idx.Data) || strings.HasPrefix(idx.Data, "."):
 		return nil, fmt.Errorf("%s: data directory %q is not a name inside the state directory", path, idx.Data)

@@ -100,8 +100,12 @@ func TestShardedStatesAllOrNothing(t *testing.T) {
 	if err != nil || got.Model != a.Model || len(got.States) != len(a.States) {
 		t.Fatalf("previous states after a failed Save: %v", err)
 	}
-	// A second successful Save removes the first one's shards.
+	// A second successful Save removes the first one's shards, and those
+	// of a Save that crashed before writing its index.
 	b.States[len(b.States)/2].Row[0] = 1
+	if err := os.MkdirAll(filepath.Join(dir, "states-crashed"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.Save(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +122,8 @@ func TestShardedStatesAllOrNothing(t *testing.T) {
 	if _, err := LoadUserStates(dir); err == nil {
 		t.Error("a truncated shard was read")
 	}
-	for _, bad := range []string{`{"format":"x"}`, `{"format":"` + stateIndexFormat + `","shards":1,"data":"../elsewhere"}`, `not json`} {
+	for _, bad := range []string{`{"format":"x"}`, `{"format":"` + stateIndexFormat + `","shards":1,"data":"../elsewhere"}`,
+		`{"format":"` + stateIndexFormat + `","shards":1000000000,"users":1,"data":"states-1"}`, `not json`} {
 		if err := os.WriteFile(filepath.Join(dir, stateIndexFile), []byte(bad), 0o600); err != nil {
 			t.Fatal(err)
 		}
