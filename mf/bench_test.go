@@ -147,15 +147,12 @@ func (s *sgdState) blockScalar(g *grid, b int) {
 	k := s.k
 	lam, lamB, eta := s.lambda, s.lambdaB, s.eta
 	rk := 1 / float32(k)
-	us, is, rs := g.u[g.ptr[b]:g.ptr[b+1]], g.i[g.ptr[b]:g.ptr[b+1]], g.r[g.ptr[b]:g.ptr[b+1]]
-	is, rs = is[:len(us)], rs[:len(us)]
-	for t, u32 := range us {
-		u, it := int(u32), int(is[t])
+	g.each(b, func(u, it int, r float32) {
 		p := s.P[u*k : u*k+k : u*k+k]
 		q := s.Q[it*k : it*k+k : it*k+k]
 		q = q[:len(p)]
 		pq := dot32(p, q)
-		e := rs[t] - s.bu[u] - s.bi[it] - pq
+		e := r - s.bu[u] - s.bi[it] - pq
 		pn, qn := s.pn[u], s.qn[it]
 		etaP := eta / sqrt32(s.pG[u])
 		etaQ := eta / sqrt32(s.qG[it])
@@ -170,7 +167,7 @@ func (s *sgdState) blockScalar(g *grid, b int) {
 		s.bi[it] -= etaQ * (lamB*s.bi[it] - e)
 		s.pG[u] += gp2 * rk
 		s.qG[it] += gq2 * rk
-	}
+	})
 }
 
 // bigProblem builds a users × items problem with about perUser ratings per

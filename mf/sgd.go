@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -106,8 +107,12 @@ func SGD(ctx context.Context, p *Problem, o SGDOptions) (*Factors, error) {
 	for i := range st.P {
 		st.P[i] = float32(sc * o.Rand.NormFloat64())
 	}
-	for i := range st.Q {
-		st.Q[i] = float32(sc * o.Rand.NormFloat64())
+	st.perm = g.perm
+	for i := range p.NumItems { // in item order, each row where the grid keeps it
+		q := st.Q[g.perm[i]*k : g.perm[i]*k+k]
+		for d := range q {
+			q[d] = float32(sc * o.Rand.NormFloat64())
+		}
 	}
 	for i := range st.pG {
 		st.pG[i] = 1
@@ -135,12 +140,17 @@ func SGD(ctx context.Context, p *Problem, o SGDOptions) (*Factors, error) {
 		}
 		if o.Progress != nil {
 			var d, n float64
-			for i, x := range st.Q {
-				d += (float64(x) - prevQ[i]) * (float64(x) - prevQ[i])
-				n += float64(x) * float64(x)
+			for i := range p.NumItems { // in item order
+				j := g.perm[i]
+				for c := j * k; c < j*k+k; c++ {
+					x := st.Q[c]
+					d += (float64(x) - prevQ[c]) * (float64(x) - prevQ[c])
+					n += float64(x) * float64(x)
+				}
 			}
-			for i, x := range st.bi {
-				y := prevQ[len(st.Q)+i]
+			for i := range p.NumItems {
+				j := g.perm[i]
+				x, y := st.bi[j], prevQ[len(st.Q)+j]
 				d += (float64(x) - y) * (float64(x) - y)
 				n += float64(x) * float64(x)
 			}
@@ -151,7 +161,23 @@ func SGD(ctx context.Context, p *Problem, o SGDOptions) (*Factors, error) {
 			o.Progress(Iteration{Done: it + 1, Total: o.Iterations, Change: ch})
 		}
 	}
+	if g.release() {
+		g = nil
+		debug.FreeOSMemory()
+	}
 	return st.factors(mean), nil
+}
+
+// release reports whether the grid is large enough (64 MB of per-rating
+// arrays) that its memory is worth returning to the system before the
+// float64 factors are allocated, rather than leaving it to the garbage
+// collector's next cycle, which the allocations after SGD would not reach
+// before the process holds both.
+func (g *grid) release() bool { return g.bytes() >= 1<<26 }
+
+// bytes is the memory of the grid's per-rating arrays.
+func (g *grid) bytes() int {
+	return 2*len(g.item16) + 4*len(g.item32) + len(g.code) + 4*len(g.val)
 }
 
 // factors returns the model (as float64) with the scales folded in.
@@ -162,69 +188,198 @@ func (st *sgdState) factors(mean float64) *Factors {
 	for i, x := range st.P {
 		f.U[i] = float64(x)
 	}
-	for i, x := range st.Q {
-		f.V[i] = float64(x)
+	k := st.k
+	for i, j := range st.perm { // back in item order
+		for d, x := range st.Q[j*k : j*k+k] {
+			f.V[i*k+d] = float64(x)
+		}
+		f.ItemBias[i] = float64(st.bi[j])
 	}
 	for i, x := range st.bu {
 		f.UserBias[i] = float64(x)
 	}
-	for i, x := range st.bi {
-		f.ItemBias[i] = float64(x)
-	}
 	return f
 }
 
-// grid holds the ratings cut into blocks, each in (user, item) order.
+// grid holds the ratings cut into blocks, in a compact copy read in
+// order: block b is a list of runs, one per user with ratings in it (users
+// in permuted order), and a run is her ratings in the block's items (in
+// item index order), each as the item's place within the block's range of
+// permuted items (16 bits while a range has at most 65 536 items) and the
+// centred value (an 8-bit code into a table when the data has at most 16
+// distinct values, as rating scales do; a float32 otherwise). At Netflix
+// size a rating costs 3 bytes here instead of 12 for (user, item, value),
+// and SGD streams them in order as before; the item factors are kept in
+// the permuted order (sgdState.perm), so a block's items are a range.
 type grid struct {
-	nb   int
-	ptr  []int // block b's ratings are [ptr[b], ptr[b+1])
-	u, i []int32
-	r    []float32 // centred ratings
+	nb, segI int
+	perm     []int   // item i's place in the permuted order
+	runPtr   []int   // block b's runs are [runPtr[b], runPtr[b+1])
+	runU     []int32 // the run's user
+	runEnd   []int   // run r's ratings end at runEnd[r] (they start where run r−1's end)
+	item16   []uint16
+	item32   []uint32
+	code     []uint8   // with table: table[code] is the centred value
+	table    []float32 // nil when the values are stored as val
+	val      []float32
+}
+
+// start is where block b's ratings start.
+func (g *grid) start(b int) int {
+	if r := g.runPtr[b]; r > 0 {
+		return g.runEnd[r-1]
+	}
+	return 0
+}
+
+// maxCodes is the most distinct values the grid stores as codes.
+const maxCodes = 16
+
+// maxNarrowItems is the largest range of items a 16-bit index covers (a
+// variable so that tests can take the 32-bit path on small data).
+var maxNarrowItems = 1 << 16
+
+// distinctValues returns the distinct values of vals in order of first
+// appearance, or nil when there are more than maxCodes or a NaN (which
+// equals no code).
+func distinctValues(vals []float32) []float32 {
+	var d []float32
+	for _, v := range vals {
+		if v != v {
+			return nil
+		}
+		if !slices.Contains(d, v) {
+			if len(d) == maxCodes {
+				return nil
+			}
+			d = append(d, v)
+		}
+	}
+	return d
 }
 
 func newGrid(p *Problem, nb int, mean float64, rnd *rand.Rand) *grid {
 	pu, pi := rnd.Perm(p.NumUsers), rnd.Perm(p.NumItems)
 	segU := (p.NumUsers + nb - 1) / nb
 	segI := (p.NumItems + nb - 1) / nb
-	blockOf := func(u, i int32) int { return pu[u]/segU*nb + pi[i]/segI }
-	g := &grid{nb: nb, ptr: make([]int, nb*nb+1)}
-	n := p.Len()
+	g := &grid{nb: nb, segI: segI, perm: pi}
+	// Count the ratings and runs of every block.
+	cnt := make([]int, nb*nb+1)
+	runs := make([]int, nb*nb+1)
+	seen := make([]int, nb) // last user (+1) seen in each column of blocks
 	for u := range p.NumUsers {
-		for t := p.RowPtr[u]; t < p.RowPtr[u+1]; t++ {
-			g.ptr[blockOf(int32(u), p.RowCol[t])+1]++
+		row := pu[u] / segU * nb
+		for _, it := range p.RowCol[p.RowPtr[u]:p.RowPtr[u+1]] {
+			bi := pi[it] / segI
+			cnt[row+bi+1]++
+			if seen[bi] != u+1 {
+				seen[bi] = u + 1
+				runs[row+bi+1]++
+			}
 		}
 	}
 	for b := range nb * nb {
-		g.ptr[b+1] += g.ptr[b]
+		cnt[b+1] += cnt[b]
+		runs[b+1] += runs[b]
 	}
-	g.u, g.i, g.r = make([]int32, n), make([]int32, n), make([]float32, n)
-	pos := slices.Clone(g.ptr[:nb*nb])
-	// Users in permuted order, so each block's ratings come out sorted by
-	// permuted user (then item index): a user's row stays in cache.
+	n := p.Len()
+	g.runPtr = runs
+	g.runU = make([]int32, runs[nb*nb])
+	g.runEnd = make([]int, runs[nb*nb])
+	narrow := segI <= maxNarrowItems
+	if narrow {
+		g.item16 = make([]uint16, n)
+	} else {
+		g.item32 = make([]uint32, n)
+	}
+	distinct := distinctValues(p.RowVal)
+	if distinct != nil {
+		g.code = make([]uint8, n)
+		g.table = make([]float32, len(distinct))
+		for c, v := range distinct {
+			g.table[c] = float32(float64(v) - mean)
+		}
+	} else {
+		g.val = make([]float32, n)
+	}
+	pos := slices.Clone(cnt[:nb*nb])
+	rpos := slices.Clone(runs[:nb*nb])
+	// Users in permuted order, so each block's runs come out in permuted
+	// user order, each run in item index order (a user's row stays in
+	// cache).
 	order := make([]int32, p.NumUsers)
 	for u, x := range pu {
 		order[x] = int32(u)
 	}
+	clear(seen)
 	for _, u := range order {
-		for t := p.RowPtr[u]; t < p.RowPtr[u+1]; t++ {
-			it := p.RowCol[t]
-			b := blockOf(u, it)
-			g.u[pos[b]], g.i[pos[b]], g.r[pos[b]] = u, it, float32(float64(p.RowVal[t])-mean)
+		row := pu[u] / segU * nb
+		a := p.RowPtr[u]
+		vals := p.RowVal[a:p.RowPtr[u+1]]
+		for t, it := range p.RowCol[a:p.RowPtr[u+1]] {
+			bi := pi[it] / segI
+			b := row + bi
+			if seen[bi] != int(u)+1 {
+				seen[bi] = int(u) + 1
+				g.runU[rpos[b]] = u
+				rpos[b]++
+			}
+			q := pos[b]
+			if local := pi[it] - bi*segI; narrow {
+				g.item16[q] = uint16(local)
+			} else {
+				g.item32[q] = uint32(local)
+			}
+			if distinct != nil {
+				g.code[q] = uint8(slices.Index(distinct, vals[t]))
+			} else {
+				g.val[q] = float32(float64(vals[t]) - mean)
+			}
 			pos[b]++
+			g.runEnd[rpos[b]-1] = pos[b]
 		}
 	}
 	return g
 }
 
+// each calls f for every rating of block b in the block's order, the item
+// as its place in the permuted order (slower than block's own loop, which
+// calls no closure; for tests and benchmarks).
+func (g *grid) each(b int, f func(u, it int, r float32)) {
+	col0 := b % g.nb * g.segI
+	from := g.start(b)
+	for r := g.runPtr[b]; r < g.runPtr[b+1]; r++ {
+		for t := from; t < g.runEnd[r]; t++ {
+			var it int
+			if g.item16 != nil {
+				it = int(g.item16[t])
+			} else {
+				it = int(g.item32[t])
+			}
+			v := float32(0)
+			if g.table != nil {
+				v = g.table[g.code[t]]
+			} else {
+				v = g.val[t]
+			}
+			f(int(g.runU[r]), col0+it, v)
+		}
+		from = g.runEnd[r]
+	}
+}
+
 // sgdState is the model being trained (float32: half the cache footprint
 // of float64, and the precision SGD needs).
 type sgdState struct {
-	k                    int
-	P, Q                 []float32
-	bu, bi               []float32
-	pG, qG               []float32
-	pn, qn               []float32 // squared row norms
-	ps, qs               []float32 // row scales: user u's row is ps[u]·P[u·k:(u+1)·k]
+	k      int
+	P, Q   []float32
+	bu, bi []float32
+	pG, qG []float32
+	pn, qn []float32 // squared row norms
+	ps, qs []float32 // row scales: user u's row is ps[u]·P[u·k:(u+1)·k]
+	// perm is where each item's row is kept (item i at perm[i]: the
+	// grid's permuted order, in which a block's items are a range).
+	perm                 []int
 	lambda, lambdaB, eta float32
 }
 
@@ -241,46 +396,73 @@ type sgdState struct {
 // from squared row norms kept in closed form: ‖g_p‖² = λ²‖p‖² −
 // 2λe(p·q) + e²‖q‖² and ‖p'‖² = a_p²‖p‖² + 2a_p·c_p(p·q) + c_p²‖q‖².
 func (s *sgdState) block(g *grid, b int) {
-	k := s.k
-	lam, lamB, eta := s.lambda, s.lambdaB, s.eta
-	rk := 1 / float32(k)
-	us, is, rs := g.u[g.ptr[b]:g.ptr[b+1]], g.i[g.ptr[b]:g.ptr[b+1]], g.r[g.ptr[b]:g.ptr[b+1]]
-	is, rs = is[:len(us)], rs[:len(us)]
-	var impl gonum.Implementation
-	for t, u32 := range us {
-		u, it := int(u32), int(is[t])
-		p := s.P[u*k : u*k+k : u*k+k]
-		q := s.Q[it*k : it*k+k : it*k+k]
-		sp, sq := s.ps[u], s.qs[it]
-		pq := sp * sq * impl.Sdot(k, p, 1, q, 1)
-		e := rs[t] - s.bu[u] - s.bi[it] - pq
-		pn, qn := s.pn[u], s.qn[it]
-		etaP := eta / sqrt32(s.pG[u])
-		etaQ := eta / sqrt32(s.qG[it])
-		ap, cp := 1-etaP*lam, etaP*e
-		aq, cq := 1-etaQ*lam, etaQ*e
-		sp2, sq2 := ap*sp, aq*sq
-		alpha, beta := cp*sq/sp2, cq*sp/sq2
-		c := 1 - alpha*beta
-		if c > 0.5 && c < 2 && sp2 > 1e-3 && sq2 > 1e-3 {
-			impl.Saxpy(k, beta, p, 1, q, 1)
-			impl.Saxpy(k, alpha/c, q, 1, p, 1)
-			s.ps[u], s.qs[it] = sp2*c, sq2
-		} else {
-			// Huge steps or tiny scales: fold the scales into the rows
-			// and take the plain step.
-			s.materialise(u, it)
-			step32(p, q, ap, cp, aq, cq)
-		}
-		s.pn[u] = max(0, ap*ap*pn+2*ap*cp*pq+cp*cp*qn)
-		s.qn[it] = max(0, aq*aq*qn+2*aq*cq*pq+cq*cq*pn)
-		gp2 := max(0, lam*lam*pn-2*lam*e*pq+e*e*qn)
-		gq2 := max(0, lam*lam*qn-2*lam*e*pq+e*e*pn)
-		s.bu[u] -= etaP * (lamB*s.bu[u] - e)
-		s.bi[it] -= etaQ * (lamB*s.bi[it] - e)
-		s.pG[u] += gp2 * rk
-		s.qG[it] += gq2 * rk
+	switch {
+	case g.item16 != nil && g.code != nil:
+		blockRuns(s, g, b, g.item16, g.code)
+	case g.item16 != nil:
+		blockRuns(s, g, b, g.item16, g.val)
+	case g.code != nil:
+		blockRuns(s, g, b, g.item32, g.code)
+	default:
+		blockRuns(s, g, b, g.item32, g.val)
 	}
+}
+
+// blockRuns is block over the grid's arrays of either width.
+func blockRuns[I uint16 | uint32, V uint8 | float32](s *sgdState, g *grid, b int, items []I, vals []V) {
+	lam, lamB, eta := s.lambda, s.lambdaB, s.eta
+	rk := 1 / float32(s.k)
+	var impl gonum.Implementation
+	col0 := b % g.nb * g.segI
+	table := g.table
+	from := g.start(b)
+	for r := g.runPtr[b]; r < g.runPtr[b+1]; r++ {
+		u, to := int(g.runU[r]), g.runEnd[r]
+		for t := from; t < to; t++ {
+			v := float32(vals[t])
+			if table != nil {
+				v = table[uint8(vals[t])]
+			}
+			s.step(u, col0+int(items[t]), v, lam, lamB, eta, rk, &impl)
+		}
+		from = to
+	}
+}
+
+// step is one SGD step on the rating r (centred) of user u and item it.
+func (s *sgdState) step(u, it int, r, lam, lamB, eta, rk float32, impl *gonum.Implementation) {
+	k := s.k
+	p := s.P[u*k : u*k+k : u*k+k]
+	q := s.Q[it*k : it*k+k : it*k+k]
+	sp, sq := s.ps[u], s.qs[it]
+	pq := sp * sq * impl.Sdot(k, p, 1, q, 1)
+	e := r - s.bu[u] - s.bi[it] - pq
+	pn, qn := s.pn[u], s.qn[it]
+	etaP := eta / sqrt32(s.pG[u])
+	etaQ := eta / sqrt32(s.qG[it])
+	ap, cp := 1-etaP*lam, etaP*e
+	aq, cq := 1-etaQ*lam, etaQ*e
+	sp2, sq2 := ap*sp, aq*sq
+	alpha, beta := cp*sq/sp2, cq*sp/sq2
+	c := 1 - alpha*beta
+	if c > 0.5 && c < 2 && sp2 > 1e-3 && sq2 > 1e-3 {
+		impl.Saxpy(k, beta, p, 1, q, 1)
+		impl.Saxpy(k, alpha/c, q, 1, p, 1)
+		s.ps[u], s.qs[it] = sp2*c, sq2
+	} else {
+		// Huge steps or tiny scales: fold the scales into the rows
+		// and take the plain step.
+		s.materialise(u, it)
+		step32(p, q, ap, cp, aq, cq)
+	}
+	s.pn[u] = max(0, ap*ap*pn+2*ap*cp*pq+cp*cp*qn)
+	s.qn[it] = max(0, aq*aq*qn+2*aq*cq*pq+cq*cq*pn)
+	gp2 := max(0, lam*lam*pn-2*lam*e*pq+e*e*qn)
+	gq2 := max(0, lam*lam*qn-2*lam*e*pq+e*e*pn)
+	s.bu[u] -= etaP * (lamB*s.bu[u] - e)
+	s.bi[it] -= etaQ * (lamB*s.bi[it] - e)
+	s.pG[u] += gp2 * rk
+	s.qG[it] += gq2 * rk
 }
 
 // materialise folds the scales of user u's and item i's rows into them.

@@ -77,20 +77,56 @@ func WriteContainer(w io.Writer, kind string, meta any, arrays []Array) error {
 	bw.WriteString(Magic)
 	binary.Write(bw, binary.LittleEndian, uint32(len(hb)))
 	bw.Write(hb)
+	var buf []byte
 	for _, a := range arrays {
 		switch {
 		case a.F64 != nil:
-			err = binary.Write(bw, binary.LittleEndian, a.F64)
+			buf, err = writeArray(bw, buf, a.F64)
 		case a.I64 != nil:
-			err = binary.Write(bw, binary.LittleEndian, a.I64)
+			buf, err = writeArray(bw, buf, a.I64)
 		case a.I32 != nil:
-			err = binary.Write(bw, binary.LittleEndian, a.I32)
+			buf, err = writeArray(bw, buf, a.I32)
 		}
 		if err != nil {
 			return fmt.Errorf("model: writing array %s: %w", a.Name, err)
 		}
 	}
 	return bw.Flush()
+}
+
+// arrayPiece is how many values writeArray and readArray encode at a time:
+// binary.Write and binary.Read of a whole slice allocate its full encoded
+// size once more (at Netflix size, the seen items of an als model are
+// 400 MB), a piece at a time costs 512 KiB.
+const arrayPiece = 1 << 16
+
+// writeArray writes xs little-endian a piece at a time through buf (grown
+// as needed and returned for reuse).
+func writeArray[T float64 | int64 | int32](w io.Writer, buf []byte, xs []T) ([]byte, error) {
+	for len(xs) > 0 {
+		n := min(len(xs), arrayPiece)
+		var err error
+		if buf, err = binary.Append(buf[:0], binary.LittleEndian, xs[:n]); err != nil {
+			return buf, err
+		}
+		if _, err := w.Write(buf); err != nil {
+			return buf, err
+		}
+		xs = xs[n:]
+	}
+	return buf, nil
+}
+
+// readArray fills xs from little-endian values a piece at a time.
+func readArray[T float64 | int64 | int32](r io.Reader, xs []T) error {
+	for len(xs) > 0 {
+		n := min(len(xs), arrayPiece)
+		if err := binary.Read(r, binary.LittleEndian, xs[:n]); err != nil {
+			return err
+		}
+		xs = xs[n:]
+	}
+	return nil
 }
 
 // maxArrayLen bounds a declared array length so that a corrupt header
@@ -135,13 +171,13 @@ func ReadContainer(r io.Reader) (kind string, meta json.RawMessage, arrays map[s
 		switch ai.Type {
 		case "f64":
 			a.F64 = make([]float64, ai.Len)
-			err = binary.Read(br, binary.LittleEndian, a.F64)
+			err = readArray(br, a.F64)
 		case "i64":
 			a.I64 = make([]int64, ai.Len)
-			err = binary.Read(br, binary.LittleEndian, a.I64)
+			err = readArray(br, a.I64)
 		case "i32":
 			a.I32 = make([]int32, ai.Len)
-			err = binary.Read(br, binary.LittleEndian, a.I32)
+			err = readArray(br, a.I32)
 		default:
 			return "", nil, nil, fmt.Errorf("array %s has unknown type %q", ai.Name, ai.Type)
 		}

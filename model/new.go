@@ -11,20 +11,21 @@ import (
 // value-dependent is taken from the data. The caller fills in the factors
 // (or Dense), biases, Transform, Params and Guarantee.
 func New(method string, data *ratings.Matrix) *Model {
-	m := &Model{
+	// The seen items are the data's user-major index arrays, shared (read
+	// only, capacity clipped so that an append copies): at Netflix size a
+	// copy would be 400 MB more while the model is written.
+	rowPtr, rowCol, _, _ := data.CSR()
+	if rowCol == nil {
+		rowCol = []int32{}
+	}
+	return &Model{
 		Method:    method,
 		Output:    Ratings,
 		Users:     append([]string(nil), data.Users.Names()...),
 		Items:     append([]string(nil), data.Items.Names()...),
-		SeenPtr:   make([]int64, data.NumUsers()+1),
-		SeenItems: make([]int32, 0, data.Len()),
+		SeenPtr:   rowPtr[:len(rowPtr):len(rowPtr)],
+		SeenItems: rowCol[:len(rowCol):len(rowCol)],
 	}
-	for u := range int32(data.NumUsers()) {
-		items, _ := data.UserRow(u)
-		m.SeenItems = append(m.SeenItems, items...)
-		m.SeenPtr[u+1] = int64(len(m.SeenItems))
-	}
-	return m
 }
 
 // NewPublic returns the shell of a model that holds no users: the item side

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/url"
 	"os"
@@ -13,13 +12,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/privrec/privrec/internal/atomicfile"
 	"gonum.org/v1/gonum/mat"
 )
 
 // UserState is one user's own part of a joint-DP release: her factor row,
 // her bias and the items she rated. It is given to her only (her device
-// computes it, or `--user-state DIR` holds one file per user).
+// computes it, or `--user-state DIR` holds it as one line of a shard).
 type UserState struct {
 	User string    `json:"user"`
 	Row  []float64 `json:"row,omitempty"`
@@ -57,33 +55,11 @@ func (s *UserStates) Lookup(user string) (*UserState, bool) {
 	return &s.States[k], true
 }
 
-// userStateFile is the name of a user's file in a state directory: her ID,
+// userStateFile is the name of a user's file in a state directory of the
+// format before shards (still read): her ID,
 // escaped so that any ID is a single safe file name.
 func userStateFile(dir, user string) string {
 	return filepath.Join(dir, "user-"+url.PathEscape(user)+".json")
-}
-
-// Save writes one file per user into dir (created if needed; 0700, each
-// file 0600: a file is meant for its user only). All files are written
-// together (atomicfile.WriteAll): either every user's file is replaced or,
-// on an error, none is; they are synced with one file-system sync.
-func (s *UserStates) Save(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("writing user states: %w", err)
-	}
-	files := make([]atomicfile.File, len(s.States))
-	for k := range s.States {
-		st := &s.States[k]
-		b, err := json.Marshal(stateFile{s.Method, s.Rank, s.Model, *st})
-		if err != nil {
-			return fmt.Errorf("encoding state of user %q: %w", st.User, err)
-		}
-		files[k] = atomicfile.File{Path: userStateFile(dir, st.User), Write: func(w io.Writer) error {
-			_, err := w.Write(b)
-			return err
-		}}
-	}
-	return atomicfile.WriteAll(0o600, files...)
 }
 
 // stateFile is one user's file in a state directory: her state and the
@@ -107,10 +83,17 @@ func readStateFile(path string) (*stateFile, error) {
 	return &st, nil
 }
 
-// LoadUserState reads one user's state from a directory written by Save:
+// LoadUserState reads one user's state from a directory written by Save
+// (or a per-user file of an earlier version):
 // a UserStates holding her state only, with the method, rank and model
 // fingerprint it was written with (check them with Fits).
 func LoadUserState(dir, user string) (*UserStates, error) {
+	if idx, err := readStateIndex(dir); err != nil || idx != nil {
+		if err != nil {
+			return nil, err
+		}
+		return loadShardedUser(dir, idx, user)
+	}
 	path := userStateFile(dir, user)
 	if _, err := os.Stat(path); os.IsNotExist(err) {
 		return nil, fmt.Errorf("no state for user %q in %s", user, dir)
@@ -353,8 +336,15 @@ func RegisterFoldIn(name FoldIn, f FoldRule) {
 	foldRules[name] = f
 }
 
-// LoadUserStates reads every user state in a directory written by Save.
+// LoadUserStates reads every user state in a directory written by Save (or
+// the per-user files, user-ID.json, earlier versions wrote).
 func LoadUserStates(dir string) (*UserStates, error) {
+	if idx, err := readStateIndex(dir); err != nil || idx != nil {
+		if err != nil {
+			return nil, err
+		}
+		return loadSharded(dir, idx)
+	}
 	files, err := filepath.Glob(filepath.Join(dir, "user-*.json"))
 	if err != nil {
 		return nil, fmt.Errorf("reading user states: %w", err)

@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -95,12 +96,14 @@ func TestUserStatesSaveLoadJoin(t *testing.T) {
 	if err := s.Save(dir); err != nil {
 		t.Fatal(err)
 	}
-	// IDs that look like paths stay single files inside dir.
-	files, _ := filepath.Glob(filepath.Join(dir, "*"))
-	if len(files) != 2 {
-		t.Fatalf("files %v", files)
+	// IDs that look like paths name no file: the directory holds the
+	// index and one directory of shards, every file 0600.
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "*"))
+	index, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(files) != 1 || len(index) != 2 {
+		t.Fatalf("files %v %v", index, files)
 	}
-	for _, f := range files {
+	for _, f := range append(files, filepath.Join(dir, stateIndexFile)) {
 		if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: mode %v, want 0600", f, fi.Mode())
 		}
@@ -200,14 +203,14 @@ func TestUserStatesFit(t *testing.T) {
 			}
 		})
 	}
+	// A directory of per-user files (the format before shards) mixing two
+	// trainings is refused as a whole; one user's file still reads.
 	dir := t.TempDir()
-	a := &UserStates{Method: "dpals", Rank: 2, Model: fp, States: []UserState{{User: "a", Row: []float64{1, 2}}}}
-	b := &UserStates{Method: "dpals", Rank: 2, Model: other, States: []UserState{{User: "b", Row: []float64{1, 2}}}}
-	if err := a.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Save(dir); err != nil {
-		t.Fatal(err)
+	for _, f := range []stateFile{{"dpals", 2, fp, UserState{User: "a", Row: []float64{1, 2}}}, {"dpals", 2, other, UserState{User: "b", Row: []float64{1, 2}}}} {
+		b, _ := json.Marshal(f)
+		if err := os.WriteFile(userStateFile(dir, f.User), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := LoadUserStates(dir); err == nil || !strings.Contains(err.Error(), "mixes the states of two trainings") {
 		t.Fatalf("mixed directory: err = %v", err)
@@ -215,5 +218,22 @@ func TestUserStatesFit(t *testing.T) {
 	one, err := LoadUserState(dir, "b")
 	if err != nil || one.Model != other {
 		t.Fatalf("LoadUserState: %+v, %v", one, err)
+	}
+	// Saving a training replaces the directory's states whole (and the
+	// per-user files of the old format): the states read back are bound
+	// to the new model and refused with the other.
+	b := &UserStates{Method: "dpals", Rank: 2, Model: other, States: []UserState{{User: "c", Row: []float64{1, 2}}}}
+	if err := b.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadUserStates(dir)
+	if err != nil || len(got.States) != 1 || got.States[0].User != "c" || got.Model != other {
+		t.Fatalf("after Save: %+v, %v", got, err)
+	}
+	if err := got.Fits(m, fp); err == nil || !strings.Contains(err.Error(), "written with another dpals model") {
+		t.Errorf("states of another model accepted: %v", err)
+	}
+	if _, err := LoadUserState(dir, "a"); err == nil {
+		t.Error("a user of the replaced training still has a state")
 	}
 }

@@ -97,7 +97,7 @@ func assemble(ctx context.Context, name string, chunks []*chunk, hasTime bool, d
 	n := 0
 	var maxU, maxI key
 	for _, c := range chunks {
-		n += len(c.user)
+		n += c.user.len()
 		maxU, maxI = max(maxU, c.maxU), max(maxI, c.maxI)
 	}
 	users, items := newInterner(maxU, n), newInterner(maxI, n)
@@ -109,13 +109,11 @@ func assemble(ctx context.Context, name string, chunks []*chunk, hasTime bool, d
 	}
 	for _, c := range chunks {
 		lu, li := &local{d: &c.udict}, &local{d: &c.idict}
-		for r, k := range c.user {
-			c.user[r] = key(lu.key(users, k))
-		}
+		c.user.remap(func(k key) key { return key(lu.key(users, k)) })
 		for r, k := range c.item {
 			if k == unresolvedKey { // netflix: the movie line is in an earlier chunk
 				if !carry.ok {
-					return nil, &ParseError{File: name, Line: c.firstLine + int64(c.line[r]), Reason: "rating line before any \"MovieID:\" line"}
+					return nil, &ParseError{File: name, Line: c.firstLine + int64(c.line.at(r)), Reason: "rating line before any \"MovieID:\" line"}
 				}
 				c.item[r] = key(carry.l.key(items, carry.key))
 				continue
@@ -137,9 +135,7 @@ func assemble(ctx context.Context, name string, chunks []*chunk, hasTime bool, d
 	// Pass 2: counting sort by user, keeping file order within a user.
 	rowPtr := make([]int64, nU+1)
 	for _, c := range chunks {
-		for _, u := range c.user {
-			rowPtr[u+1]++
-		}
+		c.user.spans(func(from, to int, u key) { rowPtr[u+1] += int64(to - from) })
 	}
 	for u := range nU {
 		rowPtr[u+1] += rowPtr[u]
@@ -151,18 +147,22 @@ func assemble(ctx context.Context, name string, chunks []*chunk, hasTime bool, d
 		rowT = make([]int64, n)
 	}
 	next := slices.Clone(rowPtr[:nU])
+	rel := newReleaser(chunks)
 	for _, c := range chunks {
-		for r, u := range c.user {
+		c.user.spans(func(from, to int, u key) {
 			p := next[u]
-			next[u]++
-			rowCol[p] = int32(c.item[r])
-			rowVal[p] = c.val[r]
-			if hasTime {
-				rowT[p] = c.t[r]
+			next[u] += int64(to - from)
+			for r, it := range c.item[from:to] {
+				rowCol[p+int64(r)] = int32(it)
 			}
-		}
-		c.item, c.val, c.t = nil, nil, nil // keep user and line for error positions
+			copy(rowVal[p:], c.val[from:to])
+			if hasTime {
+				copy(rowT[p:], c.t[from:to])
+			}
+		})
+		rel.done(c) // keeps user and line for error positions
 	}
+	rel.flush()
 	next = nil
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -214,13 +214,18 @@ func assemble(ctx context.Context, name string, chunks []*chunk, hasTime bool, d
 // recordLine finds the line of the p-th rating (0-based, file order) of user u.
 func recordLine(chunks []*chunk, u int32, p int64) int64 {
 	for _, c := range chunks {
-		for r, cu := range c.user {
-			if cu == key(u) {
-				if p == 0 {
-					return c.firstLine + int64(c.line[r])
-				}
-				p--
+		line := int64(-1)
+		c.user.spans(func(from, to int, cu key) {
+			if line >= 0 || cu != key(u) {
+				return
 			}
+			if p < int64(to-from) {
+				line = c.firstLine + int64(c.line.at(from+int(p)))
+			}
+			p -= int64(to - from)
+		})
+		if line >= 0 {
+			return line
 		}
 	}
 	return 0

@@ -15,10 +15,11 @@ type chunk struct {
 	firstLine int64 // line number of data's first line
 	first     bool  // the file's first block (holds the header, if any)
 
-	user, item []key
-	val        []float32
-	t          []int64
-	line       []int32 // line of each record, relative to firstLine
+	user userCol // the user of each record
+	item []key
+	val  []float32
+	t    []int64
+	line lineCol // line of each record, relative to firstLine
 
 	udict, idict dict
 	maxU, maxI   key // largest integer keys (for the interning tables)
@@ -97,10 +98,9 @@ func (s *spec) parse(c *chunk) {
 	if s.kind == kindJester {
 		est *= 16
 	}
-	c.user = make([]key, 0, est)
+	c.user = userCol{est: est}
 	c.item = make([]key, 0, est)
 	c.val = make([]float32, 0, est)
-	c.line = make([]int32, 0, est)
 	if s.hasTime {
 		c.t = make([]int64, 0, est)
 	}
@@ -176,10 +176,10 @@ func (s *spec) triple(c *chunk, line []byte, rel int32) *lineError {
 		}
 		c.t = append(c.t, ts)
 	}
-	c.user = append(c.user, u)
+	c.user.add(u)
 	c.item = append(c.item, it)
 	c.val = append(c.val, v)
-	c.line = append(c.line, rel)
+	c.line.add(rel)
 	return nil
 }
 
@@ -215,11 +215,11 @@ func (s *spec) netflix(c *chunk, line []byte, rel int32) *lineError {
 	if !ok {
 		return errField(3, "time", "%s is not a date YYYY-MM-DD", quoteField(f[2]))
 	}
-	c.user = append(c.user, u)
+	c.user.add(u)
 	c.item = append(c.item, item)
 	c.val = append(c.val, v)
 	c.t = append(c.t, ts)
-	c.line = append(c.line, rel)
+	c.line.add(rel)
 	return nil
 }
 
@@ -261,10 +261,10 @@ func (s *spec) jester(c *chunk, line []byte, rel int32) *lineError {
 		if it > c.maxI {
 			c.maxI = it
 		}
-		c.user = append(c.user, u)
+		c.user.add(u)
 		c.item = append(c.item, it)
 		c.val = append(c.val, v)
-		c.line = append(c.line, rel)
+		c.line.add(rel)
 		n++
 	}
 	if n != count {
@@ -396,9 +396,9 @@ func (s *spec) fastTriple(c *chunk, line []byte, rel int32) bool {
 	if s.hasTime {
 		c.t = append(c.t, ts)
 	}
-	c.user = append(c.user, u)
+	c.user.add(u)
 	c.item = append(c.item, it)
 	c.val = append(c.val, v)
-	c.line = append(c.line, rel)
+	c.line.add(rel)
 	return true
 }

@@ -254,7 +254,7 @@ func readText(ctx context.Context, r io.Reader, name string, opt Options) (*rati
 			c.err.File = name
 			return nil, teach(c.err, &opt, s, name, line1, no1)
 		}
-		n += len(c.user)
+		n += c.user.len()
 	}
 	if err != nil {
 		return nil, readError(name, err)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/privrec/privrec/model"
 )
 
 // The honest-release contract on the command line: declared facts are
@@ -75,8 +77,11 @@ func TestJointReleaseOnTheCommandLine(t *testing.T) {
 			t.Errorf("public model file holds %s", leak)
 		}
 	}
-	if files, _ := filepath.Glob(filepath.Join(states, "user-*.json")); len(files) != 30 {
-		t.Errorf("%d user state files, want 30", len(files))
+	if st, err := model.LoadUserStates(states); err != nil || len(st.States) != 30 {
+		t.Errorf("user states: %v, want 30 (%v)", st, err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(states, "*")); len(files) != 2 {
+		t.Errorf("state directory holds %v, want the index and one directory of shards", files)
 	}
 
 	if _, errs, code := runCLI(t, "eval", "--model", mpath, "--data", test, "--format", "movielens-100k"); code == 0 || !strings.Contains(errs, "--user-state") {
@@ -113,6 +118,7 @@ func TestJointReleaseOnTheCommandLine(t *testing.T) {
 	for _, args := range [][]string{
 		{"recommend", "--model", m8, "--user", "7", "--user-state", states},
 		{"eval", "--model", m8, "--data", test, "--format", "movielens-100k", "--user-state", states},
+		{"predict", "--model", m8, "--data", test, "--format", "movielens-100k", "--user-state", states},
 	} {
 		if out, errs, code := runCLI(t, args...); code != 1 || !strings.Contains(errs, "written with another dp-bias model") || out != "" {
 			t.Errorf("%s with another run's states: exit %d, stdout %q, stderr %q", args[0], code, out, errs)

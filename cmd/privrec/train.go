@@ -111,7 +111,7 @@ Methods:
 	seed := fs.Uint64("seed", 0, "seed for non-private randomness (0: random)")
 	experiment := fs.Bool("experiment", false, "also seed the privacy noise from --seed (experiments only; recorded in the model)")
 	outPath := fs.String("out", "", "where to write the public model")
-	stateDir := fs.String("user-state", "", "directory for each user's own state (joint-DP methods: one file per user, never inside the public model)")
+	stateDir := fs.String("user-state", "", "directory for each user's own state (joint-DP methods: sharded, written all-or-nothing, never inside the public model)")
 	items := fs.String("items", "", "declared public item catalogue: one item ID per line, an optional title after a tab")
 	population := fs.Int("population", 0, "declared public number of users (0: undeclared)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
@@ -223,13 +223,6 @@ Methods:
 			m.Params["epsilon"], m.Params["delta"] = *eps, *delta
 		}
 	}
-	// The model's bytes are encoded once: the users' states name the file
-	// they belong to by its fingerprint (privrec refuses them with any
-	// other model).
-	var file bytes.Buffer
-	if err := rel.Public.Write(&file); err != nil {
-		return err
-	}
 	var led *release.LedgerSummary
 	if *ledger != "" {
 		s, err := release.RecordRelease(*ledger, release.LedgerEntry{Time: time.Now().UTC(), Method: name, Engine: "in-process",
@@ -240,15 +233,27 @@ Methods:
 		led = &s
 	}
 	if rel.PerUser != nil {
+		// The model's bytes are encoded once: the users' states name the
+		// file they belong to by its fingerprint (privrec refuses them with
+		// any other model), and are written before it. Such a model holds
+		// the item side only, so the copy in memory is small.
 		if *stateDir == "" {
 			return fmt.Errorf("%s released per-user state: pass --user-state DIR", name)
+		}
+		var file bytes.Buffer
+		if err := rel.Public.Write(&file); err != nil {
+			return err
 		}
 		rel.PerUser.Model = model.Fingerprint(file.Bytes())
 		if err := rel.PerUser.Save(*stateDir); err != nil {
 			return err
 		}
-	}
-	if err := model.WriteFileAtomicBytes(*outPath, file.Bytes(), 0o644); err != nil {
+		if err := model.WriteFileAtomicBytes(*outPath, file.Bytes(), 0o644); err != nil {
+			return err
+		}
+	} else if err := model.WriteFileAtomic(*outPath, rel.Public.Write); err != nil {
+		// Streamed: a model that holds its users (als at Netflix size:
+		// 665 MB) is not copied into memory once more.
 		return err
 	}
 	if *jsonOut {
@@ -267,7 +272,7 @@ Methods:
 	}
 	fmt.Fprintf(out, "Trained %s in %.2f s → %s\n", name, secs, *outPath)
 	if rel.PerUser != nil {
-		fmt.Fprintf(out, "Each user's own state → %s (give each user only her file)\n", *stateDir)
+		fmt.Fprintf(out, "Each user's own state → %s (give each user only her state)\n", *stateDir)
 	}
 	fmt.Fprintf(out, "Guarantee: %s\n", rel.Guarantee)
 	if led != nil {
