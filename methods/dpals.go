@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/privrec/privrec/mf"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
@@ -641,7 +643,16 @@ func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, eng
 		}
 	}
 	sort.SliceStable(items, func(a, b int) bool { return counts[items[a]] > counts[items[b]] })
-	items = items[:min(len(items), c.CovItems)]
+	// An engine whose contributors have a budget (the two aggregators: a
+	// device's part is the dense upper triangle over the covered items)
+	// caps them at what a device affords; the budget is public.
+	mCov, err := affordable(eng, min(len(items), c.CovItems), 2, func(m int) (statistic.Contribution, error) {
+		return &mf.CovStatistic{Items: items[:m], Clip: clip}, nil
+	})
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	items = items[:mCov]
 	m := len(items)
 	r := min(c.CovRank, m, max(k-publicFeatures, 0))
 	if r == 0 {
@@ -655,15 +666,33 @@ func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, eng
 	opt := mf.CovOptions{Items: items, Rank: r,
 		Mean: mean, ItemBias: itemBias, UserDamping: c.UserDamping, Clip: clip, DropDiagonal: c.CovNormalise,
 		Release: mech, Noise: env.Noise, Rand: env.Rand.Rand(), Workers: env.Workers}
-	var p *mf.Problem
-	if data != nil {
-		p = mf.FromMatrix(data)
+	var vals []float64
+	var vecs *mat.Dense
+	if ne, ok := eng.(NoisingEngine); ok && data == nil {
+		// The aggregators sum and noise the upper triangle themselves
+		// (each coordinate with noise sd, at least mech's guarantee).
+		// In-process the off-diagonal entries carry σ/√2 (the Frobenius
+		// layout), here sd: σ = √2·sd gives the spectral edge below.
+		st := &mf.CovStatistic{Items: items, Mean: mean, ItemBias: itemBias, UserDamping: c.UserDamping, Clip: clip}
+		if err := st.Validate(); err != nil {
+			return nil, 0, nil, err
+		}
+		v, sd, err := ne.SumNoised(ctx, st, mech)
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("the item covariance: %w", err)
+		}
+		sigma = math.Sqrt2 * sd
+		vals, vecs = mf.TopEigen(statistic.UnpackUpper(m, v), r, opt.Rand)
 	} else {
-		opt.Engine = eng
-	}
-	vals, vecs, err := mf.CovFeatures(ctx, p, opt)
-	if err != nil {
-		return nil, 0, nil, err
+		var p *mf.Problem
+		if data != nil {
+			p = mf.FromMatrix(data)
+		} else {
+			opt.Engine = eng
+		}
+		if vals, vecs, err = mf.CovFeatures(ctx, p, opt); err != nil {
+			return nil, 0, nil, err
+		}
 	}
 	for j := range len(init) / k {
 		clear(init[j*k+publicFeatures : j*k+publicFeatures+r])

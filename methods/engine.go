@@ -133,3 +133,50 @@ func releaseStatRho(ctx context.Context, eng statistic.Engine, c statistic.Contr
 	}
 	return v, sigma, mech.Guarantee(), nil
 }
+
+// BudgetedEngine is an engine whose contributors can afford only so large
+// a contribution: through the two aggregators each device shards her part
+// and proves it in range, at a cost linear in its dimension. Affords
+// reports whether c is within that budget. A method whose plan has a size
+// (dp-ease's covered items) shrinks it until its statistic is affordable;
+// the budget is a public fact of the engine, so the choice stays
+// post-processing of the earlier releases.
+type BudgetedEngine interface {
+	statistic.Engine
+	Affords(c statistic.Contribution) bool
+}
+
+// affordable is the largest m' ≤ m (and ≥ lo) for which eng affords
+// build(m'), by bisection (a statistic's size grows with m'); m itself
+// when eng has no budget. It returns lo when even build(lo) is not
+// affordable: the task then fails with the engine's own error.
+func affordable(eng statistic.Engine, m, lo int, build func(m int) (statistic.Contribution, error)) (int, error) {
+	be, ok := eng.(BudgetedEngine)
+	if !ok || m <= lo {
+		return m, nil
+	}
+	fits := func(k int) (bool, error) {
+		c, err := build(k)
+		if err != nil {
+			return false, err
+		}
+		return be.Affords(c), nil
+	}
+	if ok, err := fits(m); err != nil || ok {
+		return m, err
+	}
+	good, bad := lo, m // build(good) is assumed affordable, build(bad) is not
+	for bad-good > 1 {
+		mid := (good + bad) / 2
+		ok, err := fits(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			good = mid
+		} else {
+			bad = mid
+		}
+	}
+	return good, nil
+}

@@ -242,7 +242,21 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	order := byCount(counts)
 	// The number of users is public (the relation replaces a user); an
 	// external engine knows it once it has summed the counts.
-	covered := order[:c.covered(eng.Users(), nItems, rhoGram)]
+	planned := c.covered(eng.Users(), nItems, rhoGram)
+	// An engine whose contributors have a budget (the two aggregators:
+	// each device shards and proves her part of the Gram, m(m+1)/2
+	// coordinates) caps the covered items at what a device affords.
+	mCover, err := affordable(eng, planned, 2, func(k int) (statistic.Contribution, error) {
+		cols, err := topn.NewColumns(nItems, order[:k])
+		if err != nil {
+			return nil, err
+		}
+		return gram.NewGram(cols, nil, c.GramNorm)
+	})
+	if err != nil {
+		return nil, err
+	}
+	covered := order[:mCover]
 	cols, err := topn.NewColumns(nItems, covered)
 	if err != nil {
 		return nil, err
@@ -293,5 +307,5 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	out := coveredModel("dp-ease", cat.IDs(), catTitles(cat), order, m, items, topn.FoldEASELowRank, counts, c.threshold())
 	out.Params = map[string]any{"cap": c.Cap, "count_share": c.CountShare, "gram_norm": c.GramNorm, "cover_scale": c.CoverScale, "covered_items": m, "lambda": lambda, "kept_eigenvalues": kept}
 	return &release.Release{Public: out, Guarantee: g,
-		Report: release.Report{"sigma_counts": sigmaCount, "sigma_gram": sigmaGram, "covered_items": m, "lambda": lambda}}, nil
+		Report: release.Report{"sigma_counts": sigmaCount, "sigma_gram": sigmaGram, "covered_items": m, "covered_items_planned": planned, "lambda": lambda}}, nil
 }

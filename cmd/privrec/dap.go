@@ -83,6 +83,11 @@ type simResult struct {
 	// DeviceRho is the ρ each device's own ledger counted.
 	DeviceRho float64 `json:"device_rho"`
 	Guarantee string  `json:"guarantee"`
+	// CoveredCentral and CoveredDAP are dp-ease's covered items in the
+	// central release and through the aggregators (capped at what a
+	// device affords); 0 for the other methods.
+	CoveredCentral int `json:"covered_items_central,omitempty"`
+	CoveredDAP     int `json:"covered_items_dap,omitempty"`
 }
 
 type simMetrics struct {
@@ -109,13 +114,14 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 	items := fs.String("items", "", "the declared catalogue (one item ID per line, optional title after a tab)")
 	scaleFlag := fs.String("scale", "", "declared rating scale MIN:MAX")
 	holdout := fs.Float64("holdout", 0.1, "fraction of the ratings held out at random per seed for testing")
-	methodList := fs.String("methods", "dp-bias,dp-popularity", "comma-separated methods with an engine (dp-bias, dp-popularity, dp-ease)")
+	methodList := fs.String("methods", "dp-bias,dp-ease", "comma-separated methods with an engine (dp-bias, dp-popularity, dp-ease: the recommended private top-N method, its Gram capped at what a device affords, --max-report-elements)")
 	eps := fs.Float64("epsilon", 8, "ε of each release (central and through the aggregators)")
 	delta := fs.Float64("delta", 1e-6, "δ of each release")
 	seeds := fs.String("seeds", "1", "comma-separated seeds (split, central noise, aggregators' noise)")
 	devices := fs.Int("devices", 0, "use only the first N training users as devices (0: all); the central release then uses the same users")
 	stepBits := fs.Int("step-bits", 8, "fixed-point step 2^−BITS of the counts and bias statistics")
-	gramBits := fs.Int("gram-step-bits", 12, "fixed-point step 2^−BITS of the Gram (dp-ease)")
+	gramBits := fs.Int("gram-step-bits", 9, "fixed-point step 2^−BITS of the Gram (dp-ease) and the covariance (dpals): coarser steps mean fewer bits per coordinate, so more covered items within a device's budget")
+	maxElements := fs.Int("max-report-elements", 1<<18, "a device's budget per task in Prio3 field elements (coordinates × bits; 16 bytes each in the report): dp-ease covers at most the items whose Gram fits (2^18: dp-ease's Gram over 228 items at 10 bits, ≈ 4.2 MB)")
 	noiseMode := fs.String("noise", string(dap.NoiseEachAlone), "each-alone (each aggregator's noise alone gives ε: the default) or honest-but-curious (split; holds only if both add theirs)")
 	params := fs.String("params", "", "method parameters, METHOD.KEY=VALUE comma-separated (e.g. dp-ease.max_items=60)")
 	inProcess := fs.Bool("in-process", false, "run both aggregators in this process instead of two privrec serve processes")
@@ -128,6 +134,9 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if *data == "" || *items == "" || *scaleFlag == "" {
 		return usagef("--data, --items and --scale are required")
+	}
+	if *maxElements < 1 {
+		return usagef("--max-report-elements %d: a device's budget must be at least one field element", *maxElements)
 	}
 	sc, err := release.ParseScale(*scaleFlag)
 	if err != nil {
@@ -183,7 +192,7 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 				var mk func(statistic.RowPlan) statistic.Engine
 				if *arith {
 					mk = func(plan statistic.RowPlan) statistic.Engine {
-						return &fleet.Arith{Engine: fleet.Engine{Plan: plan, Devices: train.NumUsers(), StepBits: *stepBits, GramStepBits: *gramBits,
+						return &fleet.Arith{Engine: fleet.Engine{Plan: plan, Devices: train.NumUsers(), StepBits: *stepBits, GramStepBits: *gramBits, MaxReportElements: *maxElements,
 							Noise: dap.NoiseMode(*noiseMode), Prefix: fmt.Sprintf("s%d-%s", seed, name),
 							Ratings: func(u int) ([]string, []float64) { return train.UserRatings(int32(u)) }},
 							LeaderNoise: noise.Seeded(seed*2 + 1), HelperNoise: noise.Seeded(seed*2 + 2)}
@@ -211,7 +220,7 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 		}
 		for _, name := range names {
 			r, err := simulateMethod(ctx, name, mparams[name], train, split.Test, decl, *eps, *delta, seed, f, func(plan statistic.RowPlan) statistic.Engine {
-				return &fleet.Engine{Fleet: f, Plan: plan, Devices: train.NumUsers(), StepBits: *stepBits, GramStepBits: *gramBits,
+				return &fleet.Engine{Fleet: f, Plan: plan, Devices: train.NumUsers(), StepBits: *stepBits, GramStepBits: *gramBits, MaxReportElements: *maxElements,
 					Noise: dap.NoiseMode(*noiseMode), Prefix: fmt.Sprintf("s%d-%s", seed, name),
 					Ratings: func(u int) ([]string, []float64) { return train.UserRatings(int32(u)) }}
 			})
@@ -289,6 +298,7 @@ func simulateMethod(ctx context.Context, name string, params map[string]any, tra
 		return nil, fmt.Errorf("central: %w", err)
 	}
 	res.Central.Seconds = time.Since(t0).Seconds()
+	res.CoveredCentral = coveredItems(rel)
 	if res.Central.RMSE, res.Central.Recall, err = evalRelease(ctx, rel.Model(), rel.PerUser, train, test); err != nil {
 		return nil, fmt.Errorf("central: %w", err)
 	}
@@ -310,6 +320,7 @@ func simulateMethod(ctx context.Context, name string, params map[string]any, tra
 		return nil, fmt.Errorf("central at ρ/2: %w", err)
 	}
 	if engine == nil {
+		res.DAP = simMetrics{RMSE: jsonFloat(math.NaN()), Recall: jsonFloat(math.NaN())} // not run
 		return res, nil
 	}
 	var eng statistic.Engine
@@ -327,6 +338,7 @@ func simulateMethod(ctx context.Context, name string, params map[string]any, tra
 		res.Tasks = fe.Stats
 	}
 	res.Guarantee = drel.Guarantee.String()
+	res.CoveredDAP = coveredItems(drel)
 	var states *model.UserStates
 	if rel.PerUser != nil {
 		// Each device computes her own state from the public model and her
@@ -342,6 +354,12 @@ func simulateMethod(ctx context.Context, name string, params map[string]any, tra
 		res.DeviceRho = f.Ledger(0).SpentRho()
 	}
 	return res, nil
+}
+
+// coveredItems is the covered items a release reports (dp-ease), else 0.
+func coveredItems(r *release.Release) int {
+	m, _ := r.Report["covered_items"].(int)
+	return m
 }
 
 // deviceStates is what every device computes on her side.
@@ -477,6 +495,9 @@ func startAggregators(ctx context.Context, dir string, inProcess bool, seed uint
 func printSim(out io.Writer, r *simResult) {
 	fmt.Fprintf(out, "%s seed %d: central RMSE %.4f Recall@20 %.4f (%.1f s); central at ρ/2 RMSE %.4f Recall@20 %.4f | two aggregators RMSE %.4f Recall@20 %.4f (%.1f s), device ledger ρ %.4g\n",
 		r.Method, r.Seed, r.Central.RMSE, r.Central.Recall, r.Central.Seconds, r.CentralHalfRho.RMSE, r.CentralHalfRho.Recall, r.DAP.RMSE, r.DAP.Recall, r.DAP.Seconds, r.DeviceRho)
+	if r.CoveredDAP > 0 {
+		fmt.Fprintf(out, "  covered items: %d central, %d through the aggregators (a device's budget)\n", r.CoveredCentral, r.CoveredDAP)
+	}
 	for _, t := range r.Tasks {
 		fmt.Fprintf(out, "  task %s: %d devices, %.3f s and %d bytes per device, upload %.1f s, verification %.1f reports/s (%d accepted, %d rejected)\n",
 			t.Task, t.Devices, t.DeviceSeconds, t.ReportBytes, t.UploadSeconds, t.ReportsPerSecond, t.Accepted, t.Rejected)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,5 +93,47 @@ func TestServeRoleUsage(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, e, tc.want)
 			}
 		})
+	}
+}
+
+// TestDAPSimulateArith: `privrec dap simulate --arith-only` runs its
+// default methods (dp-bias and dp-ease) on a small ratings file, dp-ease
+// covering no more items than a device's budget affords (270 field
+// elements: the bias statistics' 26 × 10 fit, and the Gram over 6 items,
+// 21 × 10, but not over 7, 28 × 10), and a budget below one field
+// element is refused before anything runs.
+func TestDAPSimulateArith(t *testing.T) {
+	dir := t.TempDir()
+	var data, items strings.Builder
+	for j := range 12 {
+		fmt.Fprintf(&items, "i%d\n", j)
+	}
+	for u := range 60 {
+		for j := range 12 {
+			if (u*5+j*7)%4 != 0 {
+				fmt.Fprintf(&data, "u%d\ti%d\t%d\n", u, j, 1+(u+j)%5)
+			}
+		}
+	}
+	df, itf := filepath.Join(dir, "r.tsv"), filepath.Join(dir, "items.txt")
+	os.WriteFile(df, []byte(data.String()), 0o644)
+	os.WriteFile(itf, []byte(items.String()), 0o644)
+	o, e, code := runCLI(t, "dap", "simulate", "--data", df, "--items", itf, "--scale", "1:5", "--arith-only", "--seeds", "1",
+		"--max-report-elements", "270", "--params", "dp-ease.cover_scale=10", "--json")
+	if code != 0 {
+		t.Fatalf("simulate: %s %s", o, e)
+	}
+	var res []simResult
+	if err := json.Unmarshal([]byte(o), &res); err != nil {
+		t.Fatalf("%v: %s", err, o)
+	}
+	if len(res) != 2 || res[0].Method != "dp-bias" || res[1].Method != "dp-ease" {
+		t.Fatalf("results %+v: want dp-bias then dp-ease", res)
+	}
+	if r := res[1]; r.CoveredDAP != 6 || r.CoveredCentral != 12 || !(r.DAP.Recall >= 0) {
+		t.Errorf("dp-ease covered %d items through the aggregators (want 6) and %d centrally (want 12); Recall@20 %v", r.CoveredDAP, r.CoveredCentral, r.DAP.Recall)
+	}
+	if _, e, code := runCLI(t, "dap", "simulate", "--data", df, "--items", itf, "--scale", "1:5", "--max-report-elements", "0"); code == 0 || !strings.Contains(e, "--max-report-elements") {
+		t.Errorf("a zero budget: exit %d, %s", code, e)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/privrec/privrec/dap"
+	"github.com/privrec/privrec/mf"
 	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/statistic"
 	"github.com/privrec/privrec/statistic/gram"
@@ -33,8 +34,14 @@ type Engine struct {
 	// Noise is the aggregators' noise split (default dap.NoiseEachAlone).
 	Noise dap.NoiseMode
 	// MaxReportDimension refuses statistics a device should not be asked
-	// to shard (Dimension·Bits field elements; 0: 2^17).
+	// to shard (more coordinates than this; 0: 2^17).
 	MaxReportDimension int
+	// MaxReportElements is a device's budget in field elements of her
+	// measurement (Dimension·Bits; Prio3SumVec's leader input share is
+	// that many 16-byte elements, and sharding and proving take time
+	// linear in it). 0: 2^21. Affords tells a method what fits
+	// (methods.BudgetedEngine); TaskFor refuses what does not.
+	MaxReportElements int
 	// Prefix makes task IDs unique across runs.
 	Prefix string
 	// Stats has one entry per task run, Tasks the tasks.
@@ -80,8 +87,54 @@ func (e *Engine) shape(c statistic.Contribution) latticeShape {
 		return latticeShape{coord: 1, norm: delta / math.Sqrt2, signed: true, nonneg: true, stepBits: e.StepBits}
 	case *gram.Gram:
 		return latticeShape{coord: delta / math.Sqrt2, norm: delta / math.Sqrt2, nonneg: true, stepBits: e.GramStepBits}
+	case *mf.CovStatistic:
+		// A user's part is the upper triangle of x xᵀ with Σx² ≤ R²
+		// (statistic.CovSensitivity's proof), so each entry and the
+		// triangle's norm are ≤ R² = Δ/√2; entries are signed, so the
+		// replace-one bound is the triangle inequality, 2R²/g.
+		return latticeShape{coord: delta / math.Sqrt2, norm: delta / math.Sqrt2, signed: true, stepBits: e.GramStepBits}
 	}
 	return latticeShape{coord: delta, norm: delta, signed: true, stepBits: e.GramStepBits}
+}
+
+// lattice is the step g, the bits per coordinate and the encoding offset
+// of a statistic of this shape.
+func (sh latticeShape) lattice() (g float64, bits int, lo int64) {
+	g = math.Ldexp(1, -sh.stepBits)
+	top := math.Ceil(sh.coord / g) // largest |q_j|
+	if sh.signed {
+		bits = int(math.Ceil(math.Log2(top+1))) + 1
+		return g, bits, -(int64(1) << (bits - 1))
+	}
+	return g, int(math.Ceil(math.Log2(top + 1))), 0
+}
+
+// limits are the device budget's coordinates and field elements.
+func (e *Engine) limits() (dim, elements int) {
+	dim, elements = e.MaxReportDimension, e.MaxReportElements
+	if dim <= 0 {
+		dim = 1 << 17
+	}
+	if elements <= 0 {
+		elements = 1 << 21
+	}
+	return dim, elements
+}
+
+func (e *Engine) fits(dim, bits int) bool {
+	maxDim, maxEl := e.limits()
+	return dim <= maxDim && dim*bits <= maxEl
+}
+
+// Affords implements methods.BudgetedEngine: whether a device's part of
+// c, at the bits its task would use, is within the budget.
+func (e *Engine) Affords(c statistic.Contribution) bool {
+	sh := e.shape(c)
+	if sh.stepBits <= 0 || sh.stepBits > 24 {
+		return false
+	}
+	_, bits, _ := sh.lattice()
+	return e.fits(c.Spec().Dim, bits)
 }
 
 // TaskFor is the task releasing c with at least mech's guarantee: the
@@ -98,26 +151,14 @@ func (e *Engine) TaskFor(id string, c statistic.Contribution, mech *mechanism.Ga
 	if sh.stepBits <= 0 || sh.stepBits > 24 {
 		return dap.Task{}, fmt.Errorf("dap engine: %s: step bits %d outside [1, 24]", spec.Name, sh.stepBits)
 	}
-	g := math.Ldexp(1, -sh.stepBits)
-	top := math.Ceil(sh.coord / g) // largest |q_j|
-	var bits int
-	var lo int64
-	if sh.signed {
-		bits = int(math.Ceil(math.Log2(top+1))) + 1
-		lo = -(int64(1) << (bits - 1))
-	} else {
-		bits = int(math.Ceil(math.Log2(top + 1)))
-	}
+	g, bits, lo := sh.lattice()
 	sens := 2 * sh.norm / g
 	if sh.nonneg {
 		sens = math.Sqrt2 * sh.norm / g
 	}
-	maxDim := e.MaxReportDimension
-	if maxDim <= 0 {
-		maxDim = 1 << 17
-	}
-	if spec.Dim*bits > maxDim*16 || spec.Dim > maxDim {
-		return dap.Task{}, fmt.Errorf("dap engine: %s has %d coordinates × %d bits: %w (limit %d coordinates)", spec.Name, spec.Dim, bits, ErrTooLarge, maxDim)
+	if !e.fits(spec.Dim, bits) {
+		maxDim, maxEl := e.limits()
+		return dap.Task{}, fmt.Errorf("dap engine: %s has %d coordinates × %d bits: %w (limits %d coordinates, %d field elements)", spec.Name, spec.Dim, bits, ErrTooLarge, maxDim, maxEl)
 	}
 	pj, err := dap.NewPlan(e.Plan, c)
 	if err != nil {

@@ -106,7 +106,7 @@ func TestEngineSumMatchesInProcess(t *testing.T) {
 	}
 }
 
-// TestMethodsThroughAggregators trains dp-bias and dp-popularity with the
+// TestMethodsThroughAggregators trains dp-bias, dp-popularity and dp-ease with the
 // aggregators as their engine (each statistic one task) and checks the
 // releases are models of the catalogue, released without per-user state.
 func TestMethodsThroughAggregators(t *testing.T) {
@@ -114,7 +114,7 @@ func TestMethodsThroughAggregators(t *testing.T) {
 	m, cat := testData(t)
 	sc := release.Scale{Min: 1, Max: 5}
 	in := release.Input{Declared: release.Declared{Scale: &sc, Catalogue: cat}}
-	for _, name := range []string{"dp-bias", "dp-popularity"} {
+	for _, name := range []string{"dp-bias", "dp-popularity", "dp-ease"} {
 		t.Run(name, func(t *testing.T) {
 			var e *Engine
 			env := methods.Env{Epsilon: 4, Delta: 1e-6, Noise: noise.Seeded(1), Rand: noise.Seeded(2),
@@ -142,11 +142,11 @@ func TestMethodsThroughAggregators(t *testing.T) {
 	}
 }
 
-// TestDPALSStepsZero: dpals with --steps 0 (its counts and bias
-// statistics, and covariance features when it plans them) trains through
-// the aggregators; a statistic summed with Engine.Sum instead of through
-// the noising path would fail (the engine never returns an un-noised
-// sum), never be released un-noised or noised twice.
+// TestDPALSStepsZero: dpals with --steps 0 trains through the
+// aggregators: its bias statistics and its covariance features (planned
+// here on every item: cov_users_per_item 0) each become one task, the
+// covariance summed and noised by the aggregators (never an un-noised
+// Engine.Sum), and the guarantee composes both.
 func TestDPALSStepsZero(t *testing.T) {
 	ctx := context.Background()
 	m, cat := testData(t)
@@ -158,20 +158,79 @@ func TestDPALSStepsZero(t *testing.T) {
 			e, _ = newEngine(t, m, plan)
 			return e, nil
 		}}
-	cfg, err := methods.Configure("dpals", map[string]any{"steps": 0.0})
+	cfg, err := methods.Configure("dpals", map[string]any{"steps": 0.0, "cov_users_per_item": 0.0, "cov_rank": 2.0, "rank": 7.0})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = methods.Train(ctx, "dpals", cfg, in, env)
-	if err != nil && !strings.Contains(err.Error(), "noised") {
+	rel, err := methods.Train(ctx, "dpals", cfg, in, env)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var kinds []string
 	for _, tk := range e.Tasks {
-		kinds = append(kinds, tk.ID)
+		kinds = append(kinds, tk.Statistic)
 	}
-	if len(kinds) == 0 || !strings.HasSuffix(kinds[len(kinds)-1], "bias") && err == nil {
-		t.Errorf("tasks %v: want the bias statistics released through the aggregators", kinds)
+	if len(kinds) != 2 || kinds[1] != "the item covariance" {
+		t.Fatalf("tasks %q: want the bias statistics, then the item covariance", kinds)
 	}
-	t.Logf("dpals --steps 0 through the aggregators: tasks %v, error %v", kinds, err)
+	if got := rel.Report["cov_items"]; got != cat.Len() {
+		t.Errorf("covariance over %v items, want %d", got, cat.Len())
+	}
+	if s, _ := rel.Report["sigma_cov"].(float64); !(s > 0) || !strings.Contains(rel.Guarantee.Note, "Item covariance") {
+		t.Errorf("σ of the covariance %v, guarantee %q", rel.Report["sigma_cov"], rel.Guarantee.Note)
+	}
+	if tk := e.Tasks[1]; tk.Bits < 2 || tk.Min >= 0 {
+		t.Errorf("covariance task %+v: want signed coordinates", tk)
+	}
+}
+
+// TestDPEASEWithinDeviceBudget: with a device budget (MaxReportElements)
+// dp-ease covers the most items whose Gram a device affords, never a task
+// beyond the budget; without one it covers what its rule plans.
+func TestDPEASEWithinDeviceBudget(t *testing.T) {
+	ctx := context.Background()
+	m, cat := testData(t)
+	in := release.Input{Declared: release.Declared{Catalogue: cat}}
+	for _, tc := range []struct {
+		budget, want int
+	}{
+		{200, 5}, // 5 items: 15 coordinates × 13 bits = 195; 6 items: 273
+		{300, 6}, // 6 items: 273; 7 items: 28 × 13 = 364
+		{0, 8},   // the default budget: the rule's plan (the whole catalogue here)
+		{100, 3}, // 3 items: 6 × 13 = 78 (and the counts: 8 × 9 bits = 72)
+		{30, -1}, // not even the counts fit: refused, nothing released
+	} {
+		t.Run(fmt.Sprint(tc.budget), func(t *testing.T) {
+			var a *Arith
+			env := methods.Env{Epsilon: 8, Delta: 1e-6, Noise: noise.Seeded(1), Rand: noise.Seeded(2),
+				Engine: func(plan statistic.RowPlan) (statistic.Engine, error) {
+					a = &Arith{Engine: Engine{Plan: plan, Devices: m.NumUsers(), StepBits: 8, GramStepBits: 12, MaxReportElements: tc.budget, Prefix: "b",
+						Ratings: func(u int) ([]string, []float64) { return m.UserRatings(int32(u)) }},
+						LeaderNoise: noise.Seeded(3), HelperNoise: noise.Seeded(4)}
+					return a, nil
+				}}
+			cfg, err := methods.Configure("dp-ease", map[string]any{"cover_scale": 10.0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel, err := methods.Train(ctx, "dp-ease", cfg, in, env)
+			if tc.want < 0 {
+				if err == nil || !strings.Contains(err.Error(), "too large") {
+					t.Fatalf("want a too-large error, got %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rel.Report["covered_items"]; got != tc.want || rel.Report["covered_items_planned"] != 8 {
+				t.Errorf("covered %v (planned %v), want %d (planned 8)", got, rel.Report["covered_items_planned"], tc.want)
+			}
+			for _, tk := range a.Tasks {
+				if tc.budget > 0 && tk.Dimension*tk.Bits > tc.budget {
+					t.Errorf("task %s: %d × %d field elements beyond the budget %d", tk.ID, tk.Dimension, tk.Bits, tc.budget)
+				}
+			}
+		})
+	}
 }
