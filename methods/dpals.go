@@ -352,7 +352,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 			Mean: st.Mean, ItemBias: itemBias, Counts: counts, Active: active,
 			UserLambda: c.UserLambda, UserDamping: c.UserDamping, ItemLambda: itemLambda, BiasLambda: biasLambda,
 			UserClip: c.UserClip, ResidualClip: clip, RHSScale: rhsScale,
-			BiasScale:  biasScale, PoolWeights: poolWeights, PoolNoise: sigmaStep,
+			BiasScale: biasScale, PoolWeights: poolWeights, PoolNoise: sigmaStep,
 			MaxPerUser: c.MaxPerUser, WeightExponent: c.WeightExp, Init: init, PriorRidge: c.PriorRidge, InitScale: c.InitScale,
 			Rand: env.Rand.Rand(), Workers: env.Workers,
 			Progress: func(it mf.Iteration) {
@@ -682,7 +682,11 @@ func (c *DPALSConfig) covFeatures(ctx context.Context, data *ratings.Matrix, eng
 			return nil, 0, nil, fmt.Errorf("the item covariance: %w", err)
 		}
 		sigma = math.Sqrt2 * sd
-		vals, vecs = mf.TopEigen(statistic.UnpackUpper(m, v), r, opt.Rand)
+		C := statistic.UnpackUpper(m, v)
+		if c.CovNormalise {
+			mf.DropDiagonal(C)
+		}
+		vals, vecs = mf.TopEigen(C, r, opt.Rand)
 	} else {
 		var p *mf.Problem
 		if data != nil {

@@ -187,12 +187,18 @@ func CovFeatures(ctx context.Context, p *Problem, o CovOptions) (vals []float64,
 		return nil, nil, fmt.Errorf("releasing the item covariance: %w", err)
 	}
 	if o.DropDiagonal {
-		for a := range m {
-			C.SetSym(a, a, 0)
-		}
+		DropDiagonal(C)
 	}
 	vals, vecs = TopEigen(C, o.Rank, o.Rand)
 	return vals, vecs, nil
+}
+
+// DropDiagonal sets c's diagonal to zero (CovOptions.DropDiagonal says
+// why).
+func DropDiagonal(c *mat.SymDense) {
+	for a := range c.SymmetricDim() {
+		c.SetSym(a, a, 0)
+	}
 }
 
 // sum is the in-process sum of st over p's users on w workers: one m × m
