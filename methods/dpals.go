@@ -200,7 +200,12 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		return nil, err
 	}
 	if data == nil && c.Steps > 0 {
-		return nil, fmt.Errorf("--steps %d: dpals' ALS steps run in process only (an external engine sums its counts, bias statistics and covariance features; use --steps 0)", c.Steps)
+		if _, noising := eng.(NoisingEngine); noising {
+			return nil, fmt.Errorf("--steps %d: an engine that adds its own noise releases the counts and bias statistics only; use --steps 0", c.Steps)
+		}
+		if c.MaxPerUser > 0 {
+			return nil, fmt.Errorf("--max-per-user %d: the per-user sample is drawn in process; with an external engine use --max-per-user 0", c.MaxPerUser)
+		}
 	}
 	k := c.Rank
 	if c.Steps == 0 {
@@ -347,14 +352,23 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 			}
 		}
 		start := time.Now()
-		V, itemBias, err = mf.DPALS(ctx, mf.FromMatrix(data), mf.DPALSOptions{
+		// In process the steps sum over the matrix; an external engine
+		// sums each step's statistic (mf.ALSStepStatistic) where it runs.
+		var p *mf.Problem
+		var stepEngine statistic.Engine
+		if data != nil {
+			p = mf.FromMatrix(data)
+		} else {
+			stepEngine = eng
+		}
+		V, itemBias, err = mf.DPALS(ctx, p, mf.DPALSOptions{
 			Rank: k, Steps: steps, Noise: env.Noise,
 			Mean: st.Mean, ItemBias: itemBias, Counts: counts, Active: active,
 			UserLambda: c.UserLambda, UserDamping: c.UserDamping, ItemLambda: itemLambda, BiasLambda: biasLambda,
 			UserClip: c.UserClip, ResidualClip: clip, RHSScale: rhsScale,
 			BiasScale: biasScale, PoolWeights: poolWeights, PoolNoise: sigmaStep,
 			MaxPerUser: c.MaxPerUser, WeightExponent: c.WeightExp, Init: init, PriorRidge: c.PriorRidge, InitScale: c.InitScale,
-			Rand: env.Rand.Rand(), Workers: env.Workers,
+			Rand: env.Rand.Rand(), Workers: env.Workers, Engine: stepEngine,
 			Progress: func(it mf.Iteration) {
 				if env.Log != nil {
 					env.Log.Debug("dpals", "step", it.Done, "of", it.Total, "change", it.Change,

@@ -97,6 +97,12 @@ type DPALSOptions struct {
 	Workers int
 	// Progress, when set, is told after every step.
 	Progress func(Iteration)
+	// Engine, when set, sums each step's statistic (ALSStepStatistic) in
+	// place of the in-process sums over the Problem, which is then nil:
+	// the users' rows are computed where the engine runs, and only the
+	// sums come back (MaxPerUser must be 0: its sample is drawn in user
+	// order from Rand, which an engine's workers do not share).
+	Engine statistic.Engine
 
 	// snapshot, when set (tests), gets the item factors and the clipped
 	// user rows after every step.
@@ -116,17 +122,31 @@ func DPALSSensitivity(userClip, residualClip, rhsScale float64) float64 {
 // rank k (k+1 with bias refinement).
 func DPALSDim(items, k int) int { return statistic.ALSStepDim(items, k) }
 
-func (o *DPALSOptions) check(p *Problem) error {
+// items is the number of items of the problem: the Problem's, or with an
+// engine the item biases'.
+func (o *DPALSOptions) items(p *Problem) (int, error) {
+	if o.Engine != nil {
+		if o.MaxPerUser > 0 {
+			return 0, fmt.Errorf("DPALS: --max-per-user %d samples each user's ratings in user order in process; an external engine needs it 0", o.MaxPerUser)
+		}
+		return len(o.ItemBias), nil
+	}
+	if p == nil {
+		return 0, fmt.Errorf("DPALS needs the ratings or an engine")
+	}
+	return p.NumItems, nil
+}
+
+func (o *DPALSOptions) check(n int) error {
 	if err := checkRank(o.Rank); err != nil {
 		return err
 	}
-	if o.Init != nil && len(o.Init) != p.NumItems*o.Rank {
-		return fmt.Errorf("DPALS: the initial factors have %d values, want %d × %d", len(o.Init), p.NumItems, o.Rank)
+	if o.Init != nil && len(o.Init) != n*o.Rank {
+		return fmt.Errorf("DPALS: the initial factors have %d values, want %d × %d", len(o.Init), n, o.Rank)
 	}
 	if o.Noise == nil || o.Rand == nil {
 		return fmt.Errorf("DPALS needs a noise source and a random source")
 	}
-	n := p.NumItems
 	if len(o.ItemBias) != n || len(o.Counts) != n || len(o.Active) != n || len(o.ItemLambda) != n {
 		return fmt.Errorf("DPALS: item biases, counts, active flags and λs must have one entry per item (%d)", n)
 	}
@@ -192,15 +212,23 @@ type itemLists struct {
 //
 // It returns the public item factors (items × k, zero rows for inactive
 // items) and item biases; with no steps, the initial factors.
+//
+// With o.Engine set, step 1 is the engine's sum of ALSStepStatistic (the
+// users' rows computed where the engine runs, from the factors in the
+// statistic's plan) and steps 2–3 are the same as in process.
 func DPALS(ctx context.Context, p *Problem, o DPALSOptions) (V, itemBias []float64, err error) {
-	if err := o.check(p); err != nil {
+	n, err := o.items(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := o.check(n); err != nil {
 		return nil, nil, err
 	}
 	k := o.Rank
 	w := workers(o.Workers)
-	V = make([]float64, p.NumItems*k)
+	V = make([]float64, n*k)
 	sc := o.InitScale / math.Sqrt(float64(k))
-	for j := range p.NumItems {
+	for j := range n {
 		if !o.Active[j] {
 			continue
 		}
@@ -213,27 +241,42 @@ func DPALS(ctx context.Context, p *Problem, o DPALSOptions) (V, itemBias []float
 		}
 	}
 	itemBias = append([]float64(nil), o.ItemBias...)
-	lists, err := dpalsLists(ctx, p, &o, w)
-	if err != nil {
-		return nil, nil, err
-	}
 	d := k
 	if o.BiasScale > 0 {
 		d = k + 1
 	}
-	U := make([]float64, p.NumUsers*d)
-	shift := make([]float64, p.NumUsers)
-	uscr := newScratch(w, k)
+	var (
+		lists *itemLists
+		U     []float64
+		shift []float64
+		uscr  []*alsRowScratch
+	)
+	if o.Engine == nil {
+		if lists, err = dpalsLists(ctx, p, &o, w); err != nil {
+			return nil, nil, err
+		}
+		U = make([]float64, p.NumUsers*d)
+		shift = make([]float64, p.NumUsers)
+		uscr = make([]*alsRowScratch, w)
+		for i := range uscr {
+			uscr[i] = newALSRowScratch(k)
+		}
+	}
 	prev := make([]float64, len(V))
 	for t, rel := range o.Steps {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		if err := dpalsUsers(ctx, p, &o, V, itemBias, shift, U, d, w, uscr); err != nil {
+		var sums *stepSums
+		if o.Engine != nil {
+			if sums, err = dpalsEngineStep(ctx, &o, t+1, V, itemBias); err != nil {
+				return nil, nil, err
+			}
+		} else if err := dpalsUsers(ctx, p, &o, V, itemBias, shift, U, d, w, uscr); err != nil {
 			return nil, nil, err
 		}
 		copy(prev, V)
-		if err := dpalsItems(ctx, p, &o, rel, lists, U, d, shift, V, itemBias, w); err != nil {
+		if err := dpalsItems(ctx, n, &o, rel, lists, sums, U, d, shift, V, itemBias, w); err != nil {
 			return nil, nil, err
 		}
 		if o.snapshot != nil {
@@ -251,25 +294,14 @@ func DPALS(ctx context.Context, p *Problem, o DPALSOptions) (V, itemBias []float
 // their weights c_ij ∝ max(count_j, 1)^μ with Σ_j c_ij² = 1, and lays them
 // out item by item.
 func dpalsLists(ctx context.Context, p *Problem, o *DPALSOptions, w int) (*itemLists, error) {
-	wj := make([]float64, p.NumItems)
-	for j := range wj {
-		wj[j] = math.Pow(math.Max(o.Counts[j], 1), o.WeightExponent)
-	}
+	wj := o.itemWeights()
 	if o.MaxPerUser == 0 && len(p.ColPtr) == p.NumItems+1 && len(p.ColRow) == p.Len() {
 		// Every rating of an active item: the item-major arrays as they
 		// are, with 1/‖(w_j)_j‖ per user from one user-major pass.
 		inv := make([]float64, p.NumUsers)
 		err := parallelRows(ctx, p.NumUsers, w, 4096, func(_, lo, hi int) error {
 			for u := lo; u < hi; u++ {
-				var norm2 float64
-				for _, j := range p.RowCol[p.RowPtr[u]:p.RowPtr[u+1]] {
-					if o.Active[j] {
-						norm2 += wj[j] * wj[j]
-					}
-				}
-				if norm2 > 0 {
-					inv[u] = 1 / math.Sqrt(norm2)
-				}
+				inv[u] = alsUserWeight(p.RowCol[p.RowPtr[u]:p.RowPtr[u+1]], o.Active, wj)
 			}
 			return nil
 		})
@@ -345,17 +377,21 @@ func dpalsLists(ctx context.Context, p *Problem, o *DPALSOptions, w int) (*itemL
 	return l, nil
 }
 
-// userResiduals writes user u's centred ratings with the current public
-// item biases into res (one per rating, in her order), her bias removed
-// as model.FoldInUser does: res = r − μ − b_j − b_u with
-// b_u = Σ(r − μ − b_j)/(n_u + damping), which it returns. The item
-// statistics use clip(r − μ − b_j − b_u, ±R) (dpalsItems).
-func userResiduals(p *Problem, o *DPALSOptions, itemBias []float64, u int, res []float64) float64 {
-	beg, end := p.RowPtr[u], p.RowPtr[u+1]
-	return centre(p.RowCol[beg:end], p.RowVal[beg:end], o.Mean, o.UserDamping, itemBias, res)
+// itemWeights is w_j = max(count_j, 1)^μ for every item: user i weighs
+// item j by w_j/‖(w_j')_{j' in her statistics}‖ (alsUserWeight).
+func (o *DPALSOptions) itemWeights() []float64 {
+	wj := make([]float64, len(o.Counts))
+	for j := range wj {
+		wj[j] = math.Pow(math.Max(o.Counts[j], 1), o.WeightExponent)
+	}
+	return wj
 }
 
-// centre is userResiduals for a user's row (items, vals) given as slices.
+// centre writes a user's centred ratings (her row items, vals) with the
+// current public item biases into res (one per rating, in her order), her
+// bias removed as model.FoldInUser does: res = r − μ − b_j − b_u with
+// b_u = Σ(r − μ − b_j)/(n_u + damping), which it returns. The item
+// statistics use clip(r − μ − b_j − b_u, ±R) (dpalsItems).
 func centre(items []int32, vals []float32, mu, damping float64, itemBias, res []float64) float64 {
 	if len(items) == 0 {
 		return 0
@@ -398,36 +434,44 @@ func userSolve(a, b []float64, k int, V []float64, items []int32, y []float64, l
 // dpalsUsers solves every user's row and stores it clipped to ‖ũ‖ ≤ Γ in
 // U (stride d; with bias refinement the last coordinate is γ_b), and her
 // bias (userResiduals) in shift.
-func dpalsUsers(ctx context.Context, p *Problem, o *DPALSOptions, V, itemBias, shift, U []float64, d, w int, scr *scratch) error {
-	k := o.Rank
-	g2 := o.UserClip * o.UserClip
+func dpalsUsers(ctx context.Context, p *Problem, o *DPALSOptions, V, itemBias, shift, U []float64, d, w int, scr []*alsRowScratch) error {
 	return parallelRows(ctx, p.NumUsers, w, 256, func(wk, lo, hi int) error {
-		a, b := scr.a[wk], scr.b[wk]
 		for u := lo; u < hi; u++ {
 			beg, end := p.RowPtr[u], p.RowPtr[u+1]
-			if n := int(end - beg); cap(scr.y[wk]) < n {
-				scr.y[wk] = make([]float64, n)
-			}
-			res := scr.y[wk][:end-beg]
-			shift[u] = userResiduals(p, o, itemBias, u, res)
-			out := U[u*d : u*d+d]
-			if !userSolve(a, b, k, V, p.RowCol[beg:end], res, o.UserLambda, &scr.g[wk]) {
+			var ok bool
+			shift[u], ok = alsUserRow(p.RowCol[beg:end], p.RowVal[beg:end], o.Rank, V, itemBias, o.Mean, o.UserDamping, o.UserLambda, o.UserClip, o.BiasScale, U[u*d:u*d+d], scr[wk])
+			if !ok {
 				return fmt.Errorf("DPALS: the system of user %d is not positive definite", u)
-			}
-			copy(out, b[:k])
-			if n2 := dot(out[:k], out[:k]); n2 > g2 {
-				// A hair inside the ball, so rounding cannot leave it.
-				s := o.UserClip / math.Sqrt(n2) * (1 - 1e-12)
-				for c := range k {
-					out[c] *= s
-				}
-			}
-			if d > k {
-				out[k] = o.BiasScale
 			}
 		}
 		return nil
 	})
+}
+
+// stepSums is an engine's pre-noise sum of one step's statistic and the
+// items' positions in it.
+type stepSums struct {
+	v   []float64
+	pos []int32
+}
+
+// dpalsEngineStep sums step's statistic through o.Engine, with the
+// current public factors V and item biases as its plan.
+func dpalsEngineStep(ctx context.Context, o *DPALSOptions, step int, V, itemBias []float64) (*stepSums, error) {
+	st := &ALSStepStatistic{Step: step, Rank: o.Rank, V: V, Mean: o.Mean, ItemBias: itemBias, Weight: o.itemWeights(), Active: o.Active,
+		UserLambda: o.UserLambda, UserDamping: o.UserDamping, UserClip: o.UserClip, BiasScale: o.BiasScale,
+		ResidualClip: o.ResidualClip, RHSScale: o.RHSScale}
+	if err := st.Validate(); err != nil {
+		return nil, err
+	}
+	v, err := o.Engine.Sum(ctx, st)
+	if err != nil {
+		return nil, fmt.Errorf("DPALS: summing %s: %w", st.Spec().Name, err)
+	}
+	if len(v) != st.Spec().Dim {
+		return nil, fmt.Errorf("DPALS: the engine returned %d coordinates for %s, want %d", len(v), st.Spec().Name, st.Spec().Dim)
+	}
+	return &stepSums{v: v, pos: st.pos}, nil
 }
 
 // releaseGram releases the symmetric g through rel in the Frobenius
@@ -467,25 +511,18 @@ const itemChunk = 16
 // dpalsItems releases every active item's statistics and solves for its
 // row. The clipped centred ratings y_ij = clip(r − μ − b_j − b_i, ±R) are
 // formed here, item by item, from the users' biases b_i (shift).
-func dpalsItems(ctx context.Context, p *Problem, o *DPALSOptions, rel Releaser, l *itemLists, U []float64, d int, shift, V, itemBias []float64, w int) error {
+//
+// With sums (an engine's step), the item's pre-noise statistics are read
+// from them instead (l, U and shift are then nil); the release and the
+// solve are the same.
+func dpalsItems(ctx context.Context, n int, o *DPALSOptions, rel Releaser, l *itemLists, sums *stepSums, U []float64, d int, shift, V, itemBias []float64, w int) error {
 	k := o.Rank
-	n := p.NumItems
 	// One noise stream per chunk of items, split in item order, so a
 	// seeded run does not depend on the number of workers.
 	nc := (n + itemChunk - 1) / itemChunk
 	srcs := make([]*noise.Source, nc)
 	for c := range srcs {
 		srcs[c] = o.Noise.Split()
-	}
-	type itemScratch struct {
-		g    *mat.SymDense
-		eig  mat.EigenSym
-		vecs mat.Dense
-		h    []float64
-		sys  []float64
-		cw   []float64
-		cy   []float64
-		buf  gramBuf
 	}
 	iscr := make([]*itemScratch, w)
 	for i := range iscr {
@@ -503,15 +540,31 @@ func dpalsItems(ctx context.Context, p *Problem, o *DPALSOptions, rel Releaser, 
 		for ch := lo; ch < hi; ch++ {
 			src := srcs[ch]
 			for j := ch * itemChunk; j < min(n, (ch+1)*itemChunk); j++ {
+				v := V[j*k : j*k+k]
 				if !o.Active[j] {
-					clear(V[j*k : j*k+k])
+					clear(v)
 					continue
 				}
-				if err := releaseItem(o, rel, src, l, U, d, j, shift, itemBias, s.g, s.h, &s.cw, &s.cy, &s.buf); err != nil {
-					return err
+				raw := s.g.RawSymmetric()
+				if sums != nil {
+					sums.item(j, raw.Data, raw.Stride, d, s.h)
+				} else {
+					s.itemStats(o, l, j, U, d, shift, itemBias, raw.Data, raw.Stride)
+				}
+				if err := releaseGram(rel, src, s.g); err != nil {
+					return fmt.Errorf("DPALS: releasing the Gram block of item %d: %w", j, err)
+				}
+				for c := range s.h {
+					s.h[c] *= o.RHSScale
+				}
+				if err := rel.Release(src, s.h); err != nil {
+					return fmt.Errorf("DPALS: releasing the right-hand side of item %d: %w", j, err)
+				}
+				for c := range s.h {
+					s.h[c] /= o.RHSScale
 				}
 				if keptG != nil {
-					copy(keptG[j*d*d:(j+1)*d*d], s.g.RawSymmetric().Data)
+					copy(keptG[j*d*d:(j+1)*d*d], raw.Data)
 					copy(keptH[j*d:(j+1)*d], s.h)
 					continue
 				}
@@ -530,46 +583,6 @@ func dpalsItems(ctx context.Context, p *Problem, o *DPALSOptions, rel Releaser, 
 		return err
 	}
 	return solvePooled(ctx, o, keptG, keptH, d, V, itemBias, w)
-}
-
-// releaseItem sums item j's statistics G_j = Σ c·ũũᵀ (into g) and
-// h_j = Σ c·y·ũ (into h) and releases them through rel (h scaled by
-// RHSScale during the release).
-func releaseItem(o *DPALSOptions, rel Releaser, src *noise.Source, l *itemLists, U []float64, d, j int, shift, itemBias []float64, g *mat.SymDense, h []float64, cw, cy *[]float64, buf *gramBuf) error {
-	beg, end := l.ptr[j], l.ptr[j+1]
-	raw := g.RawSymmetric()
-	clear(raw.Data)
-	clear(h)
-	*cw, *cy = (*cw)[:0], (*cy)[:0]
-	R := o.ResidualClip
-	for q := beg; q < end; q++ {
-		// As userResiduals: ((r − μ) − b_j) − b_i.
-		y := float64(l.r[q]) - o.Mean - itemBias[j] - shift[l.user[q]]
-		*cw = append(*cw, float64(l.c[q]))
-		*cy = append(*cy, max(-R, min(R, y)))
-	}
-	// What enters the statistics is what DPALSSensitivity bounds, in
-	// floating point: the rows as stored (‖ũ‖ ≤ Γ, clipped a hair
-	// inside), the float32 weights rounded down (Σ_j c² ≤ 1) and y
-	// clipped in float64 (|y| ≤ R exactly). The sums are float64;
-	// gramAdd's blocked order rounds differently from a plain loop, at
-	// the level of 2⁻⁵³ per operation, as any float64 sum does — no
-	// float32 accumulation, and the noise is added to these float64
-	// statistics unchanged.
-	gramAdd(raw.Data, raw.Stride, d, U, l.user[beg:end], *cw, *cy, h, buf)
-	if err := releaseGram(rel, src, g); err != nil {
-		return fmt.Errorf("DPALS: releasing the Gram block of item %d: %w", j, err)
-	}
-	for c := range h {
-		h[c] *= o.RHSScale
-	}
-	if err := rel.Release(src, h); err != nil {
-		return fmt.Errorf("DPALS: releasing the right-hand side of item %d: %w", j, err)
-	}
-	for c := range h {
-		h[c] /= o.RHSScale
-	}
-	return nil
 }
 
 // solveItem adds item j's ridge to its (PSD) system sys (d × d) and
@@ -670,4 +683,54 @@ func solvePooled(ctx context.Context, o *DPALSOptions, keptG, keptH []float64, d
 		}
 		return nil
 	})
+}
+
+// itemScratch is one worker's buffers for dpalsItems.
+type itemScratch struct {
+	g    *mat.SymDense
+	eig  mat.EigenSym
+	vecs mat.Dense
+	h    []float64
+	sys  []float64
+	cw   []float64
+	cy   []float64
+	buf  gramBuf
+}
+
+// itemStats writes item j's pre-noise statistics, the in-process sum over
+// its entries in l, into the upper triangle of g (stride ld) and into s.h.
+func (s *itemScratch) itemStats(o *DPALSOptions, l *itemLists, j int, U []float64, d int, shift, itemBias []float64, g []float64, ld int) {
+	beg, end := l.ptr[j], l.ptr[j+1]
+	clear(g)
+	clear(s.h)
+	s.cw, s.cy = s.cw[:0], s.cy[:0]
+	R := o.ResidualClip
+	for q := beg; q < end; q++ {
+		// As alsUserRow's residuals: ((r − μ) − b_j) − b_i.
+		y := float64(l.r[q]) - o.Mean - itemBias[j] - shift[l.user[q]]
+		s.cw = append(s.cw, float64(l.c[q]))
+		s.cy = append(s.cy, max(-R, min(R, y)))
+	}
+	// What enters the statistics is what DPALSSensitivity bounds, in
+	// floating point: the rows as stored (‖ũ‖ ≤ Γ, clipped a hair inside),
+	// the float32 weights rounded down (Σ_j c² ≤ 1) and y clipped in
+	// float64 (|y| ≤ R exactly). The sums are float64; gramAdd's blocked
+	// order rounds differently from a plain loop (or an engine's combine),
+	// at the level of 2⁻⁵³ per operation, as any float64 sum does — no
+	// float32 accumulation, and the noise is added to these float64
+	// statistics unchanged.
+	gramAdd(g, ld, d, U, l.user[beg:end], s.cw, s.cy, s.h, &s.buf)
+}
+
+// item writes item j's pre-noise statistics from an engine's sum (the
+// layout of ALSStepStatistic) into the upper triangle of g (stride ld,
+// the lower triangle cleared) and into h.
+func (s *stepSums) item(j int, g []float64, ld, d int, h []float64) {
+	clear(g)
+	off := int(s.pos[j]) * (d*(d+1)/2 + d)
+	for a := range d {
+		copy(g[a*ld+a:a*ld+d], s.v[off:off+d-a])
+		off += d - a
+	}
+	copy(h, s.v[off:off+d])
 }

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/statistic"
 )
 
 // noNoise is a Releaser that adds nothing (the ε → ∞ limit).
@@ -226,7 +228,7 @@ func TestDPALSFoldInReproducesUserRows(t *testing.T) {
 	a, b := make([]float64, 9), make([]float64, 3)
 	for u := range lr.train.NumUsers {
 		beg, end := lr.train.RowPtr[u], lr.train.RowPtr[u+1]
-		userResiduals(lr.train, &o, itemBias, u, res[beg:end])
+		centre(lr.train.RowCol[beg:end], lr.train.RowVal[beg:end], o.Mean, o.UserDamping, itemBias, res[beg:end])
 		if !userSolve(a, b, 3, V, lr.train.RowCol[beg:end], res[beg:end], o.UserLambda, nil) {
 			t.Fatal("user system not positive definite")
 		}
@@ -359,5 +361,118 @@ func TestDPALSPooledGram(t *testing.T) {
 	bad.PoolWeights = []float64{1}
 	if _, _, err := DPALS(context.Background(), lr.train, bad); err == nil {
 		t.Error("a pool with one weight for 60 items was accepted")
+	}
+}
+
+// rowsEngine sums a statistic over a Problem's users in user order
+// (statistic.Sum), after an Encode/Decode round trip of its plan: what
+// an external engine's workers compute.
+type rowsEngine struct {
+	p    *Problem
+	sums [][]float64
+}
+
+func (e *rowsEngine) Users() int { return e.p.NumUsers }
+
+func (e *rowsEngine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, error) {
+	kind, plan, err := statistic.Encode(c)
+	if err != nil {
+		return nil, err
+	}
+	if c, err = statistic.Decode(kind, plan); err != nil {
+		return nil, err
+	}
+	v, err := statistic.Sum(ctx, e.p.NumUsers, func(u int) statistic.Row {
+		beg, end := e.p.RowPtr[u], e.p.RowPtr[u+1]
+		return statistic.Row{Items: e.p.RowCol[beg:end], Vals: e.p.RowVal[beg:end]}
+	}, c)
+	e.sums = append(e.sums, v)
+	return v, err
+}
+
+// stepRecorder keeps what each release receives (the pre-noise statistics,
+// as released: off-diagonals ×√2, right-hand sides ×s) before adding
+// rel's noise.
+type stepRecorder struct {
+	rel  Releaser
+	seen [][]float64
+}
+
+func (r *stepRecorder) Release(src *noise.Source, x []float64) error {
+	r.seen = append(r.seen, append([]float64(nil), x...))
+	return r.rel.Release(src, x)
+}
+
+func (r *stepRecorder) ReleaseSym(src *noise.Source, s *mat.SymDense) error {
+	r.seen = append(r.seen, append([]float64(nil), s.RawSymmetric().Data...))
+	return r.rel.ReleaseSym(src, s)
+}
+
+// The ALS steps summed by an engine from ALSStepStatistic's contributions
+// (each user's row computed from the plan's public factors) release the
+// same pre-noise statistics as the in-process item-major sums, to 1e-9
+// relative, and so the same factors — with and without bias refinement,
+// with and without inactive items. Deterministic (fixed seeds).
+func TestDPALSEngineMatchesInProcess(t *testing.T) {
+	lr := newLowRank(t, 90, 45, 2, 0.4, 0.2, 15)
+	for _, tc := range []struct {
+		name      string
+		biasScale float64
+		inactive  bool
+	}{{"bias refinement", 1, false}, {"fixed biases", 0, false}, {"inactive items", 1, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(eng statistic.Engine) ([]float64, []float64, *stepRecorder) {
+				rec := &stepRecorder{rel: gaussian{0.3}}
+				o := dpalsInputs(lr.train, 3, 2, rec)
+				o.BiasScale, o.Workers, o.Engine = tc.biasScale, 1, eng
+				if tc.inactive {
+					for j := 0; j < lr.train.NumItems; j += 4 {
+						o.Active[j] = false
+					}
+				}
+				p := lr.train
+				if eng != nil {
+					p = nil
+				}
+				V, b, err := DPALS(context.Background(), p, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return V, b, rec
+			}
+			V0, b0, rec0 := run(nil)
+			eng := &rowsEngine{p: lr.train}
+			V1, b1, rec1 := run(eng)
+			if len(eng.sums) != 2 {
+				t.Fatalf("%d engine sums, want one per step (2)", len(eng.sums))
+			}
+			if len(rec0.seen) != len(rec1.seen) || len(rec0.seen) == 0 {
+				t.Fatalf("%d releases in process, %d through the engine", len(rec0.seen), len(rec1.seen))
+			}
+			for i := range rec0.seen {
+				for c, x := range rec0.seen[i] {
+					if y := rec1.seen[i][c]; math.Abs(x-y) > 1e-9*math.Max(1, math.Abs(x)) {
+						t.Fatalf("release %d, value %d: %v in process, %v through the engine", i, c, x, y)
+					}
+				}
+			}
+			for _, pair := range [][2][]float64{{V0, V1}, {b0, b1}} {
+				for i, x := range pair[0] {
+					if y := pair[1][i]; math.Abs(x-y) > 1e-8*math.Max(1, math.Abs(x)) {
+						t.Fatalf("value %d: %v in process, %v through the engine", i, x, y)
+					}
+				}
+			}
+		})
+	}
+}
+
+// An engine cannot draw --max-per-user's per-user sample: refused.
+func TestDPALSEngineRefusesSampling(t *testing.T) {
+	lr := newLowRank(t, 20, 10, 2, 0.4, 0.2, 16)
+	o := dpalsInputs(lr.train, 2, 1, noNoise{})
+	o.MaxPerUser, o.Engine = 3, &rowsEngine{p: lr.train}
+	if _, _, err := DPALS(context.Background(), nil, o); err == nil || !strings.Contains(err.Error(), "max-per-user") {
+		t.Fatalf("err = %v, want the sampling refused", err)
 	}
 }

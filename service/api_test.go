@@ -186,6 +186,14 @@ func TestBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// docs/SERVICE.md shows exactly these answers.
+	doc, err := os.ReadFile("../docs/SERVICE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(doc, bytes.TrimSpace(table.Bytes())) {
+		t.Error("docs/SERVICE.md's Bad input table differs from what the server answers; regenerate it with PRIVREC_BADINPUT_TABLE=table.md go test -run TestBadInput ./service/")
+	}
 }
 
 // TestIsolation: a user reads and writes only her own data. No endpoint

@@ -502,3 +502,24 @@ func (id Identity) Config() *api.Config {
 	}
 	return c
 }
+
+// StoredConfig rebuilds the collection configuration a database records
+// (for the commands that read a `privrec serve` database offline:
+// privrec train --data, privrec-beam --data).
+func StoredConfig(ctx context.Context, st store.Store) (*api.Config, error) {
+	raw, err := st.Config(ctx)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("not a privrec serve database (no collection recorded)")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var id Identity
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return nil, fmt.Errorf("reading the collection settings: %w", err)
+	}
+	if len(id.Items) == 0 {
+		return nil, fmt.Errorf("the recorded collection has no catalogue")
+	}
+	return id.Config(), nil
+}

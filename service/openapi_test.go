@@ -22,7 +22,8 @@ import (
 var servedPaths = []string{api.PathConfig, api.PathEnroll, api.PathMe, api.PathMyExport, api.PathMyState, api.PathReports,
 	api.PathReports + "/{id}", api.PathLatestRelease, api.PathReleases + "/{id}", api.PathAdminReleases, api.PathAdminStats,
 	api.PathAdminUsers + "/{id}", api.PathAdminUsers + "/{id}/export", api.PathHealth, api.PathMetrics,
-	api.PathLive, api.PathReady, api.PathMyToken}
+	api.PathLive, api.PathReady, api.PathMyToken, api.PathAdminTokens, api.PathAdminTokens + "/{id}", api.PathAdminToken,
+	api.PathAdminUsers + "/{id}/token"}
 
 // spec checks the running server against docs/openapi.yaml, loaded and
 // validated as OpenAPI 3.0 by kin-openapi (a maintained OpenAPI library;
@@ -249,6 +250,33 @@ func TestOpenAPI(t *testing.T) {
 	sp.call(t, a, "GET", api.PathLive, api.PathLive, "", "", "")
 	sp.call(t, a, "GET", api.PathReady, api.PathReady, "", "", "")
 	other := enrolled(t, a)
+	// Token administration over HTTP.
+	sp.call(t, a, "GET", api.PathAdminTokens, api.PathAdminTokens, adminToken, "", "")
+	sp.call(t, a, "GET", api.PathAdminTokens, api.PathAdminTokens, other.Token, "", "")
+	_, b = sp.call(t, a, "POST", api.PathAdminTokens, api.PathAdminTokens, adminToken, `{"label":"ops","expires_in_seconds":60}`, j)
+	var nt api.NewAdminToken
+	mustJSON(t, b, &nt)
+	sp.call(t, a, "POST", api.PathAdminTokens, api.PathAdminTokens, adminToken, `{"label":1}`, j)
+	sp.call(t, a, "POST", api.PathAdminTokens, api.PathAdminTokens, adminToken, `{}`, "text/plain")
+	sp.call(t, a, "POST", api.PathAdminTokens, api.PathAdminTokens, other.Token, `{}`, j)
+	sp.call(t, a, "DELETE", api.PathAdminTokens+"/{id}", api.PathAdminTokens+"/adm_nope", adminToken, "", "")
+	sp.call(t, a, "DELETE", api.PathAdminTokens+"/{id}", api.PathAdminTokens+"/"+nt.ID, other.Token, "", "")
+	sp.call(t, a, "POST", api.PathAdminToken, api.PathAdminToken, other.Token, "", "")
+	sp.call(t, a, "POST", api.PathAdminToken, api.PathAdminToken, nt.Token, `{"expires_in_seconds":-5}`, j)
+	sp.call(t, a, "POST", api.PathAdminToken, api.PathAdminToken, nt.Token, `{}`, "text/plain")
+	_, b = sp.call(t, a, "POST", api.PathAdminToken, api.PathAdminToken, nt.Token, `{"label":"ops, rotated"}`, j)
+	mustJSON(t, b, &nt)
+	sp.call(t, a, "DELETE", api.PathAdminTokens+"/{id}", api.PathAdminTokens+"/"+nt.ID, adminToken, "", "")
+	sp.call(t, a, "POST", api.PathAdminUsers+"/{id}/token", api.PathAdminUsers+"/u_nope/token", adminToken, "", "")
+	sp.call(t, a, "POST", api.PathAdminUsers+"/{id}/token", api.PathAdminUsers+"/u_nope/token", other.Token, "", "")
+	sp.call(t, a, "DELETE", api.PathAdminUsers+"/{id}/token", api.PathAdminUsers+"/u_nope/token", adminToken, "", "")
+	sp.call(t, a, "DELETE", api.PathAdminUsers+"/{id}/token", api.PathAdminUsers+"/u_nope/token", other.Token, "", "")
+	om, _ := a.client(other.Token).Status(ctx)
+	sp.call(t, a, "DELETE", api.PathAdminUsers+"/{id}/token", api.PathAdminUsers+"/"+om.User+"/token", adminToken, "", "")
+	_, b = sp.call(t, a, "POST", api.PathAdminUsers+"/{id}/token", api.PathAdminUsers+"/"+om.User+"/token", adminToken, "", "")
+	var oen api.Enrolment
+	mustJSON(t, b, &oen)
+	other.Token = oen.Token
 	sp.call(t, a, "POST", api.PathMyToken, api.PathMyToken, other.Token, "", "")
 	sp.call(t, a, "POST", api.PathMyToken, api.PathMyToken, "", "", "")
 
@@ -308,6 +336,8 @@ func TestOpenAPI(t *testing.T) {
 	for _, p := range []struct{ method, path string }{
 		{"POST", api.PathAdminReleases}, {"GET", api.PathAdminStats}, {"GET", api.PathMetrics},
 		{"DELETE", api.PathAdminUsers + "/{id}"}, {"GET", api.PathAdminUsers + "/{id}/export"},
+		{"GET", api.PathAdminTokens}, {"POST", api.PathAdminTokens}, {"DELETE", api.PathAdminTokens + "/{id}"}, {"POST", api.PathAdminToken},
+		{"POST", api.PathAdminUsers + "/{id}/token"}, {"DELETE", api.PathAdminUsers + "/{id}/token"},
 	} {
 		body := ""
 		if p.method == "POST" {

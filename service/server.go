@@ -152,6 +152,10 @@ func (s *Server) routes() {
 	s.route(api.PathAdminUsers+"/{id}", map[string]http.HandlerFunc{http.MethodDelete: s.adminDeleteUser})
 	s.route(api.PathAdminUsers+"/{id}/export", map[string]http.HandlerFunc{http.MethodGet: s.adminExportUser})
 	s.route(api.PathMyToken, map[string]http.HandlerFunc{http.MethodPost: s.postMyToken})
+	s.route(api.PathAdminTokens, map[string]http.HandlerFunc{http.MethodGet: s.getAdminTokens, http.MethodPost: s.postAdminTokens})
+	s.route(api.PathAdminTokens+"/{id}", map[string]http.HandlerFunc{http.MethodDelete: s.deleteAdminToken})
+	s.route(api.PathAdminToken, map[string]http.HandlerFunc{http.MethodPost: s.postAdminToken})
+	s.route(api.PathAdminUsers+"/{id}/token", map[string]http.HandlerFunc{http.MethodPost: s.postUserToken, http.MethodDelete: s.deleteUserToken})
 	s.route(api.PathMyState, map[string]http.HandlerFunc{http.MethodGet: s.getMyState})
 	s.route(api.PathReports, map[string]http.HandlerFunc{http.MethodPost: s.postReport, http.MethodGet: s.getReports})
 	s.route(api.PathReports+"/{id}", map[string]http.HandlerFunc{http.MethodGet: s.getReport})
@@ -265,7 +269,7 @@ func (s *Server) instrument(route string, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
-		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header()["X-Content-Type-Options"] = []string{"nosniff"}
 		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
 			r.Body = &cutBody{ReadCloser: r.Body, s: s, rec: rec}
 		}
@@ -308,12 +312,35 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeJSONBytes(w, status, b)
 }
 
+// writeAck answers a report: json.Marshal's encoding of a, written
+// without reflection (this runs for every report).
+func writeAck(w http.ResponseWriter, status int, a api.Ack) {
+	buf := make([]byte, 0, 256)
+	b, ok := a.AppendJSON(buf)
+	if !ok {
+		writeJSON(w, status, a)
+		return
+	}
+	b = append(b, '\n')
+	writeJSONHeader(w, status, len(b))
+	w.Write(b)
+}
+
+// writeJSONBytes writes b, a JSON document, and a newline.
 func writeJSONBytes(w http.ResponseWriter, status int, b []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
-	w.WriteHeader(status)
+	writeJSONHeader(w, status, len(b)+1)
 	w.Write(b)
 	w.Write([]byte{'\n'})
+}
+
+// writeJSONHeader sets the headers of a JSON answer of n bytes and
+// writes the status.
+func writeJSONHeader(w http.ResponseWriter, status, n int) {
+	h := w.Header()
+	// Canonical keys assigned directly: no canonicalization per answer.
+	h["Content-Type"] = []string{"application/json"}
+	h["Content-Length"] = []string{strconv.Itoa(n)}
+	w.WriteHeader(status)
 }
 
 func writeError(w http.ResponseWriter, e *api.Error) {
@@ -554,13 +581,13 @@ func (s *Server) postReport(w http.ResponseWriter, r *http.Request) {
 	}
 	res := o.res
 	s.m.reports.WithLabelValues(res.Outcome.String()).Inc()
-	w.Header().Set("Cache-Control", "no-store")
+	w.Header()["Cache-Control"] = []string{"no-store"} // canonical key: no canonicalization per report
 	switch res.Outcome {
 	case store.Stored:
-		writeJSON(w, http.StatusCreated, ack(res.Report, res.Budget))
+		writeAck(w, http.StatusCreated, ack(res.Report, res.Budget))
 	case store.Duplicate:
 		w.Header().Set(api.HeaderReplayed, "true")
-		writeJSON(w, http.StatusOK, ack(res.Report, res.Budget))
+		writeAck(w, http.StatusOK, ack(res.Report, res.Budget))
 	case store.Conflict:
 		writeError(w, &api.Error{Status: http.StatusConflict, Code: api.CodeIDConflict, Field: "id",
 			Message: fmt.Sprintf("report id %q was used before with other content; choose a new id for a new report", rep.ID)})

@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -17,7 +19,9 @@ import (
 // Tokens can be rotated and revoked while the server runs: a user rotates
 // her own (POST /v1/me/token); the operator rotates or revokes a user's,
 // creates, lists and revokes admin tokens, and revokes the configured
-// admin token, with privrec serve token against the database. A server
+// admin token — over HTTP (/v1/admin/tokens, /v1/admin/token,
+// /v1/admin/users/{id}/token) or with privrec serve token against the
+// database. A server
 // keeps what it learnt of a token for at most authTTL, so a change made
 // by another process (the CLI, another server on the same PostgreSQL)
 // takes effect within authTTL; one made through this server at once.
@@ -158,4 +162,197 @@ func emptyBody(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	return true
+}
+
+// CreateAdminToken records a new admin token and returns it (the secret
+// once; the store keeps its SHA-256). expiresMS 0: never.
+func CreateAdminToken(ctx context.Context, st store.Store, label string, nowMS, expiresMS int64) (store.AdminToken, string, error) {
+	var b [6]byte
+	rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
+	tok := NewToken("pra_")
+	t := store.AdminToken{ID: "adm_" + hex.EncodeToString(b[:]), Label: label, Hash: TokenHash(tok), CreatedMS: nowMS, ExpiresMS: expiresMS}
+	if err := st.AddAdminToken(ctx, t); err != nil {
+		return store.AdminToken{}, "", err
+	}
+	return t, tok, nil
+}
+
+// RevokeAdminHash revokes the admin token with this SHA-256: its record,
+// or — for a token the database does not know, such as the one a server
+// was started with (--admin-token-file) — a new record saying it is
+// revoked, which every server consults before its configured token. It
+// returns the record's ID.
+func RevokeAdminHash(ctx context.Context, st store.Store, h []byte, nowMS int64) (string, error) {
+	t, err := st.AdminToken(ctx, h)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		id := "file_" + hex.EncodeToString(h[:6])
+		return id, st.AddAdminToken(ctx, store.AdminToken{ID: id, Label: "the configured admin token, revoked", Hash: h, CreatedMS: nowMS, RevokedMS: max(nowMS, 1)})
+	case err != nil:
+		return "", err
+	}
+	return t.ID, st.RevokeAdminToken(ctx, t.ID, nowMS)
+}
+
+// AdminTokenInfo describes a recorded admin token for the API.
+func AdminTokenInfo(t store.AdminToken, nowMS int64) api.AdminTokenInfo {
+	at := func(ms int64) *time.Time {
+		if ms == 0 {
+			return nil
+		}
+		t := time.UnixMilli(ms).UTC()
+		return &t
+	}
+	return api.AdminTokenInfo{ID: t.ID, Label: t.Label, Created: time.UnixMilli(t.CreatedMS).UTC(), Expires: at(t.ExpiresMS), Revoked: at(t.RevokedMS), Valid: t.Valid(nowMS)}
+}
+
+// forgetAdmins drops every cached admin verdict, so that a revocation
+// made through this server holds at once.
+func (s *Server) forgetAdmins() {
+	s.admMu.Lock()
+	clear(s.adm)
+	s.admMu.Unlock()
+}
+
+func (s *Server) getAdminTokens(w http.ResponseWriter, r *http.Request) {
+	if !s.authAdmin(w, r) {
+		return
+	}
+	ts, err := s.st.AdminTokens(r.Context())
+	if err != nil {
+		s.internal(w, r, "listing admin tokens", err)
+		return
+	}
+	now := s.opt.Now().UnixMilli()
+	out := api.AdminTokenList{AdminTokens: make([]api.AdminTokenInfo, 0, len(ts))}
+	for _, t := range ts {
+		out.AdminTokens = append(out.AdminTokens, AdminTokenInfo(t, now))
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, out)
+}
+
+// newAdminToken creates an admin token from a request body and answers
+// it; revoke, when set, is the caller's token hash to revoke with it
+// (rotation). It answers errors itself.
+func (s *Server) newAdminToken(w http.ResponseWriter, r *http.Request, revoke []byte) {
+	body := jsonBody(w, r, 4096)
+	if body == nil {
+		return
+	}
+	req, e := api.DecodeAdminTokenRequest(body)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	now := s.opt.Now().UnixMilli()
+	var exp int64
+	if req.ExpiresInSeconds > 0 {
+		exp = now + req.ExpiresInSeconds*1000
+	}
+	t, tok, err := CreateAdminToken(r.Context(), s.st, req.Label, now, exp)
+	if err != nil {
+		s.internal(w, r, "creating an admin token", err)
+		return
+	}
+	out := api.NewAdminToken{AdminTokenInfo: AdminTokenInfo(t, now), Token: tok}
+	if revoke != nil {
+		// The new token is recorded first: a failure here leaves the
+		// caller with her old token, never with none.
+		if out.RevokedID, err = RevokeAdminHash(r.Context(), s.st, revoke, now); err != nil {
+			s.internal(w, r, "revoking the old admin token", err)
+			return
+		}
+		s.forgetAdmins()
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, out)
+}
+
+func (s *Server) postAdminTokens(w http.ResponseWriter, r *http.Request) {
+	if s.authAdmin(w, r) {
+		s.newAdminToken(w, r, nil)
+	}
+}
+
+// postAdminToken rotates the caller's admin token: a new one is issued
+// (returned once) and the caller's stops working.
+func (s *Server) postAdminToken(w http.ResponseWriter, r *http.Request) {
+	if s.authAdmin(w, r) {
+		h := sha256.Sum256([]byte(bearer(r)))
+		s.newAdminToken(w, r, h[:])
+	}
+}
+
+func (s *Server) deleteAdminToken(w http.ResponseWriter, r *http.Request) {
+	if !s.authAdmin(w, r) {
+		return
+	}
+	id := r.PathValue("id")
+	now := s.opt.Now().UnixMilli()
+	err := s.st.RevokeAdminToken(r.Context(), id, now)
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Field: "id", Message: fmt.Sprintf("no admin token %q (GET %s lists them)", api.Truncate(id), api.PathAdminTokens)})
+		return
+	}
+	if err != nil {
+		s.internal(w, r, "revoking an admin token", err)
+		return
+	}
+	s.forgetAdmins()
+	ts, err := s.st.AdminTokens(r.Context())
+	if err != nil {
+		s.internal(w, r, "revoking an admin token", err)
+		return
+	}
+	for _, t := range ts {
+		if t.ID == id {
+			writeJSON(w, http.StatusOK, AdminTokenInfo(t, now))
+			return
+		}
+	}
+	s.internal(w, r, "revoking an admin token", serverFault{fmt.Errorf("admin token %s vanished after its revocation", id)})
+}
+
+// postUserToken rotates a named user's token (the admin's POST
+// /v1/me/token for her): the new one is returned once.
+func (s *Server) postUserToken(w http.ResponseWriter, r *http.Request) {
+	if !s.authAdmin(w, r) || !emptyBody(w, r) {
+		return
+	}
+	id := r.PathValue("id")
+	tok := NewToken("prt_")
+	err := s.st.SetUserToken(r.Context(), id, TokenHash(tok), s.tokenExpiry())
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, noSuchUser(id))
+		return
+	}
+	if err != nil {
+		s.internal(w, r, "rotating a user's token", err)
+		return
+	}
+	s.forgetUser(id)
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, api.Enrolment{User: id, Token: tok})
+}
+
+// deleteUserToken revokes a named user's token: she can no longer call
+// the API until the admin rotates it.
+func (s *Server) deleteUserToken(w http.ResponseWriter, r *http.Request) {
+	if !s.authAdmin(w, r) {
+		return
+	}
+	id := r.PathValue("id")
+	now := s.opt.Now()
+	err := s.st.RevokeUserToken(r.Context(), id, now.UnixMilli())
+	if errors.Is(err, store.ErrNotFound) {
+		writeError(w, noSuchUser(id))
+		return
+	}
+	if err != nil {
+		s.internal(w, r, "revoking a user's token", err)
+		return
+	}
+	s.forgetUser(id)
+	writeJSON(w, http.StatusOK, api.UserTokenRevocation{User: id, Revoked: time.UnixMilli(now.UnixMilli()).UTC()})
 }

@@ -42,6 +42,12 @@ type Config struct {
 	// Log gets one line per pipeline (the operator's log: it may name how
 	// many rows were refused, which is private).
 	Log *slog.Logger
+	// Store, in place of Inputs, is a central-mode `privrec serve`
+	// database (postgres://… or sqlite:FILE) whose reports table the
+	// pipelines read through databaseio; StoreItems is its collection's
+	// catalogue (the item of each stored value).
+	Store      string
+	StoreItems []string
 }
 
 // RefusedError reports rows the pipeline refused: the run fails before
@@ -70,10 +76,14 @@ type Engine struct {
 // counts its pipelines (Runs).
 func (cfg Config) Factory(made *[]*Engine) methods.EngineFactory {
 	return func(plan statistic.RowPlan) (statistic.Engine, error) {
-		if cfg.Read.Format == "" || cfg.Read.Format == "auto" {
+		switch {
+		case cfg.Store != "":
+			if len(cfg.Inputs) > 0 || len(cfg.StoreItems) == 0 {
+				return nil, fmt.Errorf("the Beam engine reads a database or files, not both, and a database with its catalogue")
+			}
+		case cfg.Read.Format == "" || cfg.Read.Format == "auto":
 			return nil, fmt.Errorf("the Beam engine needs the format named (--format), not detected")
-		}
-		if len(cfg.Inputs) == 0 {
+		case len(cfg.Inputs) == 0:
 			return nil, fmt.Errorf("the Beam engine needs at least one input")
 		}
 		e := &Engine{cfg: cfg, plan: plan, users: -1}
@@ -122,12 +132,22 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 	base := strings.TrimSuffix(e.cfg.WorkDir, "/") + "/" + fmt.Sprintf("%s-%d", kind, e.runs)
 	sumsPath, refusedPath := base+".sums", base+".refused"
 	p, s := beam.NewPipelineWithRoot()
-	files := beam.Create(s, toAny(e.cfg.Inputs)...)
-	opt := e.cfg.Read
-	parsed, refused := beam.ParDo2(s, &parseFn{Format: opt.Format, Cols: opt.Cols, Column: opt.Column,
-		HasScale: opt.HasScale, Min: opt.Min, Max: opt.Max, Sources: e.cfg.Inputs}, files)
+	var parsed, refused beam.PCollection
+	if e.cfg.Store != "" {
+		if parsed, refused, err = readStore(s, e.cfg.Store, e.cfg.StoreItems); err != nil {
+			return nil, err
+		}
+	} else {
+		files := beam.Create(s, toAny(e.cfg.Inputs)...)
+		opt := e.cfg.Read
+		parsed, refused = beam.ParDo2(s, &parseFn{Format: opt.Format, Cols: opt.Cols, Column: opt.Column,
+			HasScale: opt.HasScale, Min: opt.Min, Max: opt.Max, Sources: e.cfg.Inputs}, files)
+	}
 	byUser := beam.GroupByKey(s, parsed)
-	parts, refused2, ones := beam.ParDo3(s, &contributeFn{Kind: kind, Plan: plan, Rows: e.plan, Sources: e.cfg.Inputs}, byUser)
+	// The public plan as a singleton side input (an ALS step's previous
+	// factors are megabytes; see contributeFn).
+	planIn := beam.SideInput{Input: beam.Create(s, plan)}
+	parts, refused2, ones := beam.ParDo3(s, &contributeFn{Kind: kind, Rows: e.plan, Sources: e.cfg.Inputs, Latest: e.cfg.Store != ""}, byUser, planIn)
 	sums := beam.CombinePerKey(s, &blockSumFn{}, parts)
 	lines := beam.ParDo(s, formatBlock, sums)
 	users := beam.ParDo(s, formatUsers, stats.Sum(s, ones))

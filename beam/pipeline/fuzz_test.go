@@ -13,6 +13,7 @@ import (
 
 	"github.com/privrec/privrec/ratingio"
 	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/service/api"
 )
 
 // FuzzParse compares the pipeline's batched parser with ratingio reading
@@ -69,6 +70,51 @@ func FuzzParse(f *testing.F) {
 			}
 		case errors.As(rerr, &pe) && pe.Line > 0 && !errors.As(rerr, &de) && len(refused) == 0:
 			t.Fatalf("ratingio refuses line %d (%v), the parser refused nothing", pe.Line, rerr)
+		}
+	})
+}
+
+// FuzzReportRow: a stored report's values, whatever they are, either
+// become ratings of catalogue items at the report's seq (plus the one
+// marker of no item) — exactly the values api.DecodeValues reads — or the
+// row is refused naming the database and its seq; never a panic.
+func FuzzReportRow(f *testing.F) {
+	f.Add(int64(1), "[5, null, 3]")
+	f.Add(int64(2), "[null, null]")
+	f.Add(int64(3), "[1, 2, 3, 4, 5]")
+	f.Add(int64(4), "[1, 2")
+	f.Add(int64(5), `{"a": 1}`)
+	f.Add(int64(6), "[1e400]")
+	items := []string{"a", "b", "c", "d"}
+	f.Fuzz(func(t *testing.T, seq int64, vals string) {
+		fn := &reportFn{Items: items, Source: "sqlite:x.db"}
+		var got []Rating
+		var refused []string
+		fn.ProcessElement(ReportRow{Seq: seq, User: "u", Vals: vals},
+			func(u string, r Rating) { got = append(got, r) },
+			func(s string) { refused = append(refused, s) })
+		want, err := api.DecodeValues([]byte(vals))
+		if err != nil || len(want) > len(items) {
+			if len(refused) != 1 || len(got) != 0 || !strings.HasPrefix(refused[0], fmt.Sprintf("sqlite:x.db: reports seq %d ", seq)) {
+				t.Fatalf("values %q: refused %q, emitted %v", vals, refused, got)
+			}
+			return
+		}
+		if len(refused) != 0 || len(got) == 0 || got[0].Item != "" {
+			t.Fatalf("values %q: refused %q, emitted %v", vals, refused, got)
+		}
+		k := 1
+		for j, v := range want {
+			if v == nil {
+				continue
+			}
+			if k >= len(got) || got[k].Item != items[j] || got[k].Value != float32(*v) || got[k].First != seq {
+				t.Fatalf("values %q: emitted %v", vals, got)
+			}
+			k++
+		}
+		if k != len(got) {
+			t.Fatalf("values %q: %d ratings emitted, want %d", vals, len(got)-1, k-1)
 		}
 	})
 }

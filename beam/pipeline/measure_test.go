@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
 	"os"
 	"reflect"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
 
+	"github.com/privrec/privrec/mf"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/statistic"
 	"github.com/privrec/privrec/statistic/gram"
@@ -77,27 +79,26 @@ func TestMeasureElementCosts(t *testing.T) {
 		&statistic.Counts{Items: cat.Len(), Cap: 50},
 		&statistic.Bias{Items: cat.Len(), Mid: 3, Half: 2, Clip: 1.5, Spread: true},
 		g,
+		alsStep(cat.Len(), 32),
 	} {
 		kind, plan, err := statistic.Encode(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fn := &contributeFn{Kind: kind, Plan: plan, Rows: statistic.RowPlan{Catalogue: cat.IDs(), Clamp: &[2]float64{1, 5}}, Sources: []string{path}}
-		if err := fn.Setup(); err != nil {
-			t.Fatal(err)
-		}
+		fn := &contributeFn{Kind: kind, Rows: statistic.RowPlan{Catalogue: cat.IDs(), Clamp: &[2]float64{1, 5}}, Sources: []string{path}}
+		fn.Setup()
 		var partBytes, parts int
 		start := time.Now()
 		for u, rs := range byUser {
 			k := 0
-			fn.ProcessElement(u, func(r *Rating) bool {
+			err := fn.ProcessElement(u, func(r *Rating) bool {
 				if k == len(rs) {
 					return false
 				}
 				*r = rs[k]
 				k++
 				return true
-			}, func(_ int, p Part) {
+			}, plan, func(_ int, p Part) {
 				buf.Reset()
 				if err := partEnc(p, &buf); err != nil {
 					t.Fatal(err)
@@ -105,9 +106,31 @@ func TestMeasureElementCosts(t *testing.T) {
 				partBytes += buf.Len() + 2 // + the block key
 				parts++
 			}, func(s string) { t.Fatalf("refused: %s", s) }, func(int) {})
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 		d := time.Since(start)
 		t.Logf("%s (%d coordinates): contribute+encode %.0f ns/user, %.2f parts/user, %.0f shuffled bytes/user before combiner lifting",
 			c.Spec().Name, c.Spec().Dim, float64(d.Nanoseconds())/float64(len(byUser)), float64(parts)/float64(len(byUser)), float64(partBytes)/float64(len(byUser)))
 	}
+}
+
+// alsStep is an ALS step statistic over n items at rank k with every item
+// active, unit weights and small random public factors (dpals' default
+// clips and ridge).
+func alsStep(n, k int) *mf.ALSStepStatistic {
+	r := rand.New(rand.NewPCG(1, 2))
+	st := &mf.ALSStepStatistic{Step: 1, Rank: k, V: make([]float64, n*k), Mean: 3.5, ItemBias: make([]float64, n),
+		Weight: make([]float64, n), Active: make([]bool, n), UserLambda: 30, UserDamping: 5, UserClip: 0.3, ResidualClip: 1, RHSScale: 0.3}
+	for i := range st.V {
+		st.V[i] = 0.2 * r.NormFloat64()
+	}
+	for j := range n {
+		st.Weight[j], st.Active[j] = 1, true
+	}
+	if err := st.Validate(); err != nil {
+		panic(err)
+	}
+	return st
 }

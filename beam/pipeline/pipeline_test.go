@@ -22,6 +22,7 @@ import (
 	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratingio"
+	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
 )
 
@@ -66,6 +67,33 @@ func synthetic(t *testing.T, dir string, users, items int) (data, cat string) {
 // Beam. It returns the model file's bytes and every release's draw.
 func train(t *testing.T, method string, params map[string]any, data, cat string, beamInputs []string) ([]byte, []mechanism.Draw) {
 	t.Helper()
+	return trainRun(t, method, params, data, cat, beamInputs, nil)
+}
+
+// trainRun is train with the pipelines run by run (nil: Prism once); run
+// gets the draws made so far.
+func trainRun(t *testing.T, method string, params map[string]any, data, cat string, beamInputs []string,
+	run func(ctx context.Context, p *beam.Pipeline, draws *[]mechanism.Draw) error) ([]byte, []mechanism.Draw) {
+	t.Helper()
+	var bc *Config
+	if beamInputs != nil {
+		bc = &Config{Inputs: beamInputs}
+	}
+	return trainOn(t, method, params, cat, func() *ratings.Matrix {
+		m, err := ratingio.ReadFile(data, ratingio.Options{Format: "tsv", HasScale: true, Min: 1, Max: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}, bc, run)
+}
+
+// trainOn trains method on the ratings data() in process, or with bc set
+// on Beam (bc's inputs or database; the format, work directory and
+// runner filled in here).
+func trainOn(t *testing.T, method string, params map[string]any, cat string, data func() *ratings.Matrix, bc *Config,
+	run func(ctx context.Context, p *beam.Pipeline, draws *[]mechanism.Draw) error) ([]byte, []mechanism.Draw) {
+	t.Helper()
 	ctx := context.Background()
 	scale := release.Scale{Min: 1, Max: 5}
 	c, err := model.LoadCatalogue(cat)
@@ -80,14 +108,16 @@ func train(t *testing.T, method string, params map[string]any, data, cat string,
 			draws = append(draws, mechanism.Draw{Clean: slices.Clone(d.Clean), Noised: slices.Clone(d.Noised), Scale: d.Scale})
 			return nil
 		}}
-	if beamInputs != nil {
-		env.Engine = Config{Inputs: beamInputs, Read: opt, WorkDir: t.TempDir(), Run: runPrism}.Factory(nil)
-	} else {
-		m, err := ratingio.ReadFile(data, opt)
-		if err != nil {
-			t.Fatal(err)
+	if bc != nil {
+		r := runPrism
+		if run != nil {
+			r = func(ctx context.Context, p *beam.Pipeline) error { return run(ctx, p, &draws) }
 		}
-		in.Ratings = m
+		cfg := *bc
+		cfg.Read, cfg.WorkDir, cfg.Run = opt, t.TempDir(), r
+		env.Engine = cfg.Factory(nil)
+	} else {
+		in.Ratings = data()
 	}
 	meth, err := methods.Lookup(method)
 	if err != nil {
@@ -101,7 +131,7 @@ func train(t *testing.T, method string, params map[string]any, data, cat string,
 	}
 	rel, err := methods.Train(ctx, method, cfg, in, env)
 	if err != nil {
-		t.Fatalf("%s (beam %v): %v", method, beamInputs != nil, err)
+		t.Fatalf("%s (beam %v): %v", method, bc != nil, err)
 	}
 	var buf bytes.Buffer
 	if err := rel.Public.Write(&buf); err != nil {
@@ -122,41 +152,20 @@ func TestBeamMatchesInProcess(t *testing.T) {
 	// dpals with its three releases: the counts that set the adaptive
 	// weights, the bias statistics and the covariance features.
 	dpals := map[string]any{"adaptive_from": 0.0, "cov_users_per_item": 0.0, "cov_rank": 4.0}
+	// dpals with two ALS steps after those releases: each step one
+	// pipeline, the previous step's noised factors its side input; with
+	// bias refinement (the item biases change between the steps).
+	steps := map[string]any{"adaptive_from": 0.0, "cov_users_per_item": 0.0, "cov_rank": 2.0, "rank": 8.0, "steps": 2.0, "bias_scale": 0.5}
 	for _, tc := range []struct {
-		method string
-		params map[string]any
-	}{{"dp-popularity", nil}, {"dp-bias", nil}, {"dp-ease", nil}, {"dpals", dpals}} {
+		name, method string
+		params       map[string]any
+	}{{"dp-popularity", "dp-popularity", nil}, {"dp-bias", "dp-bias", nil}, {"dp-ease", "dp-ease", nil}, {"dpals", "dpals", dpals},
+		{"dpals-steps-2", "dpals", steps}} {
 		method := tc.method
-		t.Run(method, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			want, wantDraws := train(t, method, tc.params, data, cat, nil)
 			got, gotDraws := train(t, method, tc.params, data, cat, []string{data})
-			if len(gotDraws) != len(wantDraws) || len(gotDraws) == 0 {
-				t.Fatalf("%d releases on Beam, %d in process", len(gotDraws), len(wantDraws))
-			}
-			for k := range wantDraws {
-				w, g := wantDraws[k], gotDraws[k]
-				if len(w.Clean) != len(g.Clean) || w.Scale != g.Scale {
-					t.Fatalf("release %d: %d coordinates σ %g on Beam, %d σ %g in process", k, len(g.Clean), g.Scale, len(w.Clean), w.Scale)
-				}
-				worst, differ := 0.0, 0
-				for i := range w.Clean {
-					d := math.Abs(w.Clean[i]-g.Clean[i]) / math.Max(1e-300, math.Max(math.Abs(w.Clean[i]), 1))
-					worst = math.Max(worst, d)
-					if w.Noised[i] != g.Noised[i] {
-						differ++
-					}
-				}
-				if worst > 1e-9 {
-					t.Errorf("release %d: pre-noise sums differ by %g relative", k, worst)
-				}
-				if differ > 0 {
-					t.Errorf("release %d: %d of %d noised values differ", k, differ, len(w.Noised))
-				}
-				t.Logf("release %d: %d coordinates, largest pre-noise difference %.3g relative", k, len(w.Clean), worst)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("the model files differ (%d bytes on Beam, %d in process)", len(got), len(want))
-			}
+			sameRelease(t, want, got, wantDraws, gotDraws)
 		})
 	}
 }
@@ -231,5 +240,127 @@ func TestBeamRefusesBadRows(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "3 input row(s) refused") {
 		t.Errorf("error %q does not name the count", err)
+	}
+}
+
+// TestBeamRetriesDrawNoiseOnce: the noise of a statistic is drawn on the
+// driver after its pipeline has returned, never while it runs, so a
+// runner that re-executes work cannot draw it twice. Here every pipeline
+// is executed twice (a runner re-running a job after a failure writes
+// the same sums again): no draw happens during either execution, each
+// release is drawn once, and the model is byte-identical to the
+// in-process one. (Deterministic; dp-ease: two pipelines, the second's
+// plan from the first's noised release.)
+func TestBeamRetriesDrawNoiseOnce(t *testing.T) {
+	dir := t.TempDir()
+	data, cat := synthetic(t, dir, 150, 30)
+	executions := 0
+	twice := func(ctx context.Context, p *beam.Pipeline, draws *[]mechanism.Draw) error {
+		before := len(*draws)
+		for range 2 {
+			if err := runPrism(ctx, p); err != nil {
+				return err
+			}
+			executions++
+		}
+		if len(*draws) != before {
+			t.Errorf("%d noise draw(s) while a pipeline ran", len(*draws)-before)
+		}
+		return nil
+	}
+	want, wantDraws := train(t, "dp-ease", nil, data, cat, nil)
+	got, gotDraws := trainRun(t, "dp-ease", nil, data, cat, []string{data}, twice)
+	if executions != 4 {
+		t.Fatalf("%d pipeline executions, want 2 pipelines × 2", executions)
+	}
+	if len(gotDraws) != len(wantDraws) || len(gotDraws) != 2 {
+		t.Fatalf("%d draws with re-executed pipelines, %d in process (want one per release: 2)", len(gotDraws), len(wantDraws))
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("re-executed pipelines gave a different model")
+	}
+}
+
+// TestCombineIndependentOfBundles: the block sum is the same float64s
+// however the parts are split into bundles and in whatever order the
+// bundles' accumulators merge (a retried bundle's output replaces its
+// failed attempt's, so only the split can change). Deterministic seeds.
+func TestCombineIndependentOfBundles(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	parts := make([]Part, 500)
+	for k := range parts {
+		for range 1 + r.IntN(40) {
+			parts[k].Idx = append(parts[k].Idx, int32(r.IntN(64)))
+			parts[k].Val = append(parts[k].Val, r.NormFloat64()*math.Pow(10, float64(r.IntN(12)-6)))
+		}
+	}
+	var fn blockSumFn
+	one := fn.CreateAccumulator()
+	for _, p := range parts {
+		one = fn.AddInput(one, p)
+	}
+	want := fn.ExtractOutput(one)
+	for trial := range 20 {
+		var accs []Acc
+		for lo := 0; lo < len(parts); {
+			hi := min(len(parts), lo+1+r.IntN(60))
+			a := fn.CreateAccumulator()
+			for _, p := range parts[lo:hi] {
+				a = fn.AddInput(a, p)
+			}
+			accs = append(accs, a)
+			lo = hi
+		}
+		r.Shuffle(len(accs), func(i, j int) { accs[i], accs[j] = accs[j], accs[i] })
+		for len(accs) > 1 {
+			i := r.IntN(len(accs) - 1)
+			accs[i] = fn.MergeAccumulators(accs[i], accs[i+1])
+			accs = append(accs[:i+1], accs[i+2:]...)
+		}
+		got := fn.ExtractOutput(accs[0])
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("trial %d, coordinate %d: %v with %d bundles, %v in one", trial, i, got[i], len(accs), want[i])
+			}
+		}
+	}
+}
+
+// sameRelease checks that the Beam run (got) made the in-process run's
+// releases: as many draws, every pre-noise sum equal to 1e-9 relative,
+// every noised value equal, and the same model file.
+func sameRelease(t *testing.T, want, got []byte, wantDraws, gotDraws []mechanism.Draw) {
+	t.Helper()
+	if len(gotDraws) != len(wantDraws) || len(gotDraws) == 0 {
+		t.Fatalf("%d releases on Beam, %d in process", len(gotDraws), len(wantDraws))
+	}
+	overall := 0.0
+	for k := range wantDraws {
+		w, g := wantDraws[k], gotDraws[k]
+		if len(w.Clean) != len(g.Clean) || w.Scale != g.Scale {
+			t.Fatalf("release %d: %d coordinates σ %g on Beam, %d σ %g in process", k, len(g.Clean), g.Scale, len(w.Clean), w.Scale)
+		}
+		worst, differ := 0.0, 0
+		for i := range w.Clean {
+			d := math.Abs(w.Clean[i]-g.Clean[i]) / math.Max(1e-300, math.Max(math.Abs(w.Clean[i]), 1))
+			worst = math.Max(worst, d)
+			if w.Noised[i] != g.Noised[i] {
+				differ++
+			}
+		}
+		if worst > 1e-9 {
+			t.Errorf("release %d: pre-noise sums differ by %g relative", k, worst)
+		}
+		if differ > 0 {
+			t.Errorf("release %d: %d of %d noised values differ", k, differ, len(w.Noised))
+		}
+		if k < 3 {
+			t.Logf("release %d: %d coordinates, largest pre-noise difference %.3g relative", k, len(w.Clean), worst)
+		}
+		overall = math.Max(overall, worst)
+	}
+	t.Logf("%d releases, largest pre-noise difference %.3g relative", len(wantDraws), overall)
+	if !bytes.Equal(got, want) {
+		t.Errorf("the model files differ (%d bytes on Beam, %d in process)", len(got), len(want))
 	}
 }

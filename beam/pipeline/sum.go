@@ -23,7 +23,7 @@ func init() {
 	register.DoFn4x1[context.Context, string, func(string, Rating), func(string), error](&parseFn{})
 	register.Emitter2[string, Rating]()
 	register.Emitter1[string]()
-	register.DoFn5x0[string, func(*Rating) bool, func(int, Part), func(string), func(int)](&contributeFn{})
+	register.DoFn6x1[string, func(*Rating) bool, []byte, func(int, Part), func(string), func(int), error](&contributeFn{})
 	register.Iter1[Rating]()
 	register.Emitter2[int, Part]()
 	register.Emitter1[int]()
@@ -45,33 +45,43 @@ type Part struct {
 // sums), then the statistic package's Contribute, split by block. A user
 // with a repeated (user, item) has every repeat refused (source and
 // position) and contributes nothing. Every user is counted once (count).
+//
+// The contribution's public plan (statistic.Encode: for an ALS step the
+// previous step's noised item factors and biases, megabytes) arrives as a
+// singleton side input, not in the DoFn's serialized fields: the runner
+// ships it to the workers once per pipeline as data, and each DoFn
+// instance decodes it once.
 type contributeFn struct {
 	Kind    string            `json:"kind"`
-	Plan    []byte            `json:"plan"`
 	Rows    statistic.RowPlan `json:"rows"`
 	Sources []string          `json:"sources"`
+	// Latest keeps a user's rating of an item at the latest position
+	// instead of refusing a repeat (a central-mode database: a later
+	// report replaces her earlier rating, as service.RatingsMatrix reads
+	// it).
+	Latest bool `json:"latest,omitempty"`
 
 	c     statistic.Contribution
 	index map[string]int32
-	dim   int
 }
 
-// Setup rebuilds the contribution and the catalogue index.
-func (f *contributeFn) Setup() error {
-	c, err := statistic.Decode(f.Kind, f.Plan)
-	if err != nil {
-		return err
-	}
-	f.c, f.dim = c, c.Spec().Dim
+// Setup builds the catalogue index.
+func (f *contributeFn) Setup() {
 	f.index = make(map[string]int32, len(f.Rows.Catalogue))
 	for j, id := range f.Rows.Catalogue {
 		f.index[id] = int32(j)
 	}
-	return nil
 }
 
-// ProcessElement handles one user's ratings.
-func (f *contributeFn) ProcessElement(user string, iter func(*Rating) bool, emit func(int, Part), refuse func(string), count func(int)) {
+// ProcessElement handles one user's ratings; plan is the side input.
+func (f *contributeFn) ProcessElement(user string, iter func(*Rating) bool, plan []byte, emit func(int, Part), refuse func(string), count func(int)) error {
+	if f.c == nil {
+		c, err := statistic.Decode(f.Kind, plan)
+		if err != nil {
+			return err
+		}
+		f.c = c
+	}
 	var all []Rating
 	var r Rating
 	for iter(&r) {
@@ -87,6 +97,9 @@ func (f *contributeFn) ProcessElement(user string, iter func(*Rating) bool, emit
 		}
 		return cmpPos(a, b)
 	})
+	if f.Latest {
+		all = latest(all)
+	}
 	dup := false
 	for k := 1; k < len(all); k++ {
 		if all[k].Item == all[k-1].Item {
@@ -95,7 +108,7 @@ func (f *contributeFn) ProcessElement(user string, iter func(*Rating) bool, emit
 		}
 	}
 	if dup {
-		return
+		return nil
 	}
 	type entry struct {
 		j int32
@@ -130,6 +143,20 @@ func (f *contributeFn) ProcessElement(user string, iter func(*Rating) bool, emit
 	for b, p := range parts {
 		emit(b, *p)
 	}
+	return nil
+}
+
+// latest keeps, of ratings sorted by item and then position, the last of
+// each item.
+func latest(all []Rating) []Rating {
+	out := all[:0]
+	for k, r := range all {
+		if k+1 < len(all) && all[k+1].Item == r.Item {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // where is a rating's source and lines.

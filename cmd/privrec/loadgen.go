@@ -34,6 +34,9 @@ func loadgenPrint(out io.Writer, jsonOut bool, res loadgen.Result) error {
 	if res.Commits > 0 {
 		fmt.Fprintf(out, "; %d commits, %.1f reports per commit; stored %d", res.Commits, res.MeanBatch, res.StoredReports)
 	}
+	if len(res.LoadAverage) == 2 {
+		fmt.Fprintf(out, "; machine load average %.1f → %.1f", res.LoadAverage[0], res.LoadAverage[1])
+	}
 	fmt.Fprintln(out)
 	return nil
 }
@@ -80,14 +83,19 @@ type benchRun struct {
 
 // benchSummary is serve bench's answer: every run and the medians.
 type benchSummary struct {
-	DB                 string     `json:"db"`
-	Runs               []benchRun `json:"runs"`
-	MedianPerSecond    float64    `json:"median_reports_per_second"`
-	MedianP99ms        float64    `json:"median_p99_ms"`
-	MedianP50ms        float64    `json:"median_p50_ms"`
-	AllLedgersExact    bool       `json:"all_ledgers_exact"`
-	NothingAckedLost   bool       `json:"nothing_acknowledged_lost"`
-	GeneratorSeparated bool       `json:"generator_separate_process"`
+	DB              string     `json:"db"`
+	Runs            []benchRun `json:"runs"`
+	MedianPerSecond float64    `json:"median_reports_per_second"`
+	MedianP99ms     float64    `json:"median_p99_ms"`
+	MedianP50ms     float64    `json:"median_p50_ms"`
+	// MedianServerCPUus and MedianGeneratorCPUus are the medians of the
+	// runs' CPU per report: on a shared machine, the figures that depend
+	// least on what else runs.
+	MedianServerCPUus    float64 `json:"median_server_cpu_us_per_report"`
+	MedianGeneratorCPUus float64 `json:"median_generator_cpu_us_per_report"`
+	AllLedgersExact      bool    `json:"all_ledgers_exact"`
+	NothingAckedLost     bool    `json:"nothing_acknowledged_lost"`
+	GeneratorSeparated   bool    `json:"generator_separate_process"`
 }
 
 func median(xs []float64) float64 {
@@ -122,7 +130,7 @@ func runServeBench(ctx context.Context, args []string, out io.Writer) error {
 		return usagef("with --db every run needs an empty database: use --runs 1")
 	}
 	sum := benchSummary{Runs: make([]benchRun, 0, *runs), AllLedgersExact: true, NothingAckedLost: true, GeneratorSeparated: true}
-	var rates, p99s, p50s []float64
+	var rates, p99s, p50s, srvCPU, genCPU []float64
 	for k := range *runs {
 		r, kind, err := benchOnce(ctx, benchArgs{db: *db, clients: *clients, dur: *dur, warm: *warm, items: *items, mech: *mech, writers: *writers})
 		if err != nil {
@@ -133,19 +141,21 @@ func runServeBench(ctx context.Context, args []string, out io.Writer) error {
 		sum.AllLedgersExact = sum.AllLedgersExact && r.LedgerOK
 		sum.NothingAckedLost = sum.NothingAckedLost && r.StoredReports >= r.Acknowledged
 		rates, p99s, p50s = append(rates, r.PerSecond), append(p99s, r.P99ms), append(p50s, r.P50ms)
+		srvCPU, genCPU = append(srvCPU, r.ServerCPUPerReportUs), append(genCPU, r.GeneratorCPUPerReportUs)
 		if !*jsonOut {
 			fmt.Fprintf(out, "run %d: ", k+1)
 			loadgenPrint(out, false, r.Result)
 		}
 	}
 	sum.MedianPerSecond, sum.MedianP99ms, sum.MedianP50ms = median(rates), median(p99s), median(p50s)
+	sum.MedianServerCPUus, sum.MedianGeneratorCPUus = median(srvCPU), median(genCPU)
 	if *jsonOut {
 		if err := writeJSON(out, sum); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(out, "%s, %d clients, median of %d runs: %.0f reports/s, p50 %.1f ms, p99 %.1f ms; ledgers %s; acknowledged reports all stored: %v\n",
-			sum.DB, *clients, *runs, sum.MedianPerSecond, sum.MedianP50ms, sum.MedianP99ms,
+		fmt.Fprintf(out, "%s, %d clients, median of %d runs: %.0f reports/s, p50 %.1f ms, p99 %.1f ms, CPU per report %.0f µs server + %.0f µs generator; ledgers %s; acknowledged reports all stored: %v\n",
+			sum.DB, *clients, *runs, sum.MedianPerSecond, sum.MedianP50ms, sum.MedianP99ms, sum.MedianServerCPUus, sum.MedianGeneratorCPUus,
 			map[bool]string{true: "exact", false: "INCONSISTENT"}[sum.AllLedgersExact], sum.NothingAckedLost)
 	}
 	if !sum.AllLedgersExact || !sum.NothingAckedLost {

@@ -33,7 +33,10 @@ func TestServeBench(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	r := runs[0].(map[string]any)
-	if !(r["commits"].(float64) > 0) || !(r["stored_reports"].(float64) >= r["acknowledged"].(float64)) || !(r["server_cpu_us_per_report"].(float64) > 0) {
+	if la, ok := r["load_average_1m"].([]any); ok && len(la) != 2 {
+		t.Fatalf("load average %v, want start and end", la)
+	}
+	if r["errors"].(float64) != 0 || !(r["commits"].(float64) > 0) || !(r["stored_reports"].(float64) >= r["acknowledged"].(float64)) || !(r["server_cpu_us_per_report"].(float64) > 0) {
 		t.Fatalf("run: %v", r)
 	}
 }

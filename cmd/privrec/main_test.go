@@ -174,3 +174,53 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version --json: %d %q", code, out)
 	}
 }
+
+// train --ledger: a second training on the same data is recorded as
+// release 2 and the report composes both; a damaged ledger refuses the
+// run before the model is written.
+func TestTrainLedgerCountsReruns(t *testing.T) {
+	dir := t.TempDir()
+	data := writeRatings(t, dir, "r.tsv", func(u, i int) bool { return true })
+	items := filepath.Join(dir, "items.txt")
+	if err := os.WriteFile(items, []byte("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ledger := filepath.Join(dir, "ledger.json")
+	args := func(out, led string) []string {
+		return []string{"train", "--data", data, "--format", "movielens-100k", "--method", "dp-popularity", "--items", items,
+			"--epsilon", "1", "--out", filepath.Join(dir, out), "--ledger", led, "--json"}
+	}
+	var rel []int
+	for _, out := range []string{"a.model", "b.model"} {
+		stdout, errs, code := runCLI(t, args(out, ledger)...)
+		if code != 0 {
+			t.Fatalf("train exit %d: %s", code, errs)
+		}
+		var rep struct {
+			Ledger struct {
+				Release  int
+				Releases int
+				Total    struct{ Rho float64 }
+			}
+		}
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatal(err)
+		}
+		rel = append(rel, rep.Ledger.Release)
+		if rep.Ledger.Release == 2 && !(rep.Ledger.Total.Rho > 0.048) {
+			t.Errorf("two releases of ε = 1 compose to ρ = %v", rep.Ledger.Total.Rho)
+		}
+	}
+	if rel[0] != 1 || rel[1] != 2 {
+		t.Errorf("releases numbered %v, want [1 2]", rel)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte("{"), 0o644)
+	_, errs, code := runCLI(t, args("c.model", bad)...)
+	if code == 0 || !strings.Contains(errs, "damaged") {
+		t.Errorf("a damaged ledger: exit %d, %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c.model")); err == nil {
+		t.Error("the model was written although the ledger refused the release")
+	}
+}

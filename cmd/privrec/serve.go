@@ -201,6 +201,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	cfg := srv.Config()
+	hf.watchTLS(ctx, log)
 	if *addrFile != "" {
 		if err := model.WriteFileAtomicBytes(*addrFile, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
 			ln.Close()

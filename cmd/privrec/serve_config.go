@@ -2,12 +2,15 @@ package main
 
 import (
 	"bufio"
-	"crypto/tls"
+	"context"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/privrec/privrec/service"
@@ -21,12 +24,18 @@ type serveHTTP struct {
 	tlsKey      *string
 	maxConns    *int
 	idleTimeout *time.Duration
+	// certs serves and reloads the TLS certificate (nil: plain HTTP).
+	certs *service.CertFiles
 }
+
+// tlsWatchEvery is how often serve looks at the TLS files for a renewal
+// (SIGHUP reloads at once).
+const tlsWatchEvery = 30 * time.Second
 
 func addServeHTTPFlags(fs *flag.FlagSet) *serveHTTP {
 	return &serveHTTP{
 		config:  fs.String("config", "", "read settings from FILE: one flag per line as NAME = VALUE (the flags' names without --; # starts a comment); flags on the command line override it; an unknown name is an error naming the line"),
-		tlsCert: fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain) file; needs --tls-key (without both: plain HTTP, e.g. behind a TLS-terminating proxy)"),
+		tlsCert: fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain) file; needs --tls-key (without both: plain HTTP, e.g. behind a TLS-terminating proxy). Reloaded without a restart on SIGHUP and when the files change (checked every 30s); a pair that does not load is refused and logged, and the certificate served so far stays"),
 		tlsKey:  fs.String("tls-key", "", "the PEM private key of --tls-cert"),
 		maxConns: fs.Int("max-conns", 0, fmt.Sprintf("most open HTTP connections; when reached, the longest-idle one is closed (0: the file descriptor limit, ulimit -n, minus %d kept for the database, at most %d)",
 			service.FDReserve, service.MaxConnsCeiling)),
@@ -110,12 +119,35 @@ func (h *serveHTTP) apply(opt *service.Options) error {
 	if *h.tlsCert == "" {
 		return nil
 	}
-	cert, err := tls.LoadX509KeyPair(*h.tlsCert, *h.tlsKey)
+	certs, err := service.LoadCertFiles(*h.tlsCert, *h.tlsKey)
 	if err != nil {
-		return usagef("--tls-cert %s, --tls-key %s: %v", *h.tlsCert, *h.tlsKey, err)
+		return usagef("--tls-cert, --tls-key: %v", err)
 	}
-	opt.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	h.certs, opt.TLS = certs, certs.TLSConfig()
 	return nil
+}
+
+// watchTLS reloads the TLS certificate on SIGHUP and when its files
+// change, until ctx ends. Without TLS, SIGHUP is logged and otherwise
+// ignored (rather than ending the process, its default).
+func (h *serveHTTP) watchTLS(ctx context.Context, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		if h.certs != nil {
+			h.certs.Watch(ctx, tlsWatchEvery, hup, log)
+			return
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				log.Info("SIGHUP: nothing to reload (no --tls-cert)")
+			}
+		}
+	}()
 }
 
 // scheme is the URL scheme the server answers on.

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -69,12 +70,15 @@ func TestServeConfigFile(t *testing.T) {
 	}
 }
 
+// selfSignedName is the common name selfSigned gives its certificate.
+var selfSignedName = "privrec test"
+
 // selfSigned writes a certificate for 127.0.0.1 and its key.
 func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	must(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "privrec test"},
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: selfSignedName},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
@@ -143,6 +147,27 @@ func TestServeTLSFromConfig(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.TLS == nil || !bytes.Contains(b, []byte(`"mechanism":"rr"`)) {
 		t.Fatalf("HTTPS: %d %s", resp.StatusCode, b)
+	}
+	// A renewed certificate in the same files is served after SIGHUP,
+	// without a restart (serve registered for SIGHUP before writing
+	// --addr-file, so the signal does not end the test process).
+	selfSignedName = "privrec test renewed"
+	defer func() { selfSignedName = "privrec test" }()
+	_, _, pool2 := selfSigned(t, dir)
+	must(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
+	hc2 := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool2}}}
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := hc2.Get("https://" + addr + "/v1/config")
+		if err == nil {
+			resp.Body.Close()
+			if cn := resp.TLS.PeerCertificates[0].Subject.CommonName; cn != selfSignedName {
+				t.Fatalf("after SIGHUP the server presents %q", cn)
+			}
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("the renewed certificate was not served after SIGHUP: %v", err)
+		}
 	}
 	// Plain HTTP to the TLS port gets no API answer.
 	resp, err = (&http.Client{Timeout: 5 * time.Second}).Get("http://" + addr + "/v1/config")

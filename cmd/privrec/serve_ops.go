@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/privrec/privrec/service"
+	"github.com/privrec/privrec/service/api"
 	"github.com/privrec/privrec/service/store"
 )
 
@@ -116,7 +115,11 @@ change within 5 s.
   serve token rotate --db URL --user UID [--expires 720h]
         a new token for a user (printed once); her old one stops working
 
-Rotating the admin token: create a new one, switch to it, revoke the old.`,
+Rotating the admin token: create a new one, switch to it, revoke the old.
+The same is offered over HTTP to an admin token holder, no database access
+needed: GET/POST /v1/admin/tokens, DELETE /v1/admin/tokens/ID, POST
+/v1/admin/token (rotate the caller's own), POST/DELETE
+/v1/admin/users/UID/token (docs/SERVICE.md, "Tokens").`,
 		"  privrec serve token create --db sqlite:privrec.db --label ops --expires 2160h --json")
 	db := fs.String("db", "", "the collection's database: sqlite:FILE or postgres://…")
 	label := fs.String("label", "", "create: what the token is for")
@@ -157,37 +160,19 @@ Rotating the admin token: create a new one, switch to it, revoke the old.`,
 	}
 	switch sub {
 	case "create":
-		var b [6]byte
-		rand.Read(b[:])
-		tokenID := "adm_" + hex.EncodeToString(b[:])
-		tok := service.NewToken("pra_")
-		if err := st.AddAdminToken(ctx, store.AdminToken{ID: tokenID, Label: *label, Hash: service.TokenHash(tok), CreatedMS: now.UnixMilli(), ExpiresMS: expiry}); err != nil {
+		t, tok, err := service.CreateAdminToken(ctx, st, *label, now.UnixMilli(), expiry)
+		if err != nil {
 			return err
 		}
-		return show(tokenID, tok)
+		return show(t.ID, tok)
 	case "list":
 		ts, err := st.AdminTokens(ctx)
 		if err != nil {
 			return err
 		}
-		type row struct {
-			ID      string     `json:"id"`
-			Label   string     `json:"label"`
-			Created time.Time  `json:"created"`
-			Expires *time.Time `json:"expires,omitempty"`
-			Revoked *time.Time `json:"revoked,omitempty"`
-			Valid   bool       `json:"valid"`
-		}
-		rows := []row{}
-		at := func(ms int64) *time.Time {
-			if ms == 0 {
-				return nil
-			}
-			t := time.UnixMilli(ms).UTC()
-			return &t
-		}
+		rows := []api.AdminTokenInfo{}
 		for _, t := range ts {
-			rows = append(rows, row{ID: t.ID, Label: t.Label, Created: time.UnixMilli(t.CreatedMS).UTC(), Expires: at(t.ExpiresMS), Revoked: at(t.RevokedMS), Valid: t.Valid(now.UnixMilli())})
+			rows = append(rows, service.AdminTokenInfo(t, now.UnixMilli()))
 		}
 		if *jsonOut {
 			return writeJSON(out, map[string]any{"admin_tokens": rows})
@@ -225,17 +210,7 @@ Rotating the admin token: create a new one, switch to it, revoke the old.`,
 			if terr != nil {
 				return terr
 			}
-			h := service.TokenHash(tok)
-			tokenID := "file_" + hex.EncodeToString(h[:6])
-			t, gerr := st.AdminToken(ctx, h)
-			switch {
-			case errors.Is(gerr, store.ErrNotFound):
-				err = st.AddAdminToken(ctx, store.AdminToken{ID: tokenID, Label: "the token of --admin-token-file, revoked", Hash: h, CreatedMS: now.UnixMilli(), RevokedMS: now.UnixMilli()})
-			case gerr != nil:
-				err = gerr
-			default:
-				err = st.RevokeAdminToken(ctx, t.ID, now.UnixMilli())
-			}
+			_, err = service.RevokeAdminHash(ctx, st, service.TokenHash(tok), now.UnixMilli())
 		}
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("no such token or user")

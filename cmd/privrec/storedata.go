@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,7 +39,7 @@ func (d *dataFlags) readStore() (*ratings.Matrix, error) {
 		return nil, fmt.Errorf("--data: %w", err)
 	}
 	defer st.Close()
-	cfg, err := storedConfig(ctx, st)
+	cfg, err := service.StoredConfig(ctx, st)
 	if err != nil {
 		return nil, fmt.Errorf("--data %s: %w", store.Redact(d.path), err)
 	}
@@ -83,23 +81,4 @@ func collectPathFor(url string) string {
 	}
 	h := sha256.Sum256([]byte(url))
 	return filepath.Join(os.TempDir(), "privrec-"+hex.EncodeToString(h[:6])+".collect.tsv")
-}
-
-// storedConfig rebuilds the collection configuration a database records.
-func storedConfig(ctx context.Context, st store.Store) (*api.Config, error) {
-	raw, err := st.Config(ctx)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("not a privrec serve database (no collection recorded)")
-	}
-	if err != nil {
-		return nil, err
-	}
-	var id service.Identity
-	if err := json.Unmarshal(raw, &id); err != nil {
-		return nil, fmt.Errorf("reading the collection settings: %w", err)
-	}
-	if len(id.Items) == 0 {
-		return nil, fmt.Errorf("the recorded collection has no catalogue")
-	}
-	return id.Config(), nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/service/store"
 )
 
 func init() {
@@ -37,6 +38,12 @@ Privacy noise comes from crypto/rand. --seed makes the non-private
 randomness (initialisation, shuffling) repeatable; --experiment also seeds
 the privacy noise, which is for experiments only: the model then records
 that its noise was reproducible and its guarantee says so.
+
+Training again on the same data is another release: the privacy of the
+two composes. --ledger FILE keeps the count: each release is recorded in
+the file before its model is written, and the report gives its number
+and the composition of all of them (privrec-beam --ledger shares the
+file format, so releases on Beam and in process add up).
 
 Recommending (top-N lists) rather than predicting ratings: the top-N
 methods popularity, ease and ials (non-private) and dp-popularity and
@@ -109,6 +116,7 @@ Methods:
 	population := fs.Int("population", 0, "declared public number of users (0: undeclared)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
 	workers := fs.Int("workers", 0, "goroutines to use (0: all cores)")
+	ledger := fs.String("ledger", "", "the curator's ledger of this data's releases (a JSON file, created if missing): this release is recorded in it before the model is written, and the report gives its number and the composition of all of them — training again on the same data is another release")
 	var (
 		meth *methods.Method
 		cfg  methods.Config
@@ -222,6 +230,15 @@ Methods:
 	if err := rel.Public.Write(&file); err != nil {
 		return err
 	}
+	var led *release.LedgerSummary
+	if *ledger != "" {
+		s, err := release.RecordRelease(*ledger, release.LedgerEntry{Time: time.Now().UTC(), Method: name, Engine: "in-process",
+			Data: store.Redact(d.path), Out: *outPath, Guarantee: rel.Guarantee})
+		if err != nil {
+			return fmt.Errorf("--ledger: %w (the model was not written)", err)
+		}
+		led = &s
+	}
 	if rel.PerUser != nil {
 		if *stateDir == "" {
 			return fmt.Errorf("%s released per-user state: pass --user-state DIR", name)
@@ -243,6 +260,9 @@ Methods:
 		if rel.PerUser != nil {
 			rep["user_state"] = *stateDir
 		}
+		if led != nil {
+			rep["ledger"] = led
+		}
 		return writeJSON(out, rep)
 	}
 	fmt.Fprintf(out, "Trained %s in %.2f s → %s\n", name, secs, *outPath)
@@ -250,6 +270,9 @@ Methods:
 		fmt.Fprintf(out, "Each user's own state → %s (give each user only her file)\n", *stateDir)
 	}
 	fmt.Fprintf(out, "Guarantee: %s\n", rel.Guarantee)
+	if led != nil {
+		fmt.Fprintf(out, "Ledger: %s\n", led)
+	}
 	return rel.Report.WriteText(out)
 }
 

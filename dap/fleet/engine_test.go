@@ -234,3 +234,29 @@ func TestDPEASEWithinDeviceBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestDPALSStepsRefused: dpals' ALS steps need each step's un-noised sum
+// (their release is per item, on the driver), which the aggregators never
+// return: --steps 2 through them is refused before any task is opened.
+func TestDPALSStepsRefused(t *testing.T) {
+	m, cat := testData(t)
+	sc := release.Scale{Min: 1, Max: 5}
+	in := release.Input{Declared: release.Declared{Scale: &sc, Catalogue: cat}}
+	var e *Engine
+	env := methods.Env{Epsilon: 4, Delta: 1e-6, Noise: noise.Seeded(1), Rand: noise.Seeded(2),
+		Engine: func(plan statistic.RowPlan) (statistic.Engine, error) {
+			e, _ = newEngine(t, m, plan)
+			return e, nil
+		}}
+	cfg, err := methods.Configure("dpals", map[string]any{"steps": 2.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = methods.Train(context.Background(), "dpals", cfg, in, env)
+	if err == nil || !strings.Contains(err.Error(), "adds its own noise") {
+		t.Fatalf("err = %v, want --steps refused", err)
+	}
+	if e != nil && len(e.Tasks) != 0 {
+		t.Errorf("%d tasks opened before the refusal", len(e.Tasks))
+	}
+}

@@ -4,9 +4,12 @@
 // whole catalogue with the device code, submit it, wait for the
 // acknowledgement (which the server sends only once the report's
 // group-commit transaction is durable). It talks to the server over
-// HTTP only, as the reference client, so it runs in a process of its
-// own; it lives outside package service so that the service does not
-// import its own client.
+// HTTP only, so it runs in a process of its own; it lives outside
+// package service so that the service does not import its own client.
+// Enrolment goes through the reference client; reports to a plain-HTTP
+// server go through a lean keep-alive sender (wire.go) that spends less
+// than half the reference client's CPU per report, so that the cores the
+// generator shares with the server are not the bottleneck measured.
 package loadgen
 
 import (
@@ -14,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,6 +76,25 @@ type Result struct {
 	// StoredReports is the server's report count afterwards (with
 	// AdminToken): at least every acknowledged report.
 	StoredReports int64 `json:"stored_reports,omitempty"`
+	// LoadAverage is the machine's 1-minute load average at the start
+	// and the end of the measured window (Linux; absent elsewhere): on a
+	// shared machine reports/s says little without it.
+	LoadAverage []float64 `json:"load_average_1m,omitempty"`
+}
+
+// loadAverage is the 1-minute load average (ok false where the system
+// does not say).
+func loadAverage() (float64, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, false
+	}
+	x, err := strconv.ParseFloat(f[0], 64)
+	return x, err == nil
 }
 
 // Run drives the server for Warmup + Duration.
@@ -132,6 +155,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			sub := newSubmitter(o.Server, c)
+			defer sub.close()
 			src := noise.Secure()
 			var mine []time.Duration
 			var n, e int64
@@ -145,7 +170,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 					continue
 				}
 				t0 := time.Now()
-				_, _, err = c.Submit(ctx, rep)
+				err = sub.submit(ctx, rep)
 				d := time.Since(t0)
 				switch {
 				case t0.Before(warmEnd):
@@ -167,8 +192,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	time.Sleep(time.Until(warmEnd))
 	m0, merr := commitCounters(ctx, hc, o)
 	cpu0 := cpuTime()
+	load0, ok0 := loadAverage()
 	time.Sleep(time.Until(end))
 	cpu := cpuTime() - cpu0
+	load1, ok1 := loadAverage()
 	m1, merr1 := commitCounters(ctx, hc, o)
 	wg.Wait()
 	if len(lat) == 0 {
@@ -183,6 +210,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		Acknowledged: acked, PerSecond: float64(acked) / o.Duration.Seconds(),
 		P50ms: q(0.50), P90ms: q(0.90), P99ms: q(0.99), MaxMs: float64(lat[len(lat)-1].Microseconds()) / 1000, Errors: errs,
 		GeneratorCPUPerReportUs: float64(cpu.Microseconds()) / float64(acked)}
+	if ok0 && ok1 {
+		res.LoadAverage = []float64{load0, load1}
+	}
 	if o.AdminToken != "" {
 		if err := errors.Join(merr, merr1); err != nil {
 			return res, err

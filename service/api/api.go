@@ -9,6 +9,7 @@ package api
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/privrec/privrec/privacy"
@@ -349,4 +350,67 @@ func finiteValue(v any) any {
 		return out
 	}
 	return v
+}
+
+// AppendJSON appends what json.Marshal writes for a, without reflection
+// (the server answers every report with one; TestAckAppendJSON and
+// FuzzAckAppendJSON compare the two). ok is false — and nothing is
+// appended — when a holds something only json.Marshal words right: an
+// ID needing escapes, a non-finite number, a year outside 0–9999.
+func (a *Ack) AppendJSON(b []byte) ([]byte, bool) {
+	if !plainJSON(a.ID) || a.Received.Year() < 0 || a.Received.Year() > 9999 {
+		return b, false
+	}
+	for _, x := range [...]float64{a.Epsilon, a.Spent, a.Remaining, a.Budget} {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return b, false
+		}
+	}
+	b = append(b, `{"id":"`...)
+	b = append(b, a.ID...)
+	b = append(b, `","accepted":`...)
+	b = strconv.AppendBool(b, a.Accepted)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, a.Seq, 10)
+	b = append(b, `,"epsilon":`...)
+	b = appendJSONFloat(b, a.Epsilon)
+	b = append(b, `,"spent":`...)
+	b = appendJSONFloat(b, a.Spent)
+	b = append(b, `,"remaining":`...)
+	b = appendJSONFloat(b, a.Remaining)
+	b = append(b, `,"budget":`...)
+	b = appendJSONFloat(b, a.Budget)
+	b = append(b, `,"received":"`...)
+	b = a.Received.AppendFormat(b, time.RFC3339Nano)
+	return append(b, `"}`...), true
+}
+
+// plainJSON: s is written by json.Marshal as itself between quotes
+// (printable ASCII, none of " \ < > &).
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+// appendJSONFloat writes a finite float64 as encoding/json does: 'f'
+// form, or 'e' form with a two-digit negative exponent shortened
+// (1e-07 → 1e-7) outside [1e-6, 1e21).
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }

@@ -372,8 +372,12 @@ func EncodeValues(vals []*float64) []byte {
 		}
 		if p == nil {
 			b = append(b, "null"...)
+		} else if v := *p; v == math.Trunc(v) && math.Abs(v) < 1e6 && (v != 0 || !math.Signbit(v)) {
+			// What AppendFloat's 'g' writes for an integer below 1e6
+			// (no exponent), without its digit generation.
+			b = strconv.AppendInt(b, int64(v), 10)
 		} else {
-			b = strconv.AppendFloat(b, *p, 'g', -1, 64)
+			b = strconv.AppendFloat(b, v, 'g', -1, 64)
 		}
 	}
 	return append(b, ']')

@@ -68,6 +68,10 @@ func fastReport(b []byte) (f parsed, ok bool) {
 			}
 			f.hasValues = true
 			f.values = make([]*float64, 0, 64)
+			// The values live in one backing array rather than one
+			// allocation each; a full array is replaced by a larger one
+			// (the pointers into the old one stay valid).
+			var backing []float64
 			p.ws()
 			if !p.eat(']') {
 				for {
@@ -79,7 +83,11 @@ func fastReport(b []byte) (f parsed, ok bool) {
 						if !ok {
 							return f, false
 						}
-						f.values = append(f.values, &x)
+						if len(backing) == cap(backing) {
+							backing = make([]float64, 0, max(64, 2*cap(backing)))
+						}
+						backing = append(backing, x)
+						f.values = append(f.values, &backing[len(backing)-1])
 					}
 					p.ws()
 					if p.eat(']') {
@@ -166,7 +174,15 @@ func (p *parser) plainString() ([]byte, bool) {
 // float64.
 func (p *parser) number() (float64, bool) {
 	start := p.i
-	p.eat('-')
+	neg := p.eat('-')
+	// A short integer (the common case: ratings, 0/1 bits) is exact
+	// in a float64 and needs no ParseFloat.
+	if n, ok := p.smallInt(); ok {
+		if neg {
+			return -n, true
+		}
+		return n, true
+	}
 	switch {
 	case p.eat('0'):
 	case p.i < len(p.b) && p.b[p.i] >= '1' && p.b[p.i] <= '9':
@@ -202,4 +218,24 @@ func (p *parser) digits() int {
 		n++
 	}
 	return n
+}
+
+// smallInt reads an integer of at most 15 digits without a leading zero
+// (or 0 alone) that no fraction or exponent follows; otherwise it reads
+// nothing.
+func (p *parser) smallInt() (float64, bool) {
+	i, n := p.i, int64(0)
+	for i < len(p.b) && i-p.i < 16 && p.b[i] >= '0' && p.b[i] <= '9' {
+		n = 10*n + int64(p.b[i]-'0')
+		i++
+	}
+	d := i - p.i
+	switch {
+	case d == 0 || d > 15 || (d > 1 && p.b[p.i] == '0'):
+		return 0, false
+	case i < len(p.b) && (p.b[i] == '.' || p.b[i] == 'e' || p.b[i] == 'E' || (p.b[i] >= '0' && p.b[i] <= '9')):
+		return 0, false
+	}
+	p.i = i
+	return float64(n), true
 }

@@ -64,6 +64,25 @@ func chunks(n int) []int {
 	return out
 }
 
+// paddedChunks splits n for a statement that repeated arguments do not
+// change (an IN list): each chunk is the smallest prepared size holding
+// what is left, so a batch of up to 256 takes one statement rather than
+// one per binary digit; the caller repeats its last argument to fill it.
+func paddedChunks(n int) []int {
+	var out []int
+	for n > 0 {
+		c := chunkSizes[0]
+		for _, s := range chunkSizes { // descending: the last that holds n is the smallest
+			if s >= n {
+				c = s
+			}
+		}
+		out = append(out, c)
+		n -= min(n, c)
+	}
+	return out
+}
+
 // batchStmts are the set-based statements of SubmitBatch for one chunk
 // size.
 type batchStmts struct {
@@ -134,6 +153,16 @@ func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB, create bool) (*sq
 	if d.dollar {
 		lock = " ORDER BY id FOR UPDATE"
 	}
+	// In SQLite a failing row of a multi-row INSERT or UPDATE would undo
+	// just that statement, for which SQLite keeps a statement journal: a
+	// copy of every page the statement touches. A batch that fails is rolled
+	// back whole and retried report by report (service's batcher), so
+	// OR ROLLBACK — end the transaction at once — loses nothing and
+	// needs no statement journal.
+	insertVerb, updateVerb := "INSERT", "UPDATE"
+	if !d.dollar {
+		insertVerb, updateVerb = "INSERT OR ROLLBACK", "UPDATE OR ROLLBACK"
+	}
 	for _, n := range chunkSizes {
 		b := &batchStmts{}
 		s.batch[n] = b
@@ -146,9 +175,9 @@ func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB, create bool) (*sq
 			{&b.ledgers, "SELECT id, spent_nano, budget_nano, reports FROM users WHERE deleted_ms = 0 AND id IN (" + placeholders(n, 1) + ")" + lock},
 			{&b.lookup, `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version
 				FROM reports WHERE (user_id, client_id) IN (VALUES ` + placeholders(n, 2) + `)`},
-			{&b.insert, `INSERT INTO reports (user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version)
+			{&b.insert, insertVerb + ` INTO reports (user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version)
 				VALUES ` + placeholders(n, 8) + ` RETURNING user_id, client_id, seq`},
-			{&b.update, `UPDATE users SET spent_nano = v.column2, reports = v.column3 FROM (VALUES ` +
+			{&b.update, updateVerb + ` users SET spent_nano = v.column2, reports = v.column3 FROM (VALUES ` +
 				strings.TrimSuffix(strings.Repeat("(?, CAST(? AS BIGINT), CAST(? AS BIGINT)), ", n), ", ") + `) AS v WHERE users.id = v.column1`},
 		} {
 			if *p.dst, err = prep(p.q); err != nil {
@@ -378,10 +407,10 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 	slices.Sort(ids)
 	args := make([]any, 0, 8*len(subs))
 	off := 0
-	for _, n := range chunks(len(ids)) {
+	for _, n := range paddedChunks(len(ids)) {
 		args = args[:0]
-		for _, id := range ids[off : off+n] {
-			args = append(args, id)
+		for k := range n {
+			args = append(args, ids[min(off+k, len(ids)-1)])
 		}
 		off += n
 		rows, err := t.tx.StmtContext(ctx, t.s.batch[n].ledgers).QueryContext(ctx, args...)
@@ -406,9 +435,10 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 	type key struct{ user, id string }
 	stored := map[key]Report{}
 	off = 0
-	for _, n := range chunks(len(subs)) {
+	for _, n := range paddedChunks(len(subs)) {
 		args = args[:0]
-		for _, s := range subs[off : off+n] {
+		for k := range n {
+			s := subs[min(off+k, len(subs)-1)]
 			args = append(args, s.User, s.ClientID)
 		}
 		off += n
@@ -494,20 +524,25 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 			changed = append(changed, id)
 		}
 	}
+	// Padded like the reads: a repeated (id, spent, reports) row joins the
+	// same user with the same values, and both databases update a row
+	// once however many FROM rows match it (and count it once).
 	off = 0
-	for _, n := range chunks(len(changed)) {
+	for _, n := range paddedChunks(len(changed)) {
 		args = args[:0]
-		for _, id := range changed[off : off+n] {
+		for k := range n {
+			id := changed[min(off+k, len(changed)-1)]
 			l := users[id]
 			args = append(args, id, l.spent, l.reports)
 		}
+		want := int64(min(n, len(changed)-off))
 		off += n
 		r, err := t.tx.StmtContext(ctx, t.s.batch[n].update).ExecContext(ctx, args...)
 		if err != nil {
 			return nil, fmt.Errorf("store: writing ledgers: %w", err)
 		}
-		if m, err := r.RowsAffected(); err != nil || m != int64(n) {
-			return nil, fmt.Errorf("store: wrote %d of %d ledgers (%v)", m, n, err)
+		if m, err := r.RowsAffected(); err != nil || m != want {
+			return nil, fmt.Errorf("store: wrote %d of %d ledgers (%v)", m, want, err)
 		}
 	}
 	// Repeats within the batch answer with the report stored first.

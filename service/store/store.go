@@ -364,6 +364,25 @@ func open(ctx context.Context, url string, create bool) (Store, error) {
 	return nil, fmt.Errorf("store: unknown database URL %q (want sqlite:FILE or postgres://…)", redact(url))
 }
 
+// SQLDriver is the database/sql driver name and data source a reader
+// outside this package (privrec-beam's databaseio read of the reports
+// table) opens the database at url with: "pgx" and the URL itself, or
+// "sqlite" and the file, read-only. The caller imports the driver
+// (github.com/jackc/pgx/v5/stdlib, modernc.org/sqlite).
+func SQLDriver(url string) (driver, dsn string, err error) {
+	switch {
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return "pgx", url, nil
+	case strings.HasPrefix(url, "sqlite:"):
+		path := SQLitePath(url)
+		if path == "" {
+			return "", "", fmt.Errorf("store: %q names no file (want sqlite:FILE)", url)
+		}
+		return "sqlite", path + "?_busy_timeout=10000&_query_only=1", nil
+	}
+	return "", "", fmt.Errorf("store: unknown database URL %q (want sqlite:FILE or postgres://…)", redact(url))
+}
+
 // IsURL reports whether s names a store rather than a file.
 func IsURL(s string) bool {
 	return strings.HasPrefix(s, "sqlite:") || strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")

@@ -1,6 +1,7 @@
 // Command privrec-beam trains privrec's private models whose global step
-// is a sum over users (dp-popularity, dp-bias, dp-ease, dpals without ALS
-// steps) on Apache Beam:
+// is a sum over users (dp-popularity, dp-bias, dp-ease, dpals with its ALS
+// steps) on Apache Beam, from ratings files or a central-mode privrec
+// serve database:
 // each statistic is summed by a pipeline (read → group by user → each
 // user's contribution → combine per block), and the noise is added once,
 // on this driver, after the pipeline has finished, by the same code as
@@ -42,6 +43,9 @@ import (
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratingio"
 	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/service"
+	"github.com/privrec/privrec/service/api"
+	"github.com/privrec/privrec/service/store"
 )
 
 const help = `privrec-beam trains a private privrec model on Apache Beam.
@@ -53,16 +57,25 @@ contribution is computed on a worker by the same code as 'privrec train',
 and the contributions are combined per block of coordinates. The noise is
 drawn once per statistic, on this driver, after its pipeline has finished
 — a retried bundle cannot draw it twice. Running this command again is a
-second release of the same data: account for both.
+second release of the same data: account for both (--ledger FILE records
+each release, in the same file privrec train --ledger keeps, and reports
+the composition of all of them).
 
 A malformed line or a repeated (user, item) goes to the pipeline's error
 output with its source and position and enters no sum; the run then fails
 before any noise is drawn, naming how many rows were refused (on stderr
 only: the count is private).
 
+--data may name a central-mode privrec serve database instead of files
+(postgres://… or sqlite:FILE): its reports table is read through Beam's
+databaseio, each user's latest rating of an item kept, as privrec train
+--data URL reads it (--format is then not needed).
+
 Methods: dp-popularity, dp-bias and dpals (public model only: each user
-computes her own state on her side; dpals with --param steps=0, its
-default: counts, bias statistics and covariance features), dp-ease.
+computes her own state on her side; dpals' counts, bias statistics and
+covariance features, and with --param steps=T its T ALS steps, each one
+pipeline with the previous step's public item factors as a side input),
+dp-ease.
 
 Example:
   privrec-beam --method dp-ease --data ratings.tsv --format tsv --scale 1:5 \
@@ -102,7 +115,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprint(fs.Output(), help, "\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	data := fs.String("data", "", "ratings files: comma-separated paths, globs or filesystem URLs (gs://…)")
+	data := fs.String("data", "", "ratings files: comma-separated paths, globs or filesystem URLs (gs://…); or a central-mode privrec serve database (postgres://… or sqlite:FILE), whose reports table is read through databaseio")
 	format := fs.String("format", "", "file format (required): movielens-100k, movielens, movielens-csv, netflix, jester-wide, uci-rc, tsv, csv")
 	cols := fs.String("cols", "", "tsv/csv column mapping, as privrec train's --cols")
 	column := fs.String("column", "", "uci-rc rating column, as privrec train's --column")
@@ -116,15 +129,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	outPath := fs.String("out", "", "where to write the public model")
 	work := fs.String("work", "", "directory for the pipelines' sums and refused rows (default: a new temporary directory, removed after a successful run)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
+	ledger := fs.String("ledger", "", "the curator's ledger of this data's releases (the file privrec train --ledger keeps; created if missing): this release is recorded before the model is written and the report gives its number and the composition of all")
 	ps := params{}
 	fs.Var(ps, "param", "a method parameter NAME=VALUE by its JSON name (repeatable), e.g. --param cap=50")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	beam.Init()
-	if *method == "" || *data == "" || *outPath == "" || *format == "" {
+	fromStore := store.IsURL(*data)
+	if *method == "" || *data == "" || *outPath == "" || (*format == "" && !fromStore) {
 		fs.Usage()
-		return fmt.Errorf("--method, --data, --format and --out are required")
+		return fmt.Errorf("--method, --data, --format (for files) and --out are required")
 	}
 	meth, err := methods.Lookup(*method)
 	if err != nil {
@@ -165,9 +180,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		in.Declared.Catalogue = c
 	}
-	inputs, err := expand(*data)
-	if err != nil {
+	var pc pipeline.Config
+	if fromStore {
+		if pc, err = storeConfig(ctx, *data); err != nil {
+			return err
+		}
+	} else if pc.Inputs, err = expand(*data); err != nil {
 		return err
+	}
+	inputs := pc.Inputs
+	if fromStore {
+		inputs = []string{store.Redact(*data)}
 	}
 	s := *seed
 	if s == 0 {
@@ -193,7 +216,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	var engines []*pipeline.Engine
-	env.Engine = pipeline.Config{Inputs: inputs, Read: opt, WorkDir: dir, Run: beamx.Run}.Factory(&engines)
+	pc.Read, pc.WorkDir, pc.Run = opt, dir, beamx.Run
+	env.Engine = pc.Factory(&engines)
 	start := time.Now()
 	rel, err := methods.Train(ctx, *method, cfg, in, env)
 	if err != nil {
@@ -214,6 +238,16 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		m.Params["epsilon"], m.Params["delta"], m.Params["seed"] = *eps, *delta, s
 	}
+	rerun := "each run of privrec-beam is a new release of the data: two runs spend the budget twice (--ledger FILE counts them)"
+	var led *release.LedgerSummary
+	if *ledger != "" {
+		s, err := release.RecordRelease(*ledger, release.LedgerEntry{Time: time.Now().UTC(), Method: *method, Engine: "beam",
+			Data: strings.Join(inputs, ","), Out: *outPath, Guarantee: rel.Guarantee})
+		if err != nil {
+			return fmt.Errorf("--ledger: %w (the model was not written)", err)
+		}
+		led, rerun = &s, "this run is "+s.String()
+	}
 	if err := model.WriteFileAtomic(*outPath, rel.Public.Write); err != nil {
 		return err
 	}
@@ -221,7 +255,6 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	for _, e := range engines {
 		runs += e.Runs()
 	}
-	rerun := "each run of privrec-beam is a new release of the data: two runs spend the budget twice"
 	if *jsonOut {
 		rep := map[string]any{}
 		for k, v := range rel.Report {
@@ -229,6 +262,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		rep["method"], rep["seconds"], rep["guarantee"], rep["out"] = *method, secs, rel.Guarantee, *outPath
 		rep["engine"], rep["pipelines"], rep["rerun"] = "beam", runs, rerun
+		if led != nil {
+			rep["ledger"] = led
+		}
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
@@ -268,4 +304,27 @@ func expand(list string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// storeConfig is the pipelines' source for a `privrec serve` database:
+// its reports table, in central mode only (a local-mode collection holds
+// randomized reports, which the ldp-* methods train on in process).
+func storeConfig(ctx context.Context, url string) (pipeline.Config, error) {
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		return pipeline.Config{}, fmt.Errorf("--data: %w", err)
+	}
+	defer st.Close()
+	cfg, err := service.StoredConfig(ctx, st)
+	if err != nil {
+		return pipeline.Config{}, fmt.Errorf("--data %s: %w", store.Redact(url), err)
+	}
+	if cfg.Mode != api.ModeCentral {
+		return pipeline.Config{}, fmt.Errorf("--data %s: a %s-mode collection holds randomized reports; privrec-beam reads the true ratings of a central-mode one (train ldp-* methods with privrec train)", store.Redact(url), cfg.Mode)
+	}
+	ids := make([]string, len(cfg.Items))
+	for j, it := range cfg.Items {
+		ids[j] = it.ID
+	}
+	return pipeline.Config{Store: url, StoreItems: ids}, nil
 }
