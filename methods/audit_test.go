@@ -187,3 +187,32 @@ func TestAuditNeedsTheNoiseFactor(t *testing.T) {
 		t.Errorf("a method deaf to Env.Tap has a release check: %+v", deaf.ReleaseCheck)
 	}
 }
+
+// dpals' large-population plan (one ALS step with the pooled Gram, the
+// covariance normalised) passes the whole-artefact audit and its 2×
+// under-noised run is caught, as every default in
+// TestAuditEveryPrivateMethod: the plan is forced here (--large-from
+// tiny), since the audit's small population never reaches it. Same
+// confidence and false-failure rate (≤ 2·10⁻⁴ per audit, fixed seed).
+func TestAuditDPALSLargePlan(t *testing.T) {
+	for _, f := range []float64{1, 0.5} {
+		c := methods.NewDPALSConfig()
+		c.LargeFrom = 1e-9
+		n, runs := auditTierSamples, 0
+		if raceEnabled {
+			n, runs = 20, 3
+		}
+		rep, err := methods.Audit(context.Background(), "dpals", c, methods.AuditOptions{
+			Samples: n, Runs: runs, Confidence: 1 - 1e-4, Seed: 29, NoiseFactor: f})
+		if err != nil {
+			t.Fatalf("noise factor %g: %v", f, err)
+		}
+		if raceEnabled {
+			continue
+		}
+		t.Logf("noise ×%g: data-level bound %.3f against %.3f (%s)", f, rep.EpsilonLowerBound, rep.TestedEpsilon, rep.Statistic)
+		if want := f < 1; rep.Violation != want {
+			t.Errorf("noise ×%g: violation %v, want %v: %+v", f, rep.Violation, want, rep)
+		}
+	}
+}

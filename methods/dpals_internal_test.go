@@ -180,3 +180,57 @@ func TestDPALSPlan(t *testing.T) {
 		})
 	}
 }
+
+// The large-population plan applies from public facts only: N·√ρ ≥
+// --large-from and a catalogue larger than the covariance covers; it
+// changes only settings left at their defaults.
+func TestDPALSLargePlan(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		users, items int
+		eps          float64
+		large        bool
+		covM         int
+	}{
+		// Netflix-sized: 480 189 users, N·√ρ ≈ 63 600 at ε = 1.
+		{name: "Netflix ε=1", users: 480189, items: 17770, eps: 1, large: true, covM: 4801},
+		{name: "100 000 users ε=1", users: 100000, items: 17770, eps: 1, large: true, covM: 1000},
+		// N·√ρ ≈ 6 700 < 12 000.
+		{name: "100 000 users ε=0.5", users: 100000, items: 17770, eps: 0.5, large: false},
+		// Jester: the covariance covers all 100 jokes.
+		{name: "Jester ε=8", users: 73421, items: 100, eps: 8, large: false},
+		// MovieLens-1M: N·√ρ ≈ 11 100 < 12 000 even at ε = 16.
+		{name: "ML-1M ε=16", users: 6040, items: 3706, eps: 16, large: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewDPALSConfig()
+			e, err := c.plan(tc.users, tc.items, tc.eps, 1e-6)
+			if err != nil {
+				t.Fatal(err)
+			}
+			large := e.Steps == 1 && e.PooledGram && e.CovNormalise
+			if large != tc.large {
+				t.Fatalf("large plan %v, want %v: %+v", large, tc.large, e)
+			}
+			if !large {
+				if e.Steps != 0 || e.PooledGram || e.CovNormalise || e.UserClip != c.UserClip {
+					t.Errorf("the usual plan changed settings: %+v", e)
+				}
+				return
+			}
+			if e.CovRank != largeCovRank || e.CovItems != tc.covM || e.Rank != publicFeatures+largeCovRank || e.UserLambda != largeUserLambda || e.ItemLambda0 != 0 {
+				t.Errorf("large plan: cov rank %d over %d items, rank %d, λ_u %g, λ0 %g; want %d over %d", e.CovRank, e.CovItems, e.Rank, e.UserLambda, e.ItemLambda0, largeCovRank, tc.covM)
+			}
+			// A setting the caller gave is kept.
+			c2 := NewDPALSConfig()
+			c2.Steps, c2.UserClip = 3, 0.5
+			e2, err := c2.plan(tc.users, tc.items, tc.eps, 1e-6)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e2.Steps != 3 || e2.UserClip != 0.5 || !e2.PooledGram {
+				t.Errorf("given settings not kept: steps %d, Γ %g, pooled %v", e2.Steps, e2.UserClip, e2.PooledGram)
+			}
+		})
+	}
+}

@@ -97,7 +97,7 @@ func TestDPALSNeedsDeclaredFacts(t *testing.T) {
 			t.Errorf("dpals trained without %+v", d)
 		}
 	}
-	for _, p := range []map[string]any{{"rank": 0}, {"steps": -1}, {"bias_share": 1}, {"init": "pca"}, {"steps": 0, "init": "random"},
+	for _, p := range []map[string]any{{"rank": 0}, {"steps": -2}, {"bias_share": 1}, {"init": "pca"}, {"steps": 0, "init": "random"},
 		{"fallback": "zero"}, {"user_lambda": 0}, {"clip": "nan"}, {"weight_exponent": 9}} {
 		if _, err := methods.Configure("dpals", p); err == nil {
 			t.Errorf("dpals accepted %v", p)

@@ -77,6 +77,20 @@ type DPALSOptions struct {
 	Init       []float64
 	PriorRidge bool
 	InitScale  float64
+	// PoolWeights, when set, makes every item solve use the pooled Gram
+	// (solvePooled): item j's system is PoolWeights[j]·S̄, S̄ the noised
+	// Gram blocks of all active items summed and divided by the sum of
+	// their weights. PoolWeights[j] is item j's public weighted count in
+	// the weights of the statistics (Σ_i c_ij as released; needs
+	// WeightExponent 0 and no MaxPerUser sample to be consistent).
+	PoolWeights []float64
+	// PoolNoise, with PoolWeights, is the standard deviation σ of the
+	// noise on a Gram block's diagonal entries (σ/√2 off the diagonal).
+	// When > 0 each item's system blends its own PSD-projected block
+	// with the pooled one by their signal-to-noise ratio:
+	// a_j·G_j + (1 − a_j)·W_j·S̄, a_j = ‖W_j·S̄‖²_F / (‖W_j·S̄‖²_F + σ²d²/2);
+	// 0: the pooled block alone.
+	PoolNoise float64
 	// Rand draws the initial factors and the per-user samples.
 	Rand *rand.Rand
 	// Workers bounds the goroutines (0: GOMAXPROCS).
@@ -149,6 +163,9 @@ func (o *DPALSOptions) check(n int) error {
 	}
 	if math.IsNaN(o.WeightExponent) || math.IsInf(o.WeightExponent, 0) {
 		return fmt.Errorf("DPALS: the weight exponent must be finite, got %g", o.WeightExponent)
+	}
+	if o.PoolWeights != nil && (len(o.PoolWeights) != n || o.WeightExponent != 0 || o.MaxPerUser != 0) {
+		return fmt.Errorf("DPALS: the pooled Gram needs one weight per item (%d, got %d), weight exponent 0 and no per-user sample", n, len(o.PoolWeights))
 	}
 	if o.BiasScale > 0 && len(o.BiasLambda) != n {
 		return fmt.Errorf("DPALS: bias refinement needs one bias λ per item (%d)", n)
@@ -511,7 +528,14 @@ func dpalsItems(ctx context.Context, n int, o *DPALSOptions, rel Releaser, l *it
 	for i := range iscr {
 		iscr[i] = &itemScratch{g: mat.NewSymDense(d, nil), h: make([]float64, d), sys: make([]float64, d*d)}
 	}
-	return parallelRows(ctx, nc, w, 1, func(wk, lo, hi int) error {
+	// With a pooled Gram every item's noised statistics are kept until the
+	// pool is known (items × (d² + d) values); otherwise each item is
+	// solved as soon as it is released.
+	var keptG, keptH []float64
+	if o.PoolWeights != nil {
+		keptG, keptH = make([]float64, n*d*d), make([]float64, n*d)
+	}
+	err := parallelRows(ctx, nc, w, 1, func(wk, lo, hi int) error {
 		s := iscr[wk]
 		for ch := lo; ch < hi; ch++ {
 			src := srcs[ch]
@@ -539,26 +563,122 @@ func dpalsItems(ctx context.Context, n int, o *DPALSOptions, rel Releaser, l *it
 				for c := range s.h {
 					s.h[c] /= o.RHSScale
 				}
+				if keptG != nil {
+					copy(keptG[j*d*d:(j+1)*d*d], raw.Data)
+					copy(keptH[j*d:(j+1)*d], s.h)
+					continue
+				}
 				// Post-processing: PSD projection, ridge, solve.
 				if err := psdProject(s.g, &s.eig, &s.vecs, s.sys); err != nil {
 					return fmt.Errorf("DPALS: item %d: %w", j, err)
 				}
-				for a := range k {
-					s.sys[a*d+a] += o.ItemLambda[j]
-					if o.PriorRidge && o.Init != nil {
-						s.h[a] += o.ItemLambda[j] * o.Init[j*k+a]
-					}
+				if err := solveItem(o, j, d, s.sys, s.h, V, itemBias); err != nil {
+					return err
 				}
-				if d > k {
-					s.sys[k*d+k] += o.BiasLambda[j]
+			}
+		}
+		return nil
+	})
+	if err != nil || keptG == nil {
+		return err
+	}
+	return solvePooled(ctx, o, keptG, keptH, d, V, itemBias, w)
+}
+
+// solveItem adds item j's ridge to its (PSD) system sys (d × d) and
+// solves it against h (the prior ridge pulls toward Init), writing the
+// item's factors into V and, with bias refinement, its bias.
+func solveItem(o *DPALSOptions, j, d int, sys, h, V, itemBias []float64) error {
+	k := o.Rank
+	for a := range k {
+		sys[a*d+a] += o.ItemLambda[j]
+		if o.PriorRidge && o.Init != nil {
+			h[a] += o.ItemLambda[j] * o.Init[j*k+a]
+		}
+	}
+	if d > k {
+		sys[k*d+k] += o.BiasLambda[j]
+	}
+	if !cholSolve(sys, d, h) {
+		return fmt.Errorf("DPALS: the system of item %d is not positive definite", j)
+	}
+	copy(V[j*k:j*k+k], h[:k])
+	if d > k {
+		itemBias[j] += o.BiasScale * h[k]
+	}
+	return nil
+}
+
+// solvePooled solves every active item with the pooled Gram: the noised
+// Gram blocks of all active items summed, divided by the sum of their
+// public weights and projected on the PSD cone (S̄: the second moment of
+// the users' rows, its noise averaged over every item), and item j's
+// system W_j·S̄ (W_j = PoolWeights[j], the item's public weighted count).
+// Each item's own noisy block is then used only through the pool: for
+// the many items whose block is under its noise this is far better than
+// the block itself, and for popular items W_j·S̄ differs from G_j only as
+// far as their raters' rows differ from everyone's.
+func solvePooled(ctx context.Context, o *DPALSOptions, keptG, keptH []float64, d int, V, itemBias []float64, w int) error {
+	n := len(o.Active)
+	pool := mat.NewSymDense(d, nil)
+	var wsum float64
+	for j := range n {
+		if !o.Active[j] {
+			continue
+		}
+		wsum += math.Max(o.PoolWeights[j], 0)
+		g := keptG[j*d*d : (j+1)*d*d]
+		for a := range d {
+			for b := a; b < d; b++ {
+				pool.SetSym(a, b, pool.At(a, b)+g[a*d+b])
+			}
+		}
+	}
+	if !(wsum > 0) {
+		return fmt.Errorf("DPALS: the pooled Gram needs a positive total item weight, got %g", wsum)
+	}
+	pool.ScaleSym(1/wsum, pool)
+	var eig mat.EigenSym
+	var vecs mat.Dense
+	S := make([]float64, d*d)
+	if err := psdProject(pool, &eig, &vecs, S); err != nil {
+		return fmt.Errorf("DPALS: the pooled Gram: %w", err)
+	}
+	var s2 float64 // ‖S̄‖²_F from its upper triangle
+	for a := range d {
+		for b := a; b < d; b++ {
+			if a == b {
+				s2 += S[a*d+b] * S[a*d+b]
+			} else {
+				s2 += 2 * S[a*d+b] * S[a*d+b]
+			}
+		}
+	}
+	noise2 := o.PoolNoise * o.PoolNoise * float64(d*d) / 2
+	return parallelRows(ctx, n, w, 256, func(_, lo, hi int) error {
+		sys := make([]float64, d*d)
+		own := make([]float64, d*d)
+		g := mat.NewSymDense(d, nil)
+		var eig mat.EigenSym
+		var vecs mat.Dense
+		for j := lo; j < hi; j++ {
+			if !o.Active[j] {
+				continue
+			}
+			wj := math.Max(o.PoolWeights[j], 0)
+			a := 0.0
+			if noise2 > 0 {
+				a = wj * wj * s2 / (wj*wj*s2 + noise2)
+				copy(g.RawSymmetric().Data, keptG[j*d*d:(j+1)*d*d])
+				if err := psdProject(g, &eig, &vecs, own); err != nil {
+					return fmt.Errorf("DPALS: item %d: %w", j, err)
 				}
-				if !cholSolve(s.sys, d, s.h) {
-					return fmt.Errorf("DPALS: the system of item %d is not positive definite", j)
-				}
-				copy(v, s.h[:k])
-				if d > k {
-					itemBias[j] += o.BiasScale * s.h[k]
-				}
+			}
+			for t := range sys {
+				sys[t] = a*own[t] + (1-a)*wj*S[t]
+			}
+			if err := solveItem(o, j, d, sys, keptH[j*d:(j+1)*d], V, itemBias); err != nil {
+				return err
 			}
 		}
 		return nil

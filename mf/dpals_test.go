@@ -309,6 +309,61 @@ func TestDPALSListsAgree(t *testing.T) {
 	}
 }
 
+// The pooled Gram: with a vanishing PoolNoise each item keeps its own
+// (PSD-projected) block, so the output is the per-item solve's to
+// rounding; with a huge PoolNoise every item's system is W_j·S̄ and
+// nothing of its own block, so two items with the same weight and the
+// same right-hand side get the same factors. Deterministic (fixed seeds).
+func TestDPALSPooledGram(t *testing.T) {
+	lr := newLowRank(t, 200, 60, 2, 0.4, 0.2, 21)
+	run := func(pool bool, poolNoise float64) []float64 {
+		o := dpalsInputs(lr.train, 3, 2, gaussian{0.3})
+		o.BiasScale = 0
+		if pool {
+			o.PoolWeights, o.PoolNoise = o.Counts, poolNoise
+		}
+		V, _, err := DPALS(context.Background(), lr.train, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return V
+	}
+	own, blendOwn := run(false, 0), run(true, 1e-12)
+	for i := range own {
+		if math.Abs(own[i]-blendOwn[i]) > 1e-9*(1+math.Abs(own[i])) {
+			t.Fatalf("V[%d]: per-item %v, pooled with no noise %v", i, own[i], blendOwn[i])
+		}
+	}
+	pooled := run(true, 1e12)
+	var diff float64
+	for i := range own {
+		diff += math.Abs(own[i] - pooled[i])
+	}
+	if diff < 1e-6 {
+		t.Errorf("the pooled Gram changed nothing (Σ|ΔV| = %g)", diff)
+	}
+	// Noiseless: the pooled output still fits held-out ratings far
+	// better than the mean (the pool is the users' second moment).
+	o := dpalsInputs(lr.train, 3, 4, noNoise{})
+	o.BiasScale, o.PoolWeights, o.PoolNoise = 0, o.Counts, 0
+	V, itemBias, err := DPALS(context.Background(), lr.train, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := dpalsRMSE(t, lr.train, lr.test, o, V, itemBias)
+	mean := (&Factors{Mean: lr.train.Mean(), UserBias: make([]float64, 200), ItemBias: make([]float64, 60)}).RMSE(lr.test, 0, 0)
+	t.Logf("pooled, noiseless: held-out RMSE %.4f, mean %.4f", got, mean)
+	if got > 0.75*mean {
+		t.Errorf("pooled Gram without noise: RMSE %.4f against the mean's %.4f", got, mean)
+	}
+	// A pool needs a weight per item and the statistics' own weights.
+	bad := dpalsInputs(lr.train, 3, 1, noNoise{})
+	bad.PoolWeights = []float64{1}
+	if _, _, err := DPALS(context.Background(), lr.train, bad); err == nil {
+		t.Error("a pool with one weight for 60 items was accepted")
+	}
+}
+
 // rowsEngine sums a statistic over a Problem's users in user order
 // (statistic.Sum), after an Encode/Decode round trip of its plan: what
 // an external engine's workers compute.

@@ -33,6 +33,14 @@ type CovOptions struct {
 	// source.
 	Release Releaser
 	Noise   *noise.Source
+	// DropDiagonal sets the released matrix's diagonal to zero before the
+	// eigenvectors are taken. On sparse ratings each item's own variance
+	// (the diagonal, growing with its number of ratings) outweighs the
+	// structure items share, and the top eigenvectors then point at the
+	// most rated items instead of at the taste directions; the
+	// off-diagonal part keeps the shared structure (diagonal deletion, as
+	// in PCA with missing data).
+	DropDiagonal bool
 	// Rand starts the subspace iteration.
 	Rand    *rand.Rand
 	Workers int
@@ -178,8 +186,19 @@ func CovFeatures(ctx context.Context, p *Problem, o CovOptions) (vals []float64,
 	if err := releaseGram(o.Release, o.Noise, C); err != nil {
 		return nil, nil, fmt.Errorf("releasing the item covariance: %w", err)
 	}
+	if o.DropDiagonal {
+		DropDiagonal(C)
+	}
 	vals, vecs = TopEigen(C, o.Rank, o.Rand)
 	return vals, vecs, nil
+}
+
+// DropDiagonal sets c's diagonal to zero (CovOptions.DropDiagonal says
+// why).
+func DropDiagonal(c *mat.SymDense) {
+	for a := range c.SymmetricDim() {
+		c.SetSym(a, a, 0)
+	}
 }
 
 // sum is the in-process sum of st over p's users on w workers: one m × m

@@ -175,3 +175,56 @@ func TestCovFeaturesRecoverPlanted(t *testing.T) {
 		t.Errorf("with noise σ = %g the planted vector is still found (|cos| = %.3f): the noise is not applied", sigma, cos)
 	}
 }
+
+// On sparse ratings with skewed popularity the diagonal hides the shared
+// structure: the noiseless top eigenvector of the covariance, divided by
+// the items' counts, is far from the planted rank-one factor, and with the
+// diagonal dropped (CovOptions.DropDiagonal) it is close (fixed seeds,
+// deterministic; measured over the 30 most rated items: |cos| 0.28 kept, 0.88 dropped).
+func TestCovDropDiagonalOnSparseRatings(t *testing.T) {
+	const users, items = 4000, 60
+	r := rand.New(rand.NewPCG(9, 9))
+	v := make([]float64, items)
+	for j := range v {
+		v[j] = r.NormFloat64()
+	}
+	rows := make([][][2]float64, users)
+	count := make([]float64, items)
+	for u := range rows {
+		a := r.NormFloat64()
+		for j := range items {
+			// Item j is rated with probability ∝ (j+1)^-0.8: a few items
+			// carry most ratings.
+			if r.Float64() < 0.9*math.Pow(float64(j+1), -0.8) {
+				rows[u] = append(rows[u], [2]float64{float64(j), 3 + 0.4*a*v[j] + 0.8*r.NormFloat64()})
+				count[j]++
+			}
+		}
+	}
+	p := problemFromRows(t, items, rows)
+	cover := make([]int, items)
+	for j := range cover {
+		cover[j] = j
+	}
+	cosine := func(drop bool) float64 {
+		_, vecs, err := CovFeatures(context.Background(), p, CovOptions{Items: cover, Rank: 1, Mean: 3,
+			ItemBias: make([]float64, items), Clip: 3, Release: noNoise{}, Noise: noise.Seeded(5),
+			Rand: rand.New(rand.NewPCG(2, 2)), DropDiagonal: drop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dot, n1, n2 float64
+		for j := range 30 { // the 30 most rated: the others' co-ratings are few
+			x := vecs.At(j, 0) / math.Max(count[j], 1)
+			dot += x * v[j]
+			n1 += x * x
+			n2 += v[j] * v[j]
+		}
+		return math.Abs(dot) / math.Sqrt(n1*n2)
+	}
+	with, without := cosine(true), cosine(false)
+	t.Logf("|cos| with the planted factor: diagonal dropped %.3f, kept %.3f", with, without)
+	if with < 0.8 || with < without+0.3 {
+		t.Errorf("dropping the diagonal: |cos| %.3f, keeping it %.3f", with, without)
+	}
+}
