@@ -1,10 +1,12 @@
 package mf
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -80,9 +82,12 @@ type CovStatistic struct {
 
 // covScratch is one worker's buffers for CovStatistic.pairs.
 type covScratch struct {
-	res []float64
-	idx []int32
-	x   []float64
+	res  []float64
+	idx  []int32
+	x    []float64
+	perm []int32
+	sq   []int32
+	sx   []float64
 }
 
 // Kind implements statistic.Contribution.
@@ -113,9 +118,9 @@ func (st *CovStatistic) Validate() error {
 	return nil
 }
 
-// pairs calls add(p, q, x_p·x_q) for each pair p ≤ q of a user's covered
-// positions, her row (items, vals) on the catalogue.
-func (st *CovStatistic) pairs(s *covScratch, items []int32, vals []float32, add func(lo, hi int32, v float64)) {
+// covered fills s.idx and s.x with a user's covered positions and her
+// x_ij = c·clip(y_ij, ±R), her row (items, vals) on the catalogue.
+func (st *CovStatistic) covered(s *covScratch, items []int32, vals []float32) {
 	if cap(s.res) < len(items) {
 		s.res = make([]float64, len(items))
 	}
@@ -136,11 +141,52 @@ func (st *CovStatistic) pairs(s *covScratch, items []int32, vals []float32, add 
 	for t := range s.x {
 		s.x[t] *= c
 	}
+}
+
+// pairs calls add(p, q, x_p·x_q) for each pair p ≤ q of a user's covered
+// positions, her row (items, vals) on the catalogue.
+func (st *CovStatistic) pairs(s *covScratch, items []int32, vals []float32, add func(lo, hi int32, v float64)) {
+	st.covered(s, items, vals)
 	// Every pair once, into the upper triangle (row ≤ column).
 	for t, qa := range s.idx {
 		xa := s.x[t]
 		for r := t; r < len(s.idx); r++ {
 			add(min(qa, s.idx[r]), max(qa, s.idx[r]), xa*s.x[r])
+		}
+	}
+}
+
+// addPairs is pairs into a dense m × m accumulator a (upper triangle),
+// the in-process sum's inner loop: the user's covered positions sorted
+// first, so that each row of a is walked once without a call per pair
+// (the pairs loop was most of dpals' time at 480 000 users). Each entry
+// gets the same one product as from pairs (x_p·x_q = x_q·x_p exactly), so
+// the sums are bit-identical.
+func (st *CovStatistic) addPairs(s *covScratch, items []int32, vals []float32, a []float64, m int) {
+	st.covered(s, items, vals)
+	if len(s.idx) == 0 {
+		return
+	}
+	if cap(s.perm) < len(s.idx) {
+		s.perm = make([]int32, len(s.idx))
+	}
+	perm := s.perm[:len(s.idx)]
+	for t := range perm {
+		perm[t] = int32(t)
+	}
+	slices.SortFunc(perm, func(x, y int32) int { return cmp.Compare(s.idx[x], s.idx[y]) })
+	if cap(s.sq) < len(perm) {
+		s.sq, s.sx = make([]int32, len(perm)), make([]float64, len(perm))
+	}
+	sq, sx := s.sq[:len(perm)], s.sx[:len(perm)]
+	for t, o := range perm {
+		sq[t], sx[t] = s.idx[o], s.x[o]
+	}
+	for t, qa := range sq {
+		row := a[int(qa)*m : int(qa)*m+m]
+		xa := sx[t]
+		for r := t; r < len(sq); r++ {
+			row[sq[r]] += xa * sx[r]
 		}
 	}
 }
@@ -217,7 +263,7 @@ func (st *CovStatistic) sum(ctx context.Context, p *Problem, w int) (*mat.SymDen
 		a, s := acc[wk], &scr[wk]
 		for u := lo; u < hi; u++ {
 			beg, end := p.RowPtr[u], p.RowPtr[u+1]
-			st.pairs(s, p.RowCol[beg:end], p.RowVal[beg:end], func(lo, hi int32, v float64) { a[int(lo)*m+int(hi)] += v })
+			st.addPairs(s, p.RowCol[beg:end], p.RowVal[beg:end], a, m)
 		}
 		return nil
 	})

@@ -228,3 +228,34 @@ func TestCovDropDiagonalOnSparseRatings(t *testing.T) {
 		t.Errorf("dropping the diagonal: |cos| %.3f, keeping it %.3f", with, without)
 	}
 }
+
+// The in-process covariance sum (addPairs, positions sorted, no call per
+// pair) equals the sum of the users' pairs as Contribute gives them, bit
+// for bit (fixed seed).
+func TestCovSumMatchesPairs(t *testing.T) {
+	lr := newLowRank(t, 300, 50, 2, 0.4, 0.3, 31)
+	p := lr.train
+	items := []int{7, 3, 40, 12, 0, 33, 21, 9, 48, 15}
+	st := &CovStatistic{Items: items, Mean: 3, ItemBias: make([]float64, p.NumItems), UserDamping: 2, Clip: 1.5}
+	if err := st.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.sum(context.Background(), p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := len(items)
+	want := make([]float64, m*m)
+	var s covScratch
+	for u := range p.NumUsers {
+		beg, end := p.RowPtr[u], p.RowPtr[u+1]
+		st.pairs(&s, p.RowCol[beg:end], p.RowVal[beg:end], func(lo, hi int32, v float64) { want[int(lo)*m+int(hi)] += v })
+	}
+	for a := range m {
+		for b := a; b < m; b++ {
+			if got.At(a, b) != want[a*m+b] {
+				t.Fatalf("C[%d,%d] = %v, pairs give %v", a, b, got.At(a, b), want[a*m+b])
+			}
+		}
+	}
+}
