@@ -423,7 +423,8 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		"reg_exponent": c.RegExponent, "weight_exponent": c.WeightExp, "max_per_user": c.MaxPerUser, "user_clip": c.UserClip,
 		"clip": clip, "min_count": c.MinCount, "fallback": c.Fallback, "bias_scale": c.BiasScale, "rhs_weight": c.RHSWeight,
 		"init": c.Init, "prior_ridge": c.PriorRidge, "cov_rank": c.CovRank, "cov_share": c.CovShare, "cov_items": c.CovItems, "cov_scale": c.CovScale,
-		"bias_prior": c.BiasPrior, "bias_weight_exponent": c.BiasWeightExp, "count_share": c.CountShare}
+		"bias_prior": c.BiasPrior, "bias_weight_exponent": c.BiasWeightExp, "count_share": c.CountShare,
+		"cov_normalise": c.CovNormalise, "pooled_gram": c.PooledGram, "large_from": c.LargeFrom}
 	var states *model.UserStates
 	if env.Engine == nil {
 		// An external engine keeps the users' rows on its side.

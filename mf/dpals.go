@@ -627,12 +627,7 @@ func solvePooled(ctx context.Context, o *DPALSOptions, keptG, keptH []float64, d
 			continue
 		}
 		wsum += math.Max(o.PoolWeights[j], 0)
-		g := keptG[j*d*d : (j+1)*d*d]
-		for a := range d {
-			for b := a; b < d; b++ {
-				pool.SetSym(a, b, pool.At(a, b)+g[a*d+b])
-			}
-		}
+		pool.AddSym(pool, mat.NewSymDense(d, keptG[j*d*d:(j+1)*d*d]))
 	}
 	if !(wsum > 0) {
 		return fmt.Errorf("DPALS: the pooled Gram needs a positive total item weight, got %g", wsum)
@@ -644,16 +639,7 @@ func solvePooled(ctx context.Context, o *DPALSOptions, keptG, keptH []float64, d
 	if err := psdProject(pool, &eig, &vecs, S); err != nil {
 		return fmt.Errorf("DPALS: the pooled Gram: %w", err)
 	}
-	var s2 float64 // ‖S̄‖²_F from its upper triangle
-	for a := range d {
-		for b := a; b < d; b++ {
-			if a == b {
-				s2 += S[a*d+b] * S[a*d+b]
-			} else {
-				s2 += 2 * S[a*d+b] * S[a*d+b]
-			}
-		}
-	}
+	s2 := math.Pow(mat.Norm(mat.NewSymDense(d, S), 2), 2) // ‖S̄‖²_F (S holds the upper triangle)
 	noise2 := o.PoolNoise * o.PoolNoise * float64(d*d) / 2
 	return parallelRows(ctx, n, w, 256, func(_, lo, hi int) error {
 		sys := make([]float64, d*d)
