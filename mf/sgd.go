@@ -546,39 +546,66 @@ func dot32(x, y []float32) float32 {
 
 // runStrata makes one pass over the nb×nb blocks in nb strata, in a
 // random order: stratum s holds the blocks (r, (r+s) mod nb), which share
-// no row and no column of blocks, so its blocks run in parallel on w
-// goroutines and the result does not depend on which goroutine ran which
-// block, nor on their number (Gemulla, Nijkamp, Haas, Sismanis,
+// no row and no column of blocks (Gemulla, Nijkamp, Haas, Sismanis,
 // "Large-Scale Matrix Factorization with Distributed Stochastic Gradient
-// Descent", KDD 2011). LIBMF's dynamic scheduler instead lets a worker
-// take any free block; with nb ≫ w the waits at the end of each stratum
-// cost little, and this way a seeded run is repeatable on any number of
-// cores.
+// Descent", KDD 2011). The result is a function of the seed and nb only:
+// every row of blocks and every column of blocks sees its blocks in the
+// strata's order, and blocks that share neither commute. With several
+// workers there is no barrier between strata: a block runs as soon as the
+// two blocks of the previous stratum it depends on (the one in its row and
+// the one in its column) are done, so a worker the OS deschedules holds up
+// only what depends on its block, while the other takes any ready block —
+// the freedom of LIBMF's dynamic scheduler (which takes any free block,
+// and is therefore not repeatable) without giving up a repeatable result.
+// Cancelling ctx skips the blocks not yet started and returns its error.
 func runStrata(ctx context.Context, nb, w int, rnd *rand.Rand, f func(b int)) error {
-	for _, s := range rnd.Perm(nb) {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if w == 1 {
+	order := rnd.Perm(nb)
+	if w == 1 || nb == 1 {
+		for _, s := range order {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			for r := range nb {
 				f(r*nb + (r+s)%nb)
 			}
-			continue
 		}
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for range min(w, nb) {
-			wg.Go(func() {
-				for {
-					r := int(next.Add(1)) - 1
-					if r >= nb {
-						return
-					}
-					f(r*nb + (r+s)%nb)
-				}
-			})
-		}
-		wg.Wait()
+		return nil
 	}
-	return nil
+	// Task t·nb + r is the block of row r in the t-th stratum of order.
+	total := nb * nb
+	pending := make([]atomic.Int32, total)
+	for x := nb; x < total; x++ {
+		pending[x].Store(2)
+	}
+	ready := make(chan int, total)
+	for r := range nb {
+		ready <- r
+	}
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	for range min(w, nb) {
+		wg.Go(func() {
+			for x := range ready {
+				t, r := x/nb, x%nb
+				c := (r + order[t]) % nb
+				if ctx.Err() == nil {
+					f(r*nb + c)
+				}
+				if t+1 < nb {
+					// Its successors: the next stratum's block in row r,
+					// and the one in column c (row c − s′).
+					for _, r2 := range [2]int{r, ((c-order[t+1])%nb + nb) % nb} {
+						if y := (t+1)*nb + r2; pending[y].Add(-1) == 0 {
+							ready <- y
+						}
+					}
+				}
+				if done.Add(1) == int64(total) {
+					close(ready)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return ctx.Err()
 }
