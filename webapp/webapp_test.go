@@ -99,7 +99,7 @@ func TestHandler(t *testing.T) {
 // fetch), so the CSP is never what stops a request.
 func TestNoOutsideAssets(t *testing.T) {
 	ext := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?(https?:|//)|fetch\(\s*["'](https?:|//)|@import|\burl\(`)
-	for _, name := range []string{"static/index.html", "static/app.js", "static/style.css"} {
+	for _, name := range []string{"static/index.html", "static/app.js", "static/common.js", "static/dap.html", "static/dap.js", "static/style.css"} {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
