@@ -222,6 +222,14 @@ func TestBrowserDAP(t *testing.T) {
 		t.Fatalf("preparing: %v", err)
 	}
 	pend := readPending(t, bctx)
+	shots := os.Getenv("PRIVREC_SCREENSHOT_DIR")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	if err := chromedp.Run(bctx, chromedp.EmulateViewport(420, 1000), scrollTop("tasks-h"),
+		screenshot(filepath.Join(shots, "browser-dap-shares.png"))); err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{"Share 1, encrypted", "the leader only", "Share 2, encrypted", "the helper only", fmt.Sprint(pend.Sizes["leader_share"]), fmt.Sprint(pend.Sizes["helper_share"])} {
 		if !strings.Contains(shares, want) {
 			t.Errorf("the shares table does not show %q: %s", want, shares)
@@ -384,7 +392,8 @@ func TestBrowserDAP(t *testing.T) {
 		}
 	}
 	var state string
-	if err := chromedp.Run(bctx, chromedp.Text(`tr[data-task="pop-1"]`, &state, chromedp.ByQuery)); err != nil {
+	if err := chromedp.Run(bctx, chromedp.Text(`tr[data-task="pop-1"]`, &state, chromedp.ByQuery),
+		scrollTop("tasks-h"), screenshot(filepath.Join(shots, "browser-dap-recommendations.png"))); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(state, "you contributed; published") {
@@ -399,8 +408,9 @@ func awaitPromise(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.
 // prepareRefused clicks Prepare for a task and reads the refusal.
 func prepareRefused(task string, out *string) chromedp.Action {
 	return chromedp.Tasks{
+		chromedp.Evaluate(`document.getElementById("sent").className = ""`, nil),
 		chromedp.Click(fmt.Sprintf(`tr[data-task=%q] button`, task), chromedp.ByQuery),
-		chromedp.WaitVisible(`#sent.bad`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#sent.bad:not(:empty)`, chromedp.ByQuery),
 		chromedp.Text(`#sent`, out, chromedp.ByID),
 	}
 }

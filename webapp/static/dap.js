@@ -28,13 +28,16 @@ let collection = null; // /dap-collection.json: {helper, items, scale}
 let tasks = [];        // [{text, info, released}] in the leader's order
 let items = [];        // the items she can rate
 
+// hostOf is the host[:port] of an http(s) URL.
+function hostOf(u) { return u.replace(/^https?:\/\//, "").split("/")[0]; }
+
 function account() { return load(KEY.account, null); }
 
 function drawGuarantee() {
   const g = $("guarantee");
   g.textContent = "";
   const add = (text) => { const li = document.createElement("li"); li.textContent = text; g.appendChild(li); };
-  const helper = new URL(collection.helper).host;
+  const helper = hostOf(collection.helper);
   const split = tasks.some((t) => t.info && t.info.noise === "honest-but-curious");
   add("Your ratings never leave this device. They are kept in this browser and used only here.");
   add("For each task this browser works out your contribution from your ratings, splits it into two secret shares and encrypts one for each of two aggregators run by different operators: the leader (" +
@@ -176,6 +179,7 @@ async function onPrepare(id) {
   const acc = account();
   const led = localStorage.getItem(KEY.ledger);
   if (acc === null || led === null) { refuse("Join first."); return; }
+  $("sent").className = "";
   $("sent").textContent = "";
   try {
     const taskText = await api("GET", "/dap/v1/tasks/" + encodeURIComponent(id));
@@ -202,27 +206,35 @@ function drawPreview() {
   if (p === null) { $("preview").hidden = true; return; }
   const info = device("dapTask", p.taskText);
   const rep = JSON.parse(p.report);
-  const helper = new URL(collection.helper).host;
+  const helper = hostOf(collection.helper);
   const body = $("shares").tBodies[0];
   body.textContent = "";
-  const row = (part, who, bytes, cls) => {
+  const row = (part, head, bytes, who, cls) => {
     const tr = document.createElement("tr");
     if (cls) tr.className = cls;
-    for (const [k, v] of [part, who, bytes].entries()) {
-      const c = document.createElement(k === 0 ? "th" : "td");
-      if (k === 0) c.scope = "row";
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = part;
+    if (head) {
+      const c = document.createElement("code");
+      c.textContent = "starts " + b64Head(head);
+      th.appendChild(c);
+    }
+    tr.appendChild(th);
+    for (const v of [bytes, who]) {
+      const c = document.createElement("td");
       c.textContent = v;
       tr.appendChild(c);
     }
     body.appendChild(tr);
   };
-  row("Share 1, encrypted (starts " + b64Head(rep.leader_share.ciphertext) + ")", "the leader only (" + location.host + ")", String(p.sizes.leader_share), "share-leader");
-  row("Share 2, encrypted (starts " + b64Head(rep.helper_share.ciphertext) + ")", "the helper only (" + helper + "); it passes through the leader, which cannot open it", String(p.sizes.helper_share), "share-helper");
-  row("Public part of the proof", "both; reveals nothing about your ratings", String(p.sizes.public_share), "");
-  row("Report ID (random)", "both", String(p.sizes.id), "");
-  row("Sent on the wire (JSON, base64)", "the leader", String(p.sizes.body), "share-total");
+  row("Share 1, encrypted", rep.leader_share.ciphertext, String(p.sizes.leader_share), "the leader only (" + location.host + ")", "share-leader");
+  row("Share 2, encrypted", rep.helper_share.ciphertext, String(p.sizes.helper_share), "the helper only (" + helper + "); it passes through the leader, which cannot open it", "share-helper");
+  row("Public part of the proof", "", String(p.sizes.public_share), "both; reveals nothing about your ratings", "");
+  row("Report ID (random)", "", String(p.sizes.id), "both", "");
+  row("Sent on the wire (JSON, base64)", "", String(p.sizes.body), "the leader", "share-total");
   $("report-json").textContent = p.report;
-  $("timing").textContent = "Computed, split and encrypted on this device in " + fmt(p.ms) + " ms (" + info.dimension + " numbers × " + info.bits + " bits).";
+  $("timing").textContent = "Computed, split and encrypted on this device in " + Math.max(1, Math.round(p.ms)) + " ms (" + info.dimension + " numbers × " + info.bits + " bits).";
   const led = JSON.parse(localStorage.getItem(KEY.ledger));
   const spent = Object.values(led.tasks_nano_rho).reduce((a, b) => a + b, 0) / 1e9;
   $("spend").textContent = "Task " + p.task + " costs ρ = " + fmt(info.rho) + " of your budget ρ = " + fmt(led.budget_rho) +
