@@ -42,6 +42,14 @@ task's ρ to every user who uploads for it (--budget-rho per user), and
 drives aggregation and collection (admin API, --admin-token-file). The
 helper refuses tasks whose ρ exceeds its own --max-task-rho.
 
+The leader also serves the browser device at / (--web, on by default;
+docs/BROWSER.md): a page whose WebAssembly computes a person's
+contribution from ratings kept in her browser, shards it, seals the
+helper's share to the key it fetches from the helper itself (--helper
+must be reachable from her browser; the helper's hpke_config allows any
+origin), uploads once per task and keeps her own ledger. --items gives
+the page titles, --scale its rating scale.
+
 Keys: --key-file holds the aggregator's HPKE private key; it is created
 (mode 0600) if missing. Secrets: 32 random bytes, base64, e.g.
   head -c 32 /dev/urandom | base64 > secret`
