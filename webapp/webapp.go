@@ -15,6 +15,13 @@
 // builds without a WebAssembly step; `go generate ./webapp` rebuilds it
 // reproducibly, and a test fails when it is stale.
 //
+// NewDAP serves the device of the two-aggregator path instead (dap.html,
+// from `privrec serve --role leader`): the module's package dap code
+// computes her contribution to each task, shards it and seals one share
+// to each aggregator's key (the helper's fetched from the helper), the
+// page uploads it once per task to the leader, keeps her own ρ ledger and
+// computes her recommendations from the published release.
+//
 // Every answer carries a Content-Security-Policy that lets the page load
 // and connect to this server only (plus 'wasm-unsafe-eval' to compile the
 // module): nothing is fetched from anywhere else.
