@@ -39,6 +39,8 @@ type dapPair struct {
 	leaderDB, helperDB   string
 	admin                string
 	leaderSrv, helperSrv *server.Server
+	leaderKey, helperKey dap.KeyPair // to open her shares in the test (both operators colluding)
+	secret               []byte
 }
 
 func startDAP(t *testing.T, cat *model.Catalogue, budgetRho float64) *dapPair {
@@ -47,11 +49,17 @@ func startDAP(t *testing.T, cat *model.Catalogue, budgetRho float64) *dapPair {
 	dir := t.TempDir()
 	p := &dapPair{admin: adminToken, leaderDB: filepath.Join(dir, "leader.db"), helperDB: filepath.Join(dir, "helper.db")}
 	secret := bytes.Repeat([]byte{7}, 32)
+	p.secret = secret
 	const peer = "test-peer-token-0123456789"
 	newServer := func(role dap.Role, db, helperURL string) *server.Server {
 		key, err := dap.NewKeyPair()
 		if err != nil {
 			t.Fatal(err)
+		}
+		if role == dap.Leader {
+			p.leaderKey = key
+		} else {
+			p.helperKey = key
 		}
 		s, err := server.New(ctx, server.Config{Role: role, DB: db, Key: key, Secret: secret, AggregatorToken: peer,
 			AdminToken: adminToken, HelperURL: helperURL, BudgetRho: budgetRho})
@@ -255,6 +263,12 @@ func TestBrowserDAP(t *testing.T) {
 	if got := len(rep.HelperShare.Enc) + len(rep.HelperShare.Ciphertext); got != pend.Sizes["helper_share"] || got == 0 {
 		t.Errorf("helper share %d bytes, page said %d", got, pend.Sizes["helper_share"])
 	}
+	// What her shares hold, opened with both aggregators' keys (only the
+	// two operators together can do this): exactly the quantized
+	// contribution the Go reference client computes from her ratings.
+	if got, want := p.open(t, task, &rep), goContribution(t, task, cat, mine); !slices.Equal(got, want) {
+		t.Errorf("her shares hold %v; the Go client computes %v", got, want)
+	}
 	// The browser's request bodies: enrolment (empty) and the report.
 	for _, r := range p.leaderRec.all() {
 		if len(r.body) > 0 && !strings.HasPrefix(r.path, "/dap/v1/admin/") && r.path != "/dap/v1/tasks/pop-1/reports" {
@@ -404,6 +418,64 @@ func TestBrowserDAP(t *testing.T) {
 }
 
 func awaitPromise(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }
+
+// open prepares a report at both aggregators' sides and combines the two
+// output shares: the device's quantized contribution.
+func (p *dapPair) open(t *testing.T, task dap.Task, r *dap.Report) []int64 {
+	t.Helper()
+	l, err := dap.NewPreparer(task, dap.Leader, p.leaderKey, p.secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := dap.NewPreparer(task, dap.Helper, p.helperKey, p.secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := l.Prepare(r.ID, r.PublicShare, r.LeaderShare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph, err := h.Prepare(r.ID, r.PublicShare, r.HelperShare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ol, err := l.Finish(pl, pl.Share, ph.Share)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oh, err := h.Finish(ph, pl.Share, ph.Share)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _, err := task.Combine(ol, oh, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// goContribution is what the Go client quantizes for these ratings.
+func goContribution(t *testing.T, task dap.Task, cat *model.Catalogue, mine map[int]float64) []int64 {
+	t.Helper()
+	d, err := dap.NewDevice(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := cat.IDs()
+	var its []string
+	var vals []float64
+	for j, v := range mine {
+		its, vals = append(its, ids[j]), append(vals, v)
+	}
+	q, err := task.Quantize(d.Contribute(d.RowOf(its, vals)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Max(q) == 0 {
+		t.Fatal("her contribution is zero")
+	}
+	return q
+}
 
 // prepareRefused clicks Prepare for a task and reads the refusal.
 func prepareRefused(task string, out *string) chromedp.Action {
