@@ -246,13 +246,32 @@ func TestBrowserDAP(t *testing.T) {
 	if len(p.puts()) != 0 {
 		t.Fatal("preparing sent a report")
 	}
-	if err := chromedp.Run(bctx, chromedp.Click(`#send`, chromedp.ByID), chromedp.WaitVisible(`#sent.ok`, chromedp.ByQuery)); err != nil {
+	// The first send fails (three tries, 503): the task is counted once in
+	// her browser, and Send again sends the same bytes.
+	p.leaderRec.mu.Lock()
+	p.leaderRec.failPuts = 3
+	p.leaderRec.mu.Unlock()
+	var failed string
+	if err := chromedp.Run(bctx, chromedp.Click(`#send`, chromedp.ByID), chromedp.WaitVisible(`#sent.bad:not(:empty)`, chromedp.ByQuery),
+		chromedp.Text(`#sent`, &failed, chromedp.ByID)); err != nil {
 		t.Fatalf("sending: %v", err)
 	}
-	puts := p.puts()
-	if len(puts) != 1 || puts[0].path != "/dap/v1/tasks/pop-1/reports" || string(puts[0].body) != pend.Report {
-		t.Fatalf("the leader received %d uploads; want the one the page showed", len(puts))
+	if !strings.Contains(failed, "try again with the same shares") {
+		t.Errorf("after a failed send the page says %q", failed)
 	}
+	if err := chromedp.Run(bctx, chromedp.Click(`#send`, chromedp.ByID), chromedp.WaitVisible(`#sent.ok`, chromedp.ByQuery)); err != nil {
+		t.Fatalf("sending again: %v", err)
+	}
+	puts := p.puts()
+	if len(puts) != 4 {
+		t.Fatalf("the leader received %d uploads, want 3 failed and 1 stored", len(puts))
+	}
+	for _, r := range puts {
+		if r.path != "/dap/v1/tasks/pop-1/reports" || string(r.body) != pend.Report {
+			t.Fatalf("an upload to %s differs from the report the page showed", r.path)
+		}
+	}
+	puts = puts[3:]
 	var rep dap.Report
 	if err := json.Unmarshal(puts[0].body, &rep); err != nil {
 		t.Fatal(err)
@@ -313,8 +332,8 @@ func TestBrowserDAP(t *testing.T) {
 	if !strings.Contains(overBudget, "over the device's budget") {
 		t.Errorf("pop-2 over the budget: the page says %q", overBudget)
 	}
-	if n := len(p.puts()); n != 1 {
-		t.Errorf("after the refusals the leader received %d uploads, want 1", n)
+	if n := len(p.puts()); n != 4 {
+		t.Errorf("after the refusals the leader received %d uploads, want 4", n)
 	}
 	// The leader refuses the same report again (her token).
 	req, _ := http.NewRequest(http.MethodPut, p.leader+"/dap/v1/tasks/pop-1/reports", bytes.NewReader(puts[0].body))

@@ -77,6 +77,9 @@ type recorder struct {
 	// config, when set, is served as GET /v1/config in place of the
 	// server's (a server that changes its configuration).
 	config []byte
+	// failPuts answers this many next PUT requests 503 without passing
+	// them on (recorded all the same): a flaky network or server.
+	failPuts int
 }
 
 func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -88,7 +91,15 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.mu.Lock()
 	rc.reqs = append(rc.reqs, recorded{r.Method, r.URL.Path, b})
 	cfg := rc.config
+	fail := r.Method == http.MethodPut && rc.failPuts > 0
+	if fail {
+		rc.failPuts--
+	}
 	rc.mu.Unlock()
+	if fail {
+		http.Error(w, `{"error":"unavailable"}`, http.StatusServiceUnavailable)
+		return
+	}
 	if cfg != nil && r.URL.Path == api.PathConfig {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(cfg)

@@ -250,13 +250,20 @@ async function onSend() {
   if (acc === null || p === null) return;
   $("send").disabled = true;
   // The device ledger first (write-ahead): the ρ is spent once the shares
-  // leave, even if the acknowledgement is lost.
-  try {
-    localStorage.setItem(KEY.ledger, device("dapLedgerReserve", localStorage.getItem(KEY.ledger), p.taskText).ledger);
-  } catch (e) {
-    localStorage.removeItem(KEY.pending);
-    refuse("Not sent: " + e.message);
-    return;
+  // leave, even if the acknowledgement is lost. A report already counted
+  // (its send failed) is sent again as it is, same ID and bytes: the
+  // leader never stores or charges a task twice, and the same shares
+  // reveal nothing more.
+  if (!p.reserved) {
+    try {
+      localStorage.setItem(KEY.ledger, device("dapLedgerReserve", localStorage.getItem(KEY.ledger), p.taskText).ledger);
+    } catch (e) {
+      localStorage.removeItem(KEY.pending);
+      refuse("Not sent: " + e.message);
+      return;
+    }
+    p.reserved = true;
+    save(KEY.pending, p);
   }
   let lastErr = null;
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -280,7 +287,15 @@ async function onSend() {
     }
   }
   $("sent").className = "bad";
-  $("sent").textContent = "Not sent: " + lastErr.message + " (this browser has counted the task: its shares may have arrived)";
+  if (lastErr.status === 409) {
+    // The leader holds a report of hers for the task (an earlier send
+    // whose answer was lost): nothing more to send.
+    localStorage.removeItem(KEY.pending);
+    $("sent").textContent = "Not sent again: " + lastErr.message + ". This browser has counted the task once.";
+  } else {
+    $("sent").textContent = "Not sent: " + lastErr.message + " (this browser has counted the task: its shares may have arrived; press Send to try again with the same shares)";
+    $("send").disabled = false;
+  }
   await drawAccount();
 }
 
