@@ -20,6 +20,7 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/privrec/privrec/client"
 	"github.com/privrec/privrec/dap"
@@ -153,11 +154,12 @@ func joinAndRate(t *testing.T, bctx context.Context, mine map[int]float64) {
 	}
 }
 
-// prepare clicks the task's "Prepare my shares" and waits for the preview.
+// prepare presses the task's "Prepare my shares" (by keyboard) and waits
+// for the preview.
 func prepare(bctx context.Context, task string) chromedp.Action {
 	return chromedp.Tasks{
 		chromedp.Evaluate(`delete document.body.dataset.prepared`, nil),
-		chromedp.Click(fmt.Sprintf(`tr[data-task=%q] button`, task), chromedp.ByQuery),
+		chromedp.Focus(fmt.Sprintf(`tr[data-task=%q] button`, task), chromedp.ByQuery), chromedp.KeyEvent(kb.Enter),
 		chromedp.WaitVisible(fmt.Sprintf(`body[data-prepared=%q]`, task), chromedp.ByQuery),
 	}
 }

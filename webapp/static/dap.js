@@ -289,9 +289,11 @@ async function onSend() {
   $("sent").className = "bad";
   if (lastErr.status === 409) {
     // The leader holds a report of hers for the task (an earlier send
-    // whose answer was lost): nothing more to send.
+    // whose answer was lost) or has closed the task: nothing more to send.
+    // The browser keeps the task's ρ counted: it cannot know whether an
+    // earlier send arrived, and never counts less than it may have spent.
     localStorage.removeItem(KEY.pending);
-    $("sent").textContent = "Not sent again: " + lastErr.message + ". This browser has counted the task once.";
+    $("sent").textContent = "The leader refused it: " + lastErr.message + ". This browser keeps the task's ρ counted, once.";
   } else {
     $("sent").textContent = "Not sent: " + lastErr.message + " (this browser has counted the task: its shares may have arrived; press Send to try again with the same shares)";
     $("send").disabled = false;
