@@ -12,12 +12,18 @@ import (
 // the public item factors (model.FoldInUser) and the items she rated are
 // left out (model.RecommendFor). Nothing is sent anywhere.
 func Recommend(rel *api.Release, r Ratings, k int) ([]model.Recommendation, error) {
-	if k < 1 {
-		return nil, fmt.Errorf("client: k must be ≥ 1, got %d", k)
-	}
 	m, err := rel.Model.Model()
 	if err != nil {
 		return nil, fmt.Errorf("client: release %d: %w", rel.ID, err)
+	}
+	return RecommendFrom(m, r, k)
+}
+
+// RecommendFrom is Recommend on a public model the device already holds
+// (e.g. one it built from a two-aggregator release, dap.ReleasedModel).
+func RecommendFrom(m *model.Model, r Ratings, k int) ([]model.Recommendation, error) {
+	if k < 1 {
+		return nil, fmt.Errorf("client: k must be ≥ 1, got %d", k)
 	}
 	ids, vals := r.Items()
 	st, err := m.FoldInUser("me", ids, vals)

@@ -82,13 +82,22 @@ func (e *HTTPError) Error() string {
 
 // PublicKey fetches an aggregator's HPKE public key.
 func (c *Client) PublicKey(ctx context.Context, base string) (kem.PublicKey, error) {
+	b, err := c.publicKeyBytes(ctx, base)
+	if err != nil {
+		return nil, err
+	}
+	return UnmarshalPublicKey(b)
+}
+
+// publicKeyBytes fetches an aggregator's published HPKE key.
+func (c *Client) publicKeyBytes(ctx context.Context, base string) ([]byte, error) {
 	var cfg struct {
 		PublicKey []byte `json:"public_key"`
 	}
 	if err := c.Do(ctx, http.MethodGet, base, "/dap/v1/hpke_config", "", nil, &cfg); err != nil {
 		return nil, err
 	}
-	return UnmarshalPublicKey(cfg.PublicKey)
+	return cfg.PublicKey, nil
 }
 
 // Task fetches a task's public parameters from the leader and validates
@@ -118,23 +127,15 @@ func (c *Client) Contribute(ctx context.Context, taskID string, ids []string, va
 	if err != nil {
 		return nil, err
 	}
-	d, err := NewDevice(t)
+	lk, err := c.publicKeyBytes(ctx, c.Leader)
 	if err != nil {
 		return nil, err
 	}
-	q, err := t.Quantize(d.Contribute(d.RowOf(ids, vals)))
+	hk, err := c.publicKeyBytes(ctx, c.Helper)
 	if err != nil {
 		return nil, err
 	}
-	lk, err := c.PublicKey(ctx, c.Leader)
-	if err != nil {
-		return nil, err
-	}
-	hk, err := c.PublicKey(ctx, c.Helper)
-	if err != nil {
-		return nil, err
-	}
-	r, err := t.Shard(q, lk, hk)
+	r, err := Prepare(t, lk, hk, ids, vals)
 	if err != nil {
 		return nil, err
 	}

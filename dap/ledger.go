@@ -77,18 +77,24 @@ func LoadLedger(path string) (*Ledger, error) {
 		return nil, fmt.Errorf("dap ledger: %w", err)
 	}
 	defer f.Close()
+	return ReadLedger(f, path)
+}
+
+// ReadLedger decodes a ledger (as Save writes it) from r; name says where
+// it comes from in errors (a file, the browser's storage).
+func ReadLedger(r io.Reader, name string) (*Ledger, error) {
 	var l Ledger
-	d := json.NewDecoder(io.LimitReader(f, 16<<20))
+	d := json.NewDecoder(io.LimitReader(r, 16<<20))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&l); err != nil {
-		return nil, fmt.Errorf("%w: dap ledger %s: %v", ErrInvalid, path, err)
+		return nil, fmt.Errorf("%w: dap ledger %s: %v", ErrInvalid, name, err)
 	}
 	if !(l.BudgetRho > 0) || l.Tasks == nil {
-		return nil, fmt.Errorf("%w: dap ledger %s: no budget or tasks", ErrInvalid, path)
+		return nil, fmt.Errorf("%w: dap ledger %s: no budget or tasks", ErrInvalid, name)
 	}
 	for id, v := range l.Tasks {
 		if v < 0 {
-			return nil, fmt.Errorf("%w: dap ledger %s: task %q has negative ρ", ErrInvalid, path, id)
+			return nil, fmt.Errorf("%w: dap ledger %s: task %q has negative ρ", ErrInvalid, name, id)
 		}
 	}
 	return &l, nil

@@ -77,6 +77,9 @@ type recorder struct {
 	// config, when set, is served as GET /v1/config in place of the
 	// server's (a server that changes its configuration).
 	config []byte
+	// failPuts answers this many next PUT requests 503 without passing
+	// them on (recorded all the same): a flaky network or server.
+	failPuts int
 }
 
 func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -88,7 +91,15 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.mu.Lock()
 	rc.reqs = append(rc.reqs, recorded{r.Method, r.URL.Path, b})
 	cfg := rc.config
+	fail := r.Method == http.MethodPut && rc.failPuts > 0
+	if fail {
+		rc.failPuts--
+	}
 	rc.mu.Unlock()
+	if fail {
+		http.Error(w, `{"error":"unavailable"}`, http.StatusServiceUnavailable)
+		return
+	}
 	if cfg != nil && r.URL.Path == api.PathConfig {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(cfg)
@@ -218,17 +229,7 @@ func TestBrowser(t *testing.T) {
 		shots = t.TempDir()
 	}
 
-	actx, cancel := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromium), chromedp.UserDataDir(t.TempDir()),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(420, 900))
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	bctx, cancel = context.WithTimeout(bctx, 90*time.Second)
-	defer cancel()
+	bctx := newBrowser(t, ctx, chromium, 90*time.Second)
 
 	// Every URL the page requests, to check that nothing is fetched from
 	// outside the server.
@@ -597,6 +598,24 @@ func mapsEqual(a, b map[string]float64) bool {
 
 func valuesEqual(a, b []*float64) bool {
 	return slices.EqualFunc(a, b, func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) })
+}
+
+// newBrowser starts headless Chromium with a fresh profile (stopped when
+// the test ends) and returns its context, which ends after timeout.
+func newBrowser(t *testing.T, ctx context.Context, chromium string, timeout time.Duration) context.Context {
+	t.Helper()
+	actx, cancel := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromium), chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(420, 900))
+	t.Cleanup(cancel)
+	bctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	bctx, cancel = context.WithTimeout(bctx, timeout)
+	t.Cleanup(cancel)
+	return bctx
 }
 
 // screenshot saves the viewport as PNG.

@@ -15,6 +15,13 @@
 // builds without a WebAssembly step; `go generate ./webapp` rebuilds it
 // reproducibly, and a test fails when it is stale.
 //
+// NewDAP serves the device of the two-aggregator path instead (dap.html,
+// from `privrec serve --role leader`): the module's package dap code
+// computes her contribution to each task, shards it and seals one share
+// to each aggregator's key (the helper's fetched from the helper), the
+// page uploads it once per task to the leader, keeps her own ρ ledger and
+// computes her recommendations from the published release.
+//
 // Every answer carries a Content-Security-Policy that lets the page load
 // and connect to this server only (plus 'wasm-unsafe-eval' to compile the
 // module): nothing is fetched from anywhere else.
@@ -37,7 +44,7 @@ import (
 	"time"
 )
 
-//go:embed static/index.html static/app.js static/style.css static/wasm_exec.js static/privrec.wasm.gz static/privrec.wasm.version
+//go:embed static/index.html static/app.js static/dap.html static/dap.js static/common.js static/style.css static/wasm_exec.js static/privrec.wasm.gz static/privrec.wasm.version
 var static embed.FS
 
 // CSP is the Content-Security-Policy of every answer.
@@ -55,6 +62,7 @@ type file struct {
 // wasm_exec.js and privrec.wasm (gzip-encoded when the browser accepts
 // it). Other paths are 404; methods other than GET and HEAD are 405.
 type Handler struct {
+	csp   string
 	files map[string]*file
 	gz    *file // privrec.wasm, gzip-compressed
 
@@ -65,19 +73,23 @@ type Handler struct {
 
 // New returns the handler over the embedded files.
 func New() (*Handler, error) {
-	h := &Handler{files: map[string]*file{}}
-	for path, f := range map[string]struct{ name, ctype string }{
-		"/":             {"index.html", "text/html; charset=utf-8"},
-		"/index.html":   {"index.html", "text/html; charset=utf-8"},
-		"/app.js":       {"app.js", "text/javascript; charset=utf-8"},
-		"/style.css":    {"style.css", "text/css; charset=utf-8"},
-		"/wasm_exec.js": {"wasm_exec.js", "text/javascript; charset=utf-8"},
-	} {
-		b, err := fs.ReadFile(static, "static/"+f.name)
+	return newHandler(CSP, map[string]string{"/": "index.html", "/index.html": "index.html", "/app.js": "app.js"})
+}
+
+// ctypes are the content types of the page's files.
+var ctypes = map[string]string{".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+
+// newHandler serves pages (path → file in static/) with the shared
+// style, wasm_exec.js and module.
+func newHandler(csp string, pages map[string]string) (*Handler, error) {
+	h := &Handler{csp: csp, files: map[string]*file{}}
+	pages["/style.css"], pages["/wasm_exec.js"], pages["/common.js"] = "style.css", "wasm_exec.js", "common.js"
+	for path, name := range pages {
+		b, err := fs.ReadFile(static, "static/"+name)
 		if err != nil {
 			return nil, fmt.Errorf("webapp: %w", err)
 		}
-		h.files[path] = &file{name: f.name, ctype: f.ctype, body: b, etag: etag(b)}
+		h.files[path] = &file{name: name, ctype: ctypes[name[strings.LastIndexByte(name, '.'):]], body: b, etag: etag(b)}
 	}
 	gz, err := fs.ReadFile(static, "static/privrec.wasm.gz")
 	if err != nil {
@@ -134,7 +146,7 @@ func acceptsGzip(r *http.Request) bool {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
-	hd.Set("Content-Security-Policy", CSP)
+	hd.Set("Content-Security-Policy", h.csp)
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Cross-Origin-Opener-Policy", "same-origin")

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,9 +13,11 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/webapp"
 	"github.com/privrec/privrec/webapp/internal/wasmbuild"
 )
@@ -99,7 +102,7 @@ func TestHandler(t *testing.T) {
 // fetch), so the CSP is never what stops a request.
 func TestNoOutsideAssets(t *testing.T) {
 	ext := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?(https?:|//)|fetch\(\s*["'](https?:|//)|@import|\burl\(`)
-	for _, name := range []string{"static/index.html", "static/app.js", "static/style.css"} {
+	for _, name := range []string{"static/index.html", "static/app.js", "static/common.js", "static/dap.html", "static/dap.js", "static/style.css"} {
 		b, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
@@ -172,3 +175,49 @@ func TestWASMFresh(t *testing.T) {
 }
 
 var _ http.Handler = (*webapp.Handler)(nil)
+
+// TestDAPHandler: the two-aggregator page at /, its CSP allowing the
+// helper's origin (and no other), the collection facts, and refused
+// helper URLs.
+func TestDAPHandler(t *testing.T) {
+	cat, err := model.NewCatalogue([]string{"a", "b"}, []string{"Alien", ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := webapp.NewDAP(webapp.DAPOptions{HelperURL: "https://helper.example:8443/agg", Catalogue: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "http://x"+path, nil))
+		return w
+	}
+	for path, want := range map[string]string{"/": "dap.js", "/dap.js": "dapPrepare", "/common.js": "startWasm", "/dap-collection.json": `"helper":"https://helper.example:8443/agg"`} {
+		w := get(path)
+		if w.Code != 200 || !strings.Contains(w.Body.String(), want) {
+			t.Errorf("GET %s: %d, body without %q", path, w.Code, want)
+		}
+		if csp := w.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "connect-src 'self' https://helper.example:8443;") {
+			t.Errorf("GET %s: CSP %q", path, csp)
+		}
+	}
+	var c webapp.Collection
+	if err := json.Unmarshal(get("/dap-collection.json").Body.Bytes(), &c); err != nil {
+		t.Fatal(err)
+	}
+	if want := []webapp.DAPItem{{ID: "a", Title: "Alien"}, {ID: "b"}}; !slices.Equal(c.Items, want) || c.Scale != [2]float64{1, 5} {
+		t.Errorf("collection %+v", c)
+	}
+	if w := get("/app.js"); w.Code != 404 {
+		t.Errorf("the two-aggregator handler serves the local-mode page's app.js (%d)", w.Code)
+	}
+	for _, bad := range []string{"", "ftp://h", "http://", "https://u:p@h", "helper:8091"} {
+		if _, err := webapp.NewDAP(webapp.DAPOptions{HelperURL: bad}); err == nil {
+			t.Errorf("helper URL %q accepted", bad)
+		}
+	}
+	if _, err := webapp.NewDAP(webapp.DAPOptions{HelperURL: "http://h", Scale: [2]float64{5, 1}}); err == nil {
+		t.Error("scale 5–1 accepted")
+	}
+}

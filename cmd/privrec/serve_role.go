@@ -20,6 +20,8 @@ import (
 	"github.com/privrec/privrec/dap"
 	"github.com/privrec/privrec/dap/server"
 	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/webapp"
 )
 
 const serveRoleSynopsis = `
@@ -39,6 +41,14 @@ helper). The leader enrols users, stores their reports, charges each
 task's ρ to every user who uploads for it (--budget-rho per user), and
 drives aggregation and collection (admin API, --admin-token-file). The
 helper refuses tasks whose ρ exceeds its own --max-task-rho.
+
+The leader also serves the browser device at / (--web, on by default;
+docs/BROWSER.md): a page whose WebAssembly computes a person's
+contribution from ratings kept in her browser, shards it, seals the
+helper's share to the key it fetches from the helper itself (--helper
+must be reachable from her browser; the helper's hpke_config allows any
+origin), uploads once per task and keeps her own ledger. --items gives
+the page titles, --scale its rating scale.
 
 Keys: --key-file holds the aggregator's HPKE private key; it is created
 (mode 0600) if missing. Secrets: 32 random bytes, base64, e.g.
@@ -74,6 +84,9 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 	budget := fs.Float64("budget-rho", 0, "leader: each user's total zCDP ρ over all tasks")
 	maxRho := fs.Float64("max-task-rho", 0, "helper: the largest ρ per task it agrees to (0: no limit of its own)")
 	batch := fs.Int("batch", 256, "reports per aggregation job")
+	web := fs.Bool("web", true, "leader: serve the browser device at / (docs/BROWSER.md): her ratings stay in the browser, which shards and encrypts her contribution to both aggregators")
+	items := fs.String("items", "", "leader, with --web: titles for the page (one item ID per line, an optional title after a tab); default: the tasks' item IDs")
+	scale := fs.String("scale", "1:5", "leader, with --web: the rating scale the page offers (MIN:MAX)")
 	grace := fs.Duration("grace", 15*time.Second, "how long a graceful shutdown waits for requests in flight")
 	addrFile := fs.String("addr-file", "", "write the listening address (host:port) to this file once ready")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -112,6 +125,12 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 		}
 		cfg.HelperURL, cfg.BudgetRho = *helperURL, *budget
 	}
+	var page http.Handler
+	if r == dap.Leader && *web {
+		if page, err = dapPage(*helperURL, *items, *scale); err != nil {
+			return err
+		}
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	srv, err := server.New(ctx, cfg)
@@ -133,7 +152,34 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	log.Info("listening", "role", r.String(), "addr", ln.Addr().String(), "db", cfg.DB)
-	return serveRole(ctx, srv.Handler(), ln, *grace, log)
+	h := srv.Handler()
+	if page != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/dap/", h)
+		mux.Handle("/", page)
+		h = mux
+	}
+	return serveRole(ctx, h, ln, *grace, log)
+}
+
+// dapPage is the leader's browser device (webapp.NewDAP).
+func dapPage(helperURL, items, scale string) (http.Handler, error) {
+	o := webapp.DAPOptions{HelperURL: helperURL}
+	sc, err := release.ParseScale(scale)
+	if err != nil {
+		return nil, usagef("--scale: %v", err)
+	}
+	o.Scale = [2]float64{sc.Min, sc.Max}
+	if items != "" {
+		if o.Catalogue, err = model.LoadCatalogue(items); err != nil {
+			return nil, usagef("--items: %v", err)
+		}
+	}
+	page, err := webapp.NewDAP(o)
+	if err != nil {
+		return nil, usagef("--web: %v", err)
+	}
+	return page, nil
 }
 
 // serveRole serves an aggregator h on ln until ctx ends, then shuts down gracefully.

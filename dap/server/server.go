@@ -149,7 +149,12 @@ type HPKEConfig struct {
 	PublicKey []byte `json:"public_key"`
 }
 
+// hpkeConfig answers any origin: a browser device served by the leader
+// fetches the helper's key from the helper itself (cross-origin), so that
+// the leader never hands her the key her helper share is sealed to. The
+// key is public and the request carries no credentials.
 func (s *Server) hpkeConfig(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
 	pk, err := s.cfg.Key.PublicBytes()
 	if err != nil {
 		s.fail(w, err)

@@ -4,7 +4,8 @@
 // in this browser's localStorage and talks to the server that served it.
 // Her true ratings are never sent: the only request body that carries
 // anything about them is the randomized report, sent byte for byte as the
-// device code produced it and as the page showed it.
+// device code produced it and as the page showed it. Helpers shared with
+// the two-aggregator page (dap.js) are in common.js, loaded first.
 "use strict";
 
 const KEY = {
@@ -21,67 +22,9 @@ const KEY = {
   ledger: "privrec.ledger",
 };
 
-const $ = (id) => document.getElementById(id);
 let cfg = null;      // the server's collection configuration
 let cfgText = "";    // …as JSON, for the device code
 let blocked = "";    // why this browser refuses the server's configuration ("" if it does not)
-
-function load(key, fallback) {
-  try {
-    const v = localStorage.getItem(key);
-    return v === null ? fallback : JSON.parse(v);
-  } catch (e) {
-    return fallback;
-  }
-}
-function save(key, v) { localStorage.setItem(key, JSON.stringify(v)); }
-
-function status(text, bad) {
-  const s = $("status");
-  s.textContent = text;
-  s.className = bad ? "bad" : "";
-}
-
-function fmt(x) {
-  return Number.isInteger(x) ? String(x) : String(Math.round(x * 1000) / 1000);
-}
-
-// api calls the server; a non-2xx answer throws an Error carrying the
-// server's message and status.
-async function api(method, path, body, token) {
-  const headers = {};
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (token) headers["Authorization"] = "Bearer " + token;
-  const resp = await fetch(path, { method, headers, body, cache: "no-store", credentials: "omit" });
-  const text = await resp.text();
-  if (!resp.ok) {
-    let msg = text;
-    try { msg = JSON.parse(text).error || text; } catch (e) { /* not JSON */ }
-    const err = new Error(msg + " (HTTP " + resp.status + ")");
-    err.status = resp.status;
-    throw err;
-  }
-  return text;
-}
-
-// device calls the WebAssembly device code, which answers JSON.
-function device(fn, ...args) {
-  const out = JSON.parse(privrec[fn](...args));
-  if (out.error) throw new Error(out.error);
-  return out;
-}
-
-// ratingValues lists the values a person can choose on the declared scale.
-function ratingValues(sc) {
-  const vals = [];
-  if (sc.levels >= 2) {
-    const step = (sc.max - sc.min) / (sc.levels - 1);
-    for (let k = 0; k < sc.levels; k++) vals.push(sc.min + k * step);
-  } else {
-    for (let v = Math.ceil(sc.min); v <= Math.floor(sc.max) && vals.length < 21; v++) vals.push(v);
-  }
-  return vals;
-}
 
 // sentText says what a report value means to a person.
 function sentText(v) {
@@ -93,12 +36,6 @@ function sentText(v) {
   }
   return fmt(v);
 }
-
-function fmtBig(x) {
-  return x < 10 ? x.toFixed(1) : x < 1e6 ? String(Math.round(x)) : x.toExponential(1);
-}
-
-function itemTitle(it) { return it.title || it.id; }
 
 function ratingsKey(r) {
   return JSON.stringify(Object.keys(r).sort().map((k) => [k, r[k]]));
@@ -123,59 +60,6 @@ function drawGuarantee() {
   } else {
     add("Warning: this service runs in central mode. Reports carry your true ratings to the service, which is trusted to protect them (" + cfg.guarantee_text + ").");
   }
-}
-
-function drawRatings() {
-  const form = $("ratings");
-  const mine = load(KEY.ratings, {});
-  const vals = ratingValues(cfg.scale);
-  form.textContent = "";
-  cfg.items.forEach((it, j) => {
-    const row = document.createElement("div");
-    row.className = "item";
-    row.dataset.title = itemTitle(it).toLowerCase();
-    const id = "rate-" + j;
-    const label = document.createElement("label");
-    label.htmlFor = id;
-    label.textContent = itemTitle(it);
-    const sel = document.createElement("select");
-    sel.id = id;
-    sel.dataset.item = it.id;
-    const none = document.createElement("option");
-    none.value = "";
-    none.textContent = "not rated";
-    sel.appendChild(none);
-    for (const v of vals) {
-      const o = document.createElement("option");
-      o.value = String(v);
-      o.textContent = fmt(v) + (v === vals[0] ? " (worst)" : v === vals[vals.length - 1] ? " (best)" : "");
-      sel.appendChild(o);
-    }
-    if (mine[it.id] !== undefined) sel.value = String(mine[it.id]);
-    sel.addEventListener("change", onRate);
-    row.append(label, sel);
-    form.appendChild(row);
-  });
-  countRatings();
-}
-
-function onRate(ev) {
-  const mine = load(KEY.ratings, {});
-  const sel = ev.target;
-  if (sel.value === "") delete mine[sel.dataset.item];
-  else mine[sel.dataset.item] = Number(sel.value);
-  save(KEY.ratings, mine);
-  countRatings();
-}
-
-function countRatings() {
-  const n = Object.keys(load(KEY.ratings, {})).length;
-  $("rated-count").textContent = "You have rated " + n + " of " + cfg.items.length + " items (saved in this browser only).";
-}
-
-function onFilter() {
-  const q = $("filter").value.trim().toLowerCase();
-  for (const row of $("ratings").children) row.hidden = q !== "" && !row.dataset.title.includes(q);
 }
 
 async function drawAccount() {
@@ -450,25 +334,11 @@ async function onLeave() {
 function onForget() {
   if (!window.confirm("Forget your ratings and your token on this device?")) return;
   for (const k of Object.values(KEY)) localStorage.removeItem(k);
-  drawRatings();
+  drawRatings(cfg.items, ratingValues(cfg.scale), KEY.ratings);
   $("preview").hidden = true;
   $("recs").textContent = "";
   drawAccount();
   status("Everything on this device was forgotten.");
-}
-
-async function startWasm() {
-  const go = new Go();
-  const ready = new Promise((resolve) => { window.privrecReady = resolve; });
-  let inst;
-  if (WebAssembly.instantiateStreaming) {
-    inst = await WebAssembly.instantiateStreaming(fetch("privrec.wasm"), go.importObject);
-  } else {
-    const buf = await (await fetch("privrec.wasm")).arrayBuffer();
-    inst = await WebAssembly.instantiate(buf, go.importObject);
-  }
-  go.run(inst.instance); // runs until the page goes away
-  await ready;
 }
 
 async function main() {
@@ -493,7 +363,7 @@ async function main() {
   }
   pinCheck();
   drawGuarantee();
-  drawRatings();
+  drawRatings(cfg.items, ratingValues(cfg.scale), KEY.ratings);
   await drawAccount();
   $("recommend").disabled = false;
   if (blocked !== "") showBlocked();

@@ -15,6 +15,7 @@
 //	privrec.ledgerReserve(ledger, server, reportJSON) → {"ledger":…} | {"error":…}
 //	privrec.ledgerStatus(ledger, statusJSON)   → {"spent","budget","remaining"[,"disagreement"]}
 //	privrec.randomSource                      → where the noise comes from
+//	privrec.dap…                              → the two-aggregator device (dap.go)
 //
 // Every function takes and returns JSON strings. It makes no network call:
 // the page sends the report string as it is, byte for byte. The noise is
@@ -249,6 +250,7 @@ func main() {
 	obj.Set("ledgerCheck", js.FuncOf(ledgerCheck))
 	obj.Set("ledgerReserve", js.FuncOf(ledgerReserve))
 	obj.Set("ledgerStatus", js.FuncOf(ledgerStatus))
+	register(obj) // the two-aggregator functions (dap.go)
 	obj.Set("randomSource", "Go crypto/rand → crypto.getRandomValues (js/wasm)")
 	js.Global().Set("privrec", obj)
 	if ready := js.Global().Get("privrecReady"); ready.Type() == js.TypeFunction {

@@ -1,0 +1,249 @@
+//go:build js && wasm
+
+package main
+
+// The two-aggregator device code (package dap), for the page dap.html:
+//
+//	privrec.dapTask(taskJSON)                       → the task checked (Task.Validate, its plan decoded) and summarized
+//	privrec.dapPrepare(taskJSON, leaderHPKE, helperHPKE, ratingsJSON)
+//	                                                → {"report":"<the exact body of PUT tasks/{id}/reports>","sizes":{…},"ms":t}
+//	privrec.dapLedgerNew(leader, budgetRho)         → {"ledger":…}
+//	privrec.dapLedgerReserve(ledger, taskJSON)      → {"ledger":…} | {"error":…} (over budget, or the task already sent)
+//	privrec.dapLedgerStatus(ledger, leaderLedgerJSON) → {"spent","budget","remaining"[,"disagreement"]}
+//	privrec.dapRecommend(releaseJSON, ratingsJSON, titlesJSON, k) → {"recommendations":[…]}
+//
+// dapPrepare is dap.Prepare, the reference client's code: the
+// contribution rebuilt from the task's public plan, quantized, sharded
+// with Prio3SumVec and each input share sealed to its aggregator's HPKE
+// key (randomness from crypto/rand, i.e. crypto.getRandomValues).
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"syscall/js"
+	"time"
+
+	"github.com/privrec/privrec/client"
+	"github.com/privrec/privrec/dap"
+)
+
+func register(obj js.Value) {
+	obj.Set("dapTask", js.FuncOf(dapTask))
+	obj.Set("dapPrepare", js.FuncOf(dapPrepare))
+	obj.Set("dapLedgerNew", js.FuncOf(dapLedgerNew))
+	obj.Set("dapLedgerReserve", js.FuncOf(dapLedgerReserve))
+	obj.Set("dapLedgerStatus", js.FuncOf(dapLedgerStatus))
+	obj.Set("dapRecommend", js.FuncOf(dapRecommend))
+}
+
+// task decodes and validates a task as the leader publishes it.
+func task(s string) (dap.Task, error) {
+	var t dap.Task
+	d := json.NewDecoder(strings.NewReader(s))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&t); err != nil {
+		return t, fmt.Errorf("decoding the task: %w", err)
+	}
+	return t, t.Validate()
+}
+
+// hpkeKey reads an aggregator's published HPKE config (GET hpke_config).
+func hpkeKey(s, who string) ([]byte, error) {
+	var c struct {
+		Role      string `json:"role"`
+		PublicKey []byte `json:"public_key"`
+	}
+	if err := json.Unmarshal([]byte(s), &c); err != nil {
+		return nil, fmt.Errorf("decoding the %s's key: %w", who, err)
+	}
+	if c.Role != who {
+		return nil, fmt.Errorf("the %s's key is published as the %q's", who, c.Role)
+	}
+	return c.PublicKey, nil
+}
+
+func dapTask(_ js.Value, a []js.Value) any {
+	s, err := args(a, 1)
+	if err != nil {
+		return answer(nil, err)
+	}
+	t, err := task(s[0])
+	if err != nil {
+		return answer(nil, err)
+	}
+	d, err := dap.NewDevice(t)
+	if err != nil {
+		return answer(nil, err)
+	}
+	return answer(map[string]any{"id": t.ID, "statistic": t.Statistic, "kind": d.Contribution.Kind(), "dimension": t.Dimension,
+		"bits": t.Bits, "elements": t.Dimension * t.Bits, "rho": t.Rho, "noise": t.Noise, "relation": t.Relation,
+		"release_sd": t.ReleaseSD(), "catalogue": d.Row.Catalogue, "clamp": d.Row.Clamp, "positive": d.Row.Positive}, nil)
+}
+
+func dapPrepare(_ js.Value, a []js.Value) any {
+	s, err := args(a, 4)
+	if err != nil {
+		return answer(nil, err)
+	}
+	start := time.Now()
+	t, err := task(s[0])
+	if err != nil {
+		return answer(nil, err)
+	}
+	lk, err := hpkeKey(s[1], "leader")
+	if err != nil {
+		return answer(nil, err)
+	}
+	hk, err := hpkeKey(s[2], "helper")
+	if err != nil {
+		return answer(nil, err)
+	}
+	r, err := ratings(s[3])
+	if err != nil {
+		return answer(nil, err)
+	}
+	ids, vals := r.Items()
+	rep, err := dap.Prepare(t, lk, hk, ids, vals)
+	if err != nil {
+		return answer(nil, err)
+	}
+	body, err := json.Marshal(rep)
+	if err != nil {
+		return answer(nil, fmt.Errorf("encoding the report: %w", err))
+	}
+	ms := float64(time.Since(start).Microseconds()) / 1000
+	return answer(map[string]any{"report": string(body), "ms": ms, "sizes": map[string]int{
+		"id":           len(rep.ID),
+		"public_share": len(rep.PublicShare),
+		"leader_share": len(rep.LeaderShare.Enc) + len(rep.LeaderShare.Ciphertext),
+		"helper_share": len(rep.HelperShare.Enc) + len(rep.HelperShare.Ciphertext),
+		"payload":      rep.Size(),
+		"body":         len(body),
+	}}, nil)
+}
+
+func dapLedger(s string) (*dap.Ledger, error) {
+	return dap.ReadLedger(strings.NewReader(s), "in this browser")
+}
+
+func dapLedgerAnswer(l *dap.Ledger) any {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return answer(nil, fmt.Errorf("encoding the device ledger: %w", err))
+	}
+	return answer(map[string]string{"ledger": string(b)}, nil)
+}
+
+func dapLedgerNew(_ js.Value, a []js.Value) any {
+	s, err := args(a, 1)
+	if err != nil {
+		return answer(nil, err)
+	}
+	if len(a) < 2 || a[1].Type() != js.TypeNumber {
+		return answer(nil, fmt.Errorf("dapLedgerNew(leader, budgetRho): the budget must be a number"))
+	}
+	l, err := dap.NewLedger(s[0], a[1].Float())
+	if err != nil {
+		return answer(nil, err)
+	}
+	return dapLedgerAnswer(l)
+}
+
+func dapLedgerReserve(_ js.Value, a []js.Value) any {
+	s, err := args(a, 2)
+	if err != nil {
+		return answer(nil, err)
+	}
+	l, err := dapLedger(s[0])
+	if err != nil {
+		return answer(nil, err)
+	}
+	t, err := task(s[1])
+	if err != nil {
+		return answer(nil, err)
+	}
+	if err := l.Reserve(&t); err != nil {
+		return answer(nil, err)
+	}
+	return dapLedgerAnswer(l)
+}
+
+// dapLedgerStatus compares this browser's count with the leader's
+// (GET /dap/v1/ledger): a leader that counts less than the browser sent,
+// or allows more than she accepted, is named.
+func dapLedgerStatus(_ js.Value, a []js.Value) any {
+	s, err := args(a, 2)
+	if err != nil {
+		return answer(nil, err)
+	}
+	l, err := dapLedger(s[0])
+	if err != nil {
+		return answer(nil, err)
+	}
+	var st struct {
+		SpentRho  float64 `json:"spent_rho"`
+		BudgetRho float64 `json:"budget_rho"`
+	}
+	if err := json.Unmarshal([]byte(s[1]), &st); err != nil {
+		return answer(nil, fmt.Errorf("decoding the leader's ledger: %w", err))
+	}
+	spent := l.SpentRho()
+	out := map[string]any{"spent": spent, "budget": l.BudgetRho, "remaining": math.Max(0, l.BudgetRho-spent), "tasks": len(l.Tasks)}
+	var msgs []string
+	if st.SpentRho+1e-9 < spent {
+		msgs = append(msgs, fmt.Sprintf("the leader counts ρ = %g, less than the ρ = %g this browser has sent", st.SpentRho, spent))
+	}
+	if st.BudgetRho > l.BudgetRho+1e-9 {
+		msgs = append(msgs, fmt.Sprintf("the leader now allows ρ = %g, more than the ρ = %g you accepted (this browser keeps to yours)", st.BudgetRho, l.BudgetRho))
+	}
+	if len(msgs) > 0 {
+		out["disagreement"] = strings.Join(msgs, "; ")
+	}
+	return answer(out, nil)
+}
+
+// dapRecommend computes her recommendations from a counts task's release
+// (dap.ReleasedModel) and her own ratings, as client.Recommend does from
+// a central release: fold in, then the best items she has not rated.
+func dapRecommend(_ js.Value, a []js.Value) any {
+	s, err := args(a, 3)
+	if err != nil {
+		return answer(nil, err)
+	}
+	k := 10
+	if len(a) > 3 && a[3].Type() == js.TypeNumber {
+		k = a[3].Int()
+	}
+	var rel struct {
+		Task   dap.Task  `json:"task"`
+		Values []float64 `json:"values"`
+	}
+	if err := json.NewDecoder(bytes.NewReader([]byte(s[0]))).Decode(&rel); err != nil {
+		return answer(nil, fmt.Errorf("decoding the release: %w", err))
+	}
+	if err := rel.Task.Validate(); err != nil {
+		return answer(nil, err)
+	}
+	r, err := ratings(s[1])
+	if err != nil {
+		return answer(nil, err)
+	}
+	var titles map[string]string
+	if s[2] != "" && s[2] != "null" {
+		if err := json.Unmarshal([]byte(s[2]), &titles); err != nil {
+			return answer(nil, fmt.Errorf("decoding the titles: %w", err))
+		}
+	}
+	m, err := dap.ReleasedModel(rel.Task, rel.Values, titles)
+	if err != nil {
+		return answer(nil, err)
+	}
+	recs, err := client.RecommendFrom(m, r, k)
+	if err != nil {
+		return answer(nil, err)
+	}
+	return answer(map[string]any{"recommendations": recs}, nil)
+}
