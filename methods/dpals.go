@@ -343,7 +343,17 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		noiseRidge := c.ItemLambda * sigmaStep * math.Sqrt(2*float64(d))
 		var poolWeights []float64
 		if c.PooledGram {
-			poolWeights = popularity
+			// Item j's weight in the statistics, Σ_i c_ij², up to a
+			// constant: its released weighted count, times w_j² with
+			// adaptive weights (mf.DPALSOptions.PoolWeights).
+			poolWeights = featureCounts
+			if c.WeightExp != 0 {
+				w := mf.AdaptiveWeights(featureCounts, c.WeightExp)
+				poolWeights = make([]float64, n)
+				for j := range n {
+					poolWeights[j] = featureCounts[j] * w[j] * w[j]
+				}
+			}
 		}
 		for j := range n {
 			if active[j] {
@@ -363,7 +373,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		}
 		V, itemBias, err = mf.DPALS(ctx, p, mf.DPALSOptions{
 			Rank: k, Steps: steps, Noise: env.Noise,
-			Mean: st.Mean, ItemBias: itemBias, Counts: counts, Active: active,
+			Mean: st.Mean, ItemBias: itemBias, Counts: featureCounts, Active: active,
 			UserLambda: c.UserLambda, UserDamping: c.UserDamping, ItemLambda: itemLambda, BiasLambda: biasLambda,
 			UserClip: c.UserClip, ResidualClip: clip, RHSScale: rhsScale,
 			BiasScale: biasScale, PoolWeights: poolWeights, PoolNoise: sigmaStep,
@@ -588,7 +598,7 @@ func (c *DPALSConfig) largePlan(users, items int) {
 	if c.Rank == d.Rank {
 		c.Rank = publicFeatures + c.CovRank
 	}
-	if !c.PooledGram && c.WeightExp == 0 && c.MaxPerUser == 0 {
+	if !c.PooledGram && c.MaxPerUser == 0 {
 		c.PooledGram = true
 	}
 	c.CovNormalise = true

@@ -80,9 +80,11 @@ type DPALSOptions struct {
 	// PoolWeights, when set, makes every item solve use the pooled Gram
 	// (solvePooled): item j's system is PoolWeights[j]·S̄, S̄ the noised
 	// Gram blocks of all active items summed and divided by the sum of
-	// their weights. PoolWeights[j] is item j's public weighted count in
-	// the weights of the statistics (Σ_i c_ij as released; needs
-	// WeightExponent 0 and no MaxPerUser sample to be consistent).
+	// their weights. PoolWeights[j] is a public proxy of item j's weight
+	// in the statistics, Σ_i c_ij², up to one constant factor (which
+	// cancels: S̄ is divided by the sum of the weights): with μ = 0 its
+	// released weighted count, with adaptive weights that count times
+	// w_j² (w_j = max(Counts_j, 1)^μ). No MaxPerUser sample with it.
 	PoolWeights []float64
 	// PoolNoise, with PoolWeights, is the standard deviation σ of the
 	// noise on a Gram block's diagonal entries (σ/√2 off the diagonal).
@@ -164,8 +166,8 @@ func (o *DPALSOptions) check(n int) error {
 	if math.IsNaN(o.WeightExponent) || math.IsInf(o.WeightExponent, 0) {
 		return fmt.Errorf("DPALS: the weight exponent must be finite, got %g", o.WeightExponent)
 	}
-	if o.PoolWeights != nil && (len(o.PoolWeights) != n || o.WeightExponent != 0 || o.MaxPerUser != 0) {
-		return fmt.Errorf("DPALS: the pooled Gram needs one weight per item (%d, got %d), weight exponent 0 and no per-user sample", n, len(o.PoolWeights))
+	if o.PoolWeights != nil && (len(o.PoolWeights) != n || o.MaxPerUser != 0) {
+		return fmt.Errorf("DPALS: the pooled Gram needs one weight per item (%d, got %d) and no per-user sample", n, len(o.PoolWeights))
 	}
 	if o.BiasScale > 0 && len(o.BiasLambda) != n {
 		return fmt.Errorf("DPALS: bias refinement needs one bias λ per item (%d)", n)
@@ -380,9 +382,16 @@ func dpalsLists(ctx context.Context, p *Problem, o *DPALSOptions, w int) (*itemL
 // itemWeights is w_j = max(count_j, 1)^μ for every item: user i weighs
 // item j by w_j/‖(w_j')_{j' in her statistics}‖ (alsUserWeight).
 func (o *DPALSOptions) itemWeights() []float64 {
-	wj := make([]float64, len(o.Counts))
+	return AdaptiveWeights(o.Counts, o.WeightExponent)
+}
+
+// AdaptiveWeights is w_j = max(count_j, 1)^μ for every item: the adaptive
+// weights of DPALSOptions.WeightExponent (public post-processing of the
+// released counts).
+func AdaptiveWeights(counts []float64, mu float64) []float64 {
+	wj := make([]float64, len(counts))
 	for j := range wj {
-		wj[j] = math.Pow(math.Max(o.Counts[j], 1), o.WeightExponent)
+		wj[j] = math.Pow(math.Max(counts[j], 1), mu)
 	}
 	return wj
 }
