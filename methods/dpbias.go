@@ -272,7 +272,15 @@ func foldInAll(ctx context.Context, m *model.Model, data *ratings.Matrix, method
 	states := &model.UserStates{Method: method, Rank: m.Rank, States: make([]model.UserState, n)}
 	// Users are independent: chunks of them on every core, each state
 	// written at its user's index, so the order is the data's.
-	m.ItemIndex("") // builds the model's ID index once, before the goroutines read it
+	// Each of the data's items resolved to the model's index once.
+	at := make([]int32, data.NumItems())
+	for j := range at {
+		i, ok := m.ItemIndex(data.Items.Name(int32(j)))
+		if !ok {
+			i = -1
+		}
+		at[j] = i
+	}
 	var next atomic.Int64
 	const chunk = 1024
 	g, ctx := errgroup.WithContext(ctx)
@@ -286,9 +294,15 @@ func foldInAll(ctx context.Context, m *model.Model, data *ratings.Matrix, method
 				if err := ctx.Err(); err != nil {
 					return err
 				}
+				var ui []int32
 				for u := int32(lo); u < int32(min(n, lo+chunk)); u++ {
 					ids, fv := data.UserRatings(u)
-					st, err := m.FoldInUser(data.Users.Name(u), ids, fv)
+					cols, _ := data.UserRow(u)
+					ui = ui[:0]
+					for _, j := range cols {
+						ui = append(ui, at[j])
+					}
+					st, err := m.FoldInIndexed(data.Users.Name(u), ids, ui, fv)
 					if err != nil {
 						return fmt.Errorf("user %q: %w", data.Users.Name(u), err)
 					}

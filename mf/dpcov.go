@@ -156,17 +156,10 @@ func (st *CovStatistic) pairs(s *covScratch, items []int32, vals []float32, add 
 	}
 }
 
-// addPairs is pairs into a dense m × m accumulator a (upper triangle),
-// the in-process sum's inner loop: the user's covered positions sorted
-// first, so that each row of a is walked once without a call per pair
-// (the pairs loop was most of dpals' time at 480 000 users). Each entry
-// gets the same one product as from pairs (x_p·x_q = x_q·x_p exactly), so
-// the sums are bit-identical.
-func (st *CovStatistic) addPairs(s *covScratch, items []int32, vals []float32, a []float64, m int) {
+// sortedCovered is covered with the user's positions sorted: s.sq and
+// s.sx (the in-process sum's layout, covBatch).
+func (st *CovStatistic) sortedCovered(s *covScratch, items []int32, vals []float32) {
 	st.covered(s, items, vals)
-	if len(s.idx) == 0 {
-		return
-	}
 	if cap(s.perm) < len(s.idx) {
 		s.perm = make([]int32, len(s.idx))
 	}
@@ -178,16 +171,9 @@ func (st *CovStatistic) addPairs(s *covScratch, items []int32, vals []float32, a
 	if cap(s.sq) < len(perm) {
 		s.sq, s.sx = make([]int32, len(perm)), make([]float64, len(perm))
 	}
-	sq, sx := s.sq[:len(perm)], s.sx[:len(perm)]
+	s.sq, s.sx = s.sq[:len(perm)], s.sx[:len(perm)]
 	for t, o := range perm {
-		sq[t], sx[t] = s.idx[o], s.x[o]
-	}
-	for t, qa := range sq {
-		row := a[int(qa)*m : int(qa)*m+m]
-		xa := sx[t]
-		for r := t; r < len(sq); r++ {
-			row[sq[r]] += xa * sx[r]
-		}
+		s.sq[t], s.sx[t] = s.idx[o], s.x[o]
 	}
 }
 
@@ -247,43 +233,132 @@ func DropDiagonal(c *mat.SymDense) {
 	}
 }
 
-// sum is the in-process sum of st over p's users on w workers: one m × m
-// accumulator per worker, added in worker order.
+// sum is the in-process sum of st over p's users on w workers. Users are
+// taken in batches: each batch's covered entries are laid out sorted by
+// position (covTiles), then the upper triangle is cut into covTile ×
+// covTile tiles that the workers share out, each adding the batch's pairs
+// that fall in it. A tile's part of the accumulator stays in the core's
+// cache, where scattering a user's pairs over the whole m × m matrix
+// missed it on almost every pair (this loop was most of dpals' time at
+// 480 000 users); and since each entry is summed over users in user order
+// by whichever worker owns its tile, the sum does not depend on the
+// number of workers. Each entry gets the same products as from pairs.
 func (st *CovStatistic) sum(ctx context.Context, p *Problem, w int) (*mat.SymDense, error) {
 	m := len(st.Items)
 	w = workers(w)
-	// One accumulator per worker (m² float64 each): users' outer products
-	// are scattered into it, upper triangle only.
-	acc := make([][]float64, w)
-	scr := make([]covScratch, w)
-	err := parallelRows(ctx, p.NumUsers, w, 256, func(wk, lo, hi int) error {
-		if acc[wk] == nil {
-			acc[wk] = make([]float64, m*m)
-		}
-		a, s := acc[wk], &scr[wk]
-		for u := lo; u < hi; u++ {
-			beg, end := p.RowPtr[u], p.RowPtr[u+1]
-			st.addPairs(s, p.RowCol[beg:end], p.RowVal[beg:end], a, m)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
 	C := mat.NewSymDense(m, nil)
 	raw := C.RawSymmetric()
-	for _, a := range acc {
-		if a == nil {
-			continue
+	nt := (m + covTile - 1) / covTile
+	var tiles [][2]int32 // the upper triangle's tiles, the diagonal band first
+	for d := range nt {
+		for a := 0; a+d < nt; a++ {
+			tiles = append(tiles, [2]int32{int32(a), int32(a + d)})
 		}
-		for i := range m {
-			dst, src := raw.Data[i*raw.Stride+i:i*raw.Stride+m], a[i*m+i:i*m+m]
-			for t := range dst {
-				dst[t] += src[t]
+	}
+	b := &covBatch{nt: nt}
+	scr := make([]covScratch, w)
+	for lo := 0; lo < p.NumUsers; lo += covBatchUsers {
+		hi := min(p.NumUsers, lo+covBatchUsers)
+		if err := b.fill(ctx, st, p, lo, hi, w, scr); err != nil {
+			return nil, err
+		}
+		err := parallelRows(ctx, len(tiles), w, 1, func(_, tlo, thi int) error {
+			for _, t := range tiles[tlo:thi] {
+				b.addTile(raw.Data, raw.Stride, int(t[0]), int(t[1]))
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return C, nil
+}
+
+// The tiled covariance sum's sizes: a tile's accumulator (covTile² float64,
+// 128 KiB) fits a core's L2 cache; a batch of users' entries (≈ 12 bytes
+// each) stays a few tens of MB. Variables only so that tests can make
+// them small enough to cross tiles and batches on small data.
+var (
+	covTile       = 128
+	covBatchUsers = 1 << 14
+)
+
+// covBatch is a batch of users' covered entries, each user's sorted by
+// position: user u's are idx/x[ptr[u]:ptr[u+1]], and off[u·(nt+1)+t] is
+// where her positions reach tile t·covTile.
+type covBatch struct {
+	nt   int
+	ptr  []int
+	idx  []int32
+	x    []float64
+	off  []int
+	nUsr int
+}
+
+// fill lays out users lo … hi−1 of p (in parallel; each user's entries
+// written at her offset, so the layout does not depend on w).
+func (b *covBatch) fill(ctx context.Context, st *CovStatistic, p *Problem, lo, hi, w int, scr []covScratch) error {
+	n := hi - lo
+	b.nUsr = n
+	b.ptr = slices.Grow(b.ptr[:0], n+1)[:n+1]
+	b.ptr[0] = 0
+	for u := range n {
+		c := 0
+		for _, j := range p.RowCol[p.RowPtr[lo+u]:p.RowPtr[lo+u+1]] {
+			if st.pos[j] >= 0 {
+				c++
+			}
+		}
+		b.ptr[u+1] = b.ptr[u] + c
+	}
+	total := b.ptr[n]
+	b.idx = slices.Grow(b.idx[:0], total)[:total]
+	b.x = slices.Grow(b.x[:0], total)[:total]
+	b.off = slices.Grow(b.off[:0], n*(b.nt+1))[:n*(b.nt+1)]
+	return parallelRows(ctx, n, w, 256, func(wk, ulo, uhi int) error {
+		s := &scr[wk]
+		for u := ulo; u < uhi; u++ {
+			beg, end := p.RowPtr[lo+u], p.RowPtr[lo+u+1]
+			st.sortedCovered(s, p.RowCol[beg:end], p.RowVal[beg:end])
+			at := b.ptr[u]
+			copy(b.idx[at:], s.sq)
+			copy(b.x[at:], s.sx)
+			off := b.off[u*(b.nt+1) : (u+1)*(b.nt+1)]
+			e := 0
+			for t := range off {
+				for e < len(s.sq) && int(s.sq[e]) < t*covTile {
+					e++
+				}
+				off[t] = at + e
+			}
+		}
+		return nil
+	})
+}
+
+// addTile adds the batch's pairs whose row falls in tile ta and column in
+// tile tb (ta ≤ tb) to the upper triangle a (stride ld), user by user.
+func (b *covBatch) addTile(a []float64, ld, ta, tb int) {
+	for u := range b.nUsr {
+		off := b.off[u*(b.nt+1) : (u+1)*(b.nt+1)]
+		rlo, rhi, clo, chi := off[ta], off[ta+1], off[tb], off[tb+1]
+		if rlo == rhi || clo == chi {
+			continue
+		}
+		cols, cx := b.idx[clo:chi], b.x[clo:chi]
+		for r := rlo; r < rhi; r++ {
+			qa, xa := int(b.idx[r]), b.x[r]
+			row := a[qa*ld : qa*ld+ld]
+			from := 0
+			if ta == tb {
+				from = r - clo // pairs p ≤ q only
+			}
+			for c := from; c < len(cols); c++ {
+				row[cols[c]] += xa * cx[c]
+			}
+		}
+	}
 }
 
 // TopEigen returns the r eigenpairs of the symmetric c largest in

@@ -235,27 +235,48 @@ func TestCovDropDiagonalOnSparseRatings(t *testing.T) {
 func TestCovSumMatchesPairs(t *testing.T) {
 	lr := newLowRank(t, 300, 50, 2, 0.4, 0.3, 31)
 	p := lr.train
-	items := []int{7, 3, 40, 12, 0, 33, 21, 9, 48, 15}
-	st := &CovStatistic{Items: items, Mean: 3, ItemBias: make([]float64, p.NumItems), UserDamping: 2, Clip: 1.5}
-	if err := st.Validate(); err != nil {
-		t.Fatal(err)
+	all := make([]int, 45)
+	for q := range all {
+		all[q] = (q * 7) % 50 // 45 distinct items, not in item order
 	}
-	got, err := st.sum(context.Background(), p, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := len(items)
-	want := make([]float64, m*m)
-	var s covScratch
-	for u := range p.NumUsers {
-		beg, end := p.RowPtr[u], p.RowPtr[u+1]
-		st.pairs(&s, p.RowCol[beg:end], p.RowVal[beg:end], func(lo, hi int32, v float64) { want[int(lo)*m+int(hi)] += v })
-	}
-	for a := range m {
-		for b := a; b < m; b++ {
-			if got.At(a, b) != want[a*m+b] {
-				t.Fatalf("C[%d,%d] = %v, pairs give %v", a, b, got.At(a, b), want[a*m+b])
+	// The tiled sum adds each entry's products in user order whatever the
+	// tiles, batches and workers, so it equals the pairs summed in user
+	// order bit for bit.
+	for _, tc := range []struct {
+		name                 string
+		items                []int
+		tile, batch, workers int
+	}{
+		{"one tile", []int{7, 3, 40, 12, 0, 33, 21, 9, 48, 15}, 128, 1 << 14, 1},
+		{"tiles and batches, 1 worker", all, 8, 37, 1},
+		{"tiles and batches, 3 workers", all, 8, 37, 3},
+		{"uneven tiles, 2 workers", all, 7, 300, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func(tile, batch int) { covTile, covBatchUsers = tile, batch }(covTile, covBatchUsers)
+			covTile, covBatchUsers = tc.tile, tc.batch
+			st := &CovStatistic{Items: tc.items, Mean: 3, ItemBias: make([]float64, p.NumItems), UserDamping: 2, Clip: 1.5}
+			if err := st.Validate(); err != nil {
+				t.Fatal(err)
 			}
-		}
+			got, err := st.sum(context.Background(), p, tc.workers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := len(tc.items)
+			want := make([]float64, m*m)
+			var s covScratch
+			for u := range p.NumUsers {
+				beg, end := p.RowPtr[u], p.RowPtr[u+1]
+				st.pairs(&s, p.RowCol[beg:end], p.RowVal[beg:end], func(lo, hi int32, v float64) { want[int(lo)*m+int(hi)] += v })
+			}
+			for a := range m {
+				for b := a; b < m; b++ {
+					if got.At(a, b) != want[a*m+b] {
+						t.Fatalf("C[%d,%d] = %v, pairs give %v", a, b, got.At(a, b), want[a*m+b])
+					}
+				}
+			}
+		})
 	}
 }

@@ -202,23 +202,41 @@ func (m *Model) RecommendFor(st *UserState, k int) []Recommendation {
 // ratings (item IDs and values on the original scale), the computation her
 // device does. Ratings of items the model does not know are ignored.
 func (m *Model) FoldInUser(user string, items []string, values []float64) (*UserState, error) {
+	if len(items) != len(values) {
+		return nil, fmt.Errorf("model: %d items and %d values", len(items), len(values))
+	}
+	at := make([]int32, len(items))
+	for k, id := range items {
+		i, ok := m.ItemIndex(id)
+		if !ok {
+			i = -1
+		}
+		at[k] = i
+	}
+	return m.FoldInIndexed(user, items, at, values)
+}
+
+// FoldInIndexed is FoldInUser with her items already resolved to the
+// model's item indices (at[k] for items[k]; −1: not in the model), for a
+// caller that folds in many users over one catalogue and resolves each
+// item ID once rather than once per rating.
+func (m *Model) FoldInIndexed(user string, items []string, at []int32, values []float64) (*UserState, error) {
 	if m.Dense != nil {
 		return nil, fmt.Errorf("model: %s releases a dense matrix; it cannot fold in a new user", m.Method)
 	}
-	if len(items) != len(values) {
-		return nil, fmt.Errorf("model: %d items and %d values", len(items), len(values))
+	if len(items) != len(values) || len(at) != len(items) {
+		return nil, fmt.Errorf("model: %d items, %d indices and %d values", len(items), len(at), len(values))
 	}
 	st := &UserState{User: user, Row: make([]float64, m.Rank), Seen: slices.Clone(items)}
 	var idx []int32
 	var res []float64
-	for k, id := range items {
-		i, ok := m.ItemIndex(id)
-		if !ok {
+	for k, i := range at {
+		if i < 0 || int(i) >= len(m.Items) {
 			continue
 		}
 		v := values[k]
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("model: rating of item %q is not finite", id)
+			return nil, fmt.Errorf("model: rating of item %q is not finite", items[k])
 		}
 		if p := m.Transform.Positive; p != nil && v < *p {
 			continue // not an interaction; still left out of her list (Seen)

@@ -86,6 +86,32 @@ func TestFoldInErrors(t *testing.T) {
 	}
 }
 
+// FoldInIndexed with the indices ItemIndex gives is FoldInUser, an
+// index of −1 or past the catalogue is an item the model does not know,
+// and mismatched lengths are refused.
+func TestFoldInIndexed(t *testing.T) {
+	m := publicRank2()
+	m.UserDamping = 1
+	items := []string{"c", "zzz", "a"}
+	vals := []float64{4, 2, 5}
+	want, err := m.FoldInUser("u", items, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range [][]int32{{2, -1, 0}, {2, 3, 0}} {
+		got, err := m.FoldInIndexed("u", items, at, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Bias != want.Bias || got.Row[0] != want.Row[0] || got.Row[1] != want.Row[1] || len(got.Seen) != 3 {
+			t.Errorf("indices %v: %+v, FoldInUser gives %+v", at, got, want)
+		}
+	}
+	if _, err := m.FoldInIndexed("u", items, []int32{2, 0}, vals); err == nil || !strings.Contains(err.Error(), "2 indices") {
+		t.Errorf("mismatched indices: err = %v", err)
+	}
+}
+
 func TestUserStatesSaveLoadJoin(t *testing.T) {
 	m := publicRank2()
 	s := &UserStates{Method: "test", Rank: 2, States: []UserState{
