@@ -11,9 +11,11 @@
 package release
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -94,11 +96,16 @@ func OnCatalogue(m *ratings.Matrix, c *model.Catalogue) (*ratings.Matrix, error)
 		return nil, fmt.Errorf("catalogue: %w", err)
 	}
 	remap := make([]int32, m.NumItems())
+	// A row is kept in the data's item order; when the kept items keep
+	// their order in the catalogue (the usual case: the catalogue lists
+	// the data's items in order), no row needs sorting.
+	monotone, last := true, int32(-1)
 	for i := range remap {
 		j, ok := items.Lookup(m.Items.Name(int32(i)))
 		remap[i] = -1
 		if ok {
 			remap[i] = j
+			monotone, last = monotone && j > last, j
 		}
 	}
 	nu := m.NumUsers()
@@ -131,7 +138,9 @@ func OnCatalogue(m *ratings.Matrix, c *model.Catalogue) (*ratings.Matrix, error)
 				row = append(row, p)
 			}
 		}
-		sort.Slice(row, func(a, b int) bool { return row[a].j < row[b].j })
+		if !monotone {
+			slices.SortFunc(row, func(a, b pair) int { return cmp.Compare(a.j, b.j) })
+		}
 		for _, p := range row {
 			rowCol = append(rowCol, p.j)
 			rowVal = append(rowVal, p.v)

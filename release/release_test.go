@@ -83,6 +83,48 @@ func TestOnCatalogue(t *testing.T) {
 	}
 }
 
+// Rows stay sorted by catalogue index and keep their values whether the
+// catalogue lists the data's items in their order (no sort needed) or not.
+func TestOnCatalogueOrders(t *testing.T) {
+	data := sample(t)
+	for _, ids := range [][]string{
+		data.Items.Names(),        // the data's own order
+		{"x", "y", "z"},           // another order, maybe the same
+		{"z", "y", "secret", "x"}, // reversed
+		{"secret", "x", "q", "y"}, // interleaved with unknown items
+	} {
+		cat, err := model.NewCatalogue(ids, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := OnCatalogue(data, cat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for u := range int32(m.NumUsers()) {
+			cols, vals := m.UserRow(u)
+			for k := range cols {
+				if k > 0 && cols[k] <= cols[k-1] {
+					t.Fatalf("catalogue %v: user %d's row %v is not sorted", ids, u, cols)
+				}
+				want, ok := data.Get(u, mustLookup(t, data, m.Items.Name(cols[k])))
+				if !ok || want != vals[k] {
+					t.Errorf("catalogue %v: user %d item %s = %v, data has %v", ids, u, m.Items.Name(cols[k]), vals[k], want)
+				}
+			}
+		}
+	}
+}
+
+func mustLookup(t *testing.T, m *ratings.Matrix, id string) int32 {
+	t.Helper()
+	i, ok := m.Items.Lookup(id)
+	if !ok {
+		t.Fatalf("item %s not in the data", id)
+	}
+	return i
+}
+
 func TestNeedDeclared(t *testing.T) {
 	in := Input{Ratings: sample(t)}
 	if _, err := in.NeedScale("m"); err == nil || !strings.Contains(err.Error(), "--scale") {
