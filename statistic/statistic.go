@@ -70,6 +70,37 @@ type Contribution interface {
 	Contribute(r Row, add func(i int, x float64))
 }
 
+// Factored is a Contribution whose part is, for each key it touches (an
+// item), a short factor — the ALS step's (c_ij, y_ij, ũ_i) — that Expand
+// turns into the key's slab of SlabDim coordinates, at key·SlabDim in
+// the statistic. Contribute must add exactly what Factors followed by
+// Expand adds (the same float64 values): it is the one definition, and an
+// engine that moves parts between workers sends the factors, which are
+// d+2 values where the slab has d(d+1)/2 + d, and expands them where it
+// sums (privrec-beam's combiner, keyed by item).
+type Factored interface {
+	Contribution
+	// SlabDim is the number of coordinates of one key's slab.
+	SlabDim() int
+	// Factors emits the user's factor for each key (the factor slice may
+	// be reused after emit returns).
+	Factors(r Row, emit func(key int, f []float64))
+	// Expand adds factor f's slab coordinates (0 … SlabDim−1). It depends
+	// on f alone, not on the plan, so a combiner can call it on the
+	// kind's zero value (Zero).
+	Expand(f []float64, add func(i int, x float64))
+}
+
+// Zero is the zero value of a registered contribution kind, with no plan:
+// what a combiner needs to call a Factored kind's Expand.
+func Zero(kind string) (Contribution, error) {
+	mk, ok := kinds[kind]
+	if !ok {
+		return nil, fmt.Errorf("unknown contribution kind %q", kind)
+	}
+	return mk(), nil
+}
+
 // kinds are the contribution types Decode knows (Register adds to them
 // at init time only).
 var kinds = map[string]func() Contribution{
