@@ -219,26 +219,19 @@ func (st *ALSStepStatistic) Factors(r statistic.Row, emit func(key int, f []floa
 // f = (c, y, ũ) is the upper triangle of c·ũũᵀ row by row, then c·y·ũ
 // (each entry ũ_b·(c·ũ_a) and (c·ũ_a)·y, the products the sensitivity
 // bound is stated for). It reads nothing but f.
-func (*ALSStepStatistic) Expand(f []float64, add func(i int, x float64)) {
+func (*ALSStepStatistic) Expand(f, slab []float64) {
 	c, y, u := f[0], f[1], f[2:]
 	d := len(u)
-	var buf [64]float64
-	cu := buf[:0]
-	if d > len(buf) {
-		cu = make([]float64, 0, d)
-	}
-	for a := range d {
-		cu = append(cu, c*u[a])
-	}
 	off := 0
 	for a := range d {
+		cu := c * u[a]
 		for b := a; b < d; b++ {
-			add(off, u[b]*cu[a])
+			slab[off] = u[b] * cu
 			off++
 		}
 	}
 	for a := range d {
-		add(off+a, cu[a]*y)
+		slab[off+a] = c * u[a] * y
 	}
 }
 
@@ -246,8 +239,11 @@ func (*ALSStepStatistic) Expand(f []float64, add func(i int, x float64)) {
 // at its item's slab.
 func (st *ALSStepStatistic) Contribute(r statistic.Row, add func(i int, x float64)) {
 	per := st.SlabDim()
+	slab := make([]float64, per)
 	st.Factors(r, func(key int, f []float64) {
-		off := key * per
-		st.Expand(f, func(i int, x float64) { add(off+i, x) })
+		st.Expand(f, slab)
+		for i, x := range slab {
+			add(key*per+i, x)
+		}
 	})
 }

@@ -162,7 +162,7 @@ func (st *CovStatistic) pairs(s *covScratch, items []int32, vals []float32, add 
 // (the pairs loop was most of dpals' time at 480 000 users). Each entry
 // gets the same one product as from pairs (x_p·x_q = x_q·x_p exactly), so
 // the sums are bit-identical.
-func (st *CovStatistic) addPairs(s *covScratch, items []int32, vals []float32, a []float64, m int) {
+func (st *CovStatistic) addPairs(s *covScratch, items []int32, vals []float32, a statistic.DD, m int) {
 	st.covered(s, items, vals)
 	if len(s.idx) == 0 {
 		return
@@ -183,10 +183,10 @@ func (st *CovStatistic) addPairs(s *covScratch, items []int32, vals []float32, a
 		sq[t], sx[t] = s.idx[o], s.x[o]
 	}
 	for t, qa := range sq {
-		row := a[int(qa)*m : int(qa)*m+m]
+		row := int(qa) * m
 		xa := sx[t]
 		for r := t; r < len(sq); r++ {
-			row[sq[r]] += xa * sx[r]
+			a.Add(row+int(sq[r]), xa*sx[r])
 		}
 	}
 }
@@ -248,17 +248,22 @@ func DropDiagonal(c *mat.SymDense) {
 }
 
 // sum is the in-process sum of st over p's users on w workers: one m × m
-// accumulator per worker, added in worker order.
+// accumulator per worker in double-double form (statistic.DD), merged in
+// that form, so the sum is the float64 nearest the exact one whatever the
+// split — the float64s statistic.Sum and privrec-beam's combine give from
+// the same parts (a plain float64 sum differs by rounding, which the
+// release's noise lattice turns into a different released value now and
+// then at large populations).
 func (st *CovStatistic) sum(ctx context.Context, p *Problem, w int) (*mat.SymDense, error) {
 	m := len(st.Items)
 	w = workers(w)
-	// One accumulator per worker (m² float64 each): users' outer products
-	// are scattered into it, upper triangle only.
-	acc := make([][]float64, w)
+	// One accumulator per worker (2·m² float64 each): users' outer
+	// products are scattered into it, upper triangle only.
+	acc := make([]statistic.DD, w)
 	scr := make([]covScratch, w)
 	err := parallelRows(ctx, p.NumUsers, w, 256, func(wk, lo, hi int) error {
-		if acc[wk] == nil {
-			acc[wk] = make([]float64, m*m)
+		if acc[wk].Hi == nil {
+			acc[wk] = statistic.NewDD(m * m)
 		}
 		a, s := acc[wk], &scr[wk]
 		for u := lo; u < hi; u++ {
@@ -270,20 +275,14 @@ func (st *CovStatistic) sum(ctx context.Context, p *Problem, w int) (*mat.SymDen
 	if err != nil {
 		return nil, err
 	}
-	C := mat.NewSymDense(m, nil)
-	raw := C.RawSymmetric()
+	total := statistic.NewDD(m * m)
 	for _, a := range acc {
-		if a == nil {
-			continue
-		}
-		for i := range m {
-			dst, src := raw.Data[i*raw.Stride+i:i*raw.Stride+m], a[i*m+i:i*m+m]
-			for t := range dst {
-				dst[t] += src[t]
-			}
+		if a.Hi != nil {
+			total.Merge(a)
 		}
 	}
-	return C, nil
+	// The lower triangle stays zero, as mat.SymDense reads the upper.
+	return mat.NewSymDense(m, total.Result()), nil
 }
 
 // TopEigen returns the r eigenpairs of the symmetric c largest in

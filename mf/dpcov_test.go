@@ -10,6 +10,7 @@ import (
 
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/statistic"
 )
 
 // recorder is a Releaser that keeps what it was asked to release (as the
@@ -230,8 +231,10 @@ func TestCovDropDiagonalOnSparseRatings(t *testing.T) {
 }
 
 // The in-process covariance sum (addPairs, positions sorted, no call per
-// pair) equals the sum of the users' pairs as Contribute gives them, bit
-// for bit (fixed seed).
+// pair, double-double per worker) equals statistic.Sum of the users'
+// parts as Contribute gives them — the in-process engine and
+// privrec-beam's combine — bit for bit, on one worker and on three
+// (fixed seed).
 func TestCovSumMatchesPairs(t *testing.T) {
 	lr := newLowRank(t, 300, 50, 2, 0.4, 0.3, 31)
 	p := lr.train
@@ -240,21 +243,24 @@ func TestCovSumMatchesPairs(t *testing.T) {
 	if err := st.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := st.sum(context.Background(), p, 1)
+	m := len(items)
+	want, err := statistic.Sum(context.Background(), p.NumUsers, func(u int) statistic.Row {
+		beg, end := p.RowPtr[u], p.RowPtr[u+1]
+		return statistic.Row{Items: p.RowCol[beg:end], Vals: p.RowVal[beg:end]}
+	}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := len(items)
-	want := make([]float64, m*m)
-	var s covScratch
-	for u := range p.NumUsers {
-		beg, end := p.RowPtr[u], p.RowPtr[u+1]
-		st.pairs(&s, p.RowCol[beg:end], p.RowVal[beg:end], func(lo, hi int32, v float64) { want[int(lo)*m+int(hi)] += v })
-	}
-	for a := range m {
-		for b := a; b < m; b++ {
-			if got.At(a, b) != want[a*m+b] {
-				t.Fatalf("C[%d,%d] = %v, pairs give %v", a, b, got.At(a, b), want[a*m+b])
+	for _, w := range []int{1, 3} {
+		got, err := st.sum(context.Background(), p, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for a := range m {
+			for b := a; b < m; b++ {
+				if got.At(a, b) != want[statistic.UpperIndex(m, a, b)] {
+					t.Fatalf("%d workers: C[%d,%d] = %v, statistic.Sum gives %v", w, a, b, got.At(a, b), want[statistic.UpperIndex(m, a, b)])
+				}
 			}
 		}
 	}

@@ -223,19 +223,7 @@ func (a *Acc) ensure(width int) {
 }
 
 // add adds x to coordinate i.
-func (a *Acc) add(i int, x float64) {
-	s, e := twoSum(a.Hi[i], x)
-	a.Hi[i] = s
-	a.Lo[i] += e
-}
-
-// twoSum is a + b as the rounded sum and its exact rounding error.
-func twoSum(a, b float64) (s, e float64) {
-	s = a + b
-	bb := s - a
-	e = (a - (s - bb)) + (b - bb)
-	return s, e
-}
+func (a *Acc) add(i int, x float64) { statistic.DD(*a).Add(i, x) }
 
 // mergeAcc is a + b, coordinate by coordinate, in double-double form.
 func mergeAcc(a, b Acc) Acc {
@@ -245,21 +233,16 @@ func mergeAcc(a, b Acc) Acc {
 	if a.Hi == nil {
 		return b
 	}
-	for i := range a.Hi {
-		s, e := twoSum(a.Hi[i], b.Hi[i])
-		a.Hi[i] = s
-		a.Lo[i] += b.Lo[i] + e
-	}
+	statistic.DD(a).Merge(statistic.DD(b))
 	return a
 }
 
 // extractAcc is the float64 sum of each of width coordinates.
 func extractAcc(a Acc, width int) []float64 {
-	out := make([]float64, width)
-	for i := range a.Hi {
-		out[i] = a.Hi[i] + a.Lo[i]
+	if a.Hi == nil {
+		return make([]float64, width)
 	}
-	return out
+	return statistic.DD(a).Result()
 }
 
 // blockSumFn combines Parts of one block into its sum.
@@ -293,7 +276,8 @@ type slabSumFn struct {
 	Kind  string `json:"kind"`
 	Width int    `json:"width"`
 
-	fc statistic.Factored
+	fc   statistic.Factored
+	slab []float64 // one factor's expansion
 }
 
 // Setup rebuilds the kind's zero value, whose Expand needs no plan.
@@ -323,7 +307,11 @@ func (f *slabSumFn) AddInput(a Acc, p Part) Acc {
 		}
 	}
 	a.ensure(f.Width)
-	f.fc.Expand(p.Val, a.add)
+	if len(f.slab) != f.Width {
+		f.slab = make([]float64, f.Width)
+	}
+	f.fc.Expand(p.Val, f.slab)
+	statistic.DD(a).AddAt(0, f.slab)
 	return a
 }
 
