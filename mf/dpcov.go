@@ -275,14 +275,8 @@ func (st *CovStatistic) sum(ctx context.Context, p *Problem, w int) (*mat.SymDen
 	if err != nil {
 		return nil, err
 	}
-	total := statistic.NewDD(m * m)
-	for _, a := range acc {
-		if a.Hi != nil {
-			total.Merge(a)
-		}
-	}
 	// The lower triangle stays zero, as mat.SymDense reads the upper.
-	return mat.NewSymDense(m, total.Result()), nil
+	return mat.NewSymDense(m, statistic.Merged(acc, m*m)), nil
 }
 
 // TopEigen returns the r eigenpairs of the symmetric c largest in

@@ -233,6 +233,30 @@ func (d DD) Merge(o DD) {
 	}
 }
 
+// Merged merges parts (per-worker sums of n coordinates; a part with
+// nil Hi is empty) into the first non-empty one and returns its float64
+// sums Hi[i] + Lo[i] in its Hi, allocating nothing more (n zeros if every
+// part is empty). The parts are spent.
+func Merged(parts []DD, n int) []float64 {
+	var first *DD
+	for k := range parts {
+		switch {
+		case parts[k].Hi == nil:
+		case first == nil:
+			first = &parts[k]
+		default:
+			first.Merge(parts[k])
+		}
+	}
+	if first == nil {
+		return make([]float64, n)
+	}
+	for i, x := range first.Lo {
+		first.Hi[i] += x
+	}
+	return first.Hi
+}
+
 // Result is the float64 sums Hi[i] + Lo[i], in a new slice.
 func (d DD) Result() []float64 {
 	out := make([]float64, len(d.Hi))

@@ -121,13 +121,7 @@ func GramScaled(ctx context.Context, x *Interactions, cols Columns, g []float64,
 	if err != nil {
 		return nil, err
 	}
-	total := statistic.NewDD(m * m)
-	for _, p := range parts {
-		if p.Hi != nil {
-			total.Merge(p)
-		}
-	}
-	sum := total.Result()
+	sum := statistic.Merged(parts, m*m)
 	for p := range m {
 		for q := p + 1; q < m; q++ {
 			sum[q*m+p] = sum[p*m+q]
