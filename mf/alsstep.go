@@ -10,6 +10,9 @@ import (
 // alsStepKind is ALSStepStatistic's kind for statistic.Decode.
 const alsStepKind = "als-step"
 
+// ALSStepStatistic's parts are factored (per rated item, her row and weights).
+var _ statistic.Factored = (*ALSStepStatistic)(nil)
+
 func init() {
 	statistic.Register(alsStepKind, func() statistic.Contribution { return new(ALSStepStatistic) })
 }
@@ -173,15 +176,25 @@ func alsUserWeight(items []int32, active []bool, w []float64) float64 {
 	return 0
 }
 
-// Contribute implements statistic.Contribution. A user whose system is
+// SlabDim implements statistic.Factored: an active item's Gram block
+// (upper triangle) and right-hand side, d(d+1)/2 + d coordinates.
+func (st *ALSStepStatistic) SlabDim() int {
+	d := st.d()
+	return d*(d+1)/2 + d
+}
+
+// Factors implements statistic.Factored: for each active item j she
+// rated, keyed by its active position, her factor (c_ij, y_ij, ũ_i) —
+// d+2 values from which Expand forms the slab. A user whose system is
 // not positive definite (impossible with λ_u > 0 and finite factors)
 // contributes nothing, where the in-process DPALS fails the run.
-func (st *ALSStepStatistic) Contribute(r statistic.Row, add func(i int, x float64)) {
+func (st *ALSStepStatistic) Factors(r statistic.Row, emit func(key int, f []float64)) {
 	if len(r.Items) == 0 {
 		return
 	}
 	k, d := st.Rank, st.d()
-	u := make([]float64, d)
+	f := make([]float64, 2+d)
+	u := f[2:]
 	shift, ok := alsUserRow(r.Items, r.Vals, k, st.V, st.ItemBias, st.Mean, st.UserDamping, st.UserLambda, st.UserClip, st.BiasScale, u, newALSRowScratch(k))
 	if !ok {
 		return
@@ -190,28 +203,47 @@ func (st *ALSStepStatistic) Contribute(r statistic.Row, add func(i int, x float6
 	if inv == 0 {
 		return
 	}
-	per := d*(d+1)/2 + d
 	R := st.ResidualClip
-	cu := make([]float64, d)
 	for t, j := range r.Items {
 		if !st.Active[j] {
 			continue
 		}
-		c := float64(roundDown32(st.Weight[j] * inv))
+		f[0] = float64(roundDown32(st.Weight[j] * inv))
 		// As dpalsItems: ((r − μ) − b_j) − b_i, clipped to ±R.
-		y := max(-R, min(R, float64(r.Vals[t])-st.Mean-st.ItemBias[j]-shift))
-		for a := range d {
-			cu[a] = c * u[a]
-		}
-		off := int(st.pos[j]) * per
-		for a := range d {
-			for b := a; b < d; b++ {
-				add(off, u[b]*cu[a])
-				off++
-			}
-		}
-		for a := range d {
-			add(off+a, cu[a]*y)
+		f[1] = max(-R, min(R, float64(r.Vals[t])-st.Mean-st.ItemBias[j]-shift))
+		emit(int(st.pos[j]), f)
+	}
+}
+
+// Expand implements statistic.Factored: the slab of the factor
+// f = (c, y, ũ) is the upper triangle of c·ũũᵀ row by row, then c·y·ũ
+// (each entry ũ_b·(c·ũ_a) and (c·ũ_a)·y, the products the sensitivity
+// bound is stated for). It reads nothing but f.
+func (*ALSStepStatistic) Expand(f, slab []float64) {
+	c, y, u := f[0], f[1], f[2:]
+	d := len(u)
+	off := 0
+	for a := range d {
+		cu := c * u[a]
+		for b := a; b < d; b++ {
+			slab[off] = u[b] * cu
+			off++
 		}
 	}
+	for a := range d {
+		slab[off+a] = c * u[a] * y
+	}
+}
+
+// Contribute implements statistic.Contribution: Factors, each expanded
+// at its item's slab.
+func (st *ALSStepStatistic) Contribute(r statistic.Row, add func(i int, x float64)) {
+	per := st.SlabDim()
+	slab := make([]float64, per)
+	st.Factors(r, func(key int, f []float64) {
+		st.Expand(f, slab)
+		for i, x := range slab {
+			add(key*per+i, x)
+		}
+	})
 }

@@ -687,45 +687,60 @@ type itemScratch struct {
 	vecs mat.Dense
 	h    []float64
 	sys  []float64
-	cw   []float64
-	cy   []float64
-	buf  gramBuf
+	f, x []float64    // one rating's factor (c, y, ũ) and its slab
+	slab statistic.DD // the item's slab, summed in double-double form
 }
 
 // itemStats writes item j's pre-noise statistics, the in-process sum over
 // its entries in l, into the upper triangle of g (stride ld) and into s.h.
+//
+// Each rating's factor (c_ij, y_ij, ũ_i) is expanded by
+// ALSStepStatistic.Expand — the statistic's one definition of the part,
+// the products the sensitivity bound is stated for — and summed in
+// double-double form (statistic.DD), as privrec-beam's combine sums the
+// same expansions: both give the float64 nearest the exact sum, so the
+// release's noise lattice puts them on the same point. What enters is
+// what DPALSSensitivity bounds, in floating point: the rows as stored
+// (‖ũ‖ ≤ Γ, clipped a hair inside), the float32 weights rounded down
+// (Σ_j c² ≤ 1) and y clipped in float64 (|y| ≤ R exactly).
 func (s *itemScratch) itemStats(o *DPALSOptions, l *itemLists, j int, U []float64, d int, shift, itemBias []float64, g []float64, ld int) {
-	beg, end := l.ptr[j], l.ptr[j+1]
-	clear(g)
-	clear(s.h)
-	s.cw, s.cy = s.cw[:0], s.cy[:0]
-	R := o.ResidualClip
-	for q := beg; q < end; q++ {
-		// As alsUserRow's residuals: ((r − μ) − b_j) − b_i.
-		y := float64(l.r[q]) - o.Mean - itemBias[j] - shift[l.user[q]]
-		s.cw = append(s.cw, float64(l.c[q]))
-		s.cy = append(s.cy, max(-R, min(R, y)))
+	per := d*(d+1)/2 + d
+	if len(s.slab.Hi) != per {
+		s.slab, s.f, s.x = statistic.NewDD(per), make([]float64, 2+d), make([]float64, per)
 	}
-	// What enters the statistics is what DPALSSensitivity bounds, in
-	// floating point: the rows as stored (‖ũ‖ ≤ Γ, clipped a hair inside),
-	// the float32 weights rounded down (Σ_j c² ≤ 1) and y clipped in
-	// float64 (|y| ≤ R exactly). The sums are float64; gramAdd's blocked
-	// order rounds differently from a plain loop (or an engine's combine),
-	// at the level of 2⁻⁵³ per operation, as any float64 sum does — no
-	// float32 accumulation, and the noise is added to these float64
-	// statistics unchanged.
-	gramAdd(g, ld, d, U, l.user[beg:end], s.cw, s.cy, s.h, &s.buf)
+	clear(s.slab.Hi)
+	clear(s.slab.Lo)
+	R := o.ResidualClip
+	for q := l.ptr[j]; q < l.ptr[j+1]; q++ {
+		u := int(l.user[q])
+		// As alsUserRow's residuals: ((r − μ) − b_j) − b_i.
+		y := float64(l.r[q]) - o.Mean - itemBias[j] - shift[u]
+		s.f[0], s.f[1] = float64(l.c[q]), max(-R, min(R, y))
+		copy(s.f[2:], U[u*d:u*d+d])
+		(*ALSStepStatistic)(nil).Expand(s.f, s.x)
+		s.slab.AddAt(0, s.x)
+	}
+	unpackSlab(s.slab.Result(), g, ld, d, s.h)
 }
 
 // item writes item j's pre-noise statistics from an engine's sum (the
 // layout of ALSStepStatistic) into the upper triangle of g (stride ld,
 // the lower triangle cleared) and into h.
 func (s *stepSums) item(j int, g []float64, ld, d int, h []float64) {
+	per := d*(d+1)/2 + d
+	off := int(s.pos[j]) * per
+	unpackSlab(s.v[off:off+per], g, ld, d, h)
+}
+
+// unpackSlab writes an item's slab (ALSStepStatistic's layout: the upper
+// triangle row by row, then the right-hand side) into the upper triangle
+// of g (stride ld, the rest cleared) and into h.
+func unpackSlab(slab, g []float64, ld, d int, h []float64) {
 	clear(g)
-	off := int(s.pos[j]) * (d*(d+1)/2 + d)
+	off := 0
 	for a := range d {
-		copy(g[a*ld+a:a*ld+d], s.v[off:off+d-a])
+		copy(g[a*ld+a:a*ld+d], slab[off:off+d-a])
 		off += d - a
 	}
-	copy(h, s.v[off:off+d])
+	copy(h, slab[off:off+d])
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -395,24 +396,33 @@ func (e *rowsEngine) Sum(ctx context.Context, c statistic.Contribution) ([]float
 // rel's noise.
 type stepRecorder struct {
 	rel  Releaser
+	mu   sync.Mutex // the item steps release from several workers
 	seen [][]float64
 }
 
-func (r *stepRecorder) Release(src *noise.Source, x []float64) error {
+func (r *stepRecorder) record(x []float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.seen = append(r.seen, append([]float64(nil), x...))
+}
+
+func (r *stepRecorder) Release(src *noise.Source, x []float64) error {
+	r.record(x)
 	return r.rel.Release(src, x)
 }
 
 func (r *stepRecorder) ReleaseSym(src *noise.Source, s *mat.SymDense) error {
-	r.seen = append(r.seen, append([]float64(nil), s.RawSymmetric().Data...))
+	r.record(s.RawSymmetric().Data)
 	return r.rel.ReleaseSym(src, s)
 }
 
 // The ALS steps summed by an engine from ALSStepStatistic's contributions
 // (each user's row computed from the plan's public factors) release the
-// same pre-noise statistics as the in-process item-major sums, to 1e-9
-// relative, and so the same factors — with and without bias refinement,
-// with and without inactive items. Deterministic (fixed seeds).
+// same pre-noise statistics as the in-process item-major sums, bit for
+// bit (both sum the same expansions in double-double form), and so the
+// same factors — with and without bias refinement, with and without
+// inactive items, the in-process sum on one worker and on three.
+// Deterministic (fixed seeds).
 func TestDPALSEngineMatchesInProcess(t *testing.T) {
 	lr := newLowRank(t, 90, 45, 2, 0.4, 0.2, 15)
 	for _, tc := range []struct {
@@ -421,10 +431,10 @@ func TestDPALSEngineMatchesInProcess(t *testing.T) {
 		inactive  bool
 	}{{"bias refinement", 1, false}, {"fixed biases", 0, false}, {"inactive items", 1, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			run := func(eng statistic.Engine) ([]float64, []float64, *stepRecorder) {
+			run := func(eng statistic.Engine, workers int) ([]float64, []float64, *stepRecorder) {
 				rec := &stepRecorder{rel: gaussian{0.3}}
 				o := dpalsInputs(lr.train, 3, 2, rec)
-				o.BiasScale, o.Workers, o.Engine = tc.biasScale, 1, eng
+				o.BiasScale, o.Workers, o.Engine = tc.biasScale, workers, eng
 				if tc.inactive {
 					for j := 0; j < lr.train.NumItems; j += 4 {
 						o.Active[j] = false
@@ -440,26 +450,34 @@ func TestDPALSEngineMatchesInProcess(t *testing.T) {
 				}
 				return V, b, rec
 			}
-			V0, b0, rec0 := run(nil)
 			eng := &rowsEngine{p: lr.train}
-			V1, b1, rec1 := run(eng)
+			V1, b1, rec1 := run(eng, 1)
 			if len(eng.sums) != 2 {
 				t.Fatalf("%d engine sums, want one per step (2)", len(eng.sums))
 			}
-			if len(rec0.seen) != len(rec1.seen) || len(rec0.seen) == 0 {
-				t.Fatalf("%d releases in process, %d through the engine", len(rec0.seen), len(rec1.seen))
-			}
-			for i := range rec0.seen {
-				for c, x := range rec0.seen[i] {
-					if y := rec1.seen[i][c]; math.Abs(x-y) > 1e-9*math.Max(1, math.Abs(x)) {
-						t.Fatalf("release %d, value %d: %v in process, %v through the engine", i, c, x, y)
+			for _, workers := range []int{1, 3} {
+				V0, b0, rec0 := run(nil, workers)
+				if len(rec0.seen) != len(rec1.seen) || len(rec0.seen) == 0 {
+					t.Fatalf("%d releases in process, %d through the engine", len(rec0.seen), len(rec1.seen))
+				}
+				// The recorder sees the items' releases in the order the
+				// workers make them: compared one by one on one worker,
+				// through the factors (each chunk's own noise stream) on three.
+				for i := range rec0.seen {
+					if workers > 1 {
+						break
+					}
+					for c, x := range rec0.seen[i] {
+						if y := rec1.seen[i][c]; x != y {
+							t.Fatalf("%d workers, release %d, value %d: %v in process, %v through the engine", workers, i, c, x, y)
+						}
 					}
 				}
-			}
-			for _, pair := range [][2][]float64{{V0, V1}, {b0, b1}} {
-				for i, x := range pair[0] {
-					if y := pair[1][i]; math.Abs(x-y) > 1e-8*math.Max(1, math.Abs(x)) {
-						t.Fatalf("value %d: %v in process, %v through the engine", i, x, y)
+				for _, pair := range [][2][]float64{{V0, V1}, {b0, b1}} {
+					for i, x := range pair[0] {
+						if y := pair[1][i]; x != y {
+							t.Fatalf("%d workers, value %d: %v in process, %v through the engine", workers, i, x, y)
+						}
 					}
 				}
 			}

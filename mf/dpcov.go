@@ -240,14 +240,17 @@ func DropDiagonal(c *mat.SymDense) {
 // that fall in it. A tile's part of the accumulator stays in the core's
 // cache, where scattering a user's pairs over the whole m × m matrix
 // missed it on almost every pair (this loop was most of dpals' time at
-// 480 000 users); and since each entry is summed over users in user order
-// by whichever worker owns its tile, the sum does not depend on the
-// number of workers. Each entry gets the same products as from pairs.
+// 480 000 users). Each entry gets the same products as from pairs,
+// summed in double-double form (statistic.DD), so the sum is the float64
+// nearest the exact one whatever the split — the float64s statistic.Sum
+// and privrec-beam's combine give from the same parts (a plain float64
+// sum differs by rounding, which the release's noise lattice turns into a
+// different released value now and then at large populations). One
+// accumulator serves every worker: each tile is one worker's at a time.
 func (st *CovStatistic) sum(ctx context.Context, p *Problem, w int) (*mat.SymDense, error) {
 	m := len(st.Items)
 	w = workers(w)
-	C := mat.NewSymDense(m, nil)
-	raw := C.RawSymmetric()
+	acc := statistic.NewDD(m * m)
 	nt := (m + covTile - 1) / covTile
 	var tiles [][2]int32 // the upper triangle's tiles, the diagonal band first
 	for d := range nt {
@@ -264,7 +267,7 @@ func (st *CovStatistic) sum(ctx context.Context, p *Problem, w int) (*mat.SymDen
 		}
 		err := parallelRows(ctx, len(tiles), w, 1, func(_, tlo, thi int) error {
 			for _, t := range tiles[tlo:thi] {
-				b.addTile(raw.Data, raw.Stride, int(t[0]), int(t[1]))
+				b.addTile(acc, m, int(t[0]), int(t[1]))
 			}
 			return nil
 		})
@@ -272,7 +275,8 @@ func (st *CovStatistic) sum(ctx context.Context, p *Problem, w int) (*mat.SymDen
 			return nil, err
 		}
 	}
-	return C, nil
+	// The lower triangle stays zero, as mat.SymDense reads the upper.
+	return mat.NewSymDense(m, acc.Result()), nil
 }
 
 // The tiled covariance sum's sizes: a tile's accumulator (covTile² float64,
@@ -341,8 +345,9 @@ func (b *covBatch) fill(ctx context.Context, st *CovStatistic, p *Problem, lo, h
 }
 
 // addTile adds the batch's pairs whose row falls in tile ta and column in
-// tile tb (ta ≤ tb) to the upper triangle a (stride ld), user by user.
-func (b *covBatch) addTile(a []float64, ld, ta, tb int) {
+// tile tb (ta ≤ tb) to the upper triangle of a (m × m, row-major), user
+// by user.
+func (b *covBatch) addTile(a statistic.DD, ld, ta, tb int) {
 	n := b.nUsr
 	ra, rb := b.off[ta*n:(ta+2)*n], b.off[tb*n:(tb+2)*n]
 	for u := range n {
@@ -353,13 +358,16 @@ func (b *covBatch) addTile(a []float64, ld, ta, tb int) {
 		cols, cx := b.idx[clo:chi], b.x[clo:chi]
 		for r := rlo; r < rhi; r++ {
 			qa, xa := int(b.idx[r]), b.x[r]
-			row := a[qa*ld : qa*ld+ld]
+			hi, lo := a.Hi[qa*ld:qa*ld+ld], a.Lo[qa*ld:qa*ld+ld]
 			from := 0
 			if ta == tb {
 				from = r - clo // pairs p ≤ q only
 			}
 			for c := from; c < len(cols); c++ {
-				row[cols[c]] += xa * cx[c]
+				q := cols[c]
+				s, e := statistic.TwoSum(hi[q], xa*cx[c])
+				hi[q] = s
+				lo[q] += e
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/statistic"
 )
 
 // recorder is a Releaser that keeps what it was asked to release (as the
@@ -239,9 +240,9 @@ func TestCovSumMatchesPairs(t *testing.T) {
 	for q := range all {
 		all[q] = (q * 7) % 50 // 45 distinct items, not in item order
 	}
-	// The tiled sum adds each entry's products in user order whatever the
-	// tiles, batches and workers, so it equals the pairs summed in user
-	// order bit for bit.
+	// The tiled sum adds each entry's products in double-double form
+	// whatever the tiles, batches and workers, so it equals statistic.Sum
+	// (privrec-beam's combine) bit for bit.
 	for _, tc := range []struct {
 		name                 string
 		items                []int
@@ -264,16 +265,17 @@ func TestCovSumMatchesPairs(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := len(tc.items)
-			want := make([]float64, m*m)
-			var s covScratch
-			for u := range p.NumUsers {
+			want, err := statistic.Sum(context.Background(), p.NumUsers, func(u int) statistic.Row {
 				beg, end := p.RowPtr[u], p.RowPtr[u+1]
-				st.pairs(&s, p.RowCol[beg:end], p.RowVal[beg:end], func(lo, hi int32, v float64) { want[int(lo)*m+int(hi)] += v })
+				return statistic.Row{Items: p.RowCol[beg:end], Vals: p.RowVal[beg:end]}
+			}, st)
+			if err != nil {
+				t.Fatal(err)
 			}
 			for a := range m {
 				for b := a; b < m; b++ {
-					if got.At(a, b) != want[a*m+b] {
-						t.Fatalf("C[%d,%d] = %v, pairs give %v", a, b, got.At(a, b), want[a*m+b])
+					if got.At(a, b) != want[statistic.UpperIndex(m, a, b)] {
+						t.Fatalf("C[%d,%d] = %v, statistic.Sum gives %v", a, b, got.At(a, b), want[statistic.UpperIndex(m, a, b)])
 					}
 				}
 			}

@@ -70,6 +70,37 @@ type Contribution interface {
 	Contribute(r Row, add func(i int, x float64))
 }
 
+// Factored is a Contribution whose part is, for each key it touches (an
+// item), a short factor — the ALS step's (c_ij, y_ij, ũ_i) — that Expand
+// turns into the key's slab of SlabDim coordinates, at key·SlabDim in
+// the statistic. Contribute must add exactly what Factors followed by
+// Expand adds (the same float64 values): it is the one definition, and an
+// engine that moves parts between workers sends the factors, which are
+// d+2 values where the slab has d(d+1)/2 + d, and expands them where it
+// sums (privrec-beam's combiner, keyed by item).
+type Factored interface {
+	Contribution
+	// SlabDim is the number of coordinates of one key's slab.
+	SlabDim() int
+	// Factors emits the user's factor for each key (the factor slice may
+	// be reused after emit returns).
+	Factors(r Row, emit func(key int, f []float64))
+	// Expand writes factor f's slab, SlabDim values, into slab. It
+	// depends on f alone, not on the plan, so a combiner can call it on
+	// the kind's zero value (Zero).
+	Expand(f, slab []float64)
+}
+
+// Zero is the zero value of a registered contribution kind, with no plan:
+// what a combiner needs to call a Factored kind's Expand.
+func Zero(kind string) (Contribution, error) {
+	mk, ok := kinds[kind]
+	if !ok {
+		return nil, fmt.Errorf("unknown contribution kind %q", kind)
+	}
+	return mk(), nil
+}
+
 // kinds are the contribution types Decode knows (Register adds to them
 // at init time only).
 var kinds = map[string]func() Contribution{
@@ -143,24 +174,96 @@ type Engine interface {
 // engines' sums to neighbouring points now and then (one coordinate of
 // 20 000 at 10⁶ users, measured); the compensated sums do not.
 func Sum(ctx context.Context, users int, row func(u int) Row, c Contribution) ([]float64, error) {
-	dim := c.Spec().Dim
-	v, lo := make([]float64, dim), make([]float64, dim)
-	add := func(i int, x float64) {
-		s := v[i] + x
-		bb := s - v[i]
-		lo[i] += (v[i] - (s - bb)) + (x - bb)
-		v[i] = s
-	}
+	acc := NewDD(c.Spec().Dim)
 	for u := range users {
 		if u%4096 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		c.Contribute(row(u), add)
+		c.Contribute(row(u), acc.Add)
 	}
-	for i := range v {
-		v[i] += lo[i]
+	return acc.Result(), nil
+}
+
+// TwoSum is a + b as the rounded sum s and its exact rounding error e
+// (Knuth's TwoSum: s + e = a + b exactly).
+func TwoSum(a, b float64) (s, e float64) {
+	s = a + b
+	bb := s - a
+	e = (a - (s - bb)) + (b - bb)
+	return s, e
+}
+
+// DD is a vector of sums in double-double form: coordinate i is
+// Hi[i] + Lo[i], Hi the rounded running sum and Lo the sum of its rounding
+// errors (TwoSum). However the additions are ordered, split and merged,
+// Result is the float64 nearest the exact sum unless that lies within
+// about 2⁻¹⁰⁶ of a rounding boundary — so every engine that sums in this
+// form (Sum, the in-process Gram kernel, privrec-beam's combine) releases
+// the same float64s from the same parts.
+type DD struct {
+	Hi, Lo []float64
+}
+
+// NewDD is a zero DD of n coordinates.
+func NewDD(n int) DD { return DD{Hi: make([]float64, n), Lo: make([]float64, n)} }
+
+// Add adds x to coordinate i.
+func (d DD) Add(i int, x float64) {
+	s, e := TwoSum(d.Hi[i], x)
+	d.Hi[i] = s
+	d.Lo[i] += e
+}
+
+// AddAt adds x[t] to coordinate off+t for every t.
+func (d DD) AddAt(off int, x []float64) {
+	hi, lo := d.Hi[off:off+len(x)], d.Lo[off:off+len(x)]
+	for t, v := range x {
+		s, e := TwoSum(hi[t], v)
+		hi[t] = s
+		lo[t] += e
 	}
-	return v, nil
+}
+
+// Merge adds o (of the same length) coordinate by coordinate.
+func (d DD) Merge(o DD) {
+	for i, x := range o.Hi {
+		s, e := TwoSum(d.Hi[i], x)
+		d.Hi[i] = s
+		d.Lo[i] += o.Lo[i] + e
+	}
+}
+
+// Merged merges parts (per-worker sums of n coordinates; a part with
+// nil Hi is empty) into the first non-empty one and returns its float64
+// sums Hi[i] + Lo[i] in its Hi, allocating nothing more (n zeros if every
+// part is empty). The parts are spent.
+func Merged(parts []DD, n int) []float64 {
+	var first *DD
+	for k := range parts {
+		switch {
+		case parts[k].Hi == nil:
+		case first == nil:
+			first = &parts[k]
+		default:
+			first.Merge(parts[k])
+		}
+	}
+	if first == nil {
+		return make([]float64, n)
+	}
+	for i, x := range first.Lo {
+		first.Hi[i] += x
+	}
+	return first.Hi
+}
+
+// Result is the float64 sums Hi[i] + Lo[i], in a new slice.
+func (d DD) Result() []float64 {
+	out := make([]float64, len(d.Hi))
+	for i, x := range d.Hi {
+		out[i] = x + d.Lo[i]
+	}
+	return out
 }
 
 // Mechanism is the Gaussian mechanism of s with zCDP budget rho: σ from

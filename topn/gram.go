@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/privrec/privrec/statistic"
 )
 
 // Columns maps items to the columns of a Gram matrix over a subset of
@@ -84,27 +86,34 @@ func GramScaled(ctx context.Context, x *Interactions, cols Columns, g []float64,
 		return nil, fmt.Errorf("gram: %d column weights for %d columns", len(g), m)
 	}
 	w = workers(w)
-	parts := make([][]float64, w)
+	// Each worker sums in double-double form (statistic.DD), and the
+	// workers' sums merge in that form: the result is the float64 nearest
+	// the exact sum whatever the split, the same float64s as
+	// statistic.Sum over gram.Gram's parts and privrec-beam's combine (a
+	// plain float64 sum differs from them by rounding, which the release's
+	// noise lattice turns into a different released value now and then:
+	// measured at 10⁶ users).
+	parts := make([]statistic.DD, w)
 	bufs := make([][]int32, w)
 	err := parallel(ctx, x.NumUsers, w, 64, func(wk, lo, hi int) {
-		if parts[wk] == nil {
-			parts[wk] = make([]float64, m*m)
+		if parts[wk].Hi == nil {
+			parts[wk] = statistic.NewDD(m * m)
 		}
 		acc := parts[wk]
 		for u := lo; u < hi; u++ {
 			c := cols.Contribute(x.Row(u), weight, bufs[wk])
 			bufs[wk] = c.Cols
 			for a, p := range c.Cols {
-				row := acc[int(p)*m:]
+				row := int(p) * m
 				if g == nil {
 					for _, q := range c.Cols[a:] {
-						row[q] += c.Weight
+						acc.Add(row+int(q), c.Weight)
 					}
 					continue
 				}
 				wp := c.Weight * g[p]
 				for _, q := range c.Cols[a:] {
-					row[q] += wp * g[q]
+					acc.Add(row+int(q), wp*g[q])
 				}
 			}
 		}
@@ -112,22 +121,7 @@ func GramScaled(ctx context.Context, x *Interactions, cols Columns, g []float64,
 	if err != nil {
 		return nil, err
 	}
-	var sum []float64
-	for _, p := range parts {
-		if p == nil {
-			continue
-		}
-		if sum == nil {
-			sum = p
-			continue
-		}
-		for i, v := range p {
-			sum[i] += v
-		}
-	}
-	if sum == nil {
-		sum = make([]float64, m*m)
-	}
+	sum := statistic.Merged(parts, m*m)
 	for p := range m {
 		for q := p + 1; q < m; q++ {
 			sum[q*m+p] = sum[p*m+q]

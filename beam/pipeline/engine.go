@@ -127,6 +127,10 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 		return nil, err
 	}
 	spec := c.Spec()
+	width, err := keyWidth(c)
+	if err != nil {
+		return nil, err
+	}
 	e.runs++
 	// Not filepath.Join: it would turn gs://bucket into gs:/bucket.
 	base := strings.TrimSuffix(e.cfg.WorkDir, "/") + "/" + fmt.Sprintf("%s-%d", kind, e.runs)
@@ -148,7 +152,14 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 	// factors are megabytes; see contributeFn).
 	planIn := beam.SideInput{Input: beam.Create(s, plan)}
 	parts, refused2, ones := beam.ParDo3(s, &contributeFn{Kind: kind, Rows: e.plan, Sources: e.cfg.Inputs, Latest: e.cfg.Store != ""}, byUser, planIn)
-	sums := beam.CombinePerKey(s, &blockSumFn{}, parts)
+	// Combine per key: blocks of statistic.BlockSize coordinates, or, for
+	// a factored statistic, one key per slab (an ALS step's item), the
+	// factors expanded in the combiner.
+	var combine any = &blockSumFn{}
+	if width != statistic.BlockSize {
+		combine = &slabSumFn{Kind: kind, Width: width}
+	}
+	sums := beam.CombinePerKey(s, combine, parts)
 	lines := beam.ParDo(s, formatBlock, sums)
 	users := beam.ParDo(s, formatUsers, stats.Sum(s, ones))
 	textio.Write(s, sumsPath, beam.Flatten(s, lines, users))
@@ -163,14 +174,37 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 	} else if n > 0 {
 		return nil, &RefusedError{N: n, File: refusedPath}
 	}
-	v, users2, err := readSums(ctx, sumsPath, spec.Dim)
+	v, users2, err := readSums(ctx, sumsPath, spec.Dim, width)
 	if err != nil {
 		return nil, err
 	}
 	e.users = users2
-	e.cfg.logger().Info("beam pipeline done", "statistic", spec.Name, "coordinates", spec.Dim, "blocks", statistic.Blocks(spec.Dim), "sums", sumsPath)
+	e.cfg.logger().Info("beam pipeline done", "statistic", spec.Name, "coordinates", spec.Dim, "keys", (spec.Dim+width-1)/width, "key_width", width, "sums", sumsPath)
 	e.Sums = append(e.Sums, append([]float64(nil), v...))
 	return v, nil
+}
+
+// keyWidth is the number of coordinates per combine key of c:
+// statistic.BlockSize, or a statistic.Factored's SlabDim (the statistic a
+// whole number of slabs, and the kind's zero value factored too, as the
+// combiner rebuilds it).
+func keyWidth(c statistic.Contribution) (int, error) {
+	fc, ok := c.(statistic.Factored)
+	if !ok {
+		return statistic.BlockSize, nil
+	}
+	w, dim := fc.SlabDim(), c.Spec().Dim
+	if w < 1 || dim%w != 0 {
+		return 0, fmt.Errorf("%s: %d coordinates are not whole slabs of %d", c.Spec().Name, dim, w)
+	}
+	z, err := statistic.Zero(c.Kind())
+	if err != nil {
+		return 0, err
+	}
+	if _, ok := z.(statistic.Factored); !ok {
+		return 0, fmt.Errorf("%s: the %q kind's zero value has no factored parts", c.Spec().Name, c.Kind())
+	}
+	return w, nil
 }
 
 func toAny(s []string) []any {
@@ -230,16 +264,17 @@ func countLines(ctx context.Context, path string) (int, error) {
 }
 
 // readSums assembles the dim coordinates and the user count a pipeline
-// wrote; a block written twice or out of range is an error (nothing is
-// released from an inconsistent output).
-func readSums(ctx context.Context, path string, dim int) ([]float64, int, error) {
+// wrote, in keys of width coordinates (statistic.BlockSize, or a
+// factored statistic's slab); a key written twice or out of range is an
+// error (nothing is released from an inconsistent output).
+func readSums(ctx context.Context, path string, dim, width int) ([]float64, int, error) {
 	f, err := openOutput(ctx, path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading the pipeline's sums: %w", err)
 	}
 	defer f.Close()
 	v := make([]float64, dim)
-	seen := make([]bool, statistic.Blocks(dim))
+	seen := make([]bool, (dim+width-1)/width)
 	users := 0
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<26)
@@ -257,12 +292,12 @@ func readSums(ctx context.Context, path string, dim int) ([]float64, int, error)
 			}
 			seen[b] = true
 			raw, err := base64.StdEncoding.DecodeString(fields[2])
-			if err != nil || len(raw) != 8*statistic.BlockSize {
+			if err != nil || len(raw) != 8*width {
 				return nil, 0, fmt.Errorf("%s:%d: block %d is damaged", path, line, b)
 			}
-			for i := range statistic.BlockSize {
+			for i := range width {
 				x := math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
-				if o := b*statistic.BlockSize + i; o < dim {
+				if o := b*width + i; o < dim {
 					v[o] = x
 				} else if x != 0 {
 					return nil, 0, fmt.Errorf("%s:%d: block %d has values past the %d coordinates", path, line, b, dim)

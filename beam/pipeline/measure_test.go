@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -75,11 +76,13 @@ func TestMeasureElementCosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	als := alsStep(cat.Len(), 32)
 	for _, c := range []statistic.Contribution{
 		&statistic.Counts{Items: cat.Len(), Cap: 50},
 		&statistic.Bias{Items: cat.Len(), Mid: 3, Half: 2, Clip: 1.5, Spread: true},
 		g,
-		alsStep(cat.Len(), 32),
+		denseOnly{als}, // the ALS step's dense parts (before the factored parts)
+		als,
 	} {
 		kind, plan, err := statistic.Encode(c)
 		if err != nil {
@@ -87,6 +90,17 @@ func TestMeasureElementCosts(t *testing.T) {
 		}
 		fn := &contributeFn{Kind: kind, Rows: statistic.RowPlan{Catalogue: cat.IDs(), Clamp: &[2]float64{1, 5}}, Sources: []string{path}}
 		fn.Setup()
+		fn.c = c // as decoded from plan (denseOnly: the same statistic, not factored)
+		// The combine (without lifting): a factored statistic's outer
+		// products are formed there, so its cost is timed apart.
+		var comb interface {
+			AddInput(Acc, Part) Acc
+		} = &blockSumFn{}
+		if _, ok := c.(statistic.Factored); ok {
+			comb = &slabSumFn{Kind: kind, Width: c.(statistic.Factored).SlabDim()}
+		}
+		accs := map[int]Acc{}
+		var combineTime time.Duration
 		var partBytes, parts int
 		start := time.Now()
 		for u, rs := range byUser {
@@ -98,23 +112,37 @@ func TestMeasureElementCosts(t *testing.T) {
 				*r = rs[k]
 				k++
 				return true
-			}, plan, func(_ int, p Part) {
+			}, plan, func(key int, p Part) {
 				buf.Reset()
 				if err := partEnc(p, &buf); err != nil {
 					t.Fatal(err)
 				}
-				partBytes += buf.Len() + 2 // + the block key
+				partBytes += buf.Len() + len(binary.AppendUvarint(nil, uint64(key))) // + the key (a varint)
 				parts++
+				t0 := time.Now()
+				accs[key] = comb.AddInput(accs[key], p)
+				combineTime += time.Since(t0)
 			}, func(s string) { t.Fatalf("refused: %s", s) }, func(int) {})
 			if err != nil {
 				t.Fatal(err)
 			}
 		}
-		d := time.Since(start)
-		t.Logf("%s (%d coordinates): contribute+encode %.0f ns/user, %.2f parts/user, %.0f shuffled bytes/user before combiner lifting",
-			c.Spec().Name, c.Spec().Dim, float64(d.Nanoseconds())/float64(len(byUser)), float64(parts)/float64(len(byUser)), float64(partBytes)/float64(len(byUser)))
+		d := time.Since(start) - combineTime
+		name := c.Spec().Name
+		if _, ok := c.(statistic.Factored); ok {
+			name += ", factored parts"
+		} else if _, ok := c.(denseOnly); ok {
+			name += ", dense parts"
+		}
+		nu := float64(len(byUser))
+		t.Logf("%s (%d coordinates): contribute+encode %.0f ns/user, combine %.0f ns/user, %.2f parts/user, %.0f shuffled bytes/user before combiner lifting",
+			name, c.Spec().Dim, float64(d.Nanoseconds())/nu, float64(combineTime.Nanoseconds())/nu, float64(parts)/nu, float64(partBytes)/nu)
 	}
 }
+
+// denseOnly hides a statistic.Factored's factors: the contribution's
+// parts are then its dense blocks, as before the factored parts.
+type denseOnly struct{ statistic.Contribution }
 
 // alsStep is an ALS step statistic over n items at rank k with every item
 // active, unit weights and small random public factors (dpals' default

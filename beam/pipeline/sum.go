@@ -28,12 +28,15 @@ func init() {
 	register.Emitter2[int, Part]()
 	register.Emitter1[int]()
 	register.Combiner3[Acc, Part, []float64](&blockSumFn{})
+	register.Combiner3[Acc, Part, []float64](&slabSumFn{})
 	register.Function2x1[int, []float64, string](formatBlock)
 	register.Function1x1[int, string](formatUsers)
 }
 
-// Part is one user's part of a statistic within one block of
-// statistic.BlockSize coordinates: offsets within the block and values.
+// Part is one user's part of a statistic within one combine key: for a
+// block of statistic.BlockSize coordinates, offsets within the block and
+// values; for a key of a statistic.Factored (an ALS step's item), her
+// factor in Val (Idx nil), which the combiner expands (slabSumFn).
 type Part struct {
 	Idx []int32
 	Val []float64
@@ -129,8 +132,25 @@ func (f *contributeFn) ProcessElement(user string, iter func(*Rating) bool, plan
 	for k, e := range kept {
 		row.Items[k], row.Vals[k] = e.j, e.v
 	}
+	if fc, ok := f.c.(statistic.Factored); ok {
+		// One small part per key (item): the outer products are formed in
+		// the combiner, so a user shuffles d+2 values per rated item
+		// instead of her dense slabs.
+		fc.Factors(row, func(key int, x []float64) {
+			emit(key, Part{Val: append([]float64(nil), x...)})
+		})
+		return nil
+	}
+	blockParts(f.c, row, emit)
+	return nil
+}
+
+// blockParts emits c's part for row split by block of
+// statistic.BlockSize coordinates (the dense parts; a factored
+// statistic's Contribute gives its expanded slabs).
+func blockParts(c statistic.Contribution, row statistic.Row, emit func(int, Part)) {
 	parts := map[int]*Part{}
-	f.c.Contribute(row, func(i int, x float64) {
+	c.Contribute(row, func(i int, x float64) {
 		b := i / statistic.BlockSize
 		p := parts[b]
 		if p == nil {
@@ -143,7 +163,6 @@ func (f *contributeFn) ProcessElement(user string, iter func(*Rating) bool, plan
 	for b, p := range parts {
 		emit(b, *p)
 	}
-	return nil
 }
 
 // latest keeps, of ratings sorted by item and then position, the last of
@@ -189,11 +208,41 @@ func cmpPos(a, b Rating) int {
 // runner does with bundles and retries, then gives the same float64
 // after ExtractOutput unless the exact sum lies within about 2⁻¹⁰⁶ of a
 // rounding boundary: the pipeline's sum does not depend on how the
-// runner split the work. (The in-process sum adds in user order in plain
-// float64; the two agree to float64 rounding — the equality test checks
-// 1e-9 relative.)
+// runner split the work. (statistic.Sum adds in the same form in
+// process; the in-process kernels that sum in blocked float64 agree to
+// float64 rounding — the equality test checks 1e-9 relative.)
 type Acc struct {
 	Hi, Lo []float64
+}
+
+func (a *Acc) ensure(width int) {
+	if a.Hi == nil {
+		a.Hi = make([]float64, width)
+		a.Lo = make([]float64, width)
+	}
+}
+
+// add adds x to coordinate i.
+func (a *Acc) add(i int, x float64) { statistic.DD(*a).Add(i, x) }
+
+// mergeAcc is a + b, coordinate by coordinate, in double-double form.
+func mergeAcc(a, b Acc) Acc {
+	if b.Hi == nil {
+		return a
+	}
+	if a.Hi == nil {
+		return b
+	}
+	statistic.DD(a).Merge(statistic.DD(b))
+	return a
+}
+
+// extractAcc is the float64 sum of each of width coordinates.
+func extractAcc(a Acc, width int) []float64 {
+	if a.Hi == nil {
+		return make([]float64, width)
+	}
+	return statistic.DD(a).Result()
 }
 
 // blockSumFn combines Parts of one block into its sum.
@@ -202,58 +251,78 @@ type blockSumFn struct{}
 // CreateAccumulator implements the combiner.
 func (*blockSumFn) CreateAccumulator() Acc { return Acc{} }
 
-func (a *Acc) ensure() {
-	if a.Hi == nil {
-		a.Hi = make([]float64, statistic.BlockSize)
-		a.Lo = make([]float64, statistic.BlockSize)
-	}
-}
-
-// twoSum is a + b as the rounded sum and its exact rounding error.
-func twoSum(a, b float64) (s, e float64) {
-	s = a + b
-	bb := s - a
-	e = (a - (s - bb)) + (b - bb)
-	return s, e
-}
-
 // AddInput implements the combiner.
 func (*blockSumFn) AddInput(a Acc, p Part) Acc {
-	a.ensure()
+	a.ensure(statistic.BlockSize)
 	for k, i := range p.Idx {
-		s, e := twoSum(a.Hi[i], p.Val[k])
-		a.Hi[i] = s
-		a.Lo[i] += e
+		a.add(int(i), p.Val[k])
 	}
 	return a
 }
 
 // MergeAccumulators implements the combiner.
-func (*blockSumFn) MergeAccumulators(a, b Acc) Acc {
-	if b.Hi == nil {
-		return a
+func (*blockSumFn) MergeAccumulators(a, b Acc) Acc { return mergeAcc(a, b) }
+
+// ExtractOutput implements the combiner.
+func (*blockSumFn) ExtractOutput(a Acc) []float64 { return extractAcc(a, statistic.BlockSize) }
+
+// slabSumFn combines the factors of one key of a statistic.Factored (an
+// ALS step's item) into the key's slab of Width coordinates: each factor
+// is expanded by the kind's own Expand — the statistic's one definition —
+// straight into the accumulator, so the dense slab is formed once per
+// key and bundle, never per user, and no worker holds more than the
+// slabs of the keys it combines.
+type slabSumFn struct {
+	Kind  string `json:"kind"`
+	Width int    `json:"width"`
+
+	fc   statistic.Factored
+	slab []float64 // one factor's expansion
+}
+
+// Setup rebuilds the kind's zero value, whose Expand needs no plan.
+func (f *slabSumFn) Setup() error {
+	c, err := statistic.Zero(f.Kind)
+	if err != nil {
+		return err
 	}
-	if a.Hi == nil {
-		return b
+	fc, ok := c.(statistic.Factored)
+	if !ok {
+		return fmt.Errorf("contribution kind %q has no factored parts", f.Kind)
 	}
-	for i := range a.Hi {
-		s, e := twoSum(a.Hi[i], b.Hi[i])
-		a.Hi[i] = s
-		a.Lo[i] += b.Lo[i] + e
+	f.fc = fc
+	return nil
+}
+
+// CreateAccumulator implements the combiner.
+func (*slabSumFn) CreateAccumulator() Acc { return Acc{} }
+
+// AddInput implements the combiner.
+func (f *slabSumFn) AddInput(a Acc, p Part) Acc {
+	if f.fc == nil {
+		// Runners call Setup; a direct caller (a test) may not. Engine.Sum
+		// checked the kind on the driver, so this cannot fail there.
+		if err := f.Setup(); err != nil {
+			panic(err)
+		}
 	}
+	a.ensure(f.Width)
+	if len(f.slab) != f.Width {
+		f.slab = make([]float64, f.Width)
+	}
+	f.fc.Expand(p.Val, f.slab)
+	statistic.DD(a).AddAt(0, f.slab)
 	return a
 }
 
-// ExtractOutput implements the combiner.
-func (*blockSumFn) ExtractOutput(a Acc) []float64 {
-	out := make([]float64, statistic.BlockSize)
-	for i := range a.Hi {
-		out[i] = a.Hi[i] + a.Lo[i]
-	}
-	return out
-}
+// MergeAccumulators implements the combiner.
+func (*slabSumFn) MergeAccumulators(a, b Acc) Acc { return mergeAcc(a, b) }
 
-// formatBlock writes a block's sum as "b <block> <base64 of the
+// ExtractOutput implements the combiner.
+func (f *slabSumFn) ExtractOutput(a Acc) []float64 { return extractAcc(a, f.Width) }
+
+// formatBlock writes a key's sum (a block, or a factored statistic's
+// slab) as "b <key> <base64 of the
 // little-endian float64 bits>" (exact).
 func formatBlock(block int, v []float64) string {
 	buf := make([]byte, 8*len(v))
