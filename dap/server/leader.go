@@ -163,7 +163,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	body, err := json.Marshal(&rep)
+	body, err := encodeStoredReport(&rep)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -293,12 +293,12 @@ func (s *Server) pending(ctx context.Context, taskID string, limit int) ([]dap.R
 	var out []dap.Report
 	for rows.Next() {
 		var b []byte
-		var rep dap.Report
 		if err := rows.Scan(&b); err != nil {
 			return nil, fmt.Errorf("dap store: %w", err)
 		}
-		if err := json.Unmarshal(b, &rep); err != nil {
-			return nil, fmt.Errorf("dap store: stored report: %w", err)
+		rep, err := decodeStoredReport(b)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, rep)
 	}
