@@ -8,10 +8,13 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,6 +102,39 @@ func (f *Fleet) each(ctx context.Context, n int, fn func(u int) error) error {
 		first = ctx.Err()
 	}
 	return first
+}
+
+// upload sends a device's report to the leader in the binary encoding
+// (server.ReportMediaType). dap.Client.Upload, the browser's path, sends
+// JSON; at 1.8 MB of shares that costs the leader about 30 ms of JSON
+// scanning and base64 per report (a third of its work outside Prio3 at
+// MovieLens-1M), which the simulation of 6 040 devices avoids.
+func (f *Fleet) upload(ctx context.Context, token string, r *dap.Report) error {
+	b, err := server.EncodeReport(r)
+	if err != nil {
+		return err
+	}
+	path := "/dap/v1/tasks/" + r.TaskID + "/reports"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, strings.TrimRight(f.Leader, "/")+path, bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("fleet: upload: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", server.ReportMediaType)
+	hc := f.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("fleet: upload: %w", err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode != http.StatusCreated {
+		return &dap.HTTPError{Status: resp.StatusCode, Method: http.MethodPut, Path: path, Message: strings.TrimSpace(string(msg))}
+	}
+	return nil
 }
 
 // Stats are one task's measured costs.
@@ -197,9 +233,7 @@ func (f *Fleet) Run(ctx context.Context, t dap.Task, n int, contribute func(u in
 		if err := f.ledgers[u].Reserve(&pub); err != nil {
 			return err
 		}
-		c := *f.cli
-		c.Token = f.tokens[u]
-		if err := c.Upload(ctx, r, nil); err != nil {
+		if err := f.upload(ctx, f.tokens[u], r); err != nil {
 			return err
 		}
 		uploaded.Add(1)

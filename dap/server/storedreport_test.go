@@ -16,12 +16,12 @@ func TestStoredReportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binary, err := encodeStoredReport(&full)
+	binary, err := EncodeReport(&full)
 	if err != nil {
 		t.Fatal(err)
 	}
 	empty := dap.Report{TaskID: "t"}
-	emptyBin, err := encodeStoredReport(&empty)
+	emptyBin, err := EncodeReport(&empty)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func sameReport(a, b *dap.Report) bool {
 // it accepts in binary encodes back to the same bytes.
 func FuzzStoredReport(f *testing.F) {
 	r := dap.Report{TaskID: "t", ID: make([]byte, dap.ReportIDSize), PublicShare: []byte{1, 2}}
-	b, err := encodeStoredReport(&r)
+	b, err := EncodeReport(&r)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func FuzzStoredReport(f *testing.F) {
 		if err != nil || len(body) == 0 || body[0] == '{' {
 			return
 		}
-		again, err := encodeStoredReport(&rep)
+		again, err := EncodeReport(&rep)
 		if err != nil {
 			t.Fatal(err)
 		}
