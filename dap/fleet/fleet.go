@@ -154,6 +154,7 @@ type Stats struct {
 	// of that time; AggregateAfterUploadSeconds is the part after the last
 	// upload, which the release waits for.
 	AggregateSeconds            float64 `json:"aggregate_seconds"`
+	AggregateCalls              int     `json:"aggregate_calls"`
 	AggregateAfterUploadSeconds float64 `json:"aggregate_after_upload_seconds"`
 	ReportsPerSecond            float64 `json:"reports_per_second"`
 	Accepted                    int     `json:"accepted"`
@@ -192,12 +193,14 @@ func (f *Fleet) Run(ctx context.Context, t dap.Task, n int, contribute func(u in
 			return err
 		}
 		aggNanos.Add(int64(time.Since(t0)))
+		st.AggregateCalls++
 		st.Accepted += ar.Accepted
 		st.Rejected += ar.Rejected
 		return nil
 	}
 	// The administrator's aggregation while the devices upload (one call
-	// at a time; it stops when the uploads end).
+	// at a time; it stops when the uploads end). Each upload pokes it.
+	poke := make(chan struct{}, 1)
 	uploadsDone := make(chan struct{})
 	aggDone := make(chan error, 1)
 	go func() {
@@ -207,7 +210,7 @@ func (f *Fleet) Run(ctx context.Context, t dap.Task, n int, contribute func(u in
 			case <-uploadsDone:
 				aggDone <- nil
 				return
-			case <-time.After(100 * time.Millisecond):
+			case <-poke:
 			}
 			if n := uploaded.Load(); n-done >= int64(f.AggregateEvery) {
 				done = n
@@ -237,6 +240,10 @@ func (f *Fleet) Run(ctx context.Context, t dap.Task, n int, contribute func(u in
 			return err
 		}
 		uploaded.Add(1)
+		select {
+		case poke <- struct{}{}:
+		default:
+		}
 		return nil
 	})
 	close(uploadsDone)
