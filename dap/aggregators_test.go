@@ -1,9 +1,11 @@
 package dap_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -101,17 +103,43 @@ var honest = [][]float64{
 	{0, 0, 0, 0, 0, -0.5},
 }
 
-// run uploads the honest contributions (and, if bad, two malicious
-// reports), collects, and returns the release.
+// uploadBinary uploads r for a new device in the binary encoding
+// (server.ReportMediaType) and returns the leader's receipt.
+func (p *pair) uploadBinary(t *testing.T, r *dap.Report) server.Receipt {
+	t.Helper()
+	d := p.device(t)
+	b, err := server.EncodeReport(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPut, p.leader.URL+"/dap/v1/tasks/"+r.TaskID+"/reports", bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+d.Token)
+	req.Header.Set("Content-Type", server.ReportMediaType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var rc server.Receipt
+	if err := json.NewDecoder(resp.Body).Decode(&rc); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("binary upload: HTTP %d (%v)", resp.StatusCode, err)
+	}
+	return rc
+}
+
+// run uploads the honest contributions as JSON (and, if bad, two
+// malicious reports in the binary encoding), collects, and returns the
+// release.
 func run(t *testing.T, p *pair, bad bool) *server.Release {
 	t.Helper()
 	ctx := context.Background()
 	tk := p.createTask(t, testTaskParams)
 	lpk, hpk := p.keys(t)
-	upload := func(r *dap.Report) {
-		d := p.device(t)
+	upload := func(r *dap.Report, binary bool) {
 		var rc server.Receipt
-		if err := d.Upload(ctx, r, &rc); err != nil {
+		if binary {
+			rc = p.uploadBinary(t, r)
+		} else if err := p.device(t).Upload(ctx, r, &rc); err != nil {
 			t.Fatal(err)
 		}
 		if rc.ChargedRho < tk.Rho {
@@ -127,7 +155,7 @@ func run(t *testing.T, p *pair, bad bool) *server.Release {
 		if err != nil {
 			t.Fatal(err)
 		}
-		upload(r)
+		upload(r, false)
 		if bad && i == 1 {
 			for _, f := range []func() (*dap.Report, error){
 				func() (*dap.Report, error) { return tk.ShardOutOfRange(lpk, hpk) },
@@ -137,7 +165,7 @@ func run(t *testing.T, p *pair, bad bool) *server.Release {
 				if err != nil {
 					t.Fatal(err)
 				}
-				upload(r)
+				upload(r, true)
 			}
 		}
 	}

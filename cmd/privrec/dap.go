@@ -128,12 +128,16 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 	centralOnly := fs.Bool("central-only", false, "only the central releases (at ρ and ρ/2), no aggregators")
 	arith := fs.Bool("arith-only", false, "experiments: the aggregators' exact arithmetic and noise in this process, without the cryptography or servers (fleet.Arith; same tasks, quantization and noise code)")
 	workers := fs.Int("workers", 0, "devices working at once (0: all cores)")
+	aggEvery := fs.Int("aggregate-every", 512, "the administrator runs the leader's aggregation each time N more reports are uploaded, while devices keep uploading, so the leader holds about N reports' shares at a time (0: once, after the last upload; verification throughput is then measured without the devices' load)")
 	jsonOut := fs.Bool("json", false, "print the results as JSON")
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
 	if *data == "" || *items == "" || *scaleFlag == "" {
 		return usagef("--data, --items and --scale are required")
+	}
+	if *aggEvery < 0 {
+		return usagef("--aggregate-every %d: want 0 (after the last upload) or a positive number of reports", *aggEvery)
 	}
 	if *maxElements < 1 {
 		return usagef("--max-report-elements %d: a device's budget must be at least one field element", *maxElements)
@@ -213,7 +217,7 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		f := &fleet.Fleet{Leader: pair.LeaderURL, Helper: pair.HelperURL, AdminToken: pair.AdminToken, BudgetRho: 1e6, Workers: *workers}
+		f := &fleet.Fleet{Leader: pair.LeaderURL, Helper: pair.HelperURL, AdminToken: pair.AdminToken, BudgetRho: 1e6, Workers: *workers, AggregateEvery: *aggEvery}
 		if err := f.Enrol(ctx, train.NumUsers()); err != nil {
 			stop()
 			return err
@@ -466,6 +470,10 @@ func startAggregators(ctx context.Context, dir string, inProcess bool, seed uint
 			"--addr-file", addr, "--log-level", "warn"}, extra...)
 		c := exec.Command(exe, args...)
 		c.Stderr = os.Stderr
+		if prof := os.Getenv("PRIVREC_CPUPROFILE"); prof != "" {
+			// Each aggregator profiles itself into its own file.
+			c.Env = append(os.Environ(), "PRIVREC_CPUPROFILE="+prof+"."+role)
+		}
 		if err := c.Start(); err != nil {
 			return "", fmt.Errorf("starting the %s: %w", role, err)
 		}

@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"mime"
 	"net/http"
 	"runtime"
 	"strings"
@@ -154,17 +156,12 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, fmt.Errorf("%w: task %q is already collected", errConflict, t.ID))
 		return
 	}
-	var rep dap.Report
-	if err := decode(r, &rep); err != nil {
+	rep, body, err := decodeUpload(r)
+	if err != nil {
 		s.fail(w, err)
 		return
 	}
 	if err := t.CheckReport(&rep); err != nil {
-		s.fail(w, err)
-		return
-	}
-	body, err := json.Marshal(&rep)
-	if err != nil {
 		s.fail(w, err)
 		return
 	}
@@ -200,6 +197,32 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, Receipt{Task: t.ID, ChargedRho: float64(charge) / 1e9, SpentRho: float64(spent) / 1e9, BudgetRho: s.cfg.BudgetRho})
+}
+
+// decodeUpload reads an uploaded report, in the binary encoding
+// (ReportMediaType) or JSON, and returns it with its binary encoding for
+// the database (a binary body is stored as it came).
+func decodeUpload(r *http.Request) (dap.Report, []byte, error) {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != ReportMediaType {
+		var rep dap.Report
+		if err := decode(r, &rep); err != nil {
+			return rep, nil, err
+		}
+		body, err := EncodeReport(&rep)
+		return rep, body, err
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return dap.Report{}, nil, fmt.Errorf("%w: %s %s: body: %v", dap.ErrInvalid, r.Method, r.URL.Path, err)
+	}
+	if len(body) > maxBody {
+		return dap.Report{}, nil, fmt.Errorf("%w: %s %s: body over %d bytes", dap.ErrInvalid, r.Method, r.URL.Path, maxBody)
+	}
+	rep, err := DecodeReport(body)
+	if err != nil {
+		return rep, nil, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, err)
+	}
+	return rep, body, nil
 }
 
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
@@ -293,12 +316,12 @@ func (s *Server) pending(ctx context.Context, taskID string, limit int) ([]dap.R
 	var out []dap.Report
 	for rows.Next() {
 		var b []byte
-		var rep dap.Report
 		if err := rows.Scan(&b); err != nil {
 			return nil, fmt.Errorf("dap store: %w", err)
 		}
-		if err := json.Unmarshal(b, &rep); err != nil {
-			return nil, fmt.Errorf("dap store: stored report: %w", err)
+		rep, err := decodeStoredReport(b)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, rep)
 	}

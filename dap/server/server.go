@@ -11,7 +11,8 @@
 //	leader  GET  tasks, tasks/{id}                public task parameters
 //	leader  POST users                            enrol: a user ID and a bearer token
 //	leader  GET  ledger                           (user) her ρ spent and budget
-//	leader  PUT  tasks/{id}/reports               (user) upload one report, charged ρ
+//	leader  PUT  tasks/{id}/reports               (user) upload one report, charged ρ (JSON, or
+//	                                              EncodeReport's binary encoding as ReportMediaType)
 //	leader  POST admin/tasks                      (admin) create a task at both aggregators
 //	leader  POST admin/tasks/{id}/aggregate       (admin) verify and aggregate pending reports
 //	leader  POST admin/tasks/{id}/collect         (admin) noised shares → the release

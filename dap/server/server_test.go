@@ -87,13 +87,22 @@ func FuzzLeaderUpload(f *testing.F) {
 	if err := decodeBytes(rec.Body.Bytes(), &e); err != nil {
 		f.Fatal(err)
 	}
+	bin, err := EncodeReport(&dap.Report{TaskID: "t", ID: make([]byte, dap.ReportIDSize)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(bin)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req := httptest.NewRequest(http.MethodPut, "/dap/v1/tasks/t/reports", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+e.Token)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		if rec.Code >= 500 {
-			t.Fatalf("HTTP %d for %q", rec.Code, body)
+		// Each body as JSON and as the binary encoding.
+		for _, ct := range []string{"application/json", ReportMediaType} {
+			req := httptest.NewRequest(http.MethodPut, "/dap/v1/tasks/t/reports", bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+e.Token)
+			req.Header.Set("Content-Type", ct)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code >= 500 {
+				t.Fatalf("%s: HTTP %d for %q", ct, rec.Code, body)
+			}
 		}
 	})
 }
