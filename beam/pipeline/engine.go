@@ -154,12 +154,14 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 	parts, refused2, ones := beam.ParDo3(s, &contributeFn{Kind: kind, Rows: e.plan, Sources: e.cfg.Inputs, Latest: e.cfg.Store != ""}, byUser, planIn)
 	// Combine per key: blocks of statistic.BlockSize coordinates, or, for
 	// a factored statistic, one key per slab (an ALS step's item), the
-	// factors expanded in the combiner.
-	var combine any = &blockSumFn{}
-	if width != statistic.BlockSize {
-		combine = &slabSumFn{Kind: kind, Width: width}
+	// factors grouped by item and expanded where they are summed
+	// (slabGroupFn: not a lifted combiner, see there).
+	var sums beam.PCollection
+	if width == statistic.BlockSize {
+		sums = beam.CombinePerKey(s, &blockSumFn{}, parts)
+	} else {
+		sums = beam.ParDo(s, &slabGroupFn{Sum: slabSumFn{Kind: kind, Width: width}}, beam.GroupByKey(s, parts))
 	}
-	sums := beam.CombinePerKey(s, combine, parts)
 	lines := beam.ParDo(s, formatBlock, sums)
 	users := beam.ParDo(s, formatUsers, stats.Sum(s, ones))
 	textio.Write(s, sumsPath, beam.Flatten(s, lines, users))

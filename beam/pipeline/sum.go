@@ -29,6 +29,9 @@ func init() {
 	register.Emitter1[int]()
 	register.Combiner3[Acc, Part, []float64](&blockSumFn{})
 	register.Combiner3[Acc, Part, []float64](&slabSumFn{})
+	register.DoFn3x0[int, func(*Part) bool, func(int, []float64)](&slabGroupFn{})
+	register.Iter1[Part]()
+	register.Emitter2[int, []float64]()
 	register.Function2x1[int, []float64, string](formatBlock)
 	register.Function1x1[int, string](formatUsers)
 }
@@ -320,6 +323,31 @@ func (*slabSumFn) MergeAccumulators(a, b Acc) Acc { return mergeAcc(a, b) }
 
 // ExtractOutput implements the combiner.
 func (f *slabSumFn) ExtractOutput(a Acc) []float64 { return extractAcc(a, f.Width) }
+
+// slabGroupFn sums one key's factors after a GroupByKey, with slabSumFn's
+// arithmetic. The pipelines use it rather than slabSumFn as a combiner:
+// a runner that lifts a combiner sends one accumulator per key and bundle,
+// a whole slab (2·SlabDim float64) for each item the bundle touched, and a
+// bundle holds few factors of most items, so lifting multiplies the bytes
+// (on Prism the 10⁵-user ALS step went past 12 GB with the lifted combine).
+// Grouped, each factor crosses the shuffle once, as d+2 values.
+type slabGroupFn struct {
+	Sum slabSumFn `json:"sum"`
+}
+
+// Setup prepares the expansion.
+func (f *slabGroupFn) Setup() error { return f.Sum.Setup() }
+
+// ProcessElement sums the key's factors in double-double form (the order
+// of the group does not change the result) and emits its slab.
+func (f *slabGroupFn) ProcessElement(key int, iter func(*Part) bool, emit func(int, []float64)) {
+	a := f.Sum.CreateAccumulator()
+	var p Part
+	for iter(&p) {
+		a = f.Sum.AddInput(a, p)
+	}
+	emit(key, f.Sum.ExtractOutput(a))
+}
 
 // formatBlock writes a key's sum (a block, or a factored statistic's
 // slab) as "b <key> <base64 of the
