@@ -247,10 +247,13 @@ func DropDiagonal(c *mat.SymDense) {
 // sum differs by rounding, which the release's noise lattice turns into a
 // different released value now and then at large populations). One
 // accumulator serves every worker: each tile is one worker's at a time.
+// It holds each entry's high and low parts side by side (statistic.DD's
+// arithmetic, but one cache line per entry where DD's two slices cost
+// two).
 func (st *CovStatistic) sum(ctx context.Context, p *Problem, w int) (*mat.SymDense, error) {
 	m := len(st.Items)
 	w = workers(w)
-	acc := statistic.NewDD(m * m)
+	acc := make([]float64, 2*m*m)
 	nt := (m + covTile - 1) / covTile
 	var tiles [][2]int32 // the upper triangle's tiles, the diagonal band first
 	for d := range nt {
@@ -276,17 +279,24 @@ func (st *CovStatistic) sum(ctx context.Context, p *Problem, w int) (*mat.SymDen
 		}
 	}
 	// The lower triangle stays zero, as mat.SymDense reads the upper.
-	return mat.NewSymDense(m, acc.Result()), nil
+	out := make([]float64, m*m)
+	for i := range out {
+		out[i] = acc[2*i] + acc[2*i+1] // as statistic.DD.Result
+	}
+	return mat.NewSymDense(m, out), nil
 }
 
-// The tiled covariance sum's sizes: a tile's accumulator (covTile² float64,
-// 2 MiB) stays in the cache (BenchmarkCovSum over 4 801 items: tiles of
-// 512 took 0.8–1.1 s where 128 took 2.8 s, too many tiles per user, and
-// one m × m tile 3.3 s); a batch of users' entries (≈ 12 bytes each)
-// stays a few tens of MB. Variables only so that tests can make them
-// small enough to cross tiles and batches on small data.
+// The tiled covariance sum's sizes: a tile's accumulator (covTile² entries
+// of two float64, 1 MiB) stays in the cache — BenchmarkCovSum (4 801
+// items, 10 000 users, loaded machine): with plain float64 sums tiles of
+// 512 were 3.2× faster than one m × m accumulator and 128 only 1.2× (a
+// visit per user per tile); with the double-double entries side by side
+// 256 took 4.0–5.6 s against 7.9–10.8 s for 512 — and a batch of users'
+// entries (≈ 12 bytes each) stays a few tens of MB. Variables only so
+// that tests can make them small enough to cross tiles and batches on
+// small data.
 var (
-	covTile       = 512
+	covTile       = 256
 	covBatchUsers = 1 << 14
 )
 
@@ -345,9 +355,9 @@ func (b *covBatch) fill(ctx context.Context, st *CovStatistic, p *Problem, lo, h
 }
 
 // addTile adds the batch's pairs whose row falls in tile ta and column in
-// tile tb (ta ≤ tb) to the upper triangle of a (m × m, row-major), user
-// by user.
-func (b *covBatch) addTile(a statistic.DD, ld, ta, tb int) {
+// tile tb (ta ≤ tb) to the upper triangle of a (m × m, row-major, each
+// entry's high and low parts side by side), user by user.
+func (b *covBatch) addTile(a []float64, ld, ta, tb int) {
 	n := b.nUsr
 	ra, rb := b.off[ta*n:(ta+2)*n], b.off[tb*n:(tb+2)*n]
 	for u := range n {
@@ -358,16 +368,16 @@ func (b *covBatch) addTile(a statistic.DD, ld, ta, tb int) {
 		cols, cx := b.idx[clo:chi], b.x[clo:chi]
 		for r := rlo; r < rhi; r++ {
 			qa, xa := int(b.idx[r]), b.x[r]
-			hi, lo := a.Hi[qa*ld:qa*ld+ld], a.Lo[qa*ld:qa*ld+ld]
+			row := a[2*qa*ld : 2*qa*ld+2*ld]
 			from := 0
 			if ta == tb {
 				from = r - clo // pairs p ≤ q only
 			}
 			for c := from; c < len(cols); c++ {
-				q := cols[c]
-				s, e := statistic.TwoSum(hi[q], xa*cx[c])
-				hi[q] = s
-				lo[q] += e
+				q := 2 * int(cols[c])
+				s, e := statistic.TwoSum(row[q], xa*cx[c])
+				row[q] = s
+				row[q+1] += e
 			}
 		}
 	}
