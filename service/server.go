@@ -20,9 +20,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,10 +126,7 @@ func (s *Server) Close() { s.b.close() }
 // route registers a path whose methods are dispatched here, so that a
 // wrong method gets a JSON 405 like every other error.
 func (s *Server) route(path string, handlers map[string]http.HandlerFunc) {
-	allow := make([]string, 0, len(handlers))
-	for m := range handlers {
-		allow = append(allow, m)
-	}
+	allow := slices.Sorted(maps.Keys(handlers)) // one order for the Allow header and the message
 	s.mux.Handle(path, s.instrument(path, func(w http.ResponseWriter, r *http.Request) {
 		h, ok := handlers[r.Method]
 		if !ok && r.Method == http.MethodHead {
