@@ -296,7 +296,7 @@ func DPALS(ctx context.Context, p *Problem, o DPALSOptions) (V, itemBias []float
 // their weights c_ij ∝ max(count_j, 1)^μ with Σ_j c_ij² = 1, and lays them
 // out item by item.
 func dpalsLists(ctx context.Context, p *Problem, o *DPALSOptions, w int) (*itemLists, error) {
-	wj := o.itemWeights()
+	wj := AdaptiveWeights(o.Counts, o.WeightExponent)
 	if o.MaxPerUser == 0 && len(p.ColPtr) == p.NumItems+1 && len(p.ColRow) == p.Len() {
 		// Every rating of an active item: the item-major arrays as they
 		// are, with 1/‖(w_j)_j‖ per user from one user-major pass.
@@ -379,15 +379,10 @@ func dpalsLists(ctx context.Context, p *Problem, o *DPALSOptions, w int) (*itemL
 	return l, nil
 }
 
-// itemWeights is w_j = max(count_j, 1)^μ for every item: user i weighs
-// item j by w_j/‖(w_j')_{j' in her statistics}‖ (alsUserWeight).
-func (o *DPALSOptions) itemWeights() []float64 {
-	return AdaptiveWeights(o.Counts, o.WeightExponent)
-}
-
 // AdaptiveWeights is w_j = max(count_j, 1)^μ for every item: the adaptive
 // weights of DPALSOptions.WeightExponent (public post-processing of the
-// released counts).
+// released counts); user i weighs item j by w_j/‖(w_j')_{j' in her
+// statistics}‖ (alsUserWeight).
 func AdaptiveWeights(counts []float64, mu float64) []float64 {
 	wj := make([]float64, len(counts))
 	for j := range wj {
@@ -467,7 +462,7 @@ type stepSums struct {
 // dpalsEngineStep sums step's statistic through o.Engine, with the
 // current public factors V and item biases as its plan.
 func dpalsEngineStep(ctx context.Context, o *DPALSOptions, step int, V, itemBias []float64) (*stepSums, error) {
-	st := &ALSStepStatistic{Step: step, Rank: o.Rank, V: V, Mean: o.Mean, ItemBias: itemBias, Weight: o.itemWeights(), Active: o.Active,
+	st := &ALSStepStatistic{Step: step, Rank: o.Rank, V: V, Mean: o.Mean, ItemBias: itemBias, Weight: AdaptiveWeights(o.Counts, o.WeightExponent), Active: o.Active,
 		UserLambda: o.UserLambda, UserDamping: o.UserDamping, UserClip: o.UserClip, BiasScale: o.BiasScale,
 		ResidualClip: o.ResidualClip, RHSScale: o.RHSScale}
 	if err := st.Validate(); err != nil {
