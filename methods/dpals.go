@@ -89,6 +89,7 @@ type DPALSConfig struct {
 	CovScale        float64 `json:"cov_scale" flag:"cov-scale" help:"scale of the covariance features against the bias features (the first gets cov-scale, the others by their share of the signal eigenvalue)"`
 	CovNormalise    bool    `json:"cov_normalise" flag:"cov-normalise" help:"drop the released covariance's diagonal and divide each eigenvector entry by the item's noisy count before it becomes a feature (on sparse ratings the diagonal otherwise points the eigenvectors at the most rated items); on in the large-population plan"`
 	PooledGram      bool    `json:"pooled_gram" flag:"pooled-gram" help:"each item solve blends its own noised Gram block with the pooled one (count_j × the noised blocks of all items summed over their counts) by the block's signal-to-noise ratio; on in the large-population plan"`
+	ItemPosterior   bool    `json:"item_posterior" flag:"item-posterior" help:"with the pooled Gram, each item's factors are the posterior mean under a prior fitted to all items' released statistics (the release's noise enters the solve: rarely rated items keep their public features, the most rated get nearly the unregularised solve; --item-lambda is then unused)"`
 	LargeFrom       float64 `json:"large_from" flag:"large-from" help:"the large-population plan when N·√ρ ≥ this and the catalogue is larger than the covariance covers (0: never): one ALS step with the pooled Gram after a normalised covariance over more items (docs/mf.md lists what it changes; settings you give are kept)"`
 }
 
@@ -144,8 +145,11 @@ func (c *DPALSConfig) Validate() error {
 	if math.IsNaN(c.LargeFrom) || math.IsInf(c.LargeFrom, 0) || c.LargeFrom < 0 {
 		return fmt.Errorf("--large-from must be finite and ≥ 0, got %g", c.LargeFrom)
 	}
-	if c.PooledGram && (c.WeightExp != 0 || c.MaxPerUser != 0) {
-		return fmt.Errorf("--pooled-gram needs --weight-exponent 0 and --max-per-user 0 (the pool weighs items by their released counts, which use the same weights)")
+	if c.PooledGram && c.MaxPerUser != 0 {
+		return fmt.Errorf("--pooled-gram needs --max-per-user 0 (the pool weighs items by their released counts, which count every rating)")
+	}
+	if c.ItemPosterior && !c.PooledGram && c.LargeFrom == 0 {
+		return fmt.Errorf("--item-posterior needs --pooled-gram (its prior is fitted in the pooled Gram's directions)")
 	}
 	if math.IsNaN(c.CovScale) || math.IsInf(c.CovScale, 0) || c.CovScale < 0 {
 		return fmt.Errorf("--cov-scale must be finite and ≥ 0, got %g", c.CovScale)
@@ -376,7 +380,12 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 			Mean: st.Mean, ItemBias: itemBias, Counts: featureCounts, Active: active,
 			UserLambda: c.UserLambda, UserDamping: c.UserDamping, ItemLambda: itemLambda, BiasLambda: biasLambda,
 			UserClip: c.UserClip, ResidualClip: clip, RHSScale: rhsScale,
-			BiasScale: biasScale, PoolWeights: poolWeights, PoolNoise: sigmaStep,
+			BiasScale: biasScale, PoolWeights: poolWeights, PoolNoise: sigmaStep, PoolPosterior: c.ItemPosterior && c.PooledGram,
+			Posterior: func(s, p, alpha []float64) {
+				if env.Log != nil {
+					env.Log.Info("dpals item prior", "pool_eigenvalues", s, "factor_variance", p, "rating_noise", alpha)
+				}
+			},
 			MaxPerUser: c.MaxPerUser, WeightExponent: c.WeightExp, Init: init, PriorRidge: c.PriorRidge, InitScale: c.InitScale,
 			Rand: env.Rand.Rand(), Workers: env.Workers, Engine: stepEngine,
 			Progress: func(it mf.Iteration) {
@@ -434,7 +443,7 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 		"clip": clip, "min_count": c.MinCount, "fallback": c.Fallback, "bias_scale": c.BiasScale, "rhs_weight": c.RHSWeight,
 		"init": c.Init, "prior_ridge": c.PriorRidge, "cov_rank": c.CovRank, "cov_share": c.CovShare, "cov_items": c.CovItems, "cov_scale": c.CovScale,
 		"bias_prior": c.BiasPrior, "bias_weight_exponent": c.BiasWeightExp, "count_share": c.CountShare,
-		"cov_normalise": c.CovNormalise, "pooled_gram": c.PooledGram, "large_from": c.LargeFrom}
+		"cov_normalise": c.CovNormalise, "pooled_gram": c.PooledGram, "item_posterior": c.ItemPosterior, "large_from": c.LargeFrom}
 	var states *model.UserStates
 	if env.Engine == nil {
 		// An external engine keeps the users' rows on its side.

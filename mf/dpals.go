@@ -93,6 +93,19 @@ type DPALSOptions struct {
 	// a_j·G_j + (1 − a_j)·W_j·S̄, a_j = ‖W_j·S̄‖²_F / (‖W_j·S̄‖²_F + σ²d²/2);
 	// 0: the pooled block alone.
 	PoolNoise float64
+	// PoolPosterior, with PoolWeights, replaces each item's ridge solve
+	// by the posterior mean under an empirical prior fitted to all items'
+	// released right-hand sides (posteriorFit, solvePosterior): the
+	// release's noise on the right-hand side (PoolNoise/RHSScale) enters
+	// the solve, so items whose statistics are under it keep their prior
+	// mean (the public Init with PriorRidge) and the most rated ones get
+	// nearly the unregularised solve. ItemLambda is then unused.
+	// Post-processing of the same release.
+	PoolPosterior bool
+	// Posterior, when set, is told the fitted prior: the pooled Gram's
+	// eigenvalues, the factors' variance and the rating noise per
+	// direction.
+	Posterior func(s, p, alpha []float64)
 	// Rand draws the initial factors and the per-user samples.
 	Rand *rand.Rand
 	// Workers bounds the goroutines (0: GOMAXPROCS).
@@ -645,6 +658,32 @@ func solvePooled(ctx context.Context, o *DPALSOptions, keptG, keptH []float64, d
 	}
 	s2 := math.Pow(mat.Norm(mat.NewSymDense(d, S), 2), 2) // ‖S̄‖²_F (S holds the upper triangle)
 	noise2 := o.PoolNoise * o.PoolNoise * float64(d*d) / 2
+	// sysOf writes item j's system a_j·G_j + (1 − a_j)·W_j·S̄ into sys.
+	sysOf := func(j int, sys []float64, own []float64, g *mat.SymDense, eig *mat.EigenSym, vecs *mat.Dense) (float64, error) {
+		wj := math.Max(o.PoolWeights[j], 0)
+		a := 0.0
+		if noise2 > 0 {
+			a = wj * wj * s2 / (wj*wj*s2 + noise2)
+			copy(g.RawSymmetric().Data, keptG[j*d*d:(j+1)*d*d])
+			if err := psdProject(g, eig, vecs, own); err != nil {
+				return 0, fmt.Errorf("DPALS: item %d: %w", j, err)
+			}
+		}
+		for t := range sys {
+			sys[t] = a*own[t] + (1-a)*wj*S[t]
+		}
+		return a, nil
+	}
+	var prior *itemPrior
+	if o.PoolPosterior {
+		var err error
+		if prior, err = posteriorFit(o, keptH, S, d, o.PoolNoise/o.RHSScale); err != nil {
+			return err
+		}
+		if o.Posterior != nil {
+			o.Posterior(prior.s, prior.p, prior.alpha)
+		}
+	}
 	return parallelRows(ctx, n, w, 256, func(_, lo, hi int) error {
 		sys := make([]float64, d*d)
 		own := make([]float64, d*d)
@@ -655,19 +694,16 @@ func solvePooled(ctx context.Context, o *DPALSOptions, keptG, keptH []float64, d
 			if !o.Active[j] {
 				continue
 			}
-			wj := math.Max(o.PoolWeights[j], 0)
-			a := 0.0
-			if noise2 > 0 {
-				a = wj * wj * s2 / (wj*wj*s2 + noise2)
-				copy(g.RawSymmetric().Data, keptG[j*d*d:(j+1)*d*d])
-				if err := psdProject(g, &eig, &vecs, own); err != nil {
-					return fmt.Errorf("DPALS: item %d: %w", j, err)
-				}
+			a, err := sysOf(j, sys, own, g, &eig, &vecs)
+			if err != nil {
+				return err
 			}
-			for t := range sys {
-				sys[t] = a*own[t] + (1-a)*wj*S[t]
+			if prior != nil {
+				err = o.solvePosterior(prior, j, d, sys, a*a*o.PoolNoise*o.PoolNoise/2, keptH[j*d:(j+1)*d], V, itemBias)
+			} else {
+				err = solveItem(o, j, d, sys, keptH[j*d:(j+1)*d], V, itemBias)
 			}
-			if err := solveItem(o, j, d, sys, keptH[j*d:(j+1)*d], V, itemBias); err != nil {
+			if err != nil {
 				return err
 			}
 		}
