@@ -88,6 +88,9 @@ type simResult struct {
 	// device affords); 0 for the other methods.
 	CoveredCentral int `json:"covered_items_central,omitempty"`
 	CoveredDAP     int `json:"covered_items_dap,omitempty"`
+	// Model is the recipe published at the leader for devices to build
+	// the model from the releases (GET /dap/v1/models/{name}).
+	Model string `json:"model,omitempty"`
 }
 
 type simMetrics struct {
@@ -328,6 +331,10 @@ func simulateMethod(ctx context.Context, name string, params map[string]any, tra
 		return res, nil
 	}
 	var eng statistic.Engine
+	// The aggregators' run gets its own post-processing randomness from
+	// the seed, which its published recipe states (a device rebuilding
+	// the model draws the same).
+	env.Rand = noise.Seeded(seed)
 	env.Engine = func(plan statistic.RowPlan) (statistic.Engine, error) {
 		eng = engine(plan)
 		return eng, nil
@@ -340,6 +347,15 @@ func simulateMethod(ctx context.Context, name string, params map[string]any, tra
 	res.DAP.Seconds = time.Since(t0).Seconds()
 	if fe, ok := eng.(*fleet.Engine); ok {
 		res.Tasks = fe.Stats
+		if f != nil && drel.Model() != nil {
+			// What a device needs to build the model from the releases
+			// (the browser's recommendations; privrec dap recommend).
+			rec := fe.Recipe(fe.Prefix, name, params, eps, delta, seed, [2]float64{decl.Scale.Min, decl.Scale.Max})
+			if err := f.PublishModel(ctx, rec); err != nil {
+				return nil, err
+			}
+			res.Model = rec.Name
+		}
 	}
 	res.Guarantee = drel.Guarantee.String()
 	res.CoveredDAP = coveredItems(drel)
