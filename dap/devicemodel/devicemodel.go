@@ -15,6 +15,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
+	"net/url"
 
 	"github.com/privrec/privrec/dap"
 	"github.com/privrec/privrec/methods"
@@ -142,4 +144,20 @@ func sameTask(a, b dap.Task) bool {
 	pa, pb := a.Plan, b.Plan
 	a.Plan, b.Plan = nil, nil
 	return string(pa) == string(pb) && fmt.Sprintf("%+v", a) == fmt.Sprintf("%+v", b)
+}
+
+// Fetch reads the published recipe name and its tasks' releases from the
+// leader (GET models/{name}, GET tasks/{id}/release).
+func Fetch(ctx context.Context, c *dap.Client, name string) (dap.Recipe, []dap.Release, error) {
+	var rec dap.Recipe
+	if err := c.Do(ctx, http.MethodGet, c.Leader, "/dap/v1/models/"+url.PathEscape(name), "", nil, &rec); err != nil {
+		return rec, nil, fmt.Errorf("model %s: %w", name, err)
+	}
+	rels := make([]dap.Release, len(rec.Tasks))
+	for i, id := range rec.Tasks {
+		if err := c.Do(ctx, http.MethodGet, c.Leader, "/dap/v1/tasks/"+url.PathEscape(id)+"/release", "", nil, &rels[i]); err != nil {
+			return rec, nil, fmt.Errorf("model %s: %w", name, err)
+		}
+	}
+	return rec, rels, nil
 }
