@@ -301,33 +301,68 @@ async function onSend() {
   await drawAccount();
 }
 
-async function onRecommend() {
+// showRecs lists the recommendations the device code computed.
+function showRecs(recs) {
   const list = $("recs");
   list.textContent = "";
+  for (const r of recs) {
+    const li = document.createElement("li");
+    li.textContent = r.title || r.item;
+    li.dataset.item = r.item;
+    list.appendChild(li);
+  }
+  document.body.dataset.recs = String(recs.length);
+}
+
+function titleMap() {
+  const titles = {};
+  for (const it of items) if (it.title) titles[it.id] = it.title;
+  return titles;
+}
+
+// modelRecommend builds the newest published model (a recipe: the method,
+// its settings and its tasks, GET /dap/v1/models) from its tasks'
+// releases in this browser, with the method's own code, then her row and
+// her recommendations. It returns false when no model is published.
+async function modelRecommend(mine) {
+  const recipes = JSON.parse(await api("GET", "/dap/v1/models"));
+  if (recipes.length === 0) return false;
+  const rec = recipes[recipes.length - 1];
+  const rels = [];
+  for (const id of rec.tasks) rels.push(JSON.parse(await api("GET", "/dap/v1/tasks/" + encodeURIComponent(id) + "/release")));
+  const out = device("dapModelRecommend", JSON.stringify(rec), JSON.stringify(rels), JSON.stringify(mine), JSON.stringify(titleMap()), 10);
+  showRecs(out.recommendations);
+  $("recs-note").textContent = "From the published model " + rec.name + " (" + rec.method + ", built in this browser from the published totals of " +
+    rec.tasks.length + " task" + (rec.tasks.length === 1 ? "" : "s") + " in " + Math.max(1, Math.round(out.ms)) + " ms) and your " +
+    Object.keys(mine).length + " ratings: your own part of the model is worked out here and never leaves this browser.";
+  document.body.dataset.model = rec.name;
+  return true;
+}
+
+async function onRecommend() {
+  $("recs").textContent = "";
   await loadTasks();
   drawTasks();
+  const mine = load(KEY.ratings, {});
+  try {
+    if (await modelRecommend(mine)) return;
+  } catch (e) {
+    $("recs-note").textContent = "Could not build the published model: " + e.message;
+    return;
+  }
   const counts = tasks.filter((t) => t.released && t.info && t.info.kind === "counts");
   if (counts.length === 0) {
-    $("recs-note").textContent = "No recommendations yet: no item counts have been published.";
+    $("recs-note").textContent = "No recommendations yet: no model or item counts have been published.";
     return;
   }
   const t = counts[counts.length - 1];
   try {
     const text = await api("GET", "/dap/v1/tasks/" + encodeURIComponent(t.id) + "/release");
-    const titles = {};
-    for (const it of items) if (it.title) titles[it.id] = it.title;
-    const mine = load(KEY.ratings, {});
-    const out = device("dapRecommend", text, JSON.stringify(mine), JSON.stringify(titles), 10);
-    for (const r of out.recommendations) {
-      const li = document.createElement("li");
-      li.textContent = r.title || r.item;
-      li.dataset.item = r.item;
-      list.appendChild(li);
-    }
+    const out = device("dapRecommend", text, JSON.stringify(mine), JSON.stringify(titleMap()), 10);
+    showRecs(out.recommendations);
     const rel = JSON.parse(text);
     $("recs-note").textContent = "From the published item counts of task " + t.id + " (noise standard deviation " + fmt(rel.noise_sd) +
       " per item) and your " + Object.keys(mine).length + " ratings, computed in this browser: the most popular items you have not rated.";
-    document.body.dataset.recs = String(out.recommendations.length);
   } catch (e) {
     $("recs-note").textContent = "Could not compute recommendations: " + e.message;
   }
