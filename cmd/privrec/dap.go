@@ -46,6 +46,11 @@ discrete Gaussian noise to their own aggregate share.
       the helper's key, count the ρ in her own ledger, upload once
   privrec dap task       --leader URL --admin-token-file FILE --file TASK.json
   privrec dap collect    --leader URL --admin-token-file FILE --task ID
+  privrec dap recommend  --leader URL --model NAME --ratings FILE [--k 10]
+      a device: build the published model NAME (GET /dap/v1/models: its
+      method, settings and tasks) from the tasks' releases with the
+      method's own code, compute her row from her own ratings and print
+      her recommendations; nothing is sent (the browser runs the same code)
   privrec dap simulate --data FILE --items FILE --scale MIN:MAX [flags]
       end-to-end experiment: every training user of a ratings file is a
       simulated device holding only her own ratings; two privrec serve
@@ -59,7 +64,7 @@ func runDAP(ctx context.Context, args []string, out io.Writer) error {
 		switch args[0] {
 		case "simulate":
 			return runDAPSimulate(ctx, args[1:], out)
-		case "enrol", "contribute", "task", "collect":
+		case "enrol", "contribute", "task", "collect", "recommend":
 			return runDAPDevice(ctx, args[0], args[1:], out)
 		}
 	}
@@ -67,7 +72,7 @@ func runDAP(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(fs, args, true); err != nil {
 		return err
 	}
-	return usagef("dap: want a subcommand: enrol, contribute, task, collect or simulate (privrec dap --help)")
+	return usagef("dap: want a subcommand: enrol, contribute, task, collect, recommend or simulate (privrec dap --help)")
 }
 
 // simResult is one method's figures for one seed.
