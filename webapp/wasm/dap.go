@@ -6,7 +6,8 @@ package main
 //
 //	privrec.dapTask(taskJSON)                       → the task checked (Task.Validate, its plan decoded) and summarized
 //	privrec.dapPrepare(taskJSON, leaderHPKE, helperHPKE, ratingsJSON)
-//	                                                → {"report":"<the exact body of PUT tasks/{id}/reports>","sizes":{…},"ms":t}
+//	                                                → {"report":"<the report as JSON, shown>","report_bin":"<base64 of the exact
+//	                                                   body of PUT tasks/{id}/reports, dap.EncodeReport>","sizes":{…},"ms":t}
 //	privrec.dapLedgerNew(leader, budgetRho)         → {"ledger":…}
 //	privrec.dapLedgerReserve(ledger, taskJSON)      → {"ledger":…} | {"error":…} (over budget, or the task already sent)
 //	privrec.dapLedgerStatus(ledger, leaderLedgerJSON) → {"spent","budget","remaining"[,"disagreement"]}
@@ -21,6 +22,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -119,14 +121,21 @@ func dapPrepare(_ js.Value, a []js.Value) any {
 	if err != nil {
 		return answer(nil, fmt.Errorf("encoding the report: %w", err))
 	}
+	// The upload is the binary encoding (dap.ReportMediaType), as the Go
+	// devices send it; the JSON is what the page shows.
+	bin, err := dap.EncodeReport(rep)
+	if err != nil {
+		return answer(nil, err)
+	}
 	ms := float64(time.Since(start).Microseconds()) / 1000
-	return answer(map[string]any{"report": string(body), "ms": ms, "sizes": map[string]int{
+	return answer(map[string]any{"report": string(body), "report_bin": base64.StdEncoding.EncodeToString(bin), "ms": ms, "sizes": map[string]int{
 		"id":           len(rep.ID),
 		"public_share": len(rep.PublicShare),
 		"leader_share": len(rep.LeaderShare.Enc) + len(rep.LeaderShare.Ciphertext),
 		"helper_share": len(rep.HelperShare.Enc) + len(rep.HelperShare.Ciphertext),
 		"payload":      rep.Size(),
-		"body":         len(body),
+		"json":         len(body),
+		"body":         len(bin),
 	}}, nil)
 }
 
