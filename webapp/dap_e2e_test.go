@@ -166,12 +166,12 @@ func prepare(bctx context.Context, task string) chromedp.Action {
 
 // pendingShares is what the page prepared: its sizes and time.
 type pendingShares struct {
-	Task   string         `json:"task"`
-	Report string         `json:"report"`
+	Task   string `json:"task"`
+	Report string `json:"report"`
 	// ReportBin is the upload body, base64 (dap.EncodeReport).
-	ReportBin []byte `json:"reportBin"`
-	Sizes  map[string]int `json:"sizes"`
-	MS     float64        `json:"ms"`
+	ReportBin []byte         `json:"reportBin"`
+	Sizes     map[string]int `json:"sizes"`
+	MS        float64        `json:"ms"`
 }
 
 func readPending(t *testing.T, bctx context.Context) pendingShares {
