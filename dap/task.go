@@ -208,12 +208,13 @@ const maxGadgetCalls = 1<<16 - 1
 // evaluation domain. Prio3 interpolates each of the gadget's 2·chunk wires
 // over P points, P the power of two above calls + 1, and the proof carries
 // a gadget polynomial of degree 2(P − 1); the VDAF draft's √L balances
-// chunk against calls but leaves P up to twice calls + 1 (at ML-1M's bias
-// statistics, L = 111 200: chunk 333, 334 calls, P = 512). With P =
+// chunk against calls but may leave P up to twice calls + 1 (at ML-1M's
+// bias statistics, L = 111 200: chunk 333, 334 calls, P = 512). With P =
 // 2^⌊log₂ √L⌋ (at least 2) and chunk = ⌈L/(P − 1)⌉, between √L and 2√L,
 // the calls fill P − 1 points: the proof stays ≈ 4–6 √L elements
-// (under 2.5 % of L at L ≥ 10⁴) and proving and verifying cost 25–45 %
-// less (docs/AGGREGATION.md, "Prio3's chunk length").
+// (under 2.5 % of L at L ≥ 10⁴), and where √L left P part empty proving
+// and verifying cost about a third less (docs/AGGREGATION.md, "Prio3's
+// chunk length").
 func ChunkLengthFor(l int) int {
 	if l <= 1 {
 		return 1
