@@ -107,6 +107,35 @@ func FuzzLeaderUpload(f *testing.F) {
 	})
 }
 
+// FuzzLeaderModels: no recipe body makes the leader fail with a 5xx
+// (the seed task "t" has a release, so valid recipes are stored).
+func FuzzLeaderModels(f *testing.F) {
+	f.Add([]byte(`{"name":"m","method":"dpals","epsilon":8,"delta":1e-6,"seed":1,"devices":10,"scale":[1,5],"lattice":{"step_bits":8,"gram_step_bits":9},"tasks":["t"]}`))
+	f.Add([]byte(`{"name":"m","method":"","epsilon":1e400,"tasks":["t","t"]}`))
+	f.Add([]byte(`{"name":"m","tasks":["../t"]}`))
+	s := newTestServer(f, dap.Leader)
+	var tk dap.Task
+	if err := decodeBytes(task, &tk); err != nil {
+		f.Fatal(err)
+	}
+	if err := s.st.putTask(context.Background(), tk); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := s.st.db.Exec(`INSERT INTO releases (task_id, body) VALUES ('t', '{"task":{},"values":[],"noise_sd":1,"guarantee":""}')`); err != nil {
+		f.Fatal(err)
+	}
+	h := s.Handler()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req := httptest.NewRequest(http.MethodPut, "/dap/v1/admin/models/m", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("HTTP %d for %q", rec.Code, body)
+		}
+	})
+}
+
 func decodeBytes(b []byte, v any) error {
 	r, _ := http.NewRequest(http.MethodPost, "/", bytes.NewReader(b))
 	return decode(r, v)
