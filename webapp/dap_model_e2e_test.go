@@ -39,32 +39,7 @@ func TestBrowserDAPModel(t *testing.T) {
 	ctx := context.Background()
 	cat := catalogue(t, 40)
 	p := startDAP(t, cat, 50)
-	train := modelData(t, cat, 80)
-	f := &fleet.Fleet{Leader: p.leader, Helper: p.helper, AdminToken: p.admin, BudgetRho: 50}
-	if err := f.Enrol(ctx, train.NumUsers()); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := methods.Configure("dpals", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fe *fleet.Engine
-	sc := release.Scale{Min: 1, Max: 5}
-	const seed, eps = 3, 40
-	env := methods.Env{Epsilon: eps, Delta: 1e-6, Seed: seed, Rand: noise.Seeded(seed), Noise: noise.Secure(),
-		Engine: func(plan statistic.RowPlan) (statistic.Engine, error) {
-			fe = &fleet.Engine{Fleet: f, Plan: plan, Devices: train.NumUsers(), StepBits: 8, GramStepBits: 9, Prefix: "m",
-				Ratings: func(u int) ([]string, []float64) { return train.UserRatings(int32(u)) }}
-			return fe, nil
-		}}
-	rel, err := methods.Train(ctx, "dpals", cfg, release.Input{Declared: release.Declared{Scale: &sc, Catalogue: cat}}, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := fe.Recipe("dpals-1", "dpals", nil, eps, 1e-6, seed, [2]float64{1, 5})
-	if err := f.PublishModel(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
+	rel, rec := publishDPALS(t, p, cat, 80, "dpals-1")
 
 	bctx := newBrowser(t, ctx, chromium, 90*time.Second)
 	if err := chromedp.Run(bctx, chromedp.Navigate(p.leader+"/"), chromedp.WaitVisible(`body[data-ready="1"]`, chromedp.ByQuery)); err != nil {
@@ -128,6 +103,41 @@ func TestBrowserDAPModel(t *testing.T) {
 		}
 	}
 	t.Logf("browser: dpals (rank %d over %d items, %d task(s)) built and her list computed in the page: %s", m.Rank, len(m.Items), len(rec.Tasks), note)
+}
+
+// publishDPALS has n simulated devices (modelData) train dpals at ε = 40
+// through the pair's aggregators and publishes its recipe as name; it
+// returns the orchestrator's release and the recipe.
+func publishDPALS(t *testing.T, p *dapPair, cat *model.Catalogue, n int, name string) (*release.Release, dap.Recipe) {
+	t.Helper()
+	ctx := context.Background()
+	train := modelData(t, cat, n)
+	f := &fleet.Fleet{Leader: p.leader, Helper: p.helper, AdminToken: p.admin, BudgetRho: 50}
+	if err := f.Enrol(ctx, train.NumUsers()); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := methods.Configure("dpals", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fe *fleet.Engine
+	sc := release.Scale{Min: 1, Max: 5}
+	const seed, eps = 3, 40
+	env := methods.Env{Epsilon: eps, Delta: 1e-6, Seed: seed, Rand: noise.Seeded(seed), Noise: noise.Secure(),
+		Engine: func(plan statistic.RowPlan) (statistic.Engine, error) {
+			fe = &fleet.Engine{Fleet: f, Plan: plan, Devices: train.NumUsers(), StepBits: 8, GramStepBits: 9, Prefix: name,
+				Ratings: func(u int) ([]string, []float64) { return train.UserRatings(int32(u)) }}
+			return fe, nil
+		}}
+	rel, err := methods.Train(ctx, "dpals", cfg, release.Input{Declared: release.Declared{Scale: &sc, Catalogue: cat}}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := fe.Recipe(name, "dpals", nil, eps, 1e-6, seed, [2]float64{1, 5})
+	if err := f.PublishModel(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	return rel, rec
 }
 
 // listOf is her top 10 from model m as "item|title" strings.
