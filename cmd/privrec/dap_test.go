@@ -168,7 +168,9 @@ func TestDAPRecommend(t *testing.T) {
 	for u := range 40 {
 		for j, id := range ids {
 			if (u*5+j*7)%4 != 0 {
-				b.Add(fmt.Sprintf("u%d", u), id, float64(1+(u+j)%5), 0)
+				if err := b.Add(fmt.Sprintf("u%d", u), id, float64(1+(u+j)%5), 0); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}
@@ -181,7 +183,10 @@ func TestDAPRecommend(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fe *fleet.Engine
-	cfg, _ := methods.Configure("dpals", nil)
+	cfg, err := methods.Configure("dpals", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sc := release.Scale{Min: 1, Max: 5}
 	env := methods.Env{Epsilon: 40, Delta: 1e-6, Seed: 1, Rand: noise.Seeded(1), Noise: noise.Secure(),
 		Engine: func(plan statistic.RowPlan) (statistic.Engine, error) {
