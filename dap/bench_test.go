@@ -2,64 +2,127 @@ package dap
 
 import (
 	"crypto/rand"
+	"fmt"
 	"testing"
 )
 
-// benchTask is MovieLens-1M's catalogue (3 706 items) at 9 bits: the
-// dp-popularity counts at lattice step 1/256.
-func benchTask(b *testing.B) (Task, testAggs, []int64) {
+// The benchmarks' tasks are ML-1M's (3 706 items) at the steps privrec
+// dap simulate uses. Each has a sub-benchmark "chunk=sqrt" with the chunk
+// length of tasks created before ChunkLengthFor (√(Dimension·Bits)), to
+// compare the two in one binary:
+//
+//	go test -run XXX -bench 'Shard|Verify' -benchtime 5x ./dap
+
+// benchTask is the dp-popularity counts: 3 706 coordinates at 9 bits
+// (step 2⁻⁸), a user with 100 items.
+func benchTask(b *testing.B) (Task, []int64) {
 	tk, err := NewTask(Task{ID: "bench", Statistic: "counts", Dimension: 3706, Step: 1.0 / 256, Min: 0, Bits: 9, NormSq: 256 * 256 * 50, Rho: 0.5, MinReports: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	var t testing.T
-	a := newTestAggs(&t, tk)
 	q := make([]int64, tk.Dimension)
 	for j := range 100 {
 		var x [1]byte
 		rand.Read(x[:])
 		q[int(x[0])*14+j%14] = 36
 	}
-	return tk, a, q
+	return tk, q
 }
 
-func BenchmarkShard(b *testing.B) {
-	tk, a, q := benchTask(b)
-	benchShard(b, tk, a, q)
-}
-
-// BenchmarkShardGram is a device's dp-ease Gram at privrec dap
-// simulate's default budget: 228 covered items, 26 106 coordinates at 10
-// bits (step 2⁻⁹), a user with 40 covered items (820 non-zero entries).
-// Under GOOS=js GOARCH=wasm (go_js_wasm_exec) it is the browser's cost.
-func BenchmarkShardGram(b *testing.B) {
-	tk, a, q := gramBenchTask(b)
-	benchShard(b, tk, a, q)
-}
-
-// BenchmarkVerifyGram is both aggregators' preparation of one such Gram
-// report (in one process).
-func BenchmarkVerifyGram(b *testing.B) {
-	tk, a, q := gramBenchTask(b)
-	benchVerify(b, tk, a, q)
-}
-
-func gramBenchTask(b *testing.B) (Task, testAggs, []int64) {
-	tk, err := NewTask(Task{ID: "bench-gram", Statistic: "gram", Dimension: 228 * 229 / 2, Step: 1.0 / 512, Min: 0, Bits: 10, NormSq: 512 * 512, Rho: 0.5, MinReports: 1})
+// biasBenchTask is dpals' bias statistics with spreads: 3·3 706 + 2 =
+// 11 120 signed coordinates at 10 bits (step 2⁻⁸), a user with 100 items.
+func biasBenchTask(b *testing.B) (Task, []int64) {
+	tk, err := NewTask(Task{ID: "bench-bias", Statistic: "bias", Dimension: 3*3706 + 2, Step: 1.0 / 256, Min: -512, Bits: 10, NormSq: 256 * 256 * 5, Rho: 0.5, MinReports: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	var t testing.T
-	a := newTestAggs(&t, tk)
+	q := make([]int64, tk.Dimension)
+	for j := range 100 {
+		q[j*37] = 25
+		q[3706+j*37] = -20
+		q[2*3706+j*37] = 10
+	}
+	return tk, q
+}
+
+// gramBenchTask is a device's dp-ease Gram over m covered items at 10
+// bits (step 2⁻⁹): m = 228 is privrec dap simulate's default budget
+// (26 106 coordinates), m = 216 the Gram of its 300-device run on real
+// servers (23 436); a user with 40 covered items (820 non-zero entries).
+// Under GOOS=js GOARCH=wasm (go_js_wasm_exec) it is the browser's cost.
+func gramBenchTask(b *testing.B, m int) (Task, []int64) {
+	tk, err := NewTask(Task{ID: "bench-gram", Statistic: "gram", Dimension: m * (m + 1) / 2, Step: 1.0 / 512, Min: 0, Bits: 10, NormSq: 512 * 512, Rho: 0.5, MinReports: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
 	q := make([]int64, tk.Dimension)
 	for j := range 820 {
 		q[j*31%len(q)] = 12 // 512/√820 ≈ 17.9, truncated entries of a unit-norm part
 	}
-	return tk, a, q
+	return tk, q
 }
 
-func benchShard(b *testing.B, tk Task, a testAggs, q []int64) {
+// chunks runs f with the task's chunk length and with the earlier rule.
+func chunks(b *testing.B, tk Task, q []int64, f func(*testing.B, Task, []int64)) {
+	legacy := tk
+	legacy.ChunkLength = 0
+	b.Run("chunk=fill", func(b *testing.B) { f(b, tk, q) })
+	b.Run("chunk=sqrt", func(b *testing.B) { f(b, legacy, q) })
+}
+
+func BenchmarkShard(b *testing.B) {
+	tk, q := benchTask(b)
+	chunks(b, tk, q, benchShard)
+}
+
+func BenchmarkShardBias(b *testing.B) {
+	tk, q := biasBenchTask(b)
+	chunks(b, tk, q, benchShard)
+}
+
+func BenchmarkShardGram(b *testing.B) {
+	for _, m := range []int{228, 216} {
+		b.Run(fmt.Sprintf("m=%d", m), func(b *testing.B) {
+			tk, q := gramBenchTask(b, m)
+			chunks(b, tk, q, benchShard)
+		})
+	}
+}
+
+// BenchmarkVerify… are both aggregators' preparation of one report (in
+// one process).
+func BenchmarkVerify(b *testing.B) {
+	tk, q := benchTask(b)
+	chunks(b, tk, q, benchVerify)
+}
+
+func BenchmarkVerifyBias(b *testing.B) {
+	tk, q := biasBenchTask(b)
+	chunks(b, tk, q, benchVerify)
+}
+
+func BenchmarkVerifyGram(b *testing.B) {
+	for _, m := range []int{228, 216} {
+		b.Run(fmt.Sprintf("m=%d", m), func(b *testing.B) {
+			tk, q := gramBenchTask(b, m)
+			chunks(b, tk, q, benchVerify)
+		})
+	}
+}
+
+func benchAggs(b *testing.B, tk Task) testAggs {
+	var t testing.T
+	a := newTestAggs(&t, tk)
+	if t.Failed() {
+		b.Fatal("setting up the aggregators failed")
+	}
+	return a
+}
+
+func benchShard(b *testing.B, tk Task, q []int64) {
+	a := benchAggs(b, tk)
 	var size int
+	c0 := cpuSeconds()
 	for b.Loop() {
 		r, err := tk.Shard(q, a.lk.Public, a.hk.Public)
 		if err != nil {
@@ -67,22 +130,28 @@ func benchShard(b *testing.B, tk Task, a testAggs, q []int64) {
 		}
 		size = r.Size()
 	}
+	reportCPU(b, c0)
 	b.ReportMetric(float64(size), "bytes/report")
 }
 
-func BenchmarkVerify(b *testing.B) {
-	tk, a, q := benchTask(b)
-	benchVerify(b, tk, a, q)
-}
-
-func benchVerify(b *testing.B, tk Task, a testAggs, q []int64) {
+func benchVerify(b *testing.B, tk Task, q []int64) {
+	a := benchAggs(b, tk)
 	r, err := tk.Shard(q, a.lk.Public, a.hk.Public)
 	if err != nil {
 		b.Fatal(err)
 	}
+	c0 := cpuSeconds()
 	for b.Loop() {
 		if _, _, err := a.run(r); err != nil {
 			b.Fatal(err)
 		}
+	}
+	reportCPU(b, c0)
+}
+
+// reportCPU adds the process's CPU milliseconds per operation since c0.
+func reportCPU(b *testing.B, c0 float64) {
+	if c := cpuSeconds(); c > 0 {
+		b.ReportMetric((c-c0)*1000/float64(b.N), "cpu-ms/op")
 	}
 }

@@ -214,3 +214,83 @@ func TestDeviceLedger(t *testing.T) {
 		t.Fatalf("reloaded: %v, %v", back, err)
 	}
 }
+
+// TestChunkLengthFor: the gadget's calls fill its power-of-two domain
+// (calls = P − 1), the chunk is between √L and ≈ 2√L, and the proof
+// (2·chunk wire seeds and a gadget polynomial of 2P − 1 coefficients)
+// stays within 2.5 % of the measurement from L = 10⁴ on.
+func TestChunkLengthFor(t *testing.T) {
+	for _, l := range []int{1, 2, 3, 4, 5, 17, 100, 1000, 9999, 33354, 74140, 111200, 234360, 261060, 1 << 21, 32 << 20} {
+		c := ChunkLengthFor(l)
+		calls := (l + c - 1) / c
+		p := 1
+		for p < calls+1 {
+			p *= 2
+		}
+		root := math.Sqrt(float64(l))
+		switch {
+		case c < 1 || c > l:
+			t.Errorf("L = %d: chunk %d outside [1, L]", l, c)
+		case l >= 4 && calls != p-1:
+			t.Errorf("L = %d: chunk %d gives %d calls, domain %d: calls do not fill it", l, c, calls, p)
+		case l >= 4 && (float64(c) < root || float64(c) > 2*root*float64(p)/float64(p-1)+1):
+			t.Errorf("L = %d: chunk %d outside [√L, 2√L·P/(P − 1) + 1] = [%.1f, %.1f]", l, c, root, 2*root*float64(p)/float64(p-1)+1)
+		case l >= 10000 && float64(2*c+2*p-1) > 0.025*float64(l):
+			t.Errorf("L = %d: proof of %d elements, over 2.5 %% of L", l, 2*c+2*p-1)
+		}
+	}
+}
+
+// TestChunkLength: NewTask records the chunk length, Validate refuses
+// one outside [1, L] or with too many gadget calls, and a task stored
+// before the field existed (zero: √L) still shards and verifies.
+func TestChunkLength(t *testing.T) {
+	tk := testTask(t)
+	if want := ChunkLengthFor(tk.Dimension * tk.Bits); tk.ChunkLength != want {
+		t.Fatalf("NewTask: chunk_length %d, want %d", tk.ChunkLength, want)
+	}
+	big, err := NewTask(Task{ID: "big", Statistic: "test", Dimension: 1 << 20, Step: 1, Bits: 1, NormSq: 1, Rho: 0.5, MinReports: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		tk   Task
+		c    int
+	}{{"negative", tk, -1}, {"beyond L", tk, tk.Dimension*tk.Bits + 1}, {"too many calls", big, 15}} {
+		bad := tc.tk
+		bad.ChunkLength = tc.c
+		if err := bad.Validate(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: chunk_length %d: got %v, want ErrInvalid", tc.name, tc.c, err)
+		}
+	}
+	for _, c := range []int{0, 1, tk.Dimension * tk.Bits} {
+		k := tk
+		k.ChunkLength = c
+		if err := k.Validate(); err != nil {
+			t.Fatalf("chunk_length %d: %v", c, err)
+		}
+		a := newTestAggs(t, k)
+		q, err := k.Quantize([]float64{1, -1, 0.5, 0, -2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := k.Shard(q, a.lk.Public, a.hk.Public)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ol, oh, err := a.run(r)
+		if err != nil {
+			t.Fatalf("chunk_length %d: %v", c, err)
+		}
+		ints, _, err := k.Combine(ol, oh, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range q {
+			if ints[j] != q[j] {
+				t.Fatalf("chunk_length %d: coordinate %d: %d, want %d", c, j, ints[j], q[j])
+			}
+		}
+	}
+}

@@ -84,6 +84,11 @@ type Task struct {
 	// MinReports is the smallest number of valid reports a release needs
 	// (DAP's min_batch_size).
 	MinReports int `json:"min_reports"`
+	// ChunkLength is Prio3SumVec's chunk length (the arity of its
+	// ParallelSum gadget, a VDAF parameter as in DAP's task), set by
+	// NewTask (ChunkLengthFor). Zero, in tasks stored before it was a
+	// field, means the earlier rule √(Dimension·Bits).
+	ChunkLength int `json:"chunk_length,omitempty"`
 }
 
 var taskIDRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
@@ -111,6 +116,9 @@ func NewTask(t Task) (Task, error) {
 		return Task{}, fmt.Errorf("task %s: %w", t.ID, err)
 	}
 	t.Sigma = s
+	if t.ChunkLength == 0 {
+		t.ChunkLength = ChunkLengthFor(t.Dimension * t.Bits)
+	}
 	return t, t.Validate()
 }
 
@@ -143,6 +151,10 @@ func (t *Task) checkShape() error {
 		return bad("add/remove sensitivity %v below √norm_sq", t.Sensitivity)
 	case t.Noise != NoiseEachAlone && t.Noise != NoiseSplit:
 		return bad("noise %q: want %q or %q", t.Noise, NoiseEachAlone, NoiseSplit)
+	case t.ChunkLength < 0 || t.ChunkLength > t.Dimension*t.Bits:
+		return bad("chunk_length %d outside [1, dimension·bits = %d]", t.ChunkLength, t.Dimension*t.Bits)
+	case t.ChunkLength > 0 && (t.Dimension*t.Bits+t.ChunkLength-1)/t.ChunkLength > maxGadgetCalls:
+		return bad("chunk_length %d: %d gadget calls, at most %d", t.ChunkLength, (t.Dimension*t.Bits+t.ChunkLength-1)/t.ChunkLength, maxGadgetCalls)
 	}
 	if err := accountant.CheckRho(t.Rho); err != nil {
 		return bad("rho: %v", err)
@@ -187,11 +199,35 @@ const (
 // coordinate in real units when both aggregators add theirs.
 func (t *Task) ReleaseSD() float64 { return t.Step * float64(t.Sigma) * math.Sqrt2 }
 
-// chunkLength is Prio3SumVec's gadget arity: ≈ √(Dimension·Bits), which
-// balances proof length against the number of gadget calls (the VDAF
-// draft's recommendation; measured at 3 706 × 9 bits, chunk 183 beat
-// 128 and 256 by 35 % and 20 %).
+// maxGadgetCalls bounds a task's gadget calls (the verifiers evaluate the
+// gadget polynomial, of degree ≈ 2·calls, once per call).
+const maxGadgetCalls = 1<<16 - 1
+
+// ChunkLengthFor is the chunk length NewTask gives a measurement of L
+// field elements (Dimension·Bits): the gadget's calls fill its power-of-two
+// evaluation domain. Prio3 interpolates each of the gadget's 2·chunk wires
+// over P points, P the power of two above calls + 1, and the proof carries
+// a gadget polynomial of degree 2(P − 1); the VDAF draft's √L balances
+// chunk against calls but may leave P up to twice calls + 1 (at ML-1M's
+// bias statistics, L = 111 200: chunk 333, 334 calls, P = 512). With P =
+// 2^⌊log₂ √L⌋ (at least 2) and chunk = ⌈L/(P − 1)⌉, between √L and 2√L,
+// the calls fill P − 1 points: the proof stays ≈ 4–6 √L elements
+// (under 2.5 % of L at L ≥ 10⁴), and where √L left P part empty proving
+// and verifying cost about a third less (docs/AGGREGATION.md, "Prio3's
+// chunk length").
+func ChunkLengthFor(l int) int {
+	if l <= 1 {
+		return 1
+	}
+	p := 1 << max(1, bits.Len(uint(math.Sqrt(float64(l))))-1)
+	return (l + p - 2) / (p - 1)
+}
+
+// chunkLength is the task's chunk length (see ChunkLength).
 func (t *Task) chunkLength() uint {
+	if t.ChunkLength > 0 {
+		return uint(t.ChunkLength)
+	}
 	return uint(max(1, math.Round(math.Sqrt(float64(t.Dimension*t.Bits)))))
 }
 

@@ -166,10 +166,12 @@ func prepare(bctx context.Context, task string) chromedp.Action {
 
 // pendingShares is what the page prepared: its sizes and time.
 type pendingShares struct {
-	Task   string         `json:"task"`
-	Report string         `json:"report"`
-	Sizes  map[string]int `json:"sizes"`
-	MS     float64        `json:"ms"`
+	Task   string `json:"task"`
+	Report string `json:"report"`
+	// ReportBin is the upload body, base64 (dap.EncodeReport).
+	ReportBin []byte         `json:"reportBin"`
+	Sizes     map[string]int `json:"sizes"`
+	MS        float64        `json:"ms"`
 }
 
 func readPending(t *testing.T, bctx context.Context) pendingShares {
@@ -269,14 +271,26 @@ func TestBrowserDAP(t *testing.T) {
 		t.Fatalf("the leader received %d uploads, want 3 failed and 1 stored", len(puts))
 	}
 	for _, r := range puts {
-		if r.path != "/dap/v1/tasks/pop-1/reports" || string(r.body) != pend.Report {
-			t.Fatalf("an upload to %s differs from the report the page showed", r.path)
+		if r.path != "/dap/v1/tasks/pop-1/reports" || !bytes.Equal(r.body, pend.ReportBin) || r.ctype != dap.ReportMediaType {
+			t.Fatalf("an upload to %s (%s) differs from the report the page prepared", r.path, r.ctype)
 		}
 	}
 	puts = puts[3:]
-	var rep dap.Report
-	if err := json.Unmarshal(puts[0].body, &rep); err != nil {
+	// The upload is the binary encoding of the report the page showed as
+	// JSON, and smaller.
+	rep, err := dap.DecodeReport(puts[0].body)
+	if err != nil {
 		t.Fatal(err)
+	}
+	var shown dap.Report
+	if err := json.Unmarshal([]byte(pend.Report), &shown); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := mustJSON(t, rep), mustJSON(t, shown); a != b {
+		t.Error("the binary upload is not the report the page showed")
+	}
+	if pend.Sizes["body"] != len(puts[0].body) || pend.Sizes["json"] != len(pend.Report) || len(puts[0].body) >= len(pend.Report) {
+		t.Errorf("sizes %v: upload %d bytes, JSON %d", pend.Sizes, len(puts[0].body), len(pend.Report))
 	}
 	if got := len(rep.LeaderShare.Enc) + len(rep.LeaderShare.Ciphertext); got != pend.Sizes["leader_share"] || got < 16*task.Dimension*task.Bits {
 		t.Errorf("leader share %d bytes, page said %d (%d field elements)", got, pend.Sizes["leader_share"], task.Dimension*task.Bits)
@@ -340,6 +354,7 @@ func TestBrowserDAP(t *testing.T) {
 	// The leader refuses the same report again (her token).
 	req, _ := http.NewRequest(http.MethodPut, p.leader+"/dap/v1/tasks/pop-1/reports", bytes.NewReader(puts[0].body))
 	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", dap.ReportMediaType)
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusConflict {
 		t.Errorf("the same report again: %v %v, want 409", resp, err)
 	} else {
@@ -434,8 +449,8 @@ func TestBrowserDAP(t *testing.T) {
 	if !strings.Contains(state, "you contributed; published") {
 		t.Errorf("task pop-1's row: %q", state)
 	}
-	t.Logf("browser device: %d-item counts task, shares computed in %.1f ms, %d bytes on the wire (leader share %d, helper share %d); whole test %v",
-		task.Dimension, pend.MS, pend.Sizes["body"], pend.Sizes["leader_share"], pend.Sizes["helper_share"], time.Since(start).Round(time.Millisecond))
+	t.Logf("browser device: %d-item counts task, shares computed in %.1f ms, %d bytes on the wire (binary; %d as JSON; leader share %d, helper share %d); whole test %v",
+		task.Dimension, pend.MS, pend.Sizes["body"], pend.Sizes["json"], pend.Sizes["leader_share"], pend.Sizes["helper_share"], time.Since(start).Round(time.Millisecond))
 }
 
 func awaitPromise(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }
@@ -552,7 +567,7 @@ func TestBrowserDAPCost(t *testing.T) {
 	}
 	chromium := findChromium(t)
 	cat := catalogue(t, 3706)
-	p := startDAP(t, cat, 10)
+	p := startDAP(t, cat, 50)
 	task := p.countsTask(t, "ml1m-counts", cat, 50, 1.052)
 	bctx := newBrowser(t, context.Background(), chromium, 5*time.Minute)
 	if err := chromedp.Run(bctx, chromedp.Navigate(p.leader+"/"), chromedp.WaitVisible(`body[data-ready="1"]`, chromedp.ByQuery)); err != nil {
@@ -579,6 +594,32 @@ func TestBrowserDAPCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(times)
-	t.Logf("browser device, %d items × %d bits: shares in %.0f / %.0f / %.0f ms (min/median/max of 3); payload %d bytes (leader share %d, helper share %d, public share %d), %d bytes of JSON on the wire; upload %v",
-		task.Dimension, task.Bits, times[0], times[1], times[2], pend.Sizes["payload"], pend.Sizes["leader_share"], pend.Sizes["helper_share"], pend.Sizes["public_share"], pend.Sizes["body"], time.Since(t0).Round(time.Millisecond))
+	t.Logf("browser device, %d items × %d bits: shares in %.0f / %.0f / %.0f ms (min/median/max of 3); payload %d bytes (leader share %d, helper share %d, public share %d), %d bytes on the wire in the binary encoding (%d as JSON); upload %v",
+		task.Dimension, task.Bits, times[0], times[1], times[2], pend.Sizes["payload"], pend.Sizes["leader_share"], pend.Sizes["helper_share"], pend.Sizes["public_share"], pend.Sizes["body"], pend.Sizes["json"], time.Since(t0).Round(time.Millisecond))
+
+	// The dpals model at this catalogue, built in the page: 24 devices
+	// train it through the aggregators, its recipe is published, and the
+	// page builds it from the release and folds her row in, three times.
+	publishDPALS(t, p, cat, 24, "dpals-ml1m")
+	var builds []float64
+	for range 3 {
+		var ms float64
+		if err := chromedp.Run(bctx, chromedp.Evaluate(`delete document.body.dataset.model`, nil), chromedp.Click(`#recommend`, chromedp.ByID),
+			chromedp.WaitVisible(`body[data-model="dpals-ml1m"]`, chromedp.ByQuery),
+			chromedp.Evaluate(`Number(document.getElementById("recs-note").textContent.match(/in (\d+) ms/)[1])`, &ms)); err != nil {
+			t.Fatal(err)
+		}
+		builds = append(builds, ms)
+	}
+	slices.Sort(builds)
+	t.Logf("browser device: dpals over %d items built from its release and her list computed in %.0f / %.0f / %.0f ms (min/median/max of 3)", len(cat.IDs()), builds[0], builds[1], builds[2])
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -66,6 +66,7 @@ func findChromium(t *testing.T) string {
 type recorded struct {
 	method, path string
 	body         []byte
+	ctype        string
 }
 
 // recorder keeps every request body the server receives, then passes the
@@ -89,7 +90,7 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc.mu.Lock()
-	rc.reqs = append(rc.reqs, recorded{r.Method, r.URL.Path, b})
+	rc.reqs = append(rc.reqs, recorded{r.Method, r.URL.Path, b, r.Header.Get("Content-Type")})
 	cfg := rc.config
 	fail := r.Method == http.MethodPut && rc.failPuts > 0
 	if fail {

@@ -46,6 +46,11 @@ discrete Gaussian noise to their own aggregate share.
       the helper's key, count the ρ in her own ledger, upload once
   privrec dap task       --leader URL --admin-token-file FILE --file TASK.json
   privrec dap collect    --leader URL --admin-token-file FILE --task ID
+  privrec dap recommend  --leader URL --model NAME --ratings FILE [--k 10]
+      a device: build the published model NAME (GET /dap/v1/models: its
+      method, settings and tasks) from the tasks' releases with the
+      method's own code, compute her row from her own ratings and print
+      her recommendations; nothing is sent (the browser runs the same code)
   privrec dap simulate --data FILE --items FILE --scale MIN:MAX [flags]
       end-to-end experiment: every training user of a ratings file is a
       simulated device holding only her own ratings; two privrec serve
@@ -59,7 +64,7 @@ func runDAP(ctx context.Context, args []string, out io.Writer) error {
 		switch args[0] {
 		case "simulate":
 			return runDAPSimulate(ctx, args[1:], out)
-		case "enrol", "contribute", "task", "collect":
+		case "enrol", "contribute", "task", "collect", "recommend":
 			return runDAPDevice(ctx, args[0], args[1:], out)
 		}
 	}
@@ -67,7 +72,7 @@ func runDAP(ctx context.Context, args []string, out io.Writer) error {
 	if err := parse(fs, args, true); err != nil {
 		return err
 	}
-	return usagef("dap: want a subcommand: enrol, contribute, task, collect or simulate (privrec dap --help)")
+	return usagef("dap: want a subcommand: enrol, contribute, task, collect, recommend or simulate (privrec dap --help)")
 }
 
 // simResult is one method's figures for one seed.
@@ -88,6 +93,9 @@ type simResult struct {
 	// device affords); 0 for the other methods.
 	CoveredCentral int `json:"covered_items_central,omitempty"`
 	CoveredDAP     int `json:"covered_items_dap,omitempty"`
+	// Model is the recipe published at the leader for devices to build
+	// the model from the releases (GET /dap/v1/models/{name}).
+	Model string `json:"model,omitempty"`
 }
 
 type simMetrics struct {
@@ -328,6 +336,10 @@ func simulateMethod(ctx context.Context, name string, params map[string]any, tra
 		return res, nil
 	}
 	var eng statistic.Engine
+	// The aggregators' run gets its own post-processing randomness from
+	// the seed, which its published recipe states (a device rebuilding
+	// the model draws the same).
+	env.Rand = noise.Seeded(seed)
 	env.Engine = func(plan statistic.RowPlan) (statistic.Engine, error) {
 		eng = engine(plan)
 		return eng, nil
@@ -340,6 +352,15 @@ func simulateMethod(ctx context.Context, name string, params map[string]any, tra
 	res.DAP.Seconds = time.Since(t0).Seconds()
 	if fe, ok := eng.(*fleet.Engine); ok {
 		res.Tasks = fe.Stats
+		if f != nil && drel.Model() != nil {
+			// What a device needs to build the model from the releases
+			// (the browser's recommendations; privrec dap recommend).
+			rec := fe.Recipe(fe.Prefix, name, params, eps, delta, seed, [2]float64{decl.Scale.Min, decl.Scale.Max})
+			if err := f.PublishModel(ctx, rec); err != nil {
+				return nil, err
+			}
+			res.Model = rec.Name
+		}
 	}
 	res.Guarantee = drel.Guarantee.String()
 	res.CoveredDAP = coveredItems(drel)

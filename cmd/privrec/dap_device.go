@@ -11,6 +11,7 @@ import (
 
 	"github.com/privrec/privrec/client"
 	"github.com/privrec/privrec/dap"
+	"github.com/privrec/privrec/dap/devicemodel"
 	"github.com/privrec/privrec/dap/server"
 	"github.com/privrec/privrec/model"
 )
@@ -21,6 +22,7 @@ import (
 //	privrec dap contribute --leader URL --helper URL --token-file FILE --task ID --ratings FILE --ledger FILE [--budget-rho B]
 //	privrec dap task       --leader URL --admin-token-file FILE --file TASK.json
 //	privrec dap collect    --leader URL --admin-token-file FILE --task ID
+//	privrec dap recommend  --leader URL --model NAME --ratings FILE [--k 10]
 
 func runDAPDevice(ctx context.Context, sub string, args []string, out io.Writer) error {
 	fs := newFlags("dap "+sub, dapSynopsis, "  privrec dap contribute --leader http://127.0.0.1:8090 --helper http://127.0.0.1:8091 \\\n      --token-file me.token --task pop-1 --ratings my-ratings.tsv --ledger me.ledger --budget-rho 2")
@@ -33,6 +35,8 @@ func runDAPDevice(ctx context.Context, sub string, args []string, out io.Writer)
 	ratingsFile := fs.String("ratings", "", "contribute: the user's own ratings (item<TAB>rating per line)")
 	ledgerFile := fs.String("ledger", "", "contribute: the device's own ledger file (created with --budget-rho)")
 	budget := fs.Float64("budget-rho", 0, "contribute: the budget ρ a new device ledger accepts")
+	modelName := fs.String("model", "", "recommend: the published model's name (GET /dap/v1/models lists them)")
+	k := fs.Int("k", 10, "recommend: how many recommendations")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args, false); err != nil {
 		return err
@@ -86,6 +90,37 @@ func runDAPDevice(ctx context.Context, sub string, args []string, out io.Writer)
 		result = map[string]any{"task": *taskID, "report_bytes": rep.Size(), "leader_share_bytes": len(rep.LeaderShare.Ciphertext),
 			"helper_share_bytes": len(rep.HelperShare.Ciphertext), "charged_rho": rc.ChargedRho,
 			"leader_spent_rho": rc.SpentRho, "device_spent_rho": l.SpentRho(), "device_budget_rho": l.BudgetRho}
+	case "recommend":
+		if *modelName == "" || *ratingsFile == "" {
+			return usagef("--model and --ratings are required")
+		}
+		if *k < 1 {
+			return usagef("--k %d: want at least 1", *k)
+		}
+		r, err := client.LoadRatings(*ratingsFile)
+		if err != nil {
+			return usagef("--ratings: %v", err)
+		}
+		rec, rels, err := devicemodel.Fetch(ctx, c, *modelName)
+		if err != nil {
+			return err
+		}
+		m, err := devicemodel.Build(ctx, rec, rels, nil)
+		if err != nil {
+			return err
+		}
+		recs, err := client.RecommendFrom(m, r, *k)
+		if err != nil {
+			return err
+		}
+		if !*jsonOut {
+			fmt.Fprintf(out, "model %s (%s, built here from %d release(s)); your row was computed on this device from your %d ratings:\n", rec.Name, rec.Method, len(rels), len(r))
+			for i, x := range recs {
+				fmt.Fprintf(out, "%2d. %s\t%.4g\n", i+1, x.Item, x.Score)
+			}
+			return nil
+		}
+		result = map[string]any{"model": rec.Name, "method": rec.Method, "recommendations": recs}
 	case "task", "collect":
 		admin, err := readTokenFile(*adminFile, "--admin-token-file")
 		if err != nil {

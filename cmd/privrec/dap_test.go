@@ -9,8 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privrec/privrec/client"
 	"github.com/privrec/privrec/dap"
 	"github.com/privrec/privrec/dap/fleet"
+	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/statistic"
 )
 
@@ -135,5 +141,87 @@ func TestDAPSimulateArith(t *testing.T) {
 	}
 	if _, e, code := runCLI(t, "dap", "simulate", "--data", df, "--items", itf, "--scale", "1:5", "--max-report-elements", "0"); code == 0 || !strings.Contains(e, "--max-report-elements") {
 		t.Errorf("a zero budget: exit %d, %s", code, e)
+	}
+}
+
+// TestDAPRecommend: dpals trained through two aggregators by 40 devices,
+// its recipe published; `privrec dap recommend` builds the model from the
+// recipe and release and prints the same list as the orchestrator's own
+// model gives her ratings; an unknown model is an error.
+func TestDAPRecommend(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	p, err := fleet.StartPair(ctx, dir, 50, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ids := make([]string, 10)
+	for j := range ids {
+		ids[j] = fmt.Sprintf("i%d", j)
+	}
+	cat, err := model.NewCatalogue(ids, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := ratings.NewBuilder(ratings.DupError)
+	for u := range 40 {
+		for j, id := range ids {
+			if (u*5+j*7)%4 != 0 {
+				if err := b.Add(fmt.Sprintf("u%d", u), id, float64(1+(u+j)%5), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	train, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fleet.Fleet{Leader: p.LeaderURL, Helper: p.HelperURL, AdminToken: p.AdminToken, BudgetRho: 50}
+	if err := f.Enrol(ctx, train.NumUsers()); err != nil {
+		t.Fatal(err)
+	}
+	var fe *fleet.Engine
+	cfg, err := methods.Configure("dpals", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := release.Scale{Min: 1, Max: 5}
+	env := methods.Env{Epsilon: 40, Delta: 1e-6, Seed: 1, Rand: noise.Seeded(1), Noise: noise.Secure(),
+		Engine: func(plan statistic.RowPlan) (statistic.Engine, error) {
+			fe = &fleet.Engine{Fleet: f, Plan: plan, Devices: train.NumUsers(), StepBits: 8, GramStepBits: 9, Prefix: "r",
+				Ratings: func(u int) ([]string, []float64) { return train.UserRatings(int32(u)) }}
+			return fe, nil
+		}}
+	rel, err := methods.Train(ctx, "dpals", cfg, release.Input{Declared: release.Declared{Scale: &sc, Catalogue: cat}}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.PublishModel(ctx, fe.Recipe("dpals-r", "dpals", nil, 40, 1e-6, 1, [2]float64{1, 5})); err != nil {
+		t.Fatal(err)
+	}
+	rf := filepath.Join(dir, "mine.tsv")
+	os.WriteFile(rf, []byte("i0\t5\ni3\t1\ni4\t4\n"), 0o644)
+	o, e, code := runCLI(t, "dap", "recommend", "--leader", p.LeaderURL, "--model", "dpals-r", "--ratings", rf, "--k", "4", "--json")
+	if code != 0 {
+		t.Fatalf("recommend: %s %s", o, e)
+	}
+	var got struct {
+		Method          string
+		Recommendations []model.Recommendation
+	}
+	if err := json.Unmarshal([]byte(o), &got); err != nil {
+		t.Fatalf("%v: %s", err, o)
+	}
+	want, err := client.RecommendFrom(rel.Model(), client.Ratings{"i0": 5, "i3": 1, "i4": 4}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Method != "dpals" || len(got.Recommendations) != 4 || fmt.Sprint(got.Recommendations) != fmt.Sprint(want) {
+		t.Errorf("privrec dap recommend: %s %+v; the orchestrator's model: %+v", got.Method, got.Recommendations, want)
+	}
+	if _, e, code := runCLI(t, "dap", "recommend", "--leader", p.LeaderURL, "--model", "nope", "--ratings", rf); code == 0 || !strings.Contains(e, "nope") {
+		t.Errorf("an unknown model: exit %d, %s", code, e)
 	}
 }

@@ -2,15 +2,12 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
+	"net/http"
 
 	"github.com/privrec/privrec/dap"
-	"github.com/privrec/privrec/mf"
 	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/statistic"
-	"github.com/privrec/privrec/statistic/gram"
 )
 
 // Engine is a statistic.Engine (and methods.NoisingEngine) whose sums go
@@ -27,21 +24,12 @@ type Engine struct {
 	// ratings (item IDs and values), which never leave her device.
 	Devices int
 	Ratings func(u int) (items []string, values []float64)
-	// StepBits sets the lattice step 2^−StepBits of statistics whose
-	// coordinates are bounded by 1 (counts, bias); GramStepBits that of
-	// the Gram (its entries are ≈ 1/n for a user with n covered items).
+	// The lattice settings, public (dap.Lattice documents each; Lattice
+	// returns them as one value).
 	StepBits, GramStepBits int
-	// Noise is the aggregators' noise split (default dap.NoiseEachAlone).
-	Noise dap.NoiseMode
-	// MaxReportDimension refuses statistics a device should not be asked
-	// to shard (more coordinates than this; 0: 2^17).
-	MaxReportDimension int
-	// MaxReportElements is a device's budget in field elements of her
-	// measurement (Dimension·Bits; Prio3SumVec's leader input share is
-	// that many 16-byte elements, and sharding and proving take time
-	// linear in it). 0: 2^21. Affords tells a method what fits
-	// (methods.BudgetedEngine); TaskFor refuses what does not.
-	MaxReportElements int
+	Noise                  dap.NoiseMode
+	MaxReportDimension     int
+	MaxReportElements      int
 	// Prefix makes task IDs unique across runs.
 	Prefix string
 	// Stats has one entry per task run, Tasks the tasks.
@@ -50,7 +38,7 @@ type Engine struct {
 }
 
 // ErrTooLarge is returned for a statistic too large for a device.
-var ErrTooLarge = errors.New("statistic too large for a device")
+var ErrTooLarge = dap.ErrTooLarge
 
 // Users implements statistic.Engine.
 func (e *Engine) Users() int { return e.Devices }
@@ -61,112 +49,24 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 	return nil, fmt.Errorf("dap engine: %s: the aggregators release only noised sums", c.Spec().Name)
 }
 
-// latticeShape is how a statistic's contributions sit on the lattice.
-type latticeShape struct {
-	coord  float64 // bound on |x_j|
-	norm   float64 // bound on ‖x‖₂
-	signed bool
-	// nonneg: the statistic's replace-one proof is ‖x − x'‖² ≤ ‖x‖² +
-	// ‖x'‖² from ⟨x, x'⟩ ≥ 0, which coordinatewise truncation toward zero
-	// keeps (signs kept; for the bias statistic |q_S| ≤ q_C per item).
-	nonneg   bool
-	stepBits int
+// Lattice is the engine's public lattice settings (what a device that
+// rebuilds the tasks from a recipe needs, dap.Lattice).
+func (e *Engine) Lattice() dap.Lattice {
+	return dap.Lattice{StepBits: e.StepBits, GramStepBits: e.GramStepBits, Noise: e.Noise,
+		MaxReportDimension: e.MaxReportDimension, MaxReportElements: e.MaxReportElements}
 }
 
-// shape gives each known statistic's bounds (proved in package statistic:
-// counts and bias have |x_j| ≤ 1 and ‖x‖ = Δ/√2; the Gram has non-negative
-// entries and ‖x‖ ≤ Norm = Δ/√2). Another statistic falls back to the
-// bounds every replace-one statistic has when an empty row contributes
-// nothing: ‖x‖ ≤ Δ, and Δ_q = 2Δ/g by the triangle inequality.
-func (e *Engine) shape(c statistic.Contribution) latticeShape {
-	delta := c.Spec().Sensitivity.Value
-	switch c.(type) {
-	case *statistic.Counts:
-		return latticeShape{coord: 1, norm: delta / math.Sqrt2, nonneg: true, stepBits: e.StepBits}
-	case *statistic.Bias:
-		return latticeShape{coord: 1, norm: delta / math.Sqrt2, signed: true, nonneg: true, stepBits: e.StepBits}
-	case *gram.Gram:
-		return latticeShape{coord: delta / math.Sqrt2, norm: delta / math.Sqrt2, nonneg: true, stepBits: e.GramStepBits}
-	case *mf.CovStatistic:
-		// A user's part is the upper triangle of x xᵀ with Σx² ≤ R²
-		// (statistic.CovSensitivity's proof), so each entry and the
-		// triangle's norm are ≤ R² = Δ/√2; entries are signed, so the
-		// replace-one bound is the triangle inequality, 2R²/g.
-		return latticeShape{coord: delta / math.Sqrt2, norm: delta / math.Sqrt2, signed: true, stepBits: e.GramStepBits}
-	}
-	return latticeShape{coord: delta, norm: delta, signed: true, stepBits: e.GramStepBits}
-}
+// Affords implements methods.BudgetedEngine (dap.Lattice.Affords).
+func (e *Engine) Affords(c statistic.Contribution) bool { return e.Lattice().Affords(c) }
 
-// lattice is the step g, the bits per coordinate and the encoding offset
-// of a statistic of this shape.
-func (sh latticeShape) lattice() (g float64, bits int, lo int64) {
-	g = math.Ldexp(1, -sh.stepBits)
-	top := math.Ceil(sh.coord / g) // largest |q_j|
-	if sh.signed {
-		bits = int(math.Ceil(math.Log2(top+1))) + 1
-		return g, bits, -(int64(1) << (bits - 1))
-	}
-	return g, int(math.Ceil(math.Log2(top + 1))), 0
-}
-
-// limits are the device budget's coordinates and field elements.
-func (e *Engine) limits() (dim, elements int) {
-	dim, elements = e.MaxReportDimension, e.MaxReportElements
-	if dim <= 0 {
-		dim = 1 << 17
-	}
-	if elements <= 0 {
-		elements = 1 << 21
-	}
-	return dim, elements
-}
-
-func (e *Engine) fits(dim, bits int) bool {
-	maxDim, maxEl := e.limits()
-	return dim <= maxDim && dim*bits <= maxEl
-}
-
-// Affords implements methods.BudgetedEngine: whether a device's part of
-// c, at the bits its task would use, is within the budget.
-func (e *Engine) Affords(c statistic.Contribution) bool {
-	sh := e.shape(c)
-	if sh.stepBits <= 0 || sh.stepBits > 24 {
-		return false
-	}
-	_, bits, _ := sh.lattice()
-	return e.fits(c.Spec().Dim, bits)
-}
-
-// TaskFor is the task releasing c with at least mech's guarantee: the
-// same zCDP ρ under the same relation (one user's ratings replaced), with
-// the ℓ2 sensitivity of the lattice sum bounded as shape explains, and
-// each aggregator's noise alone enough (dap.NoiseEachAlone) unless Noise
-// says otherwise.
+// TaskFor is the task releasing c with at least mech's guarantee
+// (dap.Lattice.TaskFor).
 func (e *Engine) TaskFor(id string, c statistic.Contribution, mech *mechanism.Gaussian) (dap.Task, error) {
-	spec := c.Spec()
-	if spec.Sensitivity.Relation != mechanism.ReplaceOne || spec.Sensitivity.Norm != mechanism.L2 {
-		return dap.Task{}, fmt.Errorf("dap engine: %s: sensitivity %v/%v, want ℓ2 under replacement", spec.Name, spec.Sensitivity.Norm, spec.Sensitivity.Relation)
-	}
-	sh := e.shape(c)
-	if sh.stepBits <= 0 || sh.stepBits > 24 {
-		return dap.Task{}, fmt.Errorf("dap engine: %s: step bits %d outside [1, 24]", spec.Name, sh.stepBits)
-	}
-	g, bits, lo := sh.lattice()
-	sens := 2 * sh.norm / g
-	if sh.nonneg {
-		sens = math.Sqrt2 * sh.norm / g
-	}
-	if !e.fits(spec.Dim, bits) {
-		maxDim, maxEl := e.limits()
-		return dap.Task{}, fmt.Errorf("dap engine: %s has %d coordinates × %d bits: %w (limits %d coordinates, %d field elements)", spec.Name, spec.Dim, bits, ErrTooLarge, maxDim, maxEl)
-	}
-	pj, err := dap.NewPlan(e.Plan, c)
+	t, err := e.Lattice().TaskFor(id, e.Plan, c, mech)
 	if err != nil {
-		return dap.Task{}, err
+		return dap.Task{}, fmt.Errorf("dap engine: %w", err)
 	}
-	return dap.NewTask(dap.Task{ID: id, Statistic: spec.Name, Plan: pj, Dimension: spec.Dim, Step: g, Min: lo, Bits: bits,
-		NormSq: int64(math.Floor(sh.norm / g * sh.norm / g)), Relation: dap.RelationReplace,
-		Sensitivity: math.Nextafter(sens, math.Inf(1)), Rho: mech.Rho(), Noise: e.Noise, MinReports: 1})
+	return t, nil
 }
 
 // SumNoised implements methods.NoisingEngine: one task for c.
@@ -190,4 +90,29 @@ func (e *Engine) SumNoised(ctx context.Context, c statistic.Contribution, mech *
 	e.Tasks = append(e.Tasks, rel.Task)
 	e.Stats = append(e.Stats, st)
 	return rel.Values, rel.NoiseSD, nil
+}
+
+// Recipe is what a device needs to rebuild the model trained through
+// this engine from its tasks' releases (dap.Recipe; the method, its
+// parameters, ε, δ, the seed and the scale are the caller's).
+func (e *Engine) Recipe(name, method string, params map[string]any, eps, delta float64, seed uint64, scale [2]float64) dap.Recipe {
+	ids := make([]string, len(e.Tasks))
+	for i, t := range e.Tasks {
+		ids[i] = t.ID
+	}
+	return dap.Recipe{Name: name, Method: method, Params: params, Epsilon: eps, Delta: delta, Seed: seed,
+		Devices: e.Devices, Scale: scale, Lattice: e.Lattice(), Tasks: ids}
+}
+
+// PublishModel publishes rec at the leader (PUT admin/models/{name});
+// the fleet must have enrolled.
+func (f *Fleet) PublishModel(ctx context.Context, rec dap.Recipe) error {
+	if f.cli == nil {
+		return fmt.Errorf("publishing model %s: the fleet has not enrolled", rec.Name)
+	}
+	var out dap.Recipe
+	if err := f.cli.Do(ctx, http.MethodPut, f.Leader, "/dap/v1/admin/models/"+rec.Name, f.AdminToken, rec, &out); err != nil {
+		return fmt.Errorf("publishing model %s: %w", rec.Name, err)
+	}
+	return nil
 }

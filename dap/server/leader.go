@@ -42,17 +42,8 @@ type Receipt struct {
 	BudgetRho  float64 `json:"budget_rho"`
 }
 
-// Release is a task's published result: the noised sum and what protects
-// it. It holds no count of contributors (that exact count is known to the
-// aggregators only).
-type Release struct {
-	Task   dap.Task  `json:"task"`
-	Values []float64 `json:"values"`
-	// NoiseSD is the standard deviation of the noise on each value (both
-	// aggregators' noise, real units).
-	NoiseSD   float64 `json:"noise_sd"`
-	Guarantee string  `json:"guarantee"`
-}
+// Release is a task's published result (dap.Release).
+type Release = dap.Release
 
 // AggregateResult counts a run of aggregation jobs.
 type AggregateResult struct {

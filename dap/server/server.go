@@ -17,6 +17,9 @@
 //	leader  POST admin/tasks/{id}/aggregate       (admin) verify and aggregate pending reports
 //	leader  POST admin/tasks/{id}/collect         (admin) noised shares → the release
 //	leader  GET  tasks/{id}/release               the published release
+//	leader  PUT  admin/models/{name}              (admin) publish a model recipe (dap.Recipe) over released tasks
+//	leader  GET  models, models/{name}            the published model recipes: what a device needs to
+//	                                              build a method's model from the releases (dap/devicemodel)
 //	helper  PUT  tasks/{id}                       (leader) provision a task (the helper checks its ρ policy)
 //	helper  POST tasks/{id}/aggregation_jobs      (leader) prepare a batch of reports
 //	helper  POST tasks/{id}/aggregate_share       (leader) the helper's noised aggregate share
@@ -136,6 +139,9 @@ func (s *Server) Handler() http.Handler {
 		m.HandleFunc("POST /dap/v1/admin/tasks/{id}/aggregate", s.admin(s.aggregateHandler))
 		m.HandleFunc("POST /dap/v1/admin/tasks/{id}/collect", s.admin(s.collectHandler))
 		m.HandleFunc("GET /dap/v1/tasks/{id}/release", s.getRelease)
+		m.HandleFunc("PUT /dap/v1/admin/models/{name}", s.admin(s.putModel))
+		m.HandleFunc("GET /dap/v1/models", s.listModels)
+		m.HandleFunc("GET /dap/v1/models/{name}", s.getModel)
 	} else {
 		m.HandleFunc("PUT /dap/v1/tasks/{id}", s.peer(s.provision))
 		m.HandleFunc("POST /dap/v1/tasks/{id}/aggregation_jobs", s.peer(s.aggregationJob))

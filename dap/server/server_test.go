@@ -107,7 +107,78 @@ func FuzzLeaderUpload(f *testing.F) {
 	})
 }
 
+// FuzzLeaderModels: no recipe body makes the leader fail with a 5xx
+// (the seed task "t" has a release, so valid recipes are stored).
+func FuzzLeaderModels(f *testing.F) {
+	f.Add([]byte(`{"name":"m","method":"dpals","epsilon":8,"delta":1e-6,"seed":1,"devices":10,"scale":[1,5],"lattice":{"step_bits":8,"gram_step_bits":9},"tasks":["t"]}`))
+	f.Add([]byte(`{"name":"m","method":"","epsilon":1e400,"tasks":["t","t"]}`))
+	f.Add([]byte(`{"name":"m","tasks":["../t"]}`))
+	s := newTestServer(f, dap.Leader)
+	var tk dap.Task
+	if err := decodeBytes(task, &tk); err != nil {
+		f.Fatal(err)
+	}
+	if err := s.st.putTask(context.Background(), tk); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := s.st.db.Exec(`INSERT INTO releases (task_id, body) VALUES ('t', '{"task":{},"values":[],"noise_sd":1,"guarantee":""}')`); err != nil {
+		f.Fatal(err)
+	}
+	h := s.Handler()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req := httptest.NewRequest(http.MethodPut, "/dap/v1/admin/models/m", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("HTTP %d for %q", rec.Code, body)
+		}
+	})
+}
+
 func decodeBytes(b []byte, v any) error {
 	r, _ := http.NewRequest(http.MethodPost, "/", bytes.NewReader(b))
 	return decode(r, v)
+}
+
+// TestModelRecipes: the leader refuses a recipe that is malformed, named
+// otherwise than its path, or over a task without a release (400), without
+// the admin token (401), and an unknown model is a 404; nothing is stored.
+func TestModelRecipes(t *testing.T) {
+	s := newTestServer(t, dap.Leader)
+	h := s.Handler()
+	do := func(method, path, token string, body []byte) int {
+		req := httptest.NewRequest(method, path, bytes.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	good := `{"name":"m","method":"dpals","epsilon":8,"delta":1e-6,"seed":1,"devices":10,"scale":[1,5],"lattice":{"step_bits":8,"gram_step_bits":9},"tasks":["t"]}`
+	for _, tc := range []struct {
+		name, path, token, body string
+		want                    int
+	}{
+		{"no admin token", "/dap/v1/admin/models/m", "", good, http.StatusUnauthorized},
+		{"task not released", "/dap/v1/admin/models/m", testToken, good, http.StatusBadRequest},
+		{"name differs from the path", "/dap/v1/admin/models/x", testToken, good, http.StatusBadRequest},
+		{"unknown field", "/dap/v1/admin/models/m", testToken, `{"name":"m","bogus":1}`, http.StatusBadRequest},
+		{"no tasks", "/dap/v1/admin/models/m", testToken, `{"name":"m","method":"dpals","epsilon":8,"devices":10,"scale":[1,5],"tasks":[]}`, http.StatusBadRequest},
+		{"scale reversed", "/dap/v1/admin/models/m", testToken, `{"name":"m","method":"dpals","epsilon":8,"devices":10,"scale":[5,1],"tasks":["t"]}`, http.StatusBadRequest},
+		{"not JSON", "/dap/v1/admin/models/m", testToken, `{`, http.StatusBadRequest},
+	} {
+		if c := do(http.MethodPut, tc.path, tc.token, []byte(tc.body)); c != tc.want {
+			t.Errorf("%s: HTTP %d, want %d", tc.name, c, tc.want)
+		}
+	}
+	if c := do(http.MethodGet, "/dap/v1/models/m", "", nil); c != http.StatusNotFound {
+		t.Errorf("an unknown model: HTTP %d, want 404", c)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/dap/v1/models", nil))
+	if rec.Code != http.StatusOK || rec.Body.String() != "[]\n" {
+		t.Errorf("models after refusals: HTTP %d %q, want an empty list", rec.Code, rec.Body.String())
+	}
 }

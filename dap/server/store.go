@@ -47,6 +47,9 @@ var schema = []string{
 	`CREATE TABLE IF NOT EXISTS releases (
 		task_id TEXT PRIMARY KEY REFERENCES tasks(id),
 		body TEXT NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS models (
+		name TEXT PRIMARY KEY,
+		body TEXT NOT NULL)`,
 }
 
 // store is an aggregator's SQLite database (modernc.org/sqlite, WAL,

@@ -4,39 +4,19 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"golang.org/x/crypto/cryptobyte"
-
 	"github.com/privrec/privrec/dap"
 )
 
 // ReportMediaType is the Content-Type of a report in the binary encoding
-// (EncodeReport; the media type DAP gives its reports). The leader accepts
-// an upload in it or in JSON.
-const ReportMediaType = "application/dap-report"
-
-// reportVersion starts the binary encoding of a report.
-const reportVersion = 1
+// (dap.ReportMediaType).
+const ReportMediaType = dap.ReportMediaType
 
 // EncodeReport is a report's binary encoding, the leader's upload body
-// (ReportMediaType) and its database row: a version byte, then the task
-// ID, report ID, public share and the two sealed shares, each with a
-// 32-bit length (cryptobyte, as DAP's TLS presentation syntax). The
-// leader's input share is ≈ 16 bytes per field element (1.8 MB for dpals'
-// bias statistics at MovieLens-1M): as JSON with base64 it costs a third
-// more bytes and most of the leader's CPU outside Prio3 (scanning and
-// decoding at upload, encoding into the row, and again at aggregation).
-func EncodeReport(r *dap.Report) ([]byte, error) {
-	b := cryptobyte.NewBuilder(make([]byte, 0, 1+7*4+len(r.TaskID)+r.Size()))
-	b.AddUint8(reportVersion)
-	for _, f := range [][]byte{[]byte(r.TaskID), r.ID, r.PublicShare, r.LeaderShare.Enc, r.LeaderShare.Ciphertext, r.HelperShare.Enc, r.HelperShare.Ciphertext} {
-		b.AddUint32LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(f) })
-	}
-	out, err := b.Bytes()
-	if err != nil {
-		return nil, fmt.Errorf("dap: encoding report: %w", err)
-	}
-	return out, nil
-}
+// and its database row (dap.EncodeReport).
+func EncodeReport(r *dap.Report) ([]byte, error) { return dap.EncodeReport(r) }
+
+// DecodeReport reads EncodeReport's encoding (dap.DecodeReport).
+func DecodeReport(b []byte) (dap.Report, error) { return dap.DecodeReport(b) }
 
 // decodeStoredReport reads a row body written by EncodeReport, or the
 // JSON of a database written before the binary encoding (it starts with
@@ -53,29 +33,5 @@ func decodeStoredReport(b []byte) (dap.Report, error) {
 	if err != nil {
 		return r, fmt.Errorf("dap store: stored report: %w", err)
 	}
-	return r, nil
-}
-
-// DecodeReport reads EncodeReport's encoding; anything else (a wrong
-// version, a length past the end, trailing bytes) is an error wrapping
-// dap.ErrInvalid. The byte slices alias b.
-func DecodeReport(b []byte) (dap.Report, error) {
-	var r dap.Report
-	s := cryptobyte.String(b)
-	var version uint8
-	var task []byte
-	// cryptobyte reads 32-bit lengths only as a number then the bytes.
-	read := func(v *[]byte) bool {
-		var n uint32
-		return s.ReadUint32(&n) && s.ReadBytes(v, int(n))
-	}
-	ok := s.ReadUint8(&version) && version == reportVersion && read(&task)
-	for _, f := range []*[]byte{&r.ID, &r.PublicShare, &r.LeaderShare.Enc, &r.LeaderShare.Ciphertext, &r.HelperShare.Enc, &r.HelperShare.Ciphertext} {
-		ok = ok && read(f)
-	}
-	if !ok || !s.Empty() {
-		return r, fmt.Errorf("%w: report: malformed binary encoding (%d bytes)", dap.ErrInvalid, len(b))
-	}
-	r.TaskID = string(task)
 	return r, nil
 }

@@ -28,9 +28,9 @@ function fmt(x) {
 
 // api calls the server; a non-2xx answer throws an Error carrying the
 // server's message and status.
-async function api(method, path, body, token) {
+async function api(method, path, body, token, contentType) {
   const headers = {};
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (body !== undefined) headers["Content-Type"] = contentType || "application/json";
   if (token) headers["Authorization"] = "Bearer " + token;
   const resp = await fetch(path, { method, headers, body, cache: "no-store", credentials: "omit" });
   const text = await resp.text();

@@ -19,10 +19,17 @@ const KEY = {
   // recorded here before its report leaves; a task over her budget, or a
   // second report for the same task, is refused in the browser.
   ledger: "privrec.dap.ledger",
-  pending: "privrec.dap.pending", // {task, taskText, report, sizes, ms}: prepared, not yet sent
+  pending: "privrec.dap.pending", // {task, taskText, report, reportBin, sizes, ms}: prepared, not yet sent
   sent: "privrec.dap.sent",       // [{task, id, bytes, charged}]
   helperKey: "privrec.dap.helper", // {url, key}: the helper's key, pinned at the first contribution
 };
+
+// REPORT_TYPE is the binary encoding of a report (dap.EncodeReport), the
+// upload body the Go devices send too; the JSON is only shown.
+const REPORT_TYPE = "application/dap-report";
+
+// fromBase64 is the bytes of a base64 string.
+function fromBase64(s) { return Uint8Array.from(atob(s), (c) => c.charCodeAt(0)); }
 
 let collection = null; // /dap-collection.json: {helper, items, scale}
 let tasks = [];        // [{text, info, released}] in the leader's order
@@ -193,7 +200,7 @@ async function onPrepare(id) {
     status("Computing and encrypting your shares…");
     const [lcfg, hcfg] = await Promise.all([api("GET", "/dap/v1/hpke_config"), helperConfig()]);
     const out = device("dapPrepare", taskText, lcfg, hcfg, JSON.stringify(load(KEY.ratings, {})));
-    save(KEY.pending, { task: id, taskText, report: out.report, sizes: out.sizes, ms: out.ms });
+    save(KEY.pending, { task: id, taskText, report: out.report, reportBin: out.report_bin, sizes: out.sizes, ms: out.ms });
     drawPreview();
     status("Your shares for task " + id + " are ready. Check them, then send them.");
   } catch (e) {
@@ -232,7 +239,7 @@ function drawPreview() {
   row("Share 2, encrypted", rep.helper_share.ciphertext, String(p.sizes.helper_share), "the helper only (" + helper + "); it passes through the leader, which cannot open it", "share-helper");
   row("Public part of the proof", "", String(p.sizes.public_share), "both; reveals nothing about your ratings", "");
   row("Report ID (random)", "", String(p.sizes.id), "both", "");
-  row("Sent on the wire (JSON, base64)", "", String(p.sizes.body), "the leader", "share-total");
+  row("Sent on the wire (binary, " + REPORT_TYPE + "; as JSON it would be " + p.sizes.json + ")", "", String(p.sizes.body), "the leader", "share-total");
   $("report-json").textContent = p.report;
   $("timing").textContent = "Computed, split and encrypted on this device in " + Math.max(1, Math.round(p.ms)) + " ms (" + info.dimension + " numbers × " + info.bits + " bits).";
   const led = JSON.parse(localStorage.getItem(KEY.ledger));
@@ -268,7 +275,10 @@ async function onSend() {
   let lastErr = null;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      const r = JSON.parse(await api("PUT", "/dap/v1/tasks/" + encodeURIComponent(p.task) + "/reports", p.report, acc.token));
+      // (A report prepared by an earlier version of this page has only
+      // its JSON, which the leader accepts too.)
+      const [body, ctype] = p.reportBin ? [fromBase64(p.reportBin), REPORT_TYPE] : [p.report, undefined];
+      const r = JSON.parse(await api("PUT", "/dap/v1/tasks/" + encodeURIComponent(p.task) + "/reports", body, acc.token, ctype));
       const sent = load(KEY.sent, []);
       sent.push({ task: p.task, id: JSON.parse(p.report).id, bytes: p.sizes.body, charged: r.charged_rho });
       save(KEY.sent, sent);
@@ -301,33 +311,68 @@ async function onSend() {
   await drawAccount();
 }
 
-async function onRecommend() {
+// showRecs lists the recommendations the device code computed.
+function showRecs(recs) {
   const list = $("recs");
   list.textContent = "";
+  for (const r of recs) {
+    const li = document.createElement("li");
+    li.textContent = r.title || r.item;
+    li.dataset.item = r.item;
+    list.appendChild(li);
+  }
+  document.body.dataset.recs = String(recs.length);
+}
+
+function titleMap() {
+  const titles = {};
+  for (const it of items) if (it.title) titles[it.id] = it.title;
+  return titles;
+}
+
+// modelRecommend builds the newest published model (a recipe: the method,
+// its settings and its tasks, GET /dap/v1/models) from its tasks'
+// releases in this browser, with the method's own code, then her row and
+// her recommendations. It returns false when no model is published.
+async function modelRecommend(mine) {
+  const recipes = JSON.parse(await api("GET", "/dap/v1/models"));
+  if (recipes.length === 0) return false;
+  const rec = recipes[recipes.length - 1];
+  const rels = [];
+  for (const id of rec.tasks) rels.push(JSON.parse(await api("GET", "/dap/v1/tasks/" + encodeURIComponent(id) + "/release")));
+  const out = device("dapModelRecommend", JSON.stringify(rec), JSON.stringify(rels), JSON.stringify(mine), JSON.stringify(titleMap()), 10);
+  showRecs(out.recommendations);
+  $("recs-note").textContent = "From the published model " + rec.name + " (" + rec.method + ", built in this browser from the published totals of " +
+    rec.tasks.length + " task" + (rec.tasks.length === 1 ? "" : "s") + " in " + Math.max(1, Math.round(out.ms)) + " ms) and your " +
+    Object.keys(mine).length + " ratings: your own part of the model is worked out here and never leaves this browser.";
+  document.body.dataset.model = rec.name;
+  return true;
+}
+
+async function onRecommend() {
+  $("recs").textContent = "";
   await loadTasks();
   drawTasks();
+  const mine = load(KEY.ratings, {});
+  try {
+    if (await modelRecommend(mine)) return;
+  } catch (e) {
+    $("recs-note").textContent = "Could not build the published model: " + e.message;
+    return;
+  }
   const counts = tasks.filter((t) => t.released && t.info && t.info.kind === "counts");
   if (counts.length === 0) {
-    $("recs-note").textContent = "No recommendations yet: no item counts have been published.";
+    $("recs-note").textContent = "No recommendations yet: no model or item counts have been published.";
     return;
   }
   const t = counts[counts.length - 1];
   try {
     const text = await api("GET", "/dap/v1/tasks/" + encodeURIComponent(t.id) + "/release");
-    const titles = {};
-    for (const it of items) if (it.title) titles[it.id] = it.title;
-    const mine = load(KEY.ratings, {});
-    const out = device("dapRecommend", text, JSON.stringify(mine), JSON.stringify(titles), 10);
-    for (const r of out.recommendations) {
-      const li = document.createElement("li");
-      li.textContent = r.title || r.item;
-      li.dataset.item = r.item;
-      list.appendChild(li);
-    }
+    const out = device("dapRecommend", text, JSON.stringify(mine), JSON.stringify(titleMap()), 10);
+    showRecs(out.recommendations);
     const rel = JSON.parse(text);
     $("recs-note").textContent = "From the published item counts of task " + t.id + " (noise standard deviation " + fmt(rel.noise_sd) +
       " per item) and your " + Object.keys(mine).length + " ratings, computed in this browser: the most popular items you have not rated.";
-    document.body.dataset.recs = String(out.recommendations.length);
   } catch (e) {
     $("recs-note").textContent = "Could not compute recommendations: " + e.message;
   }

@@ -6,11 +6,14 @@ package main
 //
 //	privrec.dapTask(taskJSON)                       → the task checked (Task.Validate, its plan decoded) and summarized
 //	privrec.dapPrepare(taskJSON, leaderHPKE, helperHPKE, ratingsJSON)
-//	                                                → {"report":"<the exact body of PUT tasks/{id}/reports>","sizes":{…},"ms":t}
+//	                                                → {"report":"<the report as JSON, shown>","report_bin":"<base64 of the exact
+//	                                                   body of PUT tasks/{id}/reports, dap.EncodeReport>","sizes":{…},"ms":t}
 //	privrec.dapLedgerNew(leader, budgetRho)         → {"ledger":…}
 //	privrec.dapLedgerReserve(ledger, taskJSON)      → {"ledger":…} | {"error":…} (over budget, or the task already sent)
 //	privrec.dapLedgerStatus(ledger, leaderLedgerJSON) → {"spent","budget","remaining"[,"disagreement"]}
 //	privrec.dapRecommend(releaseJSON, ratingsJSON, titlesJSON, k) → {"recommendations":[…]}
+//	privrec.dapModelRecommend(recipeJSON, releasesJSON, ratingsJSON, titlesJSON, k)
+//	                                                → {"recommendations":[…],"method","rank","ms"}
 //
 // dapPrepare is dap.Prepare, the reference client's code: the
 // contribution rebuilt from the task's public plan, quantized, sharded
@@ -19,6 +22,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -28,6 +33,7 @@ import (
 
 	"github.com/privrec/privrec/client"
 	"github.com/privrec/privrec/dap"
+	"github.com/privrec/privrec/dap/devicemodel"
 )
 
 func register(obj js.Value) {
@@ -37,6 +43,7 @@ func register(obj js.Value) {
 	obj.Set("dapLedgerReserve", js.FuncOf(dapLedgerReserve))
 	obj.Set("dapLedgerStatus", js.FuncOf(dapLedgerStatus))
 	obj.Set("dapRecommend", js.FuncOf(dapRecommend))
+	obj.Set("dapModelRecommend", js.FuncOf(dapModelRecommend))
 }
 
 // task decodes and validates a task as the leader publishes it.
@@ -114,14 +121,21 @@ func dapPrepare(_ js.Value, a []js.Value) any {
 	if err != nil {
 		return answer(nil, fmt.Errorf("encoding the report: %w", err))
 	}
+	// The upload is the binary encoding (dap.ReportMediaType), as the Go
+	// devices send it; the JSON is what the page shows.
+	bin, err := dap.EncodeReport(rep)
+	if err != nil {
+		return answer(nil, err)
+	}
 	ms := float64(time.Since(start).Microseconds()) / 1000
-	return answer(map[string]any{"report": string(body), "ms": ms, "sizes": map[string]int{
+	return answer(map[string]any{"report": string(body), "report_bin": base64.StdEncoding.EncodeToString(bin), "ms": ms, "sizes": map[string]int{
 		"id":           len(rep.ID),
 		"public_share": len(rep.PublicShare),
 		"leader_share": len(rep.LeaderShare.Enc) + len(rep.LeaderShare.Ciphertext),
 		"helper_share": len(rep.HelperShare.Enc) + len(rep.HelperShare.Ciphertext),
 		"payload":      rep.Size(),
-		"body":         len(body),
+		"json":         len(body),
+		"body":         len(bin),
 	}}, nil)
 }
 
@@ -246,4 +260,49 @@ func dapRecommend(_ js.Value, a []js.Value) any {
 		return answer(nil, err)
 	}
 	return answer(map[string]any{"recommendations": recs}, nil)
+}
+
+// dapModelRecommend builds a published model (a dap.Recipe: dpals,
+// dp-bias, dp-ease …) from its tasks' releases with the method's own code
+// (devicemodel.Build, as privrec dap recommend does), then computes her
+// own row from it and her ratings and her recommendations
+// (client.RecommendFrom): nothing about her leaves the browser.
+func dapModelRecommend(_ js.Value, a []js.Value) any {
+	s, err := args(a, 4)
+	if err != nil {
+		return answer(nil, err)
+	}
+	k := 10
+	if len(a) > 4 && a[4].Type() == js.TypeNumber {
+		k = a[4].Int()
+	}
+	start := time.Now()
+	var rec dap.Recipe
+	if err := json.Unmarshal([]byte(s[0]), &rec); err != nil {
+		return answer(nil, fmt.Errorf("decoding the model recipe: %w", err))
+	}
+	var rels []dap.Release
+	if err := json.Unmarshal([]byte(s[1]), &rels); err != nil {
+		return answer(nil, fmt.Errorf("decoding the releases: %w", err))
+	}
+	r, err := ratings(s[2])
+	if err != nil {
+		return answer(nil, err)
+	}
+	var titles map[string]string
+	if s[3] != "" && s[3] != "null" {
+		if err := json.Unmarshal([]byte(s[3]), &titles); err != nil {
+			return answer(nil, fmt.Errorf("decoding the titles: %w", err))
+		}
+	}
+	m, err := devicemodel.Build(context.Background(), rec, rels, titles)
+	if err != nil {
+		return answer(nil, err)
+	}
+	recs, err := client.RecommendFrom(m, r, k)
+	if err != nil {
+		return answer(nil, err)
+	}
+	ms := float64(time.Since(start).Microseconds()) / 1000
+	return answer(map[string]any{"recommendations": recs, "method": rec.Method, "rank": m.Rank, "ms": ms}, nil)
 }

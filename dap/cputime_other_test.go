@@ -1,0 +1,5 @@
+//go:build !unix
+
+package dap
+
+func cpuSeconds() float64 { return 0 }
