@@ -610,6 +610,7 @@ func (c *DPALSConfig) largePlan(users, items int) {
 	if !c.PooledGram && c.MaxPerUser == 0 {
 		c.PooledGram = true
 	}
+	c.ItemPosterior = c.PooledGram
 	c.CovNormalise = true
 	set(&c.BiasShare, d.BiasShare, largeBiasShare)
 	set(&c.CovShare, d.CovShare, largeCovShare)
@@ -626,7 +627,7 @@ const (
 	largeBiasShare       = 0.2
 	largeCovShare        = 0.45
 	largeItemLambda      = 4
-	largeUserLambda      = 5
+	largeUserLambda      = 12
 )
 
 // budget splits the zCDP budget ρ of (ε, δ): shares of ρ for the item

@@ -3,6 +3,7 @@ package mf
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -117,6 +118,24 @@ func posteriorFit(o *DPALSOptions, keptH []float64, S []float64, d int, tau floa
 			p, alpha = math.Max(np, 1e-9), na
 		}
 		pr.p[k], pr.alpha[k] = p, alpha
+	}
+	// In a direction the users' rows hardly use, even the most rated
+	// items' Gram is small, x² is mostly the release's noise and p_k is a
+	// small difference of large numbers: a fit far above the others' is
+	// noise, and a large p_k lets the items' factors follow that noise.
+	// The factors' spread is capped at twice the median direction's.
+	var ps []float64
+	for k := range d {
+		if pr.used[k] {
+			ps = append(ps, pr.p[k])
+		}
+	}
+	if len(ps) > 0 {
+		sort.Float64s(ps)
+		limit := 2 * ps[len(ps)/2]
+		for k := range d {
+			pr.p[k] = math.Min(pr.p[k], limit)
+		}
 	}
 	return pr, nil
 }
