@@ -213,13 +213,13 @@ func TestDPALSLargePlan(t *testing.T) {
 				t.Fatalf("large plan %v, want %v: %+v", large, tc.large, e)
 			}
 			if !large {
-				if e.Steps != 0 || e.PooledGram || e.CovNormalise || e.UserClip != c.UserClip {
+				if e.Steps != 0 || e.PooledGram || e.CovNormalise || e.ItemPosterior || e.UserClip != c.UserClip {
 					t.Errorf("the usual plan changed settings: %+v", e)
 				}
 				return
 			}
-			if e.CovRank != largeCovRank || e.CovItems != tc.covM || e.Rank != publicFeatures+largeCovRank || e.UserLambda != largeUserLambda || e.ItemLambda0 != 0 {
-				t.Errorf("large plan: cov rank %d over %d items, rank %d, λ_u %g, λ0 %g; want %d over %d", e.CovRank, e.CovItems, e.Rank, e.UserLambda, e.ItemLambda0, largeCovRank, tc.covM)
+			if e.CovRank != largeCovRank || e.CovItems != tc.covM || e.Rank != publicFeatures+largeCovRank || e.UserLambda != largeUserLambda || e.ItemLambda0 != 0 || !e.ItemPosterior {
+				t.Errorf("large plan: cov rank %d over %d items, rank %d, λ_u %g, λ0 %g, posterior %v; want %d over %d", e.CovRank, e.CovItems, e.Rank, e.UserLambda, e.ItemLambda0, e.ItemPosterior, largeCovRank, tc.covM)
 			}
 			// A setting the caller gave is kept.
 			c2 := NewDPALSConfig()

@@ -48,8 +48,7 @@ func posteriorFit(o *DPALSOptions, keptH []float64, S []float64, d int, tau floa
 	n := len(o.Active)
 	ht, mt, m := make([]float64, d), make([]float64, d), make([]float64, d)
 	// xs[k] holds the (g, x²) pairs of direction k.
-	type obs struct{ g, x2 float64 }
-	xs := make([][]obs, d)
+	xs := make([][]dirObs, d)
 	// Directions in which the users' rows hardly vary (S̄'s eigenvalue
 	// below 10⁻⁹ of the largest: a feature no user's row uses) carry no
 	// information on the items; their factors stay at the prior mean.
@@ -75,47 +74,17 @@ func posteriorFit(o *DPALSOptions, keptH []float64, S []float64, d int, tau floa
 				continue
 			}
 			x := ht[k]/g - mt[k]
-			xs[k] = append(xs[k], obs{g, x * x})
+			xs[k] = append(xs[k], dirObs{g, x * x})
 		}
 	}
 	for k := range d {
-		// Start from the mean square of the raw estimates weighted by g²,
-		// which the most rated items dominate.
-		p, alpha := 1.0, 0.0
-		var num, den float64
-		for _, ob := range xs[k] {
-			num += ob.g * ob.g * ob.x2
-			den += ob.g * ob.g
-		}
-		if den > 0 && num > 0 {
-			p = num / den
-		}
-		for range 8 {
-			var s0, s1, s2, t0, t1 float64
-			for _, ob := range xs[k] {
-				e := p + alpha/ob.g + pr.tau2/(ob.g*ob.g)
-				w := 1 / (e * e)
-				y := ob.x2 - pr.tau2/(ob.g*ob.g)
-				z := 1 / ob.g
-				s0 += w
-				s1 += w * z
-				s2 += w * z * z
-				t0 += w * y
-				t1 += w * z * y
-			}
-			det := s0*s2 - s1*s1
-			if !(s0 > 0) {
-				break
-			}
-			np, na := t0/s0, 0.0
-			if det > 1e-12*s0*s2 {
-				np = (t0*s2 - t1*s1) / det
-				na = (s0*t1 - s1*t0) / det
-			}
-			if na < 0 {
-				na, np = 0, t0/s0
-			}
-			p, alpha = math.Max(np, 1e-9), na
+		p, alpha := fitDirection(xs[k], pr.tau2, true)
+		// Where the items' Grams span a narrow range, p and α/g are hard
+		// to tell apart and the fit may put everything into α (p → 0, all
+		// items pinned to the prior mean): then the fit without rating
+		// noise stands (p absorbs it: less shrinkage, never a collapse).
+		if p0, _ := fitDirection(xs[k], pr.tau2, false); p < 0.01*p0 {
+			p, alpha = p0, 0
 		}
 		pr.p[k], pr.alpha[k] = p, alpha
 	}
@@ -138,6 +107,54 @@ func posteriorFit(o *DPALSOptions, keptH []float64, S []float64, d int, tau floa
 		}
 	}
 	return pr, nil
+}
+
+// dirObs is one item's raw estimate in one direction: its Gram g there and
+// x², x = h̃/g − m̃.
+type dirObs struct{ g, x2 float64 }
+
+// fitDirection fits E[x²] = p + α/g + τ²/g² to one direction's estimates
+// by weighted least squares, each weighted by the inverse square of its
+// expected x² and re-weighted 8 times (α fixed at 0 without withAlpha).
+func fitDirection(xs []dirObs, tau2 float64, withAlpha bool) (p, alpha float64) {
+	// Start from the mean square of the raw estimates weighted by g²,
+	// which the most rated items dominate.
+	p = 1
+	var num, den float64
+	for _, ob := range xs {
+		num += ob.g * ob.g * ob.x2
+		den += ob.g * ob.g
+	}
+	if den > 0 && num > 0 {
+		p = num / den
+	}
+	for range 8 {
+		var s0, s1, s2, t0, t1 float64
+		for _, ob := range xs {
+			e := p + alpha/ob.g + tau2/(ob.g*ob.g)
+			w := 1 / (e * e)
+			y := ob.x2 - tau2/(ob.g*ob.g)
+			z := 1 / ob.g
+			s0 += w
+			s1 += w * z
+			s2 += w * z * z
+			t0 += w * y
+			t1 += w * z * y
+		}
+		if !(s0 > 0) {
+			break
+		}
+		np, na := t0/s0, 0.0
+		if det := s0*s2 - s1*s1; withAlpha && det > 1e-12*s0*s2 {
+			np = (t0*s2 - t1*s1) / det
+			na = (s0*t1 - s1*t0) / det
+		}
+		if na < 0 {
+			na, np = 0, t0/s0
+		}
+		p, alpha = math.Max(np, 1e-9), na
+	}
+	return p, alpha
 }
 
 // rotate writes Qᵀx into out.

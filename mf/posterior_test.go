@@ -1,6 +1,7 @@
 package mf
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -131,5 +132,48 @@ func TestPosteriorBeatsRidge(t *testing.T) {
 	}
 	if got >= mse(c.o.Init) {
 		t.Errorf("posterior MSE %.4f not below the prior mean's %.4f", got, mse(c.o.Init))
+	}
+}
+
+// TestDPALSPosteriorEndToEnd: DPALS with the item posterior on a noised
+// low-rank problem tells the fitted prior once, keeps every factor
+// finite, fits held-out ratings far better than the mean, and stays
+// within 0.02 of the ridge solve of the same release with a tuned
+// weighted λ (on this small dense problem the release's noise never
+// dominates, so the posterior has nothing to gain; fixed seeds, the
+// figures are printed: 0.6745 and 0.6709 against 0.6635 and 0.6638).
+func TestDPALSPosteriorEndToEnd(t *testing.T) {
+	lr := newLowRank(t, 400, 60, 2, 0.4, 0.2, 23)
+	run := func(posterior bool, noise float64) float64 {
+		o := dpalsInputs(lr.train, 3, 1, gaussian{noise})
+		o.BiasScale, o.PoolWeights, o.PoolNoise, o.PoolPosterior = 0, o.Counts, noise, posterior
+		told := 0
+		o.Posterior = func(s, p, alpha []float64) {
+			told++
+			if len(s) != 3 || len(p) != 3 || len(alpha) != 3 {
+				t.Errorf("prior of %d, %d, %d values, want 3 each", len(s), len(p), len(alpha))
+			}
+		}
+		V, itemBias, err := DPALS(context.Background(), lr.train, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]int{true: 1, false: 0}[posterior]; told != want {
+			t.Errorf("the prior was told %d times, want %d", told, want)
+		}
+		for i, v := range V {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatalf("V[%d] = %g", i, v)
+			}
+		}
+		return dpalsRMSE(t, lr.train, lr.test, o, V, itemBias)
+	}
+	mean := (&Factors{Mean: lr.train.Mean(), UserBias: make([]float64, 400), ItemBias: make([]float64, 60)}).RMSE(lr.test, 0, 0)
+	for _, noise := range []float64{0.05, 0.3} {
+		post, ridge := run(true, noise), run(false, noise)
+		t.Logf("σ = %g: held-out RMSE posterior %.4f, ridge %.4f, mean %.4f", noise, post, ridge, mean)
+		if post >= 0.7*mean || post > ridge+0.02 {
+			t.Errorf("σ = %g: posterior RMSE %.4f against the ridge's %.4f and the mean's %.4f", noise, post, ridge, mean)
+		}
 	}
 }
