@@ -72,15 +72,7 @@ func TestFactoredMatchesDense(t *testing.T) {
 			size := 0
 			var buf bytes.Buffer
 			for u := range rows {
-				k := 0
-				err := fn.ProcessElement(strconv.Itoa(u), func(x *Rating) bool {
-					if k == len(rows[u]) {
-						return false
-					}
-					*x = rows[u][k]
-					k++
-					return true
-				}, plan, func(key int, p Part) {
+				err := fn.ProcessElement(strconv.Itoa(u), groups(rows[u], 1+u%3), plan, func(key int, p Part) {
 					buf.Reset()
 					if err := enc(p, &buf); err != nil {
 						t.Fatal(err)
@@ -161,4 +153,21 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// groups yields a user's ratings to contributeFn as the group by user
+// does, in elements of up to per ratings each (a reader's batches).
+func groups(rs []Rating, per int) func(*Ratings) bool {
+	k := 0
+	return func(x *Ratings) bool {
+		if k == len(rs) {
+			return false
+		}
+		*x = Ratings{Src: rs[k].Src, First: rs[k].First, Last: rs[k].Last}
+		for n := 0; n < per && k < len(rs); n, k = n+1, k+1 {
+			x.Items = append(x.Items, rs[k].Item)
+			x.Values = append(x.Values, rs[k].Value)
+		}
+		return true
+	}
 }

@@ -102,7 +102,10 @@ func (p params) Set(s string) error {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	stopWatch := watchHeap(ctx, os.Getenv("PRIVREC_MEMPROFILE"), slog.Default())
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stopWatch()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "privrec-beam:", err)
 		stop()
 		os.Exit(1)
