@@ -102,6 +102,7 @@ func TestFactoredMatchesDense(t *testing.T) {
 		if err := sfn.Setup(); err != nil {
 			t.Fatal(err)
 		}
+		forms := map[string]int{} // the accumulators' forms met (factors, dense slab) and merged
 		for key, ps := range factParts {
 			if key < 0 || (key+1)*width > dim {
 				t.Fatalf("factored key %d outside the %d slabs", key, dim/width)
@@ -119,15 +120,23 @@ func TestFactoredMatchesDense(t *testing.T) {
 				for _, p := range ps[lo:hi] {
 					a = sfn.AddInput(a, p)
 				}
+				forms[accKind(a)]++
 				accs = append(accs, a)
 				lo = hi
 			}
 			r.Shuffle(len(accs), func(i, j int) { accs[i], accs[j] = accs[j], accs[i] })
 			for len(accs) > 1 {
-				accs[0] = sfn.MergeAccumulators(accs[0], accs[len(accs)-1])
-				accs = accs[:len(accs)-1]
+				i := r.IntN(len(accs) - 1)
+				forms[accKind(accs[i])+"+"+accKind(accs[i+1])]++
+				accs[i] = sfn.MergeAccumulators(accs[i], accs[i+1])
+				accs = append(accs[:i+1], accs[i+2:]...)
 			}
 			copy(fact[key*width:], sfn.ExtractOutput(accs[0]))
+		}
+		for _, f := range []string{"factors", "dense", "factors+factors", "factors+dense", "dense+factors", "dense+dense"} {
+			if forms[f] == 0 {
+				t.Fatalf("bias %g: accumulator forms met %v, none %q", bias, forms, f)
+			}
 		}
 		nonzero := 0
 		for i := range want {

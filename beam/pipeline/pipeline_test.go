@@ -362,6 +362,8 @@ func TestCombineIndependentOfBundles(t *testing.T) {
 // accKind names an accumulator's form.
 func accKind(a Acc) string {
 	switch {
+	case len(a.Fac) > 0:
+		return "factors"
 	case len(a.Hi) == 0:
 		return "empty"
 	case a.dense():

@@ -30,8 +30,6 @@ func init() {
 	register.Emitter1[int]()
 	register.Combiner3[Acc, Part, []float64](&blockSumFn{})
 	register.Combiner3[Acc, Part, []float64](&slabSumFn{})
-	register.DoFn3x0[int, func(*Part) bool, func(int, []float64)](&slabGroupFn{})
-	register.Iter1[Part]()
 	register.Emitter2[int, []float64]()
 	register.Function2x1[int, []float64, string](formatBlock)
 	register.Function1x1[int, string](formatUsers)
@@ -226,9 +224,15 @@ func cmpPos(a, b Rating) int {
 // blocks; a user's part is a few entries). Sparse, a bundle's accumulator
 // costs what its users' parts cost, and never more than the dense block
 // (sparseMax).
+//
+// A factored statistic's accumulator (slabSumFn) has a third form: Fac,
+// the factors added so far (each FacLen values, concatenated), not yet
+// expanded, until they would take more room than the key's dense slab.
 type Acc struct {
 	Idx    []int32
 	Hi, Lo []float64
+	Fac    []float64
+	FacLen int32
 }
 
 // sparseMax is the number of distinct entries past which a sparse
@@ -238,8 +242,8 @@ type Acc struct {
 // adds faster.
 func sparseMax(width int) int { return width / 2 }
 
-// dense reports whether a holds a whole block. (Lengths, not nil: a
-// coder may decode a nil slice as an empty one.)
+// dense reports whether a holds a whole block (or slab). (Lengths, not
+// nil: a coder may decode a nil slice as an empty one.)
 func (a *Acc) dense() bool { return len(a.Idx) == 0 && len(a.Hi) > 0 }
 
 // addPart adds a block part (offsets and values) to a of width
@@ -390,11 +394,18 @@ func (*blockSumFn) MergeAccumulators(a, b Acc) Acc { return mergeAcc(a, b, stati
 func (*blockSumFn) ExtractOutput(a Acc) []float64 { return extractAcc(a, statistic.BlockSize) }
 
 // slabSumFn combines the factors of one key of a statistic.Factored (an
-// ALS step's item) into the key's slab of Width coordinates: each factor
+// ALS step's item) into the key's slab of Width coordinates. Each factor
 // is expanded by the kind's own Expand — the statistic's one definition —
-// straight into the accumulator, so the dense slab is formed once per
-// key and bundle, never per user, and no worker holds more than the
-// slabs of the keys it combines.
+// and added in double-double form; until a key's factors would take more
+// room than its dense slab (2·Width float64), the accumulator keeps them
+// unexpanded (Acc.Fac). A runner that lifts the combiner thus sends, per
+// key and bundle, the bundle's factors of the key or its slab, whichever
+// is smaller: never more than the factors themselves (d+2 values each,
+// where a slab has d(d+1)/2 + d coordinates), and one element per key and
+// bundle instead of one per rating. (Dense slabs from the start, lifted,
+// took Prism past 12 GB in a 10⁵-user step; grouping the factors by key
+// instead, with no lifting, kept every factor as an element of the
+// runner's group: 2.8 GB of heap in the same step.)
 type slabSumFn struct {
 	Kind  string `json:"kind"`
 	Width int    `json:"width"`
@@ -422,6 +433,43 @@ func (*slabSumFn) CreateAccumulator() Acc { return Acc{} }
 
 // AddInput implements the combiner.
 func (f *slabSumFn) AddInput(a Acc, p Part) Acc {
+	if a.dense() {
+		f.expand(a, p.Val)
+		return a
+	}
+	if a.FacLen == 0 {
+		a.FacLen = int32(len(p.Val))
+	}
+	a.Fac = append(a.Fac, p.Val...)
+	return f.fit(a)
+}
+
+// fit densifies a when its factors take more room than its slab.
+func (f *slabSumFn) fit(a Acc) Acc {
+	if len(a.Fac) <= 2*f.Width {
+		return a
+	}
+	a.ensure(f.Width)
+	return f.flush(a)
+}
+
+// flush expands a's factors into its dense slab (a.dense()).
+func (f *slabSumFn) flush(a Acc) Acc {
+	f.expandAll(a, a.Fac, int(a.FacLen))
+	a.Fac, a.FacLen = nil, 0
+	return a
+}
+
+// expandAll adds the slabs of the factors fac (n values each) to the
+// dense a.
+func (f *slabSumFn) expandAll(a Acc, fac []float64, n int) {
+	for k := 0; n > 0 && k+n <= len(fac); k += n {
+		f.expand(a, fac[k:k+n])
+	}
+}
+
+// expand adds factor x's slab to the dense a.
+func (f *slabSumFn) expand(a Acc, x []float64) {
 	if f.fc == nil {
 		// Runners call Setup; a direct caller (a test) may not. Engine.Sum
 		// checked the kind on the driver, so this cannot fail there.
@@ -429,44 +477,38 @@ func (f *slabSumFn) AddInput(a Acc, p Part) Acc {
 			panic(err)
 		}
 	}
-	a.ensure(f.Width)
 	if len(f.slab) != f.Width {
 		f.slab = make([]float64, f.Width)
 	}
-	f.fc.Expand(p.Val, f.slab)
+	f.fc.Expand(x, f.slab)
 	statistic.DD{Hi: a.Hi, Lo: a.Lo}.AddAt(0, f.slab)
-	return a
 }
 
 // MergeAccumulators implements the combiner.
-func (f *slabSumFn) MergeAccumulators(a, b Acc) Acc { return mergeAcc(a, b, f.Width) }
-
-// ExtractOutput implements the combiner.
-func (f *slabSumFn) ExtractOutput(a Acc) []float64 { return extractAcc(a, f.Width) }
-
-// slabGroupFn sums one key's factors after a GroupByKey, with slabSumFn's
-// arithmetic. The pipelines use it rather than slabSumFn as a combiner:
-// a runner that lifts a combiner sends one accumulator per key and bundle,
-// a whole slab (2·SlabDim float64) for each item the bundle touched, and a
-// bundle holds few factors of most items, so lifting multiplies the bytes
-// (on Prism the 10⁵-user ALS step went past 12 GB with the lifted combine).
-// Grouped, each factor crosses the shuffle once, as d+2 values.
-type slabGroupFn struct {
-	Sum slabSumFn `json:"sum"`
+func (f *slabSumFn) MergeAccumulators(a, b Acc) Acc {
+	switch {
+	case a.dense() && b.dense():
+		return mergeAcc(a, b, f.Width)
+	case !a.dense() && !b.dense():
+		if a.FacLen == 0 {
+			a.FacLen = b.FacLen
+		}
+		a.Fac = append(a.Fac, b.Fac...)
+		return f.fit(a)
+	case !a.dense():
+		a, b = b, a
+	}
+	f.expandAll(a, b.Fac, int(b.FacLen))
+	return a
 }
 
-// Setup prepares the expansion.
-func (f *slabGroupFn) Setup() error { return f.Sum.Setup() }
-
-// ProcessElement sums the key's factors in double-double form (the order
-// of the group does not change the result) and emits its slab.
-func (f *slabGroupFn) ProcessElement(key int, iter func(*Part) bool, emit func(int, []float64)) {
-	a := f.Sum.CreateAccumulator()
-	var p Part
-	for iter(&p) {
-		a = f.Sum.AddInput(a, p)
+// ExtractOutput implements the combiner.
+func (f *slabSumFn) ExtractOutput(a Acc) []float64 {
+	if !a.dense() {
+		a.ensure(f.Width)
+		a = f.flush(a)
 	}
-	emit(key, f.Sum.ExtractOutput(a))
+	return extractAcc(a, f.Width)
 }
 
 // formatBlock writes a key's sum (a block, or a factored statistic's
