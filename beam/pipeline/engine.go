@@ -152,15 +152,17 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 	// factors are megabytes; see contributeFn).
 	planIn := beam.SideInput{Input: beam.Create(s, plan)}
 	parts, refused2, ones := beam.ParDo3(s, &contributeFn{Kind: kind, Rows: e.plan, Sources: e.cfg.Inputs, Latest: e.cfg.Store != ""}, byUser, planIn)
-	// Combine per key: blocks of statistic.BlockSize coordinates, or, for
-	// a factored statistic, one key per slab (an ALS step's item), the
-	// factors grouped by item and expanded where they are summed
-	// (slabGroupFn: not a lifted combiner, see there).
+	// Combine per key: blocks of statistic.BlockSize coordinates (sparse
+	// accumulators until they fill), or, for a factored statistic, one
+	// key per slab (an ALS step's item), its factors kept as they are
+	// until they outweigh the slab and expanded where they are summed
+	// (slabSumFn). Either way a lifted accumulator is never larger than
+	// the parts it replaces.
 	var sums beam.PCollection
 	if width == statistic.BlockSize {
 		sums = beam.CombinePerKey(s, &blockSumFn{}, parts)
 	} else {
-		sums = beam.ParDo(s, &slabGroupFn{Sum: slabSumFn{Kind: kind, Width: width}}, beam.GroupByKey(s, parts))
+		sums = beam.CombinePerKey(s, &slabSumFn{Kind: kind, Width: width}, parts)
 	}
 	lines := beam.ParDo(s, formatBlock, sums)
 	users := beam.ParDo(s, formatUsers, stats.Sum(s, ones))

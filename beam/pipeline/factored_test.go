@@ -72,15 +72,7 @@ func TestFactoredMatchesDense(t *testing.T) {
 			size := 0
 			var buf bytes.Buffer
 			for u := range rows {
-				k := 0
-				err := fn.ProcessElement(strconv.Itoa(u), func(x *Rating) bool {
-					if k == len(rows[u]) {
-						return false
-					}
-					*x = rows[u][k]
-					k++
-					return true
-				}, plan, func(key int, p Part) {
+				err := fn.ProcessElement(strconv.Itoa(u), groups(rows[u], 1+u%3), plan, func(key int, p Part) {
 					buf.Reset()
 					if err := enc(p, &buf); err != nil {
 						t.Fatal(err)
@@ -110,6 +102,7 @@ func TestFactoredMatchesDense(t *testing.T) {
 		if err := sfn.Setup(); err != nil {
 			t.Fatal(err)
 		}
+		forms := map[string]int{} // the accumulators' forms met (factors, dense slab) and merged
 		for key, ps := range factParts {
 			if key < 0 || (key+1)*width > dim {
 				t.Fatalf("factored key %d outside the %d slabs", key, dim/width)
@@ -127,15 +120,23 @@ func TestFactoredMatchesDense(t *testing.T) {
 				for _, p := range ps[lo:hi] {
 					a = sfn.AddInput(a, p)
 				}
+				forms[accKind(a)]++
 				accs = append(accs, a)
 				lo = hi
 			}
 			r.Shuffle(len(accs), func(i, j int) { accs[i], accs[j] = accs[j], accs[i] })
 			for len(accs) > 1 {
-				accs[0] = sfn.MergeAccumulators(accs[0], accs[len(accs)-1])
-				accs = accs[:len(accs)-1]
+				i := r.IntN(len(accs) - 1)
+				forms[accKind(accs[i])+"+"+accKind(accs[i+1])]++
+				accs[i] = sfn.MergeAccumulators(accs[i], accs[i+1])
+				accs = append(accs[:i+1], accs[i+2:]...)
 			}
 			copy(fact[key*width:], sfn.ExtractOutput(accs[0]))
+		}
+		for _, f := range []string{"factors", "dense", "factors+factors", "factors+dense", "dense+factors", "dense+dense"} {
+			if forms[f] == 0 {
+				t.Fatalf("bias %g: accumulator forms met %v, none %q", bias, forms, f)
+			}
 		}
 		nonzero := 0
 		for i := range want {
@@ -161,4 +162,21 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// groups yields a user's ratings to contributeFn as the group by user
+// does, in elements of up to per ratings each (a reader's batches).
+func groups(rs []Rating, per int) func(*Ratings) bool {
+	k := 0
+	return func(x *Ratings) bool {
+		if k == len(rs) {
+			return false
+		}
+		*x = Ratings{Src: rs[k].Src, First: rs[k].First, Last: rs[k].Last}
+		for n := 0; n < per && k < len(rs); n, k = n+1, k+1 {
+			x.Items = append(x.Items, rs[k].Item)
+			x.Values = append(x.Values, rs[k].Value)
+		}
+		return true
+	}
 }

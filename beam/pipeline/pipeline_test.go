@@ -24,6 +24,7 @@ import (
 	"github.com/privrec/privrec/ratingio"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/statistic"
 )
 
 func TestMain(m *testing.M) {
@@ -284,45 +285,105 @@ func TestBeamRetriesDrawNoiseOnce(t *testing.T) {
 // TestCombineIndependentOfBundles: the block sum is the same float64s
 // however the parts are split into bundles and in whatever order the
 // bundles' accumulators merge (a retried bundle's output replaces its
-// failed attempt's, so only the split can change). Deterministic seeds.
+// failed attempt's, so only the split can change), and equals
+// statistic.Sum's. Parts on 64 coordinates keep every accumulator sparse
+// and compact its repeats; parts over the whole block make the large
+// bundles dense and merge dense with sparse ones. Deterministic seeds.
 func TestCombineIndependentOfBundles(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	parts := make([]Part, 500)
-	for k := range parts {
-		for range 1 + r.IntN(40) {
-			parts[k].Idx = append(parts[k].Idx, int32(r.IntN(64)))
-			parts[k].Val = append(parts[k].Val, r.NormFloat64()*math.Pow(10, float64(r.IntN(12)-6)))
-		}
-	}
-	var fn blockSumFn
-	one := fn.CreateAccumulator()
-	for _, p := range parts {
-		one = fn.AddInput(one, p)
-	}
-	want := fn.ExtractOutput(one)
-	for trial := range 20 {
-		var accs []Acc
-		for lo := 0; lo < len(parts); {
-			hi := min(len(parts), lo+1+r.IntN(60))
-			a := fn.CreateAccumulator()
-			for _, p := range parts[lo:hi] {
-				a = fn.AddInput(a, p)
+	for _, tc := range []struct {
+		name         string
+		span, maxLen int
+		parts, batch int
+	}{
+		{"sparse", 64, 40, 500, 60},
+		{"sparse and dense", statistic.BlockSize, 60, 800, 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(5, uint64(tc.span)))
+			parts := make([]Part, tc.parts)
+			for k := range parts {
+				for range 1 + r.IntN(tc.maxLen) {
+					parts[k].Idx = append(parts[k].Idx, int32(r.IntN(tc.span)))
+					parts[k].Val = append(parts[k].Val, r.NormFloat64()*math.Pow(10, float64(r.IntN(12)-6)))
+				}
 			}
-			accs = append(accs, a)
-			lo = hi
-		}
-		r.Shuffle(len(accs), func(i, j int) { accs[i], accs[j] = accs[j], accs[i] })
-		for len(accs) > 1 {
-			i := r.IntN(len(accs) - 1)
-			accs[i] = fn.MergeAccumulators(accs[i], accs[i+1])
-			accs = append(accs[:i+1], accs[i+2:]...)
-		}
-		got := fn.ExtractOutput(accs[0])
-		for i := range want {
-			if got[i] != want[i] {
-				t.Fatalf("trial %d, coordinate %d: %v with %d bundles, %v in one", trial, i, got[i], len(accs), want[i])
+			var fn blockSumFn
+			one := fn.CreateAccumulator()
+			for _, p := range parts {
+				one = fn.AddInput(one, p)
 			}
-		}
+			want := fn.ExtractOutput(one)
+			inProcess, err := statistic.Sum(context.Background(), len(parts), func(u int) statistic.Row { return statistic.Row{Items: []int32{int32(u)}} },
+				partsStat{parts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				if want[i] != inProcess[i] {
+					t.Fatalf("coordinate %d: %v in one bundle, %v by statistic.Sum", i, want[i], inProcess[i])
+				}
+			}
+			kinds := map[string]int{}
+			for trial := range 20 {
+				var accs []Acc
+				for lo := 0; lo < len(parts); {
+					hi := min(len(parts), lo+1+r.IntN(tc.batch))
+					a := fn.CreateAccumulator()
+					for _, p := range parts[lo:hi] {
+						a = fn.AddInput(a, p)
+					}
+					kinds[accKind(a)]++
+					accs = append(accs, a)
+					lo = hi
+				}
+				r.Shuffle(len(accs), func(i, j int) { accs[i], accs[j] = accs[j], accs[i] })
+				for len(accs) > 1 {
+					i := r.IntN(len(accs) - 1)
+					accs[i] = fn.MergeAccumulators(accs[i], accs[i+1])
+					accs = append(accs[:i+1], accs[i+2:]...)
+				}
+				got := fn.ExtractOutput(accs[0])
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("trial %d, coordinate %d: %v with %d bundles, %v in one", trial, i, got[i], len(accs), want[i])
+					}
+				}
+			}
+			if kinds["sparse"] == 0 || (tc.span == statistic.BlockSize && kinds["dense"] == 0) {
+				t.Fatalf("bundle accumulators %v: the case does not exercise what it names", kinds)
+			}
+			if tc.span == 64 && kinds["dense"] > 0 {
+				t.Fatalf("bundle accumulators %v: a block with 64 coordinates touched went dense", kinds)
+			}
+		})
+	}
+}
+
+// accKind names an accumulator's form.
+func accKind(a Acc) string {
+	switch {
+	case len(a.Fac) > 0:
+		return "factors"
+	case len(a.Hi) == 0:
+		return "empty"
+	case a.dense():
+		return "dense"
+	}
+	return "sparse"
+}
+
+// partsStat is a statistic whose u-th user's part is parts[u] (her row's
+// one item is u).
+type partsStat struct{ parts []Part }
+
+func (partsStat) Kind() string { return "test-parts" }
+func (partsStat) Spec() statistic.Spec {
+	return statistic.Spec{Name: "test parts", Dim: statistic.BlockSize}
+}
+func (s partsStat) Contribute(r statistic.Row, add func(int, float64)) {
+	p := s.parts[r.Items[0]]
+	for k, i := range p.Idx {
+		add(int(i), p.Val[k])
 	}
 }
 

@@ -15,15 +15,38 @@ import (
 	"github.com/privrec/privrec/ratings"
 )
 
-// Rating is one parsed rating on its way to its user's group: the item's
-// ID, the value as privrec's parser stores it (float32), and where it came
-// from (the index of its source among the pipeline's inputs, and the lines
+// Rating is one parsed rating in its user's group: the item's ID, the
+// value as privrec's parser stores it (float32), and where it came from
+// (the index of its source among the pipeline's inputs, and the lines
 // First–Last it lies within), for the error output.
 type Rating struct {
 	Item        string
 	Value       float32
 	Src         int32
 	First, Last int64
+}
+
+// Ratings is what the readers emit, keyed by user, to the group by user:
+// one user's ratings from one batch of one source (lines First–Last of
+// source Src; for a database, one report at seq First = Last), items and
+// values side by side. One element per user and batch rather than per
+// rating: a file sorted by user (as exports usually are) then sends each
+// user's key once per batch, and a runner stores and shuffles one element
+// where it stored as many as she has ratings (Prism keeps every element of
+// the group in memory, at about 150 bytes of overhead each, which made
+// most of its peak at 10⁵ and 10⁶ users).
+type Ratings struct {
+	Items       []string
+	Values      []float32
+	Src         int32
+	First, Last int64
+}
+
+// each calls f with each of rs's ratings.
+func (rs *Ratings) each(f func(Rating)) {
+	for k, item := range rs.Items {
+		f(Rating{Item: item, Value: rs.Values[k], Src: rs.Src, First: rs.First, Last: rs.Last})
+	}
 }
 
 // batchLines is the number of lines parsed at once (a variable so that
@@ -54,7 +77,7 @@ func (f *parseFn) options() ratingio.Options {
 }
 
 // ProcessElement parses the file named path.
-func (f *parseFn) ProcessElement(ctx context.Context, path string, emit func(string, Rating), refuse func(string)) error {
+func (f *parseFn) ProcessElement(ctx context.Context, path string, emit func(string, Ratings), refuse func(string)) error {
 	fs, err := filesystem.New(ctx, path)
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", path, err)
@@ -119,7 +142,7 @@ type batcher struct {
 	ctx    context.Context
 	path   string
 	src    int32
-	emit   func(string, Rating)
+	emit   func(string, Ratings)
 	refuse func(string)
 
 	checked    bool   // whether the first data line was looked at
@@ -182,7 +205,8 @@ func (b *batcher) add(line int64, text []byte) error {
 
 // parse reads text behind the prefix unless text holds the anchor line
 // (holds: whether it does) and emits its ratings as found within lines
-// first–last, the anchor's rating left out when it was only the prefix.
+// first–last, one Ratings per user, the anchor's rating left out when it
+// was only the prefix.
 func (b *batcher) parse(text []byte, holds bool, first, last int64) error {
 	var in bytes.Buffer
 	behind := b.prefix != nil && !holds
@@ -197,12 +221,17 @@ func (b *batcher) parse(text []byte, holds bool, first, last int64) error {
 	for u := range int32(m.NumUsers()) {
 		items, vals := m.UserRow(u)
 		user := m.Users.Name(u)
+		rs := Ratings{Items: make([]string, 0, len(items)), Values: make([]float32, 0, len(items)), Src: b.src, First: first, Last: last}
 		for k, j := range items {
 			item := m.Items.Name(j)
 			if behind && !b.header && user == b.anchorUser && item == b.anchorItem {
 				continue
 			}
-			b.emit(user, Rating{Item: item, Value: vals[k], Src: b.src, First: first, Last: last})
+			rs.Items = append(rs.Items, item)
+			rs.Values = append(rs.Values, vals[k])
+		}
+		if len(rs.Items) > 0 {
+			b.emit(user, rs)
 		}
 	}
 	return nil

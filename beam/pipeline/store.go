@@ -17,7 +17,7 @@ import (
 
 func init() {
 	beam.RegisterType(reflect.TypeOf((*ReportRow)(nil)).Elem())
-	register.DoFn3x0[ReportRow, func(string, Rating), func(string)](&reportFn{})
+	register.DoFn3x0[ReportRow, func(string, Ratings), func(string)](&reportFn{})
 }
 
 // ReportRow is one row of the reports table of a `privrec serve`
@@ -57,9 +57,9 @@ func readStore(s beam.Scope, url string, items []string) (beam.PCollection, beam
 // in-process central read (service.RatingsMatrix) takes them: each
 // present value j is a rating of catalogue item Items[j], at position
 // (its seq), so that the user's latest rating of an item wins when her
-// reports are grouped (contributeFn with Latest). Every report also emits
-// a marker rating of no item, so that a user whose reports hold no value
-// is counted as a user, as in process. A row whose values cannot be read
+// reports are grouped (contributeFn with Latest). A report with no value
+// is emitted too (empty), so that a user whose reports hold no value is
+// counted as a user, as in process. A row whose values cannot be read
 // goes to the error output with the database and its seq.
 type reportFn struct {
 	Items  []string `json:"items"`
@@ -67,7 +67,7 @@ type reportFn struct {
 }
 
 // ProcessElement handles one report.
-func (f *reportFn) ProcessElement(r ReportRow, emit func(string, Rating), refuse func(string)) {
+func (f *reportFn) ProcessElement(r ReportRow, emit func(string, Ratings), refuse func(string)) {
 	vals, err := api.DecodeValues([]byte(r.Vals))
 	if err == nil && len(vals) > len(f.Items) {
 		err = fmt.Errorf("%d values for %d catalogue items", len(vals), len(f.Items))
@@ -76,10 +76,12 @@ func (f *reportFn) ProcessElement(r ReportRow, emit func(string, Rating), refuse
 		refuse(fmt.Sprintf("%s: reports seq %s (user %q): %v", f.Source, strconv.FormatInt(r.Seq, 10), r.User, err))
 		return
 	}
-	emit(r.User, Rating{Item: "", Src: 0, First: r.Seq, Last: r.Seq})
+	rs := Ratings{Items: []string{}, Values: []float32{}, Src: 0, First: r.Seq, Last: r.Seq}
 	for j, v := range vals {
 		if v != nil {
-			emit(r.User, Rating{Item: f.Items[j], Value: float32(*v), Src: 0, First: r.Seq, Last: r.Seq})
+			rs.Items = append(rs.Items, f.Items[j])
+			rs.Values = append(rs.Values, float32(*v))
 		}
 	}
+	emit(r.User, rs)
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"sort"
 	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -17,20 +18,18 @@ import (
 )
 
 func init() {
-	beam.RegisterType(reflect.TypeOf((*Rating)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*Ratings)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Part)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Acc)(nil)).Elem())
-	register.DoFn4x1[context.Context, string, func(string, Rating), func(string), error](&parseFn{})
-	register.Emitter2[string, Rating]()
+	register.DoFn4x1[context.Context, string, func(string, Ratings), func(string), error](&parseFn{})
+	register.Emitter2[string, Ratings]()
 	register.Emitter1[string]()
-	register.DoFn6x1[string, func(*Rating) bool, []byte, func(int, Part), func(string), func(int), error](&contributeFn{})
-	register.Iter1[Rating]()
+	register.DoFn6x1[string, func(*Ratings) bool, []byte, func(int, Part), func(string), func(int), error](&contributeFn{})
+	register.Iter1[Ratings]()
 	register.Emitter2[int, Part]()
 	register.Emitter1[int]()
 	register.Combiner3[Acc, Part, []float64](&blockSumFn{})
 	register.Combiner3[Acc, Part, []float64](&slabSumFn{})
-	register.DoFn3x0[int, func(*Part) bool, func(int, []float64)](&slabGroupFn{})
-	register.Iter1[Part]()
 	register.Emitter2[int, []float64]()
 	register.Function2x1[int, []float64, string](formatBlock)
 	register.Function1x1[int, string](formatUsers)
@@ -80,7 +79,7 @@ func (f *contributeFn) Setup() {
 }
 
 // ProcessElement handles one user's ratings; plan is the side input.
-func (f *contributeFn) ProcessElement(user string, iter func(*Rating) bool, plan []byte, emit func(int, Part), refuse func(string), count func(int)) error {
+func (f *contributeFn) ProcessElement(user string, iter func(*Ratings) bool, plan []byte, emit func(int, Part), refuse func(string), count func(int)) error {
 	if f.c == nil {
 		c, err := statistic.Decode(f.Kind, plan)
 		if err != nil {
@@ -89,9 +88,9 @@ func (f *contributeFn) ProcessElement(user string, iter func(*Rating) bool, plan
 		f.c = c
 	}
 	var all []Rating
-	var r Rating
-	for iter(&r) {
-		all = append(all, r)
+	var rs Ratings
+	for iter(&rs) {
+		rs.each(func(r Rating) { all = append(all, r) })
 	}
 	count(1)
 	slices.SortFunc(all, func(a, b Rating) int {
@@ -205,50 +204,178 @@ func cmpPos(a, b Rating) int {
 	return 0
 }
 
-// Acc is a block's running sum in double-double form: each coordinate is
-// Hi + Lo, with Hi the rounded sum and Lo the rounding errors of the
-// additions (Knuth's TwoSum). Merging accumulators in any order, as a
-// runner does with bundles and retries, then gives the same float64
-// after ExtractOutput unless the exact sum lies within about 2⁻¹⁰⁶ of a
-// rounding boundary: the pipeline's sum does not depend on how the
-// runner split the work. (statistic.Sum adds in the same form in
-// process; the in-process kernels that sum in blocked float64 agree to
-// float64 rounding — the equality test checks 1e-9 relative.)
+// Acc is a combine key's running sum in double-double form: each
+// coordinate is Hi + Lo, with Hi the rounded sum and Lo the rounding
+// errors of the additions (Knuth's TwoSum, statistic.DD). Merging
+// accumulators in any order, as a runner does with bundles and retries,
+// then gives the same float64 after extraction unless the exact sum lies
+// within about 2⁻¹⁰⁶ of a rounding boundary: the pipeline's sum does not
+// depend on how the runner split the work, and equals statistic.Sum's.
+//
+// An accumulator is sparse until it is dense enough to pay for its whole
+// block: Idx lists the coordinates of the entries Hi[k] + Lo[k]
+// (unsorted, a coordinate possibly repeated: their sum is the
+// coordinate's), 20 bytes an entry; with Idx empty and Hi not it is
+// dense, Hi and Lo of the key's width (16 bytes a coordinate); with Hi
+// empty it is empty. A runner that lifts the combiner keeps one
+// accumulator per key and bundle and shuffles it: a dense 64 KB block for
+// a bundle whose users touched a few entries of it was what took Prism
+// past 11 GB in the covariance over 5 000 items at 10⁶ users (3 053
+// blocks; a user's part is a few entries). Sparse, a bundle's accumulator
+// costs about what its users' parts cost (20 bytes an entry against a
+// part's 12), and never more than the dense block (sparseMax).
+//
+// A factored statistic's accumulator (slabSumFn) has a third form: Fac,
+// the factors added so far (each FacLen values, concatenated), not yet
+// expanded, until they would take more room than the key's dense slab.
 type Acc struct {
+	Idx    []int32
 	Hi, Lo []float64
+	Fac    []float64
+	FacLen int32
 }
 
+// sparseMax is the number of distinct entries past which a sparse
+// accumulator of width coordinates becomes dense: at 20 bytes an entry
+// against 16 a coordinate, a sparse one above 4/5 of the width would be
+// larger; at half, the dense block is at most 1.6× the sparse bytes and
+// adds faster.
+func sparseMax(width int) int { return width / 2 }
+
+// dense reports whether a holds a whole block (or slab). (Lengths, not
+// nil: a coder may decode a nil slice as an empty one.)
+func (a *Acc) dense() bool { return len(a.Idx) == 0 && len(a.Hi) > 0 }
+
+// addPart adds a block part (offsets and values) to a of width
+// coordinates.
+func (a *Acc) addPart(p Part, width int) {
+	if a.dense() {
+		d := statistic.DD{Hi: a.Hi, Lo: a.Lo}
+		for k, i := range p.Idx {
+			d.Add(int(i), p.Val[k])
+		}
+		return
+	}
+	a.grow(len(p.Idx), width)
+	if a.dense() {
+		a.addPart(p, width)
+		return
+	}
+	a.Idx = append(a.Idx, p.Idx...)
+	a.Hi = append(a.Hi, p.Val...)
+	a.Lo = append(a.Lo, make([]float64, len(p.Idx))...)
+}
+
+// grow makes room for n more sparse entries: when they would not fit in
+// the slices' capacity, it first compacts a (one entry per coordinate),
+// and densifies it if that leaves more than sparseMax entries. Appends
+// double the capacity only when compacting did not free half of it, so
+// the entries are sorted O(log n) times each.
+func (a *Acc) grow(n, width int) {
+	if len(a.Idx)+n <= cap(a.Idx) || len(a.Idx) < 64 {
+		return
+	}
+	a.compact()
+	if len(a.Idx)+n > sparseMax(width) {
+		a.densify(width)
+	}
+}
+
+// compact sorts a's sparse entries by coordinate and merges the repeats
+// (TwoSum of the rounded parts, their errors added, as statistic.DD's
+// Merge).
+func (a *Acc) compact() {
+	sort.Sort(entries{a})
+	out := 0
+	for k := range a.Idx {
+		if out > 0 && a.Idx[out-1] == a.Idx[k] {
+			s, e := statistic.TwoSum(a.Hi[out-1], a.Hi[k])
+			a.Hi[out-1] = s
+			a.Lo[out-1] += a.Lo[k] + e
+			continue
+		}
+		a.Idx[out], a.Hi[out], a.Lo[out] = a.Idx[k], a.Hi[k], a.Lo[k]
+		out++
+	}
+	a.Idx, a.Hi, a.Lo = a.Idx[:out], a.Hi[:out], a.Lo[:out]
+}
+
+// densify turns a sparse (or empty) a into its dense block of width
+// coordinates.
+func (a *Acc) densify(width int) {
+	d := statistic.NewDD(width)
+	a.mergeInto(d)
+	a.Idx, a.Hi, a.Lo = nil, d.Hi, d.Lo
+}
+
+// mergeInto adds a to the dense d.
+func (a *Acc) mergeInto(d statistic.DD) {
+	if a.dense() {
+		d.Merge(statistic.DD{Hi: a.Hi, Lo: a.Lo})
+		return
+	}
+	for k, i := range a.Idx {
+		s, e := statistic.TwoSum(d.Hi[i], a.Hi[k])
+		d.Hi[i] = s
+		d.Lo[i] += a.Lo[k] + e
+	}
+}
+
+// entries sorts a sparse accumulator's three slices by coordinate.
+type entries struct{ a *Acc }
+
+func (e entries) Len() int           { return len(e.a.Idx) }
+func (e entries) Less(i, j int) bool { return e.a.Idx[i] < e.a.Idx[j] }
+func (e entries) Swap(i, j int) {
+	a := e.a
+	a.Idx[i], a.Idx[j] = a.Idx[j], a.Idx[i]
+	a.Hi[i], a.Hi[j] = a.Hi[j], a.Hi[i]
+	a.Lo[i], a.Lo[j] = a.Lo[j], a.Lo[i]
+}
+
+// ensure makes an empty a dense (width coordinates).
 func (a *Acc) ensure(width int) {
-	if a.Hi == nil {
-		a.Hi = make([]float64, width)
-		a.Lo = make([]float64, width)
+	if len(a.Hi) == 0 {
+		a.Idx, a.Hi, a.Lo = nil, make([]float64, width), make([]float64, width)
 	}
 }
 
-// add adds x to coordinate i.
-func (a *Acc) add(i int, x float64) { statistic.DD(*a).Add(i, x) }
-
-// mergeAcc is a + b, coordinate by coordinate, in double-double form.
-func mergeAcc(a, b Acc) Acc {
-	if b.Hi == nil {
+// mergeAcc is a + b, coordinate by coordinate, in double-double form, for
+// accumulators of width coordinates.
+func mergeAcc(a, b Acc, width int) Acc {
+	switch {
+	case len(b.Hi) == 0:
 		return a
-	}
-	if a.Hi == nil {
+	case len(a.Hi) == 0:
+		return b
+	case a.dense():
+		b.mergeInto(statistic.DD{Hi: a.Hi, Lo: a.Lo})
+		return a
+	case b.dense():
+		a.mergeInto(statistic.DD{Hi: b.Hi, Lo: b.Lo})
 		return b
 	}
-	statistic.DD(a).Merge(statistic.DD(b))
+	a.grow(len(b.Idx), width)
+	if a.dense() {
+		b.mergeInto(statistic.DD{Hi: a.Hi, Lo: a.Lo})
+		return a
+	}
+	a.Idx = append(a.Idx, b.Idx...)
+	a.Hi = append(a.Hi, b.Hi...)
+	a.Lo = append(a.Lo, b.Lo...)
 	return a
 }
 
 // extractAcc is the float64 sum of each of width coordinates.
 func extractAcc(a Acc, width int) []float64 {
-	if a.Hi == nil {
-		return make([]float64, width)
+	if !a.dense() {
+		a.densify(width)
 	}
-	return statistic.DD(a).Result()
+	return statistic.DD{Hi: a.Hi, Lo: a.Lo}.Result()
 }
 
-// blockSumFn combines Parts of one block into its sum.
+// blockSumFn combines Parts of one block into its sum (sparse
+// accumulators until they fill, see Acc).
 type blockSumFn struct{}
 
 // CreateAccumulator implements the combiner.
@@ -256,25 +383,29 @@ func (*blockSumFn) CreateAccumulator() Acc { return Acc{} }
 
 // AddInput implements the combiner.
 func (*blockSumFn) AddInput(a Acc, p Part) Acc {
-	a.ensure(statistic.BlockSize)
-	for k, i := range p.Idx {
-		a.add(int(i), p.Val[k])
-	}
+	a.addPart(p, statistic.BlockSize)
 	return a
 }
 
 // MergeAccumulators implements the combiner.
-func (*blockSumFn) MergeAccumulators(a, b Acc) Acc { return mergeAcc(a, b) }
+func (*blockSumFn) MergeAccumulators(a, b Acc) Acc { return mergeAcc(a, b, statistic.BlockSize) }
 
 // ExtractOutput implements the combiner.
 func (*blockSumFn) ExtractOutput(a Acc) []float64 { return extractAcc(a, statistic.BlockSize) }
 
 // slabSumFn combines the factors of one key of a statistic.Factored (an
-// ALS step's item) into the key's slab of Width coordinates: each factor
+// ALS step's item) into the key's slab of Width coordinates. Each factor
 // is expanded by the kind's own Expand — the statistic's one definition —
-// straight into the accumulator, so the dense slab is formed once per
-// key and bundle, never per user, and no worker holds more than the
-// slabs of the keys it combines.
+// and added in double-double form; until a key's factors would take more
+// room than its dense slab (2·Width float64), the accumulator keeps them
+// unexpanded (Acc.Fac). A runner that lifts the combiner thus sends, per
+// key and bundle, the bundle's factors of the key or its slab, whichever
+// is smaller: never more than the factors themselves (d+2 values each,
+// where a slab has d(d+1)/2 + d coordinates), and one element per key and
+// bundle instead of one per rating. (Dense slabs from the start, lifted,
+// took Prism past 12 GB in a 10⁵-user step; grouping the factors by key
+// instead, with no lifting, kept every factor as an element of the
+// runner's group: 2.8 GB of heap in the same step.)
 type slabSumFn struct {
 	Kind  string `json:"kind"`
 	Width int    `json:"width"`
@@ -302,6 +433,43 @@ func (*slabSumFn) CreateAccumulator() Acc { return Acc{} }
 
 // AddInput implements the combiner.
 func (f *slabSumFn) AddInput(a Acc, p Part) Acc {
+	if a.dense() {
+		f.expand(a, p.Val)
+		return a
+	}
+	if a.FacLen == 0 {
+		a.FacLen = int32(len(p.Val))
+	}
+	a.Fac = append(a.Fac, p.Val...)
+	return f.fit(a)
+}
+
+// fit densifies a when its factors take more room than its slab.
+func (f *slabSumFn) fit(a Acc) Acc {
+	if len(a.Fac) <= 2*f.Width {
+		return a
+	}
+	a.ensure(f.Width)
+	return f.flush(a)
+}
+
+// flush expands a's factors into its dense slab (a.dense()).
+func (f *slabSumFn) flush(a Acc) Acc {
+	f.expandAll(a, a.Fac, int(a.FacLen))
+	a.Fac, a.FacLen = nil, 0
+	return a
+}
+
+// expandAll adds the slabs of the factors fac (n values each) to the
+// dense a.
+func (f *slabSumFn) expandAll(a Acc, fac []float64, n int) {
+	for k := 0; n > 0 && k+n <= len(fac); k += n {
+		f.expand(a, fac[k:k+n])
+	}
+}
+
+// expand adds factor x's slab to the dense a.
+func (f *slabSumFn) expand(a Acc, x []float64) {
 	if f.fc == nil {
 		// Runners call Setup; a direct caller (a test) may not. Engine.Sum
 		// checked the kind on the driver, so this cannot fail there.
@@ -309,44 +477,38 @@ func (f *slabSumFn) AddInput(a Acc, p Part) Acc {
 			panic(err)
 		}
 	}
-	a.ensure(f.Width)
 	if len(f.slab) != f.Width {
 		f.slab = make([]float64, f.Width)
 	}
-	f.fc.Expand(p.Val, f.slab)
-	statistic.DD(a).AddAt(0, f.slab)
-	return a
+	f.fc.Expand(x, f.slab)
+	statistic.DD{Hi: a.Hi, Lo: a.Lo}.AddAt(0, f.slab)
 }
 
 // MergeAccumulators implements the combiner.
-func (*slabSumFn) MergeAccumulators(a, b Acc) Acc { return mergeAcc(a, b) }
-
-// ExtractOutput implements the combiner.
-func (f *slabSumFn) ExtractOutput(a Acc) []float64 { return extractAcc(a, f.Width) }
-
-// slabGroupFn sums one key's factors after a GroupByKey, with slabSumFn's
-// arithmetic. The pipelines use it rather than slabSumFn as a combiner:
-// a runner that lifts a combiner sends one accumulator per key and bundle,
-// a whole slab (2·SlabDim float64) for each item the bundle touched, and a
-// bundle holds few factors of most items, so lifting multiplies the bytes
-// (on Prism the 10⁵-user ALS step went past 12 GB with the lifted combine).
-// Grouped, each factor crosses the shuffle once, as d+2 values.
-type slabGroupFn struct {
-	Sum slabSumFn `json:"sum"`
+func (f *slabSumFn) MergeAccumulators(a, b Acc) Acc {
+	switch {
+	case a.dense() && b.dense():
+		return mergeAcc(a, b, f.Width)
+	case !a.dense() && !b.dense():
+		if a.FacLen == 0 {
+			a.FacLen = b.FacLen
+		}
+		a.Fac = append(a.Fac, b.Fac...)
+		return f.fit(a)
+	case !a.dense():
+		a, b = b, a
+	}
+	f.expandAll(a, b.Fac, int(b.FacLen))
+	return a
 }
 
-// Setup prepares the expansion.
-func (f *slabGroupFn) Setup() error { return f.Sum.Setup() }
-
-// ProcessElement sums the key's factors in double-double form (the order
-// of the group does not change the result) and emits its slab.
-func (f *slabGroupFn) ProcessElement(key int, iter func(*Part) bool, emit func(int, []float64)) {
-	a := f.Sum.CreateAccumulator()
-	var p Part
-	for iter(&p) {
-		a = f.Sum.AddInput(a, p)
+// ExtractOutput implements the combiner.
+func (f *slabSumFn) ExtractOutput(a Acc) []float64 {
+	if !a.dense() {
+		a.ensure(f.Width)
+		a = f.flush(a)
 	}
-	emit(key, f.Sum.ExtractOutput(a))
+	return extractAcc(a, f.Width)
 }
 
 // formatBlock writes a key's sum (a block, or a factored statistic's

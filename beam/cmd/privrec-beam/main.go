@@ -80,6 +80,11 @@ dp-ease.
 Example:
   privrec-beam --method dp-ease --data ratings.tsv --format tsv --scale 1:5 \
       --items items.tsv --epsilon 1 --out ease.model --json
+Memory: Prism keeps every element of a pipeline in this process;
+PRIVREC_MEMPROFILE=FILE rewrites an in-use heap profile to FILE at each
+new heap high (go tool pprof -sample_index=inuse_space privrec-beam FILE),
+and Go's GOMEMLIMIT caps the heap the collector lets grow.
+
 Runners (Beam's own flags):
   --runner prism (default, in this process)
   --runner universal --endpoint localhost:8099 --environment_type LOOPBACK|DOCKER
@@ -102,7 +107,10 @@ func (p params) Set(s string) error {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+	stopWatch := watchHeap(ctx, os.Getenv("PRIVREC_MEMPROFILE"), slog.Default())
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stopWatch()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "privrec-beam:", err)
 		stop()
 		os.Exit(1)
