@@ -610,7 +610,9 @@ func (c *DPALSConfig) largePlan(users, items int) {
 	if !c.PooledGram && c.MaxPerUser == 0 {
 		c.PooledGram = true
 	}
-	c.ItemPosterior = c.PooledGram
+	// The item posterior replaces the item ridge: a caller who set the
+	// ridge keeps it.
+	c.ItemPosterior = c.PooledGram && c.ItemLambda == d.ItemLambda && c.ItemLambda0 == d.ItemLambda0
 	c.CovNormalise = true
 	set(&c.BiasShare, d.BiasShare, largeBiasShare)
 	set(&c.CovShare, d.CovShare, largeCovShare)

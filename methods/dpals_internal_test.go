@@ -231,6 +231,16 @@ func TestDPALSLargePlan(t *testing.T) {
 			if e2.Steps != 3 || e2.UserClip != 0.5 || !e2.PooledGram {
 				t.Errorf("given settings not kept: steps %d, Γ %g, pooled %v", e2.Steps, e2.UserClip, e2.PooledGram)
 			}
+			// A caller who sets the item ridge keeps the ridge.
+			c3 := NewDPALSConfig()
+			c3.ItemLambda = 3
+			e3, err := c3.plan(tc.users, tc.items, tc.eps, 1e-6)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e3.ItemPosterior || e3.ItemLambda != 3 {
+				t.Errorf("given item λ not kept: posterior %v, λ %g", e3.ItemPosterior, e3.ItemLambda)
+			}
 		})
 	}
 }
