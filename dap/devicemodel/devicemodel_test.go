@@ -3,7 +3,6 @@ package devicemodel_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/privrec/privrec/dap"
 	"github.com/privrec/privrec/dap/devicemodel"
 	"github.com/privrec/privrec/dap/fleet"
+	"github.com/privrec/privrec/internal/ratingstest"
 	"github.com/privrec/privrec/methods"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy/noise"
@@ -22,25 +22,7 @@ import (
 // data is 60 users' ratings of 12 items (1–5), deterministic.
 func data(t *testing.T) (*ratings.Matrix, *model.Catalogue) {
 	t.Helper()
-	b := ratings.NewBuilder(ratings.DupError)
-	ids := make([]string, 12)
-	for j := range ids {
-		ids[j] = fmt.Sprintf("i%02d", j)
-	}
-	for u := range 60 {
-		for j := range ids {
-			if (u*7+j*3)%5 < 3 {
-				if err := b.Add(fmt.Sprintf("u%d", u), ids[j], float64(1+(u+2*j)%5), 0); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
-	m, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := model.NewCatalogue(ids, nil)
+	m, cat, err := ratingstest.Pattern(60, 12, "i%02d")
 	if err != nil {
 		t.Fatal(err)
 	}

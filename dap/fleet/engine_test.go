@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/privrec/privrec/dap"
+	"github.com/privrec/privrec/internal/ratingstest"
 
 	"github.com/privrec/privrec/methods"
 	"github.com/privrec/privrec/model"
@@ -20,25 +21,7 @@ import (
 // testData is 40 users' ratings of 8 items (1–5), deterministic.
 func testData(t *testing.T) (*ratings.Matrix, *model.Catalogue) {
 	t.Helper()
-	b := ratings.NewBuilder(ratings.DupError)
-	ids := make([]string, 8)
-	for j := range ids {
-		ids[j] = fmt.Sprintf("i%d", j)
-	}
-	for u := range 40 {
-		for j := range ids {
-			if (u*7+j*3)%5 < 3 {
-				if err := b.Add(fmt.Sprintf("u%d", u), ids[j], float64(1+(u+2*j)%5), 0); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
-	m, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := model.NewCatalogue(ids, nil)
+	m, cat, err := ratingstest.Pattern(40, 8, "i%d")
 	if err != nil {
 		t.Fatal(err)
 	}
