@@ -10,7 +10,6 @@ import (
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/statistic"
-	"github.com/privrec/privrec/statistic/gram"
 	"github.com/privrec/privrec/topn"
 )
 
@@ -19,8 +18,8 @@ import (
 type EngineFactory func(plan statistic.RowPlan) (statistic.Engine, error)
 
 // interactionRows is the in-process engine over binary interactions: the
-// users' rows of x, summed in user order (statistic.Sum), the Gram on
-// workers (gram.Gram.SumMatrix).
+// users' rows of x, summed in user order (statistic.Sum), the Gram and the
+// dp-ials steps on workers (their SumMatrix).
 type interactionRows struct {
 	x       *topn.Interactions
 	workers int
@@ -28,8 +27,15 @@ type interactionRows struct {
 
 func (e interactionRows) Users() int { return e.x.NumUsers }
 
+// matrixSummer is a statistic with an in-process kernel over the
+// interactions (gram.Gram, topn.StepStatistic), returning the same sums as
+// statistic.Sum of its contributions.
+type matrixSummer interface {
+	SumMatrix(ctx context.Context, x *topn.Interactions, workers int) ([]float64, error)
+}
+
 func (e interactionRows) Sum(ctx context.Context, c statistic.Contribution) ([]float64, error) {
-	if g, ok := c.(*gram.Gram); ok {
+	if g, ok := c.(matrixSummer); ok {
 		return g.SumMatrix(ctx, e.x, e.workers)
 	}
 	return statistic.Sum(ctx, e.x.NumUsers, func(u int) statistic.Row { return statistic.Row{Items: e.x.Row(u)} }, c)

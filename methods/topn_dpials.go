@@ -22,6 +22,7 @@ func init() {
 		Summary: "private top-N: implicit ALS, each user solving her own row, the items solved from noised per-item statistics (Chien et al. 2021; Krichene et al. 2023)",
 		Private: true,
 		Needs:   []string{"items"},
+		Engine:  true,
 		New:     func() Config { return DefaultDPIALS() },
 	})
 }
@@ -154,7 +155,7 @@ func (c *DPIALSConfig) stepSensitivity() mechanism.Sensitivity {
 // Train: counts → initial Gram and its eigenvectors → T × (users' own
 // solves → noised item statistics → item solves).
 func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
-	x, cat, err := topnPlan("dp-ials", &c.Interactions, in)
+	eng, cat, err := topnEngine("dp-ials", &c.Interactions, in, env)
 	if err != nil {
 		return nil, err
 	}
@@ -165,11 +166,23 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if err := c.scales().Check(); err != nil {
 		return nil, err
 	}
-	k, n := c.Rank, x.NumItems
+	k, n := c.Rank, cat.Len()
 	rhoCount := math.Nextafter(c.CountShare*rho, 0)
+	var parts []privacy.Guarantee
+
+	// 1. Item counts.
+	counts, sigmaCount, part, err := releaseCappedCounts(ctx, eng, n, c.Cap, rhoCount, env)
+	if err != nil {
+		return nil, err
+	}
+	parts = append(parts, part)
+	order := byCount(counts)
+	// The number of users is public (the relation replaces a user); an
+	// external engine knows it once it has summed the counts.
+	users := eng.Users()
 	steps := c.Steps
 	if steps < 0 {
-		steps = planSteps(x.NumUsers, rho)
+		steps = planSteps(users, rho)
 	}
 	rhoInit := math.Nextafter(rho-rhoCount, 0)
 	rhoStep := 0.0
@@ -177,24 +190,15 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 		rhoInit = math.Nextafter(c.InitShare*rho, 0)
 		rhoStep = math.Nextafter((rho-rhoCount-rhoInit)/float64(steps), 0)
 	}
-	var parts []privacy.Guarantee
-
-	// 1. Item counts.
-	counts, sigmaCount, part, err := releaseCappedCounts(ctx, interactionRows{x: x, workers: env.Workers}, x.NumItems, c.Cap, rhoCount, env)
-	if err != nil {
-		return nil, err
-	}
-	parts = append(parts, part)
-	order := byCount(counts)
 
 	// 2. The initial item factors: the top eigenvectors of dp-ease's
 	// noised Gram over the items with the largest noised counts.
-	mInit := (&DPEASEConfig{CoverScale: c.CoverScale, MaxItems: c.MaxInitItems}).covered(x.NumUsers, n, rhoInit)
+	mInit := (&DPEASEConfig{CoverScale: c.CoverScale, MaxItems: c.MaxInitItems}).covered(users, n, rhoInit)
 	initCols, err := topn.NewColumns(n, order[:mInit])
 	if err != nil {
 		return nil, err
 	}
-	gram, sigmaInit, part, err := releaseGram(ctx, interactionRows{x: x, workers: env.Workers}, initCols, nil, c.GramNorm, rhoInit, env)
+	gram, sigmaInit, part, err := releaseGram(ctx, eng, initCols, nil, c.GramNorm, rhoInit, env)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +256,7 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	for _, v := range counts {
 		total += max(v, 0)
 	}
-	nbar := max(1, total/float64(max(1, x.NumUsers)))
+	nbar := max(1, total/float64(max(1, users)))
 	coverMin := c.StepCover * sigmaStep * math.Sqrt(float64(k)*nbar)
 	var covered []int
 	for _, j := range order {
@@ -268,35 +272,25 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	for _, j := range covered {
 		f[j] = math.Pow(math.Max(counts[j], 1), c.WeightExp)
 	}
-	lay := topn.StatsLayout{K: k, Items: len(covered), Gram: c.GramScale > 0}
-	var xt *topn.Interactions // the item-major view and the users' rows,
-	var wrows []float64       // made only when a step runs
-	reg := topn.RegFor(c.Lambda, c.Nu, c.Alpha0, n)
 	var sigmas []float64
 	stepsRun := 0
 	for t := range steps {
 		if len(covered) == 0 || initRank == 0 {
 			break // nothing to learn from: the counts alone rank
 		}
-		if xt == nil {
-			xt, wrows = x.Transpose(), make([]float64, x.NumUsers*k)
-		}
-		if err := topn.UserRows(ctx, x, h, k, c.Alpha0, reg, env.Workers, wrows); err != nil {
-			return nil, err
-		}
 		med := medianNorm(h, k)
 		if !(med > 0) {
 			break
 		}
+		// Each user solves her own row against the public h, scales it by
+		// 1/Γ and clips it; the engine sums the parts.
 		gamma := c.RowClip / med
-		for u := range x.NumUsers {
-			topn.ClipRow(wrows[u*k:u*k+k], gamma)
-		}
-		stats, err := topn.StepStats(ctx, x, xt, lay, c.scales(), cols, f, wrows, env.Workers)
+		st, err := topn.NewStepStatistic(t+1, k, h, c.Alpha0, c.Lambda, c.Nu, gamma, cols, f, c.scales())
 		if err != nil {
 			return nil, err
 		}
-		sigma, part, err := gaussianRelease(fmt.Sprintf("the item statistics of step %d", t+1), rhoStep, sens, stats, env)
+		lay := st.Layout()
+		stats, sigma, part, err := releaseStatRho(ctx, eng, st, rhoStep, env)
 		if err != nil {
 			return nil, err
 		}

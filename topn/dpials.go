@@ -9,6 +9,8 @@ import (
 	"gonum.org/v1/gonum/blas/gonum"
 	lapackgonum "gonum.org/v1/gonum/lapack/gonum"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/privrec/privrec/statistic"
 )
 
 // Private implicit ALS (dp-ials) in the line of Chien, Jain, Krichene,
@@ -156,22 +158,6 @@ func StepWeights(f []float64, items []int32) float64 {
 	return (1 - 1e-12) / math.Sqrt(s)
 }
 
-// pack adds weight·T(a) for the k×k upper triangle of the row-major a to
-// dst (length k(k+1)/2).
-func pack(dst, a []float64, k int, weight float64) {
-	o := 0
-	wo := weight * math.Sqrt2
-	for p := range k {
-		row := a[p*k : p*k+k]
-		dst[o] += weight * row[p]
-		o++
-		for q := p + 1; q < k; q++ {
-			dst[o] += wo * row[q]
-			o++
-		}
-	}
-}
-
 // Unpack writes the symmetric k×k matrix T⁻¹(src)/weight (both triangles)
 // into the row-major a.
 func Unpack(a, src []float64, k int, weight float64) {
@@ -191,35 +177,112 @@ func Unpack(a, src []float64, k int, weight float64) {
 
 // UserContribution adds user u's part x_u of a step's released vector to
 // dst (length lay.Len()): her clipped row wt (‖wt‖ ≤ 1), her items, the
-// covered columns and the public item weights f. It is the reference the
-// summed statistics (StepStats) must equal and the sensitivity test's
-// subject.
+// covered columns and the public item weights f. It is the definition the
+// summed statistics (StepStats, StepStatistic) are built from — the same
+// factors (stepFactors) expanded by the same code (expandStep) — and the
+// sensitivity test's subject.
 func UserContribution(dst []float64, lay StatsLayout, sc StepScales, cols Columns, f []float64, items []int32, wt []float64) {
-	k := lay.K
-	outer := make([]float64, k*k)
-	for p, a := range wt {
-		for q, b := range wt {
-			outer[p*k+q] = a * b
-		}
-	}
-	norm := StepWeights(f, items)
 	per := lay.PerItem()
+	slab := make([]float64, per)
+	stepFactors(lay, sc, cols, f, items, wt, func(key int, fac []float64) {
+		expandStep(fac, slab)
+		for i, x := range slab {
+			if o := key*per + i; o < len(dst) {
+				dst[o] += x
+			}
+		}
+	})
+}
+
+// A step's part is factored: for each covered item j she has, keyed by its
+// column q, the factor (0, c_uj·r, c_uj·s, w̃), whose slab is the item's
+// block [c_uj·r·T(w̃w̃ᵀ) (with per-item Grams), c_uj·s·w̃]; the global block
+// g·T(w̃w̃ᵀ) follows the items' blocks as keys Items, Items+1, … (one key
+// when the blocks carry Grams, ⌈Tri/K⌉ without), each with the factor
+// (1+m, g, 0, w̃) of its piece m. Expanding every factor at key·PerItem
+// (the last key cut at the vector's end) gives x_u.
+
+// stepFactorLen is the length of a factor at rank k.
+func stepFactorLen(k int) int { return k + 3 }
+
+// globalKeys is the number of keys the global block spans.
+func (l StatsLayout) globalKeys() int {
+	per := l.PerItem()
+	return (l.Tri() + per - 1) / per
+}
+
+// stepFactors emits the user's factors (the factor slice is reused).
+func stepFactors(lay StatsLayout, sc StepScales, cols Columns, f []float64, items []int32, wt []float64, emit func(key int, fac []float64)) {
+	fac := make([]float64, stepFactorLen(lay.K))
+	copy(fac[3:], wt)
+	norm := StepWeights(f, items)
 	for _, j := range items {
 		q := cols[j]
 		if q < 0 || f[j] == 0 {
 			continue
 		}
 		c := f[j] * norm
-		blk := dst[int(q)*per : int(q)*per+per]
-		if lay.Gram {
-			pack(blk[:lay.Tri()], outer, k, c*sc.Gram)
-			blk = blk[lay.Tri():]
+		fac[0], fac[1], fac[2] = 0, c*sc.Gram, c*sc.RHS
+		emit(int(q), fac)
+	}
+	for m := range lay.globalKeys() {
+		fac[0], fac[1], fac[2] = float64(1+m), sc.Global, 0
+		emit(lay.Items+m, fac)
+	}
+}
+
+// expandStep writes factor fac's slab (a key's PerItem coordinates) into
+// slab. It reads nothing but fac and len(slab): an item's block carries its
+// Gram when the slab has room for it (Tri + K), and a global piece m
+// holds the entries [m·len(slab), (m+1)·len(slab)) of g·T(w̃w̃ᵀ), zero past
+// its end. T(w̃w̃ᵀ)'s entries are a·(w̃_p·w̃_p) on the diagonal and
+// (a·√2)·(w̃_p·w̃_q) off it.
+func expandStep(fac, slab []float64) {
+	mode, a, b, w := int(fac[0]), fac[1], fac[2], fac[3:]
+	k := len(w)
+	tri := k * (k + 1) / 2
+	ao := a * math.Sqrt2
+	if mode == 0 {
+		o := 0
+		if len(slab) >= tri+k {
+			for p, x := range w {
+				slab[o] = a * (x * x)
+				o++
+				for _, y := range w[p+1:] {
+					slab[o] = ao * (x * y)
+					o++
+				}
+			}
 		}
-		for p, v := range wt {
-			blk[p] += c * sc.RHS * v
+		for p, x := range w {
+			slab[o+p] = b * x
+		}
+		return
+	}
+	clear(slab)
+	lo := (mode - 1) * len(slab)
+	hi := lo + len(slab)
+	o := 0
+	for p, x := range w {
+		if o >= hi {
+			return
+		}
+		if o+k-p <= lo {
+			o += k - p
+			continue
+		}
+		for q := p; q < k; q++ {
+			if o >= lo && o < hi {
+				v := x * w[q]
+				if q == p {
+					slab[o-lo] = a * v
+				} else {
+					slab[o-lo] = ao * v
+				}
+			}
+			o++
 		}
 	}
-	pack(dst[lay.Global():], outer, k, sc.Global)
 }
 
 // rowBlock is the number of rows the Gram kernel gathers at a time.
@@ -278,38 +341,56 @@ func UserRows(ctx context.Context, x *Interactions, h []float64, k int, alpha0 f
 	if len(h) != x.NumItems*k || len(out) != x.NumUsers*k {
 		return fmt.Errorf("dp-ials user rows: %d item and %d user values for %d × %d at rank %d", len(h), len(out), x.NumItems, x.NumUsers, k)
 	}
+	g := userSystem(h, k, alpha0)
+	w = workers(w)
+	scr := make([]*rowSolver, w)
+	for i := range scr {
+		scr[i] = newRowSolver(k)
+	}
+	return parallel(ctx, x.NumUsers, w, 256, func(wk, lo, hi int) {
+		for u := lo; u < hi; u++ {
+			items := x.Row(u)
+			scr[wk].solve(g, h, k, items, reg(len(items)), out[u*k:u*k+k])
+		}
+	})
+}
+
+// userSystem is the part of every user's system the items she lacks
+// bring, α₀·HᵀH (k × k, row-major).
+func userSystem(h []float64, k int, alpha0 float64) []float64 {
 	g := Gramian(h, k)
 	for i := range g {
 		g[i] *= alpha0
 	}
-	w = workers(w)
-	type scratch struct {
-		a, b []float64
-		s    *gramScratch
+	return g
+}
+
+// rowSolver is one worker's scratch for a user's own solve.
+type rowSolver struct {
+	a, b []float64
+	s    *gramScratch
+}
+
+func newRowSolver(k int) *rowSolver {
+	return &rowSolver{make([]float64, k*k), make([]float64, k), newGramScratch(k)}
+}
+
+// solve writes a user's row (her items, her ridge lam) against the item
+// factors h and the common system g (userSystem) into row; it reports
+// false, and writes a zero row, when her system is not positive definite.
+func (s *rowSolver) solve(g, h []float64, k int, items []int32, lam float64, row []float64) bool {
+	copy(s.a, g)
+	clear(s.b)
+	gramAcc(s.a, s.b, k, h, items, nil, s.s)
+	for p := range k {
+		s.a[p*k+p] += lam
 	}
-	scr := make([]scratch, w)
-	for i := range scr {
-		scr[i] = scratch{make([]float64, k*k), make([]float64, k), newGramScratch(k)}
+	if !cholSolve(s.a, k, s.b) {
+		clear(row)
+		return false
 	}
-	return parallel(ctx, x.NumUsers, w, 256, func(wk, lo, hi int) {
-		s := &scr[wk]
-		for u := lo; u < hi; u++ {
-			items := x.Row(u)
-			row := out[u*k : u*k+k]
-			copy(s.a, g)
-			clear(s.b)
-			gramAcc(s.a, s.b, k, h, items, nil, s.s)
-			lam := reg(len(items))
-			for p := range k {
-				s.a[p*k+p] += lam
-			}
-			if !cholSolve(s.a, k, s.b) {
-				clear(row)
-				continue
-			}
-			copy(row, s.b)
-		}
-	})
+	copy(row, s.b)
+	return true
 }
 
 // cholSolve solves a·x = b for the symmetric positive definite k×k
@@ -334,11 +415,15 @@ func cholSolve(a []float64, k int, b []float64) bool {
 // StepStats sums the users' contributions (UserContribution) to one
 // step's statistics from their clipped rows wt (users × k, each ‖·‖ ≤ 1)
 // and weights, into a vector of lay.Len(). xt is the items × users view of
-// the interactions (Transpose). The per-item blocks are summed item by
-// item on w workers, the global block user by user.
+// the interactions (Transpose). Each item's block is summed on one of w
+// workers over its users, the global block over users on every worker and
+// merged; every coordinate is the double-double sum (statistic.DD) of the
+// users' expanded factors (expandStep), so it is the float64 nearest the
+// exact sum whatever the order — what any engine that sums the same
+// factors in that form (privrec-beam's combiner) returns.
 func StepStats(ctx context.Context, x, xt *Interactions, lay StatsLayout, sc StepScales, cols Columns, f, wt []float64, w int) ([]float64, error) {
 	k := lay.K
-	if len(wt) != x.NumUsers*k || len(f) != x.NumItems || len(cols) != x.NumItems {
+	if len(wt) != x.NumUsers*k || len(f) != x.NumItems || len(cols) != x.NumItems || xt.NumItems != x.NumUsers {
 		return nil, fmt.Errorf("dp-ials statistics: shapes disagree")
 	}
 	w = workers(w)
@@ -352,61 +437,48 @@ func StepStats(ctx context.Context, x, xt *Interactions, lay StatsLayout, sc Ste
 		return nil, err
 	}
 	out := make([]float64, lay.Len())
-	// The global block: g·T(Σ_u w̃ w̃ᵀ).
-	parts := make([][]float64, w)
-	scr := make([]*gramScratch, w)
+	per, nf := lay.PerItem(), stepFactorLen(k)
+	// The global block, over users.
+	gk := lay.globalKeys()
+	parts := make([]statistic.DD, w)
 	if err := parallel(ctx, x.NumUsers, w, 8192, func(wk, lo, hi int) {
-		if parts[wk] == nil {
-			parts[wk], scr[wk] = make([]float64, k*k), newGramScratch(k)
+		if parts[wk].Hi == nil {
+			parts[wk] = statistic.NewDD(gk * per)
 		}
-		idx := make([]int32, 0, rowBlock)
-		for beg := lo; beg < hi; beg += rowBlock {
-			idx = idx[:0]
-			for u := beg; u < min(hi, beg+rowBlock); u++ {
-				idx = append(idx, int32(u))
+		fac, slab := make([]float64, nf), make([]float64, per)
+		for u := lo; u < hi; u++ {
+			copy(fac[3:], wt[u*k:u*k+k])
+			for m := range gk {
+				fac[0], fac[1], fac[2] = float64(1+m), sc.Global, 0
+				expandStep(fac, slab)
+				parts[wk].AddAt(m*per, slab)
 			}
-			gramAcc(parts[wk], nil, k, wt, idx, nil, scr[wk])
 		}
 	}); err != nil {
 		return nil, err
 	}
-	glob := make([]float64, k*k)
-	for _, p := range parts {
-		for i, v := range p {
-			glob[i] += v
-		}
-	}
-	pack(out[lay.Global():], glob, k, sc.Global)
-	// The per-item blocks, item by item (the item's column order).
-	type itemScr struct {
-		a, b []float64
-		s    *gramScratch
-	}
-	iscr := make([]itemScr, w)
-	for i := range iscr {
-		iscr[i] = itemScr{make([]float64, k*k), make([]float64, k), newGramScratch(k)}
-	}
-	per := lay.PerItem()
-	err := parallel(ctx, x.NumItems, w, 1, func(wk, lo, hi int) {
-		s := &iscr[wk]
+	copy(out[lay.Global():], statistic.Merged(parts, gk*per))
+	// The per-item blocks, item by item.
+	err := parallel(ctx, x.NumItems, w, 1, func(_, lo, hi int) {
+		fac, slab := make([]float64, nf), make([]float64, per)
+		acc := statistic.NewDD(per)
 		for j := lo; j < hi; j++ {
 			q := cols[j]
 			if q < 0 || f[j] == 0 {
 				continue
 			}
-			users := xt.Row(j)
-			clear(s.a)
-			clear(s.b)
-			fj := f[j]
-			weight := func(t int) float64 { return fj * norm[users[t]] }
-			gramAcc(s.a, s.b, k, wt, users, weight, s.s)
-			blk := out[int(q)*per : int(q)*per+per]
-			if lay.Gram {
-				pack(blk[:lay.Tri()], s.a, k, sc.Gram)
-				blk = blk[lay.Tri():]
+			clear(acc.Hi)
+			clear(acc.Lo)
+			for _, u := range xt.Row(j) {
+				c := f[j] * norm[u]
+				copy(fac[3:], wt[int(u)*k:int(u)*k+k])
+				fac[0], fac[1], fac[2] = 0, c*sc.Gram, c*sc.RHS
+				expandStep(fac, slab)
+				acc.AddAt(0, slab)
 			}
-			for p, v := range s.b {
-				blk[p] += sc.RHS * v
+			blk := out[int(q)*per : int(q)*per+per]
+			for i, v := range acc.Hi {
+				blk[i] = v + acc.Lo[i]
 			}
 		}
 	})

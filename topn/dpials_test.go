@@ -314,7 +314,7 @@ func TestProjectPSD(t *testing.T) {
 	}
 }
 
-// ClipRow scales by 1/Γ and never leaves the unit ball; pack/Unpack are
+// ClipRow scales by 1/Γ and never leaves the unit ball; T and Unpack are
 // inverse and T preserves the Frobenius product.
 func TestClipRowAndPacking(t *testing.T) {
 	for _, tc := range []struct {
@@ -328,20 +328,22 @@ func TestClipRowAndPacking(t *testing.T) {
 			t.Errorf("ClipRow(%v, %g): norm %g, want %g", tc.row, tc.gamma, n, tc.want)
 		}
 	}
-	a := []float64{1, 2, 3, 2, 5, 6, 3, 6, 9}
+	// T(2·wwᵀ) as a global piece (mode 1, weight 2, the whole triangle).
+	w := []float64{1, 2, 3}
+	a := []float64{1, 2, 3, 2, 4, 6, 3, 6, 9}
 	p := make([]float64, 6)
-	pack(p, a, 3, 2)
+	expandStep([]float64{1, 2, 0, 1, 2, 3}, p)
 	var fro float64
 	for _, v := range a {
 		fro += 4 * v * v
 	}
-	if math.Abs(norm2(p)-math.Sqrt(fro)) > 1e-12 {
+	if math.Abs(norm2(p)-math.Sqrt(fro)) > 1e-12 || math.Abs(norm2(p)-2*norm2(w)*norm2(w)) > 1e-12 {
 		t.Errorf("‖T(2A)‖ = %g, ‖2A‖_F = %g", norm2(p), math.Sqrt(fro))
 	}
 	back := make([]float64, 9)
 	Unpack(back, p, 3, 2)
 	if diffNorm(back, a) > 1e-12 {
-		t.Errorf("Unpack(pack(A)) = %v", back)
+		t.Errorf("Unpack(T(A)) = %v", back)
 	}
 }
 

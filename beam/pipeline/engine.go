@@ -189,8 +189,9 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 }
 
 // keyWidth is the number of coordinates per combine key of c:
-// statistic.BlockSize, or a statistic.Factored's SlabDim (the statistic a
-// whole number of slabs, and the kind's zero value factored too, as the
+// statistic.BlockSize, or a statistic.Factored's SlabDim (the last slab
+// may be cut at the statistic's end, its coordinates past the end zero,
+// as readSums checks; the kind's zero value must be factored too, as the
 // combiner rebuilds it).
 func keyWidth(c statistic.Contribution) (int, error) {
 	fc, ok := c.(statistic.Factored)
@@ -198,8 +199,8 @@ func keyWidth(c statistic.Contribution) (int, error) {
 		return statistic.BlockSize, nil
 	}
 	w, dim := fc.SlabDim(), c.Spec().Dim
-	if w < 1 || dim%w != 0 {
-		return 0, fmt.Errorf("%s: %d coordinates are not whole slabs of %d", c.Spec().Name, dim, w)
+	if w < 1 || dim < 1 {
+		return 0, fmt.Errorf("%s: %d coordinates in slabs of %d", c.Spec().Name, dim, w)
 	}
 	z, err := statistic.Zero(c.Kind())
 	if err != nil {

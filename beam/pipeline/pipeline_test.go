@@ -160,13 +160,22 @@ func TestBeamMatchesInProcess(t *testing.T) {
 	for _, tc := range []struct {
 		name, method string
 		params       map[string]any
-	}{{"dp-popularity", "dp-popularity", nil}, {"dp-bias", "dp-bias", nil}, {"dp-ease", "dp-ease", nil}, {"dpals", "dpals", dpals},
-		{"dpals-steps-2", "dpals", steps}} {
+		releases     int // the releases expected (0: not checked)
+	}{{"dp-popularity", "dp-popularity", nil, 1}, {"dp-bias", "dp-bias", nil, 0}, {"dp-ease", "dp-ease", nil, 2}, {"dpals", "dpals", dpals, 0},
+		{"dpals-steps-2", "dpals", steps, 0},
+		// dp-ials with one step (every item with a non-negative noised
+		// count gets factors), and with two steps and no per-item Gram (the
+		// global block then spans three keys, the last cut).
+		{"dp-ials", "dp-ials", map[string]any{"steps": 1.0, "rank": 4.0, "step_cover": 0.0, "init_denoise": 0.0}, 3},
+		{"dp-ials-no-gram", "dp-ials", map[string]any{"steps": 2.0, "rank": 4.0, "step_cover": 0.0, "init_denoise": 0.0, "gram_scale": 0.0}, 4}} {
 		method := tc.method
 		t.Run(tc.name, func(t *testing.T) {
 			want, wantDraws := train(t, method, tc.params, data, cat, nil)
 			got, gotDraws := train(t, method, tc.params, data, cat, []string{data})
 			sameRelease(t, want, got, wantDraws, gotDraws)
+			if tc.releases > 0 && len(wantDraws) != tc.releases {
+				t.Errorf("%d releases, want %d (a step did not run?)", len(wantDraws), tc.releases)
+			}
 		})
 	}
 }
