@@ -231,6 +231,35 @@ func stepFactors(lay StatsLayout, sc StepScales, cols Columns, f []float64, item
 	}
 }
 
+// addItemSlab adds to acc the slab expandStep makes of the item factor
+// (0, a, b, w) — the same products, added in the same double-double form —
+// without writing the slab first (the in-process kernel's inner loop).
+func addItemSlab(acc statistic.DD, a, b float64, w []float64, gram bool) {
+	hi, lo := acc.Hi, acc.Lo
+	o := 0
+	if gram {
+		ao := a * math.Sqrt2
+		for p, x := range w {
+			s, e := statistic.TwoSum(hi[o], a*(x*x))
+			hi[o] = s
+			lo[o] += e
+			o++
+			for _, y := range w[p+1:] {
+				s, e := statistic.TwoSum(hi[o], ao*(x*y))
+				hi[o] = s
+				lo[o] += e
+				o++
+			}
+		}
+	}
+	for _, x := range w {
+		s, e := statistic.TwoSum(hi[o], b*x)
+		hi[o] = s
+		lo[o] += e
+		o++
+	}
+}
+
 // expandStep writes factor fac's slab (a key's PerItem coordinates) into
 // slab. It reads nothing but fac and len(slab): an item's block carries its
 // Gram when the slab has room for it (Tri + K), and a global piece m
@@ -460,7 +489,6 @@ func StepStats(ctx context.Context, x, xt *Interactions, lay StatsLayout, sc Ste
 	copy(out[lay.Global():], statistic.Merged(parts, gk*per))
 	// The per-item blocks, item by item.
 	err := parallel(ctx, x.NumItems, w, 1, func(_, lo, hi int) {
-		fac, slab := make([]float64, nf), make([]float64, per)
 		acc := statistic.NewDD(per)
 		for j := lo; j < hi; j++ {
 			q := cols[j]
@@ -471,10 +499,7 @@ func StepStats(ctx context.Context, x, xt *Interactions, lay StatsLayout, sc Ste
 			clear(acc.Lo)
 			for _, u := range xt.Row(j) {
 				c := f[j] * norm[u]
-				copy(fac[3:], wt[int(u)*k:int(u)*k+k])
-				fac[0], fac[1], fac[2] = 0, c*sc.Gram, c*sc.RHS
-				expandStep(fac, slab)
-				acc.AddAt(0, slab)
+				addItemSlab(acc, c*sc.Gram, c*sc.RHS, wt[int(u)*k:int(u)*k+k], lay.Gram)
 			}
 			blk := out[int(q)*per : int(q)*per+per]
 			for i, v := range acc.Hi {
