@@ -1,5 +1,5 @@
 // Command privrec-beam trains privrec's private models whose global step
-// is a sum over users (dp-popularity, dp-bias, dp-ease, dpals with its ALS
+// is a sum over users (dp-popularity, dp-bias, dp-ease, dp-ials, dpals with its ALS
 // steps) on Apache Beam, from ratings files or a central-mode privrec
 // serve database:
 // each statistic is summed by a pipeline (read → group by user → each
@@ -75,7 +75,9 @@ Methods: dp-popularity, dp-bias and dpals (public model only: each user
 computes her own state on her side; dpals' counts, bias statistics and
 covariance features, and with --param steps=T its T ALS steps, each one
 pipeline with the previous step's public item factors as a side input),
-dp-ease.
+dp-ease, dp-ials (its counts, initial Gram and, with --param steps=T or
+when its plan asks for them, each step's item statistics over the users'
+own rows, solved on the workers and never written).
 
 Example:
   privrec-beam --method dp-ease --data ratings.tsv --format tsv --scale 1:5 \
@@ -129,7 +131,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	column := fs.String("column", "", "uci-rc rating column, as privrec train's --column")
 	scale := fs.String("scale", "", "declared rating scale MIN:MAX")
 	items := fs.String("items", "", "declared public item catalogue: one item ID per line, an optional title after a tab")
-	method := fs.String("method", "", "dp-popularity, dp-bias, dp-ease or dpals")
+	method := fs.String("method", "", "dp-popularity, dp-bias, dp-ease, dp-ials or dpals")
 	eps := fs.Float64("epsilon", 1, "privacy parameter ε")
 	delta := fs.Float64("delta", 1e-6, "privacy parameter δ")
 	seed := fs.Uint64("seed", 0, "seed for non-private randomness (0: random)")
