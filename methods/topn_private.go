@@ -10,7 +10,6 @@ import (
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/accountant"
-	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/statistic"
 	"github.com/privrec/privrec/statistic/gram"
@@ -40,18 +39,6 @@ func init() {
 		Engine:  true,
 		New:     func() Config { return NewDPEASEDefaults() },
 	})
-}
-
-// gaussianRelease calibrates a Gaussian mechanism to zCDP budget rho for
-// a vector of len(v) coordinates and sensitivity sens, adds its noise to v
-// through env's instrument (an audit's noise factor and tap; none in a
-// real release) and returns the calibrated σ and its guarantee.
-func gaussianRelease(what string, rho float64, sens mechanism.Sensitivity, v []float64, env Env) (float64, privacy.Guarantee, error) {
-	mech, err := statistic.ReleaseRho(statistic.Spec{Name: what, Dim: len(v), Sensitivity: sens}, rho, env.Delta, env.instrument(), env.Noise, v)
-	if err != nil {
-		return 0, privacy.Guarantee{}, err
-	}
-	return mech.Sigma(), mech.Guarantee(), nil
 }
 
 // topnPlan reads the private interactions onto the declared catalogue.
