@@ -194,6 +194,17 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	// 2. The initial item factors: the top eigenvectors of dp-ease's
 	// noised Gram over the items with the largest noised counts.
 	mInit := (&DPEASEConfig{CoverScale: c.CoverScale, MaxItems: c.MaxInitItems}).covered(users, n, rhoInit)
+	// Through the two aggregators a device can afford only so large a
+	// Gram: the covered items shrink to what she affords, as dp-ease's.
+	if mInit, err = affordable(eng, mInit, 2, func(m int) (statistic.Contribution, error) {
+		cols, err := topn.NewColumns(n, order[:m])
+		if err != nil {
+			return nil, err
+		}
+		return sgram.NewGram(cols, nil, c.GramNorm)
+	}); err != nil {
+		return nil, err
+	}
 	initCols, err := topn.NewColumns(n, order[:mInit])
 	if err != nil {
 		return nil, err
