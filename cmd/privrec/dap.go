@@ -88,9 +88,10 @@ type simResult struct {
 	// DeviceRho is the ρ each device's own ledger counted.
 	DeviceRho float64 `json:"device_rho"`
 	Guarantee string  `json:"guarantee"`
-	// CoveredCentral and CoveredDAP are dp-ease's covered items in the
-	// central release and through the aggregators (capped at what a
-	// device affords); 0 for the other methods.
+	// CoveredCentral and CoveredDAP are the items of dp-ease's Gram (or
+	// dp-ials' initial Gram) in the central release and through the
+	// aggregators (capped at what a device affords); 0 for the other
+	// methods.
 	CoveredCentral int `json:"covered_items_central,omitempty"`
 	CoveredDAP     int `json:"covered_items_dap,omitempty"`
 	// Model is the recipe published at the leader for devices to build
@@ -381,8 +382,12 @@ func simulateMethod(ctx context.Context, name string, params map[string]any, tra
 	return res, nil
 }
 
-// coveredItems is the covered items a release reports (dp-ease), else 0.
+// coveredItems is the items of the item–item Gram a release reports
+// (dp-ials' initial Gram, dp-ease's), else 0.
 func coveredItems(r *release.Release) int {
+	if m, ok := r.Report["init_items"].(int); ok {
+		return m
+	}
 	m, _ := r.Report["covered_items"].(int)
 	return m
 }
