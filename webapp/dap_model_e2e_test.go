@@ -40,6 +40,9 @@ func TestBrowserDAPModel(t *testing.T) {
 	cat := catalogue(t, 40)
 	p := startDAP(t, cat, 50)
 	rel, rec := publishDPALS(t, p, cat, 80, "dpals-1")
+	// A newer model: the page offers both, the newest chosen, and she
+	// picks the older one.
+	publishDPALS(t, p, cat, 60, "dpals-2")
 
 	bctx := newBrowser(t, ctx, chromium, 90*time.Second)
 	if err := chromedp.Run(bctx, chromedp.Navigate(p.leader+"/"), chromedp.WaitVisible(`body[data-ready="1"]`, chromedp.ByQuery)); err != nil {
@@ -47,9 +50,18 @@ func TestBrowserDAPModel(t *testing.T) {
 	}
 	mine := map[int]float64{0: 5, 3: 1, 5: 4, 8: 5, 13: 2, 21: 4, 34: 1}
 	joinAndRate(t, bctx, mine)
-	var recs []string
-	var note string
-	if err := chromedp.Run(bctx, chromedp.Click(`#recommend`, chromedp.ByID), chromedp.WaitVisible(`body[data-model="dpals-1"]`, chromedp.ByQuery),
+	var recs, offered []string
+	var note, chosen string
+	if err := chromedp.Run(bctx, chromedp.WaitVisible(`body[data-models="2"]`, chromedp.ByQuery),
+		chromedp.Evaluate(`[...document.querySelectorAll("#dap-model option")].map((o) => o.value)`, &offered),
+		chromedp.Value(`#dap-model`, &chosen, chromedp.ByID)); err != nil {
+		t.Fatalf("listing the models: %v", err)
+	}
+	if !slices.Equal(offered, []string{"dpals-1", "dpals-2"}) || chosen != "dpals-2" {
+		t.Fatalf("the page offers %v with %q chosen; want both, the newest chosen", offered, chosen)
+	}
+	if err := chromedp.Run(bctx, chromedp.SetValue(`#dap-model`, "dpals-1", chromedp.ByID),
+		chromedp.Click(`#recommend`, chromedp.ByID), chromedp.WaitVisible(`body[data-model="dpals-1"]`, chromedp.ByQuery),
 		chromedp.Evaluate(`[...document.querySelectorAll("#recs li")].map((li) => li.dataset.item + "|" + li.textContent)`, &recs),
 		chromedp.Text(`#recs-note`, &note, chromedp.ByID)); err != nil {
 		t.Fatalf("recommending: %v", err)

@@ -605,8 +605,25 @@ func valuesEqual(a, b []*float64) bool {
 // the test ends) and returns its context, which ends after timeout.
 func newBrowser(t *testing.T, ctx context.Context, chromium string, timeout time.Duration) context.Context {
 	t.Helper()
+	// The profile directory is removed after the browser has gone (the
+	// cleanups run last-registered first), retrying while Chromium's
+	// helper processes still write to it: t.TempDir's single RemoveAll
+	// failed the test now and then with "directory not empty".
+	profile, err := os.MkdirTemp("", "privrec-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if err = os.RemoveAll(profile); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("leaving the browser profile %s: %v", profile, err)
+	})
 	actx, cancel := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromium), chromedp.UserDataDir(t.TempDir()),
+		chromedp.ExecPath(chromium), chromedp.UserDataDir(profile),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
 		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),

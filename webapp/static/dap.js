@@ -330,14 +330,34 @@ function titleMap() {
   return titles;
 }
 
-// modelRecommend builds the newest published model (a recipe: the method,
-// its settings and its tasks, GET /dap/v1/models) from its tasks'
-// releases in this browser, with the method's own code, then her row and
-// her recommendations. It returns false when no model is published.
-async function modelRecommend(mine) {
+// loadModels lists the published models (recipes: the method, its
+// settings and its tasks, GET /dap/v1/models) in the picker, newest
+// selected unless she chose one that is still published; it returns them.
+async function loadModels() {
   const recipes = JSON.parse(await api("GET", "/dap/v1/models"));
+  const pick = $("dap-model");
+  const chosen = pick.value;
+  pick.textContent = "";
+  for (const r of recipes) {
+    const o = document.createElement("option");
+    o.value = r.name;
+    o.textContent = r.name + " (" + r.method + ", ε = " + fmt(r.epsilon) + ", " + r.tasks.length + " task" + (r.tasks.length === 1 ? "" : "s") + ")";
+    pick.appendChild(o);
+  }
+  if (recipes.length > 0) pick.value = recipes.some((r) => r.name === chosen) ? chosen : recipes[recipes.length - 1].name;
+  $("model-pick").hidden = recipes.length === 0;
+  document.body.dataset.models = String(recipes.length);
+  return recipes;
+}
+
+// modelRecommend builds the chosen published model (the newest unless
+// she picked another) from its tasks' releases in this browser, with the
+// method's own code, then her row and her recommendations. It returns
+// false when no model is published.
+async function modelRecommend(mine) {
+  const recipes = await loadModels();
   if (recipes.length === 0) return false;
-  const rec = recipes[recipes.length - 1];
+  const rec = recipes.find((r) => r.name === $("dap-model").value) || recipes[recipes.length - 1];
   const rels = [];
   for (const id of rec.tasks) rels.push(JSON.parse(await api("GET", "/dap/v1/tasks/" + encodeURIComponent(id) + "/release")));
   const out = device("dapModelRecommend", JSON.stringify(rec), JSON.stringify(rels), JSON.stringify(mine), JSON.stringify(titleMap()), 10);
@@ -401,7 +421,7 @@ async function main() {
   try {
     const [text] = await Promise.all([api("GET", "/dap-collection.json"), startWasm()]);
     collection = JSON.parse(text);
-    await loadTasks();
+    await Promise.all([loadTasks(), loadModels()]);
   } catch (e) {
     status("This page cannot be used: " + e.message, true);
     return;
