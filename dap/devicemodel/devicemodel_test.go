@@ -29,7 +29,7 @@ func data(t *testing.T) (*ratings.Matrix, *model.Catalogue) {
 	return m, cat
 }
 
-// TestBuildMatchesOrchestrator trains dpals, dp-bias and dp-ease (two
+// TestBuildMatchesOrchestrator trains dpals, dp-bias, dp-ease and dp-ials (two
 // tasks: the counts, then the Gram over the covered items) through two real
 // aggregators (in-process servers on loopback), publishes each recipe at
 // the leader, and rebuilds each model from the recipe and the releases
@@ -52,7 +52,7 @@ func TestBuildMatchesOrchestrator(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := release.Scale{Min: 1, Max: 5}
-	for _, name := range []string{"dpals", "dp-bias", "dp-ease"} {
+	for _, name := range []string{"dpals", "dp-bias", "dp-ease", "dp-ials"} {
 		t.Run(name, func(t *testing.T) {
 			cfg, err := methods.Configure(name, nil)
 			if err != nil {
