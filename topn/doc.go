@@ -19,6 +19,9 @@
 // so the private methods (package methods: dp-popularity, dp-ease,
 // dp-ials) compute the same statistics from bounded per-user contributions,
 // release them once through an accounted mechanism, and post-process.
+// dp-ials' step statistic is a statistic.Contribution (StepStatistic), so
+// any engine sums it: the in-process kernel here, or privrec-beam's
+// workers.
 //
 // Every model is an ordinary model.Model: a user folds in from her own
 // history on her side (model.FoldInUser) through the rules this package
