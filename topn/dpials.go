@@ -231,35 +231,6 @@ func stepFactors(lay StatsLayout, sc StepScales, cols Columns, f []float64, item
 	}
 }
 
-// addItemSlab adds to acc the slab expandStep makes of the item factor
-// (0, a, b, w) — the same products, added in the same double-double form —
-// without writing the slab first (the in-process kernel's inner loop).
-func addItemSlab(acc statistic.DD, a, b float64, w []float64, gram bool) {
-	hi, lo := acc.Hi, acc.Lo
-	o := 0
-	if gram {
-		ao := a * math.Sqrt2
-		for p, x := range w {
-			s, e := statistic.TwoSum(hi[o], a*(x*x))
-			hi[o] = s
-			lo[o] += e
-			o++
-			for _, y := range w[p+1:] {
-				s, e := statistic.TwoSum(hi[o], ao*(x*y))
-				hi[o] = s
-				lo[o] += e
-				o++
-			}
-		}
-	}
-	for _, x := range w {
-		s, e := statistic.TwoSum(hi[o], b*x)
-		hi[o] = s
-		lo[o] += e
-		o++
-	}
-}
-
 // expandStep writes factor fac's slab (a key's PerItem coordinates) into
 // slab. It reads nothing but fac and len(slab): an item's block carries its
 // Gram when the slab has room for it (Tri + K), and a global piece m
@@ -370,7 +341,12 @@ func UserRows(ctx context.Context, x *Interactions, h []float64, k int, alpha0 f
 	if len(h) != x.NumItems*k || len(out) != x.NumUsers*k {
 		return fmt.Errorf("dp-ials user rows: %d item and %d user values for %d × %d at rank %d", len(h), len(out), x.NumItems, x.NumUsers, k)
 	}
-	g := userSystem(h, k, alpha0)
+	return userRows(ctx, x, h, k, userSystem(h, k, alpha0), reg, w, out)
+}
+
+// userRows is UserRows with the common system g = userSystem(h, k, α₀)
+// already formed.
+func userRows(ctx context.Context, x *Interactions, h []float64, k int, g []float64, reg func(n int) float64, w int, out []float64) error {
 	w = workers(w)
 	scr := make([]*rowSolver, w)
 	for i := range scr {
@@ -489,6 +465,7 @@ func StepStats(ctx context.Context, x, xt *Interactions, lay StatsLayout, sc Ste
 	copy(out[lay.Global():], statistic.Merged(parts, gk*per))
 	// The per-item blocks, item by item.
 	err := parallel(ctx, x.NumItems, w, 1, func(_, lo, hi int) {
+		fac, slab := make([]float64, nf), make([]float64, per)
 		acc := statistic.NewDD(per)
 		for j := lo; j < hi; j++ {
 			q := cols[j]
@@ -499,7 +476,10 @@ func StepStats(ctx context.Context, x, xt *Interactions, lay StatsLayout, sc Ste
 			clear(acc.Lo)
 			for _, u := range xt.Row(j) {
 				c := f[j] * norm[u]
-				addItemSlab(acc, c*sc.Gram, c*sc.RHS, wt[int(u)*k:int(u)*k+k], lay.Gram)
+				copy(fac[3:], wt[int(u)*k:int(u)*k+k])
+				fac[0], fac[1], fac[2] = 0, c*sc.Gram, c*sc.RHS
+				expandStep(fac, slab)
+				acc.AddAt(0, slab)
 			}
 			blk := out[int(q)*per : int(q)*per+per]
 			for i, v := range acc.Hi {

@@ -162,7 +162,8 @@ func (st *StepStatistic) Contribute(r statistic.Row, add func(i int, x float64))
 }
 
 // SumMatrix is the in-process engine's sum of the statistic over the
-// users of x on w workers: every user's own solve (UserRows), her clip,
+// users of x on w workers: every user's own solve (UserRows' rule, with
+// the system Validate formed), her clip,
 // then StepStats' double-double sums of the same factors — equal to what
 // an engine summing Contribute in that form returns.
 func (st *StepStatistic) SumMatrix(ctx context.Context, x *Interactions, w int) ([]float64, error) {
@@ -171,7 +172,7 @@ func (st *StepStatistic) SumMatrix(ctx context.Context, x *Interactions, w int) 
 		return nil, fmt.Errorf("dp-ials step statistic: %d items in the data, %d in the plan", x.NumItems, len(st.Columns))
 	}
 	rows := make([]float64, x.NumUsers*k)
-	if err := UserRows(ctx, x, st.H, k, st.Alpha0, st.reg, w, rows); err != nil {
+	if err := userRows(ctx, x, st.H, k, st.sys, st.reg, w, rows); err != nil {
 		return nil, err
 	}
 	for u := range x.NumUsers {
