@@ -596,7 +596,7 @@ func Collect(ctx context.Context, m *ratings.Matrix, mech string, eps float64, d
 	}
 	path := f.Name()
 	bw := bufio.NewWriter(f)
-	got, _, err := ldp.SimulateTo(ctx, bw, release.ClampToScale(m, *decl.Scale), mc, eps, sc, decl.Catalogue.IDs(), src, workers)
+	c, err := ldp.SimulateTo(ctx, bw, release.ClampToScale(m, *decl.Scale), mc, eps, 0, sc, decl.Catalogue.IDs(), src, workers)
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -607,7 +607,7 @@ func Collect(ctx context.Context, m *ratings.Matrix, mech string, eps float64, d
 		os.Remove(path)
 		return "", nil, err
 	}
-	return path, got, nil
+	return path, c.Reports, nil
 }
 
 // evalSaved evaluates a model of another kind (e.g. a tensor model)

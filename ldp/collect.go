@@ -39,6 +39,9 @@ type Header struct {
 	Sampler string
 	// Reproducible is true when the noise came from a seeded stream.
 	Reproducible bool
+	// MeanEpsilon is the ε of the mean report each client sent beside her
+	// vector (MeanReporter; a "#mean" line per client), 0 when none was.
+	MeanEpsilon float64
 }
 
 // HeaderMagic is the first line of a collect file. Version 1 files
@@ -49,12 +52,21 @@ const (
 	headerMagicV1 = "# privrec-collect v1"
 )
 
-// Write prints the header lines.
+// Write prints the header lines. The per-rating and per-user guarantees
+// printed compose the cells with the mean report (Guarantees).
 func (h Header) Write(w io.Writer, r Randomizer) error {
-	_, err := fmt.Fprintf(w, "%s\n# mechanism=%s epsilon=%s units=%s scale_min=%s scale_max=%s levels=%d users=%d items=%d sampler=%s reproducible=%t\n# declared before collection: the scale, the %d catalogue items every report covers (missing cells randomized too) and the %d clients; nothing here is computed from ratings\n# per-rating: %s\n# per-user: %s\n",
+	per, user, err := Guarantees(r, h.Items, h.MeanEpsilon)
+	if err != nil {
+		return err
+	}
+	mean := ""
+	if h.MeanEpsilon > 0 {
+		mean = " mean_epsilon=" + strconv.FormatFloat(h.MeanEpsilon, 'g', -1, 64)
+	}
+	_, err = fmt.Fprintf(w, "%s\n# mechanism=%s epsilon=%s units=%s scale_min=%s scale_max=%s levels=%d users=%d items=%d sampler=%s reproducible=%t%s\n# declared before collection: the scale, the %d catalogue items every report covers (missing cells randomized too) and the %d clients; nothing here is computed from ratings\n# per-rating: %s\n# per-user: %s\n",
 		HeaderMagic, h.Mechanism, strconv.FormatFloat(h.Epsilon, 'g', -1, 64), h.Units,
 		strconv.FormatFloat(h.Scale.Min, 'g', -1, 64), strconv.FormatFloat(h.Scale.Max, 'g', -1, 64), h.Scale.Levels,
-		h.Users, h.Items, h.Sampler, h.Reproducible, h.Items, h.Users, r.PerRating(), r.PerUser(h.Items))
+		h.Users, h.Items, h.Sampler, h.Reproducible, mean, h.Items, h.Users, per, user)
 	return err
 }
 
@@ -124,6 +136,14 @@ func ParseHeader(r io.Reader) (Header, error) {
 	if err != nil {
 		return h, fmt.Errorf("ldp: header: %w", err)
 	}
+	if v, ok := kv["mean_epsilon"]; ok {
+		if h.MeanEpsilon, err = strconv.ParseFloat(v, 64); err != nil {
+			return h, fmt.Errorf("ldp: header mean_epsilon=%q: %w", v, err)
+		}
+		if _, err := NewMeanReporter(h.MeanEpsilon, h.Scale); err != nil {
+			return h, fmt.Errorf("ldp: header mean_epsilon=%q: %w", v, err)
+		}
+	}
 	if h.Units != rnd.Units() {
 		return h, fmt.Errorf("ldp: header units=%q, but %s reports are in %s units", h.Units, h.Mechanism, rnd.Units())
 	}
@@ -156,10 +176,13 @@ type CollectStats struct {
 // report covering every catalogue item, rated or missing; ratings of
 // items outside the catalogue are not reported (counted in Outside). The
 // scale is the randomizer's (declared). Each user gets her own stream
-// split from src (fresh crypto/rand for noise.Secure()). Users are
+// split from src (fresh crypto/rand for noise.Secure()). With mean
+// non-nil each client also sends her mean report (MeanReporter), written as
+// a "#mean \t user \t value" line before her report lines and drawn from
+// her stream after her cells. Users are
 // processed in blocks by workers goroutines; only one dense row per user in
 // flight is held, so memory stays O(workers · block · items) beyond m.
-func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, catalogue []string, src *noise.Source, workers int) (CollectStats, error) {
+func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, mean *MeanReporter, catalogue []string, src *noise.Source, workers int) (CollectStats, error) {
 	var st CollectStats
 	nu, ni := m.NumUsers(), len(catalogue)
 	if nu == 0 {
@@ -202,6 +225,9 @@ func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomiz
 	bw := bufio.NewWriterSize(w, 64<<10)
 	h := Header{Mechanism: r.Mechanism(), Epsilon: r.Epsilon(), Units: r.Units(), Scale: r.Scale(),
 		Users: nu, Items: ni, Sampler: r.Sampler(), Reproducible: src.Reproducible()}
+	if mean != nil {
+		h.MeanEpsilon = mean.Epsilon()
+	}
 	if err := h.Write(bw, r); err != nil {
 		return st, fmt.Errorf("ldp: writing header: %w", err)
 	}
@@ -299,8 +325,18 @@ func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomiz
 						res.err = fmt.Errorf("user %s: %w", m.Users.Name(u), err)
 						break
 					}
-					srcs[k] = nil
 					name := users[u]
+					if mean != nil {
+						// Drawn after the cells from her stream, so the
+						// cells are the same with or without it.
+						v, err := mean.Report(srcs[k], in)
+						if err != nil {
+							res.err = fmt.Errorf("user %s: %w", m.Users.Name(u), err)
+							break
+						}
+						buf = AppendMeanLine(buf, m.Users.Name(u), v)
+					}
+					srcs[k] = nil
 					for j, v := range out {
 						rated := !IsMissing(in[j])
 						if IsMissing(v) {
@@ -367,7 +403,7 @@ func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomiz
 // runner's Collect helper until that switches to Simulate; use
 // CollectOver with a declared catalogue, or Simulate.
 func Collect(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, src *noise.Source, workers int) (CollectStats, error) {
-	return CollectOver(ctx, w, m, r, m.Items.Names(), src, workers)
+	return CollectOver(ctx, w, m, r, nil, m.Items.Names(), src, workers)
 }
 
 // ReportDecimals is the number of decimal places AppendReport writes: the

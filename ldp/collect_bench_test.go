@@ -50,7 +50,7 @@ func BenchmarkCollectML1M(b *testing.B) {
 		}
 		b.Run(string(mech), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := ldp.CollectOver(context.Background(), io.Discard, m, r, cat, noise.Secure(), 0); err != nil {
+				if _, err := ldp.CollectOver(context.Background(), io.Discard, m, r, nil, cat, noise.Secure(), 0); err != nil {
 					b.Fatal(err)
 				}
 			}

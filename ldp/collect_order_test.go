@@ -48,7 +48,7 @@ func TestCollectOrderIgnoresRatings(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			if _, err := CollectOver(context.Background(), &out, m, r, []string{"i1", "i2", "i3", "i4"}, noise.Seeded(7), 2); err != nil {
+			if _, err := CollectOver(context.Background(), &out, m, r, nil, []string{"i1", "i2", "i3", "i4"}, noise.Seeded(7), 2); err != nil {
 				t.Fatal(err)
 			}
 			var seen []string

@@ -41,7 +41,7 @@ func header(t *testing.T, m *ratings.Matrix, mech ldp.Mechanism, sc ldp.Scale, c
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, err := ldp.CollectOver(context.Background(), &buf, m, r, cat, noise.Seeded(9), 1); err != nil {
+	if _, err := ldp.CollectOver(context.Background(), &buf, m, r, nil, cat, noise.Seeded(9), 1); err != nil {
 		t.Fatal(err)
 	}
 	h, err := ldp.ParseHeader(bytes.NewReader(buf.Bytes()))
@@ -110,7 +110,7 @@ func TestCatalogueCovered(t *testing.T) {
 		sc, _ := ldp.DeclaredScale(1, 5, 0, mech)
 		r, _ := ldp.New(mech, 1, sc)
 		var buf bytes.Buffer
-		st, err := ldp.CollectOver(context.Background(), &buf, m, r, cat, noise.Seeded(2), 2)
+		st, err := ldp.CollectOver(context.Background(), &buf, m, r, nil, cat, noise.Seeded(2), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestSimulate(t *testing.T) {
 		sc, _ := ldp.DeclaredScale(1, 5, 0, mech)
 		r, _ := ldp.New(mech, 1.5, sc)
 		var file bytes.Buffer
-		if _, err := ldp.CollectOver(context.Background(), &file, m, r, cat, noise.Seeded(6), 2); err != nil {
+		if _, err := ldp.CollectOver(context.Background(), &file, m, r, nil, cat, noise.Seeded(6), 2); err != nil {
 			t.Fatal(err)
 		}
 		wantH, wantZ, err := ldp.ReadCollected(bytes.NewReader(file.Bytes()))
@@ -176,10 +176,11 @@ func TestSimulate(t *testing.T) {
 			t.Fatal(err)
 		}
 		var copied bytes.Buffer
-		z, h, err := ldp.SimulateTo(context.Background(), &copied, m, mech, 1.5, sc, cat, noise.Seeded(6), 1)
+		c, err := ldp.SimulateTo(context.Background(), &copied, m, mech, 1.5, 0, sc, cat, noise.Seeded(6), 1)
 		if err != nil {
 			t.Fatal(err)
 		}
+		z, h := c.Reports, c.Header
 		if h != wantH || !bytes.Equal(copied.Bytes(), file.Bytes()) || z.Len() != wantZ.Len() {
 			t.Errorf("%s: Simulate differs from CollectOver + ReadCollected: header %+v vs %+v, %d vs %d reports", mech, h, wantH, z.Len(), wantZ.Len())
 		}
@@ -273,7 +274,7 @@ func TestFixedTimeDistribution(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, err := ldp.CollectOver(context.Background(), &buf, m, r, []string{"a", "b"}, noise.Seeded(31), 2); err != nil {
+	if _, err := ldp.CollectOver(context.Background(), &buf, m, r, nil, []string{"a", "b"}, noise.Seeded(31), 2); err != nil {
 		t.Fatal(err)
 	}
 	_, z, err := ldp.ReadCollected(&buf)

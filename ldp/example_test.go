@@ -39,7 +39,7 @@ func ExampleCollectOver() {
 	}
 	var file bytes.Buffer
 	// noise.Secure() for a real collection; seeded only in examples/tests.
-	st, err := ldp.CollectOver(context.Background(), &file, m, r, catalogue, noise.Seeded(1), 1)
+	st, err := ldp.CollectOver(context.Background(), &file, m, r, nil, catalogue, noise.Seeded(1), 1)
 	if err != nil {
 		panic(err)
 	}

@@ -52,11 +52,11 @@ func TestCollectRoundTrip(t *testing.T) {
 		}
 		var a, b bytes.Buffer
 		cat := smallCatalogue()
-		st, err := ldp.CollectOver(context.Background(), &a, m, r, cat, noise.Seeded(4), 1)
+		st, err := ldp.CollectOver(context.Background(), &a, m, r, nil, cat, noise.Seeded(4), 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ldp.CollectOver(context.Background(), &b, m, r, cat, noise.Seeded(4), 2); err != nil {
+		if _, err := ldp.CollectOver(context.Background(), &b, m, r, nil, cat, noise.Seeded(4), 2); err != nil {
 			t.Fatal(err)
 		}
 		if a.String() != b.String() {

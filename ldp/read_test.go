@@ -19,7 +19,7 @@ func TestReadCollectedRoundTrip(t *testing.T) {
 		}
 		var buf bytes.Buffer
 		cat := smallCatalogue()
-		st, err := ldp.CollectOver(context.Background(), &buf, m, r, cat, noise.Seeded(3), 2)
+		st, err := ldp.CollectOver(context.Background(), &buf, m, r, nil, cat, noise.Seeded(3), 2)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,15 +22,27 @@ var errReaderStopped = errors.New("ldp: the reader of the reports stopped")
 // population is read from the ratings: a rating outside the scale is an
 // error, ratings of items outside the catalogue are not reported.
 func Simulate(ctx context.Context, m *ratings.Matrix, mech Mechanism, eps float64, scale Scale, catalogue []string, src *noise.Source, workers int) (*ratings.Matrix, Header, error) {
-	return SimulateTo(ctx, nil, m, mech, eps, scale, catalogue, src, workers)
+	c, err := SimulateTo(ctx, nil, m, mech, eps, 0, scale, catalogue, src, workers)
+	if err != nil {
+		return nil, c.Header, err
+	}
+	return c.Reports, c.Header, nil
 }
 
 // SimulateTo is Simulate that also writes the collect file to w (nil:
-// nowhere), for a trainer that reads the header from a file.
-func SimulateTo(ctx context.Context, w io.Writer, m *ratings.Matrix, mech Mechanism, eps float64, scale Scale, catalogue []string, src *noise.Source, workers int) (*ratings.Matrix, Header, error) {
+// nowhere), for a trainer that reads the header from a file, and with
+// meanEps > 0 has every client send her mean report at that ε too
+// (MeanReporter). It returns the whole collection as read back.
+func SimulateTo(ctx context.Context, w io.Writer, m *ratings.Matrix, mech Mechanism, eps, meanEps float64, scale Scale, catalogue []string, src *noise.Source, workers int) (*Collection, error) {
 	r, err := New(mech, eps, scale)
 	if err != nil {
-		return nil, Header{}, err
+		return &Collection{}, err
+	}
+	var mean *MeanReporter
+	if meanEps > 0 {
+		if mean, err = NewMeanReporter(meanEps, scale); err != nil {
+			return &Collection{}, err
+		}
 	}
 	pr, pw := io.Pipe()
 	var out io.Writer = pw
@@ -39,21 +51,21 @@ func SimulateTo(ctx context.Context, w io.Writer, m *ratings.Matrix, mech Mechan
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := CollectOver(ctx, out, m, r, catalogue, src, workers)
+		_, err := CollectOver(ctx, out, m, r, mean, catalogue, src, workers)
 		pw.CloseWithError(err) // nil: EOF for the reader
 		done <- err
 	}()
-	h, z, rerr := ReadCollected(pr)
+	c, rerr := ReadCollection(pr)
 	// Unblock the writer if the reader stopped early, then wait for it.
 	pr.CloseWithError(errReaderStopped)
 	cerr := <-done
 	if cerr != nil && !errors.Is(cerr, errReaderStopped) {
-		return nil, h, fmt.Errorf("ldp: simulating the clients: %w", cerr)
+		return c, fmt.Errorf("ldp: simulating the clients: %w", cerr)
 	}
 	if rerr != nil {
-		return nil, h, fmt.Errorf("ldp: reading the simulated reports: %w", rerr)
+		return c, fmt.Errorf("ldp: reading the simulated reports: %w", rerr)
 	}
-	return z, h, nil
+	return c, nil
 }
 
 // WithClients returns m with exactly the declared clients as its users,

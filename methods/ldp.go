@@ -362,11 +362,11 @@ func ldpReports(ctx context.Context, in release.Input, mech ldp.Mechanism, eps f
 	if err != nil {
 		return nil, err
 	}
-	reports, _, err := ldp.SimulateTo(ctx, w, in.Ratings, mech, eps, sc, cat.IDs(), src, workers)
+	c, err := ldp.SimulateTo(ctx, w, in.Ratings, mech, eps, 0, sc, cat.IDs(), src, workers)
 	if err != nil {
 		return nil, fmt.Errorf("simulating the clients: %w", err)
 	}
-	return reports, nil
+	return c.Reports, nil
 }
 
 // DevicePrepare returns the step a method's users' devices run before the

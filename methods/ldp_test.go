@@ -69,10 +69,11 @@ func collectFile(t *testing.T, dir string, m *ratings.Matrix, mech ldp.Mechanism
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	z, _, err := ldp.SimulateTo(context.Background(), &buf, m, mech, eps, sc, cat.IDs(), noise.Seeded(3), 2)
+	c, err := ldp.SimulateTo(context.Background(), &buf, m, mech, eps, 0, sc, cat.IDs(), noise.Seeded(3), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
+	z := c.Reports
 	path := filepath.Join(dir, string(mech)+".tsv")
 	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)

@@ -52,8 +52,16 @@ What the clients must know in advance is declared, never read from the data:
   the true value is kept w.p. e^ε/(e^ε+d), else one of the d others uniformly.
   Values are written as levels 1…d.
 
-Each is ε-DP per rating (one cell changing arbitrarily, rated ↔ missing
-included) and n·ε-DP per user over the n catalogue items; both are printed.
+Each client also sends her own mean rating (the scale's midpoint when she has
+none) with Laplace noise at --mean-epsilon (default 1; 0 sends none): a
+"#mean" line per client. The per-cell reports at the small ε a
+whole-catalogue report affords cannot tell the service even the average
+rating; with the mean reports the ldp-* methods estimate it privately and
+shrink their recovery toward it, so they never predict worse than that mean.
+
+Each cell is ε-DP per rating (one cell changing arbitrarily, rated ↔ missing
+included), and n·ε-DP per user over the n catalogue items; the mean report
+adds its ε to both (basic composition). Both totals are printed.
 The counts of ratings, kept, removed and invented ratings and of ratings
 outside the catalogue compare the reports with the true ratings: they are
 exact facts of the private data, never in the collect file, and printed
@@ -70,6 +78,7 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	d.add(fs)
 	mechName := fs.String("mechanism", "", "laplace (modified Laplace) or rr (randomized response)")
 	eps := fs.Float64("epsilon", 0, "per-rating privacy parameter ε")
+	meanEps := fs.Float64("mean-epsilon", 1, "ε of each client's mean-rating report (0: none; the ldp-* methods then cannot shrink toward a mean)")
 	items := fs.String("items", "", "the declared item catalogue every report covers (required): one item ID per line, an optional title after a tab")
 	users := fs.String("users", "", "the clients, one user ID per line (default: the users in --data)")
 	levels := fs.Int("levels", 0, "rr: number of rating levels d on the declared scale (0: MAX−MIN+1 when MIN and MAX are integers)")
@@ -87,6 +96,9 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if !(*eps > 0) {
 		return usagef("--epsilon must be positive")
+	}
+	if !(*meanEps >= 0) {
+		return usagef("--mean-epsilon must be ≥ 0, got %g", *meanEps)
 	}
 	if *outPath == "" {
 		return usagef("--out is required")
@@ -119,6 +131,18 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
+	var mean *ldp.MeanReporter
+	if *meanEps > 0 {
+		if mean, err = ldp.NewMeanReporter(*meanEps, sc); err != nil {
+			return usagef("--mean-epsilon: %v", err)
+		}
+	} else {
+		slog.Warn("collect: --mean-epsilon 0: the clients send no mean report, so ldp-laplace and ldp-rr cannot shrink their recovery toward a private mean (at small ε they may predict worse than a constant)")
+	}
+	per, user, err := ldp.Guarantees(r, cat.Len(), *meanEps)
+	if err != nil {
+		return usagef("%v", err)
+	}
 	if w := ldp.CellWarning(mech, *eps, cat.Len(), sc); w != "" {
 		slog.Warn("collect: " + w)
 	}
@@ -142,7 +166,7 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	}
 	var st ldp.CollectStats
 	collect := func(w io.Writer) (err error) {
-		st, err = ldp.CollectOver(ctx, w, data, r, cat.IDs(), src, *workers)
+		st, err = ldp.CollectOver(ctx, w, data, r, mean, cat.IDs(), src, *workers)
 		return err
 	}
 	if *outPath == "-" {
@@ -154,7 +178,6 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("collect: %w", err)
 	}
 	secs := time.Since(start).Seconds()
-	per, user := r.PerRating(), r.PerUser(cat.Len())
 	if src.Reproducible() {
 		per.Reproducible, user.Reproducible = true, true
 	}
@@ -163,7 +186,7 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	// (--experiment), labelled as not private.
 	if *jsonOut {
 		res := map[string]any{
-			"mechanism": string(mech), "epsilon": *eps, "out": *outPath, "seconds": secs,
+			"mechanism": string(mech), "epsilon": *eps, "mean_epsilon": *meanEps, "out": *outPath, "seconds": secs,
 			"scale_min": sc.Min, "scale_max": sc.Max, "levels": sc.Levels, "units": r.Units(), "sampler": r.Sampler(),
 			"users": st.Users, "items": st.Items, "cells": st.Cells, "reported": st.Reported,
 			"guarantee": per, "per_user_guarantee": user,
@@ -184,6 +207,9 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintf(out, "Collected %d clients × %d catalogue items (%d cells) with %s at ε = %g in %.2f s → %s\n",
 		st.Users, st.Items, st.Cells, mech, *eps, secs, *outPath)
 	fmt.Fprintf(out, "  %d reports written (%s units, %s sampler)\n", st.Reported, r.Units(), r.Sampler())
+	if mean != nil {
+		fmt.Fprintf(out, "  %d mean reports at ε = %g (Laplace, variance %.4g each)\n", st.Users, *meanEps, mean.Variance())
+	}
 	if *experiment {
 		fmt.Fprintf(out, "  experiment only, NOT PRIVATE (exact counts of the true ratings, not in the file): %d ratings, kept %d, removed %d, invented %d; %d ratings of items outside the catalogue not reported\n",
 			st.Ratings, st.Kept, st.Removed, st.Invented, st.Outside)
