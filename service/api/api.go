@@ -99,11 +99,20 @@ type Config struct {
 	// ReportEpsilon is the per-user ε of one report: what the ledger
 	// debits for each stored report (local mode; 0 in central mode).
 	ReportEpsilon float64 `json:"report_epsilon"`
-	// CellEpsilon is the randomizer's per-rating ε: ReportEpsilon spread
-	// over the whole catalogue, which every report covers (each cell,
-	// rated or missing, is randomized; basic composition over the n cells
-	// gives ReportEpsilon).
+	// CellEpsilon is the randomizer's per-rating ε: ReportEpsilon less
+	// MeanEpsilon, spread over the whole catalogue, which every report
+	// covers (each cell, rated or missing, is randomized; basic
+	// composition over the n cells and the mean report gives at most
+	// ReportEpsilon).
 	CellEpsilon float64 `json:"cell_epsilon,omitempty"`
+	// MeanEpsilon (local mode) is the part of ReportEpsilon spent on the
+	// mean report each report carries (Report.Mean: the device's own mean
+	// rating on the declared scale with Laplace noise); 0: reports carry
+	// none.
+	MeanEpsilon float64 `json:"mean_epsilon,omitempty"`
+	// MaxAbsMean bounds |mean| of a mean report (its noise exceeds the
+	// bound with probability below 10⁻²⁶); larger values are refused.
+	MaxAbsMean float64 `json:"max_abs_mean,omitempty"`
 	// Budget is each user's total ε (the ledger refuses anything beyond);
 	// in central mode, with BudgetDelta, the (ε, δ) the ledger's ρ budget
 	// was converted from.
@@ -167,6 +176,11 @@ type Report struct {
 	// (JSON null) for a missing report, else the value in the
 	// configuration's units.
 	Values []*float64 `json:"values"`
+	// Mean is the mean report: the device's own mean rating on the
+	// declared scale (the scale's midpoint when she rated nothing) plus
+	// Laplace noise at the configuration's mean_epsilon, unclamped.
+	// Required when mean_epsilon > 0, refused otherwise.
+	Mean *float64 `json:"mean,omitempty"`
 }
 
 // Ack acknowledges a stored report. Spent and Remaining are the user's
@@ -207,6 +221,8 @@ type StoredReport struct {
 	Epsilon  float64    `json:"epsilon"`
 	Received time.Time  `json:"received"`
 	Values   []*float64 `json:"values"`
+	// Mean is the report's mean report (absent when it carried none).
+	Mean *float64 `json:"mean,omitempty"`
 }
 
 // Error is every error answer. Field names the offending request field

@@ -192,6 +192,7 @@ type rawReport struct {
 	ID      *string          `json:"id"`
 	Epsilon *float64         `json:"epsilon"`
 	Values  []jsontext.Value `json:"values"`
+	Mean    *float64         `json:"mean"`
 }
 
 // parsed is a report body's fields before validation.
@@ -200,6 +201,8 @@ type parsed struct {
 	epsilon   *float64
 	hasValues bool
 	values    []*float64
+	// mean is nil when absent or JSON null.
+	mean *float64
 }
 
 // DecodeReport reads a report body strictly and validates it against the
@@ -229,7 +232,7 @@ func slowReport(b []byte) (parsed, *Error) {
 	if e := decodeStrictBytes(b, &raw); e != nil {
 		return parsed{}, e
 	}
-	f := parsed{id: raw.ID, epsilon: raw.Epsilon, hasValues: raw.Values != nil}
+	f := parsed{id: raw.ID, epsilon: raw.Epsilon, hasValues: raw.Values != nil, mean: raw.Mean}
 	if f.hasValues {
 		f.values = make([]*float64, len(raw.Values))
 		for k, v := range raw.Values {
@@ -261,6 +264,7 @@ func (f parsed) report(cfg *Config) (Report, *Error) {
 		return rep, BadRequest(CodeMissingField, "values", "values is required: one value or null per catalogue item (%d)", len(cfg.Items))
 	}
 	rep.Values = f.values
+	rep.Mean = f.mean
 	if e := CheckReport(cfg, rep); e != nil {
 		return rep, e
 	}
@@ -300,7 +304,8 @@ func valueField(k int) string { return "values[" + strconv.Itoa(k) + "]" }
 
 // CheckReport validates a report against the configuration: the ID, the
 // ε (equal to report_epsilon in local mode, 0 in central mode), one value
-// per catalogue item, each null or in range for the units.
+// per catalogue item, each null or in range for the units, and the mean
+// report (CheckMean).
 func CheckReport(cfg *Config, rep Report) *Error {
 	if e := CheckReportID(rep.ID); e != nil {
 		return e
@@ -328,6 +333,31 @@ func CheckReport(cfg *Config, rep Report) *Error {
 		if e := checkValue(cfg, *p, k); e != nil {
 			return e
 		}
+	}
+	return CheckMean(cfg, rep.Mean)
+}
+
+// CheckMean validates a report's mean report: required and finite (and
+// within ±max_abs_mean when the configuration states it) in a local-mode
+// collection with mean_epsilon > 0, absent otherwise.
+func CheckMean(cfg *Config, mean *float64) *Error {
+	if cfg.Mode != ModeLocal || cfg.MeanEpsilon == 0 {
+		if mean == nil {
+			return nil
+		}
+		if cfg.Mode != ModeLocal {
+			return BadRequest(CodeInvalidValue, "mean", "mean is not taken in %s mode (reports carry true ratings; no mean report is randomized): leave it out", cfg.Mode)
+		}
+		return BadRequest(CodeInvalidValue, "mean", "mean is not taken by this collection (its mean_epsilon is 0: reports carry no mean report): leave it out")
+	}
+	if mean == nil {
+		return BadRequest(CodeMissingField, "mean", "mean is required: the device's noised mean rating at the configuration's mean_epsilon = %g", cfg.MeanEpsilon)
+	}
+	if v := *mean; math.IsNaN(v) || math.IsInf(v, 0) {
+		return BadRequest(CodeOutOfRange, "mean", "mean is not finite")
+	}
+	if cfg.MaxAbsMean > 0 && math.Abs(*mean) > cfg.MaxAbsMean {
+		return BadRequest(CodeOutOfRange, "mean", "mean = %g is beyond ±%g, which the mean report's noise does not reach", *mean, cfg.MaxAbsMean)
 	}
 	return nil
 }

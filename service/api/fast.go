@@ -5,11 +5,12 @@ import (
 )
 
 // fastReport parses the common shape of a report body without
-// encoding/json: one object whose keys are among "id", "epsilon" and
-// "values" (each at most once), an id string without escapes, an
-// epsilon number, and values an array of numbers and nulls, with
-// optional white space. Anything else — escapes, other keys or types,
-// repeated keys, malformed numbers, trailing data — returns ok = false
+// encoding/json: one object whose keys are among "id", "epsilon",
+// "values" and "mean" (each at most once), an id string without escapes,
+// an epsilon number, values an array of numbers and nulls, and mean a
+// number or null, with optional white space. Anything else — escapes,
+// other keys or types, repeated keys, malformed numbers, trailing data —
+// returns ok = false
 // and the caller decodes with the strict general path, which also words
 // the errors. When ok, raw is exactly what the general path would decode
 // (FuzzDecodeReport checks it).
@@ -97,6 +98,18 @@ func fastReport(b []byte) (f parsed, ok bool) {
 						return f, false
 					}
 				}
+			}
+		case "mean":
+			if seen&8 != 0 {
+				return f, false
+			}
+			seen |= 8
+			if !p.literal("null") {
+				x, ok := p.number()
+				if !ok {
+					return f, false
+				}
+				f.mean = &x
 			}
 		default:
 			return f, false

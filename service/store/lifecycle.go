@@ -155,7 +155,7 @@ func (s *sqlStore) each(ctx context.Context, q string, arg any, fn func(scanner)
 // in submission order.
 func (s *sqlStore) ReportsPage(ctx context.Context, user string, afterSeq int64, limit int) ([]Report, error) {
 	var out []Report
-	err := s.eachArgs(ctx, `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version
+	err := s.eachArgs(ctx, `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version, mean_report
 		FROM reports WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?`, []any{user, afterSeq, limit}, func(r scanner) error {
 		rep, err := scanReport(r)
 		if err != nil {

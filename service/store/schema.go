@@ -66,6 +66,9 @@ var migrations = []migration{
 			`ALTER TABLE users ADD COLUMN erased_nano BIGINT NOT NULL DEFAULT 0`,
 			`ALTER TABLE users ADD COLUMN erased_reports BIGINT NOT NULL DEFAULT 0`,
 		}},
+	{6, "the mean report a local-mode report carries (NULL: none; reports stored before have none)",
+		[]string{`ALTER TABLE reports ADD COLUMN mean_report REAL`},
+		[]string{`ALTER TABLE reports ADD COLUMN mean_report DOUBLE PRECISION`}},
 }
 
 // collectionVersions is migration 4 in a dialect's integer type.

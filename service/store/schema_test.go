@@ -91,6 +91,21 @@ func TestMigrateFromV1(t *testing.T) {
 			if r := submit(t, s, sub("bob", "b2", "[4]", 1000)); r.Outcome != store.Stored || r.Report.Seq != 4 || r.Spent != 3000 {
 				t.Fatalf("a new report after migrating: %+v", r)
 			}
+			// Reports stored before migration 6 have no mean report; a new
+			// one carries its own.
+			old, err := s.Reports(ctx, "alice")
+			if err != nil || len(old) != 2 || old[0].Mean != nil || old[1].Mean != nil {
+				t.Fatalf("alice's reports after migrating: %+v, %v", old, err)
+			}
+			withMean := sub("bob", "b3", "[5]", 1000)
+			m := 3.75
+			withMean.Mean = &m
+			if r := submit(t, s, withMean); r.Outcome != store.Stored || r.Report.Mean == nil || *r.Report.Mean != m {
+				t.Fatalf("a report with a mean after migrating: %+v", r)
+			}
+			if r, err := s.Report(ctx, "bob", "b3"); err != nil || r.Mean == nil || *r.Mean != m {
+				t.Fatalf("the stored mean: %+v, %v", r, err)
+			}
 			enrol(t, s, "carol", 5000)
 			if u, err := s.UserByToken(ctx, hash("token-carol")); err != nil || u.ID != "carol" {
 				t.Fatalf("a user enrolled after migrating: %+v, %v", u, err)

@@ -40,7 +40,7 @@ func (d dialect) rebind(q string) string {
 
 // The statements every write transaction uses, prepared once.
 const (
-	qReport = `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version
+	qReport = `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version, mean_report
 		FROM reports WHERE user_id = ? AND client_id = ?`
 	qUserCols   = `SELECT id, budget_nano, spent_nano, reports, created_ms, token_expires_ms, token_revoked_ms FROM users`
 	qUser       = qUserCols + ` WHERE id = ?`
@@ -173,10 +173,10 @@ func newSQLStore(ctx context.Context, d dialect, w, r *sql.DB, create bool) (*sq
 			// A user who left (deleted_ms > 0) is no user: a report
 			// racing her deletion is refused.
 			{&b.ledgers, "SELECT id, spent_nano, budget_nano, reports FROM users WHERE deleted_ms = 0 AND id IN (" + placeholders(n, 1) + ")" + lock},
-			{&b.lookup, `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version
+			{&b.lookup, `SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version, mean_report
 				FROM reports WHERE (user_id, client_id) IN (VALUES ` + placeholders(n, 2) + `)`},
-			{&b.insert, insertVerb + ` INTO reports (user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version)
-				VALUES ` + placeholders(n, 8) + ` RETURNING user_id, client_id, seq`},
+			{&b.insert, insertVerb + ` INTO reports (user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version, mean_report)
+				VALUES ` + placeholders(n, 9) + ` RETURNING user_id, client_id, seq`},
 			{&b.update, updateVerb + ` users SET spent_nano = v.column2, reports = v.column3 FROM (VALUES ` +
 				strings.TrimSuffix(strings.Repeat("(?, CAST(? AS BIGINT), CAST(? AS BIGINT)), ", n), ", ") + `) AS v WHERE users.id = v.column1`},
 		} {
@@ -480,7 +480,7 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 			l.reports++
 			l.changed = true
 			res[k] = Result{Outcome: Stored, Spent: l.spent, Budget: l.budget, Report: Report{User: s.User, ClientID: s.ClientID,
-				BodyHash: s.BodyHash, Charge: s.Charge, SpentAfter: l.spent, Received: s.Received, Values: s.Values, Version: s.Version}}
+				BodyHash: s.BodyHash, Charge: s.Charge, SpentAfter: l.spent, Received: s.Received, Values: s.Values, Version: s.Version, Mean: s.Mean}}
 			first[kk] = k + 1
 			accepted = append(accepted, k)
 		}
@@ -491,7 +491,11 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 		args = args[:0]
 		for _, k := range accepted[off : off+n] {
 			r := res[k].Report
-			args = append(args, r.User, r.ClientID, r.BodyHash, r.Charge, r.SpentAfter, r.Received, string(r.Values), max(r.Version, 1))
+			var mean any // NULL: no mean report
+			if r.Mean != nil {
+				mean = *r.Mean
+			}
+			args = append(args, r.User, r.ClientID, r.BodyHash, r.Charge, r.SpentAfter, r.Received, string(r.Values), max(r.Version, 1), mean)
 		}
 		off += n
 		rows, err := t.tx.StmtContext(ctx, t.s.batch[n].insert).QueryContext(ctx, args...)
@@ -581,7 +585,8 @@ type scanner interface{ Scan(dst ...any) error }
 func scanReport(row scanner) (Report, error) {
 	var r Report
 	var vals string
-	err := row.Scan(&r.Seq, &r.User, &r.ClientID, &r.BodyHash, &r.Charge, &r.SpentAfter, &r.Received, &vals, &r.Version)
+	var mean sql.NullFloat64
+	err := row.Scan(&r.Seq, &r.User, &r.ClientID, &r.BodyHash, &r.Charge, &r.SpentAfter, &r.Received, &vals, &r.Version, &mean)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, ErrNotFound
 	}
@@ -589,6 +594,9 @@ func scanReport(row scanner) (Report, error) {
 		return r, fmt.Errorf("store: reading a report: %w", err)
 	}
 	r.Values = []byte(vals)
+	if mean.Valid {
+		r.Mean = &mean.Float64
+	}
 	return r, nil
 }
 
@@ -617,7 +625,7 @@ func (s *sqlStore) Report(ctx context.Context, user, clientID string) (Report, e
 }
 
 func (s *sqlStore) Reports(ctx context.Context, user string) ([]Report, error) {
-	rows, err := s.r.QueryContext(ctx, s.q(`SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version, mean_report
 		FROM reports WHERE user_id = ? ORDER BY seq`), user)
 	if err != nil {
 		return nil, fmt.Errorf("store: listing reports: %w", err)
@@ -641,7 +649,7 @@ func (s *sqlStore) ScanReports(ctx context.Context, maxSeq int64, fn func(Report
 	if maxSeq <= 0 {
 		maxSeq = math.MaxInt64
 	}
-	rows, err := s.r.QueryContext(ctx, s.q(`SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT seq, user_id, client_id, body_hash, epsilon_nano, spent_after_nano, received_ms, vals, collection_version, mean_report
 		FROM reports WHERE seq <= ? ORDER BY seq`), maxSeq)
 	if err != nil {
 		return 0, fmt.Errorf("store: reading reports: %w", err)

@@ -117,6 +117,9 @@ type Submission struct {
 	// Version is the collection version the report was made for (its
 	// catalogue; 0 is taken as 1).
 	Version int
+	// Mean is the report's mean report (local mode with a mean ε; nil:
+	// none, stored as NULL).
+	Mean *float64
 }
 
 // Outcome says what happened to a submission.
@@ -175,6 +178,8 @@ type Report struct {
 	Values     []byte
 	// Version is the collection version it was made for.
 	Version int
+	// Mean is its mean report (nil: none).
+	Mean *float64
 }
 
 // Charge debits one user for a release.
