@@ -30,13 +30,27 @@ func randomizer(cfg *api.Config) (ldp.Randomizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ldp.New(m, cfg.CellEpsilon, ldp.Scale{Min: cfg.Scale.Min, Max: cfg.Scale.Max, Levels: cfg.Scale.Levels})
+	return ldp.New(m, cfg.CellEpsilon, declaredScale(cfg))
+}
+
+func declaredScale(cfg *api.Config) ldp.Scale {
+	return ldp.Scale{Min: cfg.Scale.Min, Max: cfg.Scale.Max, Levels: cfg.Scale.Levels}
+}
+
+// meanReporter is the configuration's mean report (nil when it takes none).
+func meanReporter(cfg *api.Config) (*ldp.MeanReporter, error) {
+	if cfg.MeanEpsilon == 0 {
+		return nil, nil
+	}
+	return ldp.NewMeanReporter(cfg.MeanEpsilon, declaredScale(cfg))
 }
 
 // CheckConfig verifies, with the device's own code, what the server's
 // configuration claims: in local mode that one report over the whole
-// catalogue with the published per-item ε is at most report_epsilon-DP
-// for the user, and that the report's ε fits the budget. A client must not
+// catalogue with the published per-item ε, together with the mean report
+// at the published mean_epsilon (basic composition, ldp.Guarantees), is at
+// most report_epsilon-DP for the user, and that the report's ε fits the
+// budget. A client must not
 // randomize under a configuration that fails: a server could otherwise
 // publish a small ε and ask for noise that protects less.
 func CheckConfig(cfg *api.Config) error {
@@ -49,10 +63,23 @@ func CheckConfig(cfg *api.Config) error {
 		if err != nil {
 			return fmt.Errorf("client: the configuration's mechanism: %w", err)
 		}
-		g := r.PerUser(len(cfg.Items))
+		if !(cfg.MeanEpsilon >= 0) {
+			return fmt.Errorf("client: the configuration's mean_epsilon = %g is not an ε ≥ 0", cfg.MeanEpsilon)
+		}
+		if _, err := meanReporter(cfg); err != nil {
+			return fmt.Errorf("client: the configuration's mean report: %w", err)
+		}
+		_, g, err := ldp.Guarantees(r, len(cfg.Items), cfg.MeanEpsilon)
+		if err != nil {
+			return fmt.Errorf("client: composing the report's guarantee: %w", err)
+		}
 		if !(g.Epsilon <= cfg.ReportEpsilon*(1+1e-9)) {
-			return fmt.Errorf("client: the server claims ε = %g per report, but %s at per-item ε = %g over %d items is ε = %g-DP: refusing to randomize",
-				cfg.ReportEpsilon, cfg.Mechanism, cfg.CellEpsilon, len(cfg.Items), g.Epsilon)
+			mean := ""
+			if cfg.MeanEpsilon > 0 {
+				mean = fmt.Sprintf(" with the mean report at ε = %g", cfg.MeanEpsilon)
+			}
+			return fmt.Errorf("client: the server claims ε = %g per report, but %s at per-item ε = %g over %d items%s is ε = %g-DP: refusing to randomize",
+				cfg.ReportEpsilon, cfg.Mechanism, cfg.CellEpsilon, len(cfg.Items), mean, g.Epsilon)
 		}
 		if !(cfg.ReportEpsilon <= cfg.Budget) {
 			return fmt.Errorf("client: the per-report ε = %g exceeds the budget %g", cfg.ReportEpsilon, cfg.Budget)
@@ -78,7 +105,8 @@ func NewReportID() string {
 // once (CheckConfig); it is safe for concurrent use.
 type Device struct {
 	cfg   *api.Config
-	rnd   ldp.Randomizer // nil in central mode
+	rnd   ldp.Randomizer    // nil in central mode
+	mean  *ldp.MeanReporter // nil without a mean report
 	index map[string]int
 }
 
@@ -97,6 +125,9 @@ func NewDevice(cfg *api.Config) (*Device, error) {
 			return nil, err
 		}
 		d.rnd = r
+		if d.mean, err = meanReporter(cfg); err != nil {
+			return nil, err
+		}
 	}
 	return d, nil
 }
@@ -129,6 +160,15 @@ func (d *Device) Randomize(r Ratings, src *noise.Source, id string) (api.Report,
 			return api.Report{}, 0, fmt.Errorf("client: randomizing: %w", err)
 		}
 		rep.Epsilon = cfg.ReportEpsilon
+		if d.mean != nil {
+			// Her mean rating, from the same vector, drawn after the
+			// cells from the same noise source.
+			m, err := d.mean.Report(src, in)
+			if err != nil {
+				return api.Report{}, 0, fmt.Errorf("client: the mean report: %w", err)
+			}
+			rep.Mean = &m
+		}
 	} else {
 		copy(vals, in)
 	}
@@ -145,8 +185,10 @@ func (d *Device) Randomize(r Ratings, src *noise.Source, id string) (api.Report,
 
 // Randomize builds the report the device sends: in local mode, the
 // user's vector over the whole catalogue (a missing rating is a cell too)
-// randomized with the configuration's mechanism and per-item ε, noise from
-// src (noise.Secure(): fresh crypto/rand); in central mode, her ratings as
+// randomized with the configuration's mechanism and per-item ε, and, when
+// the configuration has a mean_epsilon, her mean rating with Laplace noise
+// at that ε (the mean report), noise from src (noise.Secure(): fresh
+// crypto/rand); in central mode, her ratings as
 // they are. Ratings of items outside the catalogue are not reported
 // (their count is returned); a rating off the scale is an error.
 func Randomize(cfg *api.Config, r Ratings, src *noise.Source, id string) (api.Report, int, error) {

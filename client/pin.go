@@ -12,18 +12,20 @@ import (
 // Collection is what a device pins of the collection its user joined:
 // the facts her protection rests on. A server whose configuration later
 // weakens any of them — another mode (central mode sends true ratings),
-// another mechanism, a larger per-report or per-item ε, another scale or
-// catalogue — is refused on the device (Check), whatever it publishes.
+// another mechanism, a larger per-report, per-item or mean-report ε,
+// another scale or catalogue — is refused on the device (Check), whatever it publishes.
 // Her budget is pinned by the device ledger itself (Ledger.Budget): the
 // device keeps to it whatever budget the server later allows.
 type Collection struct {
-	Mode          string    `json:"mode"`
-	Mechanism     string    `json:"mechanism"`
-	ReportEpsilon float64   `json:"report_epsilon"`
-	CellEpsilon   float64   `json:"cell_epsilon,omitempty"`
-	Scale         api.Scale `json:"scale"`
-	Units         string    `json:"units"`
-	Items         int       `json:"items"`
+	Mode          string  `json:"mode"`
+	Mechanism     string  `json:"mechanism"`
+	ReportEpsilon float64 `json:"report_epsilon"`
+	CellEpsilon   float64 `json:"cell_epsilon,omitempty"`
+	// MeanEpsilon is the mean report's ε (0: none).
+	MeanEpsilon float64   `json:"mean_epsilon,omitempty"`
+	Scale       api.Scale `json:"scale"`
+	Units       string    `json:"units"`
+	Items       int       `json:"items"`
 	// Catalogue is the SHA-256 of the catalogue's item IDs, in order.
 	Catalogue string `json:"catalogue_sha256"`
 	// The central mode's ledger: budget ρ (zCDP), its δ and period.
@@ -35,7 +37,7 @@ type Collection struct {
 // PinCollection is the collection a configuration describes.
 func PinCollection(cfg *api.Config) *Collection {
 	return &Collection{Mode: cfg.Mode, Mechanism: cfg.Mechanism, ReportEpsilon: cfg.ReportEpsilon, CellEpsilon: cfg.CellEpsilon,
-		Scale: cfg.Scale, Units: cfg.Units, Items: len(cfg.Items), Catalogue: catalogueHash(cfg.Items),
+		MeanEpsilon: cfg.MeanEpsilon, Scale: cfg.Scale, Units: cfg.Units, Items: len(cfg.Items), Catalogue: catalogueHash(cfg.Items),
 		BudgetRho: cfg.BudgetRho, BudgetDelta: cfg.BudgetDelta, PeriodSeconds: cfg.PeriodSeconds}
 }
 
@@ -90,6 +92,9 @@ func (p *Collection) Check(cfg *api.Config) error {
 	}
 	if nano(cfg.CellEpsilon) > nano(p.CellEpsilon) {
 		ch = append(ch, fmt.Sprintf("its per-item ε is now %g, not %g", cfg.CellEpsilon, p.CellEpsilon))
+	}
+	if nano(cfg.MeanEpsilon) > nano(p.MeanEpsilon) {
+		ch = append(ch, fmt.Sprintf("its mean report (your noised mean rating) now costs ε = %g, not %g", cfg.MeanEpsilon, p.MeanEpsilon))
 	}
 	if cfg.Scale != p.Scale || cfg.Units != p.Units {
 		ch = append(ch, fmt.Sprintf("its scale is now %g:%g (%d levels, %s), not %g:%g (%d levels, %s)",

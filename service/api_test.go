@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/privrec/privrec/client"
+	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/service"
@@ -527,6 +528,12 @@ func TestBuildConfig(t *testing.T) {
 		{"central: unknown policy", func(o *service.Options) { central(o); o.Exhausted = "borrow" }, "--exhausted"},
 		{"central: negative period", func(o *service.Options) { central(o); o.Period = -time.Hour }, "--period"},
 		{"central: fractional period", func(o *service.Options) { central(o); o.Period = 1500 * time.Millisecond }, "--period"},
+		{"mean ε = ε", func(o *service.Options) { o.MeanEpsilon = o.Epsilon }, "--mean-epsilon"},
+		{"mean ε > ε", func(o *service.Options) { o.MeanEpsilon = 2 * o.Epsilon }, "--mean-epsilon"},
+		{"negative mean ε", func(o *service.Options) { o.MeanEpsilon = -0.5 }, "--mean-epsilon"},
+		{"NaN mean ε", func(o *service.Options) { o.MeanEpsilon = math.NaN() }, "--mean-epsilon"},
+		{"infinite mean ε", func(o *service.Options) { o.MeanEpsilon = math.Inf(1) }, "--mean-epsilon"},
+		{"central: mean ε", func(o *service.Options) { central(o); o.MeanEpsilon = 0.5 }, "--mean-epsilon"},
 	} {
 		o := base
 		c.edit(&o)
@@ -549,5 +556,86 @@ func TestBuildConfig(t *testing.T) {
 	}
 	if err := client.CheckConfig(cfg); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestBuildConfigMean: the mean report's ε comes out of the per-report ε,
+// the cells share the rest, and the composed guarantee (ldp.Guarantees:
+// n cells and the mean) is within the per-report ε the ledger debits, for
+// both mechanisms; the published guarantee states the composition.
+func TestBuildConfigMean(t *testing.T) {
+	for _, c := range []struct {
+		mech          string
+		items         int
+		eps, meanEps  float64
+		wantMeanInTxt bool
+	}{
+		{"rr", 8, 4, 0.5, true},
+		{"rr", 40, 40, service.DefaultMeanEpsilon(40), true},
+		{"laplace", 12, 12, 1.5, true},
+		{"laplace", 12, 12, 1e-3, true},
+		{"rr", 8, 4, 0, false},
+		{"laplace", 12, 12, 0, false},
+	} {
+		t.Run(fmt.Sprintf("%s/n=%d/ε=%g/mean=%g", c.mech, c.items, c.eps, c.meanEps), func(t *testing.T) {
+			o := localOptions(t, c.items)
+			o.Mechanism, o.Epsilon, o.Budget, o.MeanEpsilon = c.mech, c.eps, 2*c.eps, c.meanEps
+			cfg, err := service.BuildConfig(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.ReportEpsilon != c.eps || cfg.MeanEpsilon != c.meanEps {
+				t.Fatalf("report ε %g, mean ε %g", cfg.ReportEpsilon, cfg.MeanEpsilon)
+			}
+			// The cells get what the mean leaves (less a rounding margin).
+			want := (c.eps - c.meanEps) / float64(c.items)
+			if !(cfg.CellEpsilon <= want && cfg.CellEpsilon > want*(1-1e-9)) {
+				t.Fatalf("cell ε %.17g, want just below (ε − mean ε)/n = %.17g", cfg.CellEpsilon, want)
+			}
+			m, err := ldp.ParseMechanism(cfg.Mechanism)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := ldp.New(m, cfg.CellEpsilon, ldp.Scale{Min: cfg.Scale.Min, Max: cfg.Scale.Max, Levels: cfg.Scale.Levels})
+			if err != nil {
+				t.Fatal(err)
+			}
+			perRating, perUser, err := ldp.Guarantees(r, c.items, cfg.MeanEpsilon)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if perUser.Epsilon > cfg.ReportEpsilon {
+				t.Fatalf("composed per-user ε %.17g exceeds the per-report ε %g", perUser.Epsilon, cfg.ReportEpsilon)
+			}
+			if perRating.Epsilon < c.meanEps {
+				t.Fatalf("per-rating ε %g leaves out the mean report's %g", perRating.Epsilon, c.meanEps)
+			}
+			if cfg.Guarantee.Epsilon != c.eps {
+				t.Fatalf("published guarantee ε %g, want %g", cfg.Guarantee.Epsilon, c.eps)
+			}
+			note := cfg.Guarantee.Note
+			if got := strings.Contains(note, fmt.Sprintf("Laplace noise at ε = %g (the mean report)", c.meanEps)); got != c.wantMeanInTxt {
+				t.Fatalf("the guarantee's note names the mean report: %v, want %v\n%s", got, c.wantMeanInTxt, note)
+			}
+			if c.meanEps > 0 {
+				if !(cfg.MaxAbsMean > math.Max(math.Abs(cfg.Scale.Min), math.Abs(cfg.Scale.Max))) {
+					t.Fatalf("max_abs_mean %g does not cover the scale", cfg.MaxAbsMean)
+				}
+			} else if cfg.MaxAbsMean != 0 || !strings.Contains(note, "no mean report") {
+				t.Fatalf("max_abs_mean %g, note %q without a mean report", cfg.MaxAbsMean, note)
+			}
+			if err := client.CheckConfig(cfg); err != nil {
+				t.Fatalf("the server's own configuration fails the client's check: %v", err)
+			}
+			// A server claiming a mean report the cells leave no room for
+			// is refused on the device.
+			if c.meanEps > 0 {
+				bad := *cfg
+				bad.MeanEpsilon = 2 * c.meanEps
+				if err := client.CheckConfig(&bad); err == nil || !strings.Contains(err.Error(), "mean report") {
+					t.Fatalf("a mean ε beyond the per-report ε: %v", err)
+				}
+			}
+		})
 	}
 }

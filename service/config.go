@@ -32,6 +32,12 @@ type Options struct {
 	Mechanism string
 	// Epsilon is the per-user ε of one report (local mode).
 	Epsilon float64
+	// MeanEpsilon (local mode) is the part of Epsilon spent on the mean
+	// report every report carries (the device's own mean rating with
+	// Laplace noise); the rest, Epsilon − MeanEpsilon, is spread over the
+	// catalogue's cells. 0: reports carry no mean report. `privrec serve`
+	// defaults it to DefaultMeanEpsilon(Epsilon) for a new collection.
+	MeanEpsilon float64
 	// Budget is every user's total ε.
 	Budget float64
 	// Scale is the declared rating scale; Levels its number of levels
@@ -133,14 +139,17 @@ func (o *Options) defaults() {
 // Identity is what the database records of the collection: every fact
 // the stored reports and ledgers depend on.
 type Identity struct {
-	Mode          string    `json:"mode"`
-	Mechanism     string    `json:"mechanism"`
-	ReportEpsilon float64   `json:"report_epsilon"`
-	CellEpsilon   float64   `json:"cell_epsilon"`
-	Budget        float64   `json:"budget"`
-	Scale         api.Scale `json:"scale"`
-	Units         string    `json:"units"`
-	Items         []string  `json:"items"`
+	Mode          string  `json:"mode"`
+	Mechanism     string  `json:"mechanism"`
+	ReportEpsilon float64 `json:"report_epsilon"`
+	CellEpsilon   float64 `json:"cell_epsilon"`
+	// MeanEpsilon is the mean report's ε (0, and absent, for collections
+	// made before mean reports existed or without them).
+	MeanEpsilon float64   `json:"mean_epsilon,omitempty"`
+	Budget      float64   `json:"budget"`
+	Scale       api.Scale `json:"scale"`
+	Units       string    `json:"units"`
+	Items       []string  `json:"items"`
 	// The central mode's ledger: zCDP ρ converted from (Budget,
 	// BudgetDelta), per period of PeriodSeconds when set. (Empty in local
 	// mode, whose ledger is in ε: databases made before these fields
@@ -154,6 +163,13 @@ type Identity struct {
 // DefaultBudgetDelta is the δ of a central-mode budget when
 // --budget-delta is not given.
 const DefaultBudgetDelta = 1e-6
+
+// DefaultMeanEpsilon is the mean report's share of a per-report ε when
+// --mean-epsilon is not given for a new collection: an eighth. The mean
+// report's noise (Laplace of scale (max − min)/ε_mean) averages out over
+// the population while the recovery needs its level, and the cells keep
+// 7/8 of the report's ε.
+func DefaultMeanEpsilon(reportEps float64) float64 { return reportEps / 8 }
 
 // BuildConfig validates the options and builds the published collection
 // configuration. Errors name the flag.
@@ -202,6 +218,12 @@ func BuildConfig(o Options) (*api.Config, error) {
 		if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0) {
 			return nil, fmt.Errorf("--epsilon must be a positive finite per-report ε, got %g", o.Epsilon)
 		}
+		if !(o.MeanEpsilon >= 0) || math.IsInf(o.MeanEpsilon, 0) {
+			return nil, fmt.Errorf("--mean-epsilon must be a finite ε ≥ 0 (0: no mean report), got %g", o.MeanEpsilon)
+		}
+		if o.MeanEpsilon >= o.Epsilon {
+			return nil, fmt.Errorf("--mean-epsilon %g must be below --epsilon %g: the mean report is part of the per-report ε, and the rest pays for the %d cells", o.MeanEpsilon, o.Epsilon, n)
+		}
 		if o.Epsilon > o.Budget {
 			return nil, fmt.Errorf("--epsilon %g exceeds --budget %g: no report would fit", o.Epsilon, o.Budget)
 		}
@@ -214,23 +236,36 @@ func BuildConfig(o Options) (*api.Config, error) {
 		} else if o.Levels != 0 {
 			return nil, fmt.Errorf("--levels applies to --mechanism rr only")
 		}
-		cell, g, units, maxAbs, err := localParams(o.Mechanism, o.Epsilon, n, cfg.Scale)
+		lp, err := localParams(o.Mechanism, o.Epsilon, o.MeanEpsilon, n, cfg.Scale)
 		if err != nil {
+			if o.MeanEpsilon > 0 {
+				return nil, fmt.Errorf("--epsilon %g with --mean-epsilon %g: %w", o.Epsilon, o.MeanEpsilon, err)
+			}
 			return nil, fmt.Errorf("--epsilon: %w", err)
 		}
-		cfg.ReportEpsilon, cfg.CellEpsilon, cfg.Units, cfg.MaxAbsValue = o.Epsilon, cell, units, maxAbs
+		cfg.ReportEpsilon, cfg.CellEpsilon, cfg.Units, cfg.MaxAbsValue = o.Epsilon, lp.cellEps, lp.units, lp.maxAbs
+		cfg.MeanEpsilon, cfg.MaxAbsMean = o.MeanEpsilon, lp.maxAbsMean
 		charge, _ := store.ChargeNano(o.Epsilon)
 		budget, _ := store.BudgetNano(o.Budget)
 		cfg.MaxReports = int(budget / charge)
+		g := lp.perUser
 		g.Epsilon = o.Epsilon
 		g.Relation = privacy.RelationLocalReport
-		g.Note = fmt.Sprintf("One report covers all %d catalogue items, each randomized on the device (%s, per-item ε = %.6g; a missing rating is randomized too); by basic composition one report is ε = %g-DP for its user. The ledger debits ε = %g per stored report and refuses reports beyond the budget ε = %g, so all of a user's reports together are at most %g-DP.",
-			n, mechanismName(o.Mechanism), cell, o.Epsilon, o.Epsilon, o.Budget, o.Budget)
+		if o.MeanEpsilon > 0 {
+			g.Note = fmt.Sprintf("One report covers all %d catalogue items, each randomized on the device (%s, per-item ε = %.6g; a missing rating is randomized too), and carries the device's own mean rating on the declared scale with Laplace noise at ε = %g (the mean report); by basic composition one report is ε = %.6g + %g ≤ %g-DP for its user (%d·%.6g for the cells, %g for the mean), and ε = %.6g per rating (its cell and the mean). The ledger debits ε = %g per stored report and refuses reports beyond the budget ε = %g, so all of a user's reports together are at most %g-DP.",
+				n, mechanismName(o.Mechanism), lp.cellEps, o.MeanEpsilon, lp.perUser.Epsilon-o.MeanEpsilon, o.MeanEpsilon, o.Epsilon, n, lp.cellEps, o.MeanEpsilon, lp.perRating.Epsilon, o.Epsilon, o.Budget, o.Budget)
+		} else {
+			g.Note = fmt.Sprintf("One report covers all %d catalogue items, each randomized on the device (%s, per-item ε = %.6g; a missing rating is randomized too), and carries no mean report; by basic composition one report is ε = %g-DP for its user. The ledger debits ε = %g per stored report and refuses reports beyond the budget ε = %g, so all of a user's reports together are at most %g-DP.",
+				n, mechanismName(o.Mechanism), lp.cellEps, o.Epsilon, o.Epsilon, o.Budget, o.Budget)
+		}
 		cfg.Guarantee = g
 	case api.MechanismNone:
 		cfg.Mode = api.ModeCentral
 		if o.Epsilon != 0 {
 			return nil, fmt.Errorf("--epsilon applies to local mechanisms (rr, laplace); in central mode (--mechanism none) each release states its own ε")
+		}
+		if o.MeanEpsilon != 0 {
+			return nil, fmt.Errorf("--mean-epsilon applies to local mechanisms (rr, laplace): in central mode (--mechanism none) reports carry true ratings, no mean report")
 		}
 		if o.Levels < 0 || o.Levels == 1 {
 			return nil, fmt.Errorf("--levels must be 0 or ≥ 2, got %d", o.Levels)
@@ -331,7 +366,7 @@ func mechanismName(m string) string {
 
 // identityJSON is the canonical record of the collection in the database.
 func identityJSON(c *api.Config) []byte {
-	id := Identity{Mode: c.Mode, Mechanism: c.Mechanism, ReportEpsilon: c.ReportEpsilon, CellEpsilon: c.CellEpsilon,
+	id := Identity{Mode: c.Mode, Mechanism: c.Mechanism, ReportEpsilon: c.ReportEpsilon, CellEpsilon: c.CellEpsilon, MeanEpsilon: c.MeanEpsilon,
 		Budget: c.Budget, Scale: c.Scale, Units: c.Units, PeriodSeconds: c.PeriodSeconds}
 	if c.LedgerUnit == api.UnitRho {
 		id.LedgerUnit, id.BudgetDelta, id.BudgetRho = c.LedgerUnit, c.BudgetDelta, c.BudgetRho
@@ -400,6 +435,13 @@ func mismatch(stored []byte, c *api.Config) error {
 	// is the catalogue's to explain when only that changed.
 	if s.ReportEpsilon != now.ReportEpsilon {
 		diffs = append(diffs, fmt.Sprintf("--epsilon %g (the database holds %g)", now.ReportEpsilon, s.ReportEpsilon))
+	}
+	if s.MeanEpsilon != now.MeanEpsilon {
+		held := fmt.Sprintf("%g", s.MeanEpsilon)
+		if s.MeanEpsilon == 0 {
+			held = "0: its reports carry no mean report (made before mean reports, or with --mean-epsilon 0)"
+		}
+		diffs = append(diffs, fmt.Sprintf("--mean-epsilon %g (the database holds %s)", now.MeanEpsilon, held))
 	}
 	if s.Budget != now.Budget {
 		diffs = append(diffs, fmt.Sprintf("--budget %g (the database holds %g)", now.Budget, s.Budget))
@@ -491,7 +533,7 @@ func countedIDs(ids []string) string {
 // Config is the part of the collection configuration a database records
 // (the catalogue without titles): what reading the stored reports needs.
 func (id Identity) Config() *api.Config {
-	c := &api.Config{Mode: id.Mode, Mechanism: id.Mechanism, ReportEpsilon: id.ReportEpsilon, CellEpsilon: id.CellEpsilon,
+	c := &api.Config{Mode: id.Mode, Mechanism: id.Mechanism, ReportEpsilon: id.ReportEpsilon, CellEpsilon: id.CellEpsilon, MeanEpsilon: id.MeanEpsilon,
 		Budget: id.Budget, Scale: id.Scale, Units: id.Units, LedgerUnit: id.LedgerUnit, BudgetDelta: id.BudgetDelta, BudgetRho: id.BudgetRho,
 		PeriodSeconds: id.PeriodSeconds}
 	if c.LedgerUnit == "" {

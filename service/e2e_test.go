@@ -3,13 +3,20 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"math"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/privrec/privrec/client"
+	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/service"
 	"github.com/privrec/privrec/service/api"
 	"github.com/privrec/privrec/service/store"
 	"github.com/privrec/privrec/service/store/storetest"
@@ -41,9 +48,10 @@ func parallel(w, n int, f func(i int) error) error {
 }
 
 // TestEndToEnd: 1 000 simulated clients enrol, randomize their ratings on
-// the device and submit; the admin trains ldp-rr on the stored reports
-// and publishes the release; every client computes her own top-10 from
-// the public part and her own ratings. On both databases.
+// the device (cells and her mean report) and submit; the collect file the
+// server trains on carries every report's mean; the admin trains ldp-rr on
+// the stored reports and publishes the release; every client computes her
+// own top-10 from the public part and her own ratings. On both databases.
 func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the 1 000-client end-to-end test runs in the full go test (not -short)")
@@ -56,21 +64,30 @@ func TestEndToEnd(t *testing.T) {
 func testEndToEnd(t *testing.T, kind string, users int) {
 	const items = 40
 	ctx := context.Background()
-	// Per-item ε = 1 (ε = 40 per report over the 40 items), room for two
-	// reports per user.
+	// ε = 40 per report: 5 (the default eighth) for the mean report, the
+	// rest over the 40 items (per-item ε = 0.875); room for two reports
+	// per user.
 	opt := localOptions(t, items)
 	opt.Epsilon, opt.Budget = items, 2*items
+	opt.MeanEpsilon = service.DefaultMeanEpsilon(opt.Epsilon)
 	s := newTestServer(t, kind, opt)
 	pop := synthPopulation(users, items, 0.5, 1)
 	cfg, err := s.client("").Config(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Mode != api.ModeLocal || cfg.ReportEpsilon != items || cfg.CellEpsilon > 1 || cfg.MaxReports != 2 {
+	if cfg.Mode != api.ModeLocal || cfg.ReportEpsilon != items || cfg.MeanEpsilon != 5 || cfg.CellEpsilon > 0.875 || cfg.MaxReports != 2 {
 		t.Fatalf("configuration %+v", cfg)
+	}
+	// A report without its mean report is refused, naming the field, and
+	// stores and charges nothing.
+	if code, e, _ := raw(t, s, "POST", api.PathReports, enrolled(t, s).Token, reportBody("no-mean", items, "["+strings.TrimSuffix(strings.Repeat("null,", items), ",")+"]")); code != 400 || e.Field != "mean" || e.Code != api.CodeMissingField {
+		t.Fatalf("a report without a mean: %d %+v", code, e)
 	}
 	start := time.Now()
 	tokens := make([]string, users)
+	var mu sync.Mutex
+	sentMean := map[int64]float64{} // seq → the mean report the client sent
 	err = parallel(32, users, func(u int) error {
 		c := s.client("")
 		if _, err := c.Enroll(ctx); err != nil {
@@ -81,6 +98,9 @@ func testEndToEnd(t *testing.T, kind string, users int) {
 		if err != nil {
 			return err
 		}
+		if rep.Mean == nil {
+			return fmt.Errorf("the device sent no mean report")
+		}
 		ack, replayed, err := c.Submit(ctx, rep)
 		if err != nil {
 			return err
@@ -88,12 +108,16 @@ func testEndToEnd(t *testing.T, kind string, users int) {
 		if !ack.Accepted || replayed || ack.Spent != cfg.ReportEpsilon || ack.Remaining != cfg.Budget-cfg.ReportEpsilon {
 			return fmt.Errorf("ack %+v", ack)
 		}
+		mu.Lock()
+		sentMean[ack.Seq] = *rep.Mean
+		mu.Unlock()
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	collect := time.Since(start)
+	checkCollectMeans(t, s, sentMean, pop)
 	start = time.Now()
 	res, err := s.client(adminToken).Publish(ctx, api.ReleaseRequest{Method: "ldp-rr", Params: map[string]any{"max_rank": 5, "max_iter": 100}, Seed: 1})
 	if err != nil {
@@ -158,7 +182,7 @@ func testEndToEnd(t *testing.T, kind string, users int) {
 		t.Fatal(err)
 	}
 	charge, _ := store.ChargeNano(cfg.ReportEpsilon)
-	if st.Users != int64(users) || st.Reports != int64(users) || st.Releases != 1 || st.MaxSpent != charge {
+	if st.Users != int64(users)+1 || st.Reports != int64(users) || st.Releases != 1 || st.MaxSpent != charge {
 		t.Fatalf("stats %+v", st)
 	}
 	if err := s.st.Check(ctx); err != nil {
@@ -177,17 +201,80 @@ func testEndToEnd(t *testing.T, kind string, users int) {
 	}
 }
 
+// checkCollectMeans writes the stored reports as the collect file the
+// server trains on and reads it back with the ldp package's reader: the
+// header declares the mean report's ε and every report has exactly one
+// mean line, the one its client sent (sent: seq → mean); and the
+// average of the mean reports is near the population's true average (each
+// client's mean of her own ratings), which it could not be if the devices
+// sent anything else.
+func checkCollectMeans(t *testing.T, s *testServer, sent map[int64]float64, pop population) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := s.srv.Config()
+	reps, err := service.ReadLocalReports(ctx, s.st, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "reports.collect.tsv")
+	if err := service.WriteCollectFile(path, cfg, reps); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := ldp.ReadCollection(f)
+	if err != nil {
+		t.Fatalf("the collect file the server writes: %v", err)
+	}
+	if c.Header.MeanEpsilon != cfg.MeanEpsilon || c.Header.Users != len(sent) || len(c.Means) != len(sent) {
+		t.Fatalf("collect file: header %+v, %d mean reports, %d reports sent", c.Header, len(c.Means), len(sent))
+	}
+	var avg float64
+	for seq, m := range sent {
+		got, ok := c.Means["r"+strconv.FormatInt(seq, 10)]
+		if !ok || math.Abs(got-m) > 1e-6 {
+			t.Fatalf("report %d: mean line %g (present %v), the client sent %g", seq, got, ok, m)
+		}
+		avg += got
+	}
+	avg /= float64(len(sent))
+	var truth float64
+	for _, r := range pop.rated {
+		var sum float64
+		for _, v := range r {
+			sum += v
+		}
+		if len(r) == 0 {
+			truth += (cfg.Scale.Min + cfg.Scale.Max) / 2
+		} else {
+			truth += sum / float64(len(r))
+		}
+	}
+	truth /= float64(len(pop.rated))
+	// Each mean report's noise is Laplace of effective scale ≈ (5 − 1)/ε_mean
+	// (sd √2·b); the average's sd is that over √clients. 8 sd: a false
+	// failure below 10⁻¹⁰ (the average of 1 000 is near normal).
+	b := (cfg.Scale.Max - cfg.Scale.Min) / cfg.MeanEpsilon
+	if sd := math.Sqrt2 * b / math.Sqrt(float64(len(sent))); math.Abs(avg-truth) > 8*sd+1e-3 {
+		t.Fatalf("the mean reports average %.4f, the clients' true means %.4f (sd of the average %.4f)", avg, truth, sd)
+	}
+}
+
 // TestLaplace: the modified Laplace mechanism end to end (200 clients):
-// normalised reports within the published bound, ldp-laplace trained on
-// them, recommendations from the public part.
+// normalised reports within the published bound, each with its mean
+// report, which the collect file carries; ldp-laplace trained on them,
+// recommendations from the public part.
 func TestLaplace(t *testing.T) {
 	const items, users = 12, 200
 	ctx := context.Background()
 	opt := localOptions(t, items)
-	opt.Mechanism, opt.Epsilon, opt.Budget = "laplace", 12, 12
+	opt.Mechanism, opt.Epsilon, opt.Budget, opt.MeanEpsilon = "laplace", 12, 12, 1.5
 	s := newTestServer(t, "sqlite", opt)
 	cfg, err := s.client("").Config(ctx)
-	if err != nil || cfg.Units != "normalised" || !(cfg.MaxAbsValue > 1) {
+	if err != nil || cfg.Units != "normalised" || !(cfg.MaxAbsValue > 1) || cfg.MeanEpsilon != 1.5 || !(cfg.MaxAbsMean > 5) {
 		t.Fatalf("configuration %+v, %v", cfg, err)
 	}
 	dev, err := client.NewDevice(cfg)
@@ -195,6 +282,8 @@ func TestLaplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	pop := synthPopulation(users, items, 0.5, 9)
+	var mu sync.Mutex
+	sentMean := map[int64]float64{}
 	err = parallel(16, users, func(u int) error {
 		c := s.client("")
 		if _, err := c.Enroll(ctx); err != nil {
@@ -204,12 +293,32 @@ func TestLaplace(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, _, err = c.Submit(ctx, rep)
-		return err
+		if rep.Mean == nil {
+			return fmt.Errorf("the device sent no mean report")
+		}
+		ack, _, err := c.Submit(ctx, rep)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		sentMean[ack.Seq] = *rep.Mean
+		mu.Unlock()
+		// She sees her stored report as sent, mean included.
+		if u == 0 {
+			got, err := c.Report(ctx, rep.ID)
+			if err != nil {
+				return err
+			}
+			if got.Mean == nil || *got.Mean != *rep.Mean {
+				return fmt.Errorf("her stored report's mean %v, sent %g", got.Mean, *rep.Mean)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkCollectMeans(t, s, sentMean, pop)
 	if _, err := s.client(adminToken).Publish(ctx, api.ReleaseRequest{Method: "ldp-laplace", Params: map[string]any{"max_rank": 3, "max_iter": 50}, Seed: 2}); err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestMismatchNamesSetting(t *testing.T) {
 	}
 	swapped := slices.Clone(ids)
 	swapped[2], swapped[3] = swapped[3], swapped[2]
-	flags := []string{"--mechanism", "--epsilon", "--budget ", "--scale", "--levels", "--items", "--period", "--budget-delta"}
+	flags := []string{"--mechanism", "--epsilon", "--mean-epsilon", "--budget ", "--scale", "--levels", "--items", "--period", "--budget-delta"}
 	for _, c := range []struct {
 		name string
 		edit func(*service.Options)
@@ -58,6 +58,7 @@ func TestMismatchNamesSetting(t *testing.T) {
 		{"two items swapped", withItems(swapped), "--items", `another order (line 3 is "i04", the database's item 3 is "i03"`},
 		{"epsilon", func(o *service.Options) { o.Epsilon = 2 }, "--epsilon", "--epsilon 2 (the database holds 4)"},
 		{"budget", func(o *service.Options) { o.Budget = 12 }, "--budget ", "--budget 12 (the database holds 8)"},
+		{"mean epsilon", func(o *service.Options) { o.MeanEpsilon = 0.5 }, "--mean-epsilon", "--mean-epsilon 0.5 (the database holds 0: its reports carry no mean report"},
 		{"scale", func(o *service.Options) { o.Scale = model.Range{Min: 1, Max: 10} }, "--scale", "--scale 1:10 (the database holds 1:5)"},
 		{"mechanism", func(o *service.Options) { o.Mechanism = "laplace" }, "--mechanism", "--mechanism laplace (the database holds rr)"},
 	} {

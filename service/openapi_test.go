@@ -345,6 +345,17 @@ func TestOpenAPI(t *testing.T) {
 		}
 		sp.call(t, l, p.method, p.path, strings.ReplaceAll(p.path, "{id}", "u_x"), "x", body, j)
 	}
+	// A collection with a mean report: the configuration states its ε,
+	// reports carry it (a report without is refused) and show it back.
+	mopt := localOptions(t, 8)
+	mopt.MeanEpsilon = 0.5
+	mm := newTestServer(t, "sqlite", mopt)
+	sp.call(t, mm, "GET", api.PathConfig, api.PathConfig, "", "", "")
+	mtok := enrolled(t, mm).Token
+	sp.call(t, mm, "POST", api.PathReports, api.PathReports, mtok, `{"id":"m1","epsilon":4,"values":`+good+`,"mean":3.5}`, j)
+	sp.call(t, mm, "POST", api.PathReports, api.PathReports, mtok, rep("m2"), j)
+	sp.call(t, mm, "GET", api.PathReports+"/{id}", api.PathReports+"/m1", mtok, "", "")
+	sp.call(t, mm, "GET", api.PathReports, api.PathReports, mtok, "", "")
 	eopt := localOptions(t, 8)
 	eopt.EnrollAdminOnly = true
 	e := newTestServer(t, "sqlite", eopt)

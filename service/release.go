@@ -165,8 +165,8 @@ func (s *Server) Publish(ctx context.Context, req api.ReleaseRequest) (api.Relea
 		g = privacy.Guarantee{Epsilon: s.cfg.Budget, Unit: privacy.UnitUser, Notion: privacy.Local, Status: rel.Guarantee.Status,
 			Relation:     "all of one user's reports change (any ratings of the declared catalogue on the declared scale); the catalogue, the scale and how many reports each user sent are public",
 			Reproducible: rel.Guarantee.Reproducible,
-			Note: fmt.Sprintf("Trained by %s on %d reports, each randomized on its user's device and ε = %g-DP for her (method_guarantee in the report states the method's own, per-item terms); the ledger let no user's reports exceed her budget, so this post-processing is at most ε = %g-DP for every user.",
-				req.Method, nrep, s.cfg.ReportEpsilon, s.cfg.Budget)}
+			Note: fmt.Sprintf("Trained by %s on %d reports, each randomized on its user's device and ε = %g-DP for her (%s; method_guarantee in the report states the method's own, per-item terms); the ledger let no user's reports exceed her budget, so this post-processing is at most ε = %g-DP for every user.",
+				req.Method, nrep, s.cfg.ReportEpsilon, reportComposition(s.cfg), s.cfg.Budget)}
 		ledger = fmt.Sprintf("Local DP: post-processing of the stored reports, charged nothing. Every report cost its user ε = %g when it was stored; no user's reports together exceed the budget ε = %g.", s.cfg.ReportEpsilon, s.cfg.Budget)
 	} else {
 		for _, c := range charges {
@@ -263,23 +263,43 @@ func reportValues(r store.Report, cfg *api.Config) ([]*float64, error) {
 	return vals, nil
 }
 
-// ReportsMatrix reads the stored local-mode reports as a matrix whose rows
-// are reports ("r<seq>") and whose columns are catalogue items, values in
-// the report units; it returns the number of reports (a report with no
-// present value has an empty row, which the matrix does not hold) and the
-// largest seq read.
+// LocalReports are the stored local-mode reports of the current
+// collection version, read as training data.
+type LocalReports struct {
+	// Matrix has a row per report ("r<seq>") with a present value and a
+	// column per catalogue item, values in the report units; nil when no
+	// report has a present value.
+	Matrix *ratings.Matrix
+	// Means are the reports' mean reports, one per report in seq order
+	// (also of reports with no present value), when the collection takes
+	// them (mean_epsilon > 0); nil otherwise.
+	Means []RowMean
+	// N is the number of reports (rows, with or without a present value)
+	// and Last the largest seq read.
+	N, Last int64
+}
+
+// RowMean is one report's mean report.
+type RowMean struct {
+	Row  string
+	Mean float64
+}
+
+// ReadLocalReports reads the stored local-mode reports.
 //
 // Only the reports of the current collection version are read: an
 // earlier version's were randomized over another catalogue, at another
-// per-item ε, so the mechanism's debiasing does not apply to them.
-func ReportsMatrix(ctx context.Context, st store.Store, cfg *api.Config) (*ratings.Matrix, int64, int64, error) {
+// per-item ε, so the mechanism's debiasing does not apply to them. With
+// mean_epsilon > 0 a report without a mean report is an error (none can be
+// stored), as is one with a mean report when the collection takes none.
+func ReadLocalReports(ctx context.Context, st store.Store, cfg *api.Config) (*LocalReports, error) {
 	b := ratings.NewBuilder(ratings.DupError)
-	var n int64
+	out := &LocalReports{}
 	version, err := st.CollectionVersion(ctx)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, err
 	}
-	last, err := st.ScanReports(ctx, 0, func(r store.Report) error {
+	out.Last, err = st.ScanReports(ctx, 0, func(r store.Report) error {
 		if max(r.Version, 1) != version {
 			return nil
 		}
@@ -288,6 +308,14 @@ func ReportsMatrix(ctx context.Context, st store.Store, cfg *api.Config) (*ratin
 			return err
 		}
 		row := "r" + strconv.FormatInt(r.Seq, 10)
+		switch {
+		case cfg.MeanEpsilon > 0 && r.Mean == nil:
+			return fmt.Errorf("report %d has no mean report, but the collection takes one at ε = %g", r.Seq, cfg.MeanEpsilon)
+		case cfg.MeanEpsilon == 0 && r.Mean != nil:
+			return fmt.Errorf("report %d carries a mean report, but the collection takes none", r.Seq)
+		case r.Mean != nil:
+			out.Means = append(out.Means, RowMean{Row: row, Mean: *r.Mean})
+		}
 		for j, v := range vals {
 			if v != nil {
 				if err := b.Add(row, cfg.Items[j].ID, *v, r.Seq); err != nil {
@@ -295,20 +323,29 @@ func ReportsMatrix(ctx context.Context, st store.Store, cfg *api.Config) (*ratin
 				}
 			}
 		}
-		n++
+		out.N++
 		return nil
 	})
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("reading reports: %w", err)
+		return nil, fmt.Errorf("reading reports: %w", err)
 	}
 	if b.Len() == 0 {
-		return nil, n, last, nil
+		return out, nil
 	}
-	m, err := b.Build()
+	if out.Matrix, err = b.Build(); err != nil {
+		return nil, fmt.Errorf("reading reports: %w", err)
+	}
+	return out, nil
+}
+
+// ReportsMatrix is ReadLocalReports' matrix, number of reports and
+// largest seq read.
+func ReportsMatrix(ctx context.Context, st store.Store, cfg *api.Config) (*ratings.Matrix, int64, int64, error) {
+	reps, err := ReadLocalReports(ctx, st, cfg)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("reading reports: %w", err)
+		return nil, 0, 0, err
 	}
-	return m, n, last, nil
+	return reps.Matrix, reps.N, reps.Last, nil
 }
 
 // RatingsMatrix reads the stored central-mode reports as each user's
@@ -420,12 +457,12 @@ func Catalogue(cfg *api.Config) (*model.Catalogue, error) {
 
 // WriteCollectFile writes the stored local-mode reports as a `privrec
 // collect` file at path; `privrec train --data sqlite:FILE` trains on it.
-func WriteCollectFile(path string, cfg *api.Config, reps *ratings.Matrix, population int64) error {
+func WriteCollectFile(path string, cfg *api.Config, reps *LocalReports) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := writeCollectFile(f, cfg, reps, int(population)); err != nil {
+	if err := writeCollectFile(f, cfg, reps); err != nil {
 		f.Close()
 		return err
 	}
@@ -442,10 +479,11 @@ func (s *Server) trainLocal(ctx context.Context, req api.ReleaseRequest, params 
 		// debiased one knows the mechanism's rates and keeps the signal.
 		params["debias"] = true
 	}
-	data, n, last, err := ReportsMatrix(ctx, s.st, s.cfg)
+	reps, err := ReadLocalReports(ctx, s.st, s.cfg)
 	if err != nil {
 		return nil, 0, 0, s.fail("reading the reports", err)
 	}
+	data, n, last := reps.Matrix, reps.N, reps.Last
 	if data == nil {
 		return nil, 0, 0, &api.Error{Status: http.StatusConflict, Code: api.CodeTrainFailed, Message: "no reports with a present value yet: nothing to train on"}
 	}
@@ -454,7 +492,7 @@ func (s *Server) trainLocal(ctx context.Context, req api.ReleaseRequest, params 
 		return nil, 0, 0, s.fail("writing the reports for training", err)
 	}
 	defer os.Remove(f.Name())
-	if err := writeCollectFile(f, s.cfg, data, int(n)); err != nil {
+	if err := writeCollectFile(f, s.cfg, reps); err != nil {
 		f.Close()
 		return nil, 0, 0, s.fail("writing the reports for training", err)
 	}
@@ -473,6 +511,15 @@ func (s *Server) trainLocal(ctx context.Context, req api.ReleaseRequest, params 
 		return nil, 0, 0, &api.Error{Status: http.StatusBadRequest, Code: api.CodeTrainFailed, Field: "params", Message: err.Error()}
 	}
 	return rel, n, last, nil
+}
+
+// reportComposition states what one local-mode report's ε is made of.
+func reportComposition(cfg *api.Config) string {
+	n := len(cfg.Items)
+	if cfg.MeanEpsilon > 0 {
+		return fmt.Sprintf("by basic composition: %d cells at per-item ε = %.6g and her mean report at ε = %g", n, cfg.CellEpsilon, cfg.MeanEpsilon)
+	}
+	return fmt.Sprintf("by basic composition: %d cells at per-item ε = %.6g, no mean report", n, cfg.CellEpsilon)
 }
 
 // deltaCap is the largest δ a central release over population users may

@@ -538,7 +538,9 @@ func TokenHash(tok string) []byte {
 	return h[:]
 }
 
-// reportHash identifies a report's content: ID, ε and canonical values.
+// reportHash identifies a report's content: ID, ε, canonical values and
+// the mean report, when there is one (a report without is hashed as
+// before mean reports existed, so resubmissions of older reports match).
 func reportHash(rep api.Report, vals []byte) []byte {
 	h := sha256.New()
 	h.Write([]byte(rep.ID))
@@ -546,6 +548,10 @@ func reportHash(rep api.Report, vals []byte) []byte {
 	h.Write(strconv.AppendFloat(nil, rep.Epsilon, 'g', -1, 64))
 	h.Write([]byte{0})
 	h.Write(vals)
+	if rep.Mean != nil {
+		h.Write([]byte("\x00mean\x00"))
+		h.Write(strconv.AppendFloat(nil, *rep.Mean, 'g', -1, 64))
+	}
 	return h.Sum(nil)
 }
 
@@ -573,7 +579,7 @@ func (s *Server) postReport(w http.ResponseWriter, r *http.Request) {
 	}
 	vals := api.EncodeValues(rep.Values)
 	o := &op{sub: &store.Submission{User: id, ClientID: rep.ID, BodyHash: reportHash(rep, vals), Charge: s.charge,
-		Values: vals, Received: s.opt.Now().UnixMilli(), Version: s.version}}
+		Values: vals, Mean: rep.Mean, Received: s.opt.Now().UnixMilli(), Version: s.version}}
 	if err := s.b.do(r.Context(), o); err != nil {
 		s.internal(w, r, "storing the report", err)
 		return
@@ -607,7 +613,7 @@ func storedReport(r store.Report) (api.StoredReport, error) {
 	if err != nil {
 		return api.StoredReport{}, err
 	}
-	return api.StoredReport{ID: r.ClientID, Seq: r.Seq, Epsilon: store.Eps(r.Charge), Received: time.UnixMilli(r.Received).UTC(), Values: vals}, nil
+	return api.StoredReport{ID: r.ClientID, Seq: r.Seq, Epsilon: store.Eps(r.Charge), Received: time.UnixMilli(r.Received).UTC(), Values: vals, Mean: r.Mean}, nil
 }
 
 func (s *Server) getReports(w http.ResponseWriter, r *http.Request) {

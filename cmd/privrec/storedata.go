@@ -25,7 +25,8 @@ import (
 // database, or privrec-<hash of the URL>.collect.tsv in the temporary
 // directory for PostgreSQL, rewritten each time — and d.path becomes that
 // file, whose header the ldp-* methods read (mechanism, ε, declared
-// scale, population = the number of reports). In central mode the data
+// scale, population = the number of reports, the mean report's ε), with
+// one "#mean" line per report when the collection takes mean reports. In central mode the data
 // are each user's latest true ratings (rows named by user ID).
 //
 // Training offline reads the data outside the server's ledger: in local
@@ -53,16 +54,17 @@ func (d *dataFlags) readStore() (*ratings.Matrix, error) {
 		}
 		return m, nil
 	}
-	m, n, _, err := service.ReportsMatrix(ctx, st, cfg)
+	reps, err := service.ReadLocalReports(ctx, st, cfg)
 	if err != nil {
 		return nil, err
 	}
+	m, n := reps.Matrix, reps.N
 	if m == nil {
 		return nil, fmt.Errorf("--data %s holds no reports with a present value yet", store.Redact(d.path))
 	}
 	path := collectPathFor(d.path)
 	tmp := path + ".tmp"
-	if err := service.WriteCollectFile(tmp, cfg, m, n); err != nil {
+	if err := service.WriteCollectFile(tmp, cfg, reps); err != nil {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("writing the reports as a collect file: %w", err)
 	}
