@@ -567,7 +567,8 @@ func trainTyped(ctx context.Context, p *prepared, name string, in release.Input,
 }
 
 // Collect randomizes ratings with a local-DP mechanism ("laplace" or
-// "rr") at per-rating ε exactly as users' devices would (ldp.SimulateTo):
+// "rr") at per-rating ε exactly as users' devices would (ldp.SimulateTo),
+// each also sending her mean report at ldp.DefaultMeanEpsilon:
 // every user of m reports over the whole declared catalogue, on the
 // declared rating scale (a device must know both in advance; ratings are
 // clamped to the scale). Randomized response needs a scale whose ends are
@@ -596,7 +597,7 @@ func Collect(ctx context.Context, m *ratings.Matrix, mech string, eps float64, d
 	}
 	path := f.Name()
 	bw := bufio.NewWriter(f)
-	c, err := ldp.SimulateTo(ctx, bw, release.ClampToScale(m, *decl.Scale), mc, eps, 0, sc, decl.Catalogue.IDs(), src, workers)
+	c, err := ldp.SimulateTo(ctx, bw, release.ClampToScale(m, *decl.Scale), mc, eps, ldp.DefaultMeanEpsilon, sc, decl.Catalogue.IDs(), src, workers)
 	if err == nil {
 		err = bw.Flush()
 	}

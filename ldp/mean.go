@@ -119,6 +119,13 @@ func Guarantees(r Randomizer, n int, meanEps float64) (perRating, perUser privac
 	return perRating, perUser, nil
 }
 
+// DefaultMeanEpsilon is the ε of the mean report when none is chosen
+// (`privrec collect --mean-epsilon`, simulations): at per-user ε = 8 on a
+// MovieLens-sized catalogue it is an eighth of the whole report's budget,
+// and with thousands of clients it pins the mean rating down to a few
+// hundredths of a star.
+const DefaultMeanEpsilon = 1.0
+
 // MeanPrefix starts a mean-report line of a collect file:
 // "#mean \t user \t value". The '#' makes every rating reader skip it as a
 // comment; ReadCollection and CountReports read it.

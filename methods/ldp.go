@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/privrec/privrec/ldp"
@@ -64,6 +65,8 @@ type LDPRecovery struct {
 	MaxRank    int     `json:"max_rank" flag:"max-rank" help:"largest rank of the recovered matrix"`
 	MaxIter    int     `json:"max_iter" flag:"max-iter" help:"proximal-gradient iterations per λ"`
 	Damping    float64 `json:"damping" flag:"damping" help:"debiased recovery: shrinkage of user and item biases, in pseudo-ratings (0: noise variance / (ρ0/2)²)"`
+	NoShrink   bool    `json:"no_shrink,omitempty" flag:"no-shrink" help:"ldp-laplace/ldp-rr: do not shrink toward the clients' private mean (by default, when the collection has mean reports, the recovery is cross-fitted on two halves of the cells and shrunk toward it, so it never predicts worse than that mean)"`
+	ShrinkZ    float64 `json:"shrink_z,omitempty" flag:"shrink-z" help:"the z of the shrinkage weights' confidence bounds (0: 2; larger is more cautious)"`
 }
 
 func defaultLDPRecovery() LDPRecovery {
@@ -81,7 +84,7 @@ func (o *LDPRecovery) validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"rho", o.Rho}, {"rho0", o.Rho0}, {"lambda", o.Lambda}, {"damping", o.Damping}} {
+	}{{"rho", o.Rho}, {"rho0", o.Rho0}, {"lambda", o.Lambda}, {"damping", o.Damping}, {"shrink-z", o.ShrinkZ}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("--%s must be finite and ≥ 0, got %g", f.name, f.v)
 		}
@@ -110,19 +113,58 @@ func (o *LDPRecovery) rule() (recovery.LambdaRule, error) {
 	return r, nil
 }
 
-// recover runs the estimator on p.
-func (o *LDPRecovery) recover(ctx context.Context, p *recovery.Problem, env Env) (*recovery.Result, error) {
+// options are the estimator's options.
+func (o *LDPRecovery) options(env Env) (recovery.Options, error) {
 	rule, err := o.rule()
 	if err != nil {
-		return nil, err
+		return recovery.Options{}, err
 	}
 	log := env.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return recovery.Recover(ctx, p, recovery.Options{Debias: o.Debias, Rho: o.Rho, Gamma: o.Gamma, Rho0: o.Rho0, Lambda: o.Lambda,
+	return recovery.Options{Debias: o.Debias, Rho: o.Rho, Gamma: o.Gamma, Rho0: o.Rho0, Lambda: o.Lambda,
 		LambdaRule: rule, Refit: o.Refit, MaxRank: o.MaxRank, MaxIter: o.MaxIter, Damping: o.Damping,
-		Workers: env.Workers, Rand: env.Rand, Log: log})
+		Workers: env.Workers, Rand: env.Rand, Log: log}, nil
+}
+
+// recover runs the estimator on p.
+func (o *LDPRecovery) recover(ctx context.Context, p *recovery.Problem, env Env) (*recovery.Result, error) {
+	opts, err := o.options(env)
+	if err != nil {
+		return nil, err
+	}
+	return recovery.Recover(ctx, p, opts)
+}
+
+// privateMean averages the clients' mean reports (one per client, on the
+// original scale) into μ̃, clamped to the scale (post-processing), and
+// returns it with its standard deviation from the reports' Laplace noise.
+// Every user with cell reports must have sent one.
+func privateMean(means map[string]float64, reports *ratings.Matrix, h ldp.Header) (mu, sd float64, err error) {
+	for _, u := range reports.Users.Names() {
+		if _, ok := means[u]; !ok {
+			return 0, 0, fmt.Errorf("client %q sent cell reports but no mean report", u)
+		}
+	}
+	mr, err := ldp.NewMeanReporter(h.MeanEpsilon, h.Scale)
+	if err != nil {
+		return 0, 0, err
+	}
+	// Summed in a fixed order (by client ID) so the result does not
+	// depend on map order.
+	ids := make([]string, 0, len(means))
+	for u := range means {
+		ids = append(ids, u)
+	}
+	slices.Sort(ids)
+	var s float64
+	for _, u := range ids {
+		s += means[u]
+	}
+	n := float64(len(ids))
+	mu = math.Max(h.Scale.Min, math.Min(h.Scale.Max, s/n))
+	return mu, math.Sqrt(mr.Variance() / n), nil
 }
 
 // fill copies the recovered matrix into m (report units mapped from the
@@ -172,7 +214,7 @@ func (c *LDPConfig) Train(ctx context.Context, in release.Input, env Env) (*rele
 	if err != nil {
 		return nil, fmt.Errorf("the collect file: %w", err)
 	}
-	h, n, err := ldp.CountReports(f)
+	h, n, means, err := ldp.ScanReports(f)
 	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("%s trains only on the reports of `privrec collect`, whose header gives the mechanism, ε, the declared scale and the population (refusing to take them from flags or from the ratings): %s: %w", name, path, err)
@@ -222,8 +264,23 @@ func (c *LDPConfig) Train(ctx context.Context, in release.Input, env Env) (*rele
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.recover(ctx, p, env)
-	if err != nil {
+	om := rnd.Model()
+	var res *recovery.Result
+	var sh *recovery.Shrinkage
+	var mu, muSD float64
+	shrink := means != nil && !c.NoShrink
+	if shrink {
+		if mu, muSD, err = privateMean(means, reports, h); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		opts, err := c.options(env)
+		if err != nil {
+			return nil, err
+		}
+		if res, sh, err = recovery.Shrink(ctx, p, opts, om.ToReport(mu), c.ShrinkZ); err != nil {
+			return nil, err
+		}
+	} else if res, err = c.recover(ctx, p, env); err != nil {
 		return nil, err
 	}
 	m := model.New(name, reports)
@@ -235,16 +292,35 @@ func (c *LDPConfig) Train(ctx context.Context, in release.Input, env Env) (*rele
 	// excluded from recommendations.
 	m.SeenPtr = make([]int64, reports.NumUsers()+1)
 	m.SeenItems = []int32{}
-	rep := c.fill(m, res, h.Scale, rnd.Model())
+	rep := c.fill(m, res, h.Scale, om)
 	m.Params["mechanism"], m.Params["collected_epsilon"] = string(h.Mechanism), h.Epsilon
+	m.Params["shrink"] = shrink
+	switch {
+	case shrink:
+		m.Params["shrink_target"], m.Params["shrink_weights"] = mu, sh.Weights[:]
+		rep["shrink"] = map[string]any{"target": mu, "target_sd": muSD, "mean_reports": len(means), "weights": sh.Weights[:],
+			"a": sh.A[:], "b": sh.B[:], "sd_a": sh.SA[:], "sd_b": sh.SB[:], "fold_ranks": []int{sh.Folds[0].Rank, sh.Folds[1].Rank},
+			"note": "the recovery of each of two fixed pseudo-random halves of the cells, weighed on the other half's reports toward the clients' private mean rating; weight 0: the fold predicts the mean"}
+	case means == nil:
+		rep["shrink"] = map[string]any{"note": "not shrunk: the collection has no mean reports (collected with --mean-epsilon 0 or by an older privrec), so nothing guarantees this model predicts better than a constant"}
+	default:
+		rep["shrink"] = map[string]any{"note": "not shrunk (--no-shrink)"}
+	}
 
-	per, user := rnd.PerRating(), rnd.PerUser(h.Items)
+	per, user, err := ldp.Guarantees(rnd, h.Items, h.MeanEpsilon)
+	if err != nil {
+		return nil, err
+	}
 	g := user
 	g.Notion, g.Relation, g.Reproducible = privacy.Local, privacy.RelationLocalReport, h.Reproducible
-	g.Note = fmt.Sprintf("Post-processing of reports randomized on the users' devices (%s, noise sampler %s): each of the %d clients randomized her whole vector over the declared catalogue of %d items on the declared scale [%g, %g]. Per rating (one cell, rated ↔ missing included): ε = %.6g. Per user (all %d cells of her report): ε = %.6g. The reports, the model's users, factors and biases are public.",
-		strings.TrimSuffix(per.Note, "."), h.Sampler, h.Users, h.Items, h.Scale.Min, h.Scale.Max, per.Epsilon, h.Items, user.Epsilon)
+	meanPart := ""
+	if h.MeanEpsilon > 0 {
+		meanPart = fmt.Sprintf(" Each also sent her mean rating with Laplace noise at ε = %g, composed into both figures (basic composition).", h.MeanEpsilon)
+	}
+	g.Note = fmt.Sprintf("Post-processing of reports randomized on the users' devices (%s, noise sampler %s): each of the %d clients randomized her whole vector over the declared catalogue of %d items on the declared scale [%g, %g].%s Per rating (one cell, rated ↔ missing included): ε = %.6g. Per user (all %d cells of her report): ε = %.6g. The reports, the model's users, factors and biases are public.",
+		strings.TrimSuffix(rnd.PerRating().Note, "."), h.Sampler, h.Users, h.Items, h.Scale.Min, h.Scale.Max, meanPart, per.Epsilon, h.Items, user.Epsilon)
 	rep["mechanism"], rep["sampler"] = string(h.Mechanism), h.Sampler
-	rep["per_rating_epsilon"], rep["per_user_epsilon"] = per.Epsilon, user.Epsilon
+	rep["per_rating_epsilon"], rep["per_user_epsilon"], rep["mean_epsilon"] = per.Epsilon, user.Epsilon, h.MeanEpsilon
 	rep["clients"], rep["catalogue_items"], rep["reports"] = h.Users, h.Items, n
 	rep["estimated_true_ratings"] = math.Round(res.SEstimate)
 	return &release.Release{Public: m, Guarantee: g, Report: rep}, nil
@@ -362,7 +438,7 @@ func ldpReports(ctx context.Context, in release.Input, mech ldp.Mechanism, eps f
 	if err != nil {
 		return nil, err
 	}
-	c, err := ldp.SimulateTo(ctx, w, in.Ratings, mech, eps, 0, sc, cat.IDs(), src, workers)
+	c, err := ldp.SimulateTo(ctx, w, in.Ratings, mech, eps, ldp.DefaultMeanEpsilon, sc, cat.IDs(), src, workers)
 	if err != nil {
 		return nil, fmt.Errorf("simulating the clients: %w", err)
 	}

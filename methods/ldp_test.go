@@ -61,20 +61,26 @@ func ldpCatalogue(t *testing.T) *model.Catalogue {
 	return c
 }
 
-// collectFile runs the clients on m and writes the collect file in dir.
+// collectFile runs the clients on m (each also sending her mean report at
+// ldp.DefaultMeanEpsilon) and writes the collect file in dir.
 func collectFile(t *testing.T, dir string, m *ratings.Matrix, mech ldp.Mechanism, eps float64, cat *model.Catalogue) (string, *ratings.Matrix) {
+	return collectFileMean(t, dir, m, mech, eps, ldp.DefaultMeanEpsilon, cat)
+}
+
+// collectFileMean is collectFile with the mean reports' ε (0: none).
+func collectFileMean(t *testing.T, dir string, m *ratings.Matrix, mech ldp.Mechanism, eps, meanEps float64, cat *model.Catalogue) (string, *ratings.Matrix) {
 	t.Helper()
 	sc, err := ldp.DeclaredScale(1, 5, 0, mech)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	c, err := ldp.SimulateTo(context.Background(), &buf, m, mech, eps, 0, sc, cat.IDs(), noise.Seeded(3), 2)
+	c, err := ldp.SimulateTo(context.Background(), &buf, m, mech, eps, meanEps, sc, cat.IDs(), noise.Seeded(3), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	z := c.Reports
-	path := filepath.Join(dir, string(mech)+".tsv")
+	path := filepath.Join(dir, fmt.Sprintf("%s-%g.tsv", mech, meanEps))
 	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -94,15 +100,17 @@ func trainLDP(t *testing.T, name string, in release.Input, params map[string]any
 // TestLDPTrainCollected: a collect file trains ldp-laplace and ldp-rr,
 // named as the --data file or with --collected, whether the reports come
 // from ldp's own reader or from ratingio. The guarantee is the clients'
-// per-user one (n·ε over the n catalogue items) under the local relation;
-// the report holds facts of the reports and declared facts only, and the
-// model is on the declared catalogue when --items is given.
+// per-user one (n·ε over the n catalogue items, plus the mean report's ε)
+// under the local relation; the report holds facts of the reports and
+// declared facts only (the shrinkage's facts are functions of the
+// reports), and the model is on the declared catalogue when --items is
+// given.
 func TestLDPTrainCollected(t *testing.T) {
 	m := ldpRatings(t)
 	cat := ldpCatalogue(t)
 	dir := t.TempDir()
-	wantKeys := []string{"catalogue_items", "clients", "estimated_true_ratings", "iterations", "lambda", "lambda_rule", "mechanism", "noise_op_norm",
-		"per_rating_epsilon", "per_user_epsilon", "rank", "refit", "report_norm", "reports", "residual", "rho", "sampler", "zero_solution"}
+	wantKeys := []string{"catalogue_items", "clients", "estimated_true_ratings", "iterations", "lambda", "lambda_rule", "mean_epsilon", "mechanism", "noise_op_norm",
+		"per_rating_epsilon", "per_user_epsilon", "rank", "refit", "report_norm", "reports", "residual", "rho", "sampler", "shrink", "zero_solution"}
 	for _, mech := range []ldp.Mechanism{ldp.Laplace, ldp.RR} {
 		path, z := collectFile(t, dir, m, mech, 2, cat)
 		name := "ldp-" + string(mech)
@@ -119,13 +127,17 @@ func TestLDPTrainCollected(t *testing.T) {
 				t.Fatalf("%s %v: %v", name, tc.params, err)
 			}
 			g := r.Guarantee
-			wantEps := r.Report["per_rating_epsilon"].(float64) * float64(cat.Len())
+			wantEps := 2*float64(cat.Len()) + ldp.DefaultMeanEpsilon
 			if g.Notion != privacy.Local || g.Unit != privacy.UnitUser || g.Relation != privacy.RelationLocalReport || g.Status != privacy.Proven ||
 				!(g.Epsilon >= wantEps && g.Epsilon <= wantEps*(1+1e-9)) || !g.Reproducible {
-				t.Errorf("%s: guarantee %+v, want local, per user ε = 42 × per-rating ε (%g), proven, reproducible", name, g, wantEps)
+				t.Errorf("%s: guarantee %+v, want local, per user ε = 42 × 2 + the mean report's %g, proven, reproducible", name, g, ldp.DefaultMeanEpsilon)
 			}
-			if e := r.Report["per_rating_epsilon"].(float64); !(e >= 2 && e < 2+1e-9) {
-				t.Errorf("%s: per-rating ε %v, want 2 (the header's)", name, e)
+			if e := r.Report["per_rating_epsilon"].(float64); !(e >= 3 && e < 3+1e-9) {
+				t.Errorf("%s: per-rating ε %v, want 2 (the header's) + 1 (the mean report)", name, e)
+			}
+			sh, _ := r.Report["shrink"].(map[string]any)
+			if w, ok := sh["weights"].([]float64); !ok || len(w) != 2 || sh["mean_reports"] != 60 || !(sh["target"].(float64) >= 1 && sh["target"].(float64) <= 5) {
+				t.Errorf("%s: shrinkage %v, want two weights from 60 mean reports and a target on the scale", name, sh)
 			}
 			keys := make([]string, 0, len(r.Report))
 			for k := range r.Report {
@@ -274,5 +286,68 @@ func TestLDPAudit(t *testing.T) {
 	}
 	if methods.DevicePrepare("dp-bias", 1) != nil {
 		t.Errorf("dp-bias has a device step")
+	}
+}
+
+// TestLDPShrink: with the clients' mean reports, a collection at a per-cell
+// ε too small for any signal trains a model that predicts the clients'
+// private mean everywhere (both weights 0); without mean reports, or with
+// no_shrink, the recovery is not shrunk and the report says so; a collect
+// file missing one client's mean report is refused, naming the problem.
+func TestLDPShrink(t *testing.T) {
+	m := ldpRatings(t)
+	cat := ldpCatalogue(t)
+	dir := t.TempDir()
+	path, z := collectFile(t, dir, m, ldp.RR, 0.01, cat)
+	r, err := trainLDP(t, "ldp-rr", release.Input{Ratings: z, Source: path}, map[string]any{"debias": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := r.Report["shrink"].(map[string]any)
+	target := sh["target"].(float64)
+	if w := sh["weights"].([]float64); w[0] != 0 || w[1] != 0 {
+		t.Errorf("per-cell ε = 0.01: weights %v, want 0 (no signal)", w)
+	}
+	mdl := r.Model()
+	for u := range int32(len(mdl.Users)) {
+		for i := range int32(len(mdl.Items)) {
+			if p := mdl.Predict(u, i); math.Abs(p-target) > 1e-9 {
+				t.Fatalf("prediction (%d, %d) = %v, want the private mean %v", u, i, p, target)
+			}
+		}
+	}
+	if r, err := trainLDP(t, "ldp-rr", release.Input{Ratings: z, Source: path}, map[string]any{"debias": true, "no_shrink": true}); err != nil {
+		t.Fatal(err)
+	} else if note := r.Report["shrink"].(map[string]any)["note"]; !strings.Contains(note.(string), "--no-shrink") {
+		t.Errorf("no_shrink: report %v", note)
+	}
+	plain, zp := collectFileMean(t, dir, m, ldp.RR, 0.01, 0, cat)
+	if r, err := trainLDP(t, "ldp-rr", release.Input{Ratings: zp, Source: plain}, map[string]any{"debias": true}); err != nil {
+		t.Fatal(err)
+	} else if note := r.Report["shrink"].(map[string]any)["note"]; !strings.Contains(note.(string), "no mean reports") ||
+		!(r.Guarantee.Epsilon >= 0.01*42 && r.Guarantee.Epsilon < 0.01*42*(1+1e-9)) {
+		t.Errorf("without mean reports: shrink %v, guarantee ε %v (want 42 × 0.01)", note, r.Guarantee.Epsilon)
+	}
+	// One client's mean report dropped.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	var kept []string
+	dropped := false
+	for _, l := range lines {
+		if !dropped && strings.HasPrefix(l, ldp.MeanPrefix) {
+			dropped = true
+			continue
+		}
+		kept = append(kept, l)
+	}
+	bad := filepath.Join(dir, "bad.tsv")
+	if err := os.WriteFile(bad, []byte(strings.Join(kept, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trainLDP(t, "ldp-rr", release.Input{Ratings: z, Source: bad}, map[string]any{"debias": true}); err == nil || !strings.Contains(err.Error(), "mean report") {
+		t.Errorf("a client without a mean report: %v", err)
 	}
 }

@@ -78,7 +78,7 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	d.add(fs)
 	mechName := fs.String("mechanism", "", "laplace (modified Laplace) or rr (randomized response)")
 	eps := fs.Float64("epsilon", 0, "per-rating privacy parameter ε")
-	meanEps := fs.Float64("mean-epsilon", 1, "ε of each client's mean-rating report (0: none; the ldp-* methods then cannot shrink toward a mean)")
+	meanEps := fs.Float64("mean-epsilon", ldp.DefaultMeanEpsilon, "ε of each client's mean-rating report (0: none; the ldp-* methods then cannot shrink toward a mean)")
 	items := fs.String("items", "", "the declared item catalogue every report covers (required): one item ID per line, an optional title after a tab")
 	users := fs.String("users", "", "the clients, one user ID per line (default: the users in --data)")
 	levels := fs.Int("levels", 0, "rr: number of rating levels d on the declared scale (0: MAX−MIN+1 when MIN and MAX are integers)")

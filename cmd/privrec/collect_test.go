@@ -78,12 +78,15 @@ func TestCollectTrainEval(t *testing.T) {
 			}
 			PerRatingEpsilon float64 `json:"per_rating_epsilon"`
 			Clients          int
+			Shrink           struct{ Weights []float64 }
 		}
 		if err := json.Unmarshal([]byte(out), &tr); err != nil {
 			t.Fatalf("train --json: %v\n%s", err, out)
 		}
-		if tr.Guarantee.Notion != "local" || tr.Guarantee.Unit != "user" || tr.Guarantee.Relation == "" || tr.PerRatingEpsilon < 4 ||
-			tr.Guarantee.Epsilon < 13*tr.PerRatingEpsilon*(1-1e-12) || tr.Clients != 30 {
+		// Per rating: the cell's 4 and the mean report's 1 (the default
+		// --mean-epsilon); per user: 13 cells and the mean report.
+		if tr.Guarantee.Notion != "local" || tr.Guarantee.Unit != "user" || tr.Guarantee.Relation == "" || tr.PerRatingEpsilon < 5 ||
+			tr.Guarantee.Epsilon < (13*4+1)*(1-1e-12) || tr.Guarantee.Epsilon > (13*4+1)*(1+1e-9) || tr.Clients != 30 || tr.Shrink.Weights == nil {
 			t.Errorf("train ldp-%s report %s", mech, out)
 		}
 		if _, errb, code := runCLI(t, "eval", "--model", mdl, "--data", data, "--format", "tsv"); code != 0 {

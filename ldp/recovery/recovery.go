@@ -93,6 +93,58 @@ type Problem struct {
 	Levels               int
 	// Range is the width of the rating scale in report units.
 	Range float64
+	// half is 0 for a whole problem, else 1 + the fold f (0 or 1) whose
+	// cells (i, j), inFold(i, j) = f over the whole population, this
+	// problem holds (see fold).
+	half int
+}
+
+// cells returns the number of cells each row and column of p covers
+// (present or not) and their total: TotalCols and TotalRows for a whole
+// problem, the fold's share of them for a fold (counted over the whole
+// population, rows and columns without reports included: O(TotalRows ·
+// TotalCols), as cheap as the reports of a whole-catalogue collection).
+func (p *Problem) cells() (rows, cols []float64, total float64) {
+	rows, cols = make([]float64, p.Rows), make([]float64, p.Cols)
+	if p.half == 0 {
+		for i := range rows {
+			rows[i] = float64(p.TotalCols)
+		}
+		for j := range cols {
+			cols[j] = float64(p.TotalRows)
+		}
+		return rows, cols, float64(p.TotalRows) * float64(p.TotalCols)
+	}
+	f := p.half - 1
+	for i := range p.TotalRows {
+		for j := range p.TotalCols {
+			if inFold(i, j) != f {
+				continue
+			}
+			total++
+			if i < p.Rows {
+				rows[i]++
+			}
+			if j < p.Cols {
+				cols[j]++
+			}
+		}
+	}
+	return rows, cols, total
+}
+
+// inFold is the fold (0 or 1) of cell (i, j): a fixed pseudo-random bit
+// (SplitMix64's finalizer of the pair). A structured split such as
+// i + j mod 2 would not do: a checkerboard lets the nuclear norm move any
+// low-rank L to D·L·D (D = diag(±1) alternating), equal on one fold and
+// opposite on the other, so a fold's recovery would predict nothing on
+// the other.
+func inFold(i, j int) int {
+	z := uint64(i)<<32 ^ uint64(uint32(j)) + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return int(z >> 63)
 }
 
 // Clean marks a Problem of true ratings (NewCleanProblem): no mechanism.

@@ -91,18 +91,18 @@ func (s *solver) ratedRates() (pu, pi []float64, sHat float64) {
 			colCnt[p.Col[k]]++
 		}
 	}
-	total := float64(p.TotalRows) * float64(p.TotalCols)
+	rowCells, colCells, total := p.cells()
 	global := (float64(len(p.Z))/total - m.PresentMissing) / gap
 	global = math.Min(1, math.Max(1/total, global))
 	sHat = global * total
-	shrink := func(cnt []float64, cells float64) []float64 {
+	shrink := func(cnt, cells []float64) []float64 {
 		raw := make([]float64, len(cnt))
 		nv := make([]float64, len(cnt))
 		var mean, meanNV float64
 		for i, c := range cnt {
-			f := c / cells
+			f := c / cells[i]
 			raw[i] = (f - m.PresentMissing) / gap
-			nv[i] = math.Max(f*(1-f), 1/cells) / cells / (gap * gap)
+			nv[i] = math.Max(f*(1-f), 1/cells[i]) / cells[i] / (gap * gap)
 			mean += raw[i]
 			meanNV += nv[i]
 		}
@@ -124,7 +124,7 @@ func (s *solver) ratedRates() (pu, pi []float64, sHat float64) {
 		}
 		return out
 	}
-	return shrink(rowCnt, float64(p.TotalCols)), shrink(colCnt, float64(p.TotalRows)), sHat
+	return shrink(rowCnt, rowCells), shrink(colCnt, colCells), sHat
 }
 
 func (s *solver) setPlain() { s.alpha, s.beta, s.mu, s.step = nil, nil, 0, 1 }
