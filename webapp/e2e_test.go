@@ -117,8 +117,9 @@ func (rc *recorder) all() []recorded {
 }
 
 // startServer starts `privrec serve` in-process on SQLite, with the web
-// app at /: randomized response on 1…5 over 12 titled items at per-item
-// ε = 0.5 (ε = 6 per report), budget 12.
+// app at /: ε = 6 per report, budget 12; the mean report at ε = 0.75 (the
+// default eighth) and randomized response on 1…5 over 12 titled items at
+// per-item ε = 5.25/12 = 0.4375.
 func startServer(t *testing.T) (*service.Server, store.Store, *recorder, string) {
 	t.Helper()
 	ctx := context.Background()
@@ -138,7 +139,7 @@ func startServer(t *testing.T) (*service.Server, store.Store, *recorder, string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := service.New(ctx, st, service.Options{Catalogue: cat, Mechanism: "rr", Epsilon: 6, Budget: 12,
+	srv, err := service.New(ctx, st, service.Options{Catalogue: cat, Mechanism: "rr", Epsilon: 6, MeanEpsilon: service.DefaultMeanEpsilon(6), Budget: 12,
 		Scale: model.Range{Min: 1, Max: 5}, AdminToken: adminToken, Rate: 1e6, Burst: 1 << 20, EnrollRate: 1e6, EnrollBurst: 1 << 20,
 		Log: slog.New(slog.DiscardHandler), Root: root})
 	if err != nil {
@@ -322,12 +323,23 @@ func TestBrowser(t *testing.T) {
 	// Prepare: the report is drawn in the browser; crypto.getRandomValues
 	// is called for it.
 	var calls0, calls1 int
-	var shown, spend string
+	var shown, spend, meanText string
 	if err := chromedp.Run(bctx, chromedp.Evaluate(`window.__randomCalls`, &calls0),
 		chromedp.Focus(`#prepare`, chromedp.ByID), chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(`#preview`, chromedp.ByID),
 		chromedp.Evaluate(`window.__randomCalls`, &calls1),
-		chromedp.TextContent(`#report-json`, &shown, chromedp.ByID), chromedp.Text(`#spend`, &spend, chromedp.ByID)); err != nil {
+		chromedp.TextContent(`#report-json`, &shown, chromedp.ByID), chromedp.Text(`#spend`, &spend, chromedp.ByID),
+		chromedp.Text(`#report-mean`, &meanText, chromedp.ByID)); err != nil {
 		t.Fatalf("preparing the report: %v", err)
+	}
+	// The page shows the mean report that leaves with the cells: the
+	// value in the bytes sent, said to be her noised mean rating at the
+	// mean report's ε.
+	var shownMean struct{ Mean *float64 }
+	if err := json.Unmarshal([]byte(shown), &shownMean); err != nil || shownMean.Mean == nil {
+		t.Fatalf("the report shown carries no mean report: %s (%v)", shown, err)
+	}
+	if want := fmt.Sprintf("%g", math.Round(*shownMean.Mean*1000)/1000); !strings.Contains(meanText, "Also sent: "+want+", your noised mean rating at ε = 0.75") {
+		t.Errorf("the page says %q about the mean report %s", meanText, want)
 	}
 	if calls1 <= calls0 {
 		t.Errorf("randomizing did not call crypto.getRandomValues (%d calls before, %d after)", calls0, calls1)
@@ -337,8 +349,9 @@ func TestBrowser(t *testing.T) {
 	}
 	// Two draws from the same ratings differ: the module's noise is fresh
 	// in the browser. A randomized check: per cell the chance that two
-	// draws agree is p² + 5q² ≈ 0.175 at per-item ε = 0.5 (p = e^0.5/(e^0.5+5),
-	// q = 1/(e^0.5+5)), so all 12 cells agree with probability ≈ 8·10⁻¹⁰.
+	// draws agree is p² + 5q² ≈ 0.173 at per-item ε = 0.4375 (p =
+	// e^ε/(e^ε+5), q = 1/(e^ε+5)), so all 12 cells agree with probability
+	// ≈ 7·10⁻¹⁰.
 	var twice []string
 	if err := chromedp.Run(bctx, chromedp.Evaluate(fmt.Sprintf(`(async () => {
 		const cfg = await (await fetch("/v1/config")).text();
@@ -389,7 +402,7 @@ func TestBrowser(t *testing.T) {
 	if err := json.Unmarshal([]byte(shown), &shownRep); err != nil {
 		t.Fatal(err)
 	}
-	if reps[0].ID != shownRep.ID || !valuesEqual(reps[0].Values, shownRep.Values) {
+	if reps[0].ID != shownRep.ID || !valuesEqual(reps[0].Values, shownRep.Values) || shownRep.Mean == nil || reps[0].Mean == nil || *reps[0].Mean != *shownRep.Mean {
 		t.Fatalf("stored report %+v, shown %+v", reps[0], shownRep)
 	}
 
@@ -544,10 +557,11 @@ func TestBrowser(t *testing.T) {
 
 // checkSent: the only request body that carries anything about her is
 // POST /v1/reports, and it is byte for byte the report the page showed as
-// what will leave the device — randomized, not her ratings. A randomized
-// check: the report equals her true vector (12 cells, 8 of them
-// "missing") with probability p¹² ≈ 5·10⁻⁸ at per-item ε = 0.5 (p =
-// e^0.5/(e^0.5+5) ≈ 0.248, the chance a cell is reported as it is).
+// what will leave the device — randomized, not her ratings, with the mean
+// report the configuration asks for. A randomized check: the report
+// equals her true vector (12 cells, 8 of them "missing") with probability
+// p¹² ≈ 3·10⁻⁸ at per-item ε = 0.4375 (p = e^ε/(e^ε+5) ≈ 0.237, the chance
+// a cell is reported as it is).
 func checkSent(t *testing.T, reqs []recorded, shown string, mine map[string]float64, cfg *api.Config) {
 	t.Helper()
 	var bodies []recorded
@@ -575,6 +589,9 @@ func checkSent(t *testing.T, reqs []recorded, shown string, mine map[string]floa
 	}
 	if valuesEqual(rep.Values, truth) {
 		t.Fatalf("the sent report equals her true ratings %s", body)
+	}
+	if cfg.MeanEpsilon > 0 && rep.Mean == nil {
+		t.Fatalf("the sent report carries no mean report: %s", body)
 	}
 	var stored string
 	if b, err := json.Marshal(mine); err == nil {

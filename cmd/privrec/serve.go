@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/service"
+	"github.com/privrec/privrec/service/api"
 	"github.com/privrec/privrec/service/store"
 	"github.com/privrec/privrec/webapp"
 )
@@ -33,10 +35,11 @@ Run the collection and serving system over HTTP/JSON (API under /v1/,
 docs/SERVICE.md and docs/openapi.yaml). Users enrol and receive a secret
 token (the database keeps only its SHA-256). In local mode (--mechanism rr
 or laplace) each user's device randomizes one report over the WHOLE
-catalogue (--items; missing ratings too) at per-item ε = E / n, so one
-report is E-DP for its user; the server debits E from her ledger and stores
-the report in one durable transaction, and refuses reports beyond her
-budget B. In central mode (--mechanism none) reports carry true ratings to
+catalogue (--items; missing ratings too) at per-item ε = (E − M) / n and
+adds her own mean rating with Laplace noise at ε = M (the mean report,
+--mean-epsilon; default E/8), so one report is E-DP for its user; the
+server debits E from her ledger and stores the report in one durable
+transaction, and refuses reports beyond her budget B. In central mode (--mechanism none) reports carry true ratings to
 this trusted curator; only releases with a proven user-level guarantee
 under the collection's relation are published, and each charges every
 user it covers its zCDP ρ against a budget (--budget, --budget-delta)
@@ -110,6 +113,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	items := fs.String("items", "", "declared catalogue: one item ID per line, an optional title after a tab (MovieLens item files as they come)")
 	mech := fs.String("mechanism", "", "rr (randomized response over {missing, 1…d}), laplace (modified Laplace) — both local DP — or none (central mode)")
 	eps := fs.Float64("epsilon", 0, "per-report ε: the per-user ε of one report over the whole catalogue, debited per report (local mode)")
+	meanEps := fs.Float64("mean-epsilon", 0, "local mode: the part of --epsilon spent on the mean report (each device's own mean rating with Laplace noise; the rest is spread over the catalogue's cells); default --epsilon/8 for a new collection (--create), the recorded one for an existing collection; 0: no mean report")
 	budget := fs.Float64("budget", 0, "per-user privacy budget ε (the ledger refuses anything beyond); in central mode with --budget-delta, converted once to the zCDP ρ the ledger holds")
 	budgetDelta := fs.Float64("budget-delta", 0, "central mode: the δ of the budget (--budget, --budget-delta)-DP, converted to zCDP ρ (0: 1e-6; at most 1/(10·population) is the rule)")
 	maxDelta := fs.Float64("max-delta", 0, "central mode: the largest δ a release may state (0: 1/(10·population of the release))")
@@ -168,7 +172,12 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opt := service.Options{Catalogue: cat, Mechanism: *mech, Epsilon: *eps, Budget: *budget, Scale: sc, Levels: *levels,
+	meanSet := false
+	fs.Visit(func(f *flag.Flag) { meanSet = meanSet || f.Name == "mean-epsilon" })
+	if !meanSet && (*mech == "rr" || *mech == "laplace") {
+		*meanEps = service.DefaultMeanEpsilon(*eps)
+	}
+	opt := service.Options{Catalogue: cat, Mechanism: *mech, Epsilon: *eps, MeanEpsilon: *meanEps, Budget: *budget, Scale: sc, Levels: *levels,
 		BudgetDelta: *budgetDelta, MaxDelta: *maxDelta, Exhausted: *exhausted, Period: *period,
 		AddItems: *addItems, AdminToken: admin, UserTokenTTL: *userTokenTTL, EnrollAdminOnly: *enroll == "admin", MaxBody: *maxBody, Rate: *rate, Burst: *burst,
 		EnrollRate: *enrollRate, EnrollBurst: *enrollBurst, MaxBatch: *maxBatch, Writers: *writers, Workers: *workers, Log: log}
@@ -191,6 +200,14 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer st.Close()
+	if !meanSet && !*create {
+		// The default applies to new collections: an existing one keeps
+		// the mean report it was made with (none, for a collection made
+		// before mean reports existed).
+		if stored, err := service.StoredConfig(ctx, st); err == nil && stored.Mode == api.ModeLocal && opt.Mechanism != api.MechanismNone {
+			opt.MeanEpsilon = stored.MeanEpsilon
+		}
+	}
 	srv, err := service.New(ctx, st, opt)
 	if err != nil {
 		return err
@@ -210,8 +227,11 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "scheme", hf.scheme(), "db", store.Redact(*db), "mode", cfg.Mode, "mechanism", cfg.Mechanism,
-		"report_epsilon", cfg.ReportEpsilon, "cell_epsilon", cfg.CellEpsilon, "budget", cfg.Budget, "items", len(cfg.Items),
+		"report_epsilon", cfg.ReportEpsilon, "cell_epsilon", cfg.CellEpsilon, "mean_epsilon", cfg.MeanEpsilon, "budget", cfg.Budget, "items", len(cfg.Items),
 		"admin_api", admin != "", "enroll", *enroll)
+	if cfg.Mode == api.ModeLocal && cfg.MeanEpsilon == 0 {
+		log.Warn("no mean report (--mean-epsilon 0): the service cannot estimate the average rating at this per-item ε, and the ldp-* recovery has no level to shrink toward; a collection with --mean-epsilon > 0 (default --epsilon/8) predicts no worse than the private mean")
+	}
 	if w := ldp.CellWarning(ldp.Mechanism(cfg.Mechanism), cfg.CellEpsilon, len(cfg.Items), ldp.Scale{Min: cfg.Scale.Min, Max: cfg.Scale.Max, Levels: cfg.Scale.Levels}); cfg.CellEpsilon > 0 && w != "" {
 		log.Warn(w)
 	}

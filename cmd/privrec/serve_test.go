@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -177,6 +178,23 @@ func TestServeAndClient(t *testing.T) {
 	if err != nil || n != int64(m.Len()) || h.Users != 22 || h.Items != 12 || h.Mechanism != ldp.RR {
 		t.Fatalf("collect file %s: header %+v, %d reports (matrix %d), %v", d.path, h, n, m.Len(), err)
 	}
+	// Every report carried its mean report (ε = 6/8, the default eighth),
+	// and the collect file has one per report: all 22 — ia 5, ib 4, ic 1
+	// are a mean of 3.33 plus noise.
+	f, err = os.Open(d.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coll, err := ldp.ReadCollection(f)
+	f.Close()
+	if err != nil || coll.Header.MeanEpsilon != 0.75 || len(coll.Means) != 22 {
+		t.Fatalf("collect file %s: %+v, %v", d.path, coll, err)
+	}
+	for row, v := range coll.Means {
+		if math.IsNaN(v) || math.IsInf(v, 0) || !strings.HasPrefix(row, "r") {
+			t.Fatalf("mean report %s = %g", row, v)
+		}
+	}
 	code, out = runCmd(t, "train", "--data", d.path, "--format", "tsv", "--method", "ldp-rr", "--debias", "--max-rank", "3", "--max-iter", "50",
 		"--out", filepath.Join(dir, "offline.model"), "--json")
 	if code != 0 {
@@ -251,6 +269,9 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"serve", "--db", db, "--items", items}, "--scale"},
 		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "rr", "--epsilon", "0", "--budget", "1"}, "--epsilon"},
 		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "xx", "--epsilon", "1", "--budget", "1"}, "--mechanism"},
+		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "rr", "--epsilon", "1", "--mean-epsilon", "1", "--budget", "1"}, "--mean-epsilon"},
+		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "rr", "--epsilon", "1", "--mean-epsilon", "-0.1", "--budget", "1"}, "--mean-epsilon"},
+		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "none", "--mean-epsilon", "0.5", "--budget", "1"}, "--mean-epsilon"},
 		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "rr", "--epsilon", "1", "--budget", "1", "--budget-delta", "1e-6"}, "--budget-delta"},
 		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "none", "--budget", "1", "--exhausted", "borrow"}, "--exhausted"},
 		{[]string{"serve", "--db", db, "--items", items, "--scale", "1:5", "--mechanism", "none", "--budget", "1", "--budget-delta", "0.5"}, "--budget-delta"},
@@ -352,5 +373,72 @@ func TestClientRefusesWeakenedCollection(t *testing.T) {
 	defer mu.Unlock()
 	if len(posted) != 1 {
 		t.Fatalf("%d reports reached the server; want only the first", len(posted))
+	}
+}
+
+// TestServeMeanEpsilonDefault: --mean-epsilon defaults to --epsilon/8 for
+// a new collection (--create); an existing collection keeps the one it
+// recorded — a collection made before mean reports (none) starts without
+// the flag — and an explicit other value is refused naming the flag.
+func TestServeMeanEpsilonDefault(t *testing.T) {
+	dir := t.TempDir()
+	items := filepath.Join(dir, "items.txt")
+	must(t, os.WriteFile(items, []byte("a\nb\nc\nd\n"), 0o644))
+	serve := func(db string, extra ...string) (*api.Config, int, string) {
+		t.Helper()
+		addrFile := filepath.Join(t.TempDir(), "addr")
+		args := append([]string{"serve", "--db", db, "--listen", "127.0.0.1:0", "--items", items, "--mechanism", "rr",
+			"--scale", "1:5", "--epsilon", "2", "--budget", "10", "--web=false", "--log-level", "error", "--addr-file", addrFile}, extra...)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan struct{})
+		var code int
+		var errb bytes.Buffer
+		go func() {
+			defer close(done)
+			var out bytes.Buffer
+			code = run(ctx, args, &out, &errb)
+		}()
+		for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+			if b, err := os.ReadFile(addrFile); err == nil {
+				cfg, err := client.New("http://"+strings.TrimSpace(string(b)), "").Config(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				cancel()
+				<-done
+				return cfg, code, errb.String()
+			}
+			select {
+			case <-done:
+				return nil, code, errb.String() // refused before listening
+			default:
+			}
+			if time.Since(start) > 20*time.Second {
+				t.Fatal("the server did not start")
+			}
+		}
+	}
+	// A new collection: the default eighth.
+	fresh := "sqlite:" + filepath.Join(dir, "fresh.db")
+	cfg, _, msg := serve(fresh, "--create")
+	if cfg == nil || cfg.MeanEpsilon != 0.25 || !strings.Contains(cfg.GuaranteeText+cfg.Guarantee.Note, "mean report") {
+		t.Fatalf("a new collection: %+v (%s)", cfg, msg)
+	}
+	// Restarted without the flag: the recorded 0.25.
+	if cfg, _, msg = serve(fresh); cfg == nil || cfg.MeanEpsilon != 0.25 {
+		t.Fatalf("restarted: %+v (%s)", cfg, msg)
+	}
+	// A collection made without mean reports (--mean-epsilon 0, as every
+	// collection before them): restarted without the flag it keeps none.
+	old := "sqlite:" + filepath.Join(dir, "old.db")
+	if cfg, _, msg = serve(old, "--create", "--mean-epsilon", "0"); cfg == nil || cfg.MeanEpsilon != 0 || !(cfg.CellEpsilon > 0.4999 && cfg.CellEpsilon <= 0.5) {
+		t.Fatalf("--mean-epsilon 0: %+v (%s)", cfg, msg)
+	}
+	if cfg, _, msg = serve(old); cfg == nil || cfg.MeanEpsilon != 0 {
+		t.Fatalf("an old collection restarted: %+v (%s)", cfg, msg)
+	}
+	if cfg, code, msg := serve(old, "--mean-epsilon", "0.25"); cfg != nil || code != 1 || !strings.Contains(msg, "--mean-epsilon 0.25 (the database holds 0") {
+		t.Fatalf("another mean ε on an old collection: %+v, exit %d: %s", cfg, code, msg)
 	}
 }

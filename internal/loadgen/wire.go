@@ -92,6 +92,10 @@ func (w *wire) submit(ctx context.Context, rep api.Report) error {
 	w.body = strconv.AppendFloat(w.body, rep.Epsilon, 'g', -1, 64)
 	w.body = append(w.body, `,"values":`...)
 	w.body = append(w.body, api.EncodeValues(rep.Values)...)
+	if rep.Mean != nil {
+		w.body = append(w.body, `,"mean":`...)
+		w.body = strconv.AppendFloat(w.body, *rep.Mean, 'g', -1, 64)
+	}
 	w.body = append(w.body, '}')
 	w.buf = append(w.buf[:0], "POST "+api.PathReports+" HTTP/1.1\r\nHost: "...)
 	w.buf = append(w.buf, w.host...)

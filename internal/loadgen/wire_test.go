@@ -16,9 +16,11 @@ import (
 // reads back as the report sent, with the client's token, over one
 // keep-alive connection; an acknowledgement of another report, an error
 // status or a broken answer is an error, and the next report reconnects.
+// The collection takes a mean report, which the request carries.
 func TestWire(t *testing.T) {
-	cfg := &api.Config{Mode: api.ModeLocal, Mechanism: "rr", ReportEpsilon: 2, CellEpsilon: 0.5, Budget: 4, Units: "levels",
+	cfg := &api.Config{Mode: api.ModeLocal, Mechanism: "rr", ReportEpsilon: 2, CellEpsilon: 0.4375, MeanEpsilon: 0.25, MaxAbsMean: 1000, Budget: 4, Units: "levels",
 		Items: []api.Item{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}}, Scale: api.Scale{Min: 1, Max: 5, Levels: 5}}
+	const mean = -3.0625 // noise may take it off the scale
 	var conns = map[string]bool{}
 	mode := "ok"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -30,6 +32,9 @@ func TestWire(t *testing.T) {
 		rep, e := api.DecodeReport(r.Body, cfg)
 		if e == nil && (len(rep.Values) != 4 || *rep.Values[3] != 3 || rep.Values[1] != nil) {
 			t.Errorf("values arrived as %v", rep.Values)
+		}
+		if e == nil && *rep.Mean != mean {
+			t.Errorf("the mean report arrived as %g, sent %g", *rep.Mean, mean)
 		}
 		if e != nil {
 			t.Errorf("the server's decoder refuses the request: %v", e)
@@ -61,9 +66,10 @@ func TestWire(t *testing.T) {
 	}
 	defer sub.close()
 	x, y := 3.0, 5.0
+	mv := mean
 	ctx := context.Background()
 	for k, id := range []string{"r-1", "r-2", "r-3"} {
-		if err := sub.submit(ctx, api.Report{ID: id, Epsilon: 2, Values: []*float64{&x, nil, &y, &x}}); err != nil {
+		if err := sub.submit(ctx, api.Report{ID: id, Epsilon: 2, Values: []*float64{&x, nil, &y, &x}, Mean: &mv}); err != nil {
 			t.Fatalf("report %d: %v", k, err)
 		}
 	}
@@ -72,12 +78,12 @@ func TestWire(t *testing.T) {
 	}
 	for _, m := range []string{"other", "503", "garbage"} {
 		mode = m
-		if err := sub.submit(ctx, api.Report{ID: "r-" + m, Epsilon: 2, Values: []*float64{&x, nil, &y, &x}}); err == nil {
+		if err := sub.submit(ctx, api.Report{ID: "r-" + m, Epsilon: 2, Values: []*float64{&x, nil, &y, &x}, Mean: &mv}); err == nil {
 			t.Fatalf("%s: no error", m)
 		}
 	}
 	mode = "ok"
-	if err := sub.submit(ctx, api.Report{ID: "r-4", Epsilon: 2, Values: []*float64{nil, nil, &y, &x}}); err != nil {
+	if err := sub.submit(ctx, api.Report{ID: "r-4", Epsilon: 2, Values: []*float64{nil, nil, &y, &x}, Mean: &mv}); err != nil {
 		t.Fatalf("after the errors: %v", err)
 	}
 	if err := sub.submit(ctx, api.Report{ID: "bad\"id", Epsilon: 2, Values: []*float64{nil, nil, nil, nil}}); err == nil || !strings.Contains(err.Error(), "escaping") {

@@ -50,6 +50,10 @@ function drawGuarantee() {
     add("What is sent is a randomized report: every item of the catalogue, rated or not, is replaced at random (" +
         (cfg.mechanism === "rr" ? "randomized response" : "the " + cfg.mechanism + " mechanism") +
         ") before it leaves. You see it before sending.");
+    if (cfg.mean_epsilon > 0) {
+      add("Each report also carries your average rating with random noise added (your noised mean rating, ε = " + fmt(cfg.mean_epsilon) +
+          " of the report's ε = " + fmt(cfg.report_epsilon) + "; the items' cells share the rest). It lets the service learn the typical rating level from everyone's noised averages.");
+    }
     add("One report is ε = " + fmt(cfg.report_epsilon) + " differentially private for everything you put into it: which items you rated and how. " +
         "Whatever your ratings, no report is more than e^ε ≈ " + fmtBig(Math.exp(cfg.report_epsilon)) +
         " times likelier under them than under any other ratings. The smaller ε, the less a report can reveal about them.");
@@ -141,7 +145,10 @@ async function onPrepare() {
   let pending = load(KEY.pending, null);
   // A report is drawn once per set of ratings: preparing again shows the
   // same draw, so that choosing among draws cannot weaken the protection.
-  if (pending === null || pending.ratingsKey !== rk) {
+  // A report prepared under a configuration that took no mean report (or
+  // took one it lacks) is drawn again: the server would refuse it.
+  const wantMean = cfg.mode === "local" && cfg.mean_epsilon > 0;
+  if (pending === null || pending.ratingsKey !== rk || (typeof JSON.parse(pending.report).mean === "number") !== wantMean) {
     try {
       const out = device("randomize", cfgText, JSON.stringify(mine));
       pending = { ratingsKey: rk, report: out.report };
@@ -168,6 +175,20 @@ async function onPrepare() {
     td(sent, "sent" + (sent !== truth ? " changed" : ""));
     body.appendChild(tr);
   });
+  const meanEl = $("report-mean");
+  if (wantMean) {
+    // Her true mean as the device computes it: the catalogue items she
+    // rated (the scale's midpoint when none).
+    const own = cfg.items.map((it) => mine[it.id]).filter((v) => v !== undefined);
+    const truthMean = own.length ? own.reduce((a, b) => a + b, 0) / own.length : (cfg.scale.min + cfg.scale.max) / 2;
+    meanEl.textContent = "Also sent: " + fmt(rep.mean) + ", your noised mean rating at ε = " + fmt(cfg.mean_epsilon) +
+      " (your average rating, " + fmt(truthMean) + ", which stays here, plus random noise; the noise may take it outside the scale " +
+      fmt(cfg.scale.min) + "–" + fmt(cfg.scale.max) + ").";
+    meanEl.hidden = false;
+  } else {
+    meanEl.textContent = "";
+    meanEl.hidden = true;
+  }
   $("report-json").textContent = pending.report;
   const eps = cfg.mode === "local" ? rep.epsilon : 0;
   let text = cfg.mode === "local" ? "This report spends ε = " + fmt(eps) + " of your budget ε = " + fmt(cfg.budget) + "." :

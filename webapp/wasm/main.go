@@ -3,8 +3,10 @@
 // Command wasm is the privrec browser client's device code, compiled to
 // WebAssembly (GOOS=js GOARCH=wasm; `go generate ./webapp` builds it into
 // webapp/static/privrec.wasm.gz). It exposes package client — the same
-// randomization as `privrec collect` and the reference client, and the
-// same fold-in recommendations — to the page's JavaScript as the global
+// randomization as `privrec collect` and the reference client (the
+// randomized cells and, when the configuration has a mean_epsilon, the
+// mean report: her mean rating with Laplace noise, ldp.MeanReporter), and
+// the same fold-in recommendations — to the page's JavaScript as the global
 // object privrec:
 //
 //	privrec.checkConfig(configJSON)            → {"ok":true} | {"error":…}
