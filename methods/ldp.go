@@ -66,7 +66,7 @@ type LDPRecovery struct {
 	MaxIter    int     `json:"max_iter" flag:"max-iter" help:"proximal-gradient iterations per λ"`
 	Damping    float64 `json:"damping" flag:"damping" help:"debiased recovery: shrinkage of user and item biases, in pseudo-ratings (0: noise variance / (ρ0/2)²)"`
 	NoShrink   bool    `json:"no_shrink,omitempty" flag:"no-shrink" help:"ldp-laplace/ldp-rr: do not shrink toward the clients' private mean (by default, when the collection has mean reports, the recovery is cross-fitted on two halves of the cells and shrunk toward it, so it never predicts worse than that mean)"`
-	ShrinkZ    float64 `json:"shrink_z,omitempty" flag:"shrink-z" help:"the z of the shrinkage weights' confidence bounds (0: 2; larger is more cautious)"`
+	ShrinkZ    float64 `json:"shrink_z,omitempty" flag:"shrink-z" help:"the z of the shrinkage weights' confidence bounds (0: 3; larger is more cautious)"`
 }
 
 func defaultLDPRecovery() LDPRecovery {

@@ -49,6 +49,7 @@ package recovery
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"math"
 
@@ -94,16 +95,20 @@ type Problem struct {
 	// Range is the width of the rating scale in report units.
 	Range float64
 	// half is 0 for a whole problem, else 1 + the fold f (0 or 1) whose
-	// cells (i, j), inFold(i, j) = f over the whole population, this
+	// cells (i, j), p.inFold(i, j) = f over the whole population, this
 	// problem holds (see fold).
 	half int
+	// rowKey and colKey are the hashes of the rows' and columns' IDs, which
+	// decide the folds (inFold).
+	rowKey, colKey []uint64
 }
 
 // cells returns the number of cells each row and column of p covers
 // (present or not) and their total: TotalCols and TotalRows for a whole
-// problem, the fold's share of them for a fold (counted over the whole
-// population, rows and columns without reports included: O(TotalRows ·
-// TotalCols), as cheap as the reports of a whole-catalogue collection).
+// problem, the fold's share of them for a fold — counted exactly over the
+// rows and columns with reports (O(Rows · Cols), as cheap as the reports
+// of a whole-catalogue collection), half of the rest, whose IDs p does not
+// hold (none when the catalogue is declared and every client reported).
 func (p *Problem) cells() (rows, cols []float64, total float64) {
 	rows, cols = make([]float64, p.Rows), make([]float64, p.Cols)
 	if p.half == 0 {
@@ -116,35 +121,56 @@ func (p *Problem) cells() (rows, cols []float64, total float64) {
 		return rows, cols, float64(p.TotalRows) * float64(p.TotalCols)
 	}
 	f := p.half - 1
-	for i := range p.TotalRows {
-		for j := range p.TotalCols {
-			if inFold(i, j) != f {
-				continue
-			}
-			total++
-			if i < p.Rows {
+	for i := range p.Rows {
+		for j := range p.Cols {
+			if p.inFold(i, j) == f {
 				rows[i]++
-			}
-			if j < p.Cols {
 				cols[j]++
+				total++
 			}
 		}
 	}
+	restCols, restRows := float64(p.TotalCols-p.Cols)/2, float64(p.TotalRows-p.Rows)/2
+	for i := range rows {
+		rows[i] += restCols
+	}
+	for j := range cols {
+		cols[j] += restRows
+	}
+	total += (float64(p.TotalRows)*float64(p.TotalCols) - float64(p.Rows)*float64(p.Cols)) / 2
 	return rows, cols, total
 }
 
 // inFold is the fold (0 or 1) of cell (i, j): a fixed pseudo-random bit
-// (SplitMix64's finalizer of the pair). A structured split such as
-// i + j mod 2 would not do: a checkerboard lets the nuclear norm move any
-// low-rank L to D·L·D (D = diag(±1) alternating), equal on one fold and
-// opposite on the other, so a fold's recovery would predict nothing on
-// the other.
-func inFold(i, j int) int {
-	z := uint64(i)<<32 ^ uint64(uint32(j)) + 0x9e3779b97f4a7c15
+// of the user's and the item's IDs (their FNV-1a hashes, mixed by
+// SplitMix64's finalizer), so that which fold a cell is in depends on
+// nothing the reports say — not even the order in which items first appear
+// in them. (Indices stand in when p was built without IDs.) A structured
+// split such as i + j mod 2 would not do: a checkerboard lets the nuclear
+// norm move any low-rank L to D·L·D (D = diag(±1) alternating), equal on
+// one fold and opposite on the other, so a fold's recovery would predict
+// nothing on the other.
+func (p *Problem) inFold(i, j int) int {
+	a, b := uint64(i), uint64(j)
+	if p.rowKey != nil {
+		a, b = p.rowKey[i], p.colKey[j]
+	}
+	z := a ^ (b<<29 | b>>35) + 0x9e3779b97f4a7c15
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb
 	z ^= z >> 31
 	return int(z >> 63)
+}
+
+// idKeys returns the FNV-1a hashes of ids' names, the fold keys.
+func idKeys(ids *ratings.IDs) []uint64 {
+	keys := make([]uint64, ids.Len())
+	for k := range keys {
+		h := fnv.New64a()
+		h.Write([]byte(ids.Name(int32(k))))
+		keys[k] = h.Sum64()
+	}
+	return keys
 }
 
 // Clean marks a Problem of true ratings (NewCleanProblem): no mechanism.
@@ -164,6 +190,7 @@ func NewCleanProblem(m *ratings.Matrix, sc ldp.Scale) (*Problem, error) {
 		Mechanism: Clean, Levels: sc.Levels, Range: sc.Max - sc.Min}
 	ptr, col, val, _ := m.CSR()
 	p.Ptr, p.Col = ptr, col
+	p.rowKey, p.colKey = idKeys(m.Users), idKeys(m.Items)
 	p.Z = make([]float64, len(val))
 	for k, v := range val {
 		p.Z[k] = float64(v)
@@ -185,6 +212,7 @@ func NewProblem(reports *ratings.Matrix, h ldp.Header) (*Problem, error) {
 		TotalCols: max(h.Items, reports.NumItems()), Model: r.Model(), Mechanism: h.Mechanism, Epsilon: h.Epsilon, Levels: h.Scale.Levels}
 	ptr, col, val, _ := reports.CSR()
 	p.Ptr, p.Col = ptr, col
+	p.rowKey, p.colKey = idKeys(reports.Users), idKeys(reports.Items)
 	p.Z = make([]float64, len(val))
 	for k, v := range val {
 		p.Z[k] = float64(v)
