@@ -134,6 +134,11 @@ func testEndToEnd(t *testing.T, kind string, users int) {
 	if rel.ID != res.ID || rel.Guarantee.Epsilon != cfg.Budget || len(rel.Model.Items) == 0 {
 		t.Fatalf("latest release %d (published %d), guarantee %+v", rel.ID, res.ID, rel.Guarantee)
 	}
+	// The release states what one report's ε is made of: the cells and
+	// the mean report.
+	if !strings.Contains(rel.Guarantee.Note, "her mean report at ε = 5") {
+		t.Fatalf("the release's guarantee does not state the mean report: %s", rel.Guarantee.Note)
+	}
 	// Every client's own top-10, computed from the public part and her own
 	// ratings; the gain is the mean true rating of her top-10 minus the
 	// mean true rating of the items she has not rated.
