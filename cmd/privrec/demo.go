@@ -315,7 +315,12 @@ func demoPair(ctx context.Context, w io.Writer, s demoScenario, train, test *rat
 	if s.collect != "" || g.Unit == privacy.UnitEntry {
 		unit = "rating" // a local-DP collection randomizes each rating at ε
 	}
-	fmt.Fprintf(w, "   Private model: %s at ε = %s per %s.\n   Guarantee: %s\n", s.private, num(s.eps), unit, wrap(g.String(), "   ", 100))
+	also := ""
+	if s.collect != "" {
+		// methods.LDPPrepare's clients also send their mean rating.
+		also = fmt.Sprintf(", and each person's mean-rating report at ε = %s", num(ldp.DefaultMeanEpsilon))
+	}
+	fmt.Fprintf(w, "   Private model: %s at ε = %s per %s%s.\n   Guarantee: %s\n", s.private, num(s.eps), unit, also, wrap(g.String(), "   ", 100))
 	name := map[string]string{"accuracy": "accuracy", "rmse": "RMSE"}[s.metric]
 	fmt.Fprintf(w, "   %-8s private %.3f   non-private (%s) %.3f\n", name, p.metric, s.baseline, b.metric)
 	return p, demoComparison{Method: s.private, Epsilon: s.eps, EpsilonUnit: unit, Guarantee: g, Metric: s.metric,
