@@ -94,3 +94,63 @@ func TestAuditCells(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditMeanReport audits the device's mean report on the pairs that
+// reach its sensitivity (one rating 1 vs one rating 5: the means are the
+// scale's ends) and on no rating (the midpoint) vs one rating: a
+// Clopper–Pearson lower bound above the claimed ε = 1 would be a violation
+// (confidence 1 − 10⁻⁶ per pair). As a check that the audit can fail, the
+// same samples must flag a claim of ε = 0.5 on the extreme pair.
+func TestAuditMeanReport(t *testing.T) {
+	const eps = 1.0
+	n := 60_000
+	if testing.Short() {
+		n = 20_000
+	}
+	sc := ldp.Scale{Min: 1, Max: 5, Levels: 5}
+	mr, err := ldp.NewMeanReporter(eps, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := func(in []float64) func(*noise.Source) float64 {
+		return func(s *noise.Source) float64 {
+			v, err := mr.Report(s, in)
+			if err != nil {
+				return math.NaN()
+			}
+			return v
+		}
+	}
+	b := math.Sqrt(mr.Variance() / 2) // the Laplace scale
+	var events []audit.Event
+	for k := -2; k <= 8; k++ {
+		events = append(events, audit.Event{Kind: audit.AtLeast, T: 5 + float64(k)*b/2}, audit.Event{Kind: audit.AtMost, T: 1 - float64(k)*b/2})
+	}
+	for _, tc := range []struct {
+		name    string
+		a, b    []float64
+		claimed float64
+		flagged bool
+	}{
+		{"mean of 1 vs 5", []float64{1}, []float64{5}, eps, false},
+		{"no rating vs 1", []float64{ldp.Missing}, []float64{1}, eps, false},
+		{"mean of 1 vs 5, claiming ε/2", []float64{1}, []float64{5}, eps / 2, true},
+	} {
+		ra, rb := report(tc.a), report(tc.b)
+		spec := audit.Spec{Mechanism: tc.name, ClaimedEpsilon: tc.claimed, Events: events,
+			Sample: func(s *noise.Source, side int) float64 {
+				if side == 0 {
+					return ra(s)
+				}
+				return rb(s)
+			}}
+		res, err := audit.Run(context.Background(), spec, n, 1-1e-6, noise.Seeded(78))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: ε lower bound %.3f (claimed %g), point estimate %.3f on %s", tc.name, res.EpsilonLowerBound, tc.claimed, res.EpsilonEstimate, res.Event)
+		if res.Violation != tc.flagged {
+			t.Errorf("%s: violation %t (lower bound %.4f, claimed %g), want %t", tc.name, res.Violation, res.EpsilonLowerBound, tc.claimed, tc.flagged)
+		}
+	}
+}
