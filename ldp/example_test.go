@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/privacy/noise"
@@ -57,4 +58,36 @@ func ExampleCollectOver() {
 func ExampleAppendReport() {
 	fmt.Println(string(ldp.AppendReport(nil, -2.11881349)), string(ldp.AppendReport(nil, 0.5)))
 	// Output: -2.118813 0.5
+}
+
+// ExampleMeanReporter has each client send her noised mean rating beside
+// her randomized vector, and composes the guarantees.
+func ExampleMeanReporter() {
+	sc, err := ldp.DeclaredScale(1, 5, 0, ldp.RR)
+	if err != nil {
+		panic(err)
+	}
+	r, err := ldp.New(ldp.RR, 0.5, sc)
+	if err != nil {
+		panic(err)
+	}
+	mean, err := ldp.NewMeanReporter(1, sc)
+	if err != nil {
+		panic(err)
+	}
+	her := []float64{5, ldp.Missing, 3, ldp.Missing} // her vector over 4 catalogue items
+	m, _ := mean.Mean(her)
+	v, err := mean.Report(noise.Seeded(1), her) // noise.Secure() on a real device
+	if err != nil {
+		panic(err)
+	}
+	per, user, err := ldp.Guarantees(r, len(her), mean.Epsilon())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("her mean %g, reported with noise of variance %.0f (finite: %t)\n", m, mean.Variance(), !math.IsInf(v, 0))
+	fmt.Printf("per rating ε = %.4g, per user ε = %.4g\n", per.Epsilon, user.Epsilon)
+	// Output:
+	// her mean 4, reported with noise of variance 32 (finite: true)
+	// per rating ε = 1.5, per user ε = 3
 }
