@@ -248,6 +248,19 @@ type figure struct {
 func privacyLabel(cells []*Cell) string {
 	set := map[string]bool{}
 	var out []string
+	// The ratio of the per-user guarantee to the per-rating ε on the axis,
+	// over the cells of each notion: constant for cells alone, varying
+	// when a fixed part (a local-DP client's mean report, capped) is
+	// composed with them — then its range is printed once.
+	lo, hi := map[string]float64{}, map[string]float64{}
+	for _, cell := range cells {
+		if r := cell.GEpsilon / cell.Epsilon; cell.GUnit == "user" && r > 1.001 && !math.IsInf(r, 0) && !math.IsNaN(r) {
+			if v, ok := lo[cell.GNotion]; !ok || r < v {
+				lo[cell.GNotion] = r
+			}
+			hi[cell.GNotion] = math.Max(hi[cell.GNotion], r)
+		}
+	}
 	for _, cell := range cells {
 		if cell.GUnit == "" || math.IsNaN(cell.Epsilon) {
 			continue
@@ -260,7 +273,11 @@ func privacyLabel(cells []*Cell) string {
 		if r := cell.GEpsilon / cell.Epsilon; cell.GUnit == "user" && r > 1.001 && !math.IsInf(r, 0) {
 			// The ε asked of the method (the x-axis) is per rating; the
 			// per-user guarantee composes it over her ratings.
-			s = fmt.Sprintf("per-user %s DP at %s × the per-rating ε on the axis", cell.GNotion, strconv.FormatFloat(r, 'g', 4, 64))
+			f := strconv.FormatFloat(r, 'g', 4, 64)
+			if a, b := lo[cell.GNotion], hi[cell.GNotion]; b > a*1.0001 {
+				f = strconv.FormatFloat(a, 'g', 4, 64) + "–" + strconv.FormatFloat(b, 'g', 4, 64)
+			}
+			s = fmt.Sprintf("per-user %s DP at %s × the per-rating ε on the axis", cell.GNotion, f)
 		}
 		switch cell.GStatus {
 		case "none":

@@ -597,7 +597,7 @@ func Collect(ctx context.Context, m *ratings.Matrix, mech string, eps float64, d
 	}
 	path := f.Name()
 	bw := bufio.NewWriter(f)
-	c, err := ldp.SimulateTo(ctx, bw, release.ClampToScale(m, *decl.Scale), mc, eps, ldp.DefaultMeanEpsilon, sc, decl.Catalogue.IDs(), src, workers)
+	c, err := ldp.SimulateTo(ctx, bw, release.ClampToScale(m, *decl.Scale), mc, eps, ldp.DefaultMeanEpsilon(eps, decl.Catalogue.Len()), sc, decl.Catalogue.IDs(), src, workers)
 	if err == nil {
 		err = bw.Flush()
 	}

@@ -438,7 +438,7 @@ func ldpReports(ctx context.Context, in release.Input, mech ldp.Mechanism, eps f
 	if err != nil {
 		return nil, err
 	}
-	c, err := ldp.SimulateTo(ctx, w, in.Ratings, mech, eps, ldp.DefaultMeanEpsilon, sc, cat.IDs(), src, workers)
+	c, err := ldp.SimulateTo(ctx, w, in.Ratings, mech, eps, ldp.DefaultMeanEpsilon(eps, cat.Len()), sc, cat.IDs(), src, workers)
 	if err != nil {
 		return nil, fmt.Errorf("simulating the clients: %w", err)
 	}

@@ -64,7 +64,7 @@ func ldpCatalogue(t *testing.T) *model.Catalogue {
 // collectFile runs the clients on m (each also sending her mean report at
 // ldp.DefaultMeanEpsilon) and writes the collect file in dir.
 func collectFile(t *testing.T, dir string, m *ratings.Matrix, mech ldp.Mechanism, eps float64, cat *model.Catalogue) (string, *ratings.Matrix) {
-	return collectFileMean(t, dir, m, mech, eps, ldp.DefaultMeanEpsilon, cat)
+	return collectFileMean(t, dir, m, mech, eps, ldp.DefaultMeanEpsilon(eps, cat.Len()), cat)
 }
 
 // collectFileMean is collectFile with the mean reports' ε (0: none).
@@ -127,13 +127,14 @@ func TestLDPTrainCollected(t *testing.T) {
 				t.Fatalf("%s %v: %v", name, tc.params, err)
 			}
 			g := r.Guarantee
-			wantEps := 2*float64(cat.Len()) + ldp.DefaultMeanEpsilon
+			mean := ldp.DefaultMeanEpsilon(2, cat.Len())
+			wantEps := 2*float64(cat.Len()) + mean
 			if g.Notion != privacy.Local || g.Unit != privacy.UnitUser || g.Relation != privacy.RelationLocalReport || g.Status != privacy.Proven ||
 				!(g.Epsilon >= wantEps && g.Epsilon <= wantEps*(1+1e-9)) || !g.Reproducible {
-				t.Errorf("%s: guarantee %+v, want local, per user ε = 42 × 2 + the mean report's %g, proven, reproducible", name, g, ldp.DefaultMeanEpsilon)
+				t.Errorf("%s: guarantee %+v, want local, per user ε = 42 × 2 + the mean report's %g, proven, reproducible", name, g, mean)
 			}
-			if e := r.Report["per_rating_epsilon"].(float64); !(e >= 3 && e < 3+1e-9) {
-				t.Errorf("%s: per-rating ε %v, want 2 (the header's) + 1 (the mean report)", name, e)
+			if e := r.Report["per_rating_epsilon"].(float64); !(e >= 2+mean && e < (2+mean)*(1+1e-9)) {
+				t.Errorf("%s: per-rating ε %v, want 2 (the header's) + %g (the mean report)", name, e, mean)
 			}
 			sh, _ := r.Report["shrink"].(map[string]any)
 			if w, ok := sh["weights"].([]float64); !ok || len(w) != 2 || sh["mean_reports"] != 60 || !(sh["target"].(float64) >= 1 && sh["target"].(float64) <= 5) {

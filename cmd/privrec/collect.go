@@ -53,8 +53,9 @@ What the clients must know in advance is declared, never read from the data:
   Values are written as levels 1…d.
 
 Each client also sends her own mean rating (the scale's midpoint when she has
-none) with Laplace noise at --mean-epsilon (default 1; 0 sends none): a
-"#mean" line per client. The per-cell reports at the small ε a
+none) with Laplace noise at --mean-epsilon (default an eighth of the whole
+report: n·ε/7 for n catalogue items at per-rating ε, at most 16; 0 sends
+none): a "#mean" line per client. The per-cell reports at the small ε a
 whole-catalogue report affords cannot tell the service even the average
 rating; with the mean reports the ldp-* methods estimate it privately and
 shrink their recovery toward it, so they never predict worse than that mean.
@@ -78,7 +79,7 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	d.add(fs)
 	mechName := fs.String("mechanism", "", "laplace (modified Laplace) or rr (randomized response)")
 	eps := fs.Float64("epsilon", 0, "per-rating privacy parameter ε")
-	meanEps := fs.Float64("mean-epsilon", ldp.DefaultMeanEpsilon, "ε of each client's mean-rating report (0: none; the ldp-* methods then cannot shrink toward a mean)")
+	meanEps := fs.Float64("mean-epsilon", -1, "ε of each client's mean-rating report (default: an eighth of the whole report, n·ε/7 over the n catalogue items, at most 16; 0: none, and the ldp-* methods then cannot shrink toward a mean)")
 	items := fs.String("items", "", "the declared item catalogue every report covers (required): one item ID per line, an optional title after a tab")
 	users := fs.String("users", "", "the clients, one user ID per line (default: the users in --data)")
 	levels := fs.Int("levels", 0, "rr: number of rating levels d on the declared scale (0: MAX−MIN+1 when MIN and MAX are integers)")
@@ -97,7 +98,7 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	if !(*eps > 0) {
 		return usagef("--epsilon must be positive")
 	}
-	if !(*meanEps >= 0) {
+	if !(*meanEps >= 0) && *meanEps != -1 {
 		return usagef("--mean-epsilon must be ≥ 0, got %g", *meanEps)
 	}
 	if *outPath == "" {
@@ -130,6 +131,9 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	r, err := ldp.New(mech, *eps, sc)
 	if err != nil {
 		return usagef("%v", err)
+	}
+	if *meanEps == -1 {
+		*meanEps = ldp.DefaultMeanEpsilon(*eps, cat.Len())
 	}
 	var mean *ldp.MeanReporter
 	if *meanEps > 0 {

@@ -83,10 +83,11 @@ func TestCollectTrainEval(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &tr); err != nil {
 			t.Fatalf("train --json: %v\n%s", err, out)
 		}
-		// Per rating: the cell's 4 and the mean report's 1 (the default
-		// --mean-epsilon); per user: 13 cells and the mean report.
-		if tr.Guarantee.Notion != "local" || tr.Guarantee.Unit != "user" || tr.Guarantee.Relation == "" || tr.PerRatingEpsilon < 5 ||
-			tr.Guarantee.Epsilon < (13*4+1)*(1-1e-12) || tr.Guarantee.Epsilon > (13*4+1)*(1+1e-9) || tr.Clients != 30 || tr.Shrink.Weights == nil {
+		// Per rating: the cell's 4 and the mean report's 13·4/7 (the
+		// default --mean-epsilon: an eighth of the report); per user: 13
+		// cells and the mean report, 13·4·8/7.
+		if tr.Guarantee.Notion != "local" || tr.Guarantee.Unit != "user" || tr.Guarantee.Relation == "" || tr.PerRatingEpsilon < 4+52.0/7*(1-1e-12) ||
+			tr.Guarantee.Epsilon < 52*8/7.0*(1-1e-12) || tr.Guarantee.Epsilon > 52*8/7.0*(1+1e-9) || tr.Clients != 30 || tr.Shrink.Weights == nil {
 			t.Errorf("train ldp-%s report %s", mech, out)
 		}
 		if _, errb, code := runCLI(t, "eval", "--model", mdl, "--data", data, "--format", "tsv"); code != 0 {

@@ -318,7 +318,7 @@ func demoPair(ctx context.Context, w io.Writer, s demoScenario, train, test *rat
 	also := ""
 	if s.collect != "" {
 		// methods.LDPPrepare's clients also send their mean rating.
-		also = fmt.Sprintf(", and each person's mean-rating report at ε = %s", num(ldp.DefaultMeanEpsilon))
+		also = fmt.Sprintf(", and each person's mean-rating report at ε = %s", num(ldp.DefaultMeanEpsilon(s.eps, s.declared.Catalogue.Len())))
 	}
 	fmt.Fprintf(w, "   Private model: %s at ε = %s per %s%s.\n   Guarantee: %s\n", s.private, num(s.eps), unit, also, wrap(g.String(), "   ", 100))
 	name := map[string]string{"accuracy": "accuracy", "rmse": "RMSE"}[s.metric]

@@ -177,9 +177,9 @@ func TestDemo(t *testing.T) {
 		t.Errorf("plot missing: %v", err)
 	}
 	// The ε asked of the method comes with its unit, then the guarantee:
-	// no bare "(ldp-rr, ε = 2): (ε = 261)". 261 = 130 cells × 2 + the
-	// mean report's 1.
-	if !strings.Contains(stdout, "Private model: ldp-rr at ε = 2 per rating, and each person's mean-rating report at ε = 1.\n   Guarantee: (ε = 261)") || strings.Contains(stdout, "ε = 2): (") {
+	// no bare "(ldp-rr, ε = 2): (ε = 276)". 276 = 130 cells × 2 + the
+	// mean report's 16 (an eighth of the report, capped).
+	if !strings.Contains(stdout, "Private model: ldp-rr at ε = 2 per rating, and each person's mean-rating report at ε = 16.\n   Guarantee: (ε = 276)") || strings.Contains(stdout, "ε = 2): (") {
 		t.Errorf("demo's ε labels:\n%s", stdout)
 	}
 	// The sweep's figure says its axis is the per-rating ε.
@@ -207,7 +207,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo --json: %v\n%s", err, stdout)
 	}
 	r := res.Restaurants
-	if r.Method != "ldp-rr" || r.Unit != "rating" || r.Epsilon != 2 || math.Abs(r.Guarantee.Epsilon-261) > 1e-6 || r.NonPrivate == nil || len(r.Top) != 3 || res.Synthetic.Method == "" {
+	if r.Method != "ldp-rr" || r.Unit != "rating" || r.Epsilon != 2 || math.Abs(r.Guarantee.Epsilon-276) > 1e-6 || r.NonPrivate == nil || len(r.Top) != 3 || res.Synthetic.Method == "" {
 		t.Errorf("demo --json: %+v", res)
 	}
 }

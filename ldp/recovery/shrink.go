@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sync"
+
+	"github.com/privrec/privrec/ldp"
 )
 
 // Shrinking toward a private mean. At the per-cell ε a whole-catalogue
@@ -171,15 +173,18 @@ func combine(p *Problem, sh *Shrinkage) *Result {
 
 // heldOut estimates, over the cells (i, j) of fold e within p's rows and
 // columns, A = Σ_rated g² and B = Σ_rated g·(θ − μ), g = M − μ, M = r's
-// matrix and θ the true rating (report units), with plug-in variances of
+// matrix and θ the true rating (report units), and bounds the variances of
 // the estimates. Per cell, with P the presence of a report and Z its value,
 // the mechanism's law (π₁, π₀ the presence rates of rated and missing
 // cells, a₁ + b₁θ and a₀ the means of present reports) gives the unbiased
 // ĉ = (P − π₀)/(π₁ − π₀) of 1[rated] and
 // ŝ = (P·Z − π₀a₀ − ĉ(π₁a₁ − π₀a₀))/(π₁b₁) of 1[rated]·θ; then
-// Â = Σ ĉ g², B̂ = Σ g(ŝ − μĉ), and the cells' independence given the
-// truth gives Var Â ≤ E Σ ĉ²g⁴ and Var B̂ ≤ E Σ g²(ŝ − μĉ)², estimated
-// by those sums. O(Rows·Cols·rank), on workers goroutines.
+// Â = Σ ĉ g², B̂ = Σ g(ŝ − μĉ). The cells are independent given the
+// truth, so Var Â ≤ Σ g⁴·V_c and Var B̂ ≤ Σ g²·V_t, V_c and V_t the largest
+// variances of ĉ and ŝ − μĉ over the states a cell can be in (missing, or
+// rated anything on the scale; cellVariances) — bounds that hold whatever
+// the truth, without the signal a plug-in Σ g²(ŝ − μĉ)² would count as
+// noise. O(Rows·Cols·rank), on workers goroutines.
 func (p *Problem) heldOut(e int, r *Result, mu float64, workers int) (a, b, va, vb float64) {
 	m := p.Model
 	gap := m.PresentRated - m.PresentMissing
@@ -189,6 +194,7 @@ func (p *Problem) heldOut(e int, r *Result, mu float64, workers int) (a, b, va, 
 	lift := m.PresentRated*m.MeanRatedA - base
 	den := m.PresentRated * m.MeanRatedB
 	s0 := (-base - c0*lift) / den // ŝ of an absent report
+	vc, vt := p.cellVariances(mu)
 	if workers <= 0 {
 		workers = 2
 	}
@@ -201,7 +207,7 @@ func (p *Problem) heldOut(e int, r *Result, mu float64, workers int) (a, b, va, 
 			defer wg.Done()
 			z := make([]float64, p.Cols)
 			present := make([]bool, p.Cols)
-			var sa, sb, sva, svb float64
+			var sa, sb, sg4, sg2 float64
 			for i := range rows {
 				for k := p.Ptr[i]; k < p.Ptr[i+1]; k++ {
 					present[p.Col[k]], z[p.Col[k]] = true, p.Z[k]
@@ -232,15 +238,15 @@ func (p *Problem) heldOut(e int, r *Result, mu float64, workers int) (a, b, va, 
 					t := s - mu*c
 					sa += c * g2
 					sb += g * t
-					sva += c * c * g2 * g2
-					svb += g2 * t * t
+					sg4 += g2 * g2
+					sg2 += g2
 				}
 				for k := p.Ptr[i]; k < p.Ptr[i+1]; k++ {
 					present[p.Col[k]] = false
 				}
 			}
 			mu_.Lock()
-			a, b, va, vb = a+sa, b+sb, va+sva, vb+svb
+			a, b, va, vb = a+sa, b+sb, va+sg4*vc, vb+sg2*vt
 			mu_.Unlock()
 		}()
 	}
@@ -250,4 +256,60 @@ func (p *Problem) heldOut(e int, r *Result, mu float64, workers int) (a, b, va, 
 	close(rows)
 	wg.Wait()
 	return a, b, va, vb
+}
+
+// cellVariances returns the largest variance of ĉ and of ŝ − μĉ (heldOut)
+// over the states of one cell: missing, or rated θ anywhere on the scale.
+// Both are affine in the presence P and in P·Z: ŝ − μĉ = P·Z/(π₁b₁) −
+// P·(λ/(π₁b₁) + μ)/(π₁ − π₀) + const, λ = π₁a₁ − π₀a₀, and in a state
+// where P ~ Bernoulli(π) and Z | present has mean m and variance v,
+// Var P = π(1−π), Var PZ = π(v + m²) − π²m², Cov(PZ, P) = πm(1−π). For
+// randomized response v is exact at every level (the mechanism's keep and
+// flip probabilities follow from π₀ and π₁); for the modified Laplace
+// mechanism v is its noise variance and the largest value over θ ∈ [−1, 1]
+// is at an end (the variance is a convex quadratic in m).
+func (p *Problem) cellVariances(mu float64) (vc, vt float64) {
+	m := p.Model
+	gap := m.PresentRated - m.PresentMissing
+	den := m.PresentRated * m.MeanRatedB
+	lift := m.PresentRated*m.MeanRatedA - m.PresentMissing*m.MeanMissing
+	ca, cp := 1/den, -(lift/den+mu)/gap
+	state := func(pi, mean, v float64) {
+		vp := pi * (1 - pi)
+		vpz := pi*(v+mean*mean) - pi*pi*mean*mean
+		cov := pi * mean * (1 - pi)
+		vc = math.Max(vc, vp/(gap*gap))
+		vt = math.Max(vt, ca*ca*vpz+cp*cp*vp+2*ca*cp*cov)
+	}
+	state(m.PresentMissing, m.MeanMissing, m.NoiseVarMissing)
+	switch {
+	case p.Mechanism == ldp.RR && p.Levels >= 2:
+		// Present given rated k: level k w.p. keep/π₁, each other level
+		// w.p. b/π₁, with b = 1 − π₁ and keep = 1 − π₀.
+		d := p.Levels
+		b, keep := 1-m.PresentRated, 1-m.PresentMissing
+		for k := 1; k <= d; k++ {
+			var mean, sq float64
+			for l := 1; l <= d; l++ {
+				q := b / m.PresentRated
+				if l == k {
+					q = keep / m.PresentRated
+				}
+				mean += q * float64(l)
+				sq += q * float64(l*l)
+			}
+			state(m.PresentRated, mean, sq-mean*mean)
+		}
+	default:
+		// Laplace (normalised units, θ ∈ [−1, 1]) and clean ratings
+		// (θ on the scale, no noise): the ends of the range.
+		lo, hi := -1.0, 1.0
+		if p.Mechanism == Clean {
+			lo, hi = 0, p.Range // only the spread matters: v = 0, π₁ = 1
+		}
+		for _, th := range []float64{lo, hi} {
+			state(m.PresentRated, m.MeanRatedA+m.MeanRatedB*th, m.NoiseVar)
+		}
+	}
+	return vc, vt
 }

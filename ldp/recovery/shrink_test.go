@@ -69,10 +69,10 @@ func spreadRatings(t testing.TB, users, items int, seed uint64) *synth.LowRankDa
 // matrix M (g = M − μ) and 400 independent randomizations of known ratings:
 // the mean estimate must lie within 4 standard errors of the truth (a
 // false failure has probability ≈ 6·10⁻⁵ per quantity under the normal
-// approximation), and the plug-in variances must not understate the
-// estimates' spread (their mean at least 0.7 × the sample variance, whose
-// own relative standard deviation at 400 draws is 0.07: a false failure
-// needs a 4-σ deviation).
+// approximation), and the variance bounds must not understate the
+// estimates' spread (at least 0.7 × the sample variance, whose own
+// relative standard deviation at 400 draws is 0.07: a false failure needs
+// a 4-σ deviation).
 func TestHeldOutUnbiased(t *testing.T) {
 	cfg := synth.LowRankConfig{Users: 80, Items: 50, Rank: 2, ObsFrac: 0.3, Noise: 0.1, Levels: 5}
 	d, err := synth.LowRank(cfg, 3)
@@ -112,7 +112,7 @@ func TestHeldOutUnbiased(t *testing.T) {
 		n := float64(draws)
 		meanA, meanB := sa/n, sb/n
 		varA, varB := (sa2-n*meanA*meanA)/(n-1), (sb2-n*meanB*meanB)/(n-1)
-		t.Logf("ε = %g: A %.1f, estimate %.1f ± %.1f (plug-in sd %.1f); B %.1f, estimate %.1f ± %.1f (plug-in sd %.1f)",
+		t.Logf("ε = %g: A %.1f, estimate %.1f ± %.1f (bound sd %.1f); B %.1f, estimate %.1f ± %.1f (bound sd %.1f)",
 			eps, wantA, meanA, math.Sqrt(varA), math.Sqrt(sva/n), wantB, meanB, math.Sqrt(varB), math.Sqrt(svb/n))
 		if d := math.Abs(meanA - wantA); d > 4*math.Sqrt(varA/n) {
 			t.Errorf("ε = %g: mean Â = %.2f, true A = %.2f: %.1f standard errors apart", eps, meanA, wantA, d/math.Sqrt(varA/n))
@@ -121,7 +121,7 @@ func TestHeldOutUnbiased(t *testing.T) {
 			t.Errorf("ε = %g: mean B̂ = %.2f, true B = %.2f: %.1f standard errors apart", eps, meanB, wantB, d/math.Sqrt(varB/n))
 		}
 		if sva/n < 0.7*varA || svb/n < 0.7*varB {
-			t.Errorf("ε = %g: plug-in variances %.1f, %.1f understate the sample variances %.1f, %.1f", eps, sva/n, svb/n, varA, varB)
+			t.Errorf("ε = %g: variance bounds %.1f, %.1f understate the sample variances %.1f, %.1f", eps, sva/n, svb/n, varA, varB)
 		}
 	}
 }
