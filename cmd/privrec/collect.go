@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/privrec/privrec/internal/atomicfile"
@@ -79,7 +81,7 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	d.add(fs)
 	mechName := fs.String("mechanism", "", "laplace (modified Laplace) or rr (randomized response)")
 	eps := fs.Float64("epsilon", 0, "per-rating privacy parameter ε")
-	meanEps := fs.Float64("mean-epsilon", -1, "ε of each client's mean-rating report (default: an eighth of the whole report, n·ε/7 over the n catalogue items, at most 16; 0: none, and the ldp-* methods then cannot shrink toward a mean)")
+	meanFlag := fs.String("mean-epsilon", "auto", "ε of each client's mean-rating report: auto (an eighth of the whole report, n·ε/7 over the n catalogue items, at most 16), a number ≥ 0, or 0 for none (the ldp-* methods then cannot shrink toward a mean)")
 	items := fs.String("items", "", "the declared item catalogue every report covers (required): one item ID per line, an optional title after a tab")
 	users := fs.String("users", "", "the clients, one user ID per line (default: the users in --data)")
 	levels := fs.Int("levels", 0, "rr: number of rating levels d on the declared scale (0: MAX−MIN+1 when MIN and MAX are integers)")
@@ -98,8 +100,13 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	if !(*eps > 0) {
 		return usagef("--epsilon must be positive")
 	}
-	if !(*meanEps >= 0) && *meanEps != -1 {
-		return usagef("--mean-epsilon must be ≥ 0, got %g", *meanEps)
+	meanEps := new(float64)
+	if *meanFlag != "auto" {
+		v, err := strconv.ParseFloat(*meanFlag, 64)
+		if err != nil || !(v >= 0) || math.IsInf(v, 0) {
+			return usagef("--mean-epsilon must be auto or a finite number ≥ 0, got %q", *meanFlag)
+		}
+		*meanEps = v
 	}
 	if *outPath == "" {
 		return usagef("--out is required")
@@ -132,7 +139,7 @@ func runCollect(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	if *meanEps == -1 {
+	if *meanFlag == "auto" {
 		*meanEps = ldp.DefaultMeanEpsilon(*eps, cat.Len())
 	}
 	var mean *ldp.MeanReporter

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/privrec/privrec/ldp"
 )
 
 // writeLines writes one line per string.
@@ -215,11 +217,25 @@ func TestCollectUsage(t *testing.T) {
 		{[]string{"--mechanism", "laplace", "--epsilon", "1", "--data", data, "--out", z, "--scale", "1:5"}, "--items"},
 		{[]string{"--mechanism", "laplace", "--epsilon", "1", "--data", data, "--out", z, "--scale", "1:5", "--items", items, "--levels", "5"}, "--levels"},
 		{[]string{"--mechanism", "rr", "--epsilon", "1", "--data", data, "--out", z, "--scale", "0.5:5", "--items", items}, "--levels"},
+		{[]string{"--mechanism", "rr", "--epsilon", "1", "--data", data, "--out", z, "--scale", "1:5", "--items", items, "--mean-epsilon", "-1"}, "--mean-epsilon"},
+		{[]string{"--mechanism", "rr", "--epsilon", "1", "--data", data, "--out", z, "--scale", "1:5", "--items", items, "--mean-epsilon", "NaN"}, "--mean-epsilon"},
+		{[]string{"--mechanism", "rr", "--epsilon", "1", "--data", data, "--out", z, "--scale", "1:5", "--items", items, "--mean-epsilon", "1e9"}, "--mean-epsilon"},
 	} {
 		_, errb, code := runCLI(t, append([]string{"collect", "--format", "tsv"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errb, tc.want) {
 			t.Errorf("collect %v: exit %d, stderr %q; want exit 2 mentioning %s", tc.args, code, errb, tc.want)
 		}
+		if _, err := os.Stat(z); err == nil {
+			t.Fatalf("collect %v wrote %s", tc.args, z)
+		}
+	}
+	// --mean-epsilon 0: no mean report, the header says none.
+	if _, errb, code := runCLI(t, "collect", "--format", "tsv", "--mechanism", "rr", "--epsilon", "1", "--data", data, "--out", z,
+		"--scale", "1:5", "--items", items, "--mean-epsilon", "0"); code != 0 {
+		t.Fatalf("--mean-epsilon 0: exit %d: %s", code, errb)
+	}
+	if b, err := os.ReadFile(z); err != nil || strings.Contains(string(b), "mean_epsilon") || strings.Contains(string(b), ldp.MeanPrefix) {
+		t.Errorf("--mean-epsilon 0 wrote mean reports (%v)", err)
 	}
 }
 
