@@ -160,11 +160,14 @@ func combine(p *Problem, sh *Shrinkage) *Result {
 		}
 		c0 += r.Rank
 	}
-	// The facts of the folds' solves, for the report.
+	// The facts of the folds' solves, for the report: iterations and the
+	// estimated number of true ratings add up; the solution is zero when
+	// neither half found a low-rank part; λ and ρ are the first half's.
+	out.Zero = true
 	for _, r := range sh.Folds {
 		out.Iterations += r.Iterations
 		out.SEstimate += r.SEstimate
-		out.Zero = out.Zero || r.Zero
+		out.Zero = out.Zero && r.Zero
 	}
 	out.Lambda, out.Rho, out.Residual, out.ZNorm = sh.Folds[0].Lambda, sh.Folds[0].Rho, sh.Folds[0].Residual, sh.Folds[0].ZNorm
 	out.NoiseOpNorm, out.Rule = sh.Folds[0].NoiseOpNorm, sh.Folds[0].Rule
