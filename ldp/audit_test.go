@@ -77,18 +77,7 @@ func TestAuditCells(t *testing.T) {
 		{"rr rated 1 vs missing", rrCell(1), rrCell(ldp.Missing), rrEvents, n},
 		{"rr rated 1 vs 5", rrCell(1), rrCell(5), rrEvents, n},
 	} {
-		spec := audit.Spec{Mechanism: tc.name, ClaimedEpsilon: eps, Events: tc.events,
-			Sample: func(s *noise.Source, side int) float64 {
-				if side == 0 {
-					return tc.a(s)
-				}
-				return tc.b(s)
-			}}
-		res, err := audit.Run(context.Background(), spec, tc.n, 1-1e-6, noise.Seeded(77))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: ε lower bound %.3f (claimed %g), point estimate %.3f on %s", tc.name, res.EpsilonLowerBound, eps, res.EpsilonEstimate, res.Event)
+		res := auditPair(t, tc.name, eps, tc.events, tc.n, 77, tc.a, tc.b)
 		if res.Violation {
 			t.Errorf("%s: audit lower bound %.4f exceeds the claimed ε = %g", tc.name, res.EpsilonLowerBound, eps)
 		}
@@ -136,21 +125,29 @@ func TestAuditMeanReport(t *testing.T) {
 		{"no rating vs 1", []float64{ldp.Missing}, []float64{1}, eps, false},
 		{"mean of 1 vs 5, claiming ε/2", []float64{1}, []float64{5}, eps / 2, true},
 	} {
-		ra, rb := report(tc.a), report(tc.b)
-		spec := audit.Spec{Mechanism: tc.name, ClaimedEpsilon: tc.claimed, Events: events,
-			Sample: func(s *noise.Source, side int) float64 {
-				if side == 0 {
-					return ra(s)
-				}
-				return rb(s)
-			}}
-		res, err := audit.Run(context.Background(), spec, n, 1-1e-6, noise.Seeded(78))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: ε lower bound %.3f (claimed %g), point estimate %.3f on %s", tc.name, res.EpsilonLowerBound, tc.claimed, res.EpsilonEstimate, res.Event)
+		res := auditPair(t, tc.name, tc.claimed, events, n, 78, report(tc.a), report(tc.b))
 		if res.Violation != tc.flagged {
 			t.Errorf("%s: violation %t (lower bound %.4f, claimed %g), want %t", tc.name, res.Violation, res.EpsilonLowerBound, tc.claimed, tc.flagged)
 		}
 	}
+}
+
+// auditPair audits sample a (side 0) against b (side 1) for the claim at
+// confidence 1 − 10⁻⁶ over events, n samples a side, seeded, and logs the
+// bound.
+func auditPair(t *testing.T, name string, claimed float64, events []audit.Event, n int, seed uint64, a, b func(*noise.Source) float64) audit.Result {
+	t.Helper()
+	spec := audit.Spec{Mechanism: name, ClaimedEpsilon: claimed, Events: events,
+		Sample: func(s *noise.Source, side int) float64 {
+			if side == 0 {
+				return a(s)
+			}
+			return b(s)
+		}}
+	res, err := audit.Run(context.Background(), spec, n, 1-1e-6, noise.Seeded(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: ε lower bound %.3f (claimed %g), point estimate %.3f on %s", name, res.EpsilonLowerBound, claimed, res.EpsilonEstimate, res.Event)
+	return res
 }

@@ -264,15 +264,6 @@ func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomiz
 	for k := range srcs {
 		srcs[k] = src.Split()
 	}
-	// Identifiers with their separators appended once, not per report.
-	users := make([][]byte, nu)
-	for u, n := range m.Users.Names() {
-		users[u] = append([]byte(n), '\t')
-	}
-	items := make([][]byte, ni)
-	for j, n := range catalogue {
-		items[j] = append([]byte(n), '\t')
-	}
 	// Output buffers are recycled: at most workers + (blocks in flight)
 	// exist at a time, each grown once to a block's size.
 	var pool sync.Pool
@@ -325,7 +316,7 @@ func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomiz
 						res.err = fmt.Errorf("user %s: %w", m.Users.Name(u), err)
 						break
 					}
-					name := users[u]
+					name := m.Users.Name(u)
 					if mean != nil {
 						// Drawn after the cells from her stream, so the
 						// cells are the same with or without it.
@@ -334,7 +325,7 @@ func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomiz
 							res.err = fmt.Errorf("user %s: %w", m.Users.Name(u), err)
 							break
 						}
-						buf = AppendMeanLine(buf, m.Users.Name(u), v)
+						buf = AppendMeanLine(buf, name, v)
 					}
 					srcs[k] = nil
 					for j, v := range out {
@@ -350,14 +341,7 @@ func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomiz
 						} else {
 							res.invented++
 						}
-						buf = append(buf, name...)
-						buf = append(buf, items[j]...)
-						if levels {
-							buf = strconv.AppendInt(buf, int64(v), 10)
-						} else {
-							buf = AppendReport(buf, v)
-						}
-						buf = append(buf, '\n')
+						buf = AppendReportLine(buf, name, catalogue[j], v, levels)
 					}
 				}
 				*bp = buf
@@ -404,6 +388,22 @@ func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomiz
 // CollectOver with a declared catalogue, or Simulate.
 func Collect(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomizer, src *noise.Source, workers int) (CollectStats, error) {
 	return CollectOver(ctx, w, m, r, nil, m.Items.Names(), src, workers)
+}
+
+// AppendReportLine appends the data line "user \t item \t value\n" of one
+// present report: the value as a level when levels, else by AppendReport.
+// Every writer of collect files (CollectOver, the service's export) uses it.
+func AppendReportLine(b []byte, user, item string, v float64, levels bool) []byte {
+	b = append(b, user...)
+	b = append(b, '\t')
+	b = append(b, item...)
+	b = append(b, '\t')
+	if levels {
+		b = strconv.AppendInt(b, int64(v), 10)
+	} else {
+		b = AppendReport(b, v)
+	}
+	return append(b, '\n')
 }
 
 // ReportDecimals is the number of decimal places AppendReport writes: the

@@ -12,7 +12,6 @@ import (
 	"io"
 	"math"
 	"reflect"
-	"strconv"
 
 	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/methods"
@@ -148,16 +147,7 @@ func writeCollectFile(w io.Writer, cfg *api.Config, reps *LocalReports) error {
 			items, vals := m.UserRow(u)
 			name := m.Users.Name(u)
 			for k, it := range items {
-				line = append(line[:0], name...)
-				line = append(line, '\t')
-				line = append(line, m.Items.Name(it)...)
-				line = append(line, '\t')
-				if levels {
-					line = strconv.AppendInt(line, int64(vals[k]), 10)
-				} else {
-					line = ldp.AppendReport(line, float64(vals[k]))
-				}
-				line = append(line, '\n')
+				line = ldp.AppendReportLine(line[:0], name, m.Items.Name(it), float64(vals[k]), levels)
 				if _, err := bw.Write(line); err != nil {
 					return fmt.Errorf("writing the collect file: %w", err)
 				}
