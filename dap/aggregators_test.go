@@ -17,6 +17,7 @@ import (
 	"github.com/privrec/privrec/dap"
 	"github.com/privrec/privrec/dap/server"
 	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/statistic"
 )
 
 const (
@@ -45,7 +46,7 @@ func newPair(t *testing.T, seedL, seedH uint64, budget float64) *pair {
 		s, err := server.New(context.Background(), server.Config{
 			Role: role, DB: db, Key: key, Secret: secret, AggregatorToken: peerToken,
 			AdminToken: adminToken, HelperURL: helperURL, BudgetRho: budget, MaxTaskRho: 1,
-			Noise: noise.Seeded(seed), BatchSize: 4,
+			Noise: noise.Seeded(seed), BatchSize: 4, MinBatch: 3,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +62,17 @@ func newPair(t *testing.T, seedL, seedH uint64, budget float64) *pair {
 	return p
 }
 
-var testTaskParams = dap.Task{ID: "pop-1", Statistic: "test", Dimension: 6, Step: 0.5, Min: -4, Bits: 3, NormSq: 20, Rho: 0.25, MinReports: 3}
+// testTaskParams is a task of the bias statistics over two items (six
+// signed coordinates in [−1, 1], ‖x‖² ≤ 2·1.0025: at step 1/2, range
+// [−4, 4) and norm_sq 8, as the helper derives them from the plan).
+var testTaskParams = func() dap.Task {
+	plan, err := dap.NewPlan(statistic.RowPlan{Catalogue: []string{"a", "b"}, Clamp: &[2]float64{1, 5}},
+		&statistic.Bias{Items: 2, Mid: 3, Half: 2, Clip: 2})
+	if err != nil {
+		panic(err)
+	}
+	return dap.Task{ID: "pop-1", Statistic: "bias", Plan: plan, Dimension: 6, Step: 0.5, Min: -4, Bits: 3, NormSq: 8, Rho: 0.25, MinReports: 3}
+}()
 
 func (p *pair) createTask(t *testing.T, tk dap.Task) dap.Task {
 	t.Helper()

@@ -19,6 +19,9 @@ type Client struct {
 	Leader, Helper string // base URLs
 	Token          string // the user's bearer token at the leader
 	HTTP           *http.Client
+	// Consent is what the user agreed to beyond the default (a
+	// split-noise task is refused without Consent.SplitNoise).
+	Consent Consent
 }
 
 func (c *Client) http() *http.Client {
@@ -116,36 +119,37 @@ func (c *Client) Upload(ctx context.Context, r *Report, out any) error {
 }
 
 // Contribute is a device's whole part in one task, from her own ratings
-// (item IDs and values): fetch and check the task, rebuild its
-// contribution from the public plan, quantize, shard and seal to both
-// aggregators' keys, record the task's ρ in her own ledger (before
-// anything is sent: save, when not nil, must persist it) and upload once
-// to the leader. out receives the leader's receipt. The report is
-// returned for its size.
-func (c *Client) Contribute(ctx context.Context, taskID string, ids []string, vals []float64, ledger *Ledger, save func() error, out any) (*Report, error) {
+// (item IDs and values): fetch the task and derive its privacy parameters
+// from its public plan (Consent.Check: a task whose stated values fall
+// short is refused), rebuild its contribution, quantize, shard and seal
+// to both aggregators' keys, charge her own ledger what she derived
+// (before anything is sent: save, when not nil, must persist it) and
+// upload once to the leader. out receives the leader's receipt. The
+// report is returned for its size, with what the device derived.
+func (c *Client) Contribute(ctx context.Context, taskID string, ids []string, vals []float64, ledger *Ledger, save func() error, out any) (*Report, Derived, error) {
 	t, err := c.Task(ctx, taskID)
 	if err != nil {
-		return nil, err
+		return nil, Derived{}, err
 	}
 	lk, err := c.publicKeyBytes(ctx, c.Leader)
 	if err != nil {
-		return nil, err
+		return nil, Derived{}, err
 	}
 	hk, err := c.publicKeyBytes(ctx, c.Helper)
 	if err != nil {
-		return nil, err
+		return nil, Derived{}, err
 	}
-	r, err := Prepare(t, lk, hk, ids, vals)
+	r, d, err := c.Consent.Prepare(t, lk, hk, ids, vals)
 	if err != nil {
-		return nil, err
+		return nil, Derived{}, err
 	}
-	if err := ledger.Reserve(&t); err != nil {
-		return nil, err
+	if err := ledger.Charge(d); err != nil {
+		return nil, Derived{}, err
 	}
 	if save != nil {
 		if err := save(); err != nil {
-			return nil, err
+			return nil, Derived{}, err
 		}
 	}
-	return r, c.Upload(ctx, r, out)
+	return r, d, c.Upload(ctx, r, out)
 }

@@ -185,7 +185,7 @@ func TestNoiseIsSeededExactSampler(t *testing.T) {
 }
 
 func TestDeviceLedger(t *testing.T) {
-	tk := testTask(t) // ρ 0.5
+	tk := countsTask(t) // ρ 0.5
 	l, err := NewLedger("http://leader", 1.2)
 	if err != nil {
 		t.Fatal(err)

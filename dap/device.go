@@ -9,42 +9,50 @@ import (
 )
 
 // Prepare is a device's computation for one task, without the network:
-// validate the task (its σ must give its stated ρ), rebuild the
-// contribution from its public plan, compute her part from her own
-// ratings (item IDs and values), quantize it to the task's lattice, shard
-// it with Prio3SumVec and seal each input share to its aggregator's HPKE
-// public key (leaderKey, helperKey: the keys' published bytes). The
-// reference client (Client.Contribute) and the browser (webapp/wasm) both
-// call it, so a browser's report is computed by the same code.
+// check the task (Derive: its range, norm_sq, sensitivity and σ derived
+// from its public plan; a split-noise task is refused, see
+// Consent.Prepare), rebuild the contribution from its plan, compute her
+// part from her own ratings (item IDs and values), quantize it to the
+// task's lattice, shard it with Prio3SumVec and seal each input share to
+// its aggregator's HPKE public key (leaderKey, helperKey: the keys'
+// published bytes). The reference client (Client.Contribute) and the
+// browser (webapp/wasm) both call it, so a browser's report is computed
+// by the same code.
 func Prepare(t Task, leaderKey, helperKey []byte, ids []string, vals []float64) (*Report, error) {
+	r, _, err := Consent{}.Prepare(t, leaderKey, helperKey, ids, vals)
+	return r, err
+}
+
+// Prepare is the package's Prepare under the user's consent c; it also
+// returns what the device derived (d.ChargeRho is what her ledger must be
+// charged: Ledger.Charge).
+func (c Consent) Prepare(t Task, leaderKey, helperKey []byte, ids []string, vals []float64) (*Report, Derived, error) {
 	if len(ids) != len(vals) {
-		return nil, fmt.Errorf("%w: %d item IDs and %d ratings", ErrInvalid, len(ids), len(vals))
+		return nil, Derived{}, fmt.Errorf("%w: %d item IDs and %d ratings", ErrInvalid, len(ids), len(vals))
 	}
 	for k, v := range vals {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("%w: rating of item %q is not finite", ErrInvalid, ids[k])
+			return nil, Derived{}, fmt.Errorf("%w: rating of item %q is not finite", ErrInvalid, ids[k])
 		}
 	}
-	if err := t.Validate(); err != nil {
-		return nil, err
+	d, err := c.Check(t)
+	if err != nil {
+		return nil, Derived{}, err
 	}
 	lk, err := UnmarshalPublicKey(leaderKey)
 	if err != nil {
-		return nil, fmt.Errorf("the leader's key: %w", err)
+		return nil, Derived{}, fmt.Errorf("the leader's key: %w", err)
 	}
 	hk, err := UnmarshalPublicKey(helperKey)
 	if err != nil {
-		return nil, fmt.Errorf("the helper's key: %w", err)
+		return nil, Derived{}, fmt.Errorf("the helper's key: %w", err)
 	}
-	d, err := NewDevice(t)
+	q, err := t.Quantize(d.device.Contribute(d.device.RowOf(ids, vals)))
 	if err != nil {
-		return nil, err
+		return nil, Derived{}, err
 	}
-	q, err := t.Quantize(d.Contribute(d.RowOf(ids, vals)))
-	if err != nil {
-		return nil, err
-	}
-	return t.Shard(q, lk, hk)
+	r, err := t.Shard(q, lk, hk)
+	return r, d, err
 }
 
 // ReleasedModel is the public model a device builds from a counts task's

@@ -65,7 +65,7 @@ func TestPrepare(t *testing.T) {
 		{"NaN", tk, lk, hk, []string{"a"}, []float64{math.NaN()}, "not finite"},
 		{"leader key", tk, []byte("short"), hk, nil, nil, "leader's key"},
 		{"helper key", tk, lk, nil, nil, nil, "helper's key"},
-		{"sigma", func() Task { x := tk; x.Sigma = 1; return x }(), lk, hk, nil, nil, "gives ρ"},
+		{"sigma", func() Task { x := tk; x.Sigma = 1; return x }(), lk, hk, nil, nil, "sigma 1 stated"},
 	}
 	for _, b := range bad {
 		if _, err := Prepare(b.tk, b.lk, b.hk, b.ids, b.vals); err == nil || !strings.Contains(err.Error(), b.want) {

@@ -54,16 +54,31 @@ func (l *Ledger) spent() int64 {
 	return s
 }
 
-// Reserve records task t against the budget, or refuses it.
+// Reserve records task t against the budget, or refuses it: the device
+// derives the task's charge itself (Consent{}.Check: a task that falls
+// short of its plan, or splits the noise, is refused) and calls Charge.
 func (l *Ledger) Reserve(t *Task) error {
-	if _, ok := l.Tasks[t.ID]; ok {
-		return fmt.Errorf("%w: task %s", ErrAlreadySent, t.ID)
+	d, err := Consent{}.Check(*t)
+	if err != nil {
+		return err
 	}
-	c := nanoRho(t.Rho)
+	return l.Charge(d)
+}
+
+// Charge records d's task at d.ChargeRho (what the device derived, never
+// what the leader says it costs), or refuses it.
+func (l *Ledger) Charge(d Derived) error {
+	if _, ok := l.Tasks[d.TaskID]; ok {
+		return fmt.Errorf("%w: task %s", ErrAlreadySent, d.TaskID)
+	}
+	if !(d.ChargeRho > 0) {
+		return fmt.Errorf("%w: task %s: no derived charge (dap.Derive)", ErrInvalid, d.TaskID)
+	}
+	c := nanoRho(d.ChargeRho)
 	if l.spent()+c > nanoRho(l.BudgetRho) {
-		return fmt.Errorf("%w: task %s costs ρ %g; spent %g of %g", ErrOverBudget, t.ID, t.Rho, l.SpentRho(), l.BudgetRho)
+		return fmt.Errorf("%w: task %s costs ρ %g; spent %g of %g", ErrOverBudget, d.TaskID, d.ChargeRho, l.SpentRho(), l.BudgetRho)
 	}
-	l.Tasks[t.ID] = c
+	l.Tasks[d.TaskID] = c
 	return nil
 }
 

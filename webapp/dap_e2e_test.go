@@ -63,7 +63,7 @@ func startDAP(t *testing.T, cat *model.Catalogue, budgetRho float64) *dapPair {
 			p.helperKey = key
 		}
 		s, err := server.New(ctx, server.Config{Role: role, DB: db, Key: key, Secret: secret, AggregatorToken: peer,
-			AdminToken: adminToken, HelperURL: helperURL, BudgetRho: budgetRho})
+			AdminToken: adminToken, HelperURL: helperURL, BudgetRho: budgetRho, MinBatch: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +379,7 @@ func TestBrowserDAP(t *testing.T) {
 			}
 		}
 		dl, _ := dap.NewLedger(p.leader, 1.5)
-		if _, err := c.Contribute(ctx, "pop-1", its, vals, dl, nil, nil); err != nil {
+		if _, _, err := c.Contribute(ctx, "pop-1", its, vals, dl, nil, nil); err != nil {
 			t.Fatalf("device %d: %v", u, err)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 // The device and admin sides of the two-aggregator path:
 //
 //	privrec dap enrol      --leader URL --token-file FILE
-//	privrec dap contribute --leader URL --helper URL --token-file FILE --task ID --ratings FILE --ledger FILE [--budget-rho B]
+//	privrec dap contribute --leader URL --helper URL --token-file FILE --task ID --ratings FILE --ledger FILE [--budget-rho B] [--allow-split-noise]
 //	privrec dap task       --leader URL --admin-token-file FILE --file TASK.json
 //	privrec dap collect    --leader URL --admin-token-file FILE --task ID
 //	privrec dap recommend  --leader URL --model NAME --ratings FILE [--k 10]
@@ -35,6 +35,7 @@ func runDAPDevice(ctx context.Context, sub string, args []string, out io.Writer)
 	ratingsFile := fs.String("ratings", "", "contribute: the user's own ratings (item<TAB>rating per line)")
 	ledgerFile := fs.String("ledger", "", "contribute: the device's own ledger file (created with --budget-rho)")
 	budget := fs.Float64("budget-rho", 0, "contribute: the budget ρ a new device ledger accepts")
+	allowSplit := fs.Bool("allow-split-noise", false, "contribute: accept a task whose noise is split between the aggregators (honest-but-curious); you are charged the ρ one aggregator's noise alone gives (≈ 2× the stated ρ)")
 	modelName := fs.String("model", "", "recommend: the published model's name (GET /dap/v1/models lists them)")
 	k := fs.Int("k", 10, "recommend: how many recommendations")
 	jsonOut := fs.Bool("json", false, "print JSON")
@@ -83,12 +84,14 @@ func runDAPDevice(ctx context.Context, sub string, args []string, out io.Writer)
 		}
 		ids, vals := r.Items()
 		var rc server.Receipt
-		rep, err := c.Contribute(ctx, *taskID, ids, vals, l, func() error { return l.Save(*ledgerFile) }, &rc)
+		c.Consent.SplitNoise = *allowSplit
+		rep, d, err := c.Contribute(ctx, *taskID, ids, vals, l, func() error { return l.Save(*ledgerFile) }, &rc)
 		if err != nil {
 			return err
 		}
 		result = map[string]any{"task": *taskID, "report_bytes": rep.Size(), "leader_share_bytes": len(rep.LeaderShare.Ciphertext),
-			"helper_share_bytes": len(rep.HelperShare.Ciphertext), "charged_rho": rc.ChargedRho,
+			"helper_share_bytes": len(rep.HelperShare.Ciphertext), "charged_rho": d.ChargeRho, "guarantee": d.Guarantee(),
+			"derived": d, "leader_charged_rho": rc.ChargedRho,
 			"leader_spent_rho": rc.SpentRho, "device_spent_rho": l.SpentRho(), "device_budget_rho": l.BudgetRho}
 	case "recommend":
 		if *modelName == "" || *ratingsFile == "" {
@@ -155,7 +158,10 @@ func runDAPDevice(ctx context.Context, sub string, args []string, out io.Writer)
 		return e.Encode(result)
 	}
 	m := result.(map[string]any)
-	fmt.Fprintf(out, "sent two encrypted shares for task %s (%d bytes: leader %d, helper %d); charged ρ %v; this device has spent ρ %v of %v — nobody sees your ratings unless both operators collude\n",
-		*taskID, m["report_bytes"], m["leader_share_bytes"], m["helper_share_bytes"], m["charged_rho"], m["device_spent_rho"], m["device_budget_rho"])
+	fmt.Fprintf(out, "sent two encrypted shares for task %s (%d bytes: leader %d, helper %d); charged ρ %.4g (derived on this device from the task's plan); this device has spent ρ %.4g of %.4g\nguarantee: %s\n",
+		*taskID, m["report_bytes"], m["leader_share_bytes"], m["helper_share_bytes"], m["charged_rho"], m["device_spent_rho"], m["device_budget_rho"], m["guarantee"])
+	if lc, _ := m["leader_charged_rho"].(float64); lc != m["charged_rho"].(float64) {
+		fmt.Fprintf(out, "the leader's ledger counts ρ %.4g for it\n", lc)
+	}
 	return nil
 }

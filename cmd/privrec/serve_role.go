@@ -40,7 +40,10 @@ verification secret) and --peer-token-file (the leader's credential at the
 helper). The leader enrols users, stores their reports, charges each
 task's ρ to every user who uploads for it (--budget-rho per user), and
 drives aggregation and collection (admin API, --admin-token-file). The
-helper refuses tasks whose ρ exceeds its own --max-task-rho.
+helper derives each task's sensitivity, range and σ from the task's
+public plan itself and refuses a task that states less, or whose ρ
+exceeds its own --max-task-rho; it releases no aggregate share of fewer
+than --min-batch reports.
 
 The leader also serves the browser device at / (--web, on by default;
 docs/BROWSER.md): a page whose WebAssembly computes a person's
@@ -82,7 +85,8 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 	adminFile := fs.String("admin-token-file", "", "leader: the admin token (≥ 16 characters; default $PRIVREC_ADMIN_TOKEN)")
 	helperURL := fs.String("helper", "", "leader: the helper's base URL")
 	budget := fs.Float64("budget-rho", 0, "leader: each user's total zCDP ρ over all tasks")
-	maxRho := fs.Float64("max-task-rho", 0, "helper: the largest ρ per task it agrees to (0: no limit of its own)")
+	maxRho := fs.Float64("max-task-rho", 0, "helper: the largest ρ per task it agrees to, as it derives it from the task's plan (0: no limit of its own)")
+	minBatch := fs.Int("min-batch", server.DefaultMinBatch, "helper: the fewest valid reports it releases an aggregate share for, whatever the task's min_reports")
 	batch := fs.Int("batch", 256, "reports per aggregation job")
 	web := fs.Bool("web", true, "leader: serve the browser device at / (docs/BROWSER.md): her ratings stay in the browser, which shards and encrypts her contribution to both aggregators")
 	items := fs.String("items", "", "leader, with --web: titles for the page (one item ID per line, an optional title after a tab); default: the tasks' item IDs")
@@ -118,7 +122,10 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	cfg := server.Config{Role: r, DB: strings.TrimPrefix(*db, "sqlite:"), Key: key, Secret: secret, AggregatorToken: peer,
-		MaxTaskRho: *maxRho, BatchSize: *batch, Logger: log}
+		MaxTaskRho: *maxRho, MinBatch: *minBatch, BatchSize: *batch, Logger: log}
+	if *minBatch < 1 {
+		return usagef("--min-batch %d: want at least 1", *minBatch)
+	}
 	if r == dap.Leader {
 		if cfg.AdminToken, err = adminToken(*adminFile); err != nil {
 			return err

@@ -178,9 +178,16 @@ func (f *Fleet) Run(ctx context.Context, t dap.Task, n int, contribute func(u in
 	if hk, err = f.cli.PublicKey(ctx, f.Helper); err != nil {
 		return nil, st, err
 	}
-	// Each device reads the task from the leader and checks it (σ gives
-	// the stated ρ) before her ledger pays for it.
+	// Each device reads the task from the leader and derives its privacy
+	// parameters from its plan (dap.Derive) before her ledger pays what
+	// she derived. The simulated devices are identical, so one derivation
+	// serves them all; their users accept the noise mode the experiment
+	// chose (a split-noise run models users who opted in).
 	pub, err := f.cli.Task(ctx, t.ID)
+	if err != nil {
+		return nil, st, err
+	}
+	derived, err := dap.Consent{SplitNoise: true}.Check(pub)
 	if err != nil {
 		return nil, st, err
 	}
@@ -233,7 +240,7 @@ func (f *Fleet) Run(ctx context.Context, t dap.Task, n int, contribute func(u in
 		}
 		devNanos.Add(int64(time.Since(t0)))
 		bytes.Add(int64(r.Size()))
-		if err := f.ledgers[u].Reserve(&pub); err != nil {
+		if err := f.ledgers[u].Charge(derived); err != nil {
 			return err
 		}
 		if err := f.upload(ctx, f.tokens[u], r); err != nil {

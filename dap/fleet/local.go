@@ -53,8 +53,10 @@ func StartPair(ctx context.Context, dir string, budgetRho float64, seeds ...uint
 		if err != nil {
 			return "", err
 		}
+		// MinBatch 1: tests and experiments release small batches; a
+		// deployed helper keeps its own floor (privrec serve --min-batch).
 		cfg := server.Config{Role: role, DB: db, Key: key, Secret: secret, AggregatorToken: peer,
-			AdminToken: p.AdminToken, HelperURL: helperURL, BudgetRho: budgetRho}
+			AdminToken: p.AdminToken, HelperURL: helperURL, BudgetRho: budgetRho, MinBatch: 1}
 		if len(seeds) == 2 {
 			cfg.Noise = noise.Seeded(seeds[role])
 		}

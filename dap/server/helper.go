@@ -70,19 +70,24 @@ func (s *Server) provision(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, fmt.Errorf("%w: task id %q in the body, %q in the path", dap.ErrInvalid, t.ID, r.PathValue("id")))
 		return
 	}
-	if err := t.Validate(); err != nil {
+	// The helper derives the task's privacy parameters from its plan
+	// itself and applies its policy to what it derived.
+	d, err := dap.Derive(t)
+	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	if s.cfg.MaxTaskRho > 0 && t.Rho > s.cfg.MaxTaskRho {
-		s.fail(w, fmt.Errorf("%w: task %q asks ρ %v per user; this helper's policy allows at most %v", dap.ErrInvalid, t.ID, t.Rho, s.cfg.MaxTaskRho))
+	if s.cfg.MaxTaskRho > 0 && d.ChargeRho > s.cfg.MaxTaskRho {
+		s.fail(w, fmt.Errorf("%w: task %q costs each user ρ %v (stated %v; %v if one aggregator omits its noise, derived from its plan); this helper's policy allows at most %v",
+			dap.ErrInvalid, t.ID, d.ChargeRho, t.Rho, d.RhoAlone, s.cfg.MaxTaskRho))
 		return
 	}
 	if err := s.st.putTask(r.Context(), t); err != nil {
 		s.fail(w, err)
 		return
 	}
-	s.log.Info("task provisioned", "task", t.ID, "dimension", t.Dimension, "rho", t.Rho, "noise", t.Noise)
+	s.log.Info("task provisioned", "task", t.ID, "dimension", t.Dimension, "rho", t.Rho, "noise", t.Noise,
+		"derived_sensitivity", d.Sensitivity, "derived_rho_alone", d.RhoAlone)
 	writeJSON(w, http.StatusCreated, t)
 }
 
@@ -180,6 +185,13 @@ func (s *Server) aggregateShare(w http.ResponseWriter, r *http.Request) {
 	}
 	if a.count != req.Count || !bytes.Equal(a.checksum, req.Checksum) {
 		s.fail(w, fmt.Errorf("%w: task %q: the leader aggregated %d reports, the helper %d (or their IDs differ)", errConflict, p.Task.ID, req.Count, a.count))
+		return
+	}
+	// The helper's own floor, whatever min_reports the leader wrote (a
+	// share already released is returned again: it is the same noised
+	// share, nothing new).
+	if a.noised == nil && a.count < s.cfg.MinBatch {
+		s.fail(w, fmt.Errorf("%w: task %q: %d valid reports; this helper releases aggregate shares of at least %d (its --min-batch)", dap.ErrInvalid, p.Task.ID, a.count, s.cfg.MinBatch))
 		return
 	}
 	a, err = s.st.collect(r.Context(), &p.Task, func(v dap.Vec) { p.Task.AddNoise(v, s.noise) })

@@ -59,8 +59,12 @@ type Config struct {
 	HelperURL  string
 	BudgetRho  float64
 	// Helper only: MaxTaskRho, the largest ρ per task the helper's operator
-	// agrees to provision (0: no limit of its own).
+	// agrees to provision (0: no limit of its own), applied to the ρ the
+	// helper derives itself (dap.Derive: the charge a device would pay);
+	// MinBatch, the fewest reports the helper releases an aggregate share
+	// for, whatever min_reports the leader wrote (0: DefaultMinBatch).
 	MaxTaskRho float64
+	MinBatch   int
 	// Noise is the source of the aggregator's discrete Gaussian noise; nil
 	// means noise.Secure(). A seeded source is for tests and experiments.
 	Noise *noise.Source
@@ -69,6 +73,10 @@ type Config struct {
 	Logger    *slog.Logger
 	Client    *http.Client
 }
+
+// DefaultMinBatch is the helper's own minimum batch when Config.MinBatch
+// is 0.
+const DefaultMinBatch = 100
 
 // Server is one aggregator.
 type Server struct {
@@ -108,6 +116,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 256
+	}
+	if cfg.MinBatch <= 0 {
+		cfg.MinBatch = DefaultMinBatch
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -31,7 +31,9 @@ func newTestServer(tb testing.TB, role dap.Role) *Server {
 	return s
 }
 
-var task = []byte(`{"id":"t","statistic":"s","dimension":3,"step":0.5,"min":-4,"bits":3,"norm_sq":20,"relation":"add-remove-user","sensitivity":4.5,"rho":0.5,"noise":"each-alone","sigma":5,"min_reports":1}`)
+// task is a counts task over three items (the helper derives its range,
+// norm_sq and sensitivity from the plan).
+var task = []byte(`{"id":"t","statistic":"counts","plan":{"row":{"catalogue":["a","b","c"]},"kind":"counts","contribution":{"items":3,"cap":1}},"dimension":3,"step":0.5,"min":0,"bits":2,"norm_sq":4,"relation":"replace-user","sensitivity":4,"rho":0.5,"noise":"each-alone","sigma":5,"min_reports":1}`)
 
 // FuzzHelperRequests: no body sent to the helper's endpoints makes it fail
 // with anything but a 4xx (malformed requests change nothing; no panic).
