@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cloudflare/circl/kem"
 )
@@ -22,6 +25,14 @@ type Client struct {
 	// Consent is what the user agreed to beyond the default (a
 	// split-noise task is refused without Consent.SplitNoise).
 	Consent Consent
+	// Retries is how many times Upload sends a report again after a
+	// network error, a 429, 502, 503 or 504 (0: 4; negative: none). The
+	// leader acknowledges the same report again without charging twice,
+	// so a retry after a lost acknowledgement is safe.
+	Retries int
+	// Backoff is the wait before the first retry, doubled for each next
+	// one unless the answer's Retry-After says longer (0: 500 ms).
+	Backoff time.Duration
 }
 
 func (c *Client) http() *http.Client {
@@ -113,9 +124,72 @@ func (c *Client) Task(ctx context.Context, id string) (Task, error) {
 	return t, t.Validate()
 }
 
-// Upload sends a report to the leader; out receives its receipt.
+// Upload sends a report to the leader in the binary encoding
+// (ReportMediaType), retrying as Retries says; out receives its receipt.
 func (c *Client) Upload(ctx context.Context, r *Report, out any) error {
-	return c.Do(ctx, http.MethodPut, c.Leader, "/dap/v1/tasks/"+r.TaskID+"/reports", c.Token, r, out)
+	body, err := EncodeReport(r)
+	if err != nil {
+		return err
+	}
+	path := "/dap/v1/tasks/" + r.TaskID + "/reports"
+	retries, wait := c.Retries, c.Backoff
+	if retries == 0 {
+		retries = 4
+	}
+	if wait <= 0 {
+		wait = 500 * time.Millisecond
+	}
+	for attempt := 0; ; attempt++ {
+		again, err := c.send(ctx, http.MethodPut, strings.TrimRight(c.Leader, "/")+path, path, c.Token, ReportMediaType, body, out)
+		if err == nil || again < 0 || attempt >= retries {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(max(wait, again)):
+		}
+		wait *= 2
+	}
+}
+
+// send makes one request; again ≥ 0 means the failure is worth a retry
+// after that long (the Retry-After), < 0 that it is final.
+func (c *Client) send(ctx context.Context, method, url, path, token, ctype string, body []byte, out any) (again time.Duration, err error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return -1, fmt.Errorf("dap: %s %s: %w", method, path, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", ctype)
+	resp, err := c.http().Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return -1, fmt.Errorf("dap: %s %s: %w", method, path, err)
+		}
+		return 0, fmt.Errorf("dap: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&e)
+		herr := &HTTPError{Status: resp.StatusCode, Method: method, Path: path, Message: e.Error}
+		switch resp.StatusCode {
+		case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			s, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+			return time.Duration(min(max(s, 0), 60)) * time.Second, herr
+		}
+		return -1, herr
+	}
+	if out == nil {
+		return 0, nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return -1, fmt.Errorf("dap: %s %s: response: %w", method, path, err)
+	}
+	return 0, nil
 }
 
 // Contribute is a device's whole part in one task, from her own ratings

@@ -81,31 +81,14 @@ type Prepared struct {
 // Prepare decrypts this aggregator's input share of report (id, public,
 // sealed) and computes its verifier share (VDAF prep_init).
 func (p *Preparer) Prepare(id, public []byte, sealed Sealed) (*Prepared, error) {
-	if len(id) != ReportIDSize {
-		return nil, fmt.Errorf("%w: report id of %d bytes", ErrInvalid, len(id))
-	}
-	rcv, err := suite.NewReceiver(p.key.Private, info(p.role))
-	if err != nil {
-		return nil, fmt.Errorf("dap: HPKE receiver: %w", err)
-	}
-	opener, err := rcv.Setup(sealed.Enc)
-	if err != nil {
-		return nil, fmt.Errorf("%w: HPKE encapsulated key: %v", ErrInvalid, err)
-	}
-	pt, err := opener.Open(sealed.Ciphertext, aad(p.Task.ID, id, public))
-	if err != nil {
-		return nil, fmt.Errorf("%w: input share does not decrypt for the %s: %v", ErrInvalid, p.role, err)
-	}
 	v, done, err := p.vdaf()
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	params := v.Params()
-	var in sumvec.InputShare
-	in.New(&params, uint(p.role))
-	if err := in.UnmarshalBinary(pt); err != nil {
-		return nil, fmt.Errorf("%w: input share: %v", ErrInvalid, err)
+	in, err := p.openShare(v, id, public, sealed)
+	if err != nil {
+		return nil, err
 	}
 	var nonce sumvec.Nonce
 	copy(nonce[:], id)

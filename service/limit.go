@@ -50,3 +50,13 @@ func (l *limiter) allow(key string, now time.Time) bool {
 	b.tokens--
 	return true
 }
+
+// Limiter is the token bucket per key the service admits enrolments and
+// requests with, for other servers (the two aggregators' enrolment).
+type Limiter struct{ l *limiter }
+
+// NewLimiter allows rate events per second per key, at most burst saved.
+func NewLimiter(rate float64, burst int) *Limiter { return &Limiter{newLimiter(rate, burst)} }
+
+// Allow takes one token for key; false when none is left.
+func (l *Limiter) Allow(key string, now time.Time) bool { return l.l.allow(key, now) }

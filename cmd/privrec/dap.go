@@ -491,7 +491,7 @@ func startAggregators(ctx context.Context, dir string, inProcess bool, seed uint
 	}
 	start := func(role string, extra ...string) (string, error) {
 		addr := filepath.Join(dir, role+".addr")
-		args := append([]string{"serve", "--role", role, "--db", filepath.Join(dir, role+".db"), "--key-file", filepath.Join(dir, role+".key"),
+		args := append([]string{"serve", "--role", role, "--create", "--db", filepath.Join(dir, role+".db"), "--key-file", filepath.Join(dir, role+".key"),
 			"--secret-file", files["secret"], "--peer-token-file", files["peer.token"], "--listen", "127.0.0.1:0",
 			"--addr-file", addr, "--log-level", "warn"}, extra...)
 		c := exec.Command(exe, args...)
@@ -517,7 +517,7 @@ func startAggregators(ctx context.Context, dir string, inProcess bool, seed uint
 		stop()
 		return nil, nil, err
 	}
-	if p.LeaderURL, err = start("leader", "--admin-token-file", files["admin.token"], "--helper", p.HelperURL, "--budget-rho", "1e6"); err != nil {
+	if p.LeaderURL, err = start("leader", "--admin-token-file", files["admin.token"], "--helper", p.HelperURL, "--budget-rho", "1e6", "--enrol-rate", "0"); err != nil {
 		stop()
 		return nil, nil, err
 	}

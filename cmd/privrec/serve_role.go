@@ -9,11 +9,14 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -78,6 +81,14 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("serve --role leader|helper --db FILE --key-file FILE --secret-file FILE --peer-token-file FILE", serveRoleSynopsis, example)
 	role := fs.String("role", "", "leader (devices upload to it; keeps the ledger; drives aggregation) or helper")
 	db := fs.String("db", "", "the aggregator's own SQLite file (sqlite:FILE or FILE)")
+	create := fs.Bool("create", false, "make a new aggregator database at --db (refused if one is there); without it --db must hold this role's database, made with the same --key-file and --secret-file")
+	lockTTL := fs.Duration("lock-ttl", 30*time.Second, "leader: the lease a process holds on a task while it aggregates or collects it (several leader processes may share --db; after a crash another waits this long)")
+	lockWait := fs.Duration("lock-wait", time.Minute, "leader: how long an aggregate or collect call waits for one in progress on the same task before it is answered 503")
+	enrolRate := fs.Float64("enrol-rate", 10, "leader: enrolments admitted per second per client address (4× that overall; 0: no limit)")
+	enrolBurst := fs.Int("enrol-burst", 100, "leader: the burst of enrolments admitted per client address (4× that overall)")
+	maxUsers := fs.Int64("max-users", 0, "leader: the most users enrolled (0: no cap); enrolment beyond is refused (403)")
+	helperTimeout := fs.Duration("helper-timeout", 2*time.Minute, "leader: the longest a request to the helper may take (an aggregation job of --batch reports included)")
+	minFree := fs.String("min-free-disk", "64MiB", "refuse writes (503 with Retry-After) and answer /readyz 503 when the database's file system has less free space than this (bytes, or with KiB, MiB, GiB; 0: no check)")
 	listen := fs.String("listen", "127.0.0.1:8090", "address to listen on (host:port; port 0 picks one)")
 	keyFile := fs.String("key-file", "", "HPKE private key file (created, mode 0600, if missing)")
 	secretFile := fs.String("secret-file", "", "the verification secret both aggregators share (base64, ≥ 16 bytes)")
@@ -121,10 +132,26 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	free, err := parseBytes(*minFree)
+	if err != nil {
+		return usagef("--min-free-disk: %v", err)
+	}
+	if free == 0 {
+		free = -1
+	}
 	cfg := server.Config{Role: r, DB: strings.TrimPrefix(*db, "sqlite:"), Key: key, Secret: secret, AggregatorToken: peer,
-		MaxTaskRho: *maxRho, MinBatch: *minBatch, BatchSize: *batch, Logger: log}
+		MaxTaskRho: *maxRho, MinBatch: *minBatch, BatchSize: *batch, Logger: log, Mode: server.OpenExisting, LockTTL: *lockTTL, LockWait: *lockWait, MinFreeBytes: free, HelperTimeout: *helperTimeout,
+		EnrolRate: *enrolRate, EnrolBurst: *enrolBurst, MaxUsers: *maxUsers}
 	if *minBatch < 1 {
 		return usagef("--min-batch %d: want at least 1", *minBatch)
+	}
+	if *create {
+		cfg.Mode = server.CreateNew
+	}
+	if spec := os.Getenv(envCrash); spec != "" {
+		if cfg.Crash, err = crashHook(spec, log); err != nil {
+			return err
+		}
 	}
 	if r == dap.Leader {
 		if cfg.AdminToken, err = adminToken(*adminFile); err != nil {
@@ -141,10 +168,16 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	srv, err := server.New(ctx, cfg)
-	if err != nil {
-		if errors.Is(err, dap.ErrInvalid) {
-			return usagef("%v", err)
-		}
+	switch {
+	case errors.Is(err, dap.ErrInvalid):
+		return usagef("%v", err)
+	case errors.Is(err, server.ErrNoDatabase):
+		return fmt.Errorf("%w; check --db, or make a new aggregator database there with --create", err)
+	case errors.Is(err, server.ErrExists):
+		return fmt.Errorf("%w; drop --create to serve it (or choose another --db)", err)
+	case errors.Is(err, server.ErrDamaged):
+		return fmt.Errorf("%w (restore the latest backup)", err)
+	case err != nil:
 		return err
 	}
 	defer srv.Close()
@@ -167,6 +200,50 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 		h = mux
 	}
 	return serveRole(ctx, h, ln, *grace, log)
+}
+
+// envCrash names a step of upload, aggregation or collection at which
+// the aggregator kills itself with SIGKILL ("STEP" or "STEP@N": at its
+// N-th time). Fault-injection tests only (TestDapFaults).
+const envCrash = "PRIVREC_DAP_CRASH"
+
+func crashHook(spec string, log *slog.Logger) (func(string), error) {
+	step, nth := spec, 1
+	if a, b, ok := strings.Cut(spec, "@"); ok {
+		n, err := strconv.Atoi(b)
+		if err != nil || n < 1 {
+			return nil, usagef("%s=%q: want STEP or STEP@N", envCrash, spec)
+		}
+		step, nth = a, n
+	}
+	var hits atomic.Int64
+	return func(s string) {
+		if s == step && hits.Add(1) == int64(nth) {
+			log.Warn("fault injection: killing this process", "step", s)
+			if p, err := os.FindProcess(os.Getpid()); err == nil {
+				_ = p.Kill() // SIGKILL: no deferred function runs, nothing is flushed
+			}
+			select {} // the signal is on its way
+		}
+	}, nil
+}
+
+// parseBytes reads a size: a number of bytes, or one with KiB, MiB, GiB
+// or TiB.
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for i, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		if v, ok := strings.CutSuffix(s, u); ok {
+			s, mult = strings.TrimSpace(v), int64(1)<<(10*(i+1))
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is not a size (bytes, or a number with KiB, MiB, GiB or TiB)", s)
+	}
+	return n * mult, nil
 }
 
 // dapPage is the leader's browser device (webapp.NewDAP).

@@ -3,8 +3,10 @@ package server
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 
 	"github.com/privrec/privrec/dap"
 )
@@ -20,7 +22,11 @@ type JobReport struct {
 	LeaderRejectedAs string     `json:"leader_rejected_as,omitempty"`
 }
 
-// Job is a batch of reports the leader asks the helper to prepare.
+// Job is a batch of reports the leader asks the helper to prepare (PUT
+// tasks/{id}/aggregation_jobs/{job}). The job ID is the leader's: the
+// helper keeps each job's answer, so the same job sent again (the
+// leader retrying after a crash or a lost answer) gets the same answer,
+// and its reports are counted once.
 type Job struct {
 	Reports []JobReport `json:"reports"`
 }
@@ -62,7 +68,7 @@ func xorChecksum(sum, id []byte) {
 
 func (s *Server) provision(w http.ResponseWriter, r *http.Request) {
 	var t dap.Task
-	if err := decode(r, &t); err != nil {
+	if err := decode(w, r, maxJSONBody, &t); err != nil {
 		s.fail(w, err)
 		return
 	}
@@ -91,18 +97,22 @@ func (s *Server) provision(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, t)
 }
 
+// jobIDRE is the shape of an aggregation job ID.
+var jobIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{8,64}$`)
+
 func (s *Server) aggregationJob(w http.ResponseWriter, r *http.Request) {
+	jobID := r.PathValue("job")
+	if !jobIDRE.MatchString(jobID) {
+		s.fail(w, fmt.Errorf("%w: aggregation job id %q: want 8–64 of [A-Za-z0-9_-]", dap.ErrInvalid, jobID))
+		return
+	}
 	p, collected, err := s.preparer(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	if collected {
-		s.fail(w, fmt.Errorf("%w: task %q is collected", errConflict, p.Task.ID))
-		return
-	}
 	var job Job
-	if err := decode(r, &job); err != nil {
+	if err := decode(w, r, maxJSONBody, &job); err != nil {
 		s.fail(w, err)
 		return
 	}
@@ -110,13 +120,59 @@ func (s *Server) aggregationJob(w http.ResponseWriter, r *http.Request) {
 	// only such); anything else is refused whole, before any verdict is
 	// stored.
 	seen := make(map[string]bool, len(job.Reports))
+	ids := make([]byte, 0, len(job.Reports)*dap.ReportIDSize)
 	for i, jr := range job.Reports {
 		if len(jr.ID) != dap.ReportIDSize || seen[string(jr.ID)] {
 			s.fail(w, fmt.Errorf("%w: aggregation job: report %d: a missing, malformed or repeated report id", dap.ErrInvalid, i))
 			return
 		}
 		seen[string(jr.ID)] = true
+		ids = append(ids, jr.ID...)
 	}
+	// A job answered before is answered again, as it was.
+	oldIDs, old, err := s.st.storedJob(r.Context(), s.st.db, p.Task.ID, jobID)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if oldIDs != nil {
+		if !bytes.Equal(oldIDs, ids) {
+			s.fail(w, fmt.Errorf("%w: aggregation job %s of task %q was sent before with other reports", errConflict, jobID, p.Task.ID))
+			return
+		}
+		s.log.Info("aggregation job repeated: the stored answer is sent again", "task", p.Task.ID, "job", jobID)
+		writeRaw(w, old)
+		return
+	}
+	if collected {
+		s.fail(w, fmt.Errorf("%w: task %q is collected", errConflict, p.Task.ID))
+		return
+	}
+	if err := s.roomToWrite(); err != nil {
+		s.fail(w, err)
+		return
+	}
+	res, vs, outs := s.prepareJob(p, &job)
+	s.crash("helper-job-prepared")
+	resp, err := s.st.commitHelperJob(r.Context(), &p.Task, jobID, ids, vs, outs, func(dup map[string]bool) ([]byte, error) {
+		for i := range res.Results {
+			if dup[string(res.Results[i].ID)] {
+				res.Results[i] = JobResult{ID: res.Results[i].ID, Reason: "replayed report (already judged in another job)"}
+			}
+		}
+		return json.Marshal(res)
+	})
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.crash("helper-job-committed")
+	writeRaw(w, resp)
+}
+
+// prepareJob prepares the helper's shares of a job's reports and decides
+// each proof on both prep shares.
+func (s *Server) prepareJob(p *dap.Preparer, job *Job) (JobResponse, []verdict, []dap.Vec) {
 	res := JobResponse{Results: make([]JobResult, len(job.Reports))}
 	vs := make([]verdict, len(job.Reports))
 	outs := make([]dap.Vec, len(job.Reports))
@@ -126,10 +182,6 @@ func (s *Server) aggregationJob(w http.ResponseWriter, r *http.Request) {
 		reject := func(why string) {
 			res.Results[i].Reason = why
 			vs[i] = verdict{id: jr.ID, reason: why}
-		}
-		if len(jr.ID) != dap.ReportIDSize {
-			reject("malformed report id")
-			return
 		}
 		prep, err := p.Prepare(jr.ID, jr.PublicShare, jr.HelperShare)
 		if err != nil {
@@ -150,19 +202,14 @@ func (s *Server) aggregationJob(w http.ResponseWriter, r *http.Request) {
 		vs[i] = verdict{id: jr.ID, accepted: true}
 		outs[i] = out
 	})
-	s.mu.Lock()
-	dup, err := s.st.commitJob(r.Context(), &p.Task, vs, outs)
-	s.mu.Unlock()
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	for i := range res.Results {
-		if dup[string(res.Results[i].ID)] {
-			res.Results[i] = JobResult{ID: res.Results[i].ID, Reason: "replayed report (already judged)"}
-		}
-	}
-	writeJSON(w, http.StatusOK, res)
+	return res, vs, outs
+}
+
+// writeRaw answers 200 with a stored JSON body.
+func writeRaw(w http.ResponseWriter, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
 }
 
 func (s *Server) aggregateShare(w http.ResponseWriter, r *http.Request) {
@@ -172,33 +219,28 @@ func (s *Server) aggregateShare(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req ShareRequest
-	if err := decode(r, &req); err != nil {
+	if err := decode(w, r, maxJSONBody, &req); err != nil {
 		s.fail(w, err)
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, err := s.st.aggregate(r.Context(), s.st.db, &p.Task)
+	check := func(a aggregate) error {
+		if a.count != req.Count || !bytes.Equal(a.checksum, req.Checksum) {
+			return fmt.Errorf("%w: task %q: the leader aggregated %d reports, the helper %d (or their IDs differ)", errConflict, p.Task.ID, req.Count, a.count)
+		}
+		// The helper's own floor, whatever min_reports the leader wrote
+		// (a share already released is returned again: it is the same
+		// noised share, nothing new).
+		if a.noised == nil && a.count < s.cfg.MinBatch {
+			return fmt.Errorf("%w: task %q: %d valid reports; this helper releases aggregate shares of at least %d (its --min-batch)", dap.ErrInvalid, p.Task.ID, a.count, s.cfg.MinBatch)
+		}
+		return nil
+	}
+	a, err := s.st.collect(r.Context(), &p.Task, "", check, s.addNoise(&p.Task))
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	if a.count != req.Count || !bytes.Equal(a.checksum, req.Checksum) {
-		s.fail(w, fmt.Errorf("%w: task %q: the leader aggregated %d reports, the helper %d (or their IDs differ)", errConflict, p.Task.ID, req.Count, a.count))
-		return
-	}
-	// The helper's own floor, whatever min_reports the leader wrote (a
-	// share already released is returned again: it is the same noised
-	// share, nothing new).
-	if a.noised == nil && a.count < s.cfg.MinBatch {
-		s.fail(w, fmt.Errorf("%w: task %q: %d valid reports; this helper releases aggregate shares of at least %d (its --min-batch)", dap.ErrInvalid, p.Task.ID, a.count, s.cfg.MinBatch))
-		return
-	}
-	a, err = s.st.collect(r.Context(), &p.Task, func(v dap.Vec) { p.Task.AddNoise(v, s.noise) })
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
+	s.crash("helper-share-collected")
 	s.log.Info("aggregate share released (noised)", "task", p.Task.ID, "sigma", p.Task.Sigma)
 	writeJSON(w, http.StatusOK, ShareResponse{Share: a.noised})
 }

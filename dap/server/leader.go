@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/privrec/privrec/dap"
 )
@@ -40,6 +41,9 @@ type Receipt struct {
 	ChargedRho float64 `json:"charged_rho"`
 	SpentRho   float64 `json:"spent_rho"`
 	BudgetRho  float64 `json:"budget_rho"`
+	// Repeated: this report was stored and charged before (a retry after
+	// a lost acknowledgement); nothing was charged again.
+	Repeated bool `json:"repeated,omitempty"`
 }
 
 // Release is a task's published result (dap.Release).
@@ -55,7 +59,19 @@ type AggregateResult struct {
 // under-charged.
 func nanoRho(rho float64) int64 { return int64(math.Ceil(rho*1e9 - 1e-6)) }
 
+// enrol admits a new user at EnrolRate per client address (and 4× that
+// overall), up to MaxUsers, while there is room to write.
 func (s *Server) enrol(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	if s.enrolAddr != nil && (!s.enrolAddr.Allow(clientAddr(r), now) || !s.enrolAll.Allow("", now)) {
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, "too many enrolments; retry later")
+		return
+	}
+	if err := s.roomToWrite(); err != nil {
+		s.fail(w, err)
+		return
+	}
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		s.fail(w, err)
@@ -64,8 +80,14 @@ func (s *Server) enrol(w http.ResponseWriter, r *http.Request) {
 	tok := base64.RawURLEncoding.EncodeToString(b[:])
 	h := sha256.Sum256([]byte(tok))
 	id := "u-" + base64.RawURLEncoding.EncodeToString(h[:9])
-	if _, err := s.st.db.ExecContext(r.Context(), `INSERT INTO users (id, token_hash) VALUES (?, ?)`, id, h[:]); err != nil {
+	res, err := s.st.db.ExecContext(r.Context(), `INSERT INTO users (id, token_hash) SELECT ?, ? WHERE ? <= 0 OR (SELECT count(*) FROM users) < ?`,
+		id, h[:], s.cfg.MaxUsers, s.cfg.MaxUsers)
+	if err != nil {
 		s.fail(w, fmt.Errorf("dap store: enrol: %w", err))
+		return
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("enrolment is closed: this collection has its %d users (--max-users)", s.cfg.MaxUsers))
 		return
 	}
 	writeJSON(w, http.StatusCreated, Enrolment{User: id, Token: tok})
@@ -129,8 +151,14 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 }
 
 // upload stores one report and charges its task's ρ to the user, in one
-// transaction: a user who is over budget, or who already uploaded for the
-// task, is refused and nothing changes.
+// transaction. The body is bounded by the task's exact report size
+// before it is read (413), and the leader opens its own input share
+// before anything is stored or charged. The same report sent again (a
+// retry after a lost acknowledgement: same ID, same bytes) is
+// acknowledged again without a second charge; another report under a
+// taken ID, a second report of the user for the task, one beyond her
+// budget or one for a task being collected is refused and nothing
+// changes.
 func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	uid, _, err := s.user(ctx, r)
@@ -138,16 +166,22 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		s.failAuth(w, err)
 		return
 	}
-	t, collected, err := s.st.task(ctx, r.PathValue("id"))
+	p, collected, err := s.preparer(ctx, r.PathValue("id"))
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
+	t := &p.Task
 	if collected {
 		s.fail(w, fmt.Errorf("%w: task %q is already collected", errConflict, t.ID))
 		return
 	}
-	rep, body, err := decodeUpload(r)
+	size, err := s.reportSize(t)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	rep, body, err := decodeUpload(w, r, size)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -156,58 +190,136 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	charge := nanoRho(t.Rho)
-	budget := nanoRho(s.cfg.BudgetRho)
-	var spent int64
-	err = func() error {
-		tx, err := s.st.db.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("dap store: %w", err)
-		}
-		defer tx.Rollback()
-		if err := tx.QueryRowContext(ctx, `SELECT spent_rho_nano FROM users WHERE id = ?`, uid).Scan(&spent); err != nil {
-			return fmt.Errorf("dap store: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO reports (task_id, report_id, user_id, body) VALUES (?, ?, ?, ?)`, t.ID, rep.ID, uid, body); err != nil {
-			if strings.Contains(err.Error(), "UNIQUE") {
-				return fmt.Errorf("%w: user already uploaded a report for task %q (or the report ID is taken)", errConflict, t.ID)
-			}
-			return fmt.Errorf("dap store: report: %w", err)
-		}
-		if spent+charge > budget {
-			return fmt.Errorf("%w: task %q costs ρ %v; user has spent %v of %v", errBudget, t.ID, t.Rho, float64(spent)/1e9, s.cfg.BudgetRho)
-		}
-		spent += charge
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET spent_rho_nano = ? WHERE id = ?`, spent, uid); err != nil {
-			return fmt.Errorf("dap store: ledger: %w", err)
-		}
-		return tx.Commit()
-	}()
+	if int64(len(body)) != size {
+		s.fail(w, fmt.Errorf("%w: a report of %d bytes; task %q's reports have exactly %d", dap.ErrInvalid, len(body), t.ID, size))
+		return
+	}
+	if err := p.Check(rep.ID, rep.PublicShare, rep.LeaderShare); err != nil {
+		s.fail(w, fmt.Errorf("the leader's share: %w", err))
+		return
+	}
+	if err := s.roomToWrite(); err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.crash("leader-upload-checked")
+	rc, err := s.storeReport(ctx, t, uid, rep.ID, body)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, Receipt{Task: t.ID, ChargedRho: float64(charge) / 1e9, SpentRho: float64(spent) / 1e9, BudgetRho: s.cfg.BudgetRho})
+	s.crash("leader-upload-committed")
+	code := http.StatusCreated
+	if rc.Repeated {
+		code = http.StatusOK
+	}
+	writeJSON(w, code, rc)
 }
 
+// storeReport stores a report and charges its user in one transaction
+// (upload documents the rules).
+func (s *Server) storeReport(ctx context.Context, t *dap.Task, uid string, id, body []byte) (Receipt, error) {
+	charge := nanoRho(t.Rho)
+	budget := nanoRho(s.cfg.BudgetRho)
+	hash := sha256.Sum256(body)
+	rc := Receipt{Task: t.ID, ChargedRho: float64(charge) / 1e9, BudgetRho: s.cfg.BudgetRho}
+	tx, err := s.st.db.BeginTx(ctx, nil)
+	if err != nil {
+		return rc, fmt.Errorf("dap store: %w", err)
+	}
+	defer tx.Rollback()
+	var spent int64
+	if err := tx.QueryRowContext(ctx, `SELECT spent_rho_nano FROM users WHERE id = ?`, uid).Scan(&spent); err != nil {
+		return rc, fmt.Errorf("dap store: %w", err)
+	}
+	rc.SpentRho = float64(spent) / 1e9
+	var owner string
+	var oldHash []byte
+	switch err := tx.QueryRowContext(ctx, `SELECT user_id, body_hash FROM reports WHERE task_id = ? AND report_id = ?`, t.ID, id).Scan(&owner, &oldHash); {
+	case err == nil:
+		if owner == uid && bytes.Equal(oldHash, hash[:]) {
+			rc.Repeated = true
+			return rc, nil
+		}
+		return rc, fmt.Errorf("%w: report ID taken by another report of task %q", errConflict, t.ID)
+	case !errors.Is(err, sql.ErrNoRows):
+		return rc, fmt.Errorf("dap store: %w", err)
+	}
+	var closing, collected bool
+	if err := tx.QueryRowContext(ctx, `SELECT closing, collected FROM tasks WHERE id = ?`, t.ID).Scan(&closing, &collected); err != nil {
+		return rc, fmt.Errorf("dap store: %w", err)
+	}
+	if closing || collected {
+		return rc, fmt.Errorf("%w: task %q is being collected; it takes no more reports", errConflict, t.ID)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO reports (task_id, report_id, user_id, body, body_hash) VALUES (?, ?, ?, ?, ?)`, t.ID, id, uid, body, hash[:]); err != nil {
+		if strings.Contains(err.Error(), "UNIQUE") {
+			return rc, fmt.Errorf("%w: user already uploaded another report for task %q", errConflict, t.ID)
+		}
+		return rc, fmt.Errorf("dap store: report: %w", err)
+	}
+	if spent+charge > budget {
+		return rc, fmt.Errorf("%w: task %q costs ρ %v; user has spent %v of %v", errBudget, t.ID, t.Rho, float64(spent)/1e9, s.cfg.BudgetRho)
+	}
+	spent += charge
+	if _, err := tx.ExecContext(ctx, `UPDATE users SET spent_rho_nano = ? WHERE id = ?`, spent, uid); err != nil {
+		return rc, fmt.Errorf("dap store: ledger: %w", err)
+	}
+	rc.SpentRho = float64(spent) / 1e9
+	return rc, tx.Commit()
+}
+
+// reportSize is the exact size of a report of t in the binary encoding
+// (sharded once per task from a zero contribution, then cached).
+func (s *Server) reportSize(t *dap.Task) (int64, error) {
+	s.mu.Lock()
+	n, ok := s.sizes[t.ID]
+	s.mu.Unlock()
+	if ok {
+		return n, nil
+	}
+	rep, err := t.Shard(make([]int64, t.Dimension), s.cfg.Key.Public, s.cfg.Key.Public)
+	if err != nil {
+		return 0, fmt.Errorf("dap: the report size of task %q: %w", t.ID, err)
+	}
+	b, err := EncodeReport(rep)
+	if err != nil {
+		return 0, err
+	}
+	n = int64(len(b))
+	s.mu.Lock()
+	s.sizes[t.ID] = n
+	s.mu.Unlock()
+	return n, nil
+}
+
+// jsonReportSize bounds a report of size bytes (binary) as JSON: base64
+// of each of its seven fields, their names and the framing.
+func jsonReportSize(size int64) int64 { return size/3*4 + 7*4 + 512 }
+
 // decodeUpload reads an uploaded report, in the binary encoding
-// (ReportMediaType) or JSON, and returns it with its binary encoding for
-// the database (a binary body is stored as it came).
-func decodeUpload(r *http.Request) (dap.Report, []byte, error) {
+// (ReportMediaType; at most size bytes) or strict JSON, and returns it
+// with its binary encoding for the database (a binary body is stored as
+// it came). A larger body is refused before it is read (413).
+func decodeUpload(w http.ResponseWriter, r *http.Request, size int64) (dap.Report, []byte, error) {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != ReportMediaType {
 		var rep dap.Report
-		if err := decode(r, &rep); err != nil {
+		if err := decode(w, r, jsonReportSize(size), &rep); err != nil {
 			return rep, nil, err
 		}
 		body, err := EncodeReport(&rep)
 		return rep, body, err
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err := limitBody(w, r, size); err != nil {
+		return dap.Report{}, nil, err
+	}
+	body, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return dap.Report{}, nil, fmt.Errorf("%w: %s %s: body over %d bytes, the task's report size", errTooLarge, r.Method, r.URL.Path, size)
+	}
 	if err != nil {
 		return dap.Report{}, nil, fmt.Errorf("%w: %s %s: body: %v", dap.ErrInvalid, r.Method, r.URL.Path, err)
-	}
-	if len(body) > maxBody {
-		return dap.Report{}, nil, fmt.Errorf("%w: %s %s: body over %d bytes", dap.ErrInvalid, r.Method, r.URL.Path, maxBody)
 	}
 	rep, err := DecodeReport(body)
 	if err != nil {
@@ -218,7 +330,7 @@ func decodeUpload(r *http.Request) (dap.Report, []byte, error) {
 
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	var t dap.Task
-	if err := decode(r, &t); err != nil {
+	if err := decode(w, r, maxJSONBody, &t); err != nil {
 		s.fail(w, err)
 		return
 	}
@@ -240,7 +352,10 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, t)
 }
 
-// callHelper sends one authenticated JSON request to the helper.
+// callHelper sends one authenticated JSON request to the helper. The
+// helper unreachable or failing is errHelper (502 to the admin; 503 when
+// the helper said it is unavailable, e.g. out of space); its refusals
+// keep their meaning (400, 404, 409).
 func (s *Server) callHelper(ctx context.Context, method, path string, in, out any) error {
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -254,23 +369,30 @@ func (s *Server) callHelper(ctx context.Context, method, path string, in, out an
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.cfg.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("dap: helper %s %s: %w", method, path, err)
+		return fmt.Errorf("%w: %s %s: unreachable: %v", errHelper, method, path, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		var e errorBody
-		_ = json.NewDecoder(resp.Body).Decode(&e)
-		err := fmt.Errorf("dap: helper %s %s: %s: %s", method, path, resp.Status, e.Error)
-		if resp.StatusCode == http.StatusBadRequest {
-			err = fmt.Errorf("%w (%v)", dap.ErrInvalid, err)
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&e)
+		err := fmt.Errorf("helper %s %s: %s: %s", method, path, resp.Status, e.Error)
+		switch resp.StatusCode {
+		case http.StatusBadRequest:
+			return fmt.Errorf("%w (%v)", dap.ErrInvalid, err)
+		case http.StatusNotFound:
+			return fmt.Errorf("%w (%v)", errNotFound, err)
+		case http.StatusConflict:
+			return fmt.Errorf("%w (%v)", errConflict, err)
+		case http.StatusServiceUnavailable:
+			return fmt.Errorf("%w: %w: %v", errHelper, errUnavailable, err)
 		}
-		return err
+		return fmt.Errorf("%w: %v", errHelper, err)
 	}
 	if out == nil {
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("dap: helper %s %s: response: %w", method, path, err)
+		return fmt.Errorf("%w: %s %s: response: %v", errHelper, method, path, err)
 	}
 	return nil
 }
@@ -297,103 +419,177 @@ func parallel(n int, f func(i int)) {
 	wg.Wait()
 }
 
-func (s *Server) pending(ctx context.Context, taskID string, limit int) ([]dap.Report, error) {
-	rows, err := s.st.db.QueryContext(ctx, `SELECT body FROM reports r WHERE task_id = ? AND NOT EXISTS
-		(SELECT 1 FROM verdicts v WHERE v.task_id = r.task_id AND v.report_id = r.report_id) LIMIT ?`, taskID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("dap store: %w", err)
+// lockTask serialises aggregation and collection of one task: in this
+// process (one goroutine at a time) and across leader processes sharing
+// the database (a lease row, renewed while the work runs; every commit
+// of the work checks it is still held). It waits up to LockWait, then
+// answers errLocked (503). The returned context ends if the lease is
+// lost.
+func (s *Server) lockTask(ctx context.Context, id string) (context.Context, func(), error) {
+	wctx, cancelWait := context.WithTimeout(ctx, s.cfg.LockWait)
+	defer cancelWait()
+	s.mu.Lock()
+	ch := s.locks[id]
+	if ch == nil {
+		ch = make(chan struct{}, 1)
+		s.locks[id] = ch
 	}
-	defer rows.Close()
-	var out []dap.Report
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return nil, fmt.Errorf("dap store: %w", err)
-		}
-		rep, err := decodeStoredReport(b)
+	s.mu.Unlock()
+	busy := fmt.Errorf("%w: task %q: waited %s for the aggregation or collection in progress", errLocked, id, s.cfg.LockWait)
+	select {
+	case ch <- struct{}{}:
+	case <-wctx.Done():
+		return nil, nil, busy
+	}
+	for {
+		ok, err := s.st.lease(wctx, id, s.instance, time.Now(), s.cfg.LockTTL)
 		if err != nil {
-			return nil, err
+			<-ch
+			return nil, nil, err
 		}
-		out = append(out, rep)
+		if ok {
+			break
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-wctx.Done():
+			<-ch
+			return nil, nil, busy
+		}
 	}
-	return out, rows.Err()
+	lctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(s.cfg.LockTTL / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if ok, err := s.st.lease(lctx, id, s.instance, time.Now(), s.cfg.LockTTL); err != nil || !ok {
+					s.log.Error("lost the lease of a task: stopping its aggregation", "task", id, "err", err)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	unlock := func() {
+		close(done)
+		cancel()
+		if err := s.st.unlease(context.WithoutCancel(ctx), id, s.instance); err != nil {
+			s.log.Warn("giving up a task's lease", "task", id, "err", err)
+		}
+		<-ch
+	}
+	return lctx, unlock, nil
+}
+
+// addNoise adds the aggregator's noise for t to a share (the noise
+// source is shared: one draw at a time).
+func (s *Server) addNoise(t *dap.Task) func(dap.Vec) {
+	return func(v dap.Vec) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		t.AddNoise(v, s.noise)
+	}
 }
 
 // Aggregate verifies and aggregates every pending report of a task in
 // jobs of BatchSize: the leader prepares its shares, the helper prepares
 // its own and returns its prep shares, and each decides the proof on both;
-// a report counts only if both accept.
+// a report counts only if both accept. Each job is recorded before it is
+// sent and sent again as it was after a crash or a failed call (the
+// helper answers a repeated job with its stored answer), so every report
+// is counted once at both aggregators whatever fails when.
 func (s *Server) Aggregate(ctx context.Context, taskID string) (AggregateResult, error) {
-	var res AggregateResult
 	p, collected, err := s.preparer(ctx, taskID)
+	if err != nil || collected {
+		return AggregateResult{}, err
+	}
+	ctx, unlock, err := s.lockTask(ctx, taskID)
 	if err != nil {
-		return res, err
+		return AggregateResult{}, err
 	}
-	if collected {
-		return res, nil
-	}
+	defer unlock()
+	return s.aggregateLocked(ctx, p)
+}
+
+func (s *Server) aggregateLocked(ctx context.Context, p *dap.Preparer) (AggregateResult, error) {
+	var res AggregateResult
 	for {
-		reps, err := s.pending(ctx, taskID, s.cfg.BatchSize)
-		if err != nil || len(reps) == 0 {
+		jobID, reps, err := s.st.nextJob(ctx, p.Task.ID, s.cfg.BatchSize)
+		if err != nil || jobID == "" {
 			return res, err
 		}
-		job := Job{Reports: make([]JobReport, len(reps))}
-		preps := make([]*dap.Prepared, len(reps))
-		parallel(len(reps), func(i int) {
-			rep := &reps[i]
-			job.Reports[i] = JobReport{ID: rep.ID, PublicShare: rep.PublicShare, HelperShare: rep.HelperShare}
-			prep, err := p.Prepare(rep.ID, rep.PublicShare, rep.LeaderShare)
-			if err != nil {
-				job.Reports[i].LeaderRejectedAs = err.Error()
-				return
-			}
-			preps[i] = prep
-			job.Reports[i].LeaderPrepShare = prep.Share
-		})
-		var jr JobResponse
-		if err := s.callHelper(ctx, http.MethodPost, "/dap/v1/tasks/"+taskID+"/aggregation_jobs", job, &jr); err != nil {
-			return res, err
-		}
-		if len(jr.Results) != len(reps) {
-			return res, fmt.Errorf("dap: helper answered %d results for %d reports", len(jr.Results), len(reps))
-		}
-		vs := make([]verdict, len(reps))
-		outs := make([]dap.Vec, len(reps))
-		parallel(len(reps), func(i int) {
-			hr := &jr.Results[i]
-			v := &vs[i]
-			v.id = reps[i].ID
-			switch {
-			case !bytes.Equal(hr.ID, reps[i].ID):
-				v.reason = "helper answered for another report"
-			case preps[i] == nil:
-				v.reason = job.Reports[i].LeaderRejectedAs
-			case !hr.Accepted:
-				v.reason = "rejected by the helper: " + hr.Reason
-			default:
-				out, err := p.Finish(preps[i], preps[i].Share, hr.HelperPrepShare)
-				if err != nil {
-					v.reason = err.Error()
-					return
-				}
-				v.accepted, outs[i] = true, out
-			}
-		})
-		s.mu.Lock()
-		_, err = s.st.commitJob(ctx, &p.Task, vs, outs)
-		s.mu.Unlock()
+		s.crash("leader-job-recorded")
+		vs, outs, err := s.runJob(ctx, p, jobID, reps)
 		if err != nil {
 			return res, err
 		}
+		s.crash("leader-job-answered")
+		if err := s.st.commitLeaderJob(ctx, &p.Task, jobID, s.instance, vs, outs); err != nil {
+			return res, err
+		}
+		s.crash("leader-job-committed")
 		for _, v := range vs {
 			if v.accepted {
 				res.Accepted++
 			} else {
 				res.Rejected++
-				s.log.Warn("report rejected", "task", taskID, "reason", v.reason)
+				s.log.Warn("report rejected", "task", p.Task.ID, "reason", v.reason)
 			}
 		}
 	}
+}
+
+// runJob prepares the leader's shares of a job, sends the job to the
+// helper and decides each report on both prep shares.
+func (s *Server) runJob(ctx context.Context, p *dap.Preparer, jobID string, reps []dap.Report) ([]verdict, []dap.Vec, error) {
+	job := Job{Reports: make([]JobReport, len(reps))}
+	preps := make([]*dap.Prepared, len(reps))
+	parallel(len(reps), func(i int) {
+		rep := &reps[i]
+		job.Reports[i] = JobReport{ID: rep.ID, PublicShare: rep.PublicShare, HelperShare: rep.HelperShare}
+		prep, err := p.Prepare(rep.ID, rep.PublicShare, rep.LeaderShare)
+		if err != nil {
+			job.Reports[i].LeaderRejectedAs = err.Error()
+			return
+		}
+		preps[i] = prep
+		job.Reports[i].LeaderPrepShare = prep.Share
+	})
+	var jr JobResponse
+	if err := s.callHelper(ctx, http.MethodPut, "/dap/v1/tasks/"+p.Task.ID+"/aggregation_jobs/"+jobID, job, &jr); err != nil {
+		return nil, nil, err
+	}
+	if len(jr.Results) != len(reps) {
+		return nil, nil, fmt.Errorf("%w: job %s: answered %d results for %d reports", errHelper, jobID, len(jr.Results), len(reps))
+	}
+	vs := make([]verdict, len(reps))
+	outs := make([]dap.Vec, len(reps))
+	parallel(len(reps), func(i int) {
+		hr := &jr.Results[i]
+		v := &vs[i]
+		v.id = reps[i].ID
+		switch {
+		case !bytes.Equal(hr.ID, reps[i].ID):
+			v.reason = "helper answered for another report"
+		case preps[i] == nil:
+			v.reason = job.Reports[i].LeaderRejectedAs
+		case !hr.Accepted:
+			v.reason = "rejected by the helper: " + hr.Reason
+		default:
+			out, err := p.Finish(preps[i], preps[i].Share, hr.HelperPrepShare)
+			if err != nil {
+				v.reason = err.Error()
+				return
+			}
+			v.accepted, outs[i] = true, out
+		}
+	})
+	return vs, outs, nil
 }
 
 func (s *Server) aggregateHandler(w http.ResponseWriter, r *http.Request) {
@@ -405,27 +601,46 @@ func (s *Server) aggregateHandler(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// Collect aggregates what is pending, obtains the helper's noised share,
-// noises its own and publishes the release. Collecting again returns the
-// same release.
+// Collect closes the task to uploads, aggregates what is pending,
+// obtains the helper's noised share, noises its own and publishes the
+// release. Each step can be repeated after a crash: the helper and the
+// leader each noise their share once and store it, so collecting again
+// returns the same release.
 func (s *Server) Collect(ctx context.Context, taskID string) (*Release, error) {
 	if rel, err := s.release(ctx, taskID); err == nil {
 		return rel, nil
 	} else if !errors.Is(err, errNotFound) {
 		return nil, err
 	}
-	if _, err := s.Aggregate(ctx, taskID); err != nil {
-		return nil, err
-	}
 	p, _, err := s.preparer(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	ctx, unlock, err := s.lockTask(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if rel, err := s.release(ctx, taskID); err == nil { // a concurrent Collect won
 		return rel, nil
 	}
+	if _, err := s.aggregateLocked(ctx, p); err != nil {
+		return nil, err
+	}
+	if err := s.st.close(ctx, taskID); err != nil {
+		return nil, err
+	}
+	s.crash("leader-collect-closed")
+	// Reports acknowledged before the task closed.
+	if _, err := s.aggregateLocked(ctx, p); err != nil {
+		return nil, err
+	}
+	return s.publish(ctx, p)
+}
+
+// publish combines both noised shares into the release (the lock held).
+func (s *Server) publish(ctx context.Context, p *dap.Preparer) (*Release, error) {
+	taskID := p.Task.ID
 	a, err := s.st.aggregate(ctx, s.st.db, &p.Task)
 	if err != nil {
 		return nil, err
@@ -437,14 +652,16 @@ func (s *Server) Collect(ctx context.Context, taskID string) (*Release, error) {
 	if err := s.callHelper(ctx, http.MethodPost, "/dap/v1/tasks/"+taskID+"/aggregate_share", ShareRequest{Count: a.count, Checksum: a.checksum}, &hs); err != nil {
 		return nil, err
 	}
+	s.crash("leader-collect-helper-shared")
 	helper, err := p.Task.DecodeVec(hs.Share)
 	if err != nil {
-		return nil, fmt.Errorf("dap: helper's share: %w", err)
+		return nil, fmt.Errorf("%w: its share: %v", errHelper, err)
 	}
-	a, err = s.st.collect(ctx, &p.Task, func(v dap.Vec) { p.Task.AddNoise(v, s.noise) })
+	a, err = s.st.collect(ctx, &p.Task, s.instance, nil, s.addNoise(&p.Task))
 	if err != nil {
 		return nil, err
 	}
+	s.crash("leader-collect-noised")
 	leader, err := p.Task.DecodeVec(a.noised)
 	if err != nil {
 		return nil, err
@@ -458,11 +675,11 @@ func (s *Server) Collect(ctx context.Context, taskID string) (*Release, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dap: encoding release: %w", err)
 	}
-	if _, err := s.st.db.ExecContext(ctx, `INSERT INTO releases (task_id, body) VALUES (?, ?)`, taskID, string(b)); err != nil {
+	if _, err := s.st.db.ExecContext(ctx, `INSERT INTO releases (task_id, body) VALUES (?, ?) ON CONFLICT (task_id) DO NOTHING`, taskID, string(b)); err != nil {
 		return nil, fmt.Errorf("dap store: release: %w", err)
 	}
 	s.log.Info("release published", "task", taskID, "noise_sd", rel.NoiseSD)
-	return rel, nil
+	return s.release(ctx, taskID)
 }
 
 // Guarantee states a task's guarantee in words.

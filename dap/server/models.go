@@ -18,7 +18,7 @@ import (
 func (s *Server) putModel(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var rec dap.Recipe
-	if err := decode(r, &rec); err != nil {
+	if err := decode(w, r, maxJSONBody, &rec); err != nil {
 		s.fail(w, err)
 		return
 	}

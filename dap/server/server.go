@@ -27,19 +27,25 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
+
+	"modernc.org/sqlite"
 
 	"github.com/privrec/privrec/dap"
 	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/service/api"
 )
 
 // Config configures one aggregator.
@@ -71,7 +77,37 @@ type Config struct {
 	// BatchSize is the number of reports per aggregation job (default 256).
 	BatchSize int
 	Logger    *slog.Logger
-	Client    *http.Client
+	// Client is the leader's client to the helper; nil: one with
+	// HelperTimeout per request.
+	Client *http.Client
+	// HelperTimeout bounds each request to the helper when Client is nil
+	// (default 2 minutes: a job of 256 Gram reports takes the helper ≈ 25 s
+	// of CPU on one core).
+	HelperTimeout time.Duration
+
+	// Mode says whether the database must exist already or be new
+	// (default OpenOrCreate).
+	Mode StoreMode
+	// LockTTL is the lease a leader process takes on a task while it
+	// aggregates or collects it (renewed every third of it; another
+	// process waits for it, or for it to run out after a crash). Default
+	// 30 s. LockWait is how long a request waits for the task's lock
+	// before it is answered 503 with Retry-After (default 60 s).
+	LockTTL, LockWait time.Duration
+	// MinFreeBytes: below this much free space on the database's file
+	// system the aggregator refuses what would write (uploads, enrolment,
+	// aggregation jobs; 503 with Retry-After) and /readyz answers 503.
+	// 0: 64 MiB; negative: no check.
+	MinFreeBytes int64
+	// EnrolRate and EnrolBurst admit enrolments (token bucket, per client
+	// address and, at 4× each, overall; EnrolRate 0: no limit, EnrolBurst
+	// 0: 100); MaxUsers caps the users enrolled (0: no cap).
+	EnrolRate  float64
+	EnrolBurst int
+	MaxUsers   int64
+	// Crash, when set, is called at named steps of upload, aggregation and
+	// collection (fault-injection tests kill the process there).
+	Crash func(step string)
 }
 
 // DefaultMinBatch is the helper's own minimum batch when Config.MinBatch
@@ -84,9 +120,16 @@ type Server struct {
 	st    *store
 	log   *slog.Logger
 	noise *noise.Source
+	// instance names this process in task leases.
+	instance string
 
-	mu    sync.Mutex // serializes aggregation and collection per server, and the noise source
+	mu    sync.Mutex // guards preps, sizes, locks and the noise source
 	preps map[string]*dap.Preparer
+	sizes map[string]int64
+	locks map[string]chan struct{}
+
+	enrolAddr, enrolAll *limiter
+	ready               readiness
 }
 
 // New opens the aggregator's store.
@@ -123,14 +166,64 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Client == nil {
-		cfg.Client = http.DefaultClient
+	if cfg.HelperTimeout <= 0 {
+		cfg.HelperTimeout = 2 * time.Minute
 	}
-	st, err := openStore(ctx, cfg.DB)
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: cfg.HelperTimeout}
+	}
+	if cfg.LockTTL <= 0 {
+		cfg.LockTTL = 30 * time.Second
+	}
+	if cfg.LockWait <= 0 {
+		cfg.LockWait = time.Minute
+	}
+	if cfg.MinFreeBytes == 0 {
+		cfg.MinFreeBytes = 64 << 20
+	}
+	if cfg.EnrolBurst <= 0 {
+		cfg.EnrolBurst = 100
+	}
+	set, err := fingerprints(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, st: st, log: cfg.Logger.With("role", cfg.Role.String()), noise: cfg.Noise, preps: map[string]*dap.Preparer{}}, nil
+	st, err := openStore(ctx, cfg.DB, cfg.Mode, set)
+	if err != nil {
+		return nil, err
+	}
+	var rnd [9]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		st.Close()
+		return nil, err
+	}
+	s := &Server{cfg: cfg, st: st, log: cfg.Logger.With("role", cfg.Role.String()), noise: cfg.Noise,
+		instance: base64.RawURLEncoding.EncodeToString(rnd[:]),
+		preps:    map[string]*dap.Preparer{}, sizes: map[string]int64{}, locks: map[string]chan struct{}{}}
+	if cfg.EnrolRate > 0 {
+		s.enrolAddr, s.enrolAll = newLimiter(cfg.EnrolRate, cfg.EnrolBurst), newLimiter(4*cfg.EnrolRate, 4*cfg.EnrolBurst)
+	}
+	s.ready.s = s
+	return s, nil
+}
+
+// fingerprints are the settings a database is bound to: the role and
+// short hashes of the HPKE public key and of the verification secret.
+func fingerprints(cfg *Config) (settings, error) {
+	pk, err := cfg.Key.PublicBytes()
+	if err != nil {
+		return nil, fmt.Errorf("dap: HPKE key: %w", err)
+	}
+	k := sha256.Sum256(pk)
+	sec := sha256.Sum256(append([]byte("privrec/dap verification secret fingerprint/"), cfg.Secret...))
+	return settings{"role": cfg.Role.String(), "hpke_key": hex.EncodeToString(k[:8]), "secret": hex.EncodeToString(sec[:8])}, nil
+}
+
+// crash calls the fault-injection hook at step.
+func (s *Server) crash(step string) {
+	if s.cfg.Crash != nil {
+		s.cfg.Crash(step)
+	}
 }
 
 // Close closes the store.
@@ -139,6 +232,8 @@ func (s *Server) Close() error { return s.st.Close() }
 // Handler is the aggregator's HTTP API.
 func (s *Server) Handler() http.Handler {
 	m := http.NewServeMux()
+	m.HandleFunc("GET /livez", s.live)
+	m.HandleFunc("GET /readyz", s.readyHandler)
 	m.HandleFunc("GET /dap/v1/hpke_config", s.hpkeConfig)
 	if s.cfg.Role == dap.Leader {
 		m.HandleFunc("GET /dap/v1/tasks", s.listTasks)
@@ -155,7 +250,7 @@ func (s *Server) Handler() http.Handler {
 		m.HandleFunc("GET /dap/v1/models/{name}", s.getModel)
 	} else {
 		m.HandleFunc("PUT /dap/v1/tasks/{id}", s.peer(s.provision))
-		m.HandleFunc("POST /dap/v1/tasks/{id}/aggregation_jobs", s.peer(s.aggregationJob))
+		m.HandleFunc("PUT /dap/v1/tasks/{id}/aggregation_jobs/{job}", s.peer(s.aggregationJob))
 		m.HandleFunc("POST /dap/v1/tasks/{id}/aggregate_share", s.peer(s.aggregateShare))
 	}
 	return m
@@ -246,13 +341,21 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, errorBody{Error: msg})
 }
 
-// errConflict and errBudget map to 409 and 403.
+// errConflict, errBudget, errTooLarge and errUnavailable map to 409,
+// 403, 413 and 503; errHelper to 502 (the helper unreachable, or failing).
 var (
-	errConflict = errors.New("conflict")
-	errBudget   = errors.New("over budget")
+	errConflict    = errors.New("conflict")
+	errBudget      = errors.New("over budget")
+	errTooLarge    = errors.New("request body too large")
+	errUnavailable = errors.New("unavailable")
+	errHelper      = errors.New("the helper failed")
 )
 
+// retryAfter is the Retry-After (seconds) of a 502 or 503.
+const retryAfter = "5"
+
 func (s *Server) fail(w http.ResponseWriter, err error) {
+	var sq *sqlite.Error
 	switch {
 	case errors.Is(err, dap.ErrInvalid):
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -262,26 +365,60 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, errBudget):
 		writeError(w, http.StatusForbidden, err.Error())
+	case errors.Is(err, errTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
+	case errors.Is(err, errUnavailable), errors.Is(err, errLocked), errors.As(err, &sq):
+		// The database (full, failing, busy) or the task's lock: nothing
+		// was changed; the client retries.
+		s.log.Warn("request refused: unavailable", "err", err)
+		w.Header().Set("Retry-After", retryAfter)
+		msg := err.Error()
+		if sq != nil {
+			msg = "the aggregator's database cannot take it right now (" + sqlite.ErrorCodeString[sq.Code()&0xff] + "); nothing was changed; retry later"
+		}
+		writeError(w, http.StatusServiceUnavailable, msg)
+	case errors.Is(err, errHelper):
+		s.log.Warn("request failed at the helper", "err", err)
+		w.Header().Set("Retry-After", retryAfter)
+		code := http.StatusBadGateway
+		if errors.Is(err, errUnavailable) {
+			code = http.StatusServiceUnavailable
+		}
+		writeError(w, code, err.Error())
 	default:
 		s.log.Error("request failed", "err", err)
 		writeError(w, http.StatusInternalServerError, "internal error")
 	}
 }
 
-// maxBody bounds a request body (a report at MaxDimension·32 bits is far
-// below; a batch of 256 reports of ML-1M's catalogue is ≈ 20 MB).
-const maxBody = 256 << 20
+// maxJSONBody bounds a JSON request body other than a report (a task
+// with its plan, an aggregation job: a batch of 256 reports' helper
+// shares and prep shares is well under 1 MB).
+const maxJSONBody = 32 << 20
 
-// decode reads a JSON body into v; unknown fields and trailing data are
-// errors naming the request.
-func decode(r *http.Request, v any) error {
-	d := json.NewDecoder(io.LimitReader(r.Body, maxBody))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		return fmt.Errorf("%w: %s %s: body: %v", dap.ErrInvalid, r.Method, r.URL.Path, err)
+// limitBody refuses a body over limit bytes before it is read (a
+// Content-Length over it) or as it is read (a chunked body).
+func limitBody(w http.ResponseWriter, r *http.Request, limit int64) error {
+	if r.ContentLength > limit {
+		return fmt.Errorf("%w: %s %s: body of %d bytes; at most %d are accepted here", errTooLarge, r.Method, r.URL.Path, r.ContentLength, limit)
 	}
-	if d.More() {
-		return fmt.Errorf("%w: %s %s: trailing data after the JSON body", dap.ErrInvalid, r.Method, r.URL.Path)
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	return nil
+}
+
+// decode reads a JSON body into v strictly, as the central API does
+// (api.DecodeStrict: unknown, repeated or wrong-case members, trailing
+// data and invalid UTF-8 are errors naming the request); a body over
+// limit bytes is refused (413).
+func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	if err := limitBody(w, r, limit); err != nil {
+		return err
+	}
+	if e := api.DecodeStrict(r.Body, v); e != nil {
+		if e.Status == http.StatusRequestEntityTooLarge {
+			return fmt.Errorf("%w: %s %s: %s", errTooLarge, r.Method, r.URL.Path, e.Message)
+		}
+		return fmt.Errorf("%w: %s %s: body: %s", dap.ErrInvalid, r.Method, r.URL.Path, e.Message)
 	}
 	return nil
 }

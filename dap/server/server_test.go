@@ -59,7 +59,7 @@ func FuzzHelperRequests(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, p := range []struct{ method, path string }{
 			{http.MethodPut, "/dap/v1/tasks/f"},
-			{http.MethodPost, "/dap/v1/tasks/t/aggregation_jobs"},
+			{http.MethodPut, "/dap/v1/tasks/t/aggregation_jobs/job-0001"},
 			{http.MethodPost, "/dap/v1/tasks/t/aggregate_share"},
 		} {
 			if c := do(p.method, p.path, body); c >= 500 {
@@ -140,7 +140,7 @@ func FuzzLeaderModels(f *testing.F) {
 
 func decodeBytes(b []byte, v any) error {
 	r, _ := http.NewRequest(http.MethodPost, "/", bytes.NewReader(b))
-	return decode(r, v)
+	return decode(httptest.NewRecorder(), r, maxJSONBody, v)
 }
 
 // TestModelRecipes: the leader refuses a recipe that is malformed, named

@@ -1,21 +1,28 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
+	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver (pure Go)
 
 	"github.com/privrec/privrec/dap"
+	svcstore "github.com/privrec/privrec/service/store"
 )
 
 // schema is one aggregator's database. The leader uses every table; the
 // helper has no users or reports (it never sees who contributed, only
-// report IDs, in "verdicts").
+// report IDs, in "verdicts"). Columns added since the first version are
+// in migrations (applied to an older database on opening).
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS tasks (
 		id TEXT PRIMARY KEY,
@@ -50,29 +57,198 @@ var schema = []string{
 	`CREATE TABLE IF NOT EXISTS models (
 		name TEXT PRIMARY KEY,
 		body TEXT NOT NULL)`,
+	// jobs: an aggregation job, recorded before it is sent (leader) or
+	// with its verdicts (helper). ids is the job's report IDs in order;
+	// the helper keeps its answer (response), so a repeated job — the
+	// leader retrying after a crash or a lost answer — gets the same
+	// answer instead of "replayed". done marks a leader's job whose
+	// verdicts are committed.
+	`CREATE TABLE IF NOT EXISTS jobs (
+		task_id TEXT NOT NULL REFERENCES tasks(id),
+		job_id TEXT NOT NULL,
+		ids BLOB NOT NULL,
+		response BLOB,
+		done INTEGER NOT NULL DEFAULT 0,
+		PRIMARY KEY (task_id, job_id))`,
+	// task_locks: the lease of the process aggregating or collecting a
+	// task (several leader processes may share one database).
+	`CREATE TABLE IF NOT EXISTS task_locks (
+		task_id TEXT PRIMARY KEY,
+		holder TEXT NOT NULL,
+		expires_ms INTEGER NOT NULL)`,
+	// meta: the database's role and settings fingerprints, checked at
+	// every start; the readiness heartbeat.
+	`CREATE TABLE IF NOT EXISTS meta (
+		key TEXT PRIMARY KEY,
+		value TEXT NOT NULL)`,
 }
+
+// migrations add the columns a database made by an older privrec lacks:
+// table, column, definition.
+var migrations = [][3]string{
+	// The SHA-256 of the stored report's binary encoding (a retried
+	// upload of the same report is acknowledged again, not charged).
+	{"reports", "body_hash", "BLOB"},
+	// The leader's aggregation job holding the report (NULL: pending).
+	{"reports", "job_id", "TEXT"},
+	// Collection has begun: no more uploads.
+	{"tasks", "closing", "INTEGER NOT NULL DEFAULT 0"},
+}
+
+// schemaVersion is recorded in meta; a database of a later version is
+// refused (this privrec does not know its tables).
+const schemaVersion = 2
+
+// StoreMode says how New treats the database file.
+type StoreMode int
+
+const (
+	// OpenOrCreate opens the database, making it if missing (tests and
+	// in-process aggregators).
+	OpenOrCreate StoreMode = iota
+	// OpenExisting requires the aggregator's database to be there: a
+	// missing or empty file, or one of another role or made with other
+	// keys, is refused (privrec serve --role without --create).
+	OpenExisting
+	// CreateNew makes a new database; an existing one is refused
+	// (privrec serve --role --create).
+	CreateNew
+)
+
+// Errors of opening a store (privrec serve --role names what to do).
+var (
+	ErrNoDatabase = svcstore.ErrNoCollection
+	ErrDamaged    = svcstore.ErrDamaged
+	ErrExists     = errors.New("the aggregator database exists already")
+	ErrMismatch   = errors.New("the aggregator database was made with other settings")
+)
 
 // store is an aggregator's SQLite database (modernc.org/sqlite, WAL,
 // synchronous=FULL as the service's store: a committed verdict or charge
 // is on disk when Commit returns). Writes go through one connection.
-type store struct{ db *sql.DB }
+type store struct {
+	db   *sql.DB
+	path string
+}
 
-func openStore(ctx context.Context, path string) (*store, error) {
+// settings are what a database is bound to: its role and the
+// fingerprints of its HPKE key and verification secret (a restart with
+// another key could not open the shares it holds; with another secret
+// every proof would fail).
+type settings map[string]string
+
+func openStore(ctx context.Context, path string, mode StoreMode, want settings) (*store, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("dap store: SQLite file name %q may not contain ? or #", path)
+	}
+	existing, err := svcstore.CheckSQLiteFile(path, mode != OpenExisting)
+	if err != nil {
+		return nil, err
+	}
+	if existing && mode == CreateNew {
+		return nil, fmt.Errorf("%w: %s", ErrExists, path)
 	}
 	db, err := sql.Open("sqlite", path+"?_busy_timeout=10000&_foreign_keys=1&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("dap store: opening %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
-	for _, q := range schema {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("dap store: %s: schema: %w", path, err)
+	st := &store{db: db, path: path}
+	if err := st.init(ctx, existing, mode, want); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// init checks an existing database (integrity, role, settings, schema
+// version), brings its schema up to date and records the settings.
+func (s *store) init(ctx context.Context, existing bool, mode StoreMode, want settings) error {
+	if existing {
+		if err := svcstore.QuickCheck(ctx, s.db, s.path); err != nil {
+			return err
 		}
 	}
-	return &store{db: db}, nil
+	var tables int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('tasks', 'meta')`).Scan(&tables); err != nil {
+		return fmt.Errorf("dap store: %s: %w", s.path, err)
+	}
+	if mode == OpenExisting && tables == 0 {
+		return fmt.Errorf("%w: %s is an SQLite file without an aggregator's tables (a mistyped --db?)", ErrNoDatabase, s.path)
+	}
+	for _, q := range schema {
+		if _, err := s.db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("dap store: %s: schema: %w", s.path, err)
+		}
+	}
+	for _, m := range migrations {
+		if err := s.addColumn(ctx, m[0], m[1], m[2]); err != nil {
+			return err
+		}
+	}
+	have, err := s.meta(ctx)
+	if err != nil {
+		return err
+	}
+	if v, ok := have["schema_version"]; ok && v > fmt.Sprint(schemaVersion) {
+		return fmt.Errorf("%w: %s has schema version %s; this privrec knows %d (upgrade privrec)", ErrMismatch, s.path, v, schemaVersion)
+	}
+	want = maps.Clone(want)
+	if want == nil {
+		want = settings{}
+	}
+	for k, v := range want {
+		if old, ok := have[k]; ok && old != v {
+			return fmt.Errorf("%w: %s was made with %s %s, this start has %s (the --role, --key-file and --secret-file must be the ones it was made with)", ErrMismatch, s.path, k, old, v)
+		}
+	}
+	want["schema_version"] = fmt.Sprint(schemaVersion)
+	for k, v := range want {
+		if _, err := s.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, k, v); err != nil {
+			return fmt.Errorf("dap store: %s: %w", s.path, err)
+		}
+	}
+	return nil
+}
+
+func (s *store) addColumn(ctx context.Context, table, col, def string) error {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, table, col).Scan(&n); err != nil {
+		return fmt.Errorf("dap store: %s: %w", s.path, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := s.db.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN `+col+` `+def); err != nil {
+		return fmt.Errorf("dap store: %s: adding %s.%s: %w", s.path, table, col, err)
+	}
+	return nil
+}
+
+func (s *store) meta(ctx context.Context) (settings, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT key, value FROM meta WHERE key != 'heartbeat'`)
+	if err != nil {
+		return nil, fmt.Errorf("dap store: %w", err)
+	}
+	defer rows.Close()
+	out := settings{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("dap store: %w", err)
+		}
+		out[k] = v
+	}
+	return out, rows.Err()
+}
+
+// heartbeat commits a write, as a report's is committed (readiness).
+func (s *store) heartbeat(ctx context.Context, now time.Time) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('heartbeat', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, now.UTC().Format(time.RFC3339Nano))
+	if err != nil {
+		return fmt.Errorf("dap store: heartbeat: %w", err)
+	}
+	return nil
 }
 
 func (s *store) Close() error { return s.db.Close() }
@@ -160,9 +336,7 @@ type aggregate struct {
 	noised   []byte // the noised share, once collected
 }
 
-func (s *store) aggregate(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, t *dap.Task) (aggregate, error) {
+func (s *store) aggregate(ctx context.Context, q querier, t *dap.Task) (aggregate, error) {
 	var a aggregate
 	var share []byte
 	if err := q.QueryRowContext(ctx, `SELECT share, count, checksum, noised FROM aggregates WHERE task_id = ?`, t.ID).
@@ -181,21 +355,18 @@ type verdict struct {
 	reason   string
 }
 
-// commitJob records a job's verdicts and adds its output shares to the
-// aggregate in one transaction; a report already judged is skipped (the
-// replay check) and reported in the returned set.
-func (s *store) commitJob(ctx context.Context, t *dap.Task, vs []verdict, outs []dap.Vec) (dup map[string]bool, err error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("dap store: %w", err)
-	}
-	defer tx.Rollback()
+// applyVerdicts records a job's verdicts and adds its accepted output
+// shares to the aggregate, in tx; a report already judged is skipped (the
+// replay check) and reported in the returned set. The leader's report
+// shares are dropped once judged (as DAP aggregators do): only the
+// aggregate share remains.
+func (s *store) applyVerdicts(ctx context.Context, tx *sql.Tx, t *dap.Task, vs []verdict, outs []dap.Vec) (dup map[string]bool, err error) {
 	var collected bool
 	if err := tx.QueryRowContext(ctx, `SELECT collected FROM tasks WHERE id = ?`, t.ID).Scan(&collected); err != nil {
 		return nil, fmt.Errorf("dap store: %w", err)
 	}
 	if collected {
-		return nil, fmt.Errorf("%w: task %q is collected; no more reports", dap.ErrInvalid, t.ID)
+		return nil, fmt.Errorf("%w: task %q is collected; no more reports", errConflict, t.ID)
 	}
 	a, err := s.aggregate(ctx, tx, t)
 	if err != nil {
@@ -212,8 +383,6 @@ func (s *store) commitJob(ctx context.Context, t *dap.Task, vs []verdict, outs [
 			dup[string(v.id)] = true
 			continue
 		}
-		// The leader drops the report's shares once judged (as DAP
-		// aggregators do): only the aggregate share remains.
 		if _, err := tx.ExecContext(ctx, `UPDATE reports SET body = X'' WHERE task_id = ? AND report_id = ?`, t.ID, v.id); err != nil {
 			return nil, fmt.Errorf("dap store: dropping shares: %w", err)
 		}
@@ -230,21 +399,240 @@ func (s *store) commitJob(ctx context.Context, t *dap.Task, vs []verdict, outs [
 	if _, err := tx.ExecContext(ctx, `UPDATE aggregates SET share = ?, count = ?, checksum = ? WHERE task_id = ?`, b, a.count, a.checksum, t.ID); err != nil {
 		return nil, fmt.Errorf("dap store: aggregate: %w", err)
 	}
-	return dup, tx.Commit()
+	return dup, nil
+}
+
+// storedJob is a job the helper answered already: its report IDs and
+// its answer (nil when there is none).
+func (s *store) storedJob(ctx context.Context, q querier, taskID, jobID string) (ids, response []byte, err error) {
+	err = q.QueryRowContext(ctx, `SELECT ids, response FROM jobs WHERE task_id = ? AND job_id = ?`, taskID, jobID).Scan(&ids, &response)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("dap store: job: %w", err)
+	}
+	return ids, response, nil
+}
+
+type querier interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}
+
+// commitHelperJob records the helper's verdicts of job jobID (report IDs
+// ids, in order), its aggregate and its answer in one transaction and
+// returns the answer: respond builds it from the reports found replayed.
+// A job answered before (by a concurrent or earlier request) is not
+// applied again: its stored answer is returned.
+func (s *store) commitHelperJob(ctx context.Context, t *dap.Task, jobID string, ids []byte, vs []verdict, outs []dap.Vec, respond func(dup map[string]bool) ([]byte, error)) ([]byte, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("dap store: %w", err)
+	}
+	defer tx.Rollback()
+	oldIDs, old, err := s.storedJob(ctx, tx, t.ID, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if oldIDs != nil {
+		if !bytes.Equal(oldIDs, ids) {
+			return nil, fmt.Errorf("%w: aggregation job %s of task %q was sent before with other reports", errConflict, jobID, t.ID)
+		}
+		return old, nil
+	}
+	dup, err := s.applyVerdicts(ctx, tx, t, vs, outs)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := respond(dup)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (task_id, job_id, ids, response, done) VALUES (?, ?, ?, ?, 1)`, t.ID, jobID, ids, resp); err != nil {
+		return nil, fmt.Errorf("dap store: job: %w", err)
+	}
+	return resp, tx.Commit()
+}
+
+// commitLeaderJob records the leader's verdicts of its job jobID and its
+// aggregate, and marks the job done, in one transaction, while holder
+// holds the task's lease. A job done already is not applied again.
+func (s *store) commitLeaderJob(ctx context.Context, t *dap.Task, jobID, holder string, vs []verdict, outs []dap.Vec) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("dap store: %w", err)
+	}
+	defer tx.Rollback()
+	if err := holds(ctx, tx, t.ID, holder); err != nil {
+		return err
+	}
+	var done bool
+	if err := tx.QueryRowContext(ctx, `SELECT done FROM jobs WHERE task_id = ? AND job_id = ?`, t.ID, jobID).Scan(&done); err != nil {
+		return fmt.Errorf("dap store: job %s: %w", jobID, err)
+	}
+	if done {
+		return nil
+	}
+	if _, err := s.applyVerdicts(ctx, tx, t, vs, outs); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET done = 1 WHERE task_id = ? AND job_id = ?`, t.ID, jobID); err != nil {
+		return fmt.Errorf("dap store: job: %w", err)
+	}
+	return tx.Commit()
+}
+
+// nextJob is the leader's next aggregation job of a task: the oldest job
+// recorded but not done (a crash or an unreachable helper interrupted
+// it; it is sent again as it was), else a new job of up to limit pending
+// reports, recorded before it is sent. Its reports are in report-ID
+// order. An empty jobID means nothing is pending.
+func (s *store) nextJob(ctx context.Context, taskID string, limit int) (jobID string, reps []dap.Report, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return "", nil, fmt.Errorf("dap store: %w", err)
+	}
+	defer tx.Rollback()
+	err = tx.QueryRowContext(ctx, `SELECT job_id FROM jobs WHERE task_id = ? AND done = 0 ORDER BY rowid LIMIT 1`, taskID).Scan(&jobID)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if jobID, err = s.newJob(ctx, tx, taskID, limit); err != nil || jobID == "" {
+			return "", nil, err
+		}
+	case err != nil:
+		return "", nil, fmt.Errorf("dap store: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT body FROM reports WHERE task_id = ? AND job_id = ? ORDER BY report_id`, taskID, jobID)
+	if err != nil {
+		return "", nil, fmt.Errorf("dap store: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return "", nil, fmt.Errorf("dap store: %w", err)
+		}
+		rep, err := decodeStoredReport(b)
+		if err != nil {
+			return "", nil, err
+		}
+		reps = append(reps, rep)
+	}
+	if err := rows.Err(); err != nil {
+		return "", nil, fmt.Errorf("dap store: %w", err)
+	}
+	rows.Close()
+	return jobID, reps, tx.Commit()
+}
+
+// newJob records a job of up to limit pending reports (none: "").
+func (s *store) newJob(ctx context.Context, tx *sql.Tx, taskID string, limit int) (string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT report_id FROM reports r WHERE task_id = ? AND job_id IS NULL AND NOT EXISTS
+		(SELECT 1 FROM verdicts v WHERE v.task_id = r.task_id AND v.report_id = r.report_id) ORDER BY report_id LIMIT ?`, taskID, limit)
+	if err != nil {
+		return "", fmt.Errorf("dap store: %w", err)
+	}
+	var ids [][]byte
+	for rows.Next() {
+		var id []byte
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return "", fmt.Errorf("dap store: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(ids) == 0 {
+		return "", err
+	}
+	var rnd [12]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", err
+	}
+	jobID := base64.RawURLEncoding.EncodeToString(rnd[:])
+	if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (task_id, job_id, ids) VALUES (?, ?, ?)`, taskID, jobID, bytes.Join(ids, nil)); err != nil {
+		return "", fmt.Errorf("dap store: job: %w", err)
+	}
+	for _, id := range ids {
+		if _, err := tx.ExecContext(ctx, `UPDATE reports SET job_id = ? WHERE task_id = ? AND report_id = ?`, jobID, taskID, id); err != nil {
+			return "", fmt.Errorf("dap store: job: %w", err)
+		}
+	}
+	return jobID, nil
+}
+
+// errLocked: another process holds the task's lease.
+var errLocked = errors.New("the task is being aggregated or collected by another leader process")
+
+// lease takes (or renews) the lease of a task for holder until
+// now + ttl; false when another holder's lease is still running.
+func (s *store) lease(ctx context.Context, taskID, holder string, now time.Time, ttl time.Duration) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `INSERT INTO task_locks (task_id, holder, expires_ms) VALUES (?, ?, ?)
+		ON CONFLICT (task_id) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms
+		WHERE task_locks.holder = excluded.holder OR task_locks.expires_ms < ?`, taskID, holder, now.Add(ttl).UnixMilli(), now.UnixMilli())
+	if err != nil {
+		return false, fmt.Errorf("dap store: lease of task %q: %w", taskID, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// unlease gives the lease up.
+func (s *store) unlease(ctx context.Context, taskID, holder string) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM task_locks WHERE task_id = ? AND holder = ?`, taskID, holder); err != nil {
+		return fmt.Errorf("dap store: lease of task %q: %w", taskID, err)
+	}
+	return nil
+}
+
+// holds fences a write: it fails unless holder's lease of the task is
+// still running (a process that lost its lease while stalled must not
+// commit beside the one that took it over).
+func holds(ctx context.Context, q querier, taskID, holder string) error {
+	var exp int64
+	err := q.QueryRowContext(ctx, `SELECT expires_ms FROM task_locks WHERE task_id = ? AND holder = ?`, taskID, holder).Scan(&exp)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && exp < time.Now().UnixMilli()) {
+		return fmt.Errorf("%w: this process's lease of task %q ran out", errLocked, taskID)
+	}
+	if err != nil {
+		return fmt.Errorf("dap store: lease: %w", err)
+	}
+	return nil
+}
+
+// close marks a task closing: uploads are refused from now on, so the
+// aggregation that follows sees every report the leader acknowledged.
+func (s *store) close(ctx context.Context, taskID string) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE tasks SET closing = 1 WHERE id = ?`, taskID); err != nil {
+		return fmt.Errorf("dap store: closing task %q: %w", taskID, err)
+	}
+	return nil
 }
 
 // collect closes the task and returns its noised share: noised once (by
 // noise) and stored, so asking again returns the same share and never a
-// second independent noising of the same sum.
-func (s *store) collect(ctx context.Context, t *dap.Task, noise func(dap.Vec)) (aggregate, error) {
+// second independent noising of the same sum. A leader's collection
+// (holder not empty) commits only while it holds the task's lease.
+// check, when set, vets the aggregate first (the helper's batch check).
+func (s *store) collect(ctx context.Context, t *dap.Task, holder string, check func(aggregate) error, noise func(dap.Vec)) (aggregate, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return aggregate{}, fmt.Errorf("dap store: %w", err)
 	}
 	defer tx.Rollback()
+	if holder != "" {
+		if err := holds(ctx, tx, t.ID, holder); err != nil {
+			return aggregate{}, err
+		}
+	}
 	a, err := s.aggregate(ctx, tx, t)
 	if err != nil {
 		return a, err
+	}
+	if check != nil {
+		if err := check(a); err != nil {
+			return a, err
+		}
 	}
 	if a.noised != nil {
 		return a, nil
