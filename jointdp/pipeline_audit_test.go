@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/privrec/privrec/internal/testtier"
 	"github.com/privrec/privrec/privacy/audit"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
@@ -51,9 +52,7 @@ func tinyProblem(t testing.TB, side int) *Problem {
 }
 
 func TestPipelineAudit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("whole-pipeline audit (tier 6) skipped with -short")
-	}
+	testtier.Long(t) // whole-pipeline audit (tier 6)
 	problems := [2]*Problem{tinyProblem(t, 0), tinyProblem(t, 1)}
 	const delta = 1e-5
 	pipelines := []struct {

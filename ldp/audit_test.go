@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/privrec/privrec/internal/testtier"
 	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/privacy/audit"
 	"github.com/privrec/privrec/privacy/noise"
@@ -23,7 +24,7 @@ import (
 func TestAuditCells(t *testing.T) {
 	const eps, n = 1.0, 200_000
 	nLap := 60_000
-	if testing.Short() {
+	if testtier.Quick() {
 		nLap = 20_000
 	}
 	sc := ldp.Scale{Min: 1, Max: 5, Levels: 5}
@@ -93,7 +94,7 @@ func TestAuditCells(t *testing.T) {
 func TestAuditMeanReport(t *testing.T) {
 	const eps = 1.0
 	n := 60_000
-	if testing.Short() {
+	if testtier.Quick() {
 		n = 20_000
 	}
 	sc := ldp.Scale{Min: 1, Max: 5, Levels: 5}

@@ -9,6 +9,8 @@ import (
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/privrec/privrec/internal/testtier"
 )
 
 // lowRankPlusNoise is a d1 × d2 matrix of the given rank (Gaussian
@@ -43,6 +45,7 @@ func lowRankPlusNoise(rng *rand.Rand, d1, d2, rank int, noise float64) []float64
 // √(2g) (½‖X − Z‖² is 1-strongly convex), which must also cover the
 // measured distance. Fixed seeds: deterministic, no false failures.
 func TestProjectDR(t *testing.T) {
+	testtier.Long(t) // large projections; TestProjectMatchesFullSVD covers the code in the quick tier
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, tc := range []struct {
 		name       string

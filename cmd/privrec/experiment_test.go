@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/privrec/privrec/internal/testtier"
 )
 
 func TestExperimentCommand(t *testing.T) {
@@ -113,9 +115,7 @@ func TestReproduceCommand(t *testing.T) {
 // end: every method of issue 13's comparison trains and is scored (about
 // 3 CPU-s).
 func TestReproduceDPALSSyntheticQuick(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains 13 models")
-	}
+	testtier.Long(t) // trains 13 models
 	dir := t.TempDir()
 	_, stderr, code := runCLI(t, "reproduce", "dpals-synthetic", "--out", dir, "--workers", "1")
 	if code != 0 {

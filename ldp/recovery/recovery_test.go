@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/privrec/privrec/internal/testtier"
 	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
@@ -82,9 +83,7 @@ func binomialUpper(n int, p, alpha float64) int {
 // exceeds that law's upper 1e-6 quantile (false-failure rate ≤ 1e-6 per
 // case, four cases).
 func TestTheorem3(t *testing.T) {
-	if testing.Short() {
-		t.Skip("200 recoveries per case: runs in the full suite (the race run uses -short; TestRecoverSynthetic covers the same code there)")
-	}
+	testtier.Long(t) // 200 recoveries per case; TestRecoverSynthetic covers the same code in the quick tier
 	const runs = 200
 	const gamma = 0.1
 	for _, tc := range []struct {

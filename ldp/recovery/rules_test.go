@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/privrec/privrec/internal/testtier"
 	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/synth"
@@ -23,6 +24,7 @@ import (
 // better for Laplace here (logged, not asserted); refitting is logged only
 // (mixed).
 func TestLambdaRules(t *testing.T) {
+	testtier.Long(t) // four 600 × 400 recoveries; TestRecoverSynthetic covers the code in the quick tier
 	for _, tc := range []struct {
 		mech ldp.Mechanism
 		eps  float64

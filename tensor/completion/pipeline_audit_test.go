@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/privrec/privrec/internal/testtier"
 	"github.com/privrec/privrec/privacy/audit"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/tensor"
@@ -36,9 +37,7 @@ func tinyTensor(side int) *tensor.Tensor {
 }
 
 func TestPipelineAudit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("whole-pipeline audit (tier 6) skipped with -short")
-	}
+	testtier.Long(t) // whole-pipeline audit (tier 6)
 	tensors := [2]*tensor.Tensor{tinyTensor(0), tinyTensor(1)}
 	for _, tc := range []struct {
 		name      string
