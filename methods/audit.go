@@ -76,6 +76,14 @@ type AuditOptions struct {
 	// DeltaPrime is the δ' at which a zCDP claim is tested (default
 	// AuditDeltaPrime).
 	DeltaPrime float64
+	// SensitivityFactor (0 means 1) is passed to every audited training as
+	// Env.SensitivityFactor: below 1 every release is calibrated for that
+	// fraction of its sensitivity while the method claims its budget,
+	// which the audit must catch from the sensitivity it derives.
+	SensitivityFactor float64
+	// ReleaseRuns, when positive, is the number of runs per side of the
+	// release check instead of the planned one (audit.PlanShift).
+	ReleaseRuns int
 }
 
 // AuditReport is the finding of a whole-artefact audit.
@@ -118,24 +126,50 @@ type AuditReport struct {
 	// ReleaseCheck is the check of the noise of every release against its
 	// mechanism's own claim (nil when the method made no additive release).
 	ReleaseCheck *ReleaseCheck `json:"release_check,omitempty"`
-	Violation    bool          `json:"violation"`
+	// SensitivityFactor is the factor the sensitivity every release was
+	// calibrated for was multiplied by (1: as released).
+	SensitivityFactor float64 `json:"sensitivity_factor"`
+	// NoPower lists why the audit could not have caught a method that
+	// under-noises by half or calibrates to half its sensitivity (its pair
+	// does not reach the declared sensitivity, its release's coordinates
+	// vary between runs, its claim cannot be contradicted with the runs
+	// afforded). An audit with no power is not a pass: `privrec audit`
+	// exits non-zero.
+	NoPower   []string `json:"no_power"`
+	Violation bool     `json:"violation"`
 	Seconds      float64       `json:"seconds"`
 }
 
-// ReleaseCheck is the finding of the release check (audit_raw.go): the
-// releases of a run, each against its input shifted by its mechanism's
-// sensitivity, bounded with the same machinery.
+// ReleaseCheck is the finding of the release check (audit_raw.go): a
+// run's first additive release against its own claim, at the sensitivity
+// the audit derives from the neighbouring pair and the test point planned
+// from the claim.
 type ReleaseCheck struct {
-	// Releases is the number of additive releases checked, the leading
-	// ones of the Of releases every run makes alike.
-	Releases int `json:"releases"`
-	Of       int `json:"of"`
-	// ClaimedRho is the summed ρ of the releases (0 when all are pure ε);
-	// TestedEpsilon and TestedDelta the claim compared with: the summed ε,
-	// or (ε'(ρ, δ'), δ').
-	ClaimedRho        float64 `json:"claimed_rho,omitempty"`
-	TestedEpsilon     float64 `json:"tested_epsilon"`
-	TestedDelta       float64 `json:"tested_delta,omitempty"`
+	// Release is the release's position among a run's draws, Mechanism its
+	// noise and Dim its coordinates.
+	Release   int    `json:"release"`
+	Mechanism string `json:"mechanism"`
+	Dim       int    `json:"dim"`
+	// DeclaredSensitivity is the Δ its mechanism was calibrated for;
+	// RealisedSensitivity how far the audit's pair moves it (null when its
+	// coordinates vary between runs); DerivedSensitivity the larger of the
+	// two, the one tested; Reach realised over declared.
+	DeclaredSensitivity float64  `json:"declared_sensitivity"`
+	RealisedSensitivity *float64 `json:"realised_sensitivity"`
+	DerivedSensitivity  float64  `json:"derived_sensitivity"`
+	Reach               float64  `json:"reach"`
+	// ClaimedRho or ClaimedEpsilon is the release's own claim; Group the K
+	// of the test (the pair is shifted by K·Δ̂, the claim K²ρ or Kε);
+	// TestedEpsilon and TestedDelta the point of the group claim tested.
+	ClaimedRho     float64 `json:"claimed_rho,omitempty"`
+	ClaimedEpsilon float64 `json:"claimed_epsilon,omitempty"`
+	Group          int     `json:"group"`
+	TestedEpsilon  float64 `json:"tested_epsilon"`
+	TestedDelta    float64 `json:"tested_delta,omitempty"`
+	// Runs is the number of runs per side, and Margin the planned margin
+	// (standard deviations) against the release with half its noise.
+	Runs              int     `json:"runs"`
+	Margin            float64 `json:"margin"`
 	EpsilonLowerBound float64 `json:"epsilon_lower_bound"`
 	Event             string  `json:"event"`
 	Violation         bool    `json:"violation"`
@@ -350,6 +384,13 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	if math.IsNaN(factor) || math.IsInf(factor, 0) || factor <= 0 {
 		return nil, fmt.Errorf("audit: noise factor %v must be positive and finite", factor)
 	}
+	sfactor := o.SensitivityFactor
+	if sfactor == 0 {
+		sfactor = 1
+	}
+	if math.IsNaN(sfactor) || math.IsInf(sfactor, 0) || sfactor <= 0 {
+		return nil, fmt.Errorf("audit: sensitivity factor %v must be positive and finite", sfactor)
+	}
 	if !(o.DeltaPrime > 0 && o.DeltaPrime < 1) {
 		return nil, fmt.Errorf("audit: δ' = %v must be in (0, 1)", o.DeltaPrime)
 	}
@@ -379,7 +420,8 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 		draws    []mechanism.Draw
 	}
 	// run trains once on in with the privacy noise from src, the audit's
-	// noise factor f and a tap; stopAfter > 0 stops the training after that
+	// noise factor f and its sensitivity factor (f = 0: the honest probe,
+	// both factors 1) and a tap; stopAfter > 0 stops the training after that
 	// many draws, prepOnly after the device step.
 	run := func(ctx context.Context, in release.Input, src *noise.Source, f float64, prep PrepareFunc, stopAfter int, prepOnly bool) (runOut, error) {
 		var out runOut
@@ -401,8 +443,12 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 			return out, nil
 		}
 		rec := &tapRecorder{stopAfter: stopAfter}
+		sf := sfactor
+		if f == 0 { // the honest probe
+			sf = 1
+		}
 		env := Env{Epsilon: o.Epsilon, Delta: o.Delta, Noise: src, Rand: noise.Seeded(o.Seed), Seed: o.Seed, Workers: 1,
-			NoiseFactor: f, Tap: rec.tap}
+			NoiseFactor: f, SensitivityFactor: sf, Tap: rec.tap}
 		r, err := Train(ctx, name, cfg, in, env)
 		out.r, out.draws = r, rec.draws
 		if err != nil && rec.complete() {
@@ -417,7 +463,7 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 		return nil, err
 	}
 	probe := func() (privacy.Guarantee, error) {
-		p, err := run(ctx, probeData[0], noise.Seeded(o.Seed^0x70726f6265), 1, honest, 0, false)
+		p, err := run(ctx, probeData[0], noise.Seeded(o.Seed^0x70726f6265), 0, honest, 0, false)
 		if err != nil {
 			return privacy.Guarantee{}, fmt.Errorf("audit: %w", err)
 		}
@@ -473,7 +519,7 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	}
 	rep := &AuditReport{Method: name, Relation: rel, ClaimedEpsilon: g.Epsilon, Delta: g.Delta, ClaimedRho: g.Rho,
 		TrainedEpsilon: o.Epsilon, NoiseFactor: factor, Runs: o.Runs,
-		Confidence: o.Confidence, Differences: []string{}, Canaries: []string{}}
+		Confidence: o.Confidence, Differences: []string{}, Canaries: []string{}, NoPower: []string{}}
 	canaries := []string{CanaryUser, CanaryItem}
 	if rel == privacy.RelationLocalReport {
 		// Local DP: the population is public and each client's report,
@@ -680,43 +726,34 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 		}
 		rep.EpsilonLowerBound, rep.Event, rep.Samples = res.EpsilonLowerBound, res.Event, o.Samples
 	}
-	// (d) the release check (audit_raw.go): the noise of every release
-	// against its mechanism's own claim.
-	if rc := newReleaseCheck(draws[0][0][:common]); rc != nil && o.Samples > 0 {
-		rr := &ReleaseCheck{Releases: len(rc.mech), Of: common, TestedEpsilon: rc.eps}
-		if rc.rho > 0 {
-			e, err := accountant.ZCDPToApprox(rc.rho, o.DeltaPrime)
-			if err != nil {
-				return nil, fmt.Errorf("audit: converting ρ = %g: %w", rc.rho, err)
-			}
-			rr.ClaimedRho, rr.TestedEpsilon, rr.TestedDelta = rc.rho, e, o.DeltaPrime
-		}
-		var pilot [2][]float64
-		for _, d := range draws[0] {
-			pilot[0] = append(pilot[0], rc.of(d, false))
-			pilot[1] = append(pilot[1], rc.of(d, true))
-		}
-		n := rc.stop
-		spec := audit.Spec{Mechanism: name + " releases", ClaimedEpsilon: rr.TestedEpsilon, Delta: rr.TestedDelta, Events: releaseEvents(pilot, rc.maxLoss()),
-			Sample: func(src *noise.Source, s int) float64 {
-				out, err := run(ctx, sides[0], src.Split(), factor, prepare, n, false)
-				if err != nil {
-					return math.NaN()
-				}
-				return rc.of(out.draws, s == 1)
-			}}
-		res, err := audit.Run(ctx, spec, o.Samples, o.Confidence, noise.Seeded(o.Seed^0x72656c65617365))
+	// (d) the release check (audit_raw.go): a run's first additive release
+	// against its own claim, at the sensitivity derived from the pair.
+	rc := newReleaseCheck(draws, design != nil && design.PerCoordinate)
+	if rc != nil && noClaim {
+		// A method that claims nothing about the data: only its noise is
+		// audited, against its mechanism's declared sensitivity.
+		rc.derived = rc.declared
+	}
+	if rc != nil && o.Samples >= 0 {
+		rr, err := runReleaseCheck(ctx, rc, name, o, func(src *noise.Source) ([]mechanism.Draw, error) {
+			out, err := run(ctx, sides[0], src.Split(), factor, prepare, rc.index+1, false)
+			return out.draws, err
+		})
 		if err != nil {
-			return nil, fmt.Errorf("audit: %w", err)
+			return nil, err
 		}
-		rr.EpsilonLowerBound, rr.Event, rr.Violation = res.EpsilonLowerBound, res.Event, res.Violation
 		rep.ReleaseCheck = rr
 	}
+	rep.SensitivityFactor = sfactor
+	rep.NoPower = noPower(rc, rep.ReleaseCheck, g, noClaim)
 	rep.Violation = len(rep.Differences) > 0 || len(rep.Canaries) > 0 || rep.EpsilonLowerBound > rep.TestedEpsilon
 	if noClaim {
 		rep.Violation = false // un-noised fields are what status none says
 	}
 	rep.Violation = rep.Violation || (rep.ReleaseCheck != nil && rep.ReleaseCheck.Violation)
+	if rep.Violation {
+		rep.NoPower = []string{} // a violation found needs no power
+	}
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }
@@ -771,4 +808,61 @@ func short(s string) string {
 		return s[:37] + "..."
 	}
 	return s
+}
+
+// runReleaseCheck plans and runs the release check rc; sample makes one run
+// on the audit's first input and returns its draws.
+func runReleaseCheck(ctx context.Context, rc *releaseCheck, name string, o AuditOptions, sample func(*noise.Source) ([]mechanism.Draw, error)) (*ReleaseCheck, error) {
+	rr := &ReleaseCheck{Release: rc.index, Mechanism: rc.mech, Dim: rc.size, DeclaredSensitivity: rc.declared,
+		DerivedSensitivity: rc.derived, Reach: rc.reach(), ClaimedRho: rc.law.Rho, ClaimedEpsilon: rc.law.Epsilon}
+	if !math.IsNaN(rc.realised) {
+		rr.RealisedSensitivity = &rc.realised
+	}
+	if err := rc.plan(o.Confidence, o.ReleaseRuns); err != nil {
+		return rr, nil // no test point: noPower says so
+	}
+	d := rc.design
+	rr.Group, rr.TestedEpsilon, rr.TestedDelta, rr.Runs, rr.Margin = d.Group, d.Epsilon, d.Delta, rc.runs, d.Margin
+	spec := audit.Spec{Mechanism: name + " release", ClaimedEpsilon: d.Epsilon, Delta: d.Delta, Events: d.Events(rc.law),
+		Statistic: fmt.Sprintf("noise/Δ̂ of release %d", rc.index+1),
+		Sample: func(src *noise.Source, s int) float64 {
+			draws, err := sample(src)
+			if err != nil {
+				return math.NaN()
+			}
+			return rc.of(draws, s == 1)
+		}}
+	res, err := audit.Run(ctx, spec, rc.runs, o.Confidence, noise.Seeded(o.Seed^0x72656c65617365))
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	rr.EpsilonLowerBound, rr.Event, rr.Violation = res.EpsilonLowerBound, res.Event, res.Violation
+	return rr, nil
+}
+
+// noPower lists why the release check (rc, its finding rr) could not catch
+// a method with half its noise or half its sensitivity: no test point with
+// enough margin; for a proven guarantee, a release whose coordinates vary
+// between runs or whose pair reaches less than auditReach of its declared
+// sensitivity.
+func noPower(rc *releaseCheck, rr *ReleaseCheck, g privacy.Guarantee, noClaim bool) []string {
+	out := []string{}
+	if rc == nil || rr == nil {
+		return out // no additive release: the data-level bound audits the method
+	}
+	if !rc.power {
+		out = append(out, fmt.Sprintf("release %d (%s): no test point reaches a margin of %d standard deviations against half the noise with at most %d runs per side",
+			rc.index+1, rc.mech, audit.ShiftPowerMargin, max(rc.runs, auditMaxReleaseRuns)))
+	}
+	if noClaim || g.Status != privacy.Proven {
+		return out // nothing proven about a sensitivity to check
+	}
+	switch {
+	case math.IsNaN(rc.realised):
+		out = append(out, fmt.Sprintf("release %d (%s): its coordinates vary between runs, so the pair's sensitivity cannot be measured", rc.index+1, rc.mech))
+	case rc.reach() < auditReach:
+		out = append(out, fmt.Sprintf("release %d (%s): the audit's pair moves it by %.4g, %.0f%% of the declared sensitivity %.4g (below %.0f%%): an understated sensitivity would not show",
+			rc.index+1, rc.mech, rc.realised, 100*rc.reach(), rc.declared, 100*auditReach))
+	}
+	return out
 }

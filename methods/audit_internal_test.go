@@ -39,29 +39,35 @@ func TestAuditRawStatistics(t *testing.T) {
 		t.Errorf("common draws %d, want 0 (different mechanisms)", n)
 	}
 
-	// The release check: a leading pure release with ε ≥ 0.5 alone; else
-	// Gaussian releases up to a summed ρ of 1.
-	rc := newReleaseCheck([]mechanism.Draw{lap([]float64{0}, []float64{0.5}, 1, 1), lap([]float64{0}, []float64{0}, 1, 1)})
-	if len(rc.mech) != 1 || rc.eps != 1 || rc.rho != 0 || rc.stop != 1 || rc.maxLoss() != 1 {
-		t.Errorf("pure release check %+v", rc)
+	// The release check: the first additive release, its sensitivity
+	// measured on the pair (ℓ1 for Laplace, ℓ∞ per coordinate), Δ̂ the
+	// larger of declared and realised.
+	pair := [2][][]mechanism.Draw{
+		{{{Mechanism: "rr"}, lap([]float64{0, 0}, []float64{0.5, 1}, 1, 1)}, {{Mechanism: "rr"}, lap([]float64{0, 0}, []float64{-1, 2}, 1, 1)}},
+		{{{Mechanism: "rr"}, lap([]float64{1, 1}, []float64{0, 0}, 1, 1)}, {{Mechanism: "rr"}, lap([]float64{1, 1}, []float64{3, 3}, 1, 1)}},
 	}
-	// Laplace: (|z| − |z − Δ|)/b, z the noise, shifted by Δ on side 1.
-	d := []mechanism.Draw{lap([]float64{3}, []float64{3.25}, 1, 1)}
-	if got := rc.of(d, false); math.Abs(got-(0.25-0.75)) > 1e-12 {
-		t.Errorf("laplace statistic %v, want −0.5", got)
+	rc := newReleaseCheck(pair, false)
+	if rc == nil || rc.index != 1 || rc.realised != 2 || rc.derived != 2 || rc.reach() != 2 {
+		t.Fatalf("release check %+v: want release 2, realised ℓ1 2 > declared 1", rc)
 	}
-	if got := rc.of(d, true); math.Abs(got-(1.25-0.25)) > 1e-12 {
-		t.Errorf("shifted laplace statistic %v, want 1", got)
+	if rc := newReleaseCheck(pair, true); rc.realised != 1 || rc.derived != 1 {
+		t.Errorf("per-coordinate release check %+v: want realised ℓ∞ 1", rc)
 	}
-	draws := []mechanism.Draw{g([]float64{0}, []float64{1}, 2, 0.4), g([]float64{0}, []float64{1}, 2, 0.4), g([]float64{0}, []float64{1}, 2, 0.4)}
-	rc = newReleaseCheck(draws)
-	if len(rc.mech) != 2 || rc.eps != 0 || math.Abs(rc.rho-0.8) > 1e-12 || rc.stop != 2 || !math.IsInf(rc.maxLoss(), 1) {
-		t.Errorf("gaussian release check %+v: want the first two releases, ρ = 0.8", rc)
+	rc.design.Group = 3
+	// The noise in units of Δ̂ = 2, shifted by K = 3 on side 1.
+	d := []mechanism.Draw{{Mechanism: "rr"}, lap([]float64{3, 0}, []float64{3.5, 0}, 1, 1)}
+	if got := rc.of(d, false); math.Abs(got-0.25) > 1e-12 {
+		t.Errorf("statistic %v, want 0.25", got)
 	}
-	if got, want := rc.of(draws, true), 2*(1+2-1)*2/4.0; math.Abs(got-want) > 1e-12 {
-		t.Errorf("shifted gaussian statistic %v, want %v", got, want)
+	if got := rc.of(d, true); math.Abs(got-3.25) > 1e-12 {
+		t.Errorf("shifted statistic %v, want 3.25", got)
 	}
-	if rc := newReleaseCheck([]mechanism.Draw{{Mechanism: "rr"}}); rc != nil {
+	// Coordinates that move between runs: unmeasured, no reach.
+	pair[1][1][1].Clean = []float64{7, 1}
+	if rc := newReleaseCheck(pair, false); !math.IsNaN(rc.realised) || rc.reach() != 0 || rc.derived != 1 {
+		t.Errorf("varying release check %+v: want an unmeasured sensitivity", rc)
+	}
+	if rc := newReleaseCheck([2][][]mechanism.Draw{{{{Mechanism: "rr"}}}, {{{Mechanism: "rr"}}}}, false); rc != nil {
 		t.Errorf("randomized response alone has no release check: %+v", rc)
 	}
 }

@@ -303,6 +303,10 @@ type AuditDesign struct {
 	// per-rating ε: the same randomization as AuditOptions.Prepare without
 	// the collect file a trainer would read.
 	Device func(ctx context.Context, in release.Input, src *noise.Source, eps float64) (release.Input, error)
+	// PerCoordinate says the method accounts each coordinate of its first
+	// release as a release of its own (its guarantee composes them): the
+	// release check measures the pair's sensitivity in ℓ∞.
+	PerCoordinate bool
 }
 
 // valueEvents are the events of a declared statistic, from its pilot
@@ -341,161 +345,167 @@ func valueEvents(pilot [2][]float64) []audit.Event {
 }
 
 // The release check. The data-level bound above compares two neighbouring
-// inputs, so it can only show a loss the method's releases actually reach
-// on them; where a method's sensitivity analysis is loose (dpfw's first
-// Gram release reaches at most a quarter of the ρ its Δ₂ = 4√2·L² prices),
-// even a 2× under-noised release stays under the claim there. The release
-// check audits the noise instead: every release a method makes goes
-// through an additive mechanism that declares its sensitivity Δ and its
-// claim for one release (ε, or ρ for Gaussian noise), and the composition
-// of those claims is what the method's accounting adds up (the check takes
-// a run's leading releases up to a summed ρ of releaseCheckRho). Its neighbouring
-// pair is, for every release of a run, the release's own input x and
-// x + Δ·e₁ — the worst case its mechanism is calibrated for. Additive
-// noise does not depend on the input, so the second side is sampled as a
-// fresh run's releases shifted by Δ·e₁: each run's draws come from the
-// method's own Release calls on the audit data, the code path a release
-// takes. The statistic is the log-likelihood ratio of the pair (per release
-// (|z₁| − |z₁ − Δ|)/b, (‖z‖₂ − ‖z − Δe₁‖₂)/b or (z₁ − Δ/2)·Δ/σ² of its noise
-// z = y − x), summed over the run; the claim is the sum of the releases'
-// ε (all pure) or of their ρ (pure ε counted as ε²/2), tested at
-// (ε'(ρ, δ'), δ').
+// inputs through every release at once, so it can only show a loss the
+// releases reach on them together. The release check audits one release —
+// a run's first additive one, whose input does not depend on earlier noise
+// — against its own accounted claim (ρ or ε, what the method's composition
+// adds up), with a sensitivity the audit derives itself:
+//
+//   - from the pilot runs it reads the release's clean values on both
+//     inputs (the coordinates must be the same in every run on each side:
+//     a release whose coordinates move with earlier noise cannot be
+//     compared, and the check says it has no power) and measures how far
+//     the pair moves it, ‖c₁ − c₀‖ in the mechanism's norm (ℓ1 Laplace, ℓ2
+//     Gaussian and ℓ2 Laplace; ℓ∞ for a method that accounts each
+//     coordinate as its own release, AuditDesign.PerCoordinate);
+//   - the sensitivity tested is Δ̂ = max(Δ, ‖c₁ − c₀‖), Δ the mechanism's
+//     declared one: a method that calibrates to less than its pair
+//     realises is tested at what the pair realises (the claim covers that
+//     pair), and a correct one at its declared Δ (its mechanism claims it);
+//   - its reach ‖c₁ − c₀‖/Δ says how much understatement the check can see:
+//     a calibration to F·Δ shows only for F < reach. For a proven guarantee
+//     a reach below auditReach is "no power" (AuditReport.NoPower), never a
+//     pass.
+//
+// The additive noise does not depend on the input, so both sides are
+// sampled from runs on the audit's first input: side 0 is the release's
+// noise z/Δ̂, side 1 the same shifted by K (a group of K neighbours, whose
+// claim is K²ρ or Kε), and the test point — K, the event {y ≥ s} and its
+// mirror, the point (ε', δ') of the claim's profile, the number of runs —
+// is planned from the claim alone (audit.PlanShift) where the claimed and
+// the 2× under-noised release differ most for the runs afforded.
 
-// releaseCheck is the release check's statistic, fixed from one pilot run.
+// auditReach is the smallest reach (realised over declared sensitivity)
+// with which the release check of a proven method counts as having power
+// against an understated sensitivity: at it, a calibration to half the
+// sensitivity is tested as 0.55× the noise.
+const auditReach = 0.9
+
+// auditMaxReleaseRuns caps the planned runs per side of a release check
+// (a pure ε = 8 release needs ≈ 10⁵: its events must resolve e⁸).
+const auditMaxReleaseRuns = 150000
+
+// releaseCheck is the release check of one release, fixed from the pilot
+// runs.
 type releaseCheck struct {
-	mech        []string
-	size        []int
-	sens, scale []float64
-	// eps is the claim of a single pure-ε release; rho the summed ρ
-	// otherwise.
-	eps, rho float64
-	// stop is the number of draws (of any kind) up to the last one checked.
-	stop int
+	index    int // the release's position among a run's draws
+	mech     string
+	size     int
+	declared float64
+	// realised is ‖c₁ − c₀‖ (NaN when the coordinates vary between runs);
+	// derived is Δ̂ = max(declared, realised).
+	realised, derived float64
+	law               audit.ReleaseLaw
+	design            audit.ShiftDesign
+	runs              int
+	power             bool
 }
 
-// releaseCheckRho is the largest summed ρ the release check takes on: the
-// leading releases of a run are checked together as long as their claims
-// sum to at most this (at least one release). Near ρ ≈ 0.5–1 a claim is
-// tested most efficiently (a few hundred runs per side catch 2× too little
-// noise); a run of thousands of releases (the GP tensor variants update a
-// row of C per rating) would sum to a claim no feasible sample count can
-// contradict.
-const releaseCheckRho = 1
-
-// newReleaseCheck builds the check from a pilot run's draws: its leading
-// additive releases up to releaseCheckRho (nil when the run made none).
-// A leading pure-ε release with ε ≥ 0.5 is checked alone against its ε
-// (its loss is bounded by ε, which events near the bound test directly;
-// summed as ε²/2-zCDP the claim of an ℓ2 Laplace release is far above its
-// actual loss); otherwise the claim is the summed ρ (a pure ε-DP release is
-// ε²/2-zCDP).
-func newReleaseCheck(ref []mechanism.Draw) *releaseCheck {
-	rc := &releaseCheck{}
-	pure := true
-	var rho float64
-	for i, d := range ref {
-		if d.Mechanism == "rr" {
-			continue
-		}
-		r := d.Rho
-		if d.Mechanism != "gaussian" {
-			r = d.Epsilon * d.Epsilon / 2
-		}
-		if len(rc.mech) > 0 && (rho+r > releaseCheckRho || rc.eps >= 0.5 && len(rc.mech) == 1 && pure) {
-			break
-		}
-		rc.mech = append(rc.mech, d.Mechanism)
-		rc.size = append(rc.size, len(d.Noised))
-		rc.sens = append(rc.sens, d.Sensitivity)
-		rc.scale = append(rc.scale, d.Scale)
-		rc.stop = i + 1
-		rho += r
-		if d.Mechanism == "gaussian" {
-			pure = false
-		} else {
-			rc.eps += d.Epsilon
-		}
-	}
-	if len(rc.mech) == 0 {
+// newReleaseCheck builds the check of the first additive release of the
+// pilot runs (nil when they made none), measuring its sensitivity on the
+// pair; perCoord measures it in ℓ∞.
+func newReleaseCheck(runs [2][][]mechanism.Draw, perCoord bool) *releaseCheck {
+	ref := runs[0][0]
+	idx := slices.IndexFunc(ref, func(d mechanism.Draw) bool { return d.Mechanism != "rr" })
+	if idx < 0 {
 		return nil
 	}
-	if !pure || len(rc.mech) > 1 {
-		rc.eps, rc.rho = 0, rho
+	d := ref[idx]
+	rc := &releaseCheck{index: idx, mech: d.Mechanism, size: len(d.Noised), declared: d.Sensitivity,
+		law: audit.ReleaseLaw{Mechanism: d.Mechanism, Rho: d.Rho, Epsilon: d.Epsilon, Dim: len(d.Noised)}}
+	var clean [2][]float64
+	fixed := true
+	for s := range 2 {
+		for k, r := range runs[s] {
+			if len(r) <= idx || r[idx].Mechanism != rc.mech || len(r[idx].Clean) != rc.size {
+				fixed = false
+				continue
+			}
+			if k == 0 {
+				clean[s] = r[idx].Clean
+			} else if !slices.EqualFunc(clean[s], r[idx].Clean, func(a, b float64) bool { return !differs(a, b) }) {
+				fixed = false
+			}
+		}
+	}
+	rc.realised = math.NaN()
+	if fixed && clean[0] != nil && clean[1] != nil {
+		rc.realised = pairDistance(rc.mech, clean[0], clean[1], perCoord)
+	}
+	rc.derived = rc.declared
+	if rc.realised > rc.declared {
+		rc.derived = rc.realised
 	}
 	return rc
 }
 
-// maxLoss is the largest value the statistic can take on a single pure
-// release: Δ/b (∞ for Gaussian or several releases).
-func (rc *releaseCheck) maxLoss() float64 {
-	if rc.rho > 0 || len(rc.mech) != 1 {
-		return math.Inf(1)
+// pairDistance is ‖b − a‖ in the mechanism's norm (ℓ∞ when perCoord).
+func pairDistance(mech string, a, b []float64, perCoord bool) float64 {
+	var l1, l2, inf float64
+	for j := range a {
+		d := math.Abs(b[j] - a[j])
+		l1 += d
+		l2 += d * d
+		inf = math.Max(inf, d)
 	}
-	return rc.sens[0] / rc.scale[0]
+	switch {
+	case perCoord:
+		return inf
+	case mech == "laplace":
+		return l1
+	}
+	return math.Sqrt(l2)
 }
 
-// releaseEvents are the release check's events: rawEvents, and for a single
-// pure release {T ≥ q·M}, {T ≤ −q·M} at q = 0.6, 0.8, 0.9, 0.95 of its
-// largest possible value M = Δ/b (an ℓ2 Laplace release exceeds its claim
-// only near the bound, in a cone around the shift that the pilot runs
-// rarely reach).
-func releaseEvents(pilot [2][]float64, m float64) []audit.Event {
-	ev := rawEvents(pilot)
-	if !math.IsInf(m, 0) {
-		for _, q := range []float64{0.6, 0.8, 0.9, 0.95} {
-			ev = append(ev, audit.Event{Kind: audit.AtLeast, T: q * m}, audit.Event{Kind: audit.AtMost, T: -q * m})
+// reach is realised over declared sensitivity (0 when unmeasured).
+func (rc *releaseCheck) reach() float64 {
+	if math.IsNaN(rc.realised) || !(rc.declared > 0) {
+		return 0
+	}
+	return rc.realised / rc.declared
+}
+
+// plan fixes the test point for confidence; runs > 0 imposes that many
+// runs per side instead of the planned count.
+func (rc *releaseCheck) plan(confidence float64, runs int) error {
+	if runs > 0 {
+		d, err := audit.DesignShift(rc.law, runs, confidence)
+		if err != nil {
+			return err
 		}
+		rc.design, rc.runs, rc.power = d, runs, d.Margin >= audit.ShiftPowerMargin
+		return nil
 	}
-	return ev
+	d, n, ok, err := audit.PlanShift(rc.law, confidence, auditMaxReleaseRuns)
+	rc.design, rc.runs, rc.power = d, n, ok
+	return err
 }
 
-// of is the statistic of a run's draws, their noise shifted by Δ·e₁ when
-// shifted (NaN when the run does not match the pilot run); draws beyond
-// the pilot's are ignored.
+// of is the check's statistic of a run's draws: the release's noise in
+// units of Δ̂ on its first coordinate, plus K when shifted (for ℓ2 Laplace
+// the likelihood-ratio statistic of the whole vector); NaN when the run
+// does not match the pilot runs.
 func (rc *releaseCheck) of(draws []mechanism.Draw, shifted bool) float64 {
-	var t float64
-	k := 0
-	for _, d := range draws {
-		if d.Mechanism == "rr" {
-			continue
-		}
-		if k == len(rc.mech) {
-			break
-		}
-		if d.Mechanism != rc.mech[k] || len(d.Noised) != rc.size[k] || len(d.Clean) != len(d.Noised) || len(d.Noised) == 0 {
-			return math.NaN()
-		}
-		delta, b := rc.sens[k], rc.scale[k]
-		z0 := d.Noised[0] - d.Clean[0]
-		if shifted {
-			z0 += delta
-		}
-		switch d.Mechanism {
-		case "gaussian":
-			t += (z0 - delta/2) * delta / (b * b)
-		case "laplace":
-			t += (math.Abs(z0) - math.Abs(z0-delta)) / b
-		case "l2laplace":
-			var n0, n1 float64
-			for j := range d.Noised {
-				z := d.Noised[j] - d.Clean[j]
-				if j == 0 {
-					z = z0
-				}
-				n0 += z * z
-				if j == 0 {
-					z -= delta
-				}
-				n1 += z * z
-			}
-			t += (math.Sqrt(n0) - math.Sqrt(n1)) / b
-		}
-		k++
-	}
-	if k != len(rc.mech) {
+	if len(draws) <= rc.index {
 		return math.NaN()
 	}
-	return t
+	d := draws[rc.index]
+	if d.Mechanism != rc.mech || len(d.Noised) != rc.size || len(d.Clean) != rc.size || rc.size == 0 {
+		return math.NaN()
+	}
+	k := rc.design.Group
+	a := 0.0
+	if shifted {
+		a = float64(k)
+	}
+	if rc.mech == "l2laplace" {
+		z := make([]float64, rc.size)
+		for j := range z {
+			z[j] = (d.Noised[j] - d.Clean[j]) / rc.derived
+		}
+		return audit.ShiftStatistic(z, a, k)
+	}
+	return (d.Noised[0]-d.Clean[0])/rc.derived + a
 }
 
 // MarshalJSON writes an infinite claimed ε (a guarantee with status none)

@@ -143,7 +143,7 @@ func TestAuditEveryPrivateMethod(t *testing.T) {
 				}
 				rc := "none"
 				if r := rep.ReleaseCheck; r != nil {
-					rc = fmt.Sprintf("%.3f against %.3f (%d of %d releases)", r.EpsilonLowerBound, r.TestedEpsilon, r.Releases, r.Of)
+					rc = fmt.Sprintf("%.3f against %.3f (release %d, K = %d, %d runs, reach %.2f)", r.EpsilonLowerBound, r.TestedEpsilon, r.Release+1, r.Group, r.Runs, r.Reach)
 				}
 				t.Logf("noise ×%g: data-level bound %.3f against %.3f (%s); release check %s", f, rep.EpsilonLowerBound, rep.TestedEpsilon, rep.Statistic, rc)
 				if want := f < 1; rep.Violation != want {

@@ -56,6 +56,15 @@ type Env struct {
 	// 0.5` must be caught); a release made with NoiseFactor ≠ 1 is not
 	// private as claimed and is never saved or published.
 	NoiseFactor float64
+	// SensitivityFactor, when set (0 means 1), makes every release the
+	// method makes calibrated for SensitivityFactor times the sensitivity
+	// its analysis gives — its mechanism declares F·Δ and adds noise for
+	// it — while its Guarantee keeps claiming the requested budget. Like
+	// NoiseFactor it exists for the audit alone (`privrec audit --method M
+	// --sensitivity-factor 0.5` must be caught: the audit derives the
+	// sensitivity from a neighbouring pair instead of trusting the
+	// declared one); such a release is never saved or published.
+	SensitivityFactor float64
 	// Tap, when set, is shown every privacy-noise release the method
 	// makes, before and after the noise (mechanism.Instrument). It exists
 	// for the whole-artefact audit alone, which computes its test
@@ -80,12 +89,15 @@ func (e Env) noiseFactor() float64 {
 
 // instrument is what a private method attaches to every mechanism it
 // releases through (mechanism.Laplace.Instrumented and the like) and
-// passes to its solver: nil unless an audit set NoiseFactor or Tap.
+// passes to its solver: nil unless an audit set NoiseFactor,
+// SensitivityFactor or Tap. Every release is calibrated where its
+// mechanism is instrumented, so the sensitivity factor is applied there
+// (mechanism.Instrument.SensitivityFactor) for every method at once.
 func (e Env) instrument() *mechanism.Instrument {
-	if e.noiseFactor() == 1 && e.Tap == nil {
+	if e.noiseFactor() == 1 && (e.SensitivityFactor == 0 || e.SensitivityFactor == 1) && e.Tap == nil {
 		return nil
 	}
-	return &mechanism.Instrument{NoiseFactor: e.noiseFactor(), Tap: e.Tap}
+	return &mechanism.Instrument{NoiseFactor: e.noiseFactor(), SensitivityFactor: e.SensitivityFactor, Tap: e.Tap}
 }
 
 // iteration reports one finished iteration of a non-private method: to
@@ -317,6 +329,9 @@ func Train(ctx context.Context, name string, cfg Config, in release.Input, env E
 	}
 	if f := env.NoiseFactor; math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
 		return nil, fmt.Errorf("%s: noise factor %v must be positive and finite (0 means 1)", name, f)
+	}
+	if f := env.SensitivityFactor; math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		return nil, fmt.Errorf("%s: sensitivity factor %v must be positive and finite (0 means 1)", name, f)
 	}
 	if env.Noise == nil {
 		env.Noise = noise.Secure()

@@ -311,3 +311,15 @@ func (c *OnebitGraPConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
 	one.Iterations = 1
 	return &AuditDesign{Config: &one}, nil
 }
+
+// AuditDesign implements AuditDesigner: onebit-outp accounts each entry of
+// its one Laplace release as a release of its own (per-entry ε, composed
+// over the entries in its guarantee), so the audit measures the pair's
+// sensitivity per entry; the other one-bit methods use the default audit
+// (nil).
+func (c *OnebitConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
+	if c.mech != onebit.OutP {
+		return nil, nil
+	}
+	return &AuditDesign{PerCoordinate: true}, nil
+}

@@ -192,6 +192,7 @@ runs. --method all audits every private method with its defaults.`,
 	eps := fs.Float64("epsilon", 0, "ε the method is trained with (0: 1 for pure-ε methods, 6 for zCDP ones)")
 	delta := fs.Float64("delta", 1e-5, "δ the method is trained with ((ε, δ) methods)")
 	factor := fs.Float64("noise-factor", 1, "multiply every privacy-noise draw's scale by this while the guarantee claims the budget (<1 under-noises: the audit must catch it)")
+	sfactor := fs.Float64("sensitivity-factor", 1, "calibrate every release for this fraction of its sensitivity while the guarantee claims the budget (<1 understates it: the audit, which derives the sensitivity from a neighbouring pair, must catch it)")
 	full := fs.Bool("full", false, "the full tier: 6000 trainings per side and bound, 32 comparison runs, confidence 1 − 10⁻⁶")
 	runs := fs.Int("runs", 0, "trainings per side for the field comparison (0: 16; --full 32)")
 	samples := fs.Int("samples", 0, "trainings per side for each ε lower bound (0: the tier's, 1200 or 6000; -1: skip the bounds)")
@@ -238,11 +239,14 @@ runs. --method all audits every private method with its defaults.`,
 	if math.IsNaN(*factor) || math.IsInf(*factor, 0) || *factor <= 0 || *factor > 1e6 {
 		return usagef("--noise-factor %v must be positive", *factor)
 	}
+	if math.IsNaN(*sfactor) || math.IsInf(*sfactor, 0) || *sfactor <= 0 || *sfactor > 1e6 {
+		return usagef("--sensitivity-factor %v must be positive", *sfactor)
+	}
 	if *eps != 0 && (math.IsNaN(*eps) || math.IsInf(*eps, 0) || *eps < 0) {
 		return usagef("--epsilon %v must be positive and finite (or 0 to let the audit choose)", *eps)
 	}
 	opts := methods.AuditOptions{Epsilon: *eps, Delta: *delta, Runs: *runs, Samples: *samples,
-		Confidence: *conf, Seed: *seed, NoiseFactor: *factor}
+		Confidence: *conf, Seed: *seed, NoiseFactor: *factor, SensitivityFactor: *sfactor}
 	if all {
 		return runAuditAll(ctx, opts, *jsonOut, out)
 	}
@@ -260,8 +264,17 @@ runs. --method all audits every private method with its defaults.`,
 	} else {
 		printAuditReport(out, rep)
 	}
-	if rep.Violation {
+	return auditExit(rep)
+}
+
+// auditExit is the exit status of a whole-method audit: 1 for a
+// violation, 3 when it had no power (never a pass), else 0.
+func auditExit(rep *methods.AuditReport) error {
+	switch {
+	case rep.Violation:
 		return exitError{code: 1}
+	case len(rep.NoPower) > 0:
+		return exitError{code: 3}
 	}
 	return nil
 }
@@ -270,7 +283,7 @@ runs. --method all audits every private method with its defaults.`,
 // each (or a JSON list), exit status 1 if any shows a violation.
 func runAuditAll(ctx context.Context, opts methods.AuditOptions, jsonOut bool, out io.Writer) error {
 	var reps []*methods.AuditReport
-	violation := false
+	violation, noPower := false, false
 	if !jsonOut {
 		fmt.Fprintf(out, "%-14s %-9s %-24s %-24s %s\n", "method", "verdict", "data bound / claim", "release check / claim", "seconds")
 	}
@@ -284,19 +297,17 @@ func runAuditAll(ctx context.Context, opts methods.AuditOptions, jsonOut bool, o
 		}
 		reps = append(reps, rep)
 		violation = violation || rep.Violation
+		noPower = noPower || (!rep.Violation && len(rep.NoPower) > 0)
 		if jsonOut {
 			continue
 		}
-		verdict := "ok"
-		if rep.Violation {
-			verdict = "VIOLATION"
-		}
+		verdict := auditVerdict(rep)
 		data := "—"
 		if !rep.NoGuarantee && rep.Samples > 0 {
 			data = fmt.Sprintf("%.3f / %.3f", rep.EpsilonLowerBound, rep.TestedEpsilon)
 		}
 		rc := "—"
-		if r := rep.ReleaseCheck; r != nil {
+		if r := rep.ReleaseCheck; r != nil && r.Runs > 0 {
 			rc = fmt.Sprintf("%.3f / %.3f", r.EpsilonLowerBound, r.TestedEpsilon)
 		}
 		fmt.Fprintf(out, "%-14s %-9s %-24s %-24s %.1f\n", m.Name, verdict, data, rc, rep.Seconds)
@@ -306,10 +317,24 @@ func runAuditAll(ctx context.Context, opts methods.AuditOptions, jsonOut bool, o
 			return err
 		}
 	}
-	if violation {
+	switch {
+	case violation:
 		return exitError{code: 1}
+	case noPower:
+		return exitError{code: 3}
 	}
 	return nil
+}
+
+// auditVerdict is a report's verdict in one word.
+func auditVerdict(rep *methods.AuditReport) string {
+	switch {
+	case rep.Violation:
+		return "VIOLATION"
+	case len(rep.NoPower) > 0:
+		return "NO-POWER"
+	}
+	return "ok"
 }
 
 // printAuditReport prints one whole-method audit in words.
@@ -331,6 +356,9 @@ func printAuditReport(out io.Writer, rep *methods.AuditReport) {
 	if rep.NoiseFactor != 1 {
 		fmt.Fprintf(out, "noise factor        %g (DELIBERATELY WRONG: the noise is scaled while the guarantee claims the budget)\n", rep.NoiseFactor)
 	}
+	if rep.SensitivityFactor != 1 {
+		fmt.Fprintf(out, "sensitivity factor  %g (DELIBERATELY WRONG: every release is calibrated for this fraction of its sensitivity while the guarantee claims the budget)\n", rep.SensitivityFactor)
+	}
 	fmt.Fprintf(out, "public fields       %d compared over %d runs per side, %d vary with the noise\n", rep.Fields, rep.Runs, rep.Noised)
 	fmt.Fprintf(out, "un-noised leaks     %d\n", len(rep.Differences))
 	for _, d := range rep.Differences {
@@ -349,15 +377,34 @@ func printAuditReport(out io.Writer, rep *methods.AuditReport) {
 			rep.EpsilonLowerBound, tested, 100*rep.Confidence, rep.Samples, rep.Statistic, rep.Event)
 	}
 	if r := rep.ReleaseCheck; r != nil {
-		tested := fmt.Sprintf("ε = %.4g", r.TestedEpsilon)
-		if r.TestedDelta > 0 {
-			tested += fmt.Sprintf(", δ = %g (ρ = %.4g)", r.TestedDelta, r.ClaimedRho)
+		claim := fmt.Sprintf("ε = %.4g", r.ClaimedEpsilon)
+		if r.ClaimedRho > 0 {
+			claim = fmt.Sprintf("ρ = %.4g", r.ClaimedRho)
 		}
-		fmt.Fprintf(out, "release check       %.4f against %s (%d of %d releases; %s)\n", r.EpsilonLowerBound, tested, r.Releases, r.Of, r.Event)
+		realised := "unmeasured: its coordinates vary between runs"
+		if r.RealisedSensitivity != nil {
+			realised = fmt.Sprintf("%.4g, reach %.0f%%", *r.RealisedSensitivity, 100*r.Reach)
+		}
+		fmt.Fprintf(out, "release check       release %d (%s, %d coordinates, claims %s): sensitivity declared %.4g, realised by the pair %s; tested Δ̂ = %.4g\n",
+			r.Release+1, r.Mechanism, r.Dim, claim, r.DeclaredSensitivity, realised, r.DerivedSensitivity)
+		if r.Runs > 0 {
+			tested := fmt.Sprintf("ε = %.4g", r.TestedEpsilon)
+			if r.TestedDelta > 0 {
+				tested += fmt.Sprintf(", δ = %.4g", r.TestedDelta)
+			}
+			fmt.Fprintf(out, "                    %.4f against %s (group of %d, %d runs per side, planned margin %.1f sd against half the noise; %s)\n",
+				r.EpsilonLowerBound, tested, r.Group, r.Runs, r.Margin, r.Event)
+		}
+	}
+	for _, p := range rep.NoPower {
+		fmt.Fprintf(out, "no power            %s\n", p)
 	}
 	verdict := "no violation"
-	if rep.Violation {
+	switch {
+	case rep.Violation:
 		verdict = "VIOLATION: the public artefact leaks more than the guarantee says"
+	case len(rep.NoPower) > 0:
+		verdict = "NO POWER: the audit could not have caught half the noise or half the sensitivity (see above); not a pass"
 	}
 	fmt.Fprintf(out, "time                %.2f s\nverdict             %s\n", rep.Seconds, verdict)
 }

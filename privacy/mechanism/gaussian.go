@@ -268,9 +268,9 @@ func (m *Gaussian) Release(src *noise.Source, x []float64) error {
 		return err
 	}
 	clean := m.inst.before(x)
-	s := m.sigma * m.inst.factor()
+	s := m.sigma * m.inst.additive()
 	noise.AddGaussian(src, x, s)
-	return m.inst.tap(Draw{Mechanism: "gaussian", Clean: clean, Noised: x, Scale: s, Sensitivity: m.sens.Value, Rho: m.rho})
+	return m.inst.tap(Draw{Mechanism: "gaussian", Clean: clean, Noised: x, Scale: s, Sensitivity: m.sens.Value * m.inst.sensFactor(), Rho: m.rho})
 }
 
 // ReleaseSym adds a symmetric noise matrix to s (n(n+1)/2 coordinates must
@@ -290,12 +290,12 @@ func (m *Gaussian) ReleaseSym(src *noise.Source, s *mat.SymDense) error {
 	if m.inst != nil && m.inst.Tap != nil {
 		clean = symUpper(s)
 	}
-	sigma := m.sigma * m.inst.factor()
+	sigma := m.sigma * m.inst.additive()
 	noise.AddSymGaussian(src, s, sigma)
 	if clean == nil {
 		return nil
 	}
-	return m.inst.tap(Draw{Mechanism: "gaussian", Clean: clean, Noised: symUpper(s), Scale: sigma, Sensitivity: m.sens.Value, Rho: m.rho})
+	return m.inst.tap(Draw{Mechanism: "gaussian", Clean: clean, Noised: symUpper(s), Scale: sigma, Sensitivity: m.sens.Value * m.inst.sensFactor(), Rho: m.rho})
 }
 
 // symUpper lists the entries on and above the diagonal of s, row by row

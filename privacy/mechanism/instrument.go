@@ -21,6 +21,13 @@ type Instrument struct {
 	// keeping a value (the mechanism is built for ε/NoiseFactor). 0 means
 	// 1.
 	NoiseFactor float64
+	// SensitivityFactor re-calibrates every additive mechanism for
+	// SensitivityFactor times its sensitivity Δ: the noise is multiplied
+	// by it and the draw declares F·Δ, while the mechanism keeps claiming
+	// its budget — a release calibrated to an understated sensitivity, for
+	// showing that an audit deriving the sensitivity itself catches it.
+	// Randomized response has no sensitivity and ignores it. 0 means 1.
+	SensitivityFactor float64
 	// Tap, when set, is called after every release with the value before
 	// and after the noise (the draw's slices belong to the tap only for
 	// the duration of the call; it must copy what it keeps). A non-nil
@@ -80,13 +87,30 @@ func (in *Instrument) factor() float64 {
 	return in.NoiseFactor
 }
 
-// Active reports whether the instrument changes or observes anything.
-func (in *Instrument) Active() bool { return in != nil && (in.factor() != 1 || in.Tap != nil) }
+// sensFactor is the instrument's sensitivity factor (1 when there is none).
+func (in *Instrument) sensFactor() float64 {
+	if in == nil || in.SensitivityFactor == 0 {
+		return 1
+	}
+	return in.SensitivityFactor
+}
 
-// Check validates the noise factor.
+// additive is the factor on an additive mechanism's noise: the noise factor
+// times the sensitivity factor.
+func (in *Instrument) additive() float64 { return in.factor() * in.sensFactor() }
+
+// Active reports whether the instrument changes or observes anything.
+func (in *Instrument) Active() bool {
+	return in != nil && (in.factor() != 1 || in.sensFactor() != 1 || in.Tap != nil)
+}
+
+// Check validates the noise and sensitivity factors.
 func (in *Instrument) Check() error {
 	if f := in.factor(); math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
 		return fmt.Errorf("%w: noise factor %v must be positive and finite", ErrData, f)
+	}
+	if f := in.sensFactor(); math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
+		return fmt.Errorf("%w: sensitivity factor %v must be positive and finite", ErrData, f)
 	}
 	return nil
 }

@@ -63,7 +63,7 @@ func (m *L2Laplace) Release(src *noise.Source, x []float64) error {
 		return err
 	}
 	clean := m.inst.before(x)
-	b := m.scale * m.inst.factor()
+	b := m.scale * m.inst.additive()
 	noise.AddL2Laplace(src, x, b)
-	return m.inst.tap(Draw{Mechanism: "l2laplace", Clean: clean, Noised: x, Scale: b, Sensitivity: m.sens.Value, Epsilon: m.eps})
+	return m.inst.tap(Draw{Mechanism: "l2laplace", Clean: clean, Noised: x, Scale: b, Sensitivity: m.sens.Value * m.inst.sensFactor(), Epsilon: m.eps})
 }

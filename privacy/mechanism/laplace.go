@@ -110,9 +110,9 @@ func (m *Laplace) Release(src *noise.Source, x []float64) error {
 		return err
 	}
 	clean := m.inst.before(x)
-	b := m.scale * m.inst.factor()
+	b := m.scale * m.inst.additive()
 	noise.AddLaplace(src, x, b)
-	return m.inst.tap(Draw{Mechanism: "laplace", Clean: clean, Noised: x, Scale: b, Sensitivity: m.sens.Value, Epsilon: m.eps})
+	return m.inst.tap(Draw{Mechanism: "laplace", Clean: clean, Noised: x, Scale: b, Sensitivity: m.sens.Value * m.inst.sensFactor(), Epsilon: m.eps})
 }
 
 // ReleaseScalar returns x plus noise.

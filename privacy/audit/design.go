@@ -1,0 +1,271 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/privrec/privrec/privacy/accountant"
+	"github.com/privrec/privrec/privacy/noise"
+)
+
+// The test point of a release check. An additive release y = x + z of a
+// query of sensitivity Δ claims, for inputs x and x' with ‖x − x'‖ ≤ Δ,
+// ρ-zCDP (Gaussian noise) or ε-DP (Laplace, ℓ2 Laplace). Its noise does
+// not depend on x, so both sides of the check are sampled from the
+// release's own runs: side 0 is z, side 1 is z + K·Δ·e₁. By group privacy
+// the claim for a shift of K·Δ is K²ρ-zCDP, or K·ε-DP (Bun & Steinke,
+// "Concentrated differential privacy: simplifications, extensions, and
+// lower bounds", Proposition 27; Dwork & Roth, Theorem 2.2), so the check
+// is sound at every K ≥ 1; a larger K moves a small claim (ρ ≈ 0.005 at
+// ε = 0.5) to where a few thousand runs can contradict it.
+//
+// The claim is tested at one point of its privacy profile, (ε', δ') with
+// δ' = δ(ε') of the tight zCDP conversion (accountant.ZCDPDelta), on one
+// event {y ≥ s} (y in units of Δ) and its mirror image {y ≤ K − s}.
+// DesignShift chooses K, s and ε' before any sampling, from the claim
+// alone: where the claimed calibration and the same release with half the
+// noise (the 2× under-noised or under-sensitised release an audit must
+// catch) differ most for the number of runs afforded — the largest
+// expected margin of the Clopper–Pearson test, in standard deviations.
+
+// ReleaseLaw is the claim of one additive release, in units of its
+// sensitivity: the mechanism ("gaussian", "laplace", "l2laplace"), its
+// zCDP ρ (gaussian) or ε (the others), and the vector dimension of an ℓ2
+// Laplace release.
+type ReleaseLaw struct {
+	Mechanism    string
+	Rho, Epsilon float64
+	Dim          int
+}
+
+// ShiftDesign is the chosen test point.
+type ShiftDesign struct {
+	// Group is K: side 1 is the output shifted by K·Δ·e₁.
+	Group int `json:"group"`
+	// Threshold is s: the events are {y ≥ s} and {y ≤ K − s} on the first
+	// coordinate in units of Δ (for ℓ2 Laplace, on the likelihood-ratio
+	// statistic ‖y‖ − ‖y − K·e₁‖ ∈ [−K, K]: {T ≥ s} and {T ≤ −s}).
+	Threshold float64 `json:"threshold"`
+	// Epsilon and Delta are the claim tested: (K·ε, 0) for a pure release,
+	// (ε', δ(K²ρ, ε')) for a zCDP one.
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+	// Margin is the expected margin of the test, in standard deviations,
+	// against the release with half its noise at the design's sample count
+	// (positive: that release is expected to be caught).
+	Margin float64 `json:"margin"`
+}
+
+// Events returns the design's two events.
+func (d ShiftDesign) Events(law ReleaseLaw) []Event {
+	if law.Mechanism == "l2laplace" {
+		return []Event{{Kind: AtLeast, T: d.Threshold}, {Kind: AtMost, T: -d.Threshold}}
+	}
+	return []Event{{Kind: AtLeast, T: d.Threshold}, {Kind: AtMost, T: float64(d.Group) - d.Threshold}}
+}
+
+// ShiftEventsCount is the number of events of a ShiftDesign (for the
+// Bonferroni correction of Run).
+const ShiftEventsCount = 2
+
+// shiftAlternative is the noise factor of the alternative a design is
+// tuned to catch: half the claimed noise.
+const shiftAlternative = 0.5
+
+// DesignShift chooses the test point of a release with law, for n runs
+// per side at the given confidence (the Bonferroni correction of Run over
+// the design's two events).
+func DesignShift(law ReleaseLaw, n int, confidence float64) (ShiftDesign, error) {
+	if n < 10 || !(confidence > 0 && confidence < 1) {
+		return ShiftDesign{}, fmt.Errorf("design: %d runs at confidence %v", n, confidence)
+	}
+	alpha := (1 - confidence) / float64(4*ShiftEventsCount)
+	z := -normQuantile(alpha)
+	nf := float64(n)
+	best := ShiftDesign{Margin: math.Inf(-1)}
+	// score is the expected margin of the test {y ≥ s} at claim (ε', δ')
+	// with probabilities p1 (side 1) and p0 (side 0) under the alternative.
+	score := func(p1, p0, eps, delta float64) float64 {
+		if nf*p0 < 5 || nf*(1-p1) < 5 {
+			return math.Inf(-1) // the normal approximation does not hold
+		}
+		e := math.Exp(eps)
+		sd := math.Sqrt(p1*(1-p1)/nf) + e*math.Sqrt(p0*(1-p0)/nf)
+		return (p1-delta-e*p0)/sd - z
+	}
+	consider := func(k int, s, eps, delta, m float64) {
+		if m > best.Margin {
+			best = ShiftDesign{Group: k, Threshold: s, Epsilon: eps, Delta: delta, Margin: m}
+		}
+	}
+	switch law.Mechanism {
+	case "gaussian":
+		if !(law.Rho > 0) || math.IsInf(law.Rho, 0) {
+			return ShiftDesign{}, fmt.Errorf("design: gaussian release with ρ = %v", law.Rho)
+		}
+		sc := 1 / math.Sqrt(2*law.Rho) // claimed σ in units of Δ
+		sa := shiftAlternative * sc
+		for _, k := range groups(func(k int) bool { return float64(k*k)*law.Rho <= 16 }) {
+			rk := float64(k*k) * law.Rho
+			mu := math.Sqrt(2 * rk)
+			for i := range 41 {
+				eps := float64(i) / 40 * (rk + 4*mu)
+				delta, err := accountant.ZCDPDelta(rk, eps)
+				if err != nil {
+					return ShiftDesign{}, err
+				}
+				if delta >= 1 {
+					continue
+				}
+				for j := range 121 {
+					s := -2*sc + float64(j)/120*(float64(k)+6*sc)
+					p1, p0 := normSF((s-float64(k))/sa), normSF(s/sa)
+					consider(k, s, eps, delta, score(p1, p0, eps, delta))
+				}
+			}
+		}
+	case "laplace":
+		if !(law.Epsilon > 0) || math.IsInf(law.Epsilon, 0) {
+			return ShiftDesign{}, fmt.Errorf("design: laplace release with ε = %v", law.Epsilon)
+		}
+		bc := 1 / law.Epsilon
+		ba := shiftAlternative * bc
+		for _, k := range groups(func(k int) bool { return float64(k)*law.Epsilon <= 8 }) {
+			eps := float64(k) * law.Epsilon
+			for j := range 241 {
+				s := -2*bc + float64(j)/240*(float64(k)+8*bc)
+				consider(k, s, eps, 0, score(laplaceSF(s-float64(k), ba), laplaceSF(s, ba), eps, 0))
+			}
+		}
+	case "l2laplace":
+		if !(law.Epsilon > 0) || math.IsInf(law.Epsilon, 0) || law.Dim < 1 {
+			return ShiftDesign{}, fmt.Errorf("design: l2laplace release with ε = %v in dimension %d", law.Epsilon, law.Dim)
+		}
+		ba := shiftAlternative / law.Epsilon
+		const m = 20000
+		src := noise.Seeded(0x6c326c6170) // fixed: the design depends on the claim only
+		zs := make([][]float64, m)
+		for i := range zs {
+			zs[i] = make([]float64, law.Dim)
+			noise.Sphere(src, zs[i])
+			r := noise.Gamma(src, float64(law.Dim), ba)
+			for j := range zs[i] {
+				zs[i][j] *= r
+			}
+		}
+		for _, k := range groups(func(k int) bool { return float64(k)*law.Epsilon <= 8 }) {
+			eps := float64(k) * law.Epsilon
+			t0, t1 := make([]float64, m), make([]float64, m)
+			for i, zv := range zs {
+				t0[i] = l2Stat(zv, 0, float64(k))
+				t1[i] = l2Stat(zv, float64(k), float64(k))
+			}
+			slices.Sort(t0)
+			slices.Sort(t1)
+			for j := range 101 {
+				s := float64(k) * (0.2 + 0.8*float64(j)/100)
+				p0 := tailFrac(t0, s)
+				p1 := tailFrac(t1, s)
+				consider(k, s, eps, 0, score(p1, p0, eps, 0))
+			}
+		}
+	default:
+		return ShiftDesign{}, fmt.Errorf("design: no release check for mechanism %q", law.Mechanism)
+	}
+	if math.IsInf(best.Margin, -1) {
+		return ShiftDesign{}, errors.New("design: no test point has enough expected counts at this sample size")
+	}
+	return best, nil
+}
+
+// ShiftStatistic is the ℓ2 Laplace statistic of a design: ‖z + a·e₁‖ −
+// ‖z + a·e₁ − K·e₁‖ for the noise z (in units of Δ) shifted by a (0 on
+// side 0, K on side 1).
+func ShiftStatistic(z []float64, a float64, k int) float64 { return l2Stat(z, a, float64(k)) }
+
+func l2Stat(z []float64, a, k float64) float64 {
+	var n0, n1 float64
+	for j, v := range z {
+		if j == 0 {
+			v += a
+		}
+		n0 += v * v
+		if j == 0 {
+			v -= k
+		}
+		n1 += v * v
+	}
+	return math.Sqrt(n0) - math.Sqrt(n1)
+}
+
+// tailFrac is the fraction of sorted xs at least s.
+func tailFrac(xs []float64, s float64) float64 {
+	i, _ := slices.BinarySearch(xs, s)
+	return float64(len(xs)-i) / float64(len(xs))
+}
+
+// groups lists the candidate group factors K (1, 2, …, then sparser) for
+// which ok holds, at least K = 1.
+func groups(ok func(int) bool) []int {
+	ks := []int{1}
+	for k := 2; k <= 4096 && ok(k); {
+		ks = append(ks, k)
+		switch {
+		case k < 12:
+			k++
+		default:
+			k += k / 6
+		}
+	}
+	return ks
+}
+
+func normSF(x float64) float64 { return 0.5 * math.Erfc(x/math.Sqrt2) }
+
+// normQuantile is Φ⁻¹(p).
+func normQuantile(p float64) float64 { return -math.Sqrt2 * math.Erfcinv(2*p) }
+
+// laplaceSF is P(Z ≥ x) for Laplace noise of scale b.
+func laplaceSF(x, b float64) float64 {
+	if x >= 0 {
+		return 0.5 * math.Exp(-x/b)
+	}
+	return 1 - 0.5*math.Exp(x/b)
+}
+
+// ShiftPowerMargin is the expected margin (standard deviations) a planned
+// release check must reach against the release with half its noise: a
+// check planned at it misses that release with probability ≈ Φ(−4) ≈
+// 3·10⁻⁵.
+const ShiftPowerMargin = 4
+
+// shiftLadder are the run counts PlanShift tries, smallest first.
+var shiftLadder = []int{600, 1200, 2400, 5000, 10000, 20000, 50000, 100000, 150000}
+
+// PlanShift designs the test point at the smallest run count of a fixed
+// ladder (600 … 150 000 per side, at most maxRuns) whose expected margin
+// reaches ShiftPowerMargin; ok is false when none does (the best design at
+// the largest count allowed is returned: the check then has no power
+// against 2× too little noise).
+func PlanShift(law ReleaseLaw, confidence float64, maxRuns int) (d ShiftDesign, runs int, ok bool, err error) {
+	best, bestN := ShiftDesign{Margin: math.Inf(-1)}, 0
+	for _, n := range shiftLadder {
+		if n > maxRuns {
+			break
+		}
+		d, err := DesignShift(law, n, confidence)
+		if err != nil {
+			continue // too few runs for any test point
+		}
+		if d.Margin >= ShiftPowerMargin {
+			return d, n, true, nil
+		}
+		best, bestN = d, n
+	}
+	if bestN == 0 {
+		return ShiftDesign{}, 0, false, fmt.Errorf("design: no test point for a %s release (ρ %g, ε %g) with at most %d runs", law.Mechanism, law.Rho, law.Epsilon, maxRuns)
+	}
+	return best, bestN, false, nil
+}
