@@ -137,7 +137,7 @@ type AuditReport struct {
 	// exits non-zero.
 	NoPower   []string `json:"no_power"`
 	Violation bool     `json:"violation"`
-	Seconds      float64       `json:"seconds"`
+	Seconds   float64  `json:"seconds"`
 }
 
 // ReleaseCheck is the finding of the release check (audit_raw.go): a

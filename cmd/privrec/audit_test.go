@@ -94,8 +94,11 @@ func TestAuditCommand(t *testing.T) {
 }
 
 // Issue 23: `privrec audit --method M --noise-factor 0.5` exits 1 and the
-// unmodified method passes (dp-bias and cp-ip: a zCDP and a pure-ε method;
-// every private method is covered by methods.TestAuditEveryPrivateMethod).
+// unmodified method passes (dpals and cp-ip: a zCDP and a pure-ε method;
+// every private method is covered by methods.TestAuditEveryPrivateMethod);
+// issue 37: so does --sensitivity-factor 0.5, and an audit whose pair does
+// not reach the declared sensitivity (dp-bias's default pair) exits 3, "no
+// power", never 0.
 // False failure: each run makes two Clopper–Pearson bounds at confidence
 // 1 − 10⁻⁴, so the unmodified runs fail with probability ≤ 2·10⁻⁴ each;
 // the halved noise is caught with bounds ≈ 1.5× the claim (a miss is far
@@ -103,25 +106,26 @@ func TestAuditCommand(t *testing.T) {
 // handful of trainings: its plumbing, not its power).
 func TestAuditMethodNoiseFactor(t *testing.T) {
 	for _, c := range []struct {
-		method, factor string
-		code           int
+		method, flag, factor string
+		code                 int
 	}{
-		{"dp-bias", "1", 0}, {"dp-bias", "0.5", 1},
-		{"cp-ip", "1", 0}, {"cp-ip", "0.5", 1},
+		{"dpals", "--noise-factor", "1", 0}, {"dpals", "--noise-factor", "0.5", 1}, {"dpals", "--sensitivity-factor", "0.5", 1},
+		{"cp-ip", "--noise-factor", "1", 0}, {"cp-ip", "--noise-factor", "0.5", 1}, {"cp-ip", "--sensitivity-factor", "0.5", 1},
+		{"dp-bias", "--noise-factor", "1", 3},
 	} {
-		out, errs, code := runCLI(t, "audit", "--method", c.method, "--noise-factor", c.factor, "--seed", "31",
+		out, errs, code := runCLI(t, "audit", "--method", c.method, c.flag, c.factor, "--seed", "31",
 			"--confidence", "0.9999", "--json")
 		var r map[string]any
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			t.Fatalf("%s ×%s: bad JSON %q (%s): %v", c.method, c.factor, out, errs, err)
+			t.Fatalf("%s %s %s: bad JSON %q (%s): %v", c.method, c.flag, c.factor, out, errs, err)
 		}
 		if code != c.code || r["violation"] != (c.code == 1) || r["release_check"] == nil || r["noise_factor"] == nil {
-			t.Errorf("%s ×%s: exit %d, want %d; report %s", c.method, c.factor, code, c.code, out)
+			t.Errorf("%s %s %s: exit %d, want %d; report %s", c.method, c.flag, c.factor, code, c.code, out)
 		}
 	}
 	out, errs, code := runCLI(t, "audit", "--method", "all", "--runs", "2", "--samples", "10", "--seed", "3", "--json")
 	var reps []map[string]any
-	if err := json.Unmarshal([]byte(out), &reps); err != nil || (code != 0 && code != 1) {
+	if err := json.Unmarshal([]byte(out), &reps); err != nil || (code != 0 && code != 1 && code != 3) {
 		t.Fatalf("--method all: exit %d, bad JSON %q (%s): %v", code, out, errs, err)
 	}
 	want := 0
@@ -136,6 +140,8 @@ func TestAuditMethodNoiseFactor(t *testing.T) {
 	for _, args := range [][]string{
 		{"audit", "--method", "dp-bias", "--noise-factor", "0"},
 		{"audit", "--method", "dp-bias", "--noise-factor", "NaN"},
+		{"audit", "--method", "dp-bias", "--sensitivity-factor", "0"},
+		{"audit", "--method", "dp-bias", "--sensitivity-factor", "-1"},
 		{"audit", "--method", "dp-bias", "--epsilon", "-1"},
 		{"audit", "--method", "dp-bias", "--samples", "5"},
 		{"audit", "--method", "nope"},
@@ -162,7 +168,7 @@ func TestOnlyAuditSetsNoiseFactor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, bad := range []string{"NoiseFactor", "Tap:", ".Tap ="} {
+			for _, bad := range []string{"NoiseFactor", "SensitivityFactor", "Tap:", ".Tap ="} {
 				if strings.Contains(string(b), bad) {
 					t.Errorf("%s mentions %s: only `privrec audit` may under-noise or tap a method", f, bad)
 				}

@@ -130,7 +130,7 @@ func TestJointReleaseOnTheCommandLine(t *testing.T) {
 }
 
 func TestAuditMethodCommand(t *testing.T) {
-	out, errs, code := runCLI(t, "audit", "--method", "dp-bias", "--epsilon", "1", "--runs", "4", "--samples", "100", "--seed", "3", "--json")
+	out, errs, code := runCLI(t, "audit", "--method", "dpals", "--epsilon", "1", "--runs", "4", "--samples", "100", "--seed", "3", "--json")
 	if code != 0 {
 		t.Fatalf("audit dp-bias: exit %d: %s %s", code, out, errs)
 	}
@@ -144,7 +144,7 @@ func TestAuditMethodCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Method != "dp-bias" || r.Violation || len(r.Differences) != 0 || len(r.Canaries) != 0 || r.Relation == "" {
+	if r.Method != "dpals" || r.Violation || len(r.Differences) != 0 || len(r.Canaries) != 0 || r.Relation == "" {
 		t.Errorf("audit report %+v", r)
 	}
 	if _, errs, code := runCLI(t, "audit", "--method", "bias"); code == 0 || !strings.Contains(errs, "no guarantee") {
