@@ -183,11 +183,11 @@ func (l badHTTPListener) Accept() (net.Conn, error) {
 	return &badHTTPConn{Conn: c}, nil
 }
 
-// guardListener puts the connection bound, the shedding of idle
-// connections, TLS (when configured) and the rewriting of net/http's
-// malformed-request answers (plain HTTP) around ln.
-func (s *Server) guardListener(ln net.Listener) (net.Listener, *connGuard, error) {
-	n := s.opt.MaxConns
+// guardListener puts the connection bound (max; 0: ConnLimit), the
+// shedding of idle connections, TLS (when configured) and the rewriting
+// of net/http's malformed-request answers (plain HTTP) around ln.
+func guardListener(ln net.Listener, max int, tlsCfg *tls.Config) (net.Listener, *connGuard, error) {
+	n := max
 	if n <= 0 {
 		var err error
 		if n, err = ConnLimit(); err != nil {
@@ -196,8 +196,8 @@ func (s *Server) guardListener(ln net.Listener) (net.Listener, *connGuard, error
 	}
 	g := newConnGuard(n)
 	ln = g.listener(ln)
-	if s.opt.TLS != nil {
-		return tls.NewListener(ln, s.opt.TLS), g, nil
+	if tlsCfg != nil {
+		return tls.NewListener(ln, tlsCfg), g, nil
 	}
 	return badHTTPListener{ln}, g, nil
 }

@@ -27,16 +27,18 @@ import (
 // binary run as privrec (TestMain, envAsPrivrec). Each keeps its port
 // across restarts, so a restarted process is found where it was.
 type dapRig struct {
-	t                    *testing.T
-	dir                  string
-	secret, peer, admin  string // files
-	adminToken           string
-	ports                map[string]int
-	procs                map[string]*rigProc
-	created              map[string]bool
-	extra                map[string][]string // flags of every start of a process
-	hc                   *http.Client
-	leaderCrash, helperC string
+	t                   *testing.T
+	dir                 string
+	secret, peer, admin string // files
+	adminToken          string
+	ports               map[string]int
+	procs               map[string]*rigProc
+	created             map[string]bool
+	extra               map[string][]string // flags of every start of a process
+	hc                  *http.Client
+	// livez, when set, is how start asks a process whether it is up
+	// (HTTPS).
+	livez func(url string) (*http.Response, error)
 }
 
 type rigProc struct {
@@ -127,7 +129,11 @@ func (r *dapRig) start(name, crash string, extra ...string) {
 			r.t.Fatalf("%s exited at start: %s", name, r.log(name))
 		default:
 		}
-		if resp, err := http.Get(r.url(name) + "/livez"); err == nil {
+		get := http.Get
+		if r.livez != nil {
+			get = r.livez
+		}
+		if resp, err := get(r.url(name) + "/livez"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return

@@ -71,7 +71,12 @@ deployment").
                                            admin and user tokens, no restart
   privrec serve bench [--runs 3] [--clients 64] [--duration 10s] [--json]
                                            load benchmark: a server process driven by
-                                           the load generator (privrec loadgen)`
+                                           the load generator (privrec loadgen)
+
+No trusted curator: privrec serve --role leader|helper runs one of the
+two aggregators instead (docs/AGGREGATION.md): devices send secret
+shares, nobody sees a contribution unless both operators collude. Its
+flags differ: privrec serve --role leader --help.`
 
 // serverGC makes the collector run less often (GOGC=400) unless GOGC is
 // set: a server's live heap is small and its garbage per request large,

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -24,6 +27,7 @@ import (
 	"github.com/privrec/privrec/dap/server"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/service"
 	"github.com/privrec/privrec/webapp"
 )
 
@@ -56,6 +60,26 @@ must be reachable from her browser; the helper's hpke_config allows any
 origin), uploads once per task and keeps her own ledger. --items gives
 the page titles, --scale its rating scale.
 
+Databases: make each once with --create; every later start opens it
+without --create and is refused, naming what is wrong, when there is no
+aggregator database there (a mistyped --db, an empty file), when the file
+fails SQLite's integrity check, or when it was made for the other role or
+with another --key-file or --secret-file. Both roles have the central
+server's operations (privrec serve --help): GET /livez and GET /readyz
+(503 with Retry-After when the database cannot take a write or its file
+system has less than --min-free-disk free), a connection cap with a
+descriptor reserve (--max-conns), read and idle timeouts, a graceful
+shutdown on SIGTERM (--grace), --config FILE and --tls-cert/--tls-key.
+
+Exactly once: the leader records each aggregation job before sending it
+and sends it again after a crash or a failed call; the helper keeps its
+answer to each job, so every report is counted once at both whatever
+fails when. Aggregation and collection of a task are serialised (a lease
+in the database: several leader processes may share one --db). A device
+retrying an upload whose acknowledgement was lost is acknowledged again
+and not charged again; a body larger than the task's report size is
+refused (413) before it is read.
+
 Keys: --key-file holds the aggregator's HPKE private key; it is created
 (mode 0600) if missing. Secrets: 32 random bytes, base64, e.g.
   head -c 32 /dev/urandom | base64 > secret`
@@ -73,9 +97,9 @@ func hasRole(args []string) bool {
 func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 	example := `  head -c 32 /dev/urandom | base64 > secret; head -c 32 /dev/urandom | base64 > peer.token
   head -c 32 /dev/urandom | base64 > admin.token
-  privrec serve --role helper --db helper.db --key-file helper.key --secret-file secret \
+  privrec serve --role helper --create --db helper.db --key-file helper.key --secret-file secret \
       --peer-token-file peer.token --listen 127.0.0.1:8091 --max-task-rho 1 &
-  privrec serve --role leader --db leader.db --key-file leader.key --secret-file secret \
+  privrec serve --role leader --create --db leader.db --key-file leader.key --secret-file secret \
       --peer-token-file peer.token --admin-token-file admin.token \
       --helper http://127.0.0.1:8091 --budget-rho 2 --listen 127.0.0.1:8090`
 	fs := newFlags("serve --role leader|helper --db FILE --key-file FILE --secret-file FILE --peer-token-file FILE", serveRoleSynopsis, example)
@@ -87,6 +111,7 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 	enrolRate := fs.Float64("enrol-rate", 10, "leader: enrolments admitted per second per client address (4× that overall; 0: no limit)")
 	enrolBurst := fs.Int("enrol-burst", 100, "leader: the burst of enrolments admitted per client address (4× that overall)")
 	maxUsers := fs.Int64("max-users", 0, "leader: the most users enrolled (0: no cap); enrolment beyond is refused (403)")
+	helperCA := fs.String("helper-ca", "", "leader: PEM certificate(s) to trust for an https:// --helper besides the system's (a helper with its own CA)")
 	helperTimeout := fs.Duration("helper-timeout", 2*time.Minute, "leader: the longest a request to the helper may take (an aggregation job of --batch reports included)")
 	minFree := fs.String("min-free-disk", "64MiB", "refuse writes (503 with Retry-After) and answer /readyz 503 when the database's file system has less free space than this (bytes, or with KiB, MiB, GiB; 0: no check)")
 	listen := fs.String("listen", "127.0.0.1:8090", "address to listen on (host:port; port 0 picks one)")
@@ -106,8 +131,20 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 	addrFile := fs.String("addr-file", "", "write the listening address (host:port) to this file once ready")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "json", "json or text")
+	readTimeout := fs.Duration("read-timeout", time.Minute, "the longest a request (its body included: a report of a few MB from a slow device) may take to arrive")
+	hf := addServeHTTPFlags(fs)
 	if err := parse(fs, args, false); err != nil {
 		return err
+	}
+	if err := hf.loadConfigFile(fs); err != nil {
+		return err
+	}
+	var so service.Options
+	if err := hf.apply(&so); err != nil {
+		return err
+	}
+	if *readTimeout <= 0 {
+		return usagef("--read-timeout must be positive, got %s", *readTimeout)
 	}
 	r, err := dap.ParseRole(*role)
 	if err != nil {
@@ -158,6 +195,14 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		cfg.HelperURL, cfg.BudgetRho = *helperURL, *budget
+		if u, err := url.Parse(*helperURL); *helperURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			return usagef("--helper %q: want the helper's base URL, http://HOST:PORT or https://HOST:PORT", *helperURL)
+		}
+		if *helperCA != "" {
+			if cfg.Client, err = clientWithCA(*helperCA, *helperTimeout); err != nil {
+				return err
+			}
+		}
 	}
 	var page http.Handler
 	if r == dap.Leader && *web {
@@ -191,15 +236,19 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("--addr-file: %w", err)
 		}
 	}
-	log.Info("listening", "role", r.String(), "addr", ln.Addr().String(), "db", cfg.DB)
+	log.Info("listening", "role", r.String(), "addr", ln.Addr().String(), "scheme", hf.scheme(), "db", cfg.DB)
 	h := srv.Handler()
 	if page != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/dap/", h)
+		mux.Handle("/livez", h)
+		mux.Handle("/readyz", h)
 		mux.Handle("/", page)
 		h = mux
 	}
-	return serveRole(ctx, h, ln, *grace, log)
+	hf.watchTLS(ctx, log)
+	return service.ServeHandler(ctx, h, ln, service.HTTPOptions{MaxConns: so.MaxConns, IdleTimeout: so.IdleTimeout, TLS: so.TLS,
+		ReadTimeout: *readTimeout, Grace: *grace, Log: log})
 }
 
 // envCrash names a step of upload, aggregation or collection at which
@@ -226,6 +275,25 @@ func crashHook(spec string, log *slog.Logger) (func(string), error) {
 			select {} // the signal is on its way
 		}
 	}, nil
+}
+
+// clientWithCA is an HTTP client that trusts the certificates in the PEM
+// file caFile besides the system's.
+func clientWithCA(caFile string, timeout time.Duration) (*http.Client, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, usagef("--helper-ca: %v", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, usagef("--helper-ca %s: no PEM certificate in it", caFile)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return &http.Client{Timeout: timeout, Transport: tr}, nil
 }
 
 // parseBytes reads a size: a number of bytes, or one with KiB, MiB, GiB
@@ -264,27 +332,6 @@ func dapPage(helperURL, items, scale string) (http.Handler, error) {
 		return nil, usagef("--web: %v", err)
 	}
 	return page, nil
-}
-
-// serveRole serves an aggregator h on ln until ctx ends, then shuts down gracefully.
-func serveRole(ctx context.Context, h http.Handler, ln net.Listener, grace time.Duration, log *slog.Logger) error {
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	err := hs.Shutdown(sctx)
-	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		err = errors.Join(err, serr)
-	}
-	log.Info("stopped")
-	return err
 }
 
 // loadOrCreateKey reads an HPKE private key file (base64), creating it
