@@ -114,14 +114,16 @@ func (c *Client) publicKeyBytes(ctx context.Context, base string) ([]byte, error
 	return cfg.PublicKey, nil
 }
 
-// Task fetches a task's public parameters from the leader and validates
-// them on the device (a task whose σ does not give its stated ρ is refused).
+// Task fetches a task's public parameters from the leader and checks
+// them on the device (Derive: a task whose range, norm_sq, sensitivity or
+// σ falls short of its plan is refused, naming both values).
 func (c *Client) Task(ctx context.Context, id string) (Task, error) {
 	var t Task
 	if err := c.Do(ctx, http.MethodGet, c.Leader, "/dap/v1/tasks/"+id, "", nil, &t); err != nil {
 		return t, err
 	}
-	return t, t.Validate()
+	_, err := Derive(t)
+	return t, err
 }
 
 // Upload sends a report to the leader in the binary encoding
