@@ -4,18 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/privrec/privrec/dap"
 	"github.com/privrec/privrec/dap/server"
@@ -23,19 +19,20 @@ import (
 )
 
 // The malicious-leader suite: a real helper and a real leader (privrec
-// serve --role, this test binary re-executed as privrec), devices running
+// serve --role, this test binary re-executed as privrec: dapRig), devices running
 // `privrec dap contribute`, and the test itself as a leader that breaks
 // the protocol (it holds what a leader holds: the verification secret,
 // the peer token and a leader key). Every manipulation is refused by the
 // party it would harm, or provably teaches the leader nothing new.
 
-// roles is a running helper (--min-batch 3, --max-task-rho 1) and leader.
+// roles is a running helper (--min-batch 3, --max-task-rho 1) and
+// leader (the fault suite's dapRig), and what a leader holds.
 type roles struct {
-	dir, leader, helper, admin string
-	leaderDB                   string
-	secret                     []byte
-	peer                       string
-	cli                        *dap.Client
+	leader, helper, admin string
+	leaderDB              string
+	secret                []byte
+	peer                  string
+	cli                   *dap.Client
 }
 
 const (
@@ -43,57 +40,21 @@ const (
 	rolesMaxTaskRho = 1.0
 )
 
-// startRoleProcess starts `privrec serve --role role` from this test
-// binary and returns its URL; the process is stopped (SIGTERM) at cleanup.
-func startRoleProcess(t *testing.T, dir, role string, files map[string]string, extra ...string) string {
+func startRoles(t *testing.T) *roles {
 	t.Helper()
-	exe, err := os.Executable()
+	g := newDapRig(t)
+	g.start("helper", "", "--min-batch", fmt.Sprint(rolesMinBatch), "--max-task-rho", fmt.Sprint(rolesMaxTaskRho))
+	g.start("leader", "")
+	secret, err := readBase64File(g.secret, "secret")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := filepath.Join(dir, role+".addr")
-	args := append([]string{"serve", "--role", role, "--db", filepath.Join(dir, role+".db"), "--key-file", filepath.Join(dir, role+".key"),
-		"--secret-file", files["secret"], "--peer-token-file", files["peer"], "--listen", "127.0.0.1:0", "--addr-file", addr,
-		"--log-level", "error", "--web=false"}, extra...)
-	c := exec.Command(exe, args...)
-	c.Env = append(os.Environ(), envAsPrivrec+"=1")
-	var stderr strings.Builder
-	c.Stderr = &stderr
-	if err := c.Start(); err != nil {
+	peer, err := readTokenFile(g.peer, "peer")
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = c.Process.Signal(syscall.SIGTERM)
-		_ = c.Wait()
-	})
-	for range 400 {
-		if b, err := os.ReadFile(addr); err == nil && len(b) > 0 {
-			return "http://" + strings.TrimSpace(string(b))
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("the %s did not start: %s", role, stderr.String())
-	return ""
-}
-
-func startRoles(t *testing.T) *roles {
-	t.Helper()
-	dir := t.TempDir()
-	r := &roles{dir: dir, leaderDB: filepath.Join(dir, "leader.db"), secret: make([]byte, 32)}
-	for i := range r.secret {
-		r.secret[i] = byte(7*i + 1)
-	}
-	r.peer, r.admin = "peer-token-for-the-suite-0123", "admin-token-for-the-suite-0123"
-	files := map[string]string{"secret": filepath.Join(dir, "secret"), "peer": filepath.Join(dir, "peer"), "admin": filepath.Join(dir, "admin")}
-	for name, s := range map[string]string{"secret": base64.StdEncoding.EncodeToString(r.secret), "peer": r.peer, "admin": r.admin} {
-		if err := os.WriteFile(files[name], []byte(s+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r.helper = startRoleProcess(t, dir, "helper", files, "--min-batch", fmt.Sprint(rolesMinBatch), "--max-task-rho", fmt.Sprint(rolesMaxTaskRho))
-	r.leader = startRoleProcess(t, dir, "leader", files, "--admin-token-file", files["admin"], "--helper", r.helper, "--budget-rho", "10")
-	r.cli = &dap.Client{Leader: r.leader, Helper: r.helper}
-	return r
+	return &roles{leader: g.url("leader"), helper: g.url("helper"), admin: g.adminToken, leaderDB: filepath.Join(g.dir, "leader.db"),
+		secret: secret, peer: peer, cli: &dap.Client{Leader: g.url("leader"), Helper: g.url("helper")}}
 }
 
 // countsPlanTask is the reproduction's task: dp-popularity counts over 20
@@ -349,9 +310,9 @@ func (g *rogue) report(t *testing.T) *dap.Report {
 	return rep
 }
 
-// job sends reps to the helper in one aggregation job for task id (the
+// job sends reps to the helper in aggregation job jobID for task id (the
 // rogue's own task unless it names another) and returns its answer.
-func (g *rogue) job(t *testing.T, id string, reps ...*dap.Report) (server.JobResponse, error) {
+func (g *rogue) job(t *testing.T, id, jobID string, reps ...*dap.Report) (server.JobResponse, error) {
 	t.Helper()
 	var job server.Job
 	for _, rep := range reps {
@@ -362,7 +323,7 @@ func (g *rogue) job(t *testing.T, id string, reps ...*dap.Report) (server.JobRes
 		job.Reports = append(job.Reports, server.JobReport{ID: rep.ID, PublicShare: rep.PublicShare, HelperShare: rep.HelperShare, LeaderPrepShare: p.Share})
 	}
 	var res server.JobResponse
-	err := g.r.cli.Do(context.Background(), http.MethodPost, g.r.helper, "/dap/v1/tasks/"+id+"/aggregation_jobs", g.r.peer, job, &res)
+	err := g.r.cli.Do(context.Background(), http.MethodPut, g.r.helper, "/dap/v1/tasks/"+id+"/aggregation_jobs/"+jobID, g.r.peer, job, &res)
 	return res, err
 }
 
@@ -400,27 +361,33 @@ func TestDAPMaliciousLeaderProtocol(t *testing.T) {
 	r := startRoles(t)
 	g := newRogue(t, r, countsPlanTask(t, "rogue", 2560, 0.001, dap.NoiseEachAlone))
 	first := g.report(t)
-	if res, err := g.job(t, g.task.ID, first); err != nil || len(res.Results) != 1 || !res.Results[0].Accepted {
+	if res, err := g.job(t, g.task.ID, "job-0001", first); err != nil || len(res.Results) != 1 || !res.Results[0].Accepted {
 		t.Fatalf("an honest report: %+v, %v", res, err)
 	}
 	// Tiny batch: one report, min_reports 1.
 	if _, err := g.share(first); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("at least %d", rolesMinBatch)) {
 		t.Fatalf("aggregate share of one report: %v; want the helper's --min-batch refusal", err)
 	}
-	// Replay: the same report in a new job is not counted again.
-	if _, err := g.job(t, g.task.ID, first); err != nil {
-		t.Fatalf("replay: %v", err)
+	// Replays: the same job again, and the same report in a new job, are
+	// not counted again.
+	if _, err := g.job(t, g.task.ID, "job-0001", first); err != nil {
+		t.Fatalf("a repeated job: %v", err)
+	}
+	if res, err := g.job(t, g.task.ID, "job-0002", first); err != nil || len(res.Results) != 1 || res.Results[0].Accepted {
+		t.Fatalf("a replayed report in a new job: %+v, %v; want it not accepted again", res, err)
 	}
 	reps := []*dap.Report{first, g.report(t), g.report(t), g.report(t)}
-	if res, err := g.job(t, g.task.ID, reps[1:]...); err != nil || len(res.Results) != 3 || !res.Results[0].Accepted {
+	if res, err := g.job(t, g.task.ID, "job-0003", reps[1:]...); err != nil || len(res.Results) != 3 || !res.Results[0].Accepted {
 		t.Fatalf("three more reports: %+v, %v", res, err)
 	}
-	if _, err := g.share(append(reps, first)...); httpStatus(err) != http.StatusConflict {
-		t.Errorf("a share counting the replayed report twice: %v; want 409", err)
+	for _, claim := range [][]*dap.Report{append(reps, first), append(reps, first, first)} {
+		if _, err := g.share(claim...); httpStatus(err) != http.StatusConflict {
+			t.Errorf("a share counting the replayed report again (%d reports): %v; want 409", len(claim), err)
+		}
 	}
 	// A report of another task, replayed into this one, does not verify.
 	other := newRogue(t, r, countsPlanTask(t, "rogue-other", 2560, 0.001, dap.NoiseEachAlone))
-	if res, err := other.job(t, g.task.ID, other.report(t)); err != nil || len(res.Results) != 1 || res.Results[0].Accepted {
+	if res, err := other.job(t, g.task.ID, "job-0004", other.report(t)); err != nil || len(res.Results) != 1 || res.Results[0].Accepted {
 		t.Errorf("a report of another task sent for this one: %+v, %v; want it rejected", res, err)
 	}
 	// Subsets: the helper answers only for the batch it aggregated.
@@ -435,7 +402,7 @@ func TestDAPMaliciousLeaderProtocol(t *testing.T) {
 	if err != nil || string(again) != string(share) {
 		t.Errorf("a second collection: %v; the share is the same: %v", err, string(again) == string(share))
 	}
-	if _, err := g.job(t, g.task.ID, g.report(t)); err == nil {
+	if _, err := g.job(t, g.task.ID, "job-0005", g.report(t)); err == nil {
 		t.Error("a report was aggregated after the collection")
 	}
 }
