@@ -40,10 +40,13 @@ discrete Gaussian noise to their own aggregate share.
 
   privrec dap enrol      --leader URL --token-file FILE
   privrec dap contribute --leader URL --helper URL --token-file FILE --task ID \
-                         --ratings FILE --ledger FILE [--budget-rho B]
-      a device: rebuild the task's statistic from its public plan, compute
-      her part from her own ratings, shard it, seal the helper's share to
-      the helper's key, count the ρ in her own ledger, upload once
+                         --ratings FILE --ledger FILE [--budget-rho B] [--allow-split-noise]
+      a device: rebuild the task's statistic from its public plan, derive
+      its sensitivity, range and σ from the plan and refuse a task that
+      states less (or splits the noise, unless --allow-split-noise),
+      compute her part from her own ratings, shard it, seal the helper's
+      share to the helper's key, count the ρ she derived in her own
+      ledger, upload once
   privrec dap task       --leader URL --admin-token-file FILE --file TASK.json
   privrec dap collect    --leader URL --admin-token-file FILE --task ID
   privrec dap recommend  --leader URL --model NAME --ratings FILE [--k 10]
