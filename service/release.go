@@ -180,7 +180,14 @@ func (s *Server) Publish(ctx context.Context, req api.ReleaseRequest) (api.Relea
 				slog.Float64("budget_delta", s.cfg.BudgetDelta), slog.Float64("one_tenth_over_population", d))
 		}
 	}
-	doc := api.Release{Created: created, Method: req.Method, Guarantee: g, GuaranteeText: g.String(), Ledger: ledger, Report: report, Model: pub}
+	// The public warnings read the release alone; the admin's add the
+	// population it covered (no count goes into the public release).
+	doc := api.Release{Created: created, Method: req.Method, Guarantee: g, GuaranteeText: g.String(), Ledger: ledger, Report: report, Model: pub,
+		Warnings: release.Warnings(rel.Report, m, release.Facts{})}
+	var adminWarnings []release.Warning
+	if s.cfg.Mode == api.ModeCentral {
+		adminWarnings = release.Warnings(rel.Report, m, release.Facts{Users: len(charges)})
+	}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return api.ReleaseResult{}, s.fail("encoding the release", err)
@@ -199,8 +206,12 @@ func (s *Server) Publish(ctx context.Context, req api.ReleaseRequest) (api.Relea
 		return api.ReleaseResult{}, s.fail("publishing the release", err)
 	}
 	doc.ID = id
+	for _, w := range adminWarnings {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "release drowned in noise", slog.Int64("id", id), slog.String("method", req.Method),
+			slog.String("code", w.Code), slog.String("warning", w.Message))
+	}
 	return api.ReleaseResult{ID: id, UsersCharged: len(charges), UsersSkipped: skipped, MaxCharge: store.Eps(maxChg), Unit: s.cfg.LedgerUnit, Reports: nrep,
-		Seconds: time.Since(start).Seconds(), Release: doc}, nil
+		Seconds: time.Since(start).Seconds(), Warnings: adminWarnings, Release: doc}, nil
 }
 
 // centralLedgerText is the public ledger sentence of a central release:

@@ -2,9 +2,12 @@ package service_test
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/privrec/privrec/client"
+	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/service/api"
 	"github.com/privrec/privrec/service/store/storetest"
 )
@@ -60,5 +63,62 @@ func TestCentralTopN(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCentralWarned: a central dp-ease release over 6 users (issue 40's
+// example: σ_counts ≈ 74, 2 covered items, no eigenpairs) is published
+// with its warnings — in the admin's answer (too few users, nothing above
+// the noise edge, too few covered items) and in the public release, which
+// states no population and so carries the last two only.
+func TestCentralWarned(t *testing.T) {
+	ctx := context.Background()
+	opt := localOptions(t, 40)
+	opt.Mechanism, opt.Epsilon, opt.Budget = api.MechanismNone, 0, 8
+	s := newTestServer(t, "sqlite", opt)
+	cfg, err := s.client("").Config(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pop := synthPopulation(6, 40, 0.3, 5)
+	var last *client.Client
+	for _, r := range pop.rated {
+		last = enrolled(t, s)
+		rep, _, err := client.Randomize(cfg, r, nil, client.NewReportID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := last.Submit(ctx, rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := s.client(adminToken).Publish(ctx, api.ReleaseRequest{Method: "dp-ease", Epsilon: 1, Delta: 1e-6, Seed: 2})
+	if err != nil {
+		t.Fatalf("publishing dp-ease: %v", err)
+	}
+	codes := func(ws []release.Warning) []string {
+		var c []string
+		for _, w := range ws {
+			c = append(c, w.Code)
+		}
+		return c
+	}
+	if got, want := codes(res.Warnings), []string{release.WarnTooFewUsers, release.WarnBelowNoise, release.WarnFewCovered}; !slices.Equal(got, want) {
+		t.Errorf("the admin's answer warns %v, want %v: %v", got, want, res.Warnings)
+	}
+	if !strings.Contains(res.Warnings[0].Message, "with 6 users") {
+		t.Errorf("the admin's warning does not name the population: %s", res.Warnings[0].Message)
+	}
+	pub, err := last.LatestRelease(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := codes(pub.Warnings), []string{release.WarnBelowNoise, release.WarnFewCovered}; !slices.Equal(got, want) {
+		t.Errorf("the public release warns %v, want %v", got, want)
+	}
+	for _, w := range pub.Warnings {
+		if strings.Contains(w.Message, "6 users") {
+			t.Errorf("the public release states the population: %s", w.Message)
+		}
 	}
 }

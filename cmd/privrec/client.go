@@ -16,6 +16,7 @@ import (
 	"github.com/privrec/privrec/client"
 	"github.com/privrec/privrec/internal/atomicfile"
 	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/service/api"
 )
 
@@ -337,14 +338,15 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		}
 		if *jsonOut {
 			v := map[string]any{"id": res.ID, "method": res.Release.Method, "reports": res.Reports, "users_charged": res.UsersCharged,
-				"max_charge": res.MaxCharge, "unit": res.Unit, "seconds": res.Seconds, "guarantee": res.Release.Guarantee, "ledger": res.Release.Ledger}
+				"max_charge": res.MaxCharge, "unit": res.Unit, "seconds": res.Seconds, "guarantee": res.Release.Guarantee, "ledger": res.Release.Ledger,
+				"warnings": publishWarnings(res)}
 			if res.UsersSkipped > 0 {
 				v["users_skipped"] = res.UsersSkipped
 			}
 			return writeJSON(out, v)
 		}
 		fmt.Fprintf(out, "Published release %d (%s) trained on %d reports in %.2f s.\n%s\nGuarantee: %s\n", res.ID, res.Release.Method, res.Reports, res.Seconds, res.Release.Ledger, res.Release.GuaranteeText)
-		return nil
+		return writeWarnings(out, publishWarnings(res))
 	case "export":
 		return clientExport(ctx, c, sfs, subArgs, jsonOut, out)
 	case "leave":
@@ -516,4 +518,29 @@ func clientErr(out io.Writer, jsonOut bool, err error) error {
 		return exitError{1}
 	}
 	return fmt.Errorf("refused: %s", e.Error())
+}
+
+// publishWarnings are a published release's warnings: the admin's (with
+// the population it covered, central mode) where the server gave them,
+// else the public release's.
+func publishWarnings(res api.ReleaseResult) []release.Warning {
+	ws := res.Warnings
+	if ws == nil {
+		ws = res.Release.Warnings
+	}
+	if ws == nil {
+		ws = []release.Warning{}
+	}
+	return ws
+}
+
+// writeWarnings prints a release's warnings (release.Warnings), one
+// "WARNING:" line each; nothing when there are none.
+func writeWarnings(out io.Writer, ws []release.Warning) error {
+	for _, w := range ws {
+		if _, err := fmt.Fprintf(out, "WARNING: %s\n", w.Message); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -256,12 +256,14 @@ Methods:
 		// 665 MB) is not copied into memory once more.
 		return err
 	}
+	warnings := trainWarnings(rel, in)
 	if *jsonOut {
 		rep := map[string]any{}
 		for k, v := range rel.Report {
 			rep[k] = v
 		}
 		rep["method"], rep["seconds"], rep["guarantee"], rep["out"] = name, secs, rel.Guarantee, *outPath
+		rep["warnings"] = warnings
 		if rel.PerUser != nil {
 			rep["user_state"] = *stateDir
 		}
@@ -278,7 +280,27 @@ Methods:
 	if led != nil {
 		fmt.Fprintf(out, "Ledger: %s\n", led)
 	}
-	return rel.Report.WriteText(out)
+	if err := rel.Report.WriteText(out); err != nil {
+		return err
+	}
+	return writeWarnings(out, warnings)
+}
+
+// trainWarnings judges whether the release's noise drowns its statistic
+// (release.Warnings), with the population: the declared one, else the
+// number of users in the data, which the curator running train knows
+// (the count methods treat it as public under the replace-one-user
+// relation; it is printed on her console, not written into the model).
+func trainWarnings(rel *release.Release, in release.Input) []release.Warning {
+	users := in.Declared.Population
+	if users == 0 && in.Ratings != nil {
+		users = in.Ratings.NumUsers()
+	}
+	ws := release.Warnings(rel.Report, rel.Model(), release.Facts{Users: users})
+	if ws == nil {
+		ws = []release.Warning{}
+	}
+	return ws
 }
 
 // defaultDelta is δ for (ε, δ) guarantees when --delta is not given, the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/release"
 )
 
 // Paths of the API.
@@ -297,7 +298,11 @@ type Release struct {
 	// it.
 	Ledger string         `json:"ledger"`
 	Report map[string]any `json:"report,omitempty"`
-	Model  PublicModel    `json:"model"`
+	// Warnings say where the release's noise drowns its statistic
+	// (release.Warnings on its report and public model: nothing above the
+	// noise edge, fewer covered items than a list); empty when none.
+	Warnings []release.Warning `json:"warnings,omitempty"`
+	Model    PublicModel       `json:"model"`
 }
 
 // ReleaseResult answers POST /v1/admin/releases: the published release's
@@ -315,7 +320,11 @@ type ReleaseResult struct {
 	Unit         string  `json:"unit,omitempty"`
 	Reports      int64   `json:"reports"`
 	Seconds      float64 `json:"seconds"`
-	Release      Release `json:"release"`
+	// Warnings (central mode) are the release's warnings judged with the
+	// population it covered (release.Warnings with Facts.Users: also "too
+	// few users for this ε"); for the admin only, like the counts.
+	Warnings []release.Warning `json:"warnings,omitempty"`
+	Release  Release           `json:"release"`
 }
 
 // Stats is `privrec serve stats` and GET /v1/admin/stats.
