@@ -39,7 +39,9 @@ func TestTrainWarnsDrownedRelease(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var rep struct{ Warnings []struct{ Code, Message string } }
+	var rep struct {
+		Warnings []struct{ Code, Message string }
+	}
 	if err := json.Unmarshal([]byte(js), &rep); err != nil || len(rep.Warnings) != 3 || rep.Warnings[0].Code != "too_few_users" {
 		t.Fatalf("train --json warnings %+v (%v):\n%s", rep.Warnings, err, js)
 	}
