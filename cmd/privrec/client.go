@@ -15,13 +15,14 @@ import (
 
 	"github.com/privrec/privrec/client"
 	"github.com/privrec/privrec/internal/atomicfile"
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/service/api"
 )
 
 func init() {
-	register(&command{name: "client", summary: "the reference client of privrec serve: enroll, submit (randomized on this device), status, recommend (computed on this device)", run: runClient})
+	register(&command{name: "client", summary: "the reference client of privrec serve: enroll, submit (randomized on this device in local mode; as entered, to the operator, in central mode), status, recommend (computed on this device)", run: runClient})
 }
 
 const clientSynopsis = `
@@ -29,14 +30,24 @@ The reference client of 'privrec serve'. Commands:
 
   enroll                      enrol a new user; prints her ID and secret token
                               (shown once: keep it; the server stores only its hash)
-  submit --ratings FILE       randomize her ratings on this device with the
-                              server's published mechanism and ε (the same ldp
-                              code as 'privrec collect') and submit the report;
-                              the server debits her ledger; exits 1 when refused
-  status                      her ledger: ε spent, ε remaining, reports (and,
-                              with --ledger, this device's own count beside it)
+  submit --ratings FILE       local mode: randomize her ratings on this device
+                              with the server's published mechanism and ε (the
+                              same ldp code as 'privrec collect') and submit
+                              the report; the server debits her ledger the
+                              report's ε. Central mode: send her ratings as she
+                              entered them to the operator, who is trusted
+                              with them; a report costs nothing, each release
+                              the operator publishes is charged. Exits 1 when
+                              refused
+  status                      her ledger: local mode, ε spent and remaining and
+                              her reports (with --ledger, this device's own
+                              count beside it); central mode, what the releases
+                              charged her, as ε at the budget's δ with the
+                              ledger's zCDP ρ beside it
   recommend --ratings FILE    her top-k, computed here from the latest public
-                              release and her own ratings (nothing is sent)
+                              release and her own ratings (nothing is sent):
+                              predicted ratings, or a ranking for a top-N
+                              model; warns when the release is mostly noise
   publish --method NAME       (admin token) train a release on the stored data
                               and publish it
   export                      everything the server stores about her (JSON)
@@ -216,8 +227,12 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 			what = "was already stored (nothing charged now)"
 		}
 		if cfg.Mode == api.ModeCentral {
-			fmt.Fprintf(out, "Report %s %s (central mode: reports cost nothing; each release costs you its ρ). Spent ρ = %s of your budget ρ = %s (%s remaining).\n",
-				ack.ID, what, num(ack.Spent), num(ack.Budget), num(ack.Remaining))
+			b, err := client.BudgetOf(cfg, ack.Spent, ack.Budget)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "Report %s %s: your ratings, as you entered them, are with the operator (central mode). A report costs nothing; each release the operator publishes from everyone's ratings is charged to your budget. Spent so far: %s.\n",
+				ack.ID, what, b)
 		} else {
 			fmt.Fprintf(out, "Report %s %s: ε = %s; you have spent %s of your budget %s (%s remaining).\n", ack.ID, what, num(ack.Epsilon), num(ack.Spent), num(ack.Budget), num(ack.Remaining))
 		}
@@ -263,15 +278,24 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 			addDeviceLedger(res, ledger, disagree)
 			return writeJSON(out, res)
 		}
-		unit := "ε"
-		if st.Unit == api.UnitRho {
-			unit = "ρ (zCDP)"
-		}
 		period := ""
 		if st.PeriodStart != nil {
 			period = " in the budget period that began " + st.PeriodStart.Format(time.RFC3339)
 		}
-		fmt.Fprintf(out, "User %s: %d reports; spent %s = %s of %s%s (%s remaining).\n", st.User, st.Reports, unit, num(st.Spent), num(st.Budget), period, num(st.Remaining))
+		if st.Unit != api.UnitRho {
+			fmt.Fprintf(out, "User %s: %d reports; spent ε = %s of %s%s (%s remaining).\n", st.User, st.Reports, num(st.Spent), num(st.Budget), period, num(st.Remaining))
+		} else {
+			cfg, err := c.Config(ctx)
+			if err != nil {
+				return clientErr(out, *jsonOut, err)
+			}
+			b, err := client.BudgetOf(cfg, st.Spent, st.Budget)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "User %s: %d reports (central mode: her ratings as entered, held by the operator; reports cost nothing). Releases charged her %s%s.\n",
+				st.User, st.Reports, b, period)
+		}
 		if ledger != nil {
 			fmt.Fprintf(out, "This device's own count: %d reports, ε = %s of %s sent (%s remaining).\n", len(ledger.Reports), num(ledger.Spent()), num(ledger.Budget), num(ledger.Remaining()))
 		}
@@ -301,19 +325,20 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
+		warnings, err := client.ReleaseWarnings(rel, *k)
+		if err != nil {
+			return err
+		}
 		if *jsonOut {
-			return writeJSON(out, map[string]any{"release": rel.ID, "method": rel.Method, "guarantee": rel.Guarantee, "recommendations": recs})
-		}
-		fmt.Fprintf(out, "Your top %d from release %d (%s), computed on this device:\n", len(recs), rel.ID, rel.Method)
-		for i, r := range recs {
-			title := ""
-			if r.Title != "" {
-				title = "  " + r.Title
+			if warnings == nil {
+				warnings = []release.Warning{}
 			}
-			fmt.Fprintf(out, "%3d. %s%s  (%.3f)\n", i+1, r.Item, title, r.Score)
+			return writeJSON(out, map[string]any{"release": rel.ID, "method": rel.Method, "guarantee": rel.Guarantee, "recommendations": recs,
+				"ranking": client.Ranks(rel), "warnings": warnings})
 		}
+		writeRecommendations(out, rel, recs)
 		fmt.Fprintf(out, "Guarantee: %s\n", rel.GuaranteeText)
-		return nil
+		return writeWarnings(out, warnings)
 	case "publish":
 		method := sfs.String("method", "", "the method to train on the stored data (ldp-rr or ldp-laplace in local mode)")
 		params := sfs.String("params", "", "the method's parameters as a JSON object, e.g. '{\"max_rank\": 10}'")
@@ -543,4 +568,26 @@ func writeWarnings(out io.Writer, ws []release.Warning) error {
 		}
 	}
 	return nil
+}
+
+// writeRecommendations prints her list: predicted ratings for a rating
+// model; for a top-N model a ranking, its scores left out (they only
+// order the items and are not ratings).
+func writeRecommendations(out io.Writer, rel *api.Release, recs []model.Recommendation) {
+	if client.Ranks(rel) {
+		fmt.Fprintf(out, "Your top %d from release %d (%s), computed on this device — a ranking, best first (a top-N model ranks items; it predicts no ratings):\n", len(recs), rel.ID, rel.Method)
+	} else {
+		fmt.Fprintf(out, "Your top %d from release %d (%s), computed on this device, with predicted ratings:\n", len(recs), rel.ID, rel.Method)
+	}
+	for i, r := range recs {
+		title := ""
+		if r.Title != "" {
+			title = "  " + r.Title
+		}
+		if client.Ranks(rel) {
+			fmt.Fprintf(out, "%3d. %s%s\n", i+1, r.Item, title)
+		} else {
+			fmt.Fprintf(out, "%3d. %s%s  (predicted rating %.2f)\n", i+1, r.Item, title, r.Score)
+		}
+	}
 }

@@ -2,9 +2,11 @@
 // recommendations) is Go compiled to WebAssembly (privrec.wasm, the global
 // object privrec); this file only draws the page, keeps the person's data
 // in this browser's localStorage and talks to the server that served it.
-// Her true ratings are never sent: the only request body that carries
-// anything about them is the randomized report, sent byte for byte as the
-// device code produced it and as the page showed it. Helpers shared with
+// The only request body that carries anything about her ratings is the
+// report, sent byte for byte as the device code produced it and as the
+// page showed it: randomized in local mode (her true ratings are never
+// sent); in central mode her ratings as she entered them, which every text
+// of the page says. Helpers shared with
 // the two-aggregator page (dap.js) are in common.js, loaded first.
 "use strict";
 
@@ -47,9 +49,8 @@ function drawGuarantee() {
   const add = (text) => { const li = document.createElement("li"); li.textContent = text; g.appendChild(li); };
   if (cfg.mode === "local") {
     add("Your true ratings never leave this device. They are kept in this browser and used only here.");
-    add("What is sent is a randomized report: every item of the catalogue, rated or not, is replaced at random (" +
-        (cfg.mechanism === "rr" ? "randomized response" : "the " + cfg.mechanism + " mechanism") +
-        ") before it leaves. You see it before sending.");
+    add("What is sent is a randomized report: every item of the catalogue, rated or not, is randomized before it leaves — " + howRandomized() +
+        ". You see it, next to your true ratings, before sending.");
     if (cfg.mean_epsilon > 0) {
       add("Each report also carries your average rating with random noise added (your noised mean rating, ε = " + fmt(cfg.mean_epsilon) +
           " of the report's ε = " + fmt(cfg.report_epsilon) + "; the items' cells share the rest). It lets the service learn the typical rating level from everyone's noised averages.");
@@ -62,8 +63,45 @@ function drawGuarantee() {
     add("Your recommendations are computed in this browser from the latest public release and your own ratings; the service never sees them.");
     add("Not covered: that you joined and when you send (the service sees that), your network address, and anything you tell anyone another way.");
   } else {
-    add("Warning: this service runs in central mode. Reports carry your true ratings to the service, which is trusted to protect them (" + cfg.guarantee_text + ").");
+    add("Central mode: when you send your report, your ratings go to the operator of this service (" + location.host +
+        ") exactly as you entered them. Nothing is randomized on this device; the operator stores your ratings and is trusted to protect them.");
+    add("What the operator publishes: releases — models trained on everyone's ratings with random noise added — and nothing else about you. " +
+        "Each release is charged to your budget; all of them together are at most ε = " + fmt(cfg.budget) + " (δ = " + cfg.budget_delta +
+        ") differentially private for your ratings: whatever your ratings, nothing published is more than e^ε ≈ " + fmtBig(Math.exp(cfg.budget)) +
+        " times likelier under them than under any other ratings, except with probability δ. (The operator's ledger counts this budget as zCDP ρ = " +
+        fmt(cfg.budget_rho) + ".)");
+    add("Your recommendations are computed in this browser from the latest public release and your own ratings.");
+    add("Not covered: the operator, and anyone who gets into its database, can read the ratings you sent; that you joined and when you send; your network address.");
   }
+}
+
+// howRandomized says how the device randomizes each item (local mode).
+function howRandomized() {
+  if (cfg.mechanism === "rr") {
+    const d = cfg.scale.levels;
+    const keep = Math.exp(cfg.cell_epsilon) / (Math.exp(cfg.cell_epsilon) + d);
+    return "randomized response at ε = " + fmt(cfg.cell_epsilon) + " per item: each item's value (a rating from " + fmt(cfg.scale.min) + " to " +
+      fmt(cfg.scale.max) + ", or “not rated”) is kept with probability " + Math.round(keep * 100) + "% and otherwise replaced by one of the other " +
+      d + " values, chosen at random";
+  }
+  const q = Math.exp(cfg.cell_epsilon / 2) / (Math.exp(cfg.cell_epsilon / 2) + 1);
+  return "the modified Laplace mechanism at ε = " + fmt(cfg.cell_epsilon) + " per item: each rating, mapped to −1…1, is kept with probability " +
+    Math.round(q * 100) + "% with random (Laplace) noise added, otherwise removed; an item you did not rate stays unrated with the same probability, otherwise it gets a rating of pure noise";
+}
+
+// drawModeTexts words the rating and report sections for the mode.
+function drawModeTexts() {
+  if (cfg.mode === "local") return;
+  $("rate-note").textContent = "Your ratings are saved in this browser, and sent to the operator as you entered them when you send your report (central mode). Leave an item “not rated” if you do not know it.";
+  $("report-caption").textContent = "What will be sent to the operator: your ratings exactly as you entered them (central mode: nothing is randomized)";
+  $("col-truth").textContent = "Your rating";
+  $("col-sent").textContent = "Sent (as entered)";
+}
+
+// budgetText words a ledger's spent and budget (in the ledger's unit) in
+// the unit the budget is stated in: ε, with ρ as a detail in central mode.
+function budgetText(spent, budget) {
+  return device("budget", cfgText, spent, budget).text;
 }
 
 async function drawAccount() {
@@ -80,13 +118,11 @@ async function drawAccount() {
   $("who").textContent = "You have joined as " + acc.user + ". Your secret token is kept in this browser.";
   try {
     const st = JSON.parse(await api("GET", "/v1/me", undefined, acc.token));
-    // The ledger's unit: ε in local mode, zCDP ρ in central mode.
-    const u = st.unit === "rho" ? "ρ" : "ε";
-    let text = "Privacy budget: spent " + u + " = " + fmt(st.spent) + " of " + fmt(st.budget) +
+    let text = "Privacy budget: spent " + budgetText(st.spent, st.budget) +
       (st.period_start ? " in the period that began " + new Date(st.period_start).toLocaleString() : "") +
-      " (" + st.reports + " report" + (st.reports === 1 ? "" : "s") + " sent; " + u + " = " + fmt(st.remaining) + " left).";
+      "; " + st.reports + " report" + (st.reports === 1 ? "" : "s") + " sent" + (cfg.mode === "local" ? "." : " (reports cost nothing; releases are charged).");
     const led = localStorage.getItem(KEY.ledger);
-    if (led !== null) {
+    if (led !== null && cfg.mode === "local") {
       const mine = device("ledgerStatus", led, JSON.stringify(st));
       text += " This browser's own count: ε = " + fmt(mine.spent) + " of the ε = " + fmt(mine.budget) + " you accepted.";
       if (mine.disagreement) text += " Warning: " + mine.disagreement + ".";
@@ -192,8 +228,9 @@ async function onPrepare() {
   $("report-json").textContent = pending.report;
   const eps = cfg.mode === "local" ? rep.epsilon : 0;
   let text = cfg.mode === "local" ? "This report spends ε = " + fmt(eps) + " of your budget ε = " + fmt(cfg.budget) + "." :
-    "Central mode: a report costs nothing; each release charges you its ρ (zCDP) against your budget ρ = " + fmt(cfg.budget_rho) +
-    ", which is (ε = " + fmt(cfg.budget) + ", δ = " + cfg.budget_delta + ").";
+    "Central mode: this report carries your ratings as you entered them to the operator. It costs nothing by itself; each release the operator publishes charges you against your budget ε = " +
+    fmt(cfg.budget) + " at δ = " + cfg.budget_delta + " (zCDP ρ = " + fmt(cfg.budget_rho) + ")." +
+    (st ? " Spent so far: " + budgetText(st.spent, st.budget) + "." : "");
   let ok = true;
   if (st && cfg.mode === "local") {
     text += " Spent so far: ε = " + fmt(st.spent) + "; after sending: ε = " + fmt(st.spent + eps) + ".";
@@ -211,7 +248,6 @@ async function onPrepare() {
       ok = false;
     }
   }
-  if (cfg.mode !== "local") text += " Central mode: these are your true ratings.";
   $("spend").textContent = text;
   $("send").disabled = !ok;
   $("preview").hidden = false;
@@ -249,8 +285,10 @@ async function onSend() {
       save(KEY.sent, sent);
       localStorage.removeItem(KEY.pending);
       $("sent").className = "ok";
-      $("sent").textContent = "Sent. The service charged ε = " + fmt(ack.epsilon) + ": you have spent ε = " + fmt(ack.spent) +
-        " of " + fmt(ack.budget) + " (ε = " + fmt(ack.remaining) + " left).";
+      $("sent").textContent = cfg.mode === "local" ?
+        "Sent. The service charged ε = " + fmt(ack.epsilon) + ": you have spent " + budgetText(ack.spent, ack.budget) + "." :
+        "Sent. Your ratings, as you entered them, are now with the operator. Sending cost nothing; each release the operator publishes is charged: spent so far " +
+          budgetText(ack.spent, ack.budget) + ".";
       $("preview").hidden = true;
       status("Report sent.");
       await drawAccount();
@@ -266,9 +304,25 @@ async function onSend() {
   $("send").disabled = false;
 }
 
+// showWarnings shows where the release's noise drowns its statistic, as
+// the device code judged it from the release's own values.
+function showWarnings(ws) {
+  const box = $("recs-warnings");
+  box.textContent = "";
+  for (const w of ws || []) {
+    const p = document.createElement("p");
+    p.textContent = "Warning: " + w.message;
+    p.dataset.code = w.code;
+    box.appendChild(p);
+  }
+  box.hidden = !ws || ws.length === 0;
+}
+
 async function onRecommend() {
   const list = $("recs");
   list.textContent = "";
+  $("recs-kind").textContent = "";
+  showWarnings([]);
   let text;
   try {
     text = await api("GET", "/v1/releases/latest");
@@ -283,12 +337,18 @@ async function onRecommend() {
     for (const r of out.recommendations) {
       const li = document.createElement("li");
       li.textContent = r.title || r.item;
-      const s = document.createElement("span");
-      s.className = "score";
-      s.textContent = " — predicted rating " + (Math.round(r.score * 10) / 10).toFixed(1);
-      li.appendChild(s);
+      if (!out.ranking) {
+        const s = document.createElement("span");
+        s.className = "score";
+        s.textContent = " — predicted rating " + (Math.round(r.score * 10) / 10).toFixed(1);
+        li.appendChild(s);
+      }
       list.appendChild(li);
     }
+    $("recs-kind").textContent = out.ranking ?
+      "A ranking, best first: " + rel.method + " is a top-N model, which orders the items for you and predicts no ratings." :
+      "Each with the rating " + rel.method + " predicts you would give it (" + fmt(cfg.scale.min) + "–" + fmt(cfg.scale.max) + ").";
+    showWarnings(out.warnings);
     $("recs-note").textContent = "From release " + rel.id + " (" + rel.method + ", published " + new Date(rel.created).toLocaleString() +
       ") and your " + Object.keys(mine).length + " ratings, computed in this browser.";
     document.body.dataset.recs = String(out.recommendations.length);
@@ -315,8 +375,8 @@ async function onExport() {
     $("export-details").open = true;
     $("export-note").className = "ok";
     $("export-note").textContent = "The service holds, about " + ex.user + ": " + ex.reports.length + " report" + (ex.reports.length === 1 ? "" : "s") +
-      ", " + ex.states.length + " per-release state" + (ex.states.length === 1 ? "" : "s") + " and your ledger (spent " + fmt(ex.ledger.spent) + " of " +
-      fmt(ex.ledger.budget) + "). Your token is kept there only as a hash.";
+      ", " + ex.states.length + " per-release state" + (ex.states.length === 1 ? "" : "s") + " and your ledger (spent " +
+      budgetText(ex.ledger.spent, ex.ledger.budget) + "). Your token is kept there only as a hash.";
   } catch (e) {
     $("export-note").className = "bad";
     $("export-note").textContent = "Could not fetch your data: " + e.message;
@@ -384,6 +444,7 @@ async function main() {
   }
   pinCheck();
   drawGuarantee();
+  drawModeTexts();
   drawRatings(cfg.items, ratingValues(cfg.scale), KEY.ratings);
   await drawAccount();
   $("recommend").disabled = false;

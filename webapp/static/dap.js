@@ -49,6 +49,8 @@ function drawGuarantee() {
   add("Your ratings never leave this device. They are kept in this browser and used only here.");
   add("For each task this browser works out your contribution from your ratings, splits it into two secret shares and encrypts one for each of two aggregators run by different operators: the leader (" +
       location.host + ", which served this page) and the helper (" + helper + "). Each share alone is random and says nothing about your ratings; the leader passes the helper's share on but cannot open it.");
+  add("What the leader (" + location.host + ") receives: your token, which tasks you contribute to and when, your network address, share 1 (which only it can open) and share 2 sealed to the helper. Share 1 alone is random: it says nothing about your ratings.");
+  add("What the helper (" + helper + ") receives: share 2, passed on by the leader without your token, and once this page's request for its public key (your network address). Share 2 alone is random too.");
   add("The aggregators check a proof that your contribution is within the task's limits, add up everyone's shares, and each adds random noise to its own total before the two are combined: only the noised total over all contributors is published.");
   add(split ?
     "Warning: some tasks use the honest-but-curious noise setting: their protection holds only if both aggregators add their noise." :

@@ -11,7 +11,8 @@
 //
 //	privrec.checkConfig(configJSON)            → {"ok":true} | {"error":…}
 //	privrec.randomize(configJSON, ratingsJSON) → {"report":"<the exact body of POST /v1/reports>","outside":n} | {"error":…}
-//	privrec.recommend(releaseJSON, ratingsJSON, k) → {"recommendations":[{item,title,score}…]} | {"error":…}
+//	privrec.recommend(releaseJSON, ratingsJSON, k) → {"recommendations":[{item,title,score}…],"ranking":bool,"warnings":[…]} | {"error":…}
+//	privrec.budget(configJSON, spent, budget)  → {"budget":{…},"text":…}: the ledger in the unit the budget is stated in
 //	privrec.ledgerNew(server, configJSON)      → {"ledger":…}: the device ledger, pinning the collection joined
 //	privrec.ledgerCheck(ledger, server, configJSON) → {"ledger":…} | {"error":…}: refuses a configuration that weakens it
 //	privrec.ledgerReserve(ledger, server, reportJSON) → {"ledger":…} | {"error":…}
@@ -142,7 +143,34 @@ func recommend(_ js.Value, a []js.Value) any {
 	if err != nil {
 		return answer(nil, err)
 	}
-	return answer(map[string]any{"recommendations": recs}, nil)
+	// Judged here from the release's own values, not taken from its
+	// warnings field.
+	ws, err := client.ReleaseWarnings(&rel, k)
+	if err != nil {
+		return answer(nil, err)
+	}
+	return answer(map[string]any{"recommendations": recs, "ranking": client.Ranks(&rel), "warnings": ws}, nil)
+}
+
+// budget words a ledger's spent and budget (in the configuration's
+// ledger unit) in the unit the budget is stated in (client.BudgetOf).
+func budget(_ js.Value, a []js.Value) any {
+	s, err := args(a, 1)
+	if err != nil {
+		return answer(nil, err)
+	}
+	if len(a) < 3 || a[1].Type() != js.TypeNumber || a[2].Type() != js.TypeNumber {
+		return answer(nil, fmt.Errorf("want the configuration, spent and budget"))
+	}
+	cfg, err := config(s[0])
+	if err != nil {
+		return answer(nil, err)
+	}
+	b, err := client.BudgetOf(cfg, a[1].Float(), a[2].Float())
+	if err != nil {
+		return answer(nil, err)
+	}
+	return answer(map[string]any{"budget": b, "text": b.String()}, nil)
 }
 
 // ledger decodes the device ledger the page keeps in localStorage.
@@ -248,6 +276,7 @@ func main() {
 	obj.Set("checkConfig", js.FuncOf(checkConfig))
 	obj.Set("randomize", js.FuncOf(randomize))
 	obj.Set("recommend", js.FuncOf(recommend))
+	obj.Set("budget", js.FuncOf(budget))
 	obj.Set("ledgerNew", js.FuncOf(ledgerNew))
 	obj.Set("ledgerCheck", js.FuncOf(ledgerCheck))
 	obj.Set("ledgerReserve", js.FuncOf(ledgerReserve))
