@@ -3,6 +3,7 @@ package client
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/release"
@@ -53,7 +54,15 @@ func (b Budget) String() string {
 		return fmt.Sprintf("ε = %s of your budget ε = %s (ε = %s left)", short(b.Spent), short(b.Budget), short(b.Remaining))
 	}
 	return fmt.Sprintf("ε = %s of your budget ε = %s at δ = %s (in zCDP, which the ledger counts: ρ = %s of ρ = %s, ρ = %s left)",
-		short(b.Spent), short(b.Budget), strconv.FormatFloat(b.Delta, 'g', -1, 64), short(b.SpentRho), short(b.BudgetRho), short(b.RemainingRho))
+		short(b.Spent), short(b.Budget), FormatDelta(b.Delta), short(b.SpentRho), short(b.BudgetRho), short(b.RemainingRho))
+}
+
+// FormatDelta prints δ as people write it: 1e-6, 0.01.
+func FormatDelta(d float64) string {
+	if d != 0 && d < 1e-3 {
+		return strings.Replace(strconv.FormatFloat(d, 'e', -1, 64), "e-0", "e-", 1)
+	}
+	return strconv.FormatFloat(d, 'g', -1, 64)
 }
 
 // short prints a number with at most 4 significant digits.

@@ -28,7 +28,7 @@ func TestBudgetOf(t *testing.T) {
 		spent float64
 		want  []string
 	}{
-		{0, []string{"ε = 0 of your budget ε = 8 at δ = 1e-06", "ρ = 0 of ρ = " + strconv.FormatFloat(rho, 'g', 4, 64)}},
+		{0, []string{"ε = 0 of your budget ε = 8 at δ = 1e-6", "ρ = 0 of ρ = " + strconv.FormatFloat(rho, 'g', 4, 64)}},
 		{rho, []string{"ε = 8 of your budget ε = 8", "ρ = 0 left"}},
 	} {
 		b, err := client.BudgetOf(central, tc.spent, rho)

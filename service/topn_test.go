@@ -68,9 +68,10 @@ func TestCentralTopN(t *testing.T) {
 
 // TestCentralWarned: a central dp-ease release over 6 users (issue 40's
 // example: σ_counts ≈ 74, 2 covered items, no eigenpairs) is published
-// with its warnings — in the admin's answer (too few users, nothing above
-// the noise edge, too few covered items) and in the public release, which
-// states no population and so carries the last two only.
+// with its warnings — in the admin's answer (too few users, too few
+// covered items, and nothing above the noise edge when no eigenpair
+// cleared it) and in the public release, which states no population and
+// so carries all but the first.
 func TestCentralWarned(t *testing.T) {
 	ctx := context.Background()
 	opt := localOptions(t, 40)
@@ -103,7 +104,13 @@ func TestCentralWarned(t *testing.T) {
 		}
 		return c
 	}
-	if got, want := codes(res.Warnings), []string{release.WarnTooFewUsers, release.WarnBelowNoise, release.WarnFewCovered}; !slices.Equal(got, want) {
+	// "Nothing above the noise edge" (no eigenpair kept) is itself up to
+	// the noise (fresh at every release): with 2 covered items a noise
+	// eigenvalue clears the edge now and then.
+	drop := func(c []string) []string {
+		return slices.DeleteFunc(c, func(x string) bool { return x == release.WarnBelowNoise })
+	}
+	if got, want := drop(codes(res.Warnings)), []string{release.WarnTooFewUsers, release.WarnFewCovered}; !slices.Equal(got, want) {
 		t.Errorf("the admin's answer warns %v, want %v: %v", got, want, res.Warnings)
 	}
 	if !strings.Contains(res.Warnings[0].Message, "with 6 users") {
@@ -113,7 +120,7 @@ func TestCentralWarned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := codes(pub.Warnings), []string{release.WarnBelowNoise, release.WarnFewCovered}; !slices.Equal(got, want) {
+	if got, want := drop(codes(pub.Warnings)), []string{release.WarnFewCovered}; !slices.Equal(got, want) || len(pub.Warnings) != len(res.Warnings)-1 {
 		t.Errorf("the public release warns %v, want %v", got, want)
 	}
 	for _, w := range pub.Warnings {

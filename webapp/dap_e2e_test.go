@@ -216,11 +216,19 @@ func TestBrowserDAP(t *testing.T) {
 	if err := chromedp.Run(bctx, chromedp.Navigate(p.leader+"/"), chromedp.WaitVisible(`body[data-ready="1"]`, chromedp.ByQuery)); err != nil {
 		t.Fatalf("loading the page: %v", err)
 	}
+	shots := os.Getenv("PRIVREC_SCREENSHOT_DIR")
+	if shots == "" {
+		shots = t.TempDir()
+	}
 	var guarantee string
-	if err := chromedp.Run(bctx, chromedp.Text(`#guarantee`, &guarantee, chromedp.ByID)); err != nil {
+	if err := chromedp.Run(bctx, chromedp.Text(`#guarantee`, &guarantee, chromedp.ByID), chromedp.EmulateViewport(420, 1150),
+		scrollTop("guarantee-h"), screenshot(filepath.Join(shots, "browser-dap-guarantee.png")), chromedp.EmulateViewport(420, 900)); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"never leave this device", "two secret shares", "unless both operators collude", "even if one of the two aggregators is dishonest", "computed in this browser"} {
+	leaderHost, helperHost := strings.TrimPrefix(p.leader, "http://"), strings.TrimPrefix(p.helper, "http://")
+	for _, want := range []string{"never leave this device", "two secret shares", "unless both operators collude", "even if one of the two aggregators is dishonest", "computed in this browser",
+		"What the leader (" + leaderHost + ") receives: your token", "share 1 (which only it can open)",
+		"What the helper (" + helperHost + ") receives: share 2, passed on by the leader without your token"} {
 		if !strings.Contains(guarantee, want) {
 			t.Errorf("the guarantee does not say %q: %s", want, guarantee)
 		}
@@ -234,10 +242,6 @@ func TestBrowserDAP(t *testing.T) {
 		t.Fatalf("preparing: %v", err)
 	}
 	pend := readPending(t, bctx)
-	shots := os.Getenv("PRIVREC_SCREENSHOT_DIR")
-	if shots == "" {
-		shots = t.TempDir()
-	}
 	if err := chromedp.Run(bctx, chromedp.EmulateViewport(420, 1000), scrollTop("tasks-h"),
 		screenshot(filepath.Join(shots, "browser-dap-shares.png"))); err != nil {
 		t.Fatal(err)

@@ -122,6 +122,12 @@ func (rc *recorder) all() []recorded {
 // per-item ε = 5.25/12 = 0.4375.
 func startServer(t *testing.T) (*service.Server, store.Store, *recorder, string) {
 	t.Helper()
+	return startServerWith(t, nil)
+}
+
+// startServerWith is startServer with the options changed by change.
+func startServerWith(t *testing.T, change func(*service.Options)) (*service.Server, store.Store, *recorder, string) {
+	t.Helper()
 	ctx := context.Background()
 	ids := make([]string, len(titles))
 	for j := range ids {
@@ -139,9 +145,13 @@ func startServer(t *testing.T) (*service.Server, store.Store, *recorder, string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := service.New(ctx, st, service.Options{Catalogue: cat, Mechanism: "rr", Epsilon: 6, MeanEpsilon: service.DefaultMeanEpsilon(6), Budget: 12,
+	opt := service.Options{Catalogue: cat, Mechanism: "rr", Epsilon: 6, MeanEpsilon: service.DefaultMeanEpsilon(6), Budget: 12,
 		Scale: model.Range{Min: 1, Max: 5}, AdminToken: adminToken, Rate: 1e6, Burst: 1 << 20, EnrollRate: 1e6, EnrollBurst: 1 << 20,
-		Log: slog.New(slog.DiscardHandler), Root: root})
+		Log: slog.New(slog.DiscardHandler), Root: root}
+	if change != nil {
+		change(&opt)
+	}
+	srv, err := service.New(ctx, st, opt)
 	if err != nil {
 		st.Close()
 		t.Fatal(err)
@@ -291,7 +301,8 @@ func TestBrowser(t *testing.T) {
 		scrollTop(`guarantee-h`), screenshot(filepath.Join(shots, "browser-guarantee.png")), chromedp.EmulateViewport(420, 900)); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"never leave this device", "ε = 6 differentially private", "at most ε = 12", "computed in this browser"} {
+	for _, want := range []string{"never leave this device", "randomized response at ε = 0.43", "kept with probability 24% and otherwise replaced by one of the other 5 values",
+		"ε = 6 differentially private", "at most ε = 12", "computed in this browser"} {
 		if !strings.Contains(guarantee, want) {
 			t.Errorf("the guarantee does not say %q: %s", want, guarantee)
 		}
@@ -347,6 +358,13 @@ func TestBrowser(t *testing.T) {
 	if !strings.Contains(spend, "spends ε = 6 of your budget ε = 12") {
 		t.Errorf("the page says %q about the ε spent", spend)
 	}
+	var caption, cols string
+	if err := chromedp.Run(bctx, chromedp.Text(`#report-caption`, &caption, chromedp.ByID), chromedp.Text(`#report-table thead`, &cols, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(caption, "(randomized)") || !strings.Contains(cols, "Your rating (stays here)") || !strings.Contains(cols, "Sent (randomized)") {
+		t.Errorf("local mode: the report table reads %q / %q", caption, cols)
+	}
 	// Two draws from the same ratings differ: the module's noise is fresh
 	// in the browser. A randomized check: per cell the chance that two
 	// draws agree is p² + 5q² ≈ 0.173 at per-item ε = 0.4375 (p =
@@ -375,7 +393,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(`#sent.ok`, chromedp.ByQuery), chromedp.Text(`#sent`, &sent, chromedp.ByID)); err != nil {
 		t.Fatalf("sending: %v", err)
 	}
-	if !strings.Contains(sent, "charged ε = 6") {
+	if !strings.Contains(sent, "charged ε = 6") || !strings.Contains(sent, "spent ε = 6 of your budget ε = 12") {
 		t.Errorf("after sending the page says %q", sent)
 	}
 	checkSent(t, rec.all(), shown, mine, cfg)
@@ -459,10 +477,16 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("store stats %+v, %v", stats, err)
 	}
 	var recs []string
+	var recsText, recsKind string
 	if err := chromedp.Run(bctx, chromedp.Focus(`#recommend`, chromedp.ByID), chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(`body[data-recs]`, chromedp.ByQuery),
 		chromedp.Evaluate(`[...document.querySelectorAll("#recs li")].map(li => li.firstChild.textContent)`, &recs),
+		chromedp.Text(`#recs`, &recsText, chromedp.ByID), chromedp.Text(`#recs-kind`, &recsKind, chromedp.ByID),
 		scrollTop(`recs-h`), screenshot(filepath.Join(shots, "browser-recommendations.png"))); err != nil {
 		t.Fatalf("recommendations: %v", err)
+	}
+	// A rating model (ldp-rr): predicted ratings on the scale.
+	if !strings.Contains(recsText, "predicted rating") || !strings.Contains(recsKind, "predicts you would give it (1–5)") {
+		t.Errorf("ldp-rr's list reads %q (%q)", recsText, recsKind)
 	}
 	// Eight unrated items: all of them, titled, none she rated.
 	if len(recs) != 8 {

@@ -66,7 +66,7 @@ function drawGuarantee() {
     add("Central mode: when you send your report, your ratings go to the operator of this service (" + location.host +
         ") exactly as you entered them. Nothing is randomized on this device; the operator stores your ratings and is trusted to protect them.");
     add("What the operator publishes: releases — models trained on everyone's ratings with random noise added — and nothing else about you. " +
-        "Each release is charged to your budget; all of them together are at most ε = " + fmt(cfg.budget) + " (δ = " + cfg.budget_delta +
+        "Each release is charged to your budget; all of them together are at most ε = " + fmt(cfg.budget) + " (δ = " + fmtDelta(cfg.budget_delta) +
         ") differentially private for your ratings: whatever your ratings, nothing published is more than e^ε ≈ " + fmtBig(Math.exp(cfg.budget)) +
         " times likelier under them than under any other ratings, except with probability δ. (The operator's ledger counts this budget as zCDP ρ = " +
         fmt(cfg.budget_rho) + ".)");
@@ -229,7 +229,7 @@ async function onPrepare() {
   const eps = cfg.mode === "local" ? rep.epsilon : 0;
   let text = cfg.mode === "local" ? "This report spends ε = " + fmt(eps) + " of your budget ε = " + fmt(cfg.budget) + "." :
     "Central mode: this report carries your ratings as you entered them to the operator. It costs nothing by itself; each release the operator publishes charges you against your budget ε = " +
-    fmt(cfg.budget) + " at δ = " + cfg.budget_delta + " (zCDP ρ = " + fmt(cfg.budget_rho) + ")." +
+    fmt(cfg.budget) + " at δ = " + fmtDelta(cfg.budget_delta) + " (zCDP ρ = " + fmt(cfg.budget_rho) + ")." +
     (st ? " Spent so far: " + budgetText(st.spent, st.budget) + "." : "");
   let ok = true;
   if (st && cfg.mode === "local") {

@@ -63,6 +63,11 @@ function ratingValues(sc) {
   return vals;
 }
 
+// fmtDelta prints δ as the device code does (client.FormatDelta): 1e-6.
+function fmtDelta(x) {
+  return x !== 0 && x < 1e-3 ? x.toExponential() : String(x);
+}
+
 function fmtBig(x) {
   return x < 10 ? x.toFixed(1) : x < 1e6 ? String(Math.round(x)) : x.toExponential(1);
 }
