@@ -116,7 +116,7 @@ func countWarnings(r Report, m *model.Model, users int, sigma, edge float64) []W
 	// every user on it, no item can be told from the noise.
 	if users > 0 && float64(users) < edge {
 		out = append(out, Warning{WarnTooFewUsers, fmt.Sprintf(
-			"too few users for this ε: the item counts' noise σ = %.3g puts the noise edge at %.3g, and with %d users no item's count (at most 1 per user) can reach it; the release is noise. Collect from more users (at least %.0f at this ε) or raise ε.",
+			"too few users for this ε: the item counts' noise σ = %.3g puts the noise edge at %.4g, and with %d users no item's count (at most 1 per user) can reach it; the release is noise. Collect from more users (at least %.0f at this ε) or raise ε.",
 			sigma, edge, users, math.Ceil(edge))})
 	}
 	if m != nil && strings.HasPrefix(m.Method, "dp-popularity") && m.ItemBias != nil {

@@ -30,7 +30,9 @@ func TestTrainWarnsDrownedRelease(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"WARNING: too few users for this ε", "with 6 users", "WARNING: no eigenpair", "WARNING: only "} {
+	// (Whether an eigenpair clears the noise edge is up to the noise: no
+	// "no eigenpair" warning is asked for.)
+	for _, want := range []string{"WARNING: too few users for this ε", "with 6 users", "WARNING: only "} {
 		if !strings.Contains(text, want) {
 			t.Errorf("train's output does not say %q:\n%s", want, text)
 		}
@@ -42,7 +44,7 @@ func TestTrainWarnsDrownedRelease(t *testing.T) {
 	var rep struct {
 		Warnings []struct{ Code, Message string }
 	}
-	if err := json.Unmarshal([]byte(js), &rep); err != nil || len(rep.Warnings) != 3 || rep.Warnings[0].Code != "too_few_users" {
+	if err := json.Unmarshal([]byte(js), &rep); err != nil || len(rep.Warnings) < 2 || rep.Warnings[0].Code != "too_few_users" || rep.Warnings[len(rep.Warnings)-1].Code != "few_covered" {
 		t.Fatalf("train --json warnings %+v (%v):\n%s", rep.Warnings, err, js)
 	}
 }
