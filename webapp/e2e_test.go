@@ -58,8 +58,24 @@ func findChromium(t *testing.T) string {
 	if os.Getenv("PRIVREC_REQUIRE_CHROMIUM") == "1" {
 		t.Fatal("no Chromium found (chromium, chromium-browser, google-chrome or $PRIVREC_CHROMIUM) and PRIVREC_REQUIRE_CHROMIUM=1")
 	}
-	t.Skip("no Chromium found: install Debian's chromium package (or set PRIVREC_CHROMIUM) to run the browser test")
+	msg := "no Chromium found: install Debian's chromium package (or set PRIVREC_CHROMIUM) to run the browser test"
+	sayOnTerminal(fmt.Sprintf("SKIP %s: %s", t.Name(), msg))
+	t.Skip(msg)
 	return ""
+}
+
+// sayOnTerminal writes a line to the terminal running the tests, if any:
+// `go test ./...` shows a passing package's output (a skip included) only
+// with -v, and prints neither its stdout nor its stderr otherwise, so a
+// skipped browser test would go unnoticed. (Without a terminal — CI — it
+// writes nothing; CI sets PRIVREC_REQUIRE_CHROMIUM=1, which fails instead.)
+func sayOnTerminal(line string) {
+	f, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintln(f, line)
 }
 
 // recorded is one request the server received.

@@ -53,7 +53,7 @@ function drawGuarantee() {
   add("What the helper (" + helper + ") receives: share 2, passed on by the leader without your token, and once this page's request for its public key (your network address). Share 2 alone is random too.");
   add("The aggregators check a proof that your contribution is within the task's limits, add up everyone's shares, and each adds random noise to its own total before the two are combined: only the noised total over all contributors is published.");
   add(split ?
-    "Warning: some tasks use the honest-but-curious noise setting: their protection holds only if both aggregators add their noise." :
+    "Some tasks split the noise between the aggregators (the honest-but-curious setting): their protection would hold only if both aggregators add their noise, so this browser refuses to contribute to them." :
     "Each task's cost ρ (zCDP) bounds what its published total can reveal about everything you put into it, even if one of the two aggregators is dishonest: each adds enough noise on its own.");
   add("This holds unless both operators collude: together they could put your two shares back together and see your contribution.");
   add("Your total is at most the budget you accept when you join. This browser keeps its own count and refuses a task that would pass it, and a second contribution to the same task, whatever the leader says.");
