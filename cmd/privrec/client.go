@@ -293,7 +293,7 @@ func runClient(ctx context.Context, args []string, out io.Writer) error {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "User %s: %d reports (central mode: her ratings as entered, held by the operator; reports cost nothing). Releases charged you %s%s.\n",
+			fmt.Fprintf(out, "User %s: %d reports (central mode: your ratings as entered, held by the operator; reports cost nothing). Releases charged you %s%s.\n",
 				st.User, st.Reports, b, period)
 		}
 		if ledger != nil {

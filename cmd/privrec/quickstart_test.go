@@ -59,7 +59,7 @@ func TestServiceQuickStarts(t *testing.T) {
 	}{
 		{"Local mode", []string{"ε = 4; you have spent 4 of your budget 8", `"device_spent": 8`, "spent ε = 8 of 8", "Published release 1 (ldp-rr)", "predicted rating"}, []string{"WARNING"}},
 		{"Central mode", []string{"as you entered them, are with the operator", "ε = 0 of your budget ε = 8 at δ = 1e-6", "WARNING: too few users for this ε",
-			"with 6 users", "Releases charged her ε = ", "a ranking, best first", "WARNING: only 2 item(s) are modelled"}, []string{"predicted rating", "randomize"}},
+			"with 6 users", "Releases charged you ε = ", "a ranking, best first", "WARNING: only 2 item(s) are modelled"}, []string{"predicted rating", "randomize"}},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			script := quickStart(t, doc, tc.name)
