@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -50,10 +49,7 @@ func TestBrowserCentral(t *testing.T) {
 	if err != nil || cfg.Mode != api.ModeCentral || cfg.BudgetRho != rho {
 		t.Fatalf("configuration %+v (ρ %g, %v)", cfg, rho, err)
 	}
-	shots := os.Getenv("PRIVREC_SCREENSHOT_DIR")
-	if shots == "" {
-		shots = t.TempDir()
-	}
+	shots := screenshotDir(t)
 	bctx := newBrowser(t, ctx, chromium, 90*time.Second)
 	ready := chromedp.WaitVisible(`body[data-ready="1"]`, chromedp.ByQuery)
 

@@ -216,10 +216,7 @@ func TestBrowserDAP(t *testing.T) {
 	if err := chromedp.Run(bctx, chromedp.Navigate(p.leader+"/"), chromedp.WaitVisible(`body[data-ready="1"]`, chromedp.ByQuery)); err != nil {
 		t.Fatalf("loading the page: %v", err)
 	}
-	shots := os.Getenv("PRIVREC_SCREENSHOT_DIR")
-	if shots == "" {
-		shots = t.TempDir()
-	}
+	shots := screenshotDir(t)
 	var guarantee string
 	if err := chromedp.Run(bctx, chromedp.Text(`#guarantee`, &guarantee, chromedp.ByID), chromedp.EmulateViewport(420, 1150),
 		scrollTop("guarantee-h"), screenshot(filepath.Join(shots, "browser-dap-guarantee.png")), chromedp.EmulateViewport(420, 900)); err != nil {

@@ -252,10 +252,7 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shots := os.Getenv("PRIVREC_SCREENSHOT_DIR")
-	if shots == "" {
-		shots = t.TempDir()
-	}
+	shots := screenshotDir(t)
 
 	bctx := newBrowser(t, ctx, chromium, 90*time.Second)
 
@@ -691,6 +688,16 @@ func newBrowser(t *testing.T, ctx context.Context, chromium string, timeout time
 	bctx, cancel = context.WithTimeout(bctx, timeout)
 	t.Cleanup(cancel)
 	return bctx
+}
+
+// screenshotDir is where the browser tests save their screenshots:
+// $PRIVREC_SCREENSHOT_DIR (docs/ for the ones in docs/BROWSER.md), else a
+// temporary directory.
+func screenshotDir(t *testing.T) string {
+	if d := os.Getenv("PRIVREC_SCREENSHOT_DIR"); d != "" {
+		return d
+	}
+	return t.TempDir()
 }
 
 // screenshot saves the viewport as PNG.
