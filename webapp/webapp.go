@@ -1,10 +1,14 @@
 // Package webapp is the browser client of `privrec serve`, embedded in the
 // binary and served at / (docs/BROWSER.md). A person joins, rates items of
-// the catalogue, sees exactly what will leave her device — the randomized
-// report — and the ε it spends against her budget, sends it, and sees her
-// own recommendations computed in the browser from the latest public
-// release and her own ratings. Her true ratings stay in the browser's
-// localStorage.
+// the catalogue, sees exactly what will leave her device and what it
+// costs against her budget, sends it, and sees her own recommendations
+// computed in the browser from the latest public release and her own
+// ratings (predicted ratings, or a ranking for a top-N model, with the
+// release's warnings when its noise drowns it). Every text is the
+// collection's mode's own: in local mode the report is randomized on the
+// device and her true ratings stay in the browser's localStorage; in
+// central mode the page says plainly that her ratings go to the operator
+// as she entered them, and what the operator publishes.
 //
 // The device code is package client compiled to WebAssembly (command
 // webapp/wasm): the same randomization as `privrec collect` and the
