@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/privrec/privrec/client"
+	"github.com/privrec/privrec/service/api"
 )
 
 // clientExport prints everything the server stores about the caller
@@ -45,7 +46,22 @@ func clientLeave(ctx context.Context, c *client.Client, sfs *flag.FlagSet, args 
 	if *jsonOut {
 		return writeJSON(out, d)
 	}
-	fmt.Fprintf(out, "User %s left: %d reports and %d per-release states deleted, token revoked.\nKept: spent %g of %g (%s), %d reports counted. %s\n",
-		d.User, d.ReportsDeleted, d.StatesDeleted, d.Retained.Spent, d.Retained.Budget, d.Retained.Unit, d.Retained.ReportsCounted, d.Retained.Why)
+	fmt.Fprintf(out, "User %s left: %d reports and %d per-release states deleted, token revoked.\nKept: spent %s, %d reports counted. %s\n",
+		d.User, d.ReportsDeleted, d.StatesDeleted, keptBudget(ctx, c, d.Retained), d.Retained.ReportsCounted, d.Retained.Why)
 	return nil
+}
+
+// keptBudget words what a deleted user spent in the unit her budget is
+// stated in (client.BudgetOf: ε, with ρ as a detail in central mode); the
+// ledger's own unit if the configuration cannot be read.
+func keptBudget(ctx context.Context, c *client.Client, r api.Retained) string {
+	if r.Unit == api.UnitRho {
+		if cfg, err := c.Config(ctx); err == nil {
+			if b, err := client.BudgetOf(cfg, r.Spent, r.Budget); err == nil {
+				return b.String()
+			}
+		}
+		return fmt.Sprintf("ρ = %s of ρ = %s (zCDP)", num(r.Spent), num(r.Budget))
+	}
+	return fmt.Sprintf("ε = %s of ε = %s", num(r.Spent), num(r.Budget))
 }
