@@ -47,8 +47,16 @@ discrete Gaussian noise to their own aggregate share.
       compute her part from her own ratings, shard it, seal the helper's
       share to the helper's key, count the ρ she derived in her own
       ledger, upload once
+  privrec dap task create --leader URL --admin-token-file FILE --method M --name NAME \
+                         --items FILE --scale MIN:MAX --devices N [--epsilon E]
+      build the method's next task from its public plan and the declared
+      facts, create it at both aggregators; once every task is released,
+      publish the model recipe NAME (privrec dap task create --help)
   privrec dap task       --leader URL --admin-token-file FILE --file TASK.json
-  privrec dap collect    --leader URL --admin-token-file FILE --task ID
+      create a task written by hand (its whole lattice)
+  privrec dap collect    --leader URL --admin-token-file FILE --task ID [--json]
+      close the task, aggregate, and publish the release: a summary
+      (--json: the whole release)
   privrec dap recommend  --leader URL --model NAME --ratings FILE [--k 10]
       a device: build the published model NAME (GET /dap/v1/models: its
       method, settings and tasks) from the tasks' releases with the
@@ -67,7 +75,12 @@ func runDAP(ctx context.Context, args []string, out io.Writer) error {
 		switch args[0] {
 		case "simulate":
 			return runDAPSimulate(ctx, args[1:], out)
-		case "enrol", "contribute", "task", "collect", "recommend":
+		case "task":
+			if len(args) > 1 && args[1] == "create" {
+				return runDAPTaskCreate(ctx, args[2:], out)
+			}
+			return runDAPDevice(ctx, args[0], args[1:], out)
+		case "enrol", "contribute", "collect", "recommend":
 			return runDAPDevice(ctx, args[0], args[1:], out)
 		}
 	}

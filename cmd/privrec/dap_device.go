@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"strings"
@@ -23,6 +24,16 @@ import (
 //	privrec dap task       --leader URL --admin-token-file FILE --file TASK.json
 //	privrec dap collect    --leader URL --admin-token-file FILE --task ID
 //	privrec dap recommend  --leader URL --model NAME --ratings FILE [--k 10]
+
+// printRelease summarises a release (collect's default output).
+func printRelease(out io.Writer, rel *server.Release) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range rel.Values {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	fmt.Fprintf(out, "task %s released: %s, %d values (from %.4g to %.4g), noise SD %.4g per value\nguarantee: %s\n(the whole release: --json, or GET /dap/v1/tasks/%s/release)\n",
+		rel.Task.ID, rel.Task.Statistic, len(rel.Values), lo, hi, rel.NoiseSD, rel.Guarantee, rel.Task.ID)
+}
 
 func runDAPDevice(ctx context.Context, sub string, args []string, out io.Writer) error {
 	fs := newFlags("dap "+sub, dapSynopsis, "  privrec dap contribute --leader http://127.0.0.1:8090 --helper http://127.0.0.1:8091 \\\n      --token-file me.token --task pop-1 --ratings my-ratings.tsv --ledger me.ledger --budget-rho 2")
@@ -149,6 +160,10 @@ func runDAPDevice(ctx context.Context, sub string, args []string, out io.Writer)
 		var rel server.Release
 		if err := c.Do(ctx, http.MethodPost, *leader, "/dap/v1/admin/tasks/"+*taskID+"/collect", admin, nil, &rel); err != nil {
 			return err
+		}
+		if !*jsonOut {
+			printRelease(out, &rel)
+			return nil
 		}
 		result = rel
 	}

@@ -98,7 +98,7 @@ func (r *dapRig) start(name, crash string, extra ...string) {
 	}
 	if role == "leader" {
 		args = append(args, "--admin-token-file", r.admin, "--helper", r.url("helper"), "--budget-rho", "1e9", "--web=false",
-			"--lock-ttl", "1s", "--helper-timeout", "2s")
+			"--lock-ttl", "600ms", "--helper-timeout", "2s")
 	}
 	if !r.created[role] {
 		args = append(args, "--create")

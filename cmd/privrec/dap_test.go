@@ -68,7 +68,7 @@ func TestDAPDeviceCommands(t *testing.T) {
 			}
 		}
 	}
-	o, e, code := runCLI(t, "dap", "collect", "--leader", p.LeaderURL, "--admin-token-file", admin, "--task", "pop")
+	o, e, code := runCLI(t, "dap", "collect", "--leader", p.LeaderURL, "--admin-token-file", admin, "--task", "pop", "--json")
 	if code != 0 {
 		t.Fatalf("collect: %s %s", o, e)
 	}

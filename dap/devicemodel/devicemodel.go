@@ -13,6 +13,7 @@ package devicemodel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -61,21 +62,8 @@ func Build(ctx context.Context, rec dap.Recipe, rels []dap.Release, titles map[s
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", rec.Name, err)
 	}
-	cfg, err := methods.Configure(rec.Method, rec.Params)
-	if err != nil {
-		return nil, fmt.Errorf("model %s: %w", rec.Name, err)
-	}
 	rp := &replay{lat: rec.Lattice, devices: rec.Devices, rels: rels}
-	env := methods.Env{Epsilon: rec.Epsilon, Delta: rec.Delta, Seed: rec.Seed, Rand: noise.Seeded(rec.Seed),
-		// Every noised release comes from the aggregators (SumNoised); no
-		// privacy noise is drawn here.
-		Noise: noise.Secure(),
-		Engine: func(plan statistic.RowPlan) (statistic.Engine, error) {
-			rp.plan = plan
-			return rp, nil
-		}}
-	sc := release.Scale{Min: rec.Scale[0], Max: rec.Scale[1]}
-	out, err := methods.Train(ctx, rec.Method, cfg, release.Input{Declared: release.Declared{Scale: &sc, Catalogue: cat}}, env)
+	out, err := train(ctx, rec, cat, rp)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", rec.Name, err)
 	}
@@ -89,14 +77,72 @@ func Build(ctx context.Context, rec dap.Recipe, rels []dap.Release, titles map[s
 	return m, nil
 }
 
-// replay is the engine of Build: methods.NoisingEngine and
-// methods.BudgetedEngine over the published releases.
+// train runs rec's method over the catalogue cat with rp as its engine.
+func train(ctx context.Context, rec dap.Recipe, cat *model.Catalogue, rp *replay) (*release.Release, error) {
+	cfg, err := methods.Configure(rec.Method, rec.Params)
+	if err != nil {
+		return nil, err
+	}
+	env := methods.Env{Epsilon: rec.Epsilon, Delta: rec.Delta, Seed: rec.Seed, Rand: noise.Seeded(rec.Seed),
+		// Every noised release comes from the aggregators (SumNoised); no
+		// privacy noise is drawn here.
+		Noise: noise.Secure(),
+		Engine: func(plan statistic.RowPlan) (statistic.Engine, error) {
+			rp.plan = plan
+			return rp, nil
+		}}
+	sc := release.Scale{Min: rec.Scale[0], Max: rec.Scale[1]}
+	return methods.Train(ctx, rec.Method, cfg, release.Input{Declared: release.Declared{Scale: &sc, Catalogue: cat}}, env)
+}
+
+// ErrPending stops Advance at a statistic whose release is not published
+// yet.
+var ErrPending = errors.New("the method needs a release that is not published yet")
+
+// Advance runs rec's method (rec.Tasks is ignored) over the declared
+// catalogue as far as the published releases go: it is how an
+// orchestrator releases a method through the aggregators one round at a
+// time (privrec dap task create). For the k-th statistic the method
+// asks for, it makes the task the lattice makes for it, with the ID
+// NAME-k-KIND, and asks get for its release; get returns nil when there
+// is none yet (it may create the task then). Advance returns the tasks
+// so far and, when a release is missing, that task as pending (the
+// later rounds depend on it: dp-ease's Gram covers the items its counts
+// release ranks first). With every release there, pending is nil and
+// tasks are the model's, in order: the recipe to publish.
+func Advance(ctx context.Context, rec dap.Recipe, cat *model.Catalogue, get func(context.Context, dap.Task) (*dap.Release, error)) (tasks []dap.Task, pending *dap.Task, err error) {
+	rp := &replay{lat: rec.Lattice, devices: rec.Devices, next: func(ctx context.Context, c statistic.Contribution, mech *mechanism.Gaussian, plan statistic.RowPlan) (*dap.Release, error) {
+		t, err := rec.Lattice.TaskFor(fmt.Sprintf("%s-%d-%s", rec.Name, len(tasks)+1, c.Kind()), plan, c, mech)
+		if err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, t)
+		rel, err := get(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if rel == nil {
+			pending = &tasks[len(tasks)-1]
+			return nil, ErrPending
+		}
+		return rel, nil
+	}}
+	if _, err := train(ctx, rec, cat, rp); err != nil && !errors.Is(err, ErrPending) {
+		return tasks, nil, fmt.Errorf("model %s: %w", rec.Name, err)
+	}
+	return tasks, pending, nil
+}
+
+// replay is the engine of Build and Advance: methods.NoisingEngine and
+// methods.BudgetedEngine over the published releases (rels, or those
+// next fetches one by one).
 type replay struct {
 	lat     dap.Lattice
 	plan    statistic.RowPlan
 	devices int
 	rels    []dap.Release
 	used    int
+	next    func(context.Context, statistic.Contribution, *mechanism.Gaussian, statistic.RowPlan) (*dap.Release, error)
 }
 
 // Users implements statistic.Engine: the devices the tasks were planned for.
@@ -113,7 +159,14 @@ func (r *replay) Affords(c statistic.Contribution) bool { return r.lat.Affords(c
 
 // SumNoised implements methods.NoisingEngine: the next release, if its
 // task is the one the lattice makes for c and mech.
-func (r *replay) SumNoised(_ context.Context, c statistic.Contribution, mech *mechanism.Gaussian) ([]float64, float64, error) {
+func (r *replay) SumNoised(ctx context.Context, c statistic.Contribution, mech *mechanism.Gaussian) ([]float64, float64, error) {
+	if r.next != nil && r.used == len(r.rels) {
+		rel, err := r.next(ctx, c, mech, r.plan)
+		if err != nil {
+			return nil, 0, err
+		}
+		r.rels = append(r.rels, *rel)
+	}
 	if r.used >= len(r.rels) {
 		return nil, 0, fmt.Errorf("%w: the method asks for %s beyond the recipe's %d releases", dap.ErrInvalid, c.Spec().Name, len(r.rels))
 	}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/privrec/privrec/dap"
+	"github.com/privrec/privrec/dap/devicemodel"
+	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/release"
+)
+
+const dapTaskCreateSynopsis = `
+Release a private method through the two aggregators from the command
+line, one round at a time. The tasks are built from the method's public
+plan and the collection's declared facts — the catalogue (--items), the
+rating scale, ε and δ, the number of devices the release is planned for
+(--devices, public) and a device's budget — exactly as privrec dap
+simulate builds them (dap.Lattice.TaskFor): no lattice is written by
+hand.
+
+Each run replays the method over the releases published so far and
+creates the next task it needs at the leader (the leader provisions it
+at the helper, which re-derives every privacy parameter from the plan):
+
+  1. privrec dap task create --method M --name N …   creates task N-1-KIND
+  2. devices: privrec dap contribute --task N-1-KIND …
+  3. privrec dap collect --task N-1-KIND
+  4. privrec dap task create … again (same flags): the next round's task
+     (dp-ease: the Gram over the items its counts release ranks first),
+     or, when every task is released, the model recipe N is published
+     so devices build the model themselves: privrec dap recommend --model N
+
+Running it again changes nothing while a task is open. Each task charges
+every device that contributes to it its ρ; the method's whole release is
+(ε, δ)-DP per user (replace-one), as the central release states.`
+
+func runDAPTaskCreate(ctx context.Context, args []string, out io.Writer) error {
+	example := `  privrec dap task create --leader http://127.0.0.1:8090 --admin-token-file admin.token \
+      --method dp-popularity --name pop --items items.txt --scale 1:5 --epsilon 1 --devices 1000`
+	fs := newFlags("dap task create --leader URL --admin-token-file FILE --method M --name NAME --items FILE --scale MIN:MAX --devices N", dapTaskCreateSynopsis, example)
+	leader := fs.String("leader", "", "the leader's base URL")
+	adminFile := fs.String("admin-token-file", "", "the leader's admin token")
+	method := fs.String("method", "", "a method that releases its statistics through an engine (dp-popularity, dp-bias, dp-ease, dpals, …)")
+	name := fs.String("name", "", "the model's name (1–64 of A–Z a–z 0–9 _ . -); its tasks are NAME-1-KIND, NAME-2-KIND, …")
+	items := fs.String("items", "", "the declared catalogue (one item ID per line, an optional title after a tab)")
+	scaleFlag := fs.String("scale", "", "the declared rating scale MIN:MAX")
+	eps := fs.Float64("epsilon", 1, "ε of the method's whole release (per user, replace-one)")
+	delta := fs.Float64("delta", 1e-6, "δ of the method's whole release")
+	devices := fs.Int("devices", 0, "the number of devices the release is planned for (public; the methods' plans read it)")
+	seed := fs.Uint64("seed", 1, "the seed of the method's public post-processing randomness (published in the recipe)")
+	params := fs.String("params", "", "method parameters, KEY=VALUE comma-separated (e.g. max_items=60)")
+	stepBits := fs.Int("step-bits", 8, "fixed-point step 2^−BITS of the counts and bias statistics")
+	gramBits := fs.Int("gram-step-bits", 9, "fixed-point step 2^−BITS of the Gram and the covariance")
+	maxElements := fs.Int("max-report-elements", 1<<18, "a device's budget per task in Prio3 field elements (coordinates × bits)")
+	noiseMode := fs.String("noise", string(dap.NoiseEachAlone), "each-alone (each aggregator's noise alone gives ε) or honest-but-curious")
+	jsonOut := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args, false); err != nil {
+		return err
+	}
+	switch {
+	case *leader == "" || *method == "" || *name == "" || *items == "" || *scaleFlag == "":
+		return usagef("--leader, --method, --name, --items and --scale are required")
+	case *devices < 1:
+		return usagef("--devices %d: the number of devices the release is planned for must be at least 1", *devices)
+	}
+	m, err := methods.Lookup(*method)
+	if err != nil {
+		return usagef("--method: %v", err)
+	}
+	if !m.Engine {
+		return usagef("--method %s does not release its statistics through an engine: it cannot run through the aggregators", *method)
+	}
+	sc, err := release.ParseScale(*scaleFlag)
+	if err != nil {
+		return usagef("--scale: %v", err)
+	}
+	cat, err := model.LoadCatalogue(*items)
+	if err != nil {
+		return usagef("--items: %v", err)
+	}
+	mp, err := parseMethodParams(prefixParams(*method, *params))
+	if err != nil {
+		return err
+	}
+	admin, err := readTokenFile(*adminFile, "--admin-token-file")
+	if err != nil {
+		return err
+	}
+	rec := dap.Recipe{Name: *name, Method: *method, Params: mp[*method], Epsilon: *eps, Delta: *delta, Seed: *seed, Devices: *devices,
+		Scale: [2]float64{sc.Min, sc.Max}, Lattice: dap.Lattice{StepBits: *stepBits, GramStepBits: *gramBits, Noise: dap.NoiseMode(*noiseMode), MaxReportElements: *maxElements},
+		Tasks: []string{"placeholder"}}
+	if err := rec.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	c := &dap.Client{Leader: *leader}
+	created := false
+	get := func(ctx context.Context, want dap.Task) (*dap.Release, error) {
+		rel, made, err := releaseOrCreate(ctx, c, admin, want)
+		created = created || made
+		return rel, err
+	}
+	tasks, pending, err := devicemodel.Advance(ctx, rec, cat, get)
+	if err != nil {
+		return err
+	}
+	res := map[string]any{"model": *name, "method": *method, "tasks": taskSummaries(tasks)}
+	if pending != nil {
+		res["open_task"] = pending.ID
+		res["created"] = created
+		if *jsonOut {
+			return writeJSON(out, res)
+		}
+		verb := "is open"
+		if created {
+			verb = "created"
+		}
+		fmt.Fprintf(out, "task %s %s: %s, %d coordinates × %d bits, ρ %.4g per contributing user, σ %d per aggregator (round %d of %s)\n",
+			pending.ID, verb, pending.Statistic, pending.Dimension, pending.Bits, pending.Rho, pending.Sigma, len(tasks), *method)
+		fmt.Fprintf(out, "next: devices contribute (privrec dap contribute --task %s …), then privrec dap collect --task %s, then run this command again\n", pending.ID, pending.ID)
+		return nil
+	}
+	rec.Tasks = make([]string, len(tasks))
+	for i, t := range tasks {
+		rec.Tasks[i] = t.ID
+	}
+	published, err := publishRecipe(ctx, c, admin, rec)
+	if err != nil {
+		return err
+	}
+	res["published"] = published
+	if *jsonOut {
+		return writeJSON(out, res)
+	}
+	state := "published"
+	if !published {
+		state = "was published already"
+	}
+	fmt.Fprintf(out, "all %d task(s) of %s are released; model %s %s: devices build it from the releases themselves (privrec dap recommend --model %s)\n",
+		len(tasks), *method, *name, state, *name)
+	return nil
+}
+
+// prefixParams turns KEY=VALUE,… into METHOD.KEY=VALUE,… (parseMethodParams'
+// form).
+func prefixParams(method, s string) string {
+	if s == "" {
+		return ""
+	}
+	kvs := strings.Split(s, ",")
+	for i := range kvs {
+		kvs[i] = method + "." + strings.TrimSpace(kvs[i])
+	}
+	return strings.Join(kvs, ",")
+}
+
+// releaseOrCreate is task want's release at the leader, or nil when it is
+// not released; a task that does not exist yet is created (made reports
+// it). A task under want's ID with other parameters is an error.
+func releaseOrCreate(ctx context.Context, c *dap.Client, admin string, want dap.Task) (rel *dap.Release, made bool, err error) {
+	id := url.PathEscape(want.ID)
+	var r dap.Release
+	err = c.Do(ctx, http.MethodGet, c.Leader, "/dap/v1/tasks/"+id+"/release", "", nil, &r)
+	if err == nil {
+		return &r, false, nil
+	}
+	if !isHTTP(err, http.StatusNotFound) {
+		return nil, false, err
+	}
+	var have dap.Task
+	err = c.Do(ctx, http.MethodGet, c.Leader, "/dap/v1/tasks/"+id, "", nil, &have)
+	switch {
+	case err == nil:
+		return nil, false, nil // open: devices are contributing
+	case !isHTTP(err, http.StatusNotFound):
+		return nil, false, err
+	}
+	if err := c.Do(ctx, http.MethodPost, c.Leader, "/dap/v1/admin/tasks", admin, want, &have); err != nil {
+		return nil, false, fmt.Errorf("creating task %s: %w", want.ID, err)
+	}
+	return nil, true, nil
+}
+
+// publishRecipe publishes rec at the leader; false when a recipe of that
+// name was there already (it must be the same).
+func publishRecipe(ctx context.Context, c *dap.Client, admin string, rec dap.Recipe) (bool, error) {
+	var out dap.Recipe
+	err := c.Do(ctx, http.MethodPut, c.Leader, "/dap/v1/admin/models/"+url.PathEscape(rec.Name), admin, rec, &out)
+	if err == nil {
+		return true, nil
+	}
+	if !isHTTP(err, http.StatusConflict) {
+		return false, fmt.Errorf("publishing model %s: %w", rec.Name, err)
+	}
+	var have dap.Recipe
+	if err := c.Do(ctx, http.MethodGet, c.Leader, "/dap/v1/models/"+url.PathEscape(rec.Name), "", nil, &have); err != nil {
+		return false, err
+	}
+	if fmt.Sprint(have.Tasks) != fmt.Sprint(rec.Tasks) || have.Method != rec.Method {
+		return false, fmt.Errorf("model %s is published already with other tasks (%v): choose another --name", rec.Name, have.Tasks)
+	}
+	return false, nil
+}
+
+func isHTTP(err error, status int) bool {
+	var he *dap.HTTPError
+	return errors.As(err, &he) && he.Status == status
+}
+
+func taskSummaries(ts []dap.Task) []map[string]any {
+	out := make([]map[string]any, len(ts))
+	for i, t := range ts {
+		out[i] = map[string]any{"id": t.ID, "statistic": t.Statistic, "dimension": t.Dimension, "bits": t.Bits, "rho": t.Rho, "sigma": t.Sigma}
+	}
+	return out
+}
