@@ -82,6 +82,9 @@ func Warnings(r Report, m *model.Model, f Facts) []Warning {
 	if m != nil {
 		method, items = m.Method, len(m.Items)
 	}
+	if items > 0 {
+		list = min(list, items) // a catalogue shorter than the list
+	}
 	if sigma, ok := countSigma(r, method); ok && sigma > 0 && items > 0 {
 		out = append(out, countWarnings(r, m, f.Users, sigma, NoiseEdge(sigma, items))...)
 	}

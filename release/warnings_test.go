@@ -59,6 +59,8 @@ func TestWarningsTable(t *testing.T) {
 		{"dpals", release.Report{"sigma_bias": 1.0, "items_with_factors": 3}, &model.Model{Method: "dpals", Items: items}, release.Facts{Users: 5}, []string{release.WarnFewCovered}},
 		{"dp-bias's σ is not of counts", release.Report{"sigma": 100.0}, &model.Model{Method: "dp-bias", Items: items}, release.Facts{Users: 5}, nil},
 		{"non-private", release.Report{"items": 100}, &model.Model{Method: "ease", Items: items}, release.Facts{Users: 5}, nil},
+		{"catalogue shorter than the list, all covered", release.Report{"covered_items": 8}, &model.Model{Method: "ease", Items: items[:8]}, release.Facts{}, nil},
+		{"catalogue shorter than the list, some covered", release.Report{"covered_items": 7}, &model.Model{Method: "ease", Items: items[:8]}, release.Facts{}, []string{release.WarnFewCovered}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := release.Warnings(tc.rep, tc.m, tc.f)
