@@ -3,8 +3,10 @@ package pipeline
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +17,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // local paths for inputs and the work directory
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
 
@@ -33,8 +36,11 @@ type Config struct {
 	// (Format must be named, not "auto"; repeated (user, item) pairs are
 	// always refused).
 	Read ratingio.Options
-	// WorkDir receives each pipeline's sums and refused rows (a directory
-	// the driver and the workers can both reach).
+	// WorkDir receives each pipeline's un-noised sums and its refused
+	// rows: a directory the driver and the workers can both reach, whose
+	// files stay there (private statistics, outside any guarantee), or
+	// MemoryWorkDir's in-memory one (a runner whose workers run in this
+	// process), whose files are removed as soon as they are read.
 	WorkDir string
 	// Run executes a pipeline (beamx.Run: the --runner flag, Prism by
 	// default).
@@ -50,15 +56,25 @@ type Config struct {
 	StoreItems []string
 }
 
-// RefusedError reports rows the pipeline refused: the run fails before
-// any noise is drawn. N is a private count for the operator only.
-type RefusedError struct {
-	N    int
-	File string
+// MemoryWorkDir is a new work directory in this process's memory (Beam's
+// memfs): for a runner whose workers run in this process (Prism, by
+// default), the pipelines' un-noised sums then never reach a disk, and
+// each is removed once read. A killed process leaves nothing behind.
+func MemoryWorkDir() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "memfs://privrec-beam-" + hex.EncodeToString(b[:])
 }
 
-func (e *RefusedError) Error() string {
-	return fmt.Sprintf("%d input row(s) refused (malformed or repeated), listed with their source and position in %s; nothing was released", e.N, e.File)
+func (cfg Config) inMemory() bool { return strings.HasPrefix(cfg.WorkDir, "memfs://") }
+
+// removeOutputs removes a pipeline's outputs from the in-memory
+// filesystem (a file never written is no error there).
+func removeOutputs(ctx context.Context, paths ...string) {
+	fs := memfs.New(ctx)
+	for _, p := range paths {
+		fs.(filesystem.Remover).Remove(ctx, p)
+	}
 }
 
 // Engine sums statistics by running pipelines (statistic.Engine).
@@ -134,7 +150,12 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 	e.runs++
 	// Not filepath.Join: it would turn gs://bucket into gs:/bucket.
 	base := strings.TrimSuffix(e.cfg.WorkDir, "/") + "/" + fmt.Sprintf("%s-%d", kind, e.runs)
-	sumsPath, refusedPath := base+".sums", base+".refused"
+	sumsPath, refusedPath, listPath := base+".sums", base+".refused-count", base+".refused"
+	if e.cfg.inMemory() {
+		// Whatever happens next, the un-noised sums leave this process's
+		// memory with the pipeline.
+		defer removeOutputs(ctx, sumsPath, refusedPath)
+	}
 	p, s := beam.NewPipelineWithRoot()
 	var parsed, refused beam.PCollection
 	if e.cfg.Store != "" {
@@ -167,16 +188,27 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 	lines := beam.ParDo(s, formatBlock, sums)
 	users := beam.ParDo(s, formatUsers, stats.Sum(s, ones))
 	textio.Write(s, sumsPath, beam.Flatten(s, lines, users))
-	// One empty line (which countLines skips) so that the file exists even
-	// when nothing was refused: a missing file then means a failed write.
-	textio.Write(s, refusedPath, beam.Flatten(s, refused, refused2, beam.Create(s, "")))
+	// The refused rows' count and the first of them; one empty line (which
+	// readRefused skips) so that the file exists even when nothing was
+	// refused: a missing file then means a failed write. On a filesystem
+	// the operator named, every refused row is listed too.
+	refusals := beam.Flatten(s, refused, refused2)
+	summary := beam.ParDo(s, formatRefused, beam.Combine(s, &firstRefusedFn{}, refusals))
+	textio.Write(s, refusedPath, beam.Flatten(s, summary, beam.Create(s, "")))
+	if !e.cfg.inMemory() {
+		textio.Write(s, listPath, beam.ParDo(s, refusalMsg, refusals))
+	}
 	if err := e.cfg.Run(ctx, p); err != nil {
 		return nil, fmt.Errorf("the %s pipeline: %w", spec.Name, err)
 	}
-	if n, err := countLines(ctx, refusedPath); err != nil {
+	if n, first, err := readRefused(ctx, refusedPath); err != nil {
 		return nil, err
 	} else if n > 0 {
-		return nil, &RefusedError{N: n, File: refusedPath}
+		re := &RefusedError{N: n, First: first}
+		if !e.cfg.inMemory() {
+			re.List = listPath
+		}
+		return nil, re
 	}
 	v, users2, err := readSums(ctx, sumsPath, spec.Dim, width)
 	if err != nil {
@@ -248,24 +280,6 @@ func (c closers) Close() error {
 		}
 	}
 	return first
-}
-
-// countLines counts the non-empty lines of a pipeline's output file.
-func countLines(ctx context.Context, path string) (int, error) {
-	f, err := openOutput(ctx, path)
-	if err != nil {
-		return 0, fmt.Errorf("reading the pipeline's refused rows: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	n := 0
-	for sc.Scan() {
-		if len(sc.Bytes()) > 0 {
-			n++
-		}
-	}
-	return n, sc.Err()
 }
 
 // readSums assembles the dim coordinates and the user count a pipeline

@@ -79,7 +79,7 @@ func TestFactoredMatchesDense(t *testing.T) {
 					}
 					size += buf.Len()
 					parts[key] = append(parts[key], p)
-				}, func(s string) { t.Fatalf("refused: %s", s) }, func(int) {})
+				}, func(r Refusal) { t.Fatalf("refused: %s", r.Msg) }, func(int) {})
 				if err != nil {
 					t.Fatal(err)
 				}

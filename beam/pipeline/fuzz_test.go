@@ -41,7 +41,7 @@ func FuzzParse(f *testing.F) {
 			func(u string, rs Ratings) {
 				rs.each(func(r Rating) { got = append(got, fmt.Sprintf("%q %q %v", u, r.Item, r.Value)) })
 			},
-			func(s string) { refused = append(refused, s) })
+			func(r Refusal) { refused = append(refused, r.Msg) })
 		if err != nil {
 			return // a problem of the whole file (none is expected from a local file)
 		}
@@ -98,7 +98,7 @@ func FuzzReportRow(f *testing.F) {
 				elements++
 				rs.each(func(r Rating) { got = append(got, r) })
 			},
-			func(s string) { refused = append(refused, s) })
+			func(r Refusal) { refused = append(refused, r.Msg) })
 		want, err := api.DecodeValues([]byte(vals))
 		if err != nil || len(want) > len(items) {
 			if len(refused) != 1 || elements != 0 || !strings.HasPrefix(refused[0], fmt.Sprintf("sqlite:x.db: reports seq %d ", seq)) {

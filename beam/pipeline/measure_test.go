@@ -59,7 +59,7 @@ func TestMeasureElementCosts(t *testing.T) {
 			n++
 			byUser[u] = append(byUser[u], r)
 		})
-	}, func(s string) { t.Fatalf("refused: %s", s) })
+	}, func(r Refusal) { t.Fatalf("refused: %s", r.Msg) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestMeasureElementCosts(t *testing.T) {
 				t0 := time.Now()
 				accs[key] = comb.AddInput(accs[key], p)
 				combineTime += time.Since(t0)
-			}, func(s string) { t.Fatalf("refused: %s", s) }, func(int) {})
+			}, func(r Refusal) { t.Fatalf("refused: %s", r.Msg) }, func(int) {})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 
 	"github.com/privrec/privrec/methods"
@@ -114,9 +115,16 @@ func trainOn(t *testing.T, method string, params map[string]any, cat string, dat
 		if run != nil {
 			r = func(ctx context.Context, p *beam.Pipeline) error { return run(ctx, p, &draws) }
 		}
+		// The work directory privrec-beam uses by default with Prism: in
+		// memory, each output removed once read (checked below).
 		cfg := *bc
-		cfg.Read, cfg.WorkDir, cfg.Run = opt, t.TempDir(), r
+		cfg.Read, cfg.WorkDir, cfg.Run = opt, MemoryWorkDir(), r
 		env.Engine = cfg.Factory(nil)
+		defer func() {
+			if left, _ := memfs.New(ctx).List(ctx, cfg.WorkDir+"/*"); len(left) > 0 {
+				t.Errorf("%s: the pipelines left %v in memory", method, left)
+			}
+		}()
 	} else {
 		in.Ratings = data()
 	}
@@ -205,7 +213,10 @@ func TestBeamGzipInput(t *testing.T) {
 
 // TestBeamRefusesBadRows: a malformed line and a repeated (user, item)
 // reach the error output with source and position, and the run fails
-// naming how many rows were refused, before any noise is drawn.
+// before any noise is drawn, its error's first line naming the first
+// refused row (file, line, reason) and how many were refused. In a work
+// directory the operator named, every refused row is listed; in the
+// in-memory one, nothing is left once the run has failed.
 func TestBeamRefusesBadRows(t *testing.T) {
 	dir := t.TempDir()
 	_, cat := synthetic(t, dir, 5, 10)
@@ -225,31 +236,45 @@ func TestBeamRefusesBadRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drew := false
-	work := t.TempDir()
-	env := methods.Env{Epsilon: 1, Delta: 1e-6, Noise: noise.Seeded(1), Rand: noise.Seeded(1),
-		Tap:    func(mechanism.Draw) error { drew = true; return nil },
-		Engine: Config{Inputs: []string{bad}, Read: ratingio.Options{Format: "tsv"}, WorkDir: work, Run: runPrism}.Factory(nil)}
-	meth, _ := methods.Lookup("dp-popularity")
-	_, err = methods.Train(context.Background(), "dp-popularity", meth.New(), release.Input{Declared: release.Declared{Catalogue: c}}, env)
-	var re *RefusedError
-	if !errors.As(err, &re) {
-		t.Fatalf("want a RefusedError, got %v", err)
-	}
-	if re.N != 3 || drew {
-		t.Errorf("refused %d rows (want 3), noise drawn: %v", re.N, drew)
-	}
-	list, rerr := os.ReadFile(re.File)
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	for _, want := range []string{bad + ":7:", bad + ":251", bad + ":301:"} {
-		if !strings.Contains(string(list), want) {
-			t.Errorf("the error output lacks %q:\n%s", want, list)
+	for _, work := range []string{t.TempDir(), MemoryWorkDir()} {
+		drew := false
+		env := methods.Env{Epsilon: 1, Delta: 1e-6, Noise: noise.Seeded(1), Rand: noise.Seeded(1),
+			Tap:    func(mechanism.Draw) error { drew = true; return nil },
+			Engine: Config{Inputs: []string{bad}, Read: ratingio.Options{Format: "tsv"}, WorkDir: work, Run: runPrism}.Factory(nil)}
+		meth, _ := methods.Lookup("dp-popularity")
+		_, err = methods.Train(context.Background(), "dp-popularity", meth.New(), release.Input{Declared: release.Declared{Catalogue: c}}, env)
+		var re *RefusedError
+		if !errors.As(err, &re) {
+			t.Fatalf("%s: want a RefusedError, got %v", work, err)
 		}
-	}
-	if !strings.Contains(err.Error(), "3 input row(s) refused") {
-		t.Errorf("error %q does not name the count", err)
+		if re.N != 3 || drew {
+			t.Errorf("%s: refused %d rows (want 3), noise drawn: %v", work, re.N, drew)
+		}
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		if !strings.Contains(first, bad+":7: ") || !strings.Contains(first, "five") || !strings.Contains(first, "3 input row(s) refused") {
+			t.Errorf("%s: the error's first line %q does not name the first refused row (line 7, its reason) and the count", work, first)
+		}
+		if !strings.Contains(err.Error(), bad+":251") || !strings.Contains(err.Error(), bad+":301:") {
+			t.Errorf("%s: the error does not name the next refused rows:\n%s", work, err)
+		}
+		if strings.HasPrefix(work, "memfs://") {
+			if re.List != "" {
+				t.Errorf("in memory, the error names a list %q", re.List)
+			}
+			if left, _ := memfs.New(context.Background()).List(context.Background(), work+"/*"); len(left) > 0 {
+				t.Errorf("the failed run left %v in memory", left)
+			}
+			continue
+		}
+		list, rerr := os.ReadFile(re.List)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		for _, want := range []string{bad + ":7:", bad + ":251", bad + ":301:"} {
+			if !strings.Contains(string(list), want) {
+				t.Errorf("the error output lacks %q:\n%s", want, list)
+			}
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 
@@ -77,7 +78,7 @@ func (f *parseFn) options() ratingio.Options {
 }
 
 // ProcessElement parses the file named path.
-func (f *parseFn) ProcessElement(ctx context.Context, path string, emit func(string, Ratings), refuse func(string)) error {
+func (f *parseFn) ProcessElement(ctx context.Context, path string, emit func(string, Ratings), refuse func(Refusal)) error {
 	fs, err := filesystem.New(ctx, path)
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", path, err)
@@ -125,7 +126,7 @@ func (f *parseFn) ProcessElement(ctx context.Context, path string, emit func(str
 		if err != nil {
 			// A damaged stream is the file's problem, not a row's: refuse
 			// the rest of the file by name and position.
-			refuse(fmt.Sprintf("%s:%d: reading stopped: %v", path, line+1, err))
+			refuse(Refusal{Src: src, Pos: line + 1, Msg: fmt.Sprintf("%s:%d: reading stopped: %v", path, line+1, err)})
 			break
 		}
 	}
@@ -143,7 +144,7 @@ type batcher struct {
 	path   string
 	src    int32
 	emit   func(string, Ratings)
-	refuse func(string)
+	refuse func(Refusal)
 
 	checked    bool   // whether the first data line was looked at
 	prefix     []byte // the header or the anchor line, newline-terminated
@@ -272,12 +273,14 @@ func (b *batcher) flush() error {
 		case err == nil:
 		case errors.As(err, &pe):
 			pe.Line = n
-			msg := pe.Error()
+			// ratingio's hint to leave --format out does not hold here:
+			// privrec-beam needs the format named.
+			msg := strings.Replace(pe.Error(), " (or leave --format out to detect it)", "", 1)
 			var de *ratings.DuplicateError
 			if errors.As(err, &de) && b.anchorLine > 0 {
 				msg = fmt.Sprintf("%s:%d: user %q rated item %q again (first at %s:%d)", b.path, n, b.anchorUser, b.anchorItem, b.path, b.anchorLine)
 			}
-			b.refuse(msg)
+			b.refuse(Refusal{Src: b.src, Pos: n, Msg: msg})
 		default:
 			return fmt.Errorf("%s:%d: %w", b.path, n, err)
 		}

@@ -17,7 +17,7 @@ import (
 
 func init() {
 	beam.RegisterType(reflect.TypeOf((*ReportRow)(nil)).Elem())
-	register.DoFn3x0[ReportRow, func(string, Ratings), func(string)](&reportFn{})
+	register.DoFn3x0[ReportRow, func(string, Ratings), func(Refusal)](&reportFn{})
 }
 
 // ReportRow is one row of the reports table of a `privrec serve`
@@ -67,13 +67,13 @@ type reportFn struct {
 }
 
 // ProcessElement handles one report.
-func (f *reportFn) ProcessElement(r ReportRow, emit func(string, Ratings), refuse func(string)) {
+func (f *reportFn) ProcessElement(r ReportRow, emit func(string, Ratings), refuse func(Refusal)) {
 	vals, err := api.DecodeValues([]byte(r.Vals))
 	if err == nil && len(vals) > len(f.Items) {
 		err = fmt.Errorf("%d values for %d catalogue items", len(vals), len(f.Items))
 	}
 	if err != nil {
-		refuse(fmt.Sprintf("%s: reports seq %s (user %q): %v", f.Source, strconv.FormatInt(r.Seq, 10), r.User, err))
+		refuse(Refusal{Pos: r.Seq, Msg: fmt.Sprintf("%s: reports seq %s (user %q): %v", f.Source, strconv.FormatInt(r.Seq, 10), r.User, err)})
 		return
 	}
 	rs := Ratings{Items: []string{}, Values: []float32{}, Src: 0, First: r.Seq, Last: r.Seq}

@@ -175,7 +175,7 @@ func TestBeamStoreRefusesBadRows(t *testing.T) {
 	if !errors.As(err, &re) || re.N != 1 || drew {
 		t.Fatalf("err %v (want 1 row refused), noise drawn: %v", err, drew)
 	}
-	list, err := os.ReadFile(re.File)
+	list, err := os.ReadFile(re.List)
 	if err != nil {
 		t.Fatal(err)
 	}

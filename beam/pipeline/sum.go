@@ -21,10 +21,10 @@ func init() {
 	beam.RegisterType(reflect.TypeOf((*Ratings)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Part)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*Acc)(nil)).Elem())
-	register.DoFn4x1[context.Context, string, func(string, Ratings), func(string), error](&parseFn{})
+	register.DoFn4x1[context.Context, string, func(string, Ratings), func(Refusal), error](&parseFn{})
 	register.Emitter2[string, Ratings]()
 	register.Emitter1[string]()
-	register.DoFn6x1[string, func(*Ratings) bool, []byte, func(int, Part), func(string), func(int), error](&contributeFn{})
+	register.DoFn6x1[string, func(*Ratings) bool, []byte, func(int, Part), func(Refusal), func(int), error](&contributeFn{})
 	register.Iter1[Ratings]()
 	register.Emitter2[int, Part]()
 	register.Emitter1[int]()
@@ -79,7 +79,7 @@ func (f *contributeFn) Setup() {
 }
 
 // ProcessElement handles one user's ratings; plan is the side input.
-func (f *contributeFn) ProcessElement(user string, iter func(*Ratings) bool, plan []byte, emit func(int, Part), refuse func(string), count func(int)) error {
+func (f *contributeFn) ProcessElement(user string, iter func(*Ratings) bool, plan []byte, emit func(int, Part), refuse func(Refusal), count func(int)) error {
 	if f.c == nil {
 		c, err := statistic.Decode(f.Kind, plan)
 		if err != nil {
@@ -109,7 +109,8 @@ func (f *contributeFn) ProcessElement(user string, iter func(*Ratings) bool, pla
 	for k := 1; k < len(all); k++ {
 		if all[k].Item == all[k-1].Item {
 			dup = true
-			refuse(fmt.Sprintf("%s: user %q rated item %q again (first at %s)", f.where(all[k]), user, all[k].Item, f.where(all[k-1])))
+			refuse(Refusal{Src: all[k].Src, Pos: all[k].First,
+				Msg: fmt.Sprintf("%s: user %q rated item %q again (first at %s)", f.where(all[k]), user, all[k].Item, f.where(all[k-1]))})
 		}
 	}
 	if dup {

@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -63,8 +64,15 @@ the composition of all of them).
 
 A malformed line or a repeated (user, item) goes to the pipeline's error
 output with its source and position and enters no sum; the run then fails
-before any noise is drawn, naming how many rows were refused (on stderr
-only: the count is private).
+before any noise is drawn, its error naming the first refused row (file,
+line, reason) and how many were refused (on stderr only: they are
+private; --work DIR lists them all).
+
+The pipelines' sums are exact, un-noised statistics of the data, outside
+the guarantee. With Prism in this process (the default) they stay in
+memory and never reach a disk, whatever way the run ends. --work DIR
+keeps them, and every refused row, in DIR (files mode 0600) after the
+run: delete them when done. Other runners need --work.
 
 --data may name a central-mode privrec serve database instead of files
 (postgres://… or sqlite:FILE): its reports table is read through Beam's
@@ -107,170 +115,332 @@ func (p params) Set(s string) error {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGINT and SIGTERM cancel the run: the pipeline stops and nothing
+	// is released. Un-noised sums never reach a disk unless --work names
+	// a directory (they stay in this process's memory with Prism).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stopWatch := watchHeap(ctx, os.Getenv("PRIVREC_MEMPROFILE"), slog.Default())
 	err := run(ctx, os.Args[1:], os.Stdout)
 	stopWatch()
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
 	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("interrupted, nothing was released: %w", err)
+		}
 		fmt.Fprintln(os.Stderr, "privrec-beam:", err)
 		stop()
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.CommandLine
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), help, "\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	data := fs.String("data", "", "ratings files: comma-separated paths, globs or filesystem URLs (gs://…); or a central-mode privrec serve database (postgres://… or sqlite:FILE), whose reports table is read through databaseio")
-	format := fs.String("format", "", "file format (required): movielens-100k, movielens, movielens-csv, netflix, jester-wide, uci-rc, tsv, csv")
-	cols := fs.String("cols", "", "tsv/csv column mapping, as privrec train's --cols")
-	column := fs.String("column", "", "uci-rc rating column, as privrec train's --column")
-	scale := fs.String("scale", "", "declared rating scale MIN:MAX")
-	items := fs.String("items", "", "declared public item catalogue: one item ID per line, an optional title after a tab")
-	method := fs.String("method", "", "dp-popularity, dp-bias, dp-ease, dp-ials or dpals")
-	eps := fs.Float64("epsilon", 1, "privacy parameter ε")
-	delta := fs.Float64("delta", 1e-6, "privacy parameter δ")
-	seed := fs.Uint64("seed", 0, "seed for non-private randomness (0: random)")
-	experiment := fs.Bool("experiment", false, "also seed the privacy noise from --seed (experiments only; recorded in the model)")
-	outPath := fs.String("out", "", "where to write the public model")
-	work := fs.String("work", "", "directory for the pipelines' sums and refused rows (default: a new temporary directory, removed after a successful run)")
-	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
-	ledger := fs.String("ledger", "", "the curator's ledger of this data's releases (the file privrec train --ledger keeps; created if missing): this release is recorded before the model is written and the report gives its number and the composition of all")
-	ps := params{}
-	fs.Var(ps, "param", "a method parameter NAME=VALUE by its JSON name (repeatable), e.g. --param cap=50")
+// options are privrec-beam's own flags (Beam's runner flags stay in the
+// process's flag set, where beam.Init reads them).
+type options struct {
+	data, format, cols, column, scale, items, method string
+	eps, delta                                       float64
+	seed                                             uint64
+	experiment, jsonOut                              bool
+	outPath, work, ledger                            string
+	ps                                               params
+}
+
+// parseFlags parses args into the options and Beam's flags. A flag error
+// is one line naming the flag (no flag dump); --help prints the help,
+// privrec-beam's flags, then Beam's, and returns flag.ErrHelp.
+func parseFlags(args []string, out io.Writer) (*options, error) {
+	own := flag.NewFlagSet("privrec-beam", flag.ContinueOnError)
+	o := &options{ps: params{}}
+	own.StringVar(&o.data, "data", "", "ratings files: comma-separated paths, globs or filesystem URLs (gs://…); or a central-mode privrec serve database (postgres://… or sqlite:FILE), whose reports table is read through databaseio")
+	own.StringVar(&o.format, "format", "", "file format (required for files): "+strings.Join(formats, ", "))
+	own.StringVar(&o.cols, "cols", "", "tsv/csv column mapping, as privrec train's --cols")
+	own.StringVar(&o.column, "column", "", "uci-rc rating column, as privrec train's --column")
+	own.StringVar(&o.scale, "scale", "", "declared rating scale MIN:MAX")
+	own.StringVar(&o.items, "items", "", "declared public item catalogue: one item ID per line, an optional title after a tab")
+	own.StringVar(&o.method, "method", "", "dp-popularity, dp-bias, dp-ease, dp-ials or dpals")
+	own.Float64Var(&o.eps, "epsilon", 1, "privacy parameter ε")
+	own.Float64Var(&o.delta, "delta", 1e-6, "privacy parameter δ")
+	own.Uint64Var(&o.seed, "seed", 0, "seed for non-private randomness (0: random)")
+	own.BoolVar(&o.experiment, "experiment", false, "also seed the privacy noise from --seed (experiments only; recorded in the model)")
+	own.StringVar(&o.outPath, "out", "", "where to write the public model")
+	own.StringVar(&o.work, "work", "", "directory where each pipeline writes its UN-NOISED sums and every refused row (files mode 0600), kept after the run: private statistics outside the guarantee, delete them when done. Default: none — with Prism in this process the sums stay in memory and never reach a disk; other runners need --work on a filesystem their workers reach")
+	own.BoolVar(&o.jsonOut, "json", false, "print a JSON report on stdout")
+	own.StringVar(&o.ledger, "ledger", "", "the curator's ledger of this data's releases (the file privrec train --ledger keeps; created if missing): this release is recorded before the model is written and the report gives its number and the composition of all")
+	own.Var(o.ps, "param", "a method parameter NAME=VALUE by its JSON name (repeatable), e.g. --param cap=50")
+	fs := flag.CommandLine // Beam's runner flags are registered here
+	own.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, f.Name, f.Usage) })
+	fs.Init("privrec-beam", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			printHelp(out, own, fs)
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w (privrec-beam --help lists the flags)", err)
 	}
-	beam.Init()
-	fromStore := store.IsURL(*data)
-	if *method == "" || *data == "" || *outPath == "" || (*format == "" && !fromStore) {
-		fs.Usage()
-		return fmt.Errorf("--method, --data, --format (for files) and --out are required")
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q: every input is a flag (privrec-beam --help)", fs.Arg(0))
 	}
-	meth, err := methods.Lookup(*method)
+	return o, o.check()
+}
+
+// formats are the file formats privrec-beam reads (ratingio's, without
+// detection).
+var formats = []string{"movielens-100k", "movielens", "movielens-csv", "netflix", "jester-wide", "uci-rc", "tsv", "csv"}
+
+// check names the first required flag that is missing.
+func (o *options) check() error {
+	switch {
+	case o.method == "":
+		return fmt.Errorf("--method is required: dp-popularity, dp-bias, dp-ease, dp-ials or dpals (privrec-beam --help)")
+	case o.data == "":
+		return fmt.Errorf("--data is required: the ratings files, or a central-mode privrec serve database (privrec-beam --help)")
+	case o.format == "" && !store.IsURL(o.data):
+		return fmt.Errorf("--format is required for files (privrec-beam does not detect it): one of %s", strings.Join(formats, ", "))
+	case o.format == "auto":
+		return fmt.Errorf("--format auto: privrec-beam needs the format named, one of %s", strings.Join(formats, ", "))
+	case o.outPath == "":
+		return fmt.Errorf("--out is required: where to write the public model")
+	}
+	return nil
+}
+
+// printHelp prints the help, privrec-beam's flags, then Beam's own.
+func printHelp(w io.Writer, own, all *flag.FlagSet) {
+	fmt.Fprint(w, help, "\nFlags:\n")
+	own.SetOutput(w)
+	own.PrintDefaults()
+	runner := flag.NewFlagSet("beam", flag.ContinueOnError)
+	all.VisitAll(func(f *flag.Flag) {
+		if own.Lookup(f.Name) == nil {
+			runner.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	fmt.Fprint(w, "\nBeam's flags (the runner and its options):\n")
+	runner.SetOutput(w)
+	runner.PrintDefaults()
+}
+
+// privateTemp points TMPDIR at a new directory of this run's, removed by
+// cleanup: Beam's loopback runner leaves a placeholder file
+// ("beamloopbackworker-*", empty) in the temporary directory at each
+// pipeline, which this run then takes away with the directory. (A killed
+// process, SIGKILL, leaves the directory and its empty placeholders; the
+// sums are never there.)
+func privateTemp() (cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "privrec-beam-")
+	if err != nil {
+		return nil, err
+	}
+	old, had := os.LookupEnv("TMPDIR")
+	if err := os.Setenv("TMPDIR", dir); err != nil {
+		os.Remove(dir)
+		return nil, err
+	}
+	return func() {
+		if had {
+			os.Setenv("TMPDIR", old)
+		} else {
+			os.Unsetenv("TMPDIR")
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			slog.Warn("removing the run's temporary directory", "err", err)
+		}
+	}, nil
+}
+
+// workDir is where the pipelines write: the directory the operator named,
+// or, when the workers run in this process (Prism, the default, with its
+// loopback workers), a directory in memory that no kill can leave behind.
+// Any other runner needs --work.
+func workDir(named string) (string, error) {
+	if named != "" {
+		return named, nil
+	}
+	runner, endpoint, env := flagValue("runner"), flagValue("endpoint"), flagValue("environment_type")
+	if (runner == "" || runner == "prism" || runner == "PrismRunner") && endpoint == "" && (env == "" || strings.EqualFold(env, "loopback")) {
+		return pipeline.MemoryWorkDir(), nil
+	}
+	return "", fmt.Errorf("--work is required with --runner %q, --endpoint %q, --environment_type %q: the workers write the un-noised sums there, on a filesystem the driver and they reach (keep it private; the sums are outside the guarantee)", runner, endpoint, env)
+}
+
+func flagValue(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	o, err := parseFlags(args, out)
 	if err != nil {
 		return err
 	}
+	beam.Init()
+	j, err := o.plan(ctx)
+	if err != nil {
+		return err
+	}
+	if o.work != "" && !strings.Contains(o.work, "://") {
+		defer slog.Warn("the pipelines' un-noised sums and refused rows are kept in --work (files mode 0600): private, outside the guarantee; delete them when done", "work", o.work)
+	}
+	cleanup, err := privateTemp()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	start := time.Now()
+	// What the pipelines write to a local --work is readable by this user
+	// only.
+	restore := privateFiles()
+	rel, err := methods.Train(ctx, o.method, j.cfg, j.in, j.env)
+	restore()
+	if err != nil {
+		return err // a RefusedError's count and rows go to the operator (stderr) only
+	}
+	return o.publish(out, j, rel, time.Since(start).Seconds())
+}
+
+// job is a planned run: the method's configuration, the declared public
+// facts, the training environment with its Beam engine.
+type job struct {
+	cfg     methods.Config
+	in      release.Input
+	env     methods.Env
+	seed    uint64
+	inputs  []string // the data's sources, as the ledger records them (passwords redacted)
+	engines []*pipeline.Engine
+}
+
+// plan checks the flags against the method, the declared facts and the
+// data, and builds the engine: nothing is written.
+func (o *options) plan(ctx context.Context) (*job, error) {
+	dir, err := workDir(o.work)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := o.methodConfig()
+	if err != nil {
+		return nil, err
+	}
+	j := &job{cfg: cfg}
+	opt := ratingio.Options{Format: o.format, Cols: o.cols, Column: o.column}
+	if o.scale != "" {
+		sc, err := release.ParseScale(o.scale)
+		if err != nil {
+			return nil, fmt.Errorf("--scale: %w", err)
+		}
+		j.in.Declared.Scale = &sc
+		opt.HasScale, opt.Min, opt.Max = true, sc.Min, sc.Max
+	}
+	if o.items != "" {
+		c, err := model.LoadCatalogue(o.items)
+		if err != nil {
+			return nil, fmt.Errorf("--items: %w", err)
+		}
+		j.in.Declared.Catalogue = c
+	}
+	var pc pipeline.Config
+	if store.IsURL(o.data) {
+		if pc, err = storeConfig(ctx, o.data); err != nil {
+			return nil, err
+		}
+		j.inputs = []string{store.Redact(o.data)}
+	} else {
+		if pc.Inputs, err = expand(o.data); err != nil {
+			return nil, err
+		}
+		j.inputs = pc.Inputs
+	}
+	if j.env, j.seed, err = o.environment(); err != nil {
+		return nil, err
+	}
+	pc.Read, pc.WorkDir, pc.Run = opt, dir, beamx.Run
+	j.env.Engine = pc.Factory(&j.engines)
+	return j, nil
+}
+
+// methodConfig is the method's configuration with the --param values.
+func (o *options) methodConfig() (methods.Config, error) {
+	meth, err := methods.Lookup(o.method)
+	if err != nil {
+		return nil, fmt.Errorf("--method: %w", err)
+	}
 	if !meth.Engine {
-		return fmt.Errorf("%s cannot run on Beam (its statistics are not summed by an engine yet)", *method)
+		return nil, fmt.Errorf("--method %s cannot run on Beam (its statistics are not summed by an engine yet)", o.method)
 	}
 	cfg := meth.New()
-	keys := make([]string, 0, len(ps))
-	for k := range ps {
+	keys := make([]string, 0, len(o.ps))
+	for k := range o.ps {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		var v any = ps[k]
-		if err := json.Unmarshal([]byte(ps[k]), &v); err != nil {
-			v = ps[k]
+		var v any = o.ps[k]
+		if err := json.Unmarshal([]byte(o.ps[k]), &v); err != nil {
+			v = o.ps[k]
 		}
 		if err := methods.SetParam(cfg, k, v); err != nil {
-			return fmt.Errorf("--param %s: %w", k, err)
+			return nil, fmt.Errorf("--param %s: %w", k, err)
 		}
 	}
-	in := release.Input{}
-	opt := ratingio.Options{Format: *format, Cols: *cols, Column: *column}
-	if *scale != "" {
-		sc, err := release.ParseScale(*scale)
-		if err != nil {
-			return fmt.Errorf("--scale: %w", err)
-		}
-		in.Declared.Scale = &sc
-		opt.HasScale, opt.Min, opt.Max = true, sc.Min, sc.Max
-	}
-	if *items != "" {
-		c, err := model.LoadCatalogue(*items)
-		if err != nil {
-			return fmt.Errorf("--items: %w", err)
-		}
-		in.Declared.Catalogue = c
-	}
-	var pc pipeline.Config
-	if fromStore {
-		if pc, err = storeConfig(ctx, *data); err != nil {
-			return err
-		}
-	} else if pc.Inputs, err = expand(*data); err != nil {
-		return err
-	}
-	inputs := pc.Inputs
-	if fromStore {
-		inputs = []string{store.Redact(*data)}
-	}
-	s := *seed
+	return cfg, nil
+}
+
+// environment is the privacy parameters and the randomness: the seed
+// (random unless given) and the noise (secure unless --experiment).
+func (o *options) environment() (methods.Env, uint64, error) {
+	s := o.seed
 	if s == 0 {
 		var b [8]byte
 		rand.Read(b[:])
 		s = binary.LittleEndian.Uint64(b[:])
 	}
-	env := methods.Env{Epsilon: *eps, Delta: *delta, Seed: s, Rand: noise.Seeded(s), Noise: noise.Secure(), Log: slog.Default()}
-	if *experiment {
-		if *seed == 0 {
-			return fmt.Errorf("--experiment needs an explicit --seed")
+	env := methods.Env{Epsilon: o.eps, Delta: o.delta, Seed: s, Rand: noise.Seeded(s), Noise: noise.Secure(), Log: slog.Default()}
+	if o.experiment {
+		if o.seed == 0 {
+			return env, 0, fmt.Errorf("--experiment needs an explicit --seed")
 		}
 		env.Noise = noise.Seeded(s ^ 0x6e6f697365) // privrec train's experiment stream
 	}
-	dir := *work
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "privrec-beam-"); err != nil {
-			return err
-		}
-	} else if !strings.Contains(dir, "://") {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
-	}
-	var engines []*pipeline.Engine
-	pc.Read, pc.WorkDir, pc.Run = opt, dir, beamx.Run
-	env.Engine = pc.Factory(&engines)
-	start := time.Now()
-	rel, err := methods.Train(ctx, *method, cfg, in, env)
-	if err != nil {
-		var re *pipeline.RefusedError
-		if errors.As(err, &re) {
-			// The count goes to the operator (stderr) only.
-			return fmt.Errorf("%w", err)
-		}
-		return err
-	}
-	secs := time.Since(start).Seconds()
-	if *work == "" {
-		os.RemoveAll(dir)
-	}
+	return env, s, nil
+}
+
+// publish records the release in the ledger, writes the model and prints
+// the report.
+func (o *options) publish(out io.Writer, j *job, rel *release.Release, secs float64) error {
 	if m := rel.Model(); m != nil {
 		if m.Params == nil {
 			m.Params = map[string]any{}
 		}
-		m.Params["epsilon"], m.Params["delta"], m.Params["seed"] = *eps, *delta, s
+		m.Params["epsilon"], m.Params["delta"], m.Params["seed"] = o.eps, o.delta, j.seed
 	}
 	rerun := "each run of privrec-beam is a new release of the data: two runs spend the budget twice (--ledger FILE counts them)"
 	var led *release.LedgerSummary
-	if *ledger != "" {
-		s, err := release.RecordRelease(*ledger, release.LedgerEntry{Time: time.Now().UTC(), Method: *method, Engine: "beam",
-			Data: strings.Join(inputs, ","), Out: *outPath, Guarantee: rel.Guarantee})
+	if o.ledger != "" {
+		s, err := release.RecordRelease(o.ledger, release.LedgerEntry{Time: time.Now().UTC(), Method: o.method, Engine: "beam",
+			Data: strings.Join(j.inputs, ","), Out: o.outPath, Guarantee: rel.Guarantee})
 		if err != nil {
 			return fmt.Errorf("--ledger: %w (the model was not written)", err)
 		}
 		led, rerun = &s, "this run is "+s.String()
 	}
-	if err := model.WriteFileAtomic(*outPath, rel.Public.Write); err != nil {
+	if err := model.WriteFileAtomic(o.outPath, rel.Public.Write); err != nil {
 		return err
 	}
 	runs := 0
-	for _, e := range engines {
+	for _, e := range j.engines {
 		runs += e.Runs()
 	}
-	if *jsonOut {
+	if o.jsonOut {
 		rep := map[string]any{}
 		for k, v := range rel.Report {
 			rep[k] = v
 		}
-		rep["method"], rep["seconds"], rep["guarantee"], rep["out"] = *method, secs, rel.Guarantee, *outPath
+		rep["method"], rep["seconds"], rep["guarantee"], rep["out"] = o.method, secs, rel.Guarantee, o.outPath
 		rep["engine"], rep["pipelines"], rep["rerun"] = "beam", runs, rerun
 		if led != nil {
 			rep["ledger"] = led
@@ -279,14 +449,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(out, "Trained %s on Beam (%d pipeline(s)) in %.2f s → %s\n", *method, runs, secs, *outPath)
+	fmt.Fprintf(out, "Trained %s on Beam (%d pipeline(s)) in %.2f s → %s\n", o.method, runs, secs, o.outPath)
 	fmt.Fprintf(out, "Guarantee: %s\n", rel.Guarantee)
 	fmt.Fprintf(out, "Note: %s.\n", rerun)
 	return rel.Report.WriteText(out)
 }
 
 // expand turns the --data list into inputs: local globs expanded (a
-// pattern matching nothing is an error), URLs kept as they are.
+// pattern matching nothing, or a directory, is an error), URLs kept as
+// they are.
 func expand(list string) ([]string, error) {
 	var out []string
 	for _, p := range strings.Split(list, ",") {
@@ -306,6 +477,9 @@ func expand(list string) ([]string, error) {
 			return nil, fmt.Errorf("--data %q: no such file", p)
 		}
 		for _, f := range m {
+			if st, err := os.Stat(f); err == nil && st.IsDir() {
+				return nil, fmt.Errorf("--data %s is a directory: name the ratings files in it (a glob such as --data '%s' works)", f, filepath.Join(f, "*"))
+			}
 			abs, err := filepath.Abs(f)
 			if err != nil {
 				return nil, err

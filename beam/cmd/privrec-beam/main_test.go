@@ -18,6 +18,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(asMain) == "1" {
+		// The test binary re-executed as privrec-beam itself: the same
+		// main (flags, signals, exit status) as the built command.
+		main()
+		os.Exit(0)
+	}
 	beam.Init()
 	os.Exit(m.Run())
 }
