@@ -126,7 +126,7 @@ func catTitles(c *model.Catalogue) []string {
 // NewDPEASEDefaults returns dp-ease's defaults (chosen on MovieLens-1M
 // validation users; docs/topn.md).
 func NewDPEASEDefaults() *DPEASEConfig {
-	return &DPEASEConfig{Cap: 20, CountShare: 0.15, GramNorm: 1, CoverScale: 1.5, MaxItems: 2000, LambdaScale: 0.3, Denoise: 1, MaxRank: 256}
+	return &DPEASEConfig{Cap: 20, CountShare: 0.15, GramNorm: 1, CoverScale: 1.5, MaxItems: 2000, LambdaDiag: 1, LambdaScale: 0.1, Denoise: 1, MaxRank: 256}
 }
 
 // DPEASEConfig configures dp-ease.
@@ -137,7 +137,8 @@ type DPEASEConfig struct {
 	GramNorm    float64 `json:"gram_norm" flag:"gram-norm" help:"each user's part of the Gram (the upper triangle of x xᵀ over her covered items) is scaled to ℓ2 norm ≤ this (ℓ2 sensitivity √2·gram-norm)"`
 	CoverScale  float64 `json:"cover_scale" flag:"cover-scale" help:"the Gram covers m = cover-scale·(N·√ρ_Gram)^(2/3) items (N users, ρ_Gram its zCDP budget), those with the largest noised counts: the more users and budget, the more items rise above the noise"`
 	MaxItems    int     `json:"max_items" flag:"max-items" help:"at most this many covered items (the release has m²/2 values, the model m² weights)"`
-	LambdaScale float64 `json:"lambda_scale" flag:"lambda-scale" help:"EASE's λ in units of the noise's spectral edge 2σ√m (m covered items)"`
+	LambdaDiag  float64 `json:"lambda_diag" flag:"lambda-diag" help:"EASE's λ = lambda-diag × the noised Gram's mean diagonal + lambda-scale × the noise's spectral edge: the first term grows with the population as the Gram does (as ease's λ), the second covers the noise"`
+	LambdaScale float64 `json:"lambda_scale" flag:"lambda-scale" help:"the noise's part of EASE's λ, in units of the noise's spectral edge 2σ√m (m covered items)"`
 	// Denoise keeps the eigenpairs of the noised Gram above Denoise times
 	// the noise's spectral edge, shrunk by the edge (0: no denoising).
 	Denoise float64 `json:"denoise" flag:"denoise" help:"keep the noised Gram's eigenvalues above denoise × the noise's spectral edge 2σ√m, shrunk by the edge, before EASE"`
@@ -168,6 +169,8 @@ func (c *DPEASEConfig) Validate() error {
 		return fmt.Errorf("--max-rank %d must be ≥ 1", c.MaxRank)
 	case !(c.LambdaScale > 0) || math.IsInf(c.LambdaScale, 0):
 		return fmt.Errorf("--lambda-scale %g must be finite and > 0", c.LambdaScale)
+	case !(c.LambdaDiag >= 0) || math.IsInf(c.LambdaDiag, 0):
+		return fmt.Errorf("--lambda-diag %g must be finite and ≥ 0", c.LambdaDiag)
 	}
 	return nil
 }
@@ -181,6 +184,26 @@ func (c *DPEASEConfig) Validate() error {
 func (c *DPEASEConfig) covered(users, items int, rho float64) int {
 	m := int(math.Round(c.CoverScale * math.Pow(float64(users)*math.Sqrt(rho), 2.0/3)))
 	return max(2, min(m, c.MaxItems, items))
+}
+
+// lambda is dp-ease's ridge from the released Gram's mean diagonal diag
+// and the noise's spectral edge (both public): the signal's scale grows
+// with the population (every user adds to the diagonal), the noise's does
+// not, so a ridge in units of the noise alone leaves a large population's
+// model unregularised (issue 39: Recall@20 fell from ε = 1 to ε = 8 at
+// 480 000 users).
+func (c *DPEASEConfig) lambda(diag, edge float64) float64 {
+	return c.LambdaDiag*math.Max(diag, 0) + c.LambdaScale*edge
+}
+
+// meanDiag is the mean diagonal entry of g.
+func meanDiag(g *mat.SymDense) float64 {
+	m := g.SymmetricDim()
+	var s float64
+	for i := range m {
+		s += g.At(i, i)
+	}
+	return s / float64(m)
 }
 
 // releaseGram is the Gram release of dp-ease (and of dp-ials' initial
@@ -276,7 +299,8 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 			}
 		}
 	}
-	lambda := c.LambdaScale * edge
+	diag := meanDiag(noised)
+	lambda := c.lambda(diag, edge)
 	var items *mat.Dense
 	kept := 0
 	if w != nil {
@@ -286,13 +310,14 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 		}
 	}
 	g, err := topnGuarantee(env, []privacy.Guarantee{countPart, gramPart}, fmt.Sprintf(
-		"zCDP composition of two Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g): a user with n interactions on the declared catalogue adds min(1, √(%g/n)) to each of her items. Item–item Gram (σ = %.4g, ℓ2 sensitivity %.4g) over the %d items with the largest noised counts: the upper triangle of each user's x xᵀ (x her indicator over those items%s), scaled to ℓ2 norm ≤ %g. Its eigenpairs above %g × the noise's spectral edge (%d kept), EASE on them (λ = %.4g) and the ranking are post-processing; each user's list is computed on her side from the public weights and her own items.",
-		sigmaCount, (&statistic.Counts{Cap: c.Cap}).Sensitivity().Value, c.Cap, sigmaGram, gram.GramSensitivity(c.GramNorm).Value, m, weightNote(c.WeightExp), c.GramNorm, c.Denoise, kept, lambda))
+		"zCDP composition of two Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g): a user with n interactions on the declared catalogue adds min(1, √(%g/n)) to each of her items. Item–item Gram (σ = %.4g, ℓ2 sensitivity %.4g) over the %d items with the largest noised counts: the upper triangle of each user's x xᵀ (x her indicator over those items%s), scaled to ℓ2 norm ≤ %g. Its eigenpairs above %g × the noise's spectral edge (%d kept), EASE on them (λ = %.4g = %g × the noised Gram's mean diagonal %.4g + %g × the edge %.4g) and the ranking are post-processing; each user's list is computed on her side from the public weights and her own items.",
+		sigmaCount, (&statistic.Counts{Cap: c.Cap}).Sensitivity().Value, c.Cap, sigmaGram, gram.GramSensitivity(c.GramNorm).Value, m, weightNote(c.WeightExp), c.GramNorm, c.Denoise, kept, lambda, c.LambdaDiag, diag, c.LambdaScale, edge))
 	if err != nil {
 		return nil, err
 	}
 	out := coveredModel("dp-ease", cat.IDs(), catTitles(cat), order, m, items, topn.FoldEASELowRank, counts, c.threshold())
-	out.Params = map[string]any{"cap": c.Cap, "count_share": c.CountShare, "gram_norm": c.GramNorm, "cover_scale": c.CoverScale, "covered_items": m, "lambda": lambda, "kept_eigenvalues": kept}
+	out.Params = map[string]any{"cap": c.Cap, "count_share": c.CountShare, "gram_norm": c.GramNorm, "cover_scale": c.CoverScale, "covered_items": m, "lambda": lambda, "lambda_diag": c.LambdaDiag, "lambda_scale": c.LambdaScale, "kept_eigenvalues": kept}
 	return &release.Release{Public: out, Guarantee: g,
-		Report: release.Report{"sigma_counts": sigmaCount, "sigma_gram": sigmaGram, "covered_items": m, "covered_items_planned": planned, "lambda": lambda}}, nil
+		Report: release.Report{"sigma_counts": sigmaCount, "sigma_gram": sigmaGram, "covered_items": m, "covered_items_planned": planned, "lambda": lambda,
+			"mean_diagonal": diag, "noise_edge": edge, "kept_eigenvalues": kept}}, nil
 }
