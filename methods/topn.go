@@ -132,8 +132,7 @@ func (c *PopularityConfig) Train(ctx context.Context, in release.Input, env Env)
 		Report: release.Report{"items": x.NumItems}}, nil
 }
 
-// EASELambdaDiag is ease's (and dp-ease's signal part of) λ in units of
-// the Gram's mean diagonal: λ = 600 was best on MovieLens-1M validation
+// EASELambdaDiag is ease's default λ in units of the Gram's mean diagonal: λ = 600 was best on MovieLens-1M validation
 // users over 2 500 items (mean diagonal 181, ratio 3.3), λ = 3 000 of
 // {600, 3 000, 10 000} on a 50 000-user Netflix-shaped population (mean
 // diagonal 1 078, ratio 2.8).

@@ -46,11 +46,15 @@ func privateTopNRecall(t *testing.T, method string, base uint64, in release.Inpu
 
 // TestDPEASENeverWorseForMoreBudget: on a synthetic population dp-ease's
 // held-out Recall@20 (mean of 3 noise seeds) does not fall as ε grows
-// (each ε's mean ≥ the previous one's − 0.005) and is never below
-// dp-popularity's at the same ε (− 0.005). Fixed seeds: deterministic.
-// Over 20 other noise seed triples (PRIVREC_MONOTONE_SEED=1…20; the data
-// fixed) no run failed, so the false-failure rate of a correct plan over
-// noise seeds is below about 1/7 (95 % upper bound of 0 of 20).
+// (each ε's mean ≥ the previous one's − 0.01) and is never below
+// dp-popularity's at the same ε (− 0.005). The ridge in units of the
+// noise alone (lambda-diag 0, lambda-scale 0.3, the rule before issue 39)
+// fails it: 0.507 at ε = 4, 0.432 at ε = 16. Fixed seeds:
+// deterministic. False failures: a 3-seed mean moves by about 0.003
+// between noise seed triples (PRIVREC_MONOTONE_SEED=k uses the triple
+// 100+3k…; the data fixed), so a correct plan's step down exceeds 0.01
+// with probability well under 1 % per comparison; the largest step down
+// seen over the triples run (docs/topn.md) was 0.0024.
 func TestDPEASENeverWorseForMoreBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains 36 models")
@@ -79,13 +83,13 @@ func TestDPEASENeverWorseForMoreBudget(t *testing.T) {
 	in := release.Input{Ratings: sp.Train, Declared: release.Declared{Catalogue: cat}}
 	pop := privateTopNRecall(t, "dp-popularity", base, in, sp)
 	ease := privateTopNRecall(t, "dp-ease", base, in, sp)
-	const tol = 0.005
+	const tolStep, tolPop = 0.01, 0.005
 	for e, eps := range monotoneEpsilons {
 		t.Logf("ε = %-4g dp-ease %.4f dp-popularity %.4f", eps, ease[e], pop[e])
-		if ease[e] < pop[e]-tol {
+		if ease[e] < pop[e]-tolPop {
 			t.Errorf("ε = %g: dp-ease %.4f below dp-popularity %.4f", eps, ease[e], pop[e])
 		}
-		if e > 0 && ease[e] < ease[e-1]-tol {
+		if e > 0 && ease[e] < ease[e-1]-tolStep {
 			t.Errorf("ε = %g: dp-ease %.4f below its %.4f at ε = %g", eps, ease[e], ease[e-1], monotoneEpsilons[e-1])
 		}
 	}
