@@ -275,7 +275,9 @@ func privacyLabel(cells []*Cell) string {
 			// per-user guarantee composes it over her ratings.
 			f := strconv.FormatFloat(r, 'g', 4, 64)
 			if a, b := lo[cell.GNotion], hi[cell.GNotion]; b > a*1.0001 {
-				f = strconv.FormatFloat(a, 'g', 4, 64) + "–" + strconv.FormatFloat(b, 'g', 4, 64)
+				// Both ends to the same three digits: "132–149", not
+				// "132–148.6".
+				f = strconv.FormatFloat(a, 'g', 3, 64) + "–" + strconv.FormatFloat(b, 'g', 3, 64)
 			}
 			s = fmt.Sprintf("per-user %s DP at %s × the per-rating ε on the axis", cell.GNotion, f)
 		}

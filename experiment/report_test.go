@@ -60,6 +60,13 @@ func TestAxisWords(t *testing.T) {
 	if got := privacyLabel(ldp); got != "per-user local DP at 130 × the per-rating ε on the axis" {
 		t.Errorf("privacyLabel(ldp) = %q", got)
 	}
+	// A fixed part (the mean report) composed with the cells makes the
+	// ratio vary; its range is printed to the same digits at both ends.
+	ranged := []*Cell{{Epsilon: 8, GEpsilon: 8*130 + 16, GUnit: "user", GNotion: "local", GStatus: "proven"},
+		{Epsilon: 0.5, GEpsilon: 0.5*130 + 9.29, GUnit: "user", GNotion: "local", GStatus: "proven"}}
+	if got := privacyLabel(ranged); got != "per-user local DP at 132–149 × the per-rating ε on the axis" {
+		t.Errorf("privacyLabel(ranged) = %q", got)
+	}
 	joint := []*Cell{{Epsilon: 1, GEpsilon: 1, GUnit: "user", GNotion: "joint", GStatus: "proven"}}
 	if got := epsilonAxis(joint); strings.Contains(got, "per rating") {
 		t.Errorf("epsilonAxis(joint) = %q", got)

@@ -307,7 +307,7 @@ func (s *TopNSpec) runOne(ctx context.Context, d *topNData, m TopNMethod, r *top
 		return fmt.Errorf("%s does not release a matrix model: it cannot score held-out users", m.Method)
 	}
 	g := rel.Guarantee
-	g.Reproducible = true
+	g.Reproducible = g.Reproducible || reg.Private // noise drawn from the seeded stream
 	mod.Guarantee = g
 	r.GEpsilon, r.GDelta, r.Guarantee = g.Epsilon, g.Delta, g.String()
 	r.Metrics = map[string]map[string]float64{}

@@ -503,7 +503,9 @@ func runOne(ctx context.Context, c *Config, opt Options, j job, cache *splitCach
 	}
 	secs := time.Since(t0).Seconds()
 	g := out.guarantee
-	g.Reproducible = true
+	// A private method drew its noise from the seeded stream; a
+	// non-private one drew none and carries no such warning.
+	g.Reproducible = g.Reproducible || p.reg.Private
 	eo := methods.EvalOptions{K: c.K, Truth: split.Truth, States: out.states}
 	var rep *methods.Report
 	if split.Held != nil {

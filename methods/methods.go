@@ -343,7 +343,9 @@ func Train(ctx context.Context, name string, cfg Config, in release.Input, env E
 	if err != nil {
 		return nil, Named(name, err)
 	}
-	if env.Noise.Reproducible() {
+	if m, ok := registry[name]; env.Noise.Reproducible() && (!ok || m.Private) {
+		// Only a private method draws noise; a non-private model carries
+		// no warning about a stream it never used.
 		r.Guarantee.Reproducible = true
 	}
 	if m := r.Model(); m != nil {
@@ -374,9 +376,54 @@ func Lookup(name string) (*Method, error) {
 	m, ok := registry[name]
 	if !ok {
 		names := Names()
+		if near := Nearest(name, names); len(near) > 0 {
+			return nil, fmt.Errorf("unknown method %q: did you mean %s? (known: %v)", name, strings.Join(near, " or "), names)
+		}
 		return nil, fmt.Errorf("unknown method %q (known: %v)", name, names)
 	}
 	return m, nil
+}
+
+// Nearest returns the names closest to name by edit distance (insertions,
+// deletions, substitutions, case ignored), if any is within a third of
+// name's length (at least 1, at most 3 edits): the suggestions for a
+// mistyped name, in the order of names.
+func Nearest(name string, names []string) []string {
+	a := []rune(strings.ToLower(name))
+	limit := min(3, max(1, len(a)/3))
+	best := limit + 1
+	var out []string
+	for _, n := range names {
+		d := editDistance(a, []rune(strings.ToLower(n)))
+		switch {
+		case d < best:
+			best, out = d, []string{n}
+		case d == best:
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b []rune) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // Names lists the registered methods in order.

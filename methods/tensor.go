@@ -603,7 +603,7 @@ func (s tensorSpec) train(ctx context.Context, in release.Input, env Env) (*rele
 	for _, n := range notes {
 		g.Note = strings.TrimSpace(g.Note + " " + n)
 	}
-	if env.Noise != nil && env.Noise.Reproducible() {
+	if env.Noise != nil && env.Noise.Reproducible() && s.mech != completion.NoMechanism {
 		g.Reproducible = true // as methods.Train marks the release's; the file carries its own copy
 	}
 	params := map[string]any{"rank": cfg.Rank, "passes": cfg.Passes, "lambda": info.Lambda, "init": cfg.InitScale,

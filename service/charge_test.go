@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,6 +94,7 @@ func TestLedgerCharge(t *testing.T) {
 // chargeable, anything else refused.
 func TestChargeForEveryMethod(t *testing.T) {
 	in := smallCentralInput(t, 60, 10)
+	var published []string
 	for _, meth := range methods.All() {
 		if !meth.Private {
 			continue
@@ -127,6 +129,7 @@ func TestChargeForEveryMethod(t *testing.T) {
 				if m := rel.Model(); m == nil || len(m.Items) != in.Declared.Catalogue.Len() {
 					t.Fatalf("the public model's items are not the catalogue's %d", in.Declared.Catalogue.Len())
 				}
+				published = append(published, meth.Name)
 				return
 			}
 			if err == nil {
@@ -134,6 +137,11 @@ func TestChargeForEveryMethod(t *testing.T) {
 			}
 			t.Logf("refused: %v", err)
 		})
+	}
+	// A refusal names the methods central mode publishes: exactly these.
+	slices.Sort(published)
+	if want := slices.Sorted(slices.Values(centralMethods)); !slices.Equal(published, want) {
+		t.Errorf("central mode publishes %v; its refusals name %v", published, centralMethods)
 	}
 }
 

@@ -561,6 +561,11 @@ func deltaCap(maxDelta float64, population int) float64 {
 //
 // Every user a release covers pays the same: the charge depends on the
 // guarantee alone, never on her ratings.
+// centralMethods are the registered methods whose releases central mode
+// publishes (proven, user-level, under the collection's relation), named
+// in a refusal; TestChargeForEveryMethod checks the list is exactly those.
+var centralMethods = []string{"dp-ease", "dp-popularity", "dp-ials", "dp-bias", "dpals", "dpfw", "dpsvd", "mm"}
+
 func chargeFor(g privacy.Guarantee, deltaMax float64) (float64, error) {
 	if err := g.Validate(); err != nil {
 		return 0, fmt.Errorf("the release's guarantee is malformed: %w", err)
@@ -573,7 +578,7 @@ func chargeFor(g privacy.Guarantee, deltaMax float64) (float64, error) {
 	case g.Reproducible:
 		return 0, fmt.Errorf("the release's noise came from a seeded, reproducible stream: not private, never published")
 	case g.Unit != privacy.UnitUser:
-		return 0, fmt.Errorf("the release is private per rating (%s), not per user: that relation makes public which items each user rated, and group privacy over her ratings does not cover that; central mode publishes user-level guarantees only (e.g. dp-bias, dpals, dpfw, dpsvd, mm)", g.Relation)
+		return 0, fmt.Errorf("the release is private per rating (%s), not per user: that relation makes public which items each user rated, and group privacy over her ratings does not cover that; central mode publishes user-level guarantees only (%s)", g.Relation, strings.Join(centralMethods, ", "))
 	case g.Notion != privacy.Central && g.Notion != privacy.Joint:
 		return 0, fmt.Errorf("the release's guarantee is %s DP: central mode publishes central or joint DP releases only", g.Notion)
 	}

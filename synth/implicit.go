@@ -68,7 +68,11 @@ func (c ImplicitConfig) Check() error {
 
 func (c ImplicitConfig) maxPerUser() int { return max(1, c.Items/2) }
 
-// Genre is item j's genre in the population generated from seed.
+// Genres is each item's genre (0..Rank−1) in the population generated
+// from seed: public facts of a synthetic catalogue, for naming its items.
+func (c ImplicitConfig) Genres(seed uint64) []int32 { return c.genres(seed) }
+
+// genres is item j's genre in the population generated from seed.
 func (c ImplicitConfig) genres(seed uint64) []int32 {
 	r := newRand(seed, 1<<62)
 	g := make([]int32, c.Items)

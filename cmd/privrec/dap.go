@@ -542,9 +542,27 @@ func startAggregators(ctx context.Context, dir string, inProcess bool, seed uint
 	return p, stop, nil
 }
 
+// simScores says a model's scores, leaving out a metric it has none of
+// (a top-N model predicts no ratings: no RMSE).
+func simScores(rmse, recall float64) string {
+	var parts []string
+	if !math.IsNaN(rmse) {
+		parts = append(parts, fmt.Sprintf("RMSE %.4f", rmse))
+	}
+	if !math.IsNaN(recall) {
+		parts = append(parts, fmt.Sprintf("Recall@20 %.4f", recall))
+	}
+	if len(parts) == 0 {
+		return "not scored"
+	}
+	return strings.Join(parts, " ")
+}
+
 func printSim(out io.Writer, r *simResult) {
-	fmt.Fprintf(out, "%s seed %d: central RMSE %.4f Recall@20 %.4f (%.1f s); central at ρ/2 RMSE %.4f Recall@20 %.4f | two aggregators RMSE %.4f Recall@20 %.4f (%.1f s), device ledger ρ %.4g\n",
-		r.Method, r.Seed, r.Central.RMSE, r.Central.Recall, r.Central.Seconds, r.CentralHalfRho.RMSE, r.CentralHalfRho.Recall, r.DAP.RMSE, r.DAP.Recall, r.DAP.Seconds, r.DeviceRho)
+	fmt.Fprintf(out, "%s seed %d: central %s (%.1f s); central at ρ/2 %s | two aggregators %s (%.1f s), device ledger ρ %.4g\n",
+		r.Method, r.Seed, simScores(float64(r.Central.RMSE), float64(r.Central.Recall)), r.Central.Seconds,
+		simScores(float64(r.CentralHalfRho.RMSE), float64(r.CentralHalfRho.Recall)),
+		simScores(float64(r.DAP.RMSE), float64(r.DAP.Recall)), r.DAP.Seconds, r.DeviceRho)
 	if r.CoveredDAP > 0 {
 		fmt.Fprintf(out, "  covered items: %d central, %d through the aggregators (a device's budget)\n", r.CoveredCentral, r.CoveredDAP)
 	}
@@ -580,7 +598,7 @@ func printSimMeans(out io.Writer, rs []simResult) {
 		for i := range v {
 			v[i] /= float64(a.n)
 		}
-		fmt.Fprintf(out, "%s, mean of %d: central RMSE %.4f Recall@20 %.4f; central at ρ/2 RMSE %.4f Recall@20 %.4f | two aggregators RMSE %.4f Recall@20 %.4f\n",
-			m, a.n, v[0], v[1], v[2], v[3], v[4], v[5])
+		fmt.Fprintf(out, "%s, mean of %d: central %s; central at ρ/2 %s | two aggregators %s\n",
+			m, a.n, simScores(v[0], v[1]), simScores(v[2], v[3]), simScores(v[4], v[5]))
 	}
 }

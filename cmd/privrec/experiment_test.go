@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,52 +160,3 @@ func TestReproduceDataDirEnv(t *testing.T) {
 	}
 }
 
-func TestDemo(t *testing.T) {
-	dir := t.TempDir()
-	stdout, stderr, code := runCLI(t, "demo", "--out", dir, "--seed", "3")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, want := range []string{"Restaurant ratings", "Private model", "non-private", "Top 3", "Synthetic ratings", "privacy-accuracy.png", "WARNING: the noise came from a seeded"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("demo output lacks %q:\n%s", want, stdout)
-		}
-	}
-	if st, err := os.Stat(filepath.Join(dir, "privacy-accuracy.png")); err != nil || st.Size() < 1000 {
-		t.Errorf("plot missing: %v", err)
-	}
-	// The ε asked of the method comes with its unit, then the guarantee:
-	// no bare "(ldp-rr, ε = 2): (ε = 276)". 276 = 130 cells × 2 + the
-	// mean report's 16 (an eighth of the report, capped).
-	if !strings.Contains(stdout, "Private model: ldp-rr at ε = 2 per rating, and each person's mean-rating report at ε = 16.\n   Guarantee: (ε = 276)") || strings.Contains(stdout, "ε = 2): (") {
-		t.Errorf("demo's ε labels:\n%s", stdout)
-	}
-	// The sweep's figure says its axis is the per-rating ε.
-	svg, _ := os.ReadFile(filepath.Join(dir, "fig-restaurants.svg"))
-	if !strings.Contains(string(svg), "per rating") {
-		t.Error("the demo figure does not say its ε is per rating")
-	}
-
-	stdout, stderr, code = runCLI(t, "demo", "--out", dir, "--seed", "3", "--no-sweep", "--json")
-	if code != 0 {
-		t.Fatalf("demo --json: exit %d: %s", code, stderr)
-	}
-	var res struct {
-		Restaurants struct {
-			Method     string
-			Unit       string `json:"epsilon_unit"`
-			Epsilon    float64
-			NonPrivate *float64 `json:"non_private"`
-			Top        []string
-			Guarantee  struct{ Epsilon float64 }
-		}
-		Synthetic struct{ Method string }
-	}
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
-		t.Fatalf("demo --json: %v\n%s", err, stdout)
-	}
-	r := res.Restaurants
-	if r.Method != "ldp-rr" || r.Unit != "rating" || r.Epsilon != 2 || math.Abs(r.Guarantee.Epsilon-276) > 1e-6 || r.NonPrivate == nil || len(r.Top) != 3 || res.Synthetic.Method == "" {
-		t.Errorf("demo --json: %+v", res)
-	}
-}

@@ -135,7 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) || errors.Is(err, errParsed) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "privrec %s: %v\n", name, err)
+	fmt.Fprintf(stderr, "privrec %s: %s\n", name, errorText(name, err))
 	var ue usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(stderr, "Run 'privrec %s --help' for usage.\n", name)
@@ -145,6 +145,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 130
 	}
 	return 1
+}
+
+// errorText is err's message without leading "NAME: " prefixes that repeat
+// the command's name: the client and dap packages (and the serve roles)
+// begin their errors with it, as Go packages do, and "privrec client:
+// client: …" says it twice.
+func errorText(name string, err error) string {
+	msg := err.Error()
+	for strings.HasPrefix(msg, name+": ") {
+		msg = strings.TrimPrefix(msg, name+": ")
+	}
+	return msg
 }
 
 func printHelp(w io.Writer) {

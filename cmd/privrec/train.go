@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/privrec/privrec/internal/atomicfile"
 	"github.com/privrec/privrec/methods"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy/noise"
@@ -139,6 +140,9 @@ Methods:
 	}
 	if *outPath == "" {
 		return usagef("--out is required")
+	}
+	if err := atomicfile.CheckTarget(*outPath); err != nil {
+		return usagef("--out %v", err) // before training or a ledger entry
 	}
 	if err := checkBudget(setFlags(fs), meth, *eps, *delta); err != nil {
 		return err

@@ -43,6 +43,11 @@ func Write(path string, mode fs.FileMode, write func(io.Writer) error) error {
 // syncFiles): thousands of per-user files cost one file-system sync, not
 // one journal commit each.
 func WriteAll(mode fs.FileMode, files ...File) (err error) {
+	for _, f := range files {
+		if err := CheckTarget(f.Path); err != nil {
+			return err
+		}
+	}
 	tmps := make([]string, len(files))
 	defer func() {
 		if err != nil {
@@ -71,10 +76,28 @@ func WriteAll(mode fs.FileMode, files ...File) (err error) {
 	for k, f := range files {
 		if err := os.Rename(tmps[k], f.Path); err != nil {
 			tmps = tmps[k:]
+			// The temporary file's name means nothing to the reader.
+			var le *os.LinkError
+			if errors.As(err, &le) {
+				err = le.Err
+			}
 			return fmt.Errorf("writing %s: %w", f.Path, err)
 		}
 	}
 	return syncDirs(files)
+}
+
+// CheckTarget refuses a path that cannot be written as a file because it
+// names a directory (or is empty): callers check their output paths with it
+// before doing work, and WriteAll before writing anything.
+func CheckTarget(path string) error {
+	if path == "" {
+		return errors.New("no output file named")
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory, not a file: name the file to write (one inside it, for instance)", path)
+	}
+	return nil
 }
 
 // syncDirs syncs the directories of files so that their renames survive a

@@ -116,3 +116,24 @@ func assertNoTemps(t *testing.T, dir string) {
 		}
 	}
 }
+
+// A directory as the target is refused before anything is written, with
+// an error that names it and no temporary file's name.
+func TestWriteDirectoryRefused(t *testing.T) {
+	dir := t.TempDir()
+	called := false
+	err := Write(dir, 0o644, func(w io.Writer) error { called = true; return nil })
+	if err == nil || !strings.Contains(err.Error(), dir+" is a directory") || strings.Contains(err.Error(), ".privrec-") {
+		t.Fatalf("err = %v", err)
+	}
+	if called {
+		t.Error("the content was computed for a target that cannot be written")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 0 {
+		t.Errorf("left behind: %v", entries)
+	}
+	if err := CheckTarget(filepath.Join(dir, "new.model")); err != nil {
+		t.Errorf("a new file in a directory: %v", err)
+	}
+}
