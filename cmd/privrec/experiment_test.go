@@ -159,4 +159,3 @@ func TestReproduceDataDirEnv(t *testing.T) {
 		t.Errorf("reproduce --help does not name PRIVREC_DATA_DIR:\n%s%s", stdout, stderr)
 	}
 }
-
