@@ -90,16 +90,20 @@ func Derive(t Task) (Derived, error) {
 		return Derived{}, err
 	}
 	sh := shapeOf(dev.Contribution)
+	kind := dev.Contribution.Kind()
+	if top, n := sh.coord/t.Step, sh.norm/t.Step; !(top > 0 && top < 1<<32 && n > 0 && n*n < 1<<62) {
+		return Derived{}, fmt.Errorf("%w: task %q: the %s plan's bounds (|x_j| ≤ %g, ‖x‖ ≤ %g) at step %g do not fit 32 bits and Σq² < 2^62", ErrInvalid, t.ID, kind, sh.coord, sh.norm, t.Step)
+	}
 	bits, lo, normSq := sh.lattice(t.Step)
-	d := Derived{TaskID: t.ID, Kind: dev.Contribution.Kind(), Dimension: t.Dimension, Min: lo, Bits: bits,
+	d := Derived{TaskID: t.ID, Kind: kind, Dimension: t.Dimension, Min: lo, Bits: bits,
 		Relation: t.Relation, Noise: t.Noise, device: dev}
 	why := fmt.Sprintf("the %s plan at step %g", d.Kind, t.Step)
 	short := func(field string, stated, derived any, why string) error {
 		return &Shortfall{Task: t.ID, Field: field, Stated: fmt.Sprint(stated), Derived: fmt.Sprint(derived), Why: why}
 	}
 	switch {
-	case bits > 32 || normSq > 1<<62:
-		return Derived{}, fmt.Errorf("%w: task %q: step %g is too fine for the %s plan (%d bits, Σq² up to %g)", ErrInvalid, t.ID, t.Step, d.Kind, bits, normSq)
+	case bits > 32:
+		return Derived{}, fmt.Errorf("%w: task %q: step %g is too fine for the %s plan (%d bits)", ErrInvalid, t.ID, t.Step, d.Kind, bits)
 	case t.Min != lo || t.Bits != bits:
 		return Derived{}, short("range [min, min+2^bits)", fmt.Sprintf("[%d, %d)", t.Min, t.Min+1<<t.Bits), fmt.Sprintf("[%d, %d)", lo, lo+1<<bits), why)
 	case t.NormSq != int64(normSq):

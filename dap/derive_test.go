@@ -1,6 +1,7 @@
 package dap
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -108,7 +109,7 @@ func TestDeriveManipulations(t *testing.T) {
 		{"dimension other than the plan's", func(x *Task) { x.Plan = wrongDim }, "", "plan has 21 coordinates, task 20"},
 		{"no plan", func(x *Task) { x.Plan = nil }, "", "has no plan"},
 		{"a plan that does not decode", func(x *Task) { x.Plan = []byte(`{"kind":"nope"}`) }, "", "unknown contribution kind"},
-		{"a step too fine for 32 bits", func(x *Task) { x.Step = 1e-12 }, "", "too fine"},
+		{"a step too fine for 32 bits", func(x *Task) { x.Step = 1e-12 }, "", "do not fit 32 bits"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x := good
@@ -237,4 +238,33 @@ func TestDeriveSound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzDerive: no task makes Derive panic, and a task it accepts gives at
+// least its stated guarantee at the derived sensitivity, with the stated
+// range and norm_sq, and charges at least the stated ρ.
+func FuzzDerive(f *testing.F) {
+	for _, sens := range []float64{2560, 1e-6} {
+		b, err := json.Marshal(reproTask(f, sens))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"id":"t","statistic":"counts","plan":{"row":{"catalogue":["a","b","c"]},"kind":"counts","contribution":{"items":3,"cap":1}},"dimension":3,"step":0.5,"min":0,"bits":2,"norm_sq":4,"relation":"replace-user","sensitivity":4,"rho":0.5,"noise":"each-alone","sigma":5,"min_reports":1}`))
+	f.Add([]byte(`{"id":"b","plan":{"row":{"catalogue":["a","b"],"clamp":[1,5]},"kind":"bias","contribution":{"items":2,"mid":3,"half":2,"clip":2}},"dimension":6,"step":0.5,"min":-4,"bits":3,"norm_sq":8,"sensitivity":3,"rho":0.25,"noise":"honest-but-curious","sigma":9,"min_reports":3,"relation":"add-remove-user"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var tk Task
+		if json.Unmarshal(b, &tk) != nil {
+			return
+		}
+		d, err := Derive(tk)
+		if err != nil {
+			return
+		}
+		rho, err := RhoOf(tk.Sigma, d.Sensitivity, tk.Dimension, tk.Noise)
+		if err != nil || rho > tk.Rho || d.NormSq != tk.NormSq || d.Min != tk.Min || d.Bits != tk.Bits || d.ChargeRho < tk.Rho || d.ChargeRho < d.RhoAlone {
+			t.Fatalf("accepted %s: derived %+v (ρ %v, %v)", b, d, rho, err)
+		}
+	})
 }

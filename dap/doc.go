@@ -21,6 +21,13 @@
 //     sampler) to its own share before it leaves. The leader combines the
 //     two noised shares into the release (Combine).
 //
+// Nobody takes the leader's word for a task: Derive computes its range,
+// norm_sq, sensitivity (under its relation) and the σ its ρ needs from
+// its public plan, and devices (Prepare, Client.Contribute) and the
+// helper (at provisioning) refuse a task that states less, naming both
+// values. A split-noise task needs the user's consent (Consent) and
+// charges her the ρ one aggregator's noise alone gives.
+//
 // The noise default (NoiseEachAlone) gives every aggregator enough noise
 // for the task's ρ on its own, so the guarantee holds even if the other
 // aggregator is dishonest (it may drop its noise or learn the sum of the
