@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -144,10 +145,8 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 	delta := fs.Float64("delta", 1e-6, "δ of each release")
 	seeds := fs.String("seeds", "1", "comma-separated seeds (split, central noise, aggregators' noise)")
 	devices := fs.Int("devices", 0, "use only the first N training users as devices (0: all); the central release then uses the same users")
-	stepBits := fs.Int("step-bits", 8, "fixed-point step 2^−BITS of the counts and bias statistics")
-	gramBits := fs.Int("gram-step-bits", 9, "fixed-point step 2^−BITS of the Gram (dp-ease) and the covariance (dpals): coarser steps mean fewer bits per coordinate, so more covered items within a device's budget")
-	maxElements := fs.Int("max-report-elements", 1<<18, "a device's budget per task in Prio3 field elements (coordinates × bits; 16 bytes each in the report): dp-ease covers at most the items whose Gram fits (2^18: dp-ease's Gram over 228 items at 10 bits, ≈ 4.2 MB)")
-	noiseMode := fs.String("noise", string(dap.NoiseEachAlone), "each-alone (each aggregator's noise alone gives ε: the default) or honest-but-curious (split; holds only if both add theirs)")
+	lf := addLatticeFlags(fs)
+	stepBits, gramBits, maxElements, noiseMode := lf.stepBits, lf.gramBits, lf.maxElements, lf.noise
 	params := fs.String("params", "", "method parameters, METHOD.KEY=VALUE comma-separated (e.g. dp-ease.max_items=60)")
 	inProcess := fs.Bool("in-process", false, "run both aggregators in this process instead of two privrec serve processes")
 	centralOnly := fs.Bool("central-only", false, "only the central releases (at ρ and ρ/2), no aggregators")
@@ -164,16 +163,12 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 	if *aggEvery < 0 {
 		return usagef("--aggregate-every %d: want 0 (after the last upload) or a positive number of reports", *aggEvery)
 	}
-	if *maxElements < 1 {
-		return usagef("--max-report-elements %d: a device's budget must be at least one field element", *maxElements)
+	if _, err := lf.lattice(); err != nil {
+		return err
 	}
-	sc, err := release.ParseScale(*scaleFlag)
+	sc, cat, err := loadDeclared(*scaleFlag, *items)
 	if err != nil {
-		return usagef("--scale: %v", err)
-	}
-	cat, err := model.LoadCatalogue(*items)
-	if err != nil {
-		return usagef("--items: %v", err)
+		return err
 	}
 	var seedList []uint64
 	for _, s := range strings.Split(*seeds, ",") {
@@ -271,6 +266,46 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 	}
 	printSimMeans(out, results)
 	return nil
+}
+
+// latticeFlags are the engine's public lattice settings (dap.Lattice), as
+// flags of dap simulate and dap task create.
+type latticeFlags struct {
+	stepBits, gramBits, maxElements *int
+	noise                           *string
+}
+
+func addLatticeFlags(fs *flag.FlagSet) *latticeFlags {
+	return &latticeFlags{
+		stepBits:    fs.Int("step-bits", 8, "fixed-point step 2^−BITS of the counts and bias statistics"),
+		gramBits:    fs.Int("gram-step-bits", 9, "fixed-point step 2^−BITS of the Gram (dp-ease) and the covariance (dpals): coarser steps mean fewer bits per coordinate, so more covered items within a device's budget"),
+		maxElements: fs.Int("max-report-elements", 1<<18, "a device's budget per task in Prio3 field elements (coordinates × bits; 16 bytes each in the report): dp-ease covers at most the items whose Gram fits (2^18: dp-ease's Gram over 228 items at 10 bits, ≈ 4.2 MB)"),
+		noise:       fs.String("noise", string(dap.NoiseEachAlone), "each-alone (each aggregator's noise alone gives ε: the default) or honest-but-curious (split; holds only if both add theirs)"),
+	}
+}
+
+// lattice checks the flags and returns the lattice they set.
+func (l *latticeFlags) lattice() (dap.Lattice, error) {
+	if *l.maxElements < 1 {
+		return dap.Lattice{}, usagef("--max-report-elements %d: a device's budget must be at least one field element", *l.maxElements)
+	}
+	if m := dap.NoiseMode(*l.noise); m != dap.NoiseEachAlone && m != dap.NoiseSplit {
+		return dap.Lattice{}, usagef("--noise %q: want %s or %s", *l.noise, dap.NoiseEachAlone, dap.NoiseSplit)
+	}
+	return dap.Lattice{StepBits: *l.stepBits, GramStepBits: *l.gramBits, Noise: dap.NoiseMode(*l.noise), MaxReportElements: *l.maxElements}, nil
+}
+
+// loadDeclared reads the declared rating scale and catalogue.
+func loadDeclared(scale, items string) (release.Scale, *model.Catalogue, error) {
+	sc, err := release.ParseScale(scale)
+	if err != nil {
+		return sc, nil, usagef("--scale: %v", err)
+	}
+	cat, err := model.LoadCatalogue(items)
+	if err != nil {
+		return sc, nil, usagef("--items: %v", err)
+	}
+	return sc, cat, nil
 }
 
 func parseMethodParams(s string) (map[string]map[string]any, error) {

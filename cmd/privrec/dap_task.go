@@ -12,8 +12,6 @@ import (
 	"github.com/privrec/privrec/dap"
 	"github.com/privrec/privrec/dap/devicemodel"
 	"github.com/privrec/privrec/methods"
-	"github.com/privrec/privrec/model"
-	"github.com/privrec/privrec/release"
 )
 
 const dapTaskCreateSynopsis = `
@@ -56,10 +54,7 @@ func runDAPTaskCreate(ctx context.Context, args []string, out io.Writer) error {
 	devices := fs.Int("devices", 0, "the number of devices the release is planned for (public; the methods' plans read it)")
 	seed := fs.Uint64("seed", 1, "the seed of the method's public post-processing randomness (published in the recipe)")
 	params := fs.String("params", "", "method parameters, KEY=VALUE comma-separated (e.g. max_items=60)")
-	stepBits := fs.Int("step-bits", 8, "fixed-point step 2^−BITS of the counts and bias statistics")
-	gramBits := fs.Int("gram-step-bits", 9, "fixed-point step 2^−BITS of the Gram and the covariance")
-	maxElements := fs.Int("max-report-elements", 1<<18, "a device's budget per task in Prio3 field elements (coordinates × bits)")
-	noiseMode := fs.String("noise", string(dap.NoiseEachAlone), "each-alone (each aggregator's noise alone gives ε) or honest-but-curious")
+	lf := addLatticeFlags(fs)
 	jsonOut := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args, false); err != nil {
 		return err
@@ -77,13 +72,13 @@ func runDAPTaskCreate(ctx context.Context, args []string, out io.Writer) error {
 	if !m.Engine {
 		return usagef("--method %s does not release its statistics through an engine: it cannot run through the aggregators", *method)
 	}
-	sc, err := release.ParseScale(*scaleFlag)
+	lat, err := lf.lattice()
 	if err != nil {
-		return usagef("--scale: %v", err)
+		return err
 	}
-	cat, err := model.LoadCatalogue(*items)
+	sc, cat, err := loadDeclared(*scaleFlag, *items)
 	if err != nil {
-		return usagef("--items: %v", err)
+		return err
 	}
 	mp, err := parseMethodParams(prefixParams(*method, *params))
 	if err != nil {
@@ -94,7 +89,7 @@ func runDAPTaskCreate(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	rec := dap.Recipe{Name: *name, Method: *method, Params: mp[*method], Epsilon: *eps, Delta: *delta, Seed: *seed, Devices: *devices,
-		Scale: [2]float64{sc.Min, sc.Max}, Lattice: dap.Lattice{StepBits: *stepBits, GramStepBits: *gramBits, Noise: dap.NoiseMode(*noiseMode), MaxReportElements: *maxElements},
+		Scale: [2]float64{sc.Min, sc.Max}, Lattice: lat,
 		Tasks: []string{"placeholder"}}
 	if err := rec.Validate(); err != nil {
 		return usagef("%v", err)

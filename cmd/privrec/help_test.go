@@ -65,6 +65,7 @@ func helpPages(t *testing.T) []helpPage {
 			for _, sub := range []string{"enrol", "contribute", "task", "collect", "simulate"} {
 				get("dap", sub, "--help")
 			}
+			get("dap", "task", "create", "--help")
 		case "client":
 			for _, sub := range []string{"enroll", "submit", "status", "recommend", "publish", "export", "leave"} {
 				if !strings.Contains(text, sub) {
