@@ -123,6 +123,9 @@ type AuditReport struct {
 	// data-level bound are not violations; only its noise is audited (the
 	// release check).
 	NoGuarantee bool `json:"no_guarantee,omitempty"`
+	// Proven says the guarantee's status is proven: the release check then
+	// needs power against an understated sensitivity.
+	Proven bool `json:"proven"`
 	// ReleaseCheck is the check of the noise of every release against its
 	// mechanism's own claim (nil when the method made no additive release).
 	ReleaseCheck *ReleaseCheck `json:"release_check,omitempty"`
@@ -180,20 +183,53 @@ type ReleaseCheck struct {
 // canary user (whose ratings the neighbour replaces or adds), with one
 // rating of an item outside the catalogue.
 func auditData(relation string) (side [2]release.Input, err error) {
-	return auditPair(relation, false)
+	return auditPair(relation, canaryDefault)
 }
+
+// canaryKind is the canary's ratings in an audit pair.
+type canaryKind int
+
+const (
+	// canaryDefault: items 1–4 rated 1 (side 0), items 5–8 rated 5 (side 1).
+	canaryDefault canaryKind = iota
+	// canaryMixed: the same items, ratings alternating 1 and 5.
+	canaryMixed
+	// canarySingle: item 1 rated 5 (side 0), item 5 rated 5 (side 1).
+	canarySingle
+)
 
 // MixedAuditPair is the audit's neighbouring pair with the canary's
 // ratings alternating 1 and 5 (her mean at the scale's midpoint, her
 // centred ratings at ±2) instead of all 1 (side 0) and all 5 (side 1): the
 // worst case for methods that centre each user's ratings, for which the
 // default canary's centred ratings are all 0. For AuditDesign.Sides.
-func MixedAuditPair(relation string) ([2]release.Input, error) { return auditPair(relation, true) }
+func MixedAuditPair(relation string) ([2]release.Input, error) { return auditPair(relation, canaryMixed) }
 
-// auditPair builds the pair of auditData; mixed alternates the canary's
-// ratings (MixedAuditPair).
-func auditPair(relation string, mixed bool) (side [2]release.Input, err error) {
+// SingleAuditPair is the audit's neighbouring pair with a canary who rates
+// one catalogue item, 5, on each side (item1 against item5): the worst case
+// of a statistic of uncentred rows clipped in ℓ2 whose release is a packed
+// upper triangle (a row spread over several items fills the off-diagonal
+// entries, which count once there: it reaches less of a Frobenius bound).
+// For AuditDesign.Sides.
+func SingleAuditPair(relation string) ([2]release.Input, error) {
+	return auditPair(relation, canarySingle)
+}
+
+// auditPair builds the pair of auditData with the canary's ratings of the
+// given kind.
+func auditPair(relation string, kind canaryKind) (side [2]release.Input, err error) {
 	const users, items = 12, 8
+	mixed := kind == canaryMixed
+	// rates says whether the canary rates catalogue item j on side s.
+	rates := func(s, j int) bool {
+		switch {
+		case kind == canarySingle:
+			return j == 4*s
+		case relation == privacy.RelationUserAddRemove:
+			return true
+		}
+		return (j < items/2) == (s == 0)
+	}
 	ids := make([]string, items)
 	for j := range ids {
 		ids[j] = fmt.Sprintf("item%d", j+1)
@@ -206,7 +242,10 @@ func auditPair(relation string, mixed bool) (side [2]release.Input, err error) {
 	// canary is the canary's rating of catalogue item j: v, or with mixed
 	// v on even and 6 − v on odd items.
 	canary := func(v float64, j int) float64 {
-		if mixed && j%2 == 1 {
+		switch {
+		case kind == canarySingle:
+			return 5
+		case mixed && j%2 == 1:
 			return 6 - v
 		}
 		return v
@@ -232,31 +271,13 @@ func auditPair(relation string, mixed bool) (side [2]release.Input, err error) {
 		case privacy.RelationRatingValue:
 		case privacy.RelationUserAddRemove:
 			if s == 1 {
-				for j := range items {
-					if err := add(CanaryUser, ids[j], canary(5, j)); err != nil {
-						return nil, err
-					}
-				}
-				if err := add(CanaryUser, CanaryItem, 5); err != nil {
+				if err := addCanary(add, ids, s, rates, canary); err != nil {
 					return nil, err
 				}
 			}
 		default: // replace-one-user (and local reports): the canary's ratings change
-			if s == 0 {
-				for j := range items / 2 {
-					if err := add(CanaryUser, ids[j], canary(1, j)); err != nil {
-						return nil, err
-					}
-				}
-			} else {
-				for j := items / 2; j < items; j++ {
-					if err := add(CanaryUser, ids[j], canary(5, j)); err != nil {
-						return nil, err
-					}
-				}
-				if err := add(CanaryUser, CanaryItem, 5); err != nil {
-					return nil, err
-				}
+			if err := addCanary(add, ids, s, rates, canary); err != nil {
+				return nil, err
 			}
 		}
 		return b.Build()
@@ -269,6 +290,26 @@ func auditPair(relation string, mixed bool) (side [2]release.Input, err error) {
 		side[s] = release.Input{Ratings: m, Declared: release.Declared{Scale: &scale, Catalogue: cat, Population: users + 1}}
 	}
 	return side, nil
+}
+
+// addCanary adds the canary's ratings on side s: of each catalogue item
+// she rates there, canary(1, j) on side 0 and canary(5, j) on side 1 (5 on
+// both for a single-item canary), and on side 1 her rating of the item
+// outside the catalogue.
+func addCanary(add func(u, it string, v float64) error, ids []string, s int, rates func(s, j int) bool, canary func(v float64, j int) float64) error {
+	for j := range ids {
+		if !rates(s, j) {
+			continue
+		}
+		v := canary(float64(1+4*s), j)
+		if err := add(CanaryUser, ids[j], v); err != nil {
+			return err
+		}
+	}
+	if s == 1 {
+		return add(CanaryUser, CanaryItem, 5)
+	}
+	return nil
 }
 
 // publicFields decodes what a release makes public into named scalar
@@ -744,7 +785,7 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 		}
 		rep.ReleaseCheck = rr
 	}
-	rep.SensitivityFactor = sfactor
+	rep.SensitivityFactor, rep.Proven = sfactor, g.Status == privacy.Proven && !noClaim
 	rep.NoPower = noPower(rc, rep.ReleaseCheck, g, noClaim)
 	rep.Violation = len(rep.Differences) > 0 || len(rep.Canaries) > 0 || rep.EpsilonLowerBound > rep.TestedEpsilon
 	if noClaim {

@@ -643,10 +643,3 @@ func (c *DPFWConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
 	one.Iterations = 1
 	return &AuditDesign{Config: &one, Sides: MixedAuditPair}, nil
 }
-
-// AuditDesign implements AuditDesigner: the pair whose canary's centred
-// ratings are ±2 (MixedAuditPair); with the default pair (all 1 vs all 5)
-// her centred row is 0 on both inputs.
-func (c *DPSVDConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
-	return &AuditDesign{Sides: MixedAuditPair}, nil
-}

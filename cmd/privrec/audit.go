@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/privrec/privrec/methods"
@@ -139,7 +140,8 @@ const (
 )
 
 func runAuditMethod(ctx context.Context, name string, args []string, out io.Writer) error {
-	all := name == "all"
+	matrix := slices.Contains(args, "--matrix") || slices.Contains(args, "-matrix")
+	all := name == "all" || matrix
 	var meth *methods.Method
 	if !all {
 		var err error
@@ -199,6 +201,8 @@ runs. --method all audits every private method with its defaults.`,
 	conf := fs.Float64("confidence", 0, "confidence of each lower bound (0: 0.95; --full 1 − 10⁻⁶)")
 	seed := fs.Uint64("seed", 0, "seed of the audit's randomness (0: random)")
 	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
+	fs.Bool("matrix", false, "audit every method named (--method all or a comma-separated list) at every --epsilons value, unmodified, with --noise-factor 0.5 and with --sensitivity-factor 0.5: a table of verdicts and seconds (exit 1 unless every unmodified audit passes and every manipulated one is caught)")
+	epsList := fs.String("epsilons", "0.5,1,4,8", "with --matrix: the ε values audited")
 	var cfg methods.Config
 	if !all {
 		cfg = meth.New()
@@ -247,6 +251,13 @@ runs. --method all audits every private method with its defaults.`,
 	}
 	opts := methods.AuditOptions{Epsilon: *eps, Delta: *delta, Runs: *runs, Samples: *samples,
 		Confidence: *conf, Seed: *seed, NoiseFactor: *factor, SensitivityFactor: *sfactor}
+	if matrix {
+		names, eps, err := matrixArgs(name, *epsList)
+		if err != nil {
+			return err
+		}
+		return runAuditMatrix(ctx, names, eps, opts, *jsonOut, out)
+	}
 	if all {
 		return runAuditAll(ctx, opts, *jsonOut, out)
 	}
