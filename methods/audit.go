@@ -203,7 +203,9 @@ const (
 // centred ratings at ±2) instead of all 1 (side 0) and all 5 (side 1): the
 // worst case for methods that centre each user's ratings, for which the
 // default canary's centred ratings are all 0. For AuditDesign.Sides.
-func MixedAuditPair(relation string) ([2]release.Input, error) { return auditPair(relation, canaryMixed) }
+func MixedAuditPair(relation string) ([2]release.Input, error) {
+	return auditPair(relation, canaryMixed)
+}
 
 // SingleAuditPair is the audit's neighbouring pair with a canary who rates
 // one catalogue item, 5, on each side (item1 against item5): the worst case
@@ -568,9 +570,12 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 		// both inputs. Only the item outside the catalogue must not appear.
 		canaries = []string{CanaryItem}
 	}
-	pilots := o.Runs
+	pilots, dataSamples := o.Runs, o.Samples
 	if design != nil && design.Statistic != nil && design.Prepared {
-		pilots = max(pilots, 64) // device steps are cheap; more pilot values fix its events better
+		// Device steps are cheap: more pilot values fix the events better,
+		// and a large per-rating ε needs ≈ e^ε runs to be contradicted.
+		dataSamples = preparedSamples(o.Samples, design.Epsilon)
+		pilots = max(pilots, 64, dataSamples/8)
 	}
 	var runs [2][]map[string]string
 	var draws [2][][]mechanism.Draw
@@ -761,11 +766,11 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	}
 	if o.Samples > 0 && sample != nil && !noClaim {
 		spec := audit.Spec{Mechanism: name, ClaimedEpsilon: rep.TestedEpsilon, Delta: rep.TestedDelta, Sample: sample, Events: events}
-		res, err := audit.Run(ctx, spec, o.Samples, o.Confidence, noise.Seeded(o.Seed^0x6c6f776572))
+		res, err := audit.Run(ctx, spec, dataSamples, o.Confidence, noise.Seeded(o.Seed^0x6c6f776572))
 		if err != nil {
 			return nil, fmt.Errorf("audit: %w", err)
 		}
-		rep.EpsilonLowerBound, rep.Event, rep.Samples = res.EpsilonLowerBound, res.Event, o.Samples
+		rep.EpsilonLowerBound, rep.Event, rep.Samples = res.EpsilonLowerBound, res.Event, dataSamples
 	}
 	// (d) the release check (audit_raw.go): a run's first additive release
 	// against its own claim, at the sensitivity derived from the pair.
@@ -906,4 +911,18 @@ func noPower(rc *releaseCheck, rr *ReleaseCheck, g privacy.Guarantee, noClaim bo
 			rc.index+1, rc.mech, rc.realised, 100*rc.reach(), rc.declared, 100*auditReach))
 	}
 	return out
+}
+
+// preparedSamples is the number of device runs per side of a declared
+// statistic read on the devices' reports (AuditDesign.Prepared) for a
+// per-rating claim eps: at least n, and 40·e^ε (at most 200 000) — to
+// contradict a pure claim ε an event must be seen on one side with
+// probability ≈ e^(−2ε) against ≈ 1 on the other when the noise is halved,
+// which Clopper–Pearson bounds at confidence 1 − 10⁻⁴ resolve from
+// ≈ 13·e^ε runs.
+func preparedSamples(n int, eps float64) int {
+	if n <= 0 || !(eps > 0) {
+		return n
+	}
+	return max(n, int(math.Min(200000, math.Ceil(40*math.Exp(eps)))))
 }

@@ -331,6 +331,17 @@ func valueEvents(pilot [2][]float64) []audit.Event {
 			t := all[int(q*float64(len(all)-1))]
 			ev = append(ev, audit.Event{Kind: audit.AtLeast, T: t}, audit.Event{Kind: audit.AtMost, T: t})
 		}
+		// The far tails of each side (where a large ε is contradicted),
+		// where the pilot has at least 5 values beyond them.
+		for s := range 2 {
+			side := slices.DeleteFunc(slices.Clone(pilot[s]), math.IsNaN)
+			slices.Sort(side)
+			for _, q := range []float64{1e-4, 1e-3, 1e-2} {
+				if k := int(q * float64(len(side))); k >= 5 {
+					ev = append(ev, audit.Event{Kind: audit.AtMost, T: side[k]}, audit.Event{Kind: audit.AtLeast, T: side[len(side)-1-k]})
+				}
+			}
+		}
 		return ev
 	}
 	vals := make([]float64, 0, len(seen))

@@ -216,3 +216,62 @@ func TestAuditDPALSLargePlan(t *testing.T) {
 		}
 	}
 }
+
+// auditNoPower are the proven methods whose release check has no power
+// against an understated sensitivity, and why (docs/PRIVACY.md): their
+// first release's declared sensitivity is more than any neighbouring pair
+// realises, so a calibration to half of it would not show.
+var auditNoPower = map[string]string{
+	"dpfw":        "its first Gram release (iterate 0) moves by at most √2·L² of the 4√2·L² priced for later iterates",
+	"mm":          "its global pair (mean, 1) moves by at most max − min = 4 of the 2‖(R, 1)‖ ≈ 10.2 priced",
+	"onebit-outp": "one rating moves an entry of the completed matrix by far less than the per-entry bound 2α",
+}
+
+// Issue 37: at ε = 1 — the default, where the audit used to test the point
+// (ε ≈ 0, δ = 0.3) and passed every 2× under-noised zCDP method — half the
+// noise and half the sensitivity are caught, by the release check planned
+// for power at that ε (audit.PlanShift) at the sensitivity derived from
+// the pair; a representative subset (a Gaussian zCDP release of each shape
+// and the pure-ε Laplace ones; `privrec audit --matrix` runs every method
+// at ε ∈ {0.5, 1, 4, 8}). The methods of auditNoPower report "no power"
+// unmodified, never a pass. False failure: the unmodified audits make two
+// Clopper–Pearson bounds at 1 − 10⁻⁴ each (≤ 2·10⁻⁴ per audit); the
+// manipulated ones are missed with probability ≈ Φ(−4) ≈ 3·10⁻⁵ each (the
+// planned margin); the seeds are fixed.
+func TestAuditPowerAtEpsilonOne(t *testing.T) {
+	if raceEnabled {
+		t.Skip("statistical; TestAuditEveryPrivateMethod exercises the code under race")
+	}
+	ctx := context.Background()
+	for _, name := range []string{"dp-bias", "dpals", "dpsvd", "dp-ease", "dp-popularity", "dp-ials", "cp-ip", "onebit-grap"} {
+		for _, c := range []struct{ noise, sens float64 }{{1, 1}, {0.5, 1}, {1, 0.5}} {
+			m, err := methods.Lookup(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := methods.Audit(ctx, name, m.New(), methods.AuditOptions{Epsilon: 1, Samples: 50, Runs: 6,
+				Confidence: 1 - 1e-4, Seed: 37, NoiseFactor: c.noise, SensitivityFactor: c.sens})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := c.noise < 1 || c.sens < 1
+			if rep.Violation != want || (!want && len(rep.NoPower) > 0) {
+				t.Errorf("%s at ε = 1, noise ×%g, sensitivity ×%g: violation %v (want %v), no power %v; release check %+v",
+					name, c.noise, c.sens, rep.Violation, want, rep.NoPower, rep.ReleaseCheck)
+			}
+		}
+	}
+	for name, why := range auditNoPower {
+		m, err := methods.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := methods.Audit(ctx, name, m.New(), methods.AuditOptions{Epsilon: 1, Samples: 50, Runs: 6, Confidence: 1 - 1e-4, Seed: 37})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Violation || len(rep.NoPower) == 0 {
+			t.Errorf("%s (%s): violation %v, no power %v: want no power", name, why, rep.Violation, rep.NoPower)
+		}
+	}
+}

@@ -470,12 +470,8 @@ func DevicePrepare(name string, eps float64) PrepareFunc {
 func (c *LDPConfig) AuditDesign(eps, _ float64) (*AuditDesign, error) {
 	return &AuditDesign{
 		Epsilon: eps,
-		Device: func(ctx context.Context, in release.Input, src *noise.Source, eps float64) (release.Input, error) {
-			reports, err := ldpReports(ctx, in, c.mech, eps, src, 1, nil)
-			if err != nil {
-				return release.Input{}, err
-			}
-			return release.Input{Ratings: reports, Declared: in.Declared}, nil
+		Device: func(_ context.Context, in release.Input, src *noise.Source, eps float64) (release.Input, error) {
+			return canaryReport(in, c.mech, eps, src)
 		},
 		Name:     "the canary client's report for item1 (rating 1 vs missing)",
 		Prepared: true,
@@ -499,4 +495,58 @@ func (c *LDPConfig) AuditDesign(eps, _ float64) (*AuditDesign, error) {
 			return float64(v)
 		},
 	}, nil
+}
+
+// canaryReport runs the canary client's device on her item1 cell — the
+// randomizer every device runs (ldp.New, Randomize), at per-rating eps —
+// and returns her report as a one-cell input (no cell when the report is
+// missing): what the audit's statistic reads. Each device randomizes its
+// own ratings alone, so the other clients' reports do not change hers.
+func canaryReport(in release.Input, mech ldp.Mechanism, eps float64, src *noise.Source) (release.Input, error) {
+	scale, err := in.NeedScale("the local-DP clients")
+	if err != nil {
+		return release.Input{}, err
+	}
+	cat, err := in.NeedCatalogue("the local-DP clients")
+	if err != nil {
+		return release.Input{}, err
+	}
+	sc, err := ldp.DeclaredScale(scale.Min, scale.Max, 0, mech)
+	if err != nil {
+		return release.Input{}, err
+	}
+	rz, err := ldp.New(mech, eps, sc)
+	if err != nil {
+		return release.Input{}, err
+	}
+	u, ok := in.Ratings.Users.Lookup(CanaryUser)
+	if !ok {
+		return release.Input{}, fmt.Errorf("audit: no canary client in the input")
+	}
+	// Her item1 cell: each cell is randomized on its own (per-rating ε),
+	// so the other cells of her row do not change its report.
+	if !slices.Contains(cat.IDs(), "item1") {
+		return release.Input{}, fmt.Errorf("audit: item1 is not in the catalogue")
+	}
+	cell, out := []float64{ldp.Missing}, []float64{0}
+	if i, ok := in.Ratings.Items.Lookup("item1"); ok {
+		if v, ok := in.Ratings.Get(u, i); ok {
+			cell[0] = float64(v)
+		}
+	}
+	if err := rz.Randomize(src, cell, out); err != nil {
+		return release.Input{}, fmt.Errorf("audit: the canary's device: %w", err)
+	}
+	b := ratings.NewBuilder(ratings.DupError)
+	if !ldp.IsMissing(out[0]) {
+		if err := b.Add(CanaryUser, "item1", out[0], 1); err != nil {
+			return release.Input{}, err
+		}
+	}
+	m, err := b.Build()
+	if err != nil {
+		return release.Input{}, fmt.Errorf("audit: the canary's report: %w", err)
+	}
+	in.Ratings = m
+	return in, nil
 }

@@ -140,7 +140,7 @@ func sensitivityNotApplicable(rep *methods.AuditReport) string {
 	case rep.NoGuarantee:
 		return "claims nothing"
 	case rep.ReleaseCheck == nil:
-		return "no sensitivity: randomized response"
+		return "no sensitivity (a randomizer, not additive noise)"
 	case !rep.Proven:
 		return "not proven"
 	}

@@ -1,0 +1,60 @@
+package audit
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/privrec/privrec/privacy/accountant"
+	"github.com/privrec/privrec/privacy/noise"
+)
+
+// The planned release check at every ε of `privrec audit --matrix`: for a
+// Gaussian release (zCDP ρ of the whole budget at δ = 10⁻⁵, and a 15 %
+// share of it) and a Laplace release of ε, PlanShift finds a test point
+// with margin ≥ ShiftPowerMargin; a release with exactly the claimed noise
+// passes and one with half of it is caught, both sampled here directly
+// (the noise z/Δ, shifted by K on side 1, as methods' release check does).
+// False failure: each honest run is a Clopper–Pearson bound at confidence
+// 1 − 10⁻⁴ (≤ 10⁻⁴ each, ≤ 1.2·10⁻³ over the 12 runs, fixed seeds);
+// a miss of the halved noise has probability ≈ Φ(−margin) ≤ 3·10⁻⁵ each.
+func TestPlannedShiftHasPowerAtEveryEpsilon(t *testing.T) {
+	const conf = 1 - 1e-4
+	for _, eps := range []float64{0.5, 1, 4, 8} {
+		rho, err := accountant.RhoForApprox(eps, 1e-5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, law := range []ReleaseLaw{{Mechanism: "gaussian", Rho: rho}, {Mechanism: "gaussian", Rho: 0.15 * rho}, {Mechanism: "laplace", Epsilon: eps}} {
+			if law.Mechanism == "laplace" && eps == 8 && testing.Short() {
+				continue // 10⁵ samples per side
+			}
+			d, n, ok, err := PlanShift(law, conf, 150000)
+			if err != nil || !ok || d.Margin < ShiftPowerMargin {
+				t.Fatalf("ε = %g, %+v: plan %+v, %d runs, ok %v, %v", eps, law, d, n, ok, err)
+			}
+			for _, f := range []float64{1, 0.5} {
+				scale := f / math.Sqrt(2*law.Rho) // σ in units of Δ
+				if law.Mechanism == "laplace" {
+					scale = f / law.Epsilon
+				}
+				spec := Spec{Mechanism: law.Mechanism, ClaimedEpsilon: d.Epsilon, Delta: d.Delta, Events: d.Events(law),
+					Sample: func(src *noise.Source, side int) float64 {
+						z := scale * src.NormFloat64()
+						if law.Mechanism == "laplace" {
+							z = noise.Laplace(src, scale)
+						}
+						return z + float64(side*d.Group)
+					}}
+				r, err := Run(context.Background(), spec, n, conf, noise.Seeded(uint64(100*eps)+uint64(10*f)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Violation != (f < 1) {
+					t.Errorf("ε = %g, %s (ρ %.4g), noise ×%g: violation %v (bound %.3f against %.3f at δ %.3g, K = %d, %d runs)",
+						eps, law.Mechanism, law.Rho, f, r.Violation, r.EpsilonLowerBound, d.Epsilon, d.Delta, d.Group, n)
+				}
+			}
+		}
+	}
+}
