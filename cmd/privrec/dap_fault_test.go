@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/privrec/privrec/internal/testtier"
 )
 
 // faultCase is one scenario of TestDapFaults: a process killed with
@@ -19,8 +21,9 @@ type faultCase struct {
 	// run replaces the default run: upload, aggregate, collect.
 	run func(r *dapRig, task string, ds []*device, up func(leader string, d *device)) *faultOutcome
 	// short: also run under -short (the two scenarios that lost whole
-	// tasks before jobs were stored).
-	short bool
+	// tasks before jobs were stored); quick: also in the quick tier (go
+	// test ./... without -tags long). The long tier runs every scenario.
+	short, quick bool
 }
 
 type faultOutcome struct{ note string }
@@ -39,14 +42,14 @@ func TestDapFaults(t *testing.T) {
 	const n = 10 // devices; jobs of 4 reports: 3 jobs
 	cases := []faultCase{
 		{name: "kill -9 leader during an upload, before its commit", leaderCrash: "leader-upload-checked@3"},
-		{name: "kill -9 leader after an upload's commit (acknowledgement lost)", leaderCrash: "leader-upload-committed@3"},
+		{name: "kill -9 leader after an upload's commit (acknowledgement lost)", leaderCrash: "leader-upload-committed@3", quick: true},
 		{name: "kill -9 leader after recording a job, before sending it", leaderCrash: "leader-job-recorded@2"},
 		{name: "kill -9 leader after the helper committed a job (was: 600 of 600 lost)", leaderCrash: "leader-job-answered@2", short: true},
 		{name: "kill -9 leader after committing a job", leaderCrash: "leader-job-committed@2"},
 		{name: "kill -9 helper before its commit of a job", helperCrash: "helper-job-prepared@2"},
-		{name: "kill -9 helper after its commit, before answering", helperCrash: "helper-job-committed@2"},
+		{name: "kill -9 helper after its commit, before answering", helperCrash: "helper-job-committed@2", quick: true},
 		{name: "kill -9 leader at collection, after closing the task", leaderCrash: "leader-collect-closed@1"},
-		{name: "kill -9 leader at collection, after the helper's share", leaderCrash: "leader-collect-helper-shared@1"},
+		{name: "kill -9 leader at collection, after the helper's share", leaderCrash: "leader-collect-helper-shared@1", quick: true},
 		{name: "kill -9 leader at collection, after noising its share", leaderCrash: "leader-collect-noised@1"},
 		{name: "kill -9 helper after releasing its share", helperCrash: "helper-share-collected@1"},
 		{name: "3 aggregate + 2 collect calls at once (was: 120 of 120 lost)", run: concurrentCalls, short: true},
@@ -54,12 +57,13 @@ func TestDapFaults(t *testing.T) {
 		{name: "two leader processes on one database, collecting at once", run: twoLeaders},
 		{name: "helper down: 502 with Retry-After, then collectable", run: helperDown},
 		{name: "helper stopped (SIGSTOP): timeout, 502, then collectable", run: helperStopped},
-		{name: "helper out of disk space: 503 with Retry-After, then collectable", run: helperDiskFull},
+		{name: "helper out of disk space: 503 with Retry-After, then collectable", run: helperDiskFull, quick: true},
 		{name: "leader out of disk space at upload: 503, nothing stored or charged", run: leaderDiskFull},
 	}
 	var table []string
+	quickTier := testtier.Quick() // the long tier runs every scenario
 	for _, fc := range cases {
-		if testing.Short() && !fc.short {
+		if (testing.Short() && !fc.short) || (quickTier && !fc.short && !fc.quick) {
 			continue
 		}
 		t.Run(fc.name, func(t *testing.T) {
