@@ -611,14 +611,27 @@ var topNMethods = []TopNMethod{
 }
 
 func topNRepro(name, title, path, format, items string, val, test int) *Reproduction {
+	return topNReproWith(name, title, path, format, items, val, test, nil)
+}
+
+// topNReproWith is topNRepro with adjust applied to the spec (nil: none).
+func topNReproWith(name, title, path, format, items string, val, test int, adjust func(*TopNSpec)) *Reproduction {
 	spec := func(paper bool) TopNSpec {
-		return TopNSpec{Name: name, Title: title, Path: path, Format: format, Items: items,
+		s := TopNSpec{Name: name, Title: title, Path: path, Format: format, Items: items,
 			Scale: release.Scale{Min: 1, Max: 5}, Positive: 4, MinPositives: 5, Val: val, Test: test, TargetFrac: 0.2, SplitSeed: 22,
 			Methods: topNMethods, Epsilons: pick(paper, []float64{1, 8}, privateRecEps), Seeds: pick(paper, 1, 3), Delta: 1e-6}
+		if adjust != nil {
+			adjust(&s)
+		}
+		return s
+	}
+	var names []string
+	for _, m := range spec(false).Methods {
+		names = append(names, m.label())
 	}
 	return &Reproduction{
 		Name: name, Paper: "issue 22 (recommendations, not rating predictions); Liang et al., WWW 2018 (protocol)",
-		Summary: title + ": Recall@20 and NDCG@100 of popularity, ease, ials, dp-popularity, dp-ease, dp-ials, als, dpals vs ε (held-out users; validation and test tables)",
+		Summary: title + ": Recall@20 and NDCG@100 of " + strings.Join(names, ", ") + " vs ε (held-out users; validation and test tables)",
 		files:   []string{path, items},
 		measure: func(ctx context.Context, paper bool, dataDir, out string) error {
 			return RunTopN(ctx, spec(paper), dataDir, out)
@@ -629,8 +642,38 @@ func topNRepro(name, title, path, format, items string, val, test int) *Reproduc
 func init() {
 	addRepro(topNRepro("topn-ml1m", "Top-N on MovieLens-1M (600 + 600 held-out users)", "ml-1m/ratings.tsv", "tsv", "ml-1m/items.tsv", 600, 600))
 	addRepro(topNRepro("topn-ml100k", "Top-N on MovieLens-100K (50 + 50 held-out users)", "ml-100k/u.data", "movielens-100k", "ml-100k/u.item", 50, 50))
+	// Issue 39: the top-N methods across populations.
+	for _, n := range netflixSizes {
+		addRepro(netflixTopNRepro(n))
+	}
+	addRepro(topNReproWith("topn-jester1", "Top-N on Jester-1 (jokes rated ≥ 5; 2 000 + 5 000 held-out users)",
+		"jester1/ratings.tsv.gz", "tsv", "jester1/jester1-items.txt", 2000, 5000, func(s *TopNSpec) {
+			s.Scale, s.Positive, s.SplitSeed, s.Methods = release.Scale{Min: -10, Max: 10}, 5, 3, topNMethods[:6]
+		}))
+	dataHints["jester1-items.txt"] = "the Jester catalogue as DATA-DIR/jester1/jester1-items.txt: the joke IDs 1…100, one per line (seq 1 100)"
+	dataHints["netflix-items.txt"] = "the Netflix-shaped catalogue as DATA-DIR/netflix-synth/netflix-items.txt: the item IDs 1…17770, one per line (seq 1 17770)"
 	dataHints["items.tsv"] = "the MovieLens 1M catalogue as DATA-DIR/ml-1m/items.tsv: one movie per line, ID<TAB>title (from movies.dat: privrec reads movies.dat as it comes too)"
 	dataHints["u.item"] = "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)"
+}
+
+// netflixSizes are the populations of the Netflix-shaped top-N sweep
+// (the full Netflix Prize shape is 480 189 users).
+var netflixSizes = []int{50000, 150000, 480189}
+
+// netflixTopNRepro is the top-N sweep (the six top-N methods) on the
+// Netflix-shaped synthetic population of n users written by
+// `privrec data synth --setup netflix --seed 5 --users n` with the Netflix
+// Prize's ratings per user (100 480 507 × n / 480 189 in all), ratings ≥ 4
+// the interactions, 2 000 validation and 5 000 test users held out with
+// split seed 3.
+func netflixTopNRepro(n int) *Reproduction {
+	file := fmt.Sprintf("netflix-seed5-%d.tsv", n)
+	inter := int64(math.Round(100480507 * float64(n) / 480189))
+	dataHints[file] = fmt.Sprintf("generate it: privrec data synth --setup netflix --seed 5 --users %d --interactions %d --holdout 0 --out DATA-DIR/netflix-synth/%s", n, inter, file)
+	return topNReproWith(fmt.Sprintf("topn-netflix-%dk", n/1000), fmt.Sprintf("Top-N on a Netflix-shaped population of %d users (2 000 + 5 000 held-out users)", n),
+		"netflix-synth/"+file, "tsv", "netflix-synth/netflix-items.txt", 2000, 5000, func(s *TopNSpec) {
+			s.SplitSeed, s.Methods = 3, topNMethods[:6]
+		})
 }
 
 func fmtList(xs []float64) string {
