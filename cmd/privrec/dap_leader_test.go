@@ -29,7 +29,7 @@ import (
 // leader (the fault suite's dapRig), and what a leader holds.
 type roles struct {
 	leader, helper, admin string
-	leaderDB              string
+	leaderDB, helperDB    string
 	secret                []byte
 	peer                  string
 	cli                   *dap.Client
@@ -53,7 +53,7 @@ func startRoles(t *testing.T) *roles {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &roles{leader: g.url("leader"), helper: g.url("helper"), admin: g.adminToken, leaderDB: filepath.Join(g.dir, "leader.db"),
+	return &roles{leader: g.url("leader"), helper: g.url("helper"), admin: g.adminToken, leaderDB: filepath.Join(g.dir, "leader.db"), helperDB: filepath.Join(g.dir, "helper.db"),
 		secret: secret, peer: peer, cli: &dap.Client{Leader: g.url("leader"), Helper: g.url("helper")}}
 }
 
@@ -83,13 +83,30 @@ func countsPlanTask(t *testing.T, id string, sens, rho float64, mode dap.NoiseMo
 // operator can (no helper sees it): devices then read it from GET tasks.
 func (r *roles) plant(t *testing.T, tk dap.Task) {
 	t.Helper()
-	db, err := sql.Open("sqlite", r.leaderDB+"?_busy_timeout=10000")
+	plantTask(t, r.leaderDB, tk, false)
+}
+
+// plantTask inserts tk into an aggregator's database, with its empty
+// aggregate when withAggregate.
+func plantTask(t *testing.T, path string, tk dap.Task, withAggregate bool) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path+"?_busy_timeout=10000")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	b, _ := json.Marshal(tk)
 	if _, err := db.Exec(`INSERT INTO tasks (id, params) VALUES (?, ?)`, tk.ID, string(b)); err != nil {
+		t.Fatal(err)
+	}
+	if !withAggregate {
+		return
+	}
+	zero, err := dap.EncodeVec(tk.NewVec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO aggregates (task_id, share, count, checksum) VALUES (?, ?, 0, ?)`, tk.ID, zero, make([]byte, 32)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -404,5 +421,13 @@ func TestDAPMaliciousLeaderProtocol(t *testing.T) {
 	}
 	if _, err := g.job(t, g.task.ID, "job-0005", g.report(t)); err == nil {
 		t.Error("a report was aggregated after the collection")
+	}
+	// A task the helper holds without having derived it (stored by an
+	// older helper) is checked again before any share leaves.
+	old := newRogue(t, r, countsPlanTask(t, "rogue-old", 2560, 0.001, dap.NoiseEachAlone))
+	old.task = countsPlanTask(t, "pop-stored", 1e-6, 0.001, dap.NoiseEachAlone)
+	plantTask(t, r.helperDB, old.task, true)
+	if _, err := old.share(); err == nil || !strings.Contains(err.Error(), "sensitivity 1e-06 stated, 2560 derived") {
+		t.Errorf("a share of a stored task with an understated sensitivity: %v", err)
 	}
 }

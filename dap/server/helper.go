@@ -76,16 +76,9 @@ func (s *Server) provision(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, fmt.Errorf("%w: task id %q in the body, %q in the path", dap.ErrInvalid, t.ID, r.PathValue("id")))
 		return
 	}
-	// The helper derives the task's privacy parameters from its plan
-	// itself and applies its policy to what it derived.
-	d, err := dap.Derive(t)
+	d, err := s.policy(&t)
 	if err != nil {
 		s.fail(w, err)
-		return
-	}
-	if s.cfg.MaxTaskRho > 0 && d.ChargeRho > s.cfg.MaxTaskRho {
-		s.fail(w, fmt.Errorf("%w: task %q costs each user ρ %v (stated %v; %v if one aggregator omits its noise, derived from its plan); this helper's policy allows at most %v",
-			dap.ErrInvalid, t.ID, d.ChargeRho, t.Rho, d.RhoAlone, s.cfg.MaxTaskRho))
 		return
 	}
 	if err := s.st.putTask(r.Context(), t); err != nil {
@@ -95,6 +88,22 @@ func (s *Server) provision(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("task provisioned", "task", t.ID, "dimension", t.Dimension, "rho", t.Rho, "noise", t.Noise,
 		"derived_sensitivity", d.Sensitivity, "derived_rho_alone", d.RhoAlone)
 	writeJSON(w, http.StatusCreated, t)
+}
+
+// policy is the helper's check of a task: it derives the task's privacy
+// parameters from its plan itself (dap.Derive) and applies its ρ policy
+// to what it derived. It runs at provisioning and again before a share
+// is released (a task stored by an older helper is checked too).
+func (s *Server) policy(t *dap.Task) (dap.Derived, error) {
+	d, err := dap.Derive(*t)
+	if err != nil {
+		return d, err
+	}
+	if s.cfg.MaxTaskRho > 0 && d.ChargeRho > s.cfg.MaxTaskRho {
+		return d, fmt.Errorf("%w: task %q costs each user ρ %v (stated %v; %v if one aggregator omits its noise, derived from its plan); this helper's policy allows at most %v",
+			dap.ErrInvalid, t.ID, d.ChargeRho, t.Rho, d.RhoAlone, s.cfg.MaxTaskRho)
+	}
+	return d, nil
 }
 
 // jobIDRE is the shape of an aggregation job ID.
@@ -220,6 +229,10 @@ func (s *Server) aggregateShare(w http.ResponseWriter, r *http.Request) {
 	}
 	var req ShareRequest
 	if err := decode(w, r, maxJSONBody, &req); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if _, err := s.policy(&p.Task); err != nil {
 		s.fail(w, err)
 		return
 	}
