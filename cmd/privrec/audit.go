@@ -165,13 +165,20 @@ model file's header and arrays, and the train report:
       method makes through privacy/mechanism), with the log-likelihood
       ratio of the two inputs as the statistic; a zCDP claim ρ is tested
       at its point (ε'(ρ, δ'), δ') with δ' = 0.3;
-  (d) the release check: each run's leading releases against their inputs
-      shifted by their mechanisms' sensitivities, which catches noise too
-      small for what a release claims even where the data cannot reach
-      the sensitivity the method prices.
+  (d) the release check: a run's first additive release against its own
+      claim, at the sensitivity the audit derives from the neighbouring
+      pair (the larger of the declared Δ and how far the pair moves the
+      release), on a test point planned from the claim alone where the
+      claimed release and one with half its noise differ most: a group of
+      K neighbours (claim K²ρ or Kε), one event and its mirror, a point
+      (ε', δ') of the claim's profile and 600–150 000 runs per side, so
+      that half the noise or half the sensitivity is caught at every ε.
 Any of these is a violation (exit status 1); each bound is simultaneous
 over its events at --confidence, so a correct method is flagged with
-probability at most 2·(1 − confidence). A lower bound can only show a
+probability at most 2·(1 − confidence). An audit without power — the pair
+reaches less than 90 % of a proven method's declared sensitivity, the
+release's coordinates vary between runs, or no test point can contradict
+the claim — says "no power" and exits 3: never a pass. A lower bound can only show a
 method is broken, never prove it private. For the local-DP methods
 (ldp-laplace, ldp-rr) each side's ratings are first randomized as the
 users' devices would (per-rating --epsilon, the declared scale 1:5 and
@@ -181,6 +188,11 @@ the data: only their noise is audited (d).
 
 --noise-factor 0.5 trains with half the noise each release claims (the
 guarantee still claims the budget): every private method is then caught.
+--sensitivity-factor 0.5 calibrates every release for half its
+sensitivity (same claim): caught for every method with a proven guarantee
+whose pair reaches its sensitivity. --matrix runs both and the unmodified
+audit for every method named at every --epsilons value and prints the
+table (exit 1 unless every cell is as expected).
 --epsilon 0 (the default) trains pure-ε methods at ε = 1 and zCDP methods
 at ε = 6 (ρ ≈ 0.75, where the bound is most sensitive). Tiers: the default
 makes 1200 trainings per side per bound at confidence 0.95 (the test suite
@@ -189,8 +201,10 @@ runs. --method all audits every private method with its defaults.`,
 		`  privrec audit --method dp-bias --json
   privrec audit --method dpsvd --noise-factor 0.5        # exits 1
   privrec audit --method all --full
+  privrec audit --method dpals --epsilon 1 --sensitivity-factor 0.5   # exits 1
+  privrec audit --matrix --method dp-bias,cp-ip --epsilons 0.5,1,4,8
   privrec audit --method dpsvd --epsilon 2 --rank 2 --runs 20 --samples 1000`)
-	fs.String("method", "", "method to audit, or all (every private method, with its defaults)")
+	fs.String("method", "", "method to audit, or all (every private method, with its defaults); with --matrix, all or a comma-separated list")
 	eps := fs.Float64("epsilon", 0, "ε the method is trained with (0: 1 for pure-ε methods, 6 for zCDP ones)")
 	delta := fs.Float64("delta", 1e-5, "δ the method is trained with ((ε, δ) methods)")
 	factor := fs.Float64("noise-factor", 1, "multiply every privacy-noise draw's scale by this while the guarantee claims the budget (<1 under-noises: the audit must catch it)")
