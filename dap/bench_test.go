@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"testing"
+
+	"github.com/privrec/privrec/statistic"
 )
 
 // The benchmarks' tasks are ML-1M's (3 706 items) at the steps privrec
@@ -153,5 +155,36 @@ func benchVerify(b *testing.B, tk Task, q []int64) {
 func reportCPU(b *testing.B, c0 float64) {
 	if c := cpuSeconds(); c > 0 {
 		b.ReportMetric((c-c0)*1000/float64(b.N), "cpu-ms/op")
+	}
+}
+
+// BenchmarkDerive: what a device and the helper pay to derive a task's
+// privacy parameters from its plan, at ML-1M's catalogue (the counts of
+// dp-popularity, 3 706 items, and the bias statistics, 11 120
+// coordinates): decoding the plan and the catalogue's index dominate.
+//
+//	go test -run XXX -bench Derive ./dap
+func BenchmarkDerive(b *testing.B) {
+	ids := make([]string, 3706)
+	for j := range ids {
+		ids[j] = fmt.Sprintf("%d", j+1)
+	}
+	row := statistic.RowPlan{Catalogue: ids, Clamp: &[2]float64{1, 5}}
+	for _, c := range []statistic.Contribution{&statistic.Counts{Items: 3706, Cap: 50}, &statistic.Bias{Items: 3706, Mid: 3, Half: 2, Clip: 2, Spread: true}} {
+		mech, err := statistic.Mechanism(c.Spec(), 0.5, 1e-6)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tk, err := Lattice{StepBits: 8, GramStepBits: 9}.TaskFor("bench", row, c, mech)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.Kind(), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Derive(tk); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
