@@ -48,3 +48,16 @@ func TestTrainWarnsDrownedRelease(t *testing.T) {
 		t.Fatalf("train --json warnings %+v (%v):\n%s", rep.Warnings, err, js)
 	}
 }
+
+// TestClientHelpPerMode: `privrec client --help` words submit and status
+// for each mode, not "randomize" and "ε spent" alone.
+func TestClientHelpPerMode(t *testing.T) {
+	out, errs, _ := runCLI(t, "client", "--help")
+	help := out + errs
+	for _, want := range []string{"local mode: randomize her ratings on this device", "Central mode: send her ratings as she",
+		"entered them to the operator", "central mode, what the releases", "predicted ratings, or a ranking"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("client --help does not say %q:\n%s", want, help)
+		}
+	}
+}
