@@ -11,7 +11,6 @@ import (
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/synth"
-	"github.com/privrec/privrec/transform"
 )
 
 // dp-ials at a large ε finds a user's planted group far better than
@@ -68,19 +67,7 @@ func TestDPIALSSyntheticImplicit(t *testing.T) {
 		t.Skip("trains on 20 000 users")
 	}
 	cfg := synth.ImplicitConfig{Users: 20000, Items: 500, Interactions: 500_000, Rank: 8, PopExponent: 0.8, ActivitySpread: 0.8, Taste: 0.6}
-	data, err := synth.ImplicitMatrix(context.Background(), cfg, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp, err := transform.SplitUsers(transform.MinPerUser(data, 5), 0, 800, 0.2, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := model.NewCatalogue(data.Items.Names(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := release.Input{Ratings: sp.Train, Declared: release.Declared{Catalogue: cat}}
+	in, sp := implicitHeldOut(t, cfg, 4, 800)
 	recall := map[string]float64{}
 	for _, tc := range []struct {
 		method string

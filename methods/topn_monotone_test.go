@@ -44,27 +44,17 @@ func privateTopNRecall(t *testing.T, method string, base uint64, in release.Inpu
 	return out
 }
 
-// TestDPEASENeverWorseForMoreBudget: on a synthetic population dp-ease's
-// held-out Recall@20 (mean of 3 noise seeds) does not fall as ε grows
-// (each ε's mean ≥ the previous one's − 0.01) and is never below
-// dp-popularity's at the same ε (− 0.005). The ridge in units of the
-// noise alone (lambda-diag 0, lambda-scale 0.3, the rule before issue 39)
-// fails it: 0.507 at ε = 4, 0.432 at ε = 16. Fixed seeds:
-// deterministic. False failures: a 3-seed mean moves by about 0.003
-// between noise seed triples (PRIVREC_MONOTONE_SEED=k uses the triple
-// 100+3k…; the data fixed), so a correct plan's step down exceeds 0.01
-// with probability well under 1 % per comparison; the largest step down
-// seen over the triples run (docs/topn.md) was 0.0024.
-func TestDPEASENeverWorseForMoreBudget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains 36 models")
-	}
-	cfg := synth.ImplicitConfig{Users: 5000, Items: 200, Interactions: 150_000, Rank: 8, PopExponent: 0.8, ActivitySpread: 0.8, Taste: 0.5}
-	data, err := synth.ImplicitMatrix(context.Background(), cfg, 7)
+// implicitHeldOut generates cfg's population (synth.ImplicitMatrix with
+// seed), holds out test users with 20 % of their items as targets (users
+// with ≥ 5 items; split seed 2) and returns the training input on the
+// population's catalogue and the split.
+func implicitHeldOut(t *testing.T, cfg synth.ImplicitConfig, seed uint64, test int) (release.Input, *transform.UserSplit) {
+	t.Helper()
+	data, err := synth.ImplicitMatrix(context.Background(), cfg, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := transform.SplitUsers(transform.MinPerUser(data, 5), 0, 500, 0.2, 2)
+	sp, err := transform.SplitUsers(transform.MinPerUser(data, 5), 0, test, 0.2, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +62,27 @@ func TestDPEASENeverWorseForMoreBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return release.Input{Ratings: sp.Train, Declared: release.Declared{Catalogue: cat}}, sp
+}
+
+// TestDPEASENeverWorseForMoreBudget: on a synthetic population dp-ease's
+// held-out Recall@20 (mean of 3 noise seeds) does not fall as ε grows
+// (each ε's mean ≥ the previous one's − 0.01) and is never below
+// dp-popularity's at the same ε (− 0.005). The ridge in units of the
+// noise alone (lambda-diag 0, lambda-scale 0.3, the rule before issue 39)
+// fails it: 0.507 at ε = 4, 0.432 at ε = 16. Fixed seeds:
+// deterministic. False failures: over the noise seed triples
+// PRIVREC_MONOTONE_SEED=1…10 (triple 100+3k…, the data fixed) and the
+// default, all 11 runs passed; the largest step down was 0.0049 (against
+// the 0.01 allowed) and dp-ease's smallest lead over dp-popularity +0.005
+// (at ε = 0.5). By count alone that bounds the false-failure rate of a
+// new seed triple below 25 % (95 %); the margins put it well under that.
+func TestDPEASENeverWorseForMoreBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 36 models")
+	}
+	cfg := synth.ImplicitConfig{Users: 5000, Items: 200, Interactions: 150_000, Rank: 8, PopExponent: 0.8, ActivitySpread: 0.8, Taste: 0.5}
+	in, sp := implicitHeldOut(t, cfg, 7, 500)
 	base := uint64(100)
 	if s := os.Getenv("PRIVREC_MONOTONE_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -80,7 +91,6 @@ func TestDPEASENeverWorseForMoreBudget(t *testing.T) {
 		}
 		base += 3 * v
 	}
-	in := release.Input{Ratings: sp.Train, Declared: release.Declared{Catalogue: cat}}
 	pop := privateTopNRecall(t, "dp-popularity", base, in, sp)
 	ease := privateTopNRecall(t, "dp-ease", base, in, sp)
 	const tolStep, tolPop = 0.01, 0.005
