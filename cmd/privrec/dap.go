@@ -114,6 +114,11 @@ type simResult struct {
 	// Model is the recipe published at the leader for devices to build
 	// the model from the releases (GET /dap/v1/models/{name}).
 	Model string `json:"model,omitempty"`
+	// AggregatorCPU is each aggregator process's CPU seconds (user +
+	// system) over this method's tasks, uploads included, and per report
+	// (two privrec serve processes on Linux only).
+	AggregatorCPU          map[string]float64 `json:"aggregator_cpu_seconds,omitempty"`
+	AggregatorCPUPerReport map[string]float64 `json:"aggregator_cpu_seconds_per_report,omitempty"`
 }
 
 type simMetrics struct {
@@ -233,7 +238,7 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 			}
 			continue
 		}
-		pair, stop, err := startAggregators(ctx, filepath.Join(dir, fmt.Sprint("seed", seed)), *inProcess, seed)
+		pair, stop, cpu, err := startAggregators(ctx, filepath.Join(dir, fmt.Sprint("seed", seed)), *inProcess, seed)
 		if err != nil {
 			return err
 		}
@@ -243,6 +248,7 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		for _, name := range names {
+			cpu0 := cpu()
 			r, err := simulateMethod(ctx, name, mparams[name], train, split.Test, decl, *eps, *delta, seed, f, func(plan statistic.RowPlan) statistic.Engine {
 				return &fleet.Engine{Fleet: f, Plan: plan, Devices: train.NumUsers(), StepBits: *stepBits, GramStepBits: *gramBits, MaxReportElements: *maxElements,
 					Noise: dap.NoiseMode(*noiseMode), Prefix: fmt.Sprintf("s%d-%s", seed, name),
@@ -252,6 +258,7 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 				stop()
 				return fmt.Errorf("%s, seed %d: %w", name, seed, err)
 			}
+			r.aggregatorCPU(cpu0, cpu())
 			results = append(results, *r)
 			if !*jsonOut {
 				printSim(out, r)
@@ -505,36 +512,88 @@ func evalRelease(ctx context.Context, m *model.Model, states *model.UserStates, 
 	return rmse, recall, nil
 }
 
+// aggregatorCPU records the aggregators' CPU between two readings.
+func (r *simResult) aggregatorCPU(before, after map[string]float64) {
+	reports := 0
+	for _, t := range r.Tasks {
+		reports += t.Accepted + t.Rejected
+	}
+	if before == nil || after == nil || reports == 0 {
+		return
+	}
+	r.AggregatorCPU, r.AggregatorCPUPerReport = map[string]float64{}, map[string]float64{}
+	for role, v := range after {
+		r.AggregatorCPU[role] = v - before[role]
+		r.AggregatorCPUPerReport[role] = (v - before[role]) / float64(reports)
+	}
+}
+
+// procCPU is a process's user + system CPU seconds from /proc (Linux;
+// USER_HZ 100), or false.
+func procCPU(pid int) (float64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The fields after the command name (in parentheses, which may
+	// contain spaces): state is field 3, utime 14, stime 15.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	u, err1 := strconv.ParseFloat(f[11], 64)
+	st, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return (u + st) / 100, true
+}
+
 // startAggregators starts a leader and a helper: two privrec serve --role
-// processes (this executable) on loopback, or in this process.
-func startAggregators(ctx context.Context, dir string, inProcess bool, seed uint64) (*fleet.Pair, func(), error) {
+// processes (this executable) on loopback, or in this process. cpu reads
+// each process's CPU seconds so far (nil in process or off Linux).
+func startAggregators(ctx context.Context, dir string, inProcess bool, seed uint64) (p *fleet.Pair, stop func(), cpu func() map[string]float64, err error) {
+	cpu = func() map[string]float64 { return nil }
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if inProcess {
 		p, err := fleet.StartPair(ctx, dir, 1e6, seed*2+1, seed*2+2)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return p, func() { p.Close() }, nil
+		return p, func() { p.Close() }, cpu, nil
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	files := map[string]string{}
 	for _, n := range []string{"secret", "peer.token", "admin.token"} {
 		s, err := newSecret()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		files[n] = filepath.Join(dir, n)
 		if err := os.WriteFile(files[n], []byte(s+"\n"), 0o600); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	var procs []*exec.Cmd
-	stop := func() {
+	roles := map[string]*exec.Cmd{}
+	cpu = func() map[string]float64 {
+		out := map[string]float64{}
+		for role, c := range roles {
+			v, ok := procCPU(c.Process.Pid)
+			if !ok {
+				return nil
+			}
+			out[role] = v
+		}
+		return out
+	}
+	stop = func() {
 		for _, c := range procs {
 			_ = c.Process.Signal(syscall.SIGTERM)
 			_ = c.Wait()
@@ -555,6 +614,7 @@ func startAggregators(ctx context.Context, dir string, inProcess bool, seed uint
 			return "", fmt.Errorf("starting the %s: %w", role, err)
 		}
 		procs = append(procs, c)
+		roles[role] = c
 		for range 600 {
 			if b, err := os.ReadFile(addr); err == nil && len(b) > 0 {
 				return "http://" + strings.TrimSpace(string(b)), nil
@@ -563,18 +623,18 @@ func startAggregators(ctx context.Context, dir string, inProcess bool, seed uint
 		}
 		return "", fmt.Errorf("the %s did not start within 30 s", role)
 	}
-	p := &fleet.Pair{LeaderDB: filepath.Join(dir, "leader.db"), HelperDB: filepath.Join(dir, "helper.db")}
+	p = &fleet.Pair{LeaderDB: filepath.Join(dir, "leader.db"), HelperDB: filepath.Join(dir, "helper.db")}
 	if p.HelperURL, err = start("helper"); err != nil {
 		stop()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if p.LeaderURL, err = start("leader", "--admin-token-file", files["admin.token"], "--helper", p.HelperURL, "--budget-rho", "1e6", "--enrol-rate", "0"); err != nil {
 		stop()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	b, _ := os.ReadFile(files["admin.token"])
 	p.AdminToken = strings.TrimSpace(string(b))
-	return p, stop, nil
+	return p, stop, cpu, nil
 }
 
 // simScores says a model's scores, leaving out a metric it has none of
@@ -604,6 +664,9 @@ func printSim(out io.Writer, r *simResult) {
 	for _, t := range r.Tasks {
 		fmt.Fprintf(out, "  task %s: %d devices, %.3f s and %d bytes per device, upload %.1f s, verification %.1f reports/s (%d accepted, %d rejected)\n",
 			t.Task, t.Devices, t.DeviceSeconds, t.ReportBytes, t.UploadSeconds, t.ReportsPerSecond, t.Accepted, t.Rejected)
+	}
+	if c := r.AggregatorCPUPerReport; c != nil {
+		fmt.Fprintf(out, "  aggregators' CPU per report (uploads, aggregation and collection): leader %.1f ms, helper %.1f ms\n", 1000*c["leader"], 1000*c["helper"])
 	}
 }
 

@@ -148,7 +148,9 @@ func openStore(ctx context.Context, path string, mode StoreMode, want settings) 
 	if existing && mode == CreateNew {
 		return nil, fmt.Errorf("%w: %s", ErrExists, path)
 	}
-	db, err := sql.Open("sqlite", path+"?_busy_timeout=10000&_foreign_keys=1&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate")
+	// mmap_size: reading a stored report (hundreds of kB to MB in
+	// overflow pages) is a memory copy, not a pread per page.
+	db, err := sql.Open("sqlite", path+"?_busy_timeout=10000&_foreign_keys=1&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate&_pragma=mmap_size(1073741824)")
 	if err != nil {
 		return nil, fmt.Errorf("dap store: opening %s: %w", path, err)
 	}
@@ -167,6 +169,17 @@ func (s *store) init(ctx context.Context, existing bool, mode StoreMode, want se
 	if existing {
 		if err := svcstore.QuickCheck(ctx, s.db, s.path); err != nil {
 			return err
+		}
+	}
+	if !existing {
+		// A new database gets 64 KiB pages: a report of ≈ 0.5–4 MB is
+		// 16× fewer pages to write, log and read than at 4 KiB. The page
+		// size is fixed once the database is in WAL mode, so it is set in
+		// rollback mode and the file rebuilt (it is empty).
+		for _, q := range []string{`PRAGMA journal_mode = DELETE`, `PRAGMA page_size = 65536`, `VACUUM`, `PRAGMA journal_mode = WAL`} {
+			if _, err := s.db.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("dap store: %s: %s: %w", s.path, q, err)
+			}
 		}
 	}
 	var tables int
