@@ -147,6 +147,11 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 	if err != nil {
 		return nil, err
 	}
+	if e.runs == 0 {
+		if err := e.cfg.checkFormat(ctx); err != nil {
+			return nil, err
+		}
+	}
 	e.runs++
 	// Not filepath.Join: it would turn gs://bucket into gs:/bucket.
 	base := strings.TrimSuffix(e.cfg.WorkDir, "/") + "/" + fmt.Sprintf("%s-%d", kind, e.runs)
@@ -218,6 +223,37 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 	e.cfg.logger().Info("beam pipeline done", "statistic", spec.Name, "coordinates", spec.Dim, "keys", (spec.Dim+width-1)/width, "key_width", width, "sums", sumsPath)
 	e.Sums = append(e.Sums, append([]float64(nil), v...))
 	return v, nil
+}
+
+// checkFormat reads the first batch of lines of each input file on the
+// driver, before any pipeline: when not one row of it can be read (a wrong
+// --format, a file that holds no ratings), the run fails at once naming
+// the first refused rows, where a pipeline would have refused every row of
+// the input, at its full cost, to say the same.
+func (cfg Config) checkFormat(ctx context.Context) error {
+	if cfg.Store != "" {
+		return nil
+	}
+	opt := cfg.Read
+	for _, path := range cfg.Inputs {
+		fn := &parseFn{Format: opt.Format, Cols: opt.Cols, Column: opt.Column, HasScale: opt.HasScale, Min: opt.Min, Max: opt.Max,
+			Sources: cfg.Inputs, Limit: int64(batchLines)}
+		read := 0
+		var refused []Refusal
+		err := fn.ProcessElement(ctx, path, func(string, Ratings) { read++ }, func(r Refusal) { refused = append(refused, r) })
+		if err != nil {
+			return err
+		}
+		if read == 0 && len(refused) > 0 {
+			n := len(refused)
+			re := &RefusedError{N: n, Sample: path}
+			for _, r := range keepFirst(refused) {
+				re.First = append(re.First, r.Msg)
+			}
+			return re
+		}
+	}
+	return nil
 }
 
 // keyWidth is the number of coordinates per combine key of c:

@@ -459,3 +459,38 @@ func sameRelease(t *testing.T, want, got []byte, wantDraws, gotDraws []mechanism
 		t.Errorf("the model files differ (%d bytes on Beam, %d in process)", len(got), len(want))
 	}
 }
+
+// TestCheckFormatStopsBeforeThePipeline: when not one row of the first
+// batch of an input can be read (a wrong format), the engine refuses on
+// the driver before any pipeline runs, naming the first refused row and
+// the count of those read, and draws no noise.
+func TestCheckFormatStopsBeforeThePipeline(t *testing.T) {
+	dir := t.TempDir()
+	_, cat := synthetic(t, dir, 5, 10)
+	var b strings.Builder
+	for u := range 50 {
+		fmt.Fprintf(&b, "%d::%d::%d::978300760\n", u+1, u%10, 1+u%5)
+	}
+	dat := filepath.Join(dir, "ratings.dat")
+	if err := os.WriteFile(dat, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := model.LoadCatalogue(cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drew := false
+	run := func(context.Context, *beam.Pipeline) error { t.Error("a pipeline ran"); return nil }
+	env := methods.Env{Epsilon: 1, Delta: 1e-6, Noise: noise.Seeded(1), Rand: noise.Seeded(1),
+		Tap:    func(mechanism.Draw) error { drew = true; return nil },
+		Engine: Config{Inputs: []string{dat}, Read: ratingio.Options{Format: "tsv"}, WorkDir: MemoryWorkDir(), Run: run}.Factory(nil)}
+	meth, _ := methods.Lookup("dp-popularity")
+	_, err = methods.Train(context.Background(), "dp-popularity", meth.New(), release.Input{Declared: release.Declared{Catalogue: c}}, env)
+	var re *RefusedError
+	if !errors.As(err, &re) || re.N != 50 || re.Sample != dat || drew {
+		t.Fatalf("err %v (want all 50 rows of %s refused before a pipeline), noise drawn: %v", err, dat, drew)
+	}
+	if first, _, _ := strings.Cut(err.Error(), "\n"); !strings.Contains(first, dat+":1: ") || !strings.Contains(first, "all 50 rows") {
+		t.Errorf("the error's first line %q does not name line 1 and the count", first)
+	}
+}

@@ -70,6 +70,9 @@ type parseFn struct {
 	Max      float64 `json:"max"`
 	// Sources are the pipeline's inputs, in order (a Rating's Src).
 	Sources []string `json:"sources"`
+	// Limit, when positive, stops the reading after that many lines (the
+	// driver's format check).
+	Limit int64 `json:"limit,omitempty"`
 }
 
 func (f *parseFn) options() ratingio.Options {
@@ -119,6 +122,9 @@ func (f *parseFn) ProcessElement(ctx context.Context, path string, emit func(str
 			if err := b.add(line, text); err != nil {
 				return err
 			}
+		}
+		if f.Limit > 0 && line >= f.Limit {
+			break
 		}
 		if errors.Is(err, io.EOF) {
 			break

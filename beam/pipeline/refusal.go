@@ -145,22 +145,30 @@ func readRefused(ctx context.Context, path string) (int, []string, error) {
 // message are private, for the operator only. List is the file listing
 // every refused row when the operator named a work directory (--work),
 // else empty.
+//
+// Sample, when not empty, is the file whose first rows were all refused
+// by the driver's check before any pipeline ran (N counts those rows).
 type RefusedError struct {
-	N     int
-	First []string
-	List  string
+	N      int
+	First  []string
+	List   string
+	Sample string
 }
 
 func (e *RefusedError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.First[0])
-	fmt.Fprintf(&b, " (the first of %d input row(s) refused, malformed or repeated; nothing was released", e.N)
-	if e.List != "" {
-		fmt.Fprintf(&b, "; all are listed in %s", e.List)
-	} else if e.N > len(e.First) {
-		b.WriteString("; --work DIR lists them all")
+	if e.Sample != "" {
+		fmt.Fprintf(&b, " (all %d rows read from the start of %s refused: is --format right? Checked before any pipeline ran; nothing was released)", e.N, e.Sample)
+	} else {
+		fmt.Fprintf(&b, " (the first of %d input row(s) refused, malformed or repeated; nothing was released", e.N)
+		if e.List != "" {
+			fmt.Fprintf(&b, "; all are listed in %s", e.List)
+		} else if e.N > len(e.First) {
+			b.WriteString("; --work DIR lists them all")
+		}
+		b.WriteString(")")
 	}
-	b.WriteString(")")
 	for _, m := range e.First[1:] {
 		b.WriteString("\n  next refused: " + m)
 	}

@@ -244,7 +244,7 @@ func TestErrorsNameTheReason(t *testing.T) {
 		want []string // in the error's first line
 		help bool
 	}{
-		{"wrong --format", []string{"--data", dat, "--format", "tsv"}, []string{dat + ":1: ", "the first of 200 input row(s) refused"}, false},
+		{"wrong --format", []string{"--data", dat, "--format", "tsv"}, []string{dat + ":1: ", "all 200 rows read from the start of " + dat + " refused"}, false},
 		{"directory as --data", []string{"--data", dir, "--format", "movielens"}, []string{"--data " + dir + " is a directory"}, false},
 		{"missing --format", []string{"--data", dat}, []string{"--format is required for files"}, false},
 		{"unknown flag", []string{"--data", dat, "--formt", "tsv"}, []string{"flag provided but not defined: -formt"}, false},
