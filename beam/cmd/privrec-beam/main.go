@@ -285,7 +285,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if o.work != "" && !strings.Contains(o.work, "://") {
-		defer slog.Warn("the pipelines' un-noised sums and refused rows are kept in --work (files mode 0600): private, outside the guarantee; delete them when done", "work", o.work)
+		defer func() {
+			if _, err := os.Stat(o.work); err == nil {
+				slog.Warn("the pipelines' un-noised sums and refused rows are kept in --work (files mode 0600): private, outside the guarantee; delete them when done", "work", o.work)
+			}
+		}()
 	}
 	cleanup, err := privateTemp()
 	if err != nil {
@@ -410,7 +414,8 @@ func (o *options) environment() (methods.Env, uint64, error) {
 }
 
 // publish records the release in the ledger, writes the model and prints
-// the report.
+// the report, with privrec train's warnings where the noise drowns the
+// statistic.
 func (o *options) publish(out io.Writer, j *job, rel *release.Release, secs float64) error {
 	if m := rel.Model(); m != nil {
 		if m.Params == nil {
@@ -435,13 +440,17 @@ func (o *options) publish(out io.Writer, j *job, rel *release.Release, secs floa
 	for _, e := range j.engines {
 		runs += e.Runs()
 	}
+	warnings := release.Warnings(rel.Report, rel.Model(), release.Facts{Users: j.users()})
+	if warnings == nil {
+		warnings = []release.Warning{}
+	}
 	if o.jsonOut {
 		rep := map[string]any{}
 		for k, v := range rel.Report {
 			rep[k] = v
 		}
 		rep["method"], rep["seconds"], rep["guarantee"], rep["out"] = o.method, secs, rel.Guarantee, o.outPath
-		rep["engine"], rep["pipelines"], rep["rerun"] = "beam", runs, rerun
+		rep["engine"], rep["pipelines"], rep["rerun"], rep["warnings"] = "beam", runs, rerun, warnings
 		if led != nil {
 			rep["ledger"] = led
 		}
@@ -452,7 +461,31 @@ func (o *options) publish(out io.Writer, j *job, rel *release.Release, secs floa
 	fmt.Fprintf(out, "Trained %s on Beam (%d pipeline(s)) in %.2f s → %s\n", o.method, runs, secs, o.outPath)
 	fmt.Fprintf(out, "Guarantee: %s\n", rel.Guarantee)
 	fmt.Fprintf(out, "Note: %s.\n", rerun)
-	return rel.Report.WriteText(out)
+	if err := rel.Report.WriteText(out); err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		if _, err := fmt.Fprintf(out, "WARNING: %s\n", w.Message); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// users is the population for the warnings (release.Warnings): the
+// declared one, else the number of users the pipelines grouped (public
+// under the replace-one-user relation, as privrec train judges it).
+func (j *job) users() int {
+	if n := j.in.Declared.Population; n > 0 {
+		return n
+	}
+	users := 0
+	for _, e := range j.engines {
+		if e.Runs() > 0 {
+			users = max(users, e.Users())
+		}
+	}
+	return users
 }
 
 // expand turns the --data list into inputs: local globs expanded (a

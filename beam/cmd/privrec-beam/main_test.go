@@ -70,6 +70,9 @@ func TestRunWritesModelAndReport(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("report %q: %v", stdout.String(), err)
 	}
+	if _, ok := rep["warnings"].([]any); !ok {
+		t.Errorf("report without its warnings (privrec train's): %v", rep)
+	}
 	if rep["engine"] != "beam" || rep["pipelines"] != 1.0 || !strings.Contains(rep["rerun"].(string), "release 2 of this data") {
 		t.Errorf("report %v", rep)
 	}
