@@ -579,15 +579,21 @@ func writeRecommendations(out io.Writer, rel *api.Release, recs []model.Recommen
 	} else {
 		fmt.Fprintf(out, "Your top %d from release %d (%s), computed on this device, with predicted ratings:\n", len(recs), rel.ID, rel.Method)
 	}
+	writeList(out, !client.Ranks(rel), recs)
+}
+
+// writeList prints a list one item a line: with its predicted rating for
+// a rating model (rated), as a bare ranking for a top-N model.
+func writeList(out io.Writer, rated bool, recs []model.Recommendation) {
 	for i, r := range recs {
 		title := ""
 		if r.Title != "" {
 			title = "  " + r.Title
 		}
-		if client.Ranks(rel) {
-			fmt.Fprintf(out, "%3d. %s%s\n", i+1, r.Item, title)
-		} else {
+		if rated {
 			fmt.Fprintf(out, "%3d. %s%s  (predicted rating %.2f)\n", i+1, r.Item, title, r.Score)
+		} else {
+			fmt.Fprintf(out, "%3d. %s%s\n", i+1, r.Item, title)
 		}
 	}
 }

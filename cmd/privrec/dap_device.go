@@ -15,6 +15,7 @@ import (
 	"github.com/privrec/privrec/dap/devicemodel"
 	"github.com/privrec/privrec/dap/server"
 	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/release"
 )
 
 // The device and admin sides of the two-aggregator path:
@@ -127,14 +128,16 @@ func runDAPDevice(ctx context.Context, sub string, args []string, out io.Writer)
 		if err != nil {
 			return err
 		}
+		warnings := release.Warnings(nil, m, release.Facts{List: *k})
 		if !*jsonOut {
-			fmt.Fprintf(out, "model %s (%s, built here from %d release(s)); your row was computed on this device from your %d ratings:\n", rec.Name, rec.Method, len(rels), len(r))
-			for i, x := range recs {
-				fmt.Fprintf(out, "%2d. %s\t%.4g\n", i+1, x.Item, x.Score)
-			}
-			return nil
+			writeDAPRecommendations(out, rec.Name, rec.Method, len(rels), len(r), m.Output.Rated(), recs)
+			return writeWarnings(out, warnings)
 		}
-		result = map[string]any{"model": rec.Name, "method": rec.Method, "recommendations": recs}
+		if warnings == nil {
+			warnings = []release.Warning{}
+		}
+		result = map[string]any{"model": rec.Name, "method": rec.Method, "recommendations": recs,
+			"ranking": !m.Output.Rated(), "warnings": warnings}
 	case "task", "collect":
 		admin, err := readTokenFile(*adminFile, "--admin-token-file")
 		if err != nil {
@@ -179,4 +182,17 @@ func runDAPDevice(ctx context.Context, sub string, args []string, out io.Writer)
 		fmt.Fprintf(out, "the leader's ledger counts ρ %.4g for it\n", lc)
 	}
 	return nil
+}
+
+// writeDAPRecommendations prints a device's list from a model it built
+// from the releases: predicted ratings for a rating model; for a top-N
+// model a ranking, its scores left out (they order the items and are not
+// ratings).
+func writeDAPRecommendations(out io.Writer, name, method string, releases, ratings int, rated bool, recs []model.Recommendation) {
+	what := "a ranking, best first (a top-N model ranks items; it predicts no ratings)"
+	if rated {
+		what = "with predicted ratings"
+	}
+	fmt.Fprintf(out, "model %s (%s, built here from %d release(s)); your list was computed on this device from your %d ratings — %s:\n", name, method, releases, ratings, what)
+	writeList(out, rated, recs)
 }

@@ -84,4 +84,8 @@ func TestDapTaskCreateRounds(t *testing.T) {
 	if code != 0 || !strings.Contains(o, " 1. ") || !strings.Contains(o, " 2. ") {
 		t.Fatalf("recommend: %s %s", o, e)
 	}
+	// ease ranks items: a ranking, never a predicted rating.
+	if !strings.Contains(o, "a ranking") || strings.Contains(o, "predicted rating") {
+		t.Fatalf("recommend of a top-N model must print a ranking: %s", o)
+	}
 }
