@@ -278,7 +278,13 @@ func (s *Server) reportSize(t *dap.Task) (int64, error) {
 	if ok {
 		return n, nil
 	}
-	rep, err := t.Shard(make([]int64, t.Dimension), s.cfg.Key.Public, s.cfg.Key.Public)
+	// The contribution closest to zero within the task's range: the size
+	// depends on the task only, not on the values.
+	q := make([]int64, t.Dimension)
+	for j := range q {
+		q[j] = max(t.Min, min(0, t.Max()))
+	}
+	rep, err := t.Shard(q, s.cfg.Key.Public, s.cfg.Key.Public)
 	if err != nil {
 		return 0, fmt.Errorf("dap: the report size of task %q: %w", t.ID, err)
 	}
