@@ -40,7 +40,7 @@ func TestDapQuickstart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the quick start failed: %v\n%s", err, out)
 	}
-	for _, want := range []string{"task pop-1-counts created", "charged ρ", "task pop-1-counts released", "model pop published", "\n 1. ", "\n 3. "} {
+	for _, want := range []string{"task pop-1-counts created", "charged ρ", "task pop-1-counts released", "model pop published", " 1. ", " 3. "} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the quick start's output lacks %q:\n%s", want, out)
 		}
