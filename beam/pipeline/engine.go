@@ -204,7 +204,7 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 		textio.Write(s, listPath, beam.ParDo(s, refusalMsg, refusals))
 	}
 	if err := e.cfg.Run(ctx, p); err != nil {
-		return nil, fmt.Errorf("the %s pipeline: %w", spec.Name, err)
+		return nil, fmt.Errorf("%s pipeline: %w", spec.Name, err)
 	}
 	if n, first, err := readRefused(ctx, refusedPath); err != nil {
 		return nil, err
