@@ -32,7 +32,7 @@ const demoSynopsis = `
 The main job in under a minute, on data made or shipped inside privrec.
 
 1. A film-streaming service's viewing histories (synthetic implicit
-   feedback, generated on the spot: 50 000 viewers, 1 000 films in 16
+   feedback, generated on the spot: 50 000 viewers, 600 films in 16
    genres, popular films watched far more, each viewer with a favourite
    genre). The most-popular list, non-private EASE and the private
    dp-ease at ε = 0.5 … 8 are scored on held-out viewers (Recall@20); one
@@ -101,7 +101,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	outDir := fs.String("out", "privrec-demo", "directory for the plot")
 	eps := fs.Float64("epsilon", 1, "ε of the private model whose top-10 list and guarantee are shown (user-level, δ = 10⁻⁶)")
 	users := fs.Int("users", 50000, "viewers in the generated population (2 000 of them held out; at least 5 000)")
-	films := fs.Int("films", 1000, "films in the generated catalogue (100 to 5 000)")
+	films := fs.Int("films", 600, "films in the generated catalogue (100 to 5 000)")
 	seed := fs.Uint64("seed", 0, "seed the privacy noise of the models shown too (repeatable numbers; an experiment, not a release)")
 	noSweep := fs.Bool("no-sweep", false, "skip the ε sweep and its plot (the private model at --epsilon only)")
 	jsonOut := fs.Bool("json", false, "print one JSON object (the results, the lists, where the plot is) instead of the text")
@@ -276,7 +276,7 @@ func demoPair(ctx context.Context, w io.Writer, s demoScenario, train, test *rat
 		// methods.LDPPrepare's clients also send their mean rating.
 		also = fmt.Sprintf(" and her mean rating at ε = %s", num(ldp.DefaultMeanEpsilon(s.eps, s.declared.Catalogue.Len())))
 	}
-	fmt.Fprintf(w, "      %s at ε = %s per %s%s: %s.\n", s.private, num(s.eps), unit, also, shortGuarantee(g))
+	fmt.Fprintf(w, "      %s\n", wrap(fmt.Sprintf("%s at ε = %s per %s%s: %s.", s.private, num(s.eps), unit, also, shortGuarantee(g)), "    ", 94))
 	name := map[string]string{"accuracy": "accuracy", "rmse": "RMSE"}[s.metric]
 	fmt.Fprintf(w, "      %s: private %.3f, non-private (%s) %.3f.\n", name, p.metric, s.baseline, b.metric)
 	return demoComparison{Method: s.private, Epsilon: s.eps, EpsilonUnit: unit, Guarantee: g, Metric: s.metric,

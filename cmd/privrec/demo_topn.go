@@ -204,7 +204,7 @@ func demoStreaming(ctx context.Context, w io.Writer, c demoTopNConfig) (*demoTop
 	demoRecallTable(w, res)
 
 	res.Plain = plainGuarantee(privPt.Guarantee, "viewer", "watched")
-	fmt.Fprintf(w, "   The guarantee of %s at ε = %s, in plain words:\n     %s\n\n", demoPrivateMe, num(c.Epsilon), wrap(res.Plain, "   ", 98))
+	fmt.Fprintf(w, "   The guarantee of %s at ε = %s, in plain words:\n     %s\n\n", demoPrivateMe, num(c.Epsilon), wrap(res.Plain, "   ", 92))
 
 	person, err := demoLists(d, priv, ease)
 	if err != nil {
@@ -250,7 +250,7 @@ func demoRecallTable(w io.Writer, res *demoTopNResult) {
 		msg += fmt.Sprintf(" Of what ease gains over the most popular list, dp-ease keeps %s at ε = %s.",
 			joinAnd(kept), joinAnd(epsList(pts)))
 	}
-	fmt.Fprintf(w, "   %s\n\n", wrap(msg, "   ", 100))
+	fmt.Fprintf(w, "   %s\n\n", wrap(msg, "   ", 94))
 }
 
 func epsList(pts []demoPoint) []string {
