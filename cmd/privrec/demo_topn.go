@@ -397,7 +397,7 @@ func demoPlot(dir string, res *demoTopNResult) (string, error) {
 	}
 	f := plots.Figure{
 		Title:  fmt.Sprintf("Recall@%d of %s held-out viewers (%s viewers × %s films, synthetic)", demoK, thousands(res.HeldOut), thousands(res.Users), thousands(res.Items)),
-		XLabel: "ε of dp-ease (user-level, δ = 10⁻⁶; log₂ scale)",
+		XLabel: "ε of dp-ease (user-level, δ = 1e-6; log₂ scale)",
 		YLabel: fmt.Sprintf("Recall@%d", demoK),
 		LogX:   true,
 		Series: []plots.Series{
