@@ -130,6 +130,12 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	if !*noSweep {
 		c.Epsilons, c.Out = []float64{0.5, 1, 2, 4, 8}, *outDir
 	}
+	if !*jsonOut && progressTerminal() {
+		// The models take most of the time: say how many are done.
+		p := newProgressLine(progressOut, "privrec demo: models", false, nil)
+		defer p.finish()
+		c.Progress = p.Progress
+	}
 	var err error
 	if res.Streaming, err = demoStreaming(ctx, text, c); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"os"
@@ -22,7 +23,15 @@ import (
 // 0.05 margins asserted.
 func TestDemo(t *testing.T) {
 	dir := t.TempDir()
+	var prog bytes.Buffer
+	oldOut, oldTerm := progressOut, progressTerminal
+	t.Cleanup(func() { progressOut, progressTerminal = oldOut, oldTerm })
+	progressOut, progressTerminal = &prog, func() bool { return true }
 	stdout, stderr, code := runCLI(t, "demo", "--users", "5000", "--films", "300", "--out", dir, "--seed", "3")
+	progressTerminal = func() bool { return false }
+	if !strings.Contains(prog.String(), "privrec demo: models: iteration 8/8") {
+		t.Errorf("progress on a terminal: %q", prog.String())
+	}
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

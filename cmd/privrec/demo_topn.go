@@ -42,6 +42,8 @@ type demoTopNConfig struct {
 	Seed uint64
 	// Out is where the plot goes ("": no plot).
 	Out string
+	// Progress, when set, hears after each model trained and scored.
+	Progress func(done, total int)
 }
 
 const (
@@ -174,15 +176,22 @@ func demoStreaming(ctx context.Context, w io.Writer, c demoTopNConfig) (*demoTop
 	fmt.Fprintf(w, "   genre). %s viewers are held out of training; each one's list is computed from 80 %% of her\n", thousands(c.HeldOut))
 	fmt.Fprintf(w, "   history and scored on the other 20 %%: Recall@%d, the share of her hidden films in her top %d.\n\n", demoK, demoK)
 
-	pop, popPt, err := demoTrainTopN(ctx, d, demoFloor, 1, noise.Seeded(1), 1)
+	done, total := 0, 3+len(c.Epsilons)
+	step := func() {
+		if done++; c.Progress != nil {
+			c.Progress(done, total)
+		}
+	}
+	_, popPt, err := demoTrainTopN(ctx, d, demoFloor, 1, noise.Seeded(1), 1)
 	if err != nil {
 		return nil, err
 	}
-	_ = pop
+	step()
 	ease, easePt, err := demoTrainTopN(ctx, d, demoBaseline, 1, noise.Seeded(1), 1)
 	if err != nil {
 		return nil, err
 	}
+	step()
 	res.Popularity, res.NonPrivate = popPt.Recall, easePt.Recall
 	for k, eps := range c.Epsilons {
 		seed := uint64(100 + k)
@@ -191,6 +200,7 @@ func demoStreaming(ctx context.Context, w io.Writer, c demoTopNConfig) (*demoTop
 			return nil, err
 		}
 		res.Sweep = append(res.Sweep, pt)
+		step()
 	}
 	src := noise.Secure()
 	if c.Seed != 0 {
@@ -200,6 +210,7 @@ func demoStreaming(ctx context.Context, w io.Writer, c demoTopNConfig) (*demoTop
 	if err != nil {
 		return nil, err
 	}
+	step()
 	res.Private = privPt
 	demoRecallTable(w, res)
 
