@@ -84,7 +84,17 @@ type AuditOptions struct {
 	// ReleaseRuns, when positive, is the number of runs per side of the
 	// release check instead of the planned one (audit.PlanShift).
 	ReleaseRuns int
+	// ReleaseBudget bounds the time the release check's planned runs may
+	// take, at the speed of the comparison runs (a full training each):
+	// 0 means auditReleaseBudget, negative no bound. A claim that needs
+	// more runs than the budget allows is "no power".
+	ReleaseBudget time.Duration
 }
+
+// auditReleaseBudget is the default AuditOptions.ReleaseBudget: a release
+// made after a full training (output perturbation) at ε = 8 would need
+// ≈ 10⁵ trainings per side.
+const auditReleaseBudget = 5 * time.Minute
 
 // AuditReport is the finding of a whole-artefact audit.
 type AuditReport struct {
@@ -864,6 +874,23 @@ func runReleaseCheck(ctx context.Context, rc *releaseCheck, name string, o Audit
 	if !math.IsNaN(rc.realised) {
 		rr.RealisedSensitivity = &rc.realised
 	}
+	if budget := o.ReleaseBudget; budget >= 0 && o.ReleaseRuns <= 0 {
+		// The runs a plan may use are capped by the release budget at the
+		// speed of a few timed runs (a release made after a full training
+		// costs one each).
+		if budget == 0 {
+			budget = auditReleaseBudget
+		}
+		const timed = 3
+		t0 := time.Now()
+		for i := range timed {
+			if _, err := sample(noise.Seeded(o.Seed ^ 0x74696d6564 ^ uint64(i))); err != nil {
+				return nil, fmt.Errorf("audit: %w", err)
+			}
+		}
+		rc.perRun = max(time.Since(t0)/timed, time.Nanosecond)
+		rc.maxRuns = int(min(float64(auditMaxReleaseRuns), float64(budget)/float64(rc.perRun)))
+	}
 	if err := rc.plan(o.Confidence, o.ReleaseRuns); err != nil {
 		return rr, nil // no test point: noPower says so
 	}
@@ -897,8 +924,12 @@ func noPower(rc *releaseCheck, rr *ReleaseCheck, g privacy.Guarantee, noClaim bo
 		return out // no additive release: the data-level bound audits the method
 	}
 	if !rc.power {
-		out = append(out, fmt.Sprintf("release %d (%s): no test point reaches a margin of %d standard deviations against half the noise with at most %d runs per side",
-			rc.index+1, rc.mech, audit.ShiftPowerMargin, max(rc.runs, auditMaxReleaseRuns)))
+		why := ""
+		if rc.perRun > 0 && rc.maxRuns < auditMaxReleaseRuns {
+			why = fmt.Sprintf(" (the release budget at ≈ %s per run)", rc.perRun.Round(time.Millisecond))
+		}
+		out = append(out, fmt.Sprintf("release %d (%s): no test point reaches a margin of %d standard deviations against half the noise with at most %d runs per side%s",
+			rc.index+1, rc.mech, audit.ShiftPowerMargin, rc.maxRuns, why))
 	}
 	if noClaim || g.Status != privacy.Proven {
 		return out // nothing proven about a sensitivity to check

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/audit"
@@ -410,6 +411,10 @@ type releaseCheck struct {
 	design            audit.ShiftDesign
 	runs              int
 	power             bool
+	// maxRuns caps the planned runs per side; perRun is the comparison
+	// runs' time per run it was derived from (0: not derived).
+	maxRuns int
+	perRun  time.Duration
 }
 
 // newReleaseCheck builds the check of the first additive release of the
@@ -487,7 +492,11 @@ func (rc *releaseCheck) plan(confidence float64, runs int) error {
 		rc.design, rc.runs, rc.power = d, runs, d.Margin >= audit.ShiftPowerMargin
 		return nil
 	}
-	d, n, ok, err := audit.PlanShift(rc.law, confidence, auditMaxReleaseRuns)
+	limit := rc.maxRuns
+	if limit <= 0 {
+		limit = auditMaxReleaseRuns
+	}
+	d, n, ok, err := audit.PlanShift(rc.law, confidence, limit)
 	rc.design, rc.runs, rc.power = d, n, ok
 	return err
 }
