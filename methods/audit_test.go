@@ -56,7 +56,7 @@ func TestAuditWholeArtefact(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := methods.Audit(context.Background(), "dp-bias", tc.cfg, methods.AuditOptions{
-				Epsilon: 1, Delta: 1e-5, Runs: 6, Samples: 150, Seed: 11})
+				Epsilon: 1, Delta: 1e-5, Runs: 6, Samples: 150, Seed: 11, ReleaseRuns: raceReleaseRuns})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,13 +128,13 @@ func TestAuditEveryPrivateMethod(t *testing.T) {
 			if strings.HasSuffix(m.Name, "-op") || strings.HasSuffix(m.Name, "-gp") {
 				n = auditTierSamplesL2
 			}
-			runs := 0
+			runs, releaseRuns := 0, 0
 			if raceEnabled {
-				n, runs = 20, 3
+				n, runs, releaseRuns = 20, 3, 20
 			}
 			for _, f := range []float64{1, 0.5} {
 				rep, err := methods.Audit(context.Background(), m.Name, m.New(), methods.AuditOptions{
-					Samples: n, Runs: runs, Confidence: 1 - 1e-4, Seed: 23, NoiseFactor: f})
+					Samples: n, Runs: runs, ReleaseRuns: releaseRuns, Confidence: 1 - 1e-4, Seed: 23, NoiseFactor: f})
 				if err != nil {
 					t.Fatalf("noise factor %g: %v", f, err)
 				}
@@ -198,12 +198,12 @@ func TestAuditDPALSLargePlan(t *testing.T) {
 	for _, f := range []float64{1, 0.5} {
 		c := methods.NewDPALSConfig()
 		c.LargeFrom = 1e-9
-		n, runs := auditTierSamples, 0
+		n, runs, releaseRuns := auditTierSamples, 0, 0
 		if raceEnabled {
-			n, runs = 20, 3
+			n, runs, releaseRuns = 20, 3, 20
 		}
 		rep, err := methods.Audit(context.Background(), "dpals", c, methods.AuditOptions{
-			Samples: n, Runs: runs, Confidence: 1 - 1e-4, Seed: 29, NoiseFactor: f})
+			Samples: n, Runs: runs, ReleaseRuns: releaseRuns, Confidence: 1 - 1e-4, Seed: 29, NoiseFactor: f})
 		if err != nil {
 			t.Fatalf("noise factor %g: %v", f, err)
 		}

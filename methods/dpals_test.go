@@ -29,7 +29,7 @@ func TestDPALSAudit(t *testing.T) {
 		"all items, 3 steps, bias refinement, covariance, adaptive weights": all,
 		"covariance features and adaptive weights":                          cov} {
 		t.Run(name, func(t *testing.T) {
-			rep, err := methods.Audit(context.Background(), "dpals", cfg, methods.AuditOptions{
+			rep, err := methods.Audit(context.Background(), "dpals", cfg, methods.AuditOptions{ReleaseRuns: raceReleaseRuns,
 				Epsilon: 1, Delta: 1e-5, Runs: 6, Samples: 100, Seed: 31})
 			if err != nil {
 				t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 // deterministic; for a correct method the Clopper–Pearson bound exceeds
 // the claim with probability ≤ 5 % over seeds.
 func TestDPBiasAudit(t *testing.T) {
-	rep, err := methods.Audit(context.Background(), "dp-bias", methods.NewDPBiasConfig(), methods.AuditOptions{
+	rep, err := methods.Audit(context.Background(), "dp-bias", methods.NewDPBiasConfig(), methods.AuditOptions{ReleaseRuns: raceReleaseRuns,
 		Epsilon: 1, Delta: 1e-5, Runs: 6, Samples: 150, Seed: 21})
 	if err != nil {
 		t.Fatal(err)

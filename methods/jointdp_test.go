@@ -355,7 +355,7 @@ func TestJointAudit(t *testing.T) {
 	}
 	for _, name := range privateJoint {
 		t.Run(name, func(t *testing.T) {
-			rep, err := methods.Audit(context.Background(), name, jointConfig(t, name, nil), methods.AuditOptions{
+			rep, err := methods.Audit(context.Background(), name, jointConfig(t, name, nil), methods.AuditOptions{ReleaseRuns: raceReleaseRuns,
 				Epsilon: 1, Delta: 1e-5, Runs: 5, Samples: 120, Seed: 21})
 			if err != nil {
 				t.Fatal(err)

@@ -274,7 +274,7 @@ func TestLDPAudit(t *testing.T) {
 			t.Fatal(err)
 		}
 		const eps = 1.0
-		rep, err := methods.Audit(context.Background(), name, cfg, methods.AuditOptions{Epsilon: eps, Runs: runs, Samples: samples,
+		rep, err := methods.Audit(context.Background(), name, cfg, methods.AuditOptions{ReleaseRuns: raceReleaseRuns, Epsilon: eps, Runs: runs, Samples: samples,
 			Confidence: 1 - 1e-6, Seed: 11, Prepare: methods.DevicePrepare(name, eps)})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

@@ -295,7 +295,7 @@ func TestOnebitAudit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Audit(context.Background(), tc.name, cfg, AuditOptions{Epsilon: tc.eps, Runs: 6, Samples: tc.samples, Seed: 17})
+			rep, err := Audit(context.Background(), tc.name, cfg, AuditOptions{ReleaseRuns: raceReleaseRuns, Epsilon: tc.eps, Runs: 6, Samples: tc.samples, Seed: 17})
 			if err != nil {
 				t.Fatal(err)
 			}

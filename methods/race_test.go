@@ -6,3 +6,7 @@ package methods_test
 // slower): every method's audit still runs, concurrently as always, but
 // with a handful of samples and no assertion on the statistical outcome.
 const raceEnabled = true
+
+// raceReleaseRuns is AuditOptions.ReleaseRuns under the race detector: a
+// handful of release-check runs instead of the planned hundreds.
+const raceReleaseRuns = 20

@@ -334,7 +334,7 @@ func TestTensorAudit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Audit(context.Background(), c.name, cfg, AuditOptions{Epsilon: 1, Delta: c.delta, Runs: 6, Samples: 150, Seed: 17})
+			rep, err := Audit(context.Background(), c.name, cfg, AuditOptions{ReleaseRuns: raceReleaseRuns, Epsilon: 1, Delta: c.delta, Runs: 6, Samples: 150, Seed: 17})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -367,7 +367,7 @@ func TestTensorAuditCatchesFingerprint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Audit(context.Background(), "cp-ip", &leakyTensor{*cfg.(*CPIPConfig)}, AuditOptions{Epsilon: 1, Runs: 3, Samples: -1, Seed: 17})
+	rep, err := Audit(context.Background(), "cp-ip", &leakyTensor{*cfg.(*CPIPConfig)}, AuditOptions{ReleaseRuns: raceReleaseRuns, Epsilon: 1, Runs: 3, Samples: -1, Seed: 17})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,7 +115,7 @@ func TestDPIALSAudit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Audit(context.Background(), "dp-ials", cfg, AuditOptions{Epsilon: 1, Delta: 1e-5, Runs: 6, Samples: 150, Seed: 23})
+			rep, err := Audit(context.Background(), "dp-ials", cfg, AuditOptions{ReleaseRuns: raceReleaseRuns, Epsilon: 1, Delta: 1e-5, Runs: 6, Samples: 150, Seed: 23})
 			if err != nil {
 				t.Fatal(err)
 			}
