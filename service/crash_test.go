@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/privrec/privrec/client"
+	"github.com/privrec/privrec/internal/testtier"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/service"
 	"github.com/privrec/privrec/service/api"
@@ -162,10 +163,14 @@ func TestCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the crash test runs in the full go test (not -short)")
 	}
+	rounds := crashRounds
+	if testtier.Quick() {
+		rounds = min(rounds, 2) // every round in the long tier
+	}
 	for _, kind := range storetest.Kinds {
 		t.Run(kind, func(t *testing.T) {
 			url := storetest.URL(t, kind)
-			for round := range crashRounds {
+			for round := range rounds {
 				crashRound(t, url, round)
 			}
 			damagedRounds(t, kind, url)

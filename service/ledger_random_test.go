@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/privrec/privrec/internal/testtier"
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/service/store"
@@ -63,8 +64,8 @@ func TestLedgerNeverExceedsBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	sequences := 1000
-	if testing.Short() {
-		sequences = 100
+	if testtier.Quick() {
+		sequences = 100 // 1000 in the long tier
 	}
 	r := rand.New(rand.NewPCG(23, 2026))
 	const periodMS = 1000

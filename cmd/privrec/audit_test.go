@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privrec/privrec/internal/testtier"
 	"github.com/privrec/privrec/methods"
 	"github.com/privrec/privrec/privacy/audit"
 )
@@ -60,7 +61,7 @@ func TestAuditCommand(t *testing.T) {
 		{[]string{"--mechanism", "gaussian", "--seed", "9", "--confidence", "0.999999", "--samples", "1000000"}, 0, 1e6, false},
 		{[]string{"--mechanism", "gaussian", "--seed", "10", "--noise-factor", "0.9"}, 1, audit.GaussianSamples, true},
 	} {
-		if c.slow && testing.Short() {
+		if c.slow && testtier.Quick() { // 6·10^7 samples: the long tier
 			continue
 		}
 		out, errs, code := runCLI(t, append([]string{"audit", "--epsilon", "1", "--json"}, c.args...)...)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/privrec/privrec/internal/testtier"
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/privacy/noise"
@@ -100,8 +101,8 @@ func TestStatedSampleCounts(t *testing.T) {
 		t.Run(fmt.Sprintf("%s×%g", c.name, c.factor), func(t *testing.T) {
 			delta := 0.0
 			if c.name == "gaussian" {
-				if testing.Short() {
-					t.Skip("6·10^7 samples per side")
+				if testtier.Quick() {
+					t.Skip("6·10^7 samples per side: the long tier")
 				}
 				delta = 1e-5
 			}
