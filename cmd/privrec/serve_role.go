@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -103,35 +104,7 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
       --peer-token-file peer.token --admin-token-file admin.token \
       --helper http://127.0.0.1:8091 --budget-rho 2 --listen 127.0.0.1:8090`
 	fs := newFlags("serve --role leader|helper --db FILE --key-file FILE --secret-file FILE --peer-token-file FILE", serveRoleSynopsis, example)
-	role := fs.String("role", "", "leader (devices upload to it; keeps the ledger; drives aggregation) or helper")
-	db := fs.String("db", "", "the aggregator's own SQLite file (sqlite:FILE or FILE)")
-	create := fs.Bool("create", false, "make a new aggregator database at --db (refused if one is there); without it --db must hold this role's database, made with the same --key-file and --secret-file")
-	lockTTL := fs.Duration("lock-ttl", 30*time.Second, "leader: the lease a process holds on a task while it aggregates or collects it (several leader processes may share --db; after a crash another waits this long)")
-	lockWait := fs.Duration("lock-wait", time.Minute, "leader: how long an aggregate or collect call waits for one in progress on the same task before it is answered 503")
-	enrolRate := fs.Float64("enrol-rate", 10, "leader: enrolments admitted per second per client address (4× that overall; 0: no limit)")
-	enrolBurst := fs.Int("enrol-burst", 100, "leader: the burst of enrolments admitted per client address (4× that overall)")
-	maxUsers := fs.Int64("max-users", 0, "leader: the most users enrolled (0: no cap); enrolment beyond is refused (403)")
-	helperCA := fs.String("helper-ca", "", "leader: PEM certificate(s) to trust for an https:// --helper besides the system's (a helper with its own CA)")
-	helperTimeout := fs.Duration("helper-timeout", 2*time.Minute, "leader: the longest a request to the helper may take (an aggregation job of --batch reports included)")
-	minFree := fs.String("min-free-disk", "64MiB", "refuse writes (503 with Retry-After) and answer /readyz 503 when the database's file system has less free space than this (bytes, or with KiB, MiB, GiB; 0: no check)")
-	listen := fs.String("listen", "127.0.0.1:8090", "address to listen on (host:port; port 0 picks one)")
-	keyFile := fs.String("key-file", "", "HPKE private key file (created, mode 0600, if missing)")
-	secretFile := fs.String("secret-file", "", "the verification secret both aggregators share (base64, ≥ 16 bytes)")
-	peerFile := fs.String("peer-token-file", "", "the bearer token the leader presents to the helper (≥ 16 characters)")
-	adminFile := fs.String("admin-token-file", "", "leader: the admin token (≥ 16 characters; default $PRIVREC_ADMIN_TOKEN)")
-	helperURL := fs.String("helper", "", "leader: the helper's base URL")
-	budget := fs.Float64("budget-rho", 0, "leader: each user's total zCDP ρ over all tasks")
-	maxRho := fs.Float64("max-task-rho", 0, "helper: the largest ρ per task it agrees to, as it derives it from the task's plan (0: no limit of its own)")
-	minBatch := fs.Int("min-batch", server.DefaultMinBatch, "helper: the fewest valid reports it releases an aggregate share for, whatever the task's min_reports")
-	batch := fs.Int("batch", 256, "reports per aggregation job")
-	web := fs.Bool("web", true, "leader: serve the browser device at / (docs/BROWSER.md): her ratings stay in the browser, which shards and encrypts her contribution to both aggregators")
-	items := fs.String("items", "", "leader, with --web: titles for the page (one item ID per line, an optional title after a tab); default: the tasks' item IDs")
-	scale := fs.String("scale", "1:5", "leader, with --web: the rating scale the page offers (MIN:MAX)")
-	grace := fs.Duration("grace", 15*time.Second, "how long a graceful shutdown waits for requests in flight")
-	addrFile := fs.String("addr-file", "", "write the listening address (host:port) to this file once ready")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	logFormat := fs.String("log-format", "json", "json or text")
-	readTimeout := fs.Duration("read-timeout", time.Minute, "the longest a request (its body included: a report of a few MB from a slow device) may take to arrive")
+	f := addRoleFlags(fs)
 	hf := addServeHTTPFlags(fs)
 	if err := parse(fs, args, false); err != nil {
 		return err
@@ -143,112 +116,192 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 	if err := hf.apply(&so); err != nil {
 		return err
 	}
-	if *readTimeout <= 0 {
-		return usagef("--read-timeout must be positive, got %s", *readTimeout)
+	if *f.readTimeout <= 0 {
+		return usagef("--read-timeout must be positive, got %s", *f.readTimeout)
 	}
-	r, err := dap.ParseRole(*role)
-	if err != nil {
-		return usagef("--role: %v", err)
-	}
-	if *db == "" || *keyFile == "" || *secretFile == "" || *peerFile == "" {
-		return usagef("--db, --key-file, --secret-file and --peer-token-file are required")
-	}
-	log, err := newLogger(*logLevel, *logFormat)
+	log, err := newLogger(*f.logLevel, *f.logFormat)
 	if err != nil {
 		return err
 	}
-	key, err := loadOrCreateKey(*keyFile)
+	cfg, err := f.config(log)
 	if err != nil {
 		return err
-	}
-	secret, err := readBase64File(*secretFile, "--secret-file")
-	if err != nil {
-		return err
-	}
-	peer, err := readTokenFile(*peerFile, "--peer-token-file")
-	if err != nil {
-		return err
-	}
-	free, err := parseBytes(*minFree)
-	if err != nil {
-		return usagef("--min-free-disk: %v", err)
-	}
-	if free == 0 {
-		free = -1
-	}
-	cfg := server.Config{Role: r, DB: strings.TrimPrefix(*db, "sqlite:"), Key: key, Secret: secret, AggregatorToken: peer,
-		MaxTaskRho: *maxRho, MinBatch: *minBatch, BatchSize: *batch, Logger: log, Mode: server.OpenExisting, LockTTL: *lockTTL, LockWait: *lockWait, MinFreeBytes: free, HelperTimeout: *helperTimeout,
-		EnrolRate: *enrolRate, EnrolBurst: *enrolBurst, MaxUsers: *maxUsers}
-	if *minBatch < 1 {
-		return usagef("--min-batch %d: want at least 1", *minBatch)
-	}
-	if *create {
-		cfg.Mode = server.CreateNew
-	}
-	if spec := os.Getenv(envCrash); spec != "" {
-		if cfg.Crash, err = crashHook(spec, log); err != nil {
-			return err
-		}
-	}
-	if r == dap.Leader {
-		if cfg.AdminToken, err = adminToken(*adminFile); err != nil {
-			return err
-		}
-		cfg.HelperURL, cfg.BudgetRho = *helperURL, *budget
-		if u, err := url.Parse(*helperURL); *helperURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-			return usagef("--helper %q: want the helper's base URL, http://HOST:PORT or https://HOST:PORT", *helperURL)
-		}
-		if *helperCA != "" {
-			if cfg.Client, err = clientWithCA(*helperCA, *helperTimeout); err != nil {
-				return err
-			}
-		}
 	}
 	var page http.Handler
-	if r == dap.Leader && *web {
-		if page, err = dapPage(*helperURL, *items, *scale); err != nil {
+	if cfg.Role == dap.Leader && *f.web {
+		if page, err = dapPage(*f.helperURL, *f.items, *f.scale); err != nil {
 			return err
 		}
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	srv, err := server.New(ctx, cfg)
-	switch {
-	case errors.Is(err, dap.ErrInvalid):
-		return usagef("%v", err)
-	case errors.Is(err, server.ErrNoDatabase):
-		return fmt.Errorf("%w; check --db, or make a new aggregator database there with --create", err)
-	case errors.Is(err, server.ErrExists):
-		return fmt.Errorf("%w; drop --create to serve it (or choose another --db)", err)
-	case errors.Is(err, server.ErrDamaged):
-		return fmt.Errorf("%w (restore the latest backup)", err)
-	case err != nil:
+	srv, err := openRoleServer(ctx, cfg)
+	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", *f.listen)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	if *addrFile != "" {
-		if err := model.WriteFileAtomicBytes(*addrFile, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+	if *f.addrFile != "" {
+		if err := model.WriteFileAtomicBytes(*f.addrFile, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
 			ln.Close()
 			return fmt.Errorf("--addr-file: %w", err)
 		}
 	}
-	log.Info("listening", "role", r.String(), "addr", ln.Addr().String(), "scheme", hf.scheme(), "db", cfg.DB)
-	h := srv.Handler()
-	if page != nil {
-		mux := http.NewServeMux()
-		mux.Handle("/dap/", h)
-		mux.Handle("/livez", h)
-		mux.Handle("/readyz", h)
-		mux.Handle("/", page)
-		h = mux
-	}
+	log.Info("listening", "role", cfg.Role.String(), "addr", ln.Addr().String(), "scheme", hf.scheme(), "db", cfg.DB)
 	hf.watchTLS(ctx, log)
-	return service.ServeHandler(ctx, h, ln, service.HTTPOptions{MaxConns: so.MaxConns, IdleTimeout: so.IdleTimeout, TLS: so.TLS,
-		ReadTimeout: *readTimeout, Grace: *grace, Log: log})
+	return service.ServeHandler(ctx, roleHandler(srv.Handler(), page), ln, service.HTTPOptions{MaxConns: so.MaxConns, IdleTimeout: so.IdleTimeout, TLS: so.TLS,
+		ReadTimeout: *f.readTimeout, Grace: *f.grace, Log: log})
+}
+
+// roleFlags are `privrec serve --role`'s own flags (the HTTP ones are
+// serveHTTPFlags, shared with the central server).
+type roleFlags struct {
+	role, db, helperCA, minFree, listen, keyFile, secretFile, peerFile *string
+	adminFile, helperURL, items, scale, addrFile, logLevel, logFormat  *string
+	create, web                                                        *bool
+	lockTTL, lockWait, helperTimeout, grace, readTimeout               *time.Duration
+	enrolRate, budget, maxRho                                          *float64
+	enrolBurst, minBatch, batch                                        *int
+	maxUsers                                                           *int64
+}
+
+func addRoleFlags(fs *flag.FlagSet) *roleFlags {
+	return &roleFlags{
+		role:          fs.String("role", "", "leader (devices upload to it; keeps the ledger; drives aggregation) or helper"),
+		db:            fs.String("db", "", "the aggregator's own SQLite file (sqlite:FILE or FILE)"),
+		create:        fs.Bool("create", false, "make a new aggregator database at --db (refused if one is there); without it --db must hold this role's database, made with the same --key-file and --secret-file"),
+		lockTTL:       fs.Duration("lock-ttl", 30*time.Second, "leader: the lease a process holds on a task while it aggregates or collects it (several leader processes may share --db; after a crash another waits this long)"),
+		lockWait:      fs.Duration("lock-wait", time.Minute, "leader: how long an aggregate or collect call waits for one in progress on the same task before it is answered 503"),
+		enrolRate:     fs.Float64("enrol-rate", 10, "leader: enrolments admitted per second per client address (4× that overall; 0: no limit)"),
+		enrolBurst:    fs.Int("enrol-burst", 100, "leader: the burst of enrolments admitted per client address (4× that overall)"),
+		maxUsers:      fs.Int64("max-users", 0, "leader: the most users enrolled (0: no cap); enrolment beyond is refused (403)"),
+		helperCA:      fs.String("helper-ca", "", "leader: PEM certificate(s) to trust for an https:// --helper besides the system's (a helper with its own CA)"),
+		helperTimeout: fs.Duration("helper-timeout", 2*time.Minute, "leader: the longest a request to the helper may take (an aggregation job of --batch reports included)"),
+		minFree:       fs.String("min-free-disk", "64MiB", "refuse writes (503 with Retry-After) and answer /readyz 503 when the database's file system has less free space than this (bytes, or with KiB, MiB, GiB; 0: no check)"),
+		listen:        fs.String("listen", "127.0.0.1:8090", "address to listen on (host:port; port 0 picks one)"),
+		keyFile:       fs.String("key-file", "", "HPKE private key file (created, mode 0600, if missing)"),
+		secretFile:    fs.String("secret-file", "", "the verification secret both aggregators share (base64, ≥ 16 bytes)"),
+		peerFile:      fs.String("peer-token-file", "", "the bearer token the leader presents to the helper (≥ 16 characters)"),
+		adminFile:     fs.String("admin-token-file", "", "leader: the admin token (≥ 16 characters; default $PRIVREC_ADMIN_TOKEN)"),
+		helperURL:     fs.String("helper", "", "leader: the helper's base URL"),
+		budget:        fs.Float64("budget-rho", 0, "leader: each user's total zCDP ρ over all tasks"),
+		maxRho:        fs.Float64("max-task-rho", 0, "helper: the largest ρ per task it agrees to, as it derives it from the task's plan (0: no limit of its own)"),
+		minBatch:      fs.Int("min-batch", server.DefaultMinBatch, "helper: the fewest valid reports it releases an aggregate share for, whatever the task's min_reports"),
+		batch:         fs.Int("batch", 256, "reports per aggregation job"),
+		web:           fs.Bool("web", true, "leader: serve the browser device at / (docs/BROWSER.md): her ratings stay in the browser, which shards and encrypts her contribution to both aggregators"),
+		items:         fs.String("items", "", "leader, with --web: titles for the page (one item ID per line, an optional title after a tab); default: the tasks' item IDs"),
+		scale:         fs.String("scale", "1:5", "leader, with --web: the rating scale the page offers (MIN:MAX)"),
+		grace:         fs.Duration("grace", 15*time.Second, "how long a graceful shutdown waits for requests in flight"),
+		addrFile:      fs.String("addr-file", "", "write the listening address (host:port) to this file once ready"),
+		logLevel:      fs.String("log-level", "info", "debug, info, warn or error"),
+		logFormat:     fs.String("log-format", "json", "json or text"),
+		readTimeout:   fs.Duration("read-timeout", time.Minute, "the longest a request (its body included: a report of a few MB from a slow device) may take to arrive"),
+	}
+}
+
+// config checks the flags and reads the key, secret and tokens they name
+// into the aggregator's configuration.
+func (f *roleFlags) config(log *slog.Logger) (server.Config, error) {
+	r, err := dap.ParseRole(*f.role)
+	if err != nil {
+		return server.Config{}, usagef("--role: %v", err)
+	}
+	if *f.db == "" || *f.keyFile == "" || *f.secretFile == "" || *f.peerFile == "" {
+		return server.Config{}, usagef("--db, --key-file, --secret-file and --peer-token-file are required")
+	}
+	if *f.minBatch < 1 {
+		return server.Config{}, usagef("--min-batch %d: want at least 1", *f.minBatch)
+	}
+	free, err := parseBytes(*f.minFree)
+	if err != nil {
+		return server.Config{}, usagef("--min-free-disk: %v", err)
+	}
+	if free == 0 {
+		free = -1
+	}
+	key, err := loadOrCreateKey(*f.keyFile)
+	if err != nil {
+		return server.Config{}, err
+	}
+	secret, err := readBase64File(*f.secretFile, "--secret-file")
+	if err != nil {
+		return server.Config{}, err
+	}
+	peer, err := readTokenFile(*f.peerFile, "--peer-token-file")
+	if err != nil {
+		return server.Config{}, err
+	}
+	cfg := server.Config{Role: r, DB: strings.TrimPrefix(*f.db, "sqlite:"), Key: key, Secret: secret, AggregatorToken: peer,
+		MaxTaskRho: *f.maxRho, MinBatch: *f.minBatch, BatchSize: *f.batch, Logger: log, Mode: server.OpenExisting, LockTTL: *f.lockTTL, LockWait: *f.lockWait, MinFreeBytes: free, HelperTimeout: *f.helperTimeout,
+		EnrolRate: *f.enrolRate, EnrolBurst: *f.enrolBurst, MaxUsers: *f.maxUsers}
+	if *f.create {
+		cfg.Mode = server.CreateNew
+	}
+	if spec := os.Getenv(envCrash); spec != "" {
+		if cfg.Crash, err = crashHook(spec, log); err != nil {
+			return server.Config{}, err
+		}
+	}
+	if r == dap.Leader {
+		if err := f.leaderConfig(&cfg); err != nil {
+			return server.Config{}, err
+		}
+	}
+	return cfg, nil
+}
+
+// leaderConfig adds the leader's own settings: its admin token, the
+// helper it drives and the users' budget.
+func (f *roleFlags) leaderConfig(cfg *server.Config) error {
+	var err error
+	if cfg.AdminToken, err = adminToken(*f.adminFile); err != nil {
+		return err
+	}
+	cfg.HelperURL, cfg.BudgetRho = *f.helperURL, *f.budget
+	if u, err := url.Parse(*f.helperURL); *f.helperURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		return usagef("--helper %q: want the helper's base URL, http://HOST:PORT or https://HOST:PORT", *f.helperURL)
+	}
+	if *f.helperCA != "" {
+		if cfg.Client, err = clientWithCA(*f.helperCA, *f.helperTimeout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openRoleServer opens the aggregator's database and says what to do
+// when it cannot: a missing one needs --create, an existing one must not
+// get it, a damaged one is restored from a backup.
+func openRoleServer(ctx context.Context, cfg server.Config) (*server.Server, error) {
+	srv, err := server.New(ctx, cfg)
+	switch {
+	case errors.Is(err, dap.ErrInvalid):
+		return nil, usagef("%v", err)
+	case errors.Is(err, server.ErrNoDatabase):
+		return nil, fmt.Errorf("%w; check --db, or make a new aggregator database there with --create", err)
+	case errors.Is(err, server.ErrExists):
+		return nil, fmt.Errorf("%w; drop --create to serve it (or choose another --db)", err)
+	case errors.Is(err, server.ErrDamaged):
+		return nil, fmt.Errorf("%w (restore the latest backup)", err)
+	}
+	return srv, err
+}
+
+// roleHandler is the aggregator's API, with the browser device's page at
+// / on a leader that serves it.
+func roleHandler(h, page http.Handler) http.Handler {
+	if page == nil {
+		return h
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/dap/", h)
+	mux.Handle("/livez", h)
+	mux.Handle("/readyz", h)
+	mux.Handle("/", page)
+	return mux
 }
 
 // envCrash names a step of upload, aggregation or collection at which
