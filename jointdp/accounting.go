@@ -222,7 +222,8 @@ type MMPlan struct {
 	Min, Max, B float64
 	// N is the number of items.
 	N int
-	// Global releases (Σ_i mean_i, #users) (2 coordinates), Items the item
+	// Global releases (Σ_i (mean_i − mid), #users with a rating), mid the
+	// scale's midpoint (2 coordinates), Items the item
 	// sums and counts (2N), Cov the upper triangles of the covariance and
 	// of its weights (2·N(N+1)/2).
 	Global, Items, Cov *mechanism.Gaussian
@@ -235,13 +236,23 @@ func (p *MMPlan) Sigmas() [3]float64 {
 }
 
 // MMSensitivities are the ℓ2 sensitivities of MM's three releases for one
-// user's ratings replaced, with R = max(|Min|, |Max|): 2·‖(R, 1)‖ for the
-// vector sums (global: (mean_i, 1); items: weights 1/√|Ω_i|) and
-// √2·‖(B², 1)‖ for the PSD sums of the covariance and its weights
-// (weights 1/|Ω_i|).
+// user's ratings replaced (the number of users is fixed by the relation),
+// with W = Max − Min the width of the scale and R = max(|Min|, |Max|):
+//
+//   - global, (Σ_i (mean_i − mid), #users with a rating), mid = (Min+Max)/2:
+//     max(W, ‖(W/2, 1)‖). Proof: ratings are clamped to [Min, Max], so a
+//     user's mean lies in [Min, Max]. If the replaced user and her
+//     replacement both have ratings, the count is unchanged and the sum
+//     moves by |mean − mean'| ≤ W; if exactly one of them has none, the
+//     count moves by 1 and the sum by |mean − mid| ≤ W/2; if neither, by 0.
+//     (Centring at mid is what keeps the second case below W on the usual
+//     scales: 4 on 1–5, where the uncentred (mean_i, 1) needed ‖(5, 1)‖.)
+//   - items, the sums and counts weighted 1/√|Ω_i|: a user's part has norm
+//     ≤ ‖(R, 1)‖, so a replacement moves them by at most 2·‖(R, 1)‖;
+//   - covariance and weights (PSD sums weighted 1/|Ω_i|): √2·‖(B², 1)‖.
 func MMSensitivities(min, max, B float64) [3]float64 {
-	R := math.Max(math.Abs(min), math.Abs(max))
-	return [3]float64{2 * math.Hypot(R, 1), 2 * math.Hypot(R, 1), math.Sqrt2 * math.Hypot(B*B, 1)}
+	R, W := math.Max(math.Abs(min), math.Abs(max)), max-min
+	return [3]float64{math.Max(W, math.Hypot(W/2, 1)), 2 * math.Hypot(R, 1), math.Sqrt2 * math.Hypot(B*B, 1)}
 }
 
 // PlanMM splits the zCDP budget of (ε, δ) over MM's three releases in the

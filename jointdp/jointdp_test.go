@@ -734,3 +734,39 @@ func TestReach(t *testing.T) {
 		t.Error("unknown rule accepted")
 	}
 }
+
+// TestMMGlobalSensitivity checks MMSensitivities' bound for the global
+// release against its proof: replacing one user's row (arbitrary values,
+// clamped to the scale; possibly empty) moves her part (mean − mid, 1) by
+// at most the declared ℓ2 sensitivity, and the rows all Min against all
+// Max reach it. Deterministic.
+func TestMMGlobalSensitivity(t *testing.T) {
+	for _, sc := range []struct{ lo, hi float64 }{{1, 5}, {0, 1}, {-10, 10}, {-1, 1}} {
+		sens := MMSensitivities(sc.lo, sc.hi, 1)[0]
+		rnd := noise.Seeded(11)
+		row := func() []float32 {
+			v := make([]float32, rnd.IntN(4))
+			for k := range v {
+				v[k] = float32(sc.lo + (rnd.Float64()*1.4-0.2)*(sc.hi-sc.lo))
+			}
+			return v
+		}
+		dist := func(a, b []float32) float64 {
+			sa, ca := mmGlobalPart(a, sc.lo, sc.hi)
+			sb, cb := mmGlobalPart(b, sc.lo, sc.hi)
+			return math.Hypot(sa-sb, ca-cb)
+		}
+		worst := 0.0
+		for range 5000 {
+			worst = math.Max(worst, dist(row(), row()))
+		}
+		if worst > sens*(1+1e-12) {
+			t.Errorf("[%g, %g]: a replacement moved the global pair by %v > Δ = %v", sc.lo, sc.hi, worst, sens)
+		}
+		lo, hi := []float32{float32(sc.lo)}, []float32{float32(sc.hi)}
+		reach := math.Max(dist(lo, hi), dist(nil, lo))
+		if math.Abs(reach-sens) > 1e-9*sens {
+			t.Errorf("[%g, %g]: the extreme pairs move the global pair by %v, Δ = %v: the bound is not tight", sc.lo, sc.hi, reach, sens)
+		}
+	}
+}

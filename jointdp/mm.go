@@ -56,7 +56,8 @@ type MMResult struct {
 }
 
 // McSherryMironov trains the baseline on raw (uncentred) ratings:
-//  1. a noisy global average G of the users' mean ratings;
+//  1. a noisy global average G of the users' mean ratings (released
+//     centred at the scale's midpoint);
 //  2. noisy damped item averages (S_j + β_m G)/(C_j + β_m), each user
 //     weighted 1/√|Ω_i| so her contribution has bounded norm;
 //  3. locally, each user's damped effect and her centred ratings clamped to
@@ -109,28 +110,25 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 	res := &MMResult{Sigmas: pl.Sigmas()}
 	clamp := func(v float32) float64 { return min(max(float64(v), pl.Min), pl.Max) }
 	n := p.N
-	// 1. Global average of user means.
+	// 1. Global average of user means, each centred at the scale's
+	// midpoint (MMSensitivities: replacing a user moves the pair by at
+	// most max(Max − Min, ‖((Max − Min)/2, 1)‖)).
+	mid := (pl.Min + pl.Max) / 2
 	var num, den float64
 	for i := range p.M {
 		_, v := p.Row(i)
-		if len(v) == 0 {
-			continue
-		}
-		var s float64
-		for _, x := range v {
-			s += clamp(x)
-		}
-		num += s / float64(len(v))
-		den++
+		s, c := mmGlobalPart(v, pl.Min, pl.Max)
+		num += s
+		den += c
 	}
 	nd := []float64{num, den}
 	if err := pl.Global.Instrumented(o.Instrument).Release(o.Noise, nd); err != nil {
 		return nil, fmt.Errorf("jointdp: MM global average: %w", err)
 	}
 	num, den = nd[0], nd[1]
-	G := (pl.Min + pl.Max) / 2
+	G := mid
 	if den > 1 {
-		G = min(max(num/den, pl.Min), pl.Max)
+		G = min(max(mid+num/den, pl.Min), pl.Max)
 	}
 	res.GlobalAvg = G
 	// 2. Item averages.
@@ -262,6 +260,19 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 	}
 	res.Factors = f
 	return res, nil
+}
+
+// mmGlobalPart is one user's part of MM's global release: her mean rating
+// (clamped to [lo, hi]) minus the scale's midpoint, and 1; (0, 0) if she
+// has no rating.
+func mmGlobalPart(v []float32, lo, hi float64) (sum, count float64) {
+	if len(v) == 0 {
+		return 0, 0
+	}
+	for _, x := range v {
+		sum += min(max(float64(x), lo), hi)
+	}
+	return sum/float64(len(v)) - (lo+hi)/2, 1
 }
 
 // mmFitter is MM's local step for one user at a time: the ridge fit
