@@ -22,7 +22,8 @@ const (
 	// release; the guarantee is what the accountant proves for it.
 	CalPaper = "paper"
 	// CalZCDP splits the zCDP budget of the requested (ε, δ) equally over
-	// the T releases (equal σ_t): together they are exactly (ε, δ).
+	// the T releases (equal ρ_t; each σ_t for its release's sensitivity):
+	// together they are exactly (ε, δ).
 	CalZCDP = "zcdp"
 	// CalDecay gives release t the share ∝ t of the same zCDP budget
 	// (σ_t ∝ 1/√t: less noise as the residual shrinks), as the seed's
@@ -77,11 +78,17 @@ func (p *GramPlan) check(n int) error {
 }
 
 // DPFWSensitivity is the ℓ2 (Frobenius) sensitivity of Σ_i A_iᵀA_i when
-// one user's row is replaced: ‖aaᵀ − bbᵀ‖_F² = ‖a‖⁴ + ‖b‖⁴ − 2(a·b)² with
-// ‖a‖, ‖b‖ ≤ 2L (‖P_Ω Y_i‖ ≤ L by Π_{L,Ω}, ‖P_Ω Y*_i‖ ≤ L by Π_L), so
-// Δ = √2·(2L)². (Add/remove-one gives (2L)², the paper's 4L².) The upper
-// triangle that is actually noised has norm at most the Frobenius norm.
+// one user's row is replaced, at iterations t ≥ 2: ‖aaᵀ − bbᵀ‖_F² =
+// ‖a‖⁴ + ‖b‖⁴ − 2(a·b)² with ‖a‖, ‖b‖ ≤ 2L (‖P_Ω Y_i‖ ≤ L by Π_{L,Ω},
+// ‖P_Ω Y*_i‖ ≤ L by Π_L), so Δ = √2·(2L)². (Add/remove-one gives (2L)², the
+// paper's 4L².) The upper triangle that is actually noised has norm at most
+// the Frobenius norm. The first release is smaller (DPFWFirstSensitivity).
 func DPFWSensitivity(L float64) float64 { return math.Sqrt2 * 4 * L * L }
+
+// DPFWFirstSensitivity is the sensitivity of DPFW's first Gram release:
+// every iterate starts at Y_i = 0, so A_i = −Π_L(P_Ω Y*_i) has ‖A_i‖ ≤ L
+// and, as for DPSVD, a replacement moves Σ_i A_iᵀA_i by at most √2·L².
+func DPFWFirstSensitivity(L float64) float64 { return DPSVDSensitivity(L) }
 
 // DPSVDSensitivity is the Frobenius sensitivity of Σ_i Π_L(x_i)ᵀΠ_L(x_i)
 // when one user's row is replaced: √2·L² (L² for add/remove).
@@ -102,7 +109,14 @@ func PlanDPFW(cal string, eps, delta float64, T int, L float64, n int) (*GramPla
 	if cal == "" {
 		cal = CalZCDP
 	}
-	return planGram(cal, eps, delta, T, L, n, DPFWSensitivity(L), PaperSigma(L, T, eps, delta))
+	sens := make([]float64, max(T, 0))
+	for t := range sens {
+		sens[t] = DPFWSensitivity(L)
+	}
+	if T > 0 {
+		sens[0] = DPFWFirstSensitivity(L)
+	}
+	return planGram(cal, eps, delta, T, L, n, sens, PaperSigma(L, T, eps, delta))
 }
 
 // PlanDPSVD builds the one Gram mechanism of Algorithm 3 (CalZCDP or
@@ -114,17 +128,18 @@ func PlanDPSVD(cal string, eps, delta float64, L float64, n int) (*GramPlan, err
 	if cal == CalDecay {
 		return nil, fmt.Errorf("jointdp: private SVD makes one release; use %s or %s", CalZCDP, CalPaper)
 	}
-	return planGram(cal, eps, delta, 1, L, n, DPSVDSensitivity(L), PaperSigma(L, 1, eps, delta))
+	return planGram(cal, eps, delta, 1, L, n, []float64{DPSVDSensitivity(L)}, PaperSigma(L, 1, eps, delta))
 }
 
-// planGram calibrates T Gaussian releases of ℓ2 sensitivity sens (under
-// replace-one-user neighbours) over the n(n+1)/2 coordinates of an n × n
-// symmetric matrix. For the zCDP calibrations release t gets the share
-// w_t of ρ = RhoForApprox(ε, δ) (Σ w_t ≤ 1) and its σ_t is the smallest
-// with the lattice rounding accounted (mechanism.GaussianSigma); every
-// share is charged to an accountant.RhoBudget, which refuses to overspend.
-// The guarantee is the zCDP composition (accountant.Compose).
-func planGram(cal string, eps, delta float64, T int, L float64, n int, sens, paperSigma float64) (*GramPlan, error) {
+// planGram calibrates T Gaussian releases, release t of ℓ2 sensitivity
+// sens[t] (under replace-one-user neighbours), over the n(n+1)/2
+// coordinates of an n × n symmetric matrix. For the zCDP calibrations
+// release t gets the share w_t of ρ = RhoForApprox(ε, δ) (Σ w_t ≤ 1) and
+// its σ_t is the smallest for sens[t] with the lattice rounding accounted
+// (mechanism.GaussianSigma); every share is charged to an
+// accountant.RhoBudget, which refuses to overspend. The guarantee is the
+// (adaptive) zCDP composition of the ρ_t (accountant.Compose).
+func planGram(cal string, eps, delta float64, T int, L float64, n int, sens []float64, paperSigma float64) (*GramPlan, error) {
 	if err := accountant.CheckEpsilon(eps); err != nil {
 		return nil, fmt.Errorf("jointdp: %w", err)
 	}
@@ -140,13 +155,15 @@ func planGram(cal string, eps, delta float64, T int, L float64, n int, sens, pap
 	if n < 1 {
 		return nil, fmt.Errorf("jointdp: %d items", n)
 	}
-	s := userSens(sens)
+	if len(sens) != T {
+		return nil, fmt.Errorf("jointdp: %d sensitivities for %d releases", len(sens), T)
+	}
 	dim := symCoords(n)
 	plan := &GramPlan{L: L, N: n, Mechs: make([]*mechanism.Gaussian, T)}
 	switch cal {
 	case CalPaper:
 		for t := range T {
-			m, err := mechanism.NewGaussianSigma(paperSigma, delta, s, dim)
+			m, err := mechanism.NewGaussianSigma(paperSigma, delta, userSens(sens[t]), dim)
 			if err != nil {
 				return nil, fmt.Errorf("jointdp: release %d: %w", t+1, err)
 			}
@@ -169,11 +186,11 @@ func planGram(cal string, eps, delta float64, T int, L float64, n int, sens, pap
 		for t := range T {
 			// Rounded down so that the shares sum to at most ρ.
 			share := math.Nextafter(budget.Total()*w[t]/sum*(1-1e-12), 0)
-			sg, err := mechanism.GaussianSigma(share, sens, dim)
+			sg, err := mechanism.GaussianSigma(share, sens[t], dim)
 			if err != nil {
 				return nil, fmt.Errorf("jointdp: calibrating release %d: %w", t+1, err)
 			}
-			m, err := mechanism.NewGaussianSigma(sg, delta, s, dim)
+			m, err := mechanism.NewGaussianSigma(sg, delta, userSens(sens[t]), dim)
 			if err != nil {
 				return nil, fmt.Errorf("jointdp: release %d: %w", t+1, err)
 			}

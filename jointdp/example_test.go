@@ -57,7 +57,9 @@ func ExamplePrivateFrankWolfe() {
 		panic(err)
 	}
 	g := plan.Guarantee
-	fmt.Printf("σ per release %.1f, guarantee ε = %.3g, δ = %g, %s/%s/%s\n", r.Sigmas[0], g.Epsilon, g.Delta, g.Unit, g.Notion, g.Status)
+	// The first release (every iterate 0) has a quarter of the later
+	// releases' sensitivity, and so a quarter of their σ for the same ρ_t.
+	fmt.Printf("σ first release %.1f, later %.1f, guarantee ε = %.3g, δ = %g, %s/%s/%s\n", r.Sigmas[0], r.Sigmas[1], g.Epsilon, g.Delta, g.Unit, g.Notion, g.Status)
 	// User 0 recomputes her own row from the public broadcasts.
 	items, vals := p.Row(0)
 	row, err := jointdp.LocalRow(&r.Public, items, vals)
@@ -66,7 +68,7 @@ func ExamplePrivateFrankWolfe() {
 	}
 	fmt.Println("same row:", row[4] == r.U[0*r.Rank+4])
 	// Output:
-	// σ per release 229.2, guarantee ε = 1, δ = 1e-06, user/joint/proven
+	// σ first release 57.3, later 229.2, guarantee ε = 1, δ = 1e-06, user/joint/proven
 	// same row: true
 }
 

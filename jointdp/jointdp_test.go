@@ -206,11 +206,15 @@ func TestDPFWGuarantee(t *testing.T) {
 		}
 		// Independent recomputation of ρ = Σ Δ_t²/(2σ_t²) with the lattice
 		// rounding of the n(n+1)/2 noised coordinates accounted:
-		// Δ_t = 4√2 L² + √(n(n+1)/2)·g(σ_t), σ_t the effective σ. It must
-		// not be below the textbook Σ (4√2 L²)²/(2σ_t²).
+		// Δ_t = 4√2 L² (√2 L² for the first release, whose iterates are 0)
+		// + √(n(n+1)/2)·g(σ_t), σ_t the effective σ. It must not be below
+		// the textbook Σ Δ_t²/(2σ_t²).
 		var rho, textbook float64
-		for _, s := range r.Sigmas {
+		for t, s := range r.Sigmas {
 			d := 4 * math.Sqrt2 * 4
+			if t == 0 {
+				d = math.Sqrt2 * 4
+			}
 			textbook += d * d / (2 * s * s)
 			d += math.Sqrt(20*21/2) * noise.GaussianGrid(s)
 			se := noise.EffectiveGaussianSigma(s)
@@ -242,8 +246,9 @@ func TestDPFWGuarantee(t *testing.T) {
 				t.Errorf("expected the proven ε to exceed the claimed 20, got %v", g.Epsilon)
 			}
 		}
-		if tc.cal == CalDecay && !(r.Sigmas[0] > r.Sigmas[len(r.Sigmas)-1]) {
-			t.Errorf("decay schedule not decreasing: %v", r.Sigmas)
+		// σ_t/Δ_t decreases with decay (Δ_1 is a quarter of the later Δ_t).
+		if last := len(r.Sigmas) - 1; tc.cal == CalDecay && !(4*r.Sigmas[0] > r.Sigmas[last] && r.Sigmas[1] > r.Sigmas[last]) {
+			t.Errorf("decay schedule not decreasing relative to the sensitivities: %v", r.Sigmas)
 		}
 	}
 }
@@ -496,7 +501,8 @@ func TestPublicStateSurvivesModelFile(t *testing.T) {
 func TestAggregateSensitivity(t *testing.T) {
 	// Replace one user's row by an adversarial one and replay the same
 	// public broadcasts: the Frobenius distance between the two sums
-	// Σ_i A_iᵀA_i must stay within DPFWSensitivity(L) at every iteration
+	// Σ_i A_iᵀA_i must stay within DPFWSensitivity(L) at every iteration,
+	// and within DPFWFirstSensitivity(L) at the first
 	// (the bound the noise is calibrated to). Deterministic.
 	const n, T, L, k = 6, 8, 1.5, 50.0
 	rnd := noise.Seeded(4)
@@ -520,7 +526,7 @@ func TestAggregateSensitivity(t *testing.T) {
 		l.addGram(&g, nil)
 		return g.upper
 	}
-	worst := 0.0
+	worst, first := 0.0, 0.0
 	for trial := range 200 {
 		// Two arbitrary rows for the replaced user.
 		mk := func() ([]int32, []float32) {
@@ -550,12 +556,18 @@ func TestAggregateSensitivity(t *testing.T) {
 				}
 			}
 			worst = math.Max(worst, math.Sqrt(d2))
+			if t == 0 {
+				first = math.Max(first, math.Sqrt(d2))
+			}
 		}
+	}
+	if first > DPFWFirstSensitivity(L)*(1+1e-12) {
+		t.Fatalf("observed Frobenius change %v of the first release exceeds its Δ = %v", first, DPFWFirstSensitivity(L))
 	}
 	if worst > DPFWSensitivity(L)*(1+1e-12) {
 		t.Fatalf("observed Frobenius change %v exceeds Δ = %v", worst, DPFWSensitivity(L))
 	}
-	t.Logf("largest observed change %.3f of Δ = %.3f", worst, DPFWSensitivity(L))
+	t.Logf("largest observed change %.3f of Δ = %.3f (first release %.3f of %.3f)", worst, DPFWSensitivity(L), first, DPFWFirstSensitivity(L))
 }
 
 func TestAddGramIsUpperTriangleOfOuterProduct(t *testing.T) {

@@ -89,7 +89,7 @@ type DPFWConfig struct {
 	Nuclear     float64 `json:"nuclear" flag:"nuclear" help:"nuclear-norm bound k (0: √(m·n)/3 from the public numbers of users and catalogue items, divided by 1 − (1 − 1/T)^T with the 1/T step, the share of k that T such steps can reach)"`
 	Iterations  int     `json:"iterations" flag:"iterations" help:"Frank–Wolfe iterations T (= noisy Gram releases)"`
 	Clip        float64 `json:"clip" flag:"clip" help:"ℓ2 bound L on each user's (centred) rating row and iterate; rows are scaled down to it"`
-	Calibration string  `json:"calibration" flag:"calibration" help:"noise calibration: zcdp (equal σ_t, exactly the requested ε), zcdp-decay (σ_t ∝ 1/√t, same total), paper (σ = L²√(64T ln(1/δ))/ε)"`
+	Calibration string  `json:"calibration" flag:"calibration" help:"noise calibration: zcdp (equal ρ_t — equal σ_t after the first release, whose sensitivity is a quarter — exactly the requested ε), zcdp-decay (σ_t ∝ 1/√t, same total), paper (σ = L²√(64T ln(1/δ))/ε)"`
 	Step        string  `json:"step" flag:"step" help:"step rule: 1/T (the paper's) or 2/(t+1)"`
 	BiasScale   float64 `json:"bias_scale" flag:"bias-scale" help:"multiplier of the bias n^¼√(σ ln(n/β)) added to λ̂ (0: none)"`
 	Center      bool    `json:"center" flag:"center" help:"subtract each user's mean rating (her own, kept in her state: no privacy cost)"`
@@ -501,7 +501,7 @@ func (c *DPFWConfig) Train(ctx context.Context, in release.Input, env Env) (*rel
 	sig := r.Sigmas
 	m.Params = map[string]any{"nuclear": k, "iterations": c.Iterations, "clip": c.Clip, "step": c.Step, "calibration": c.Calibration,
 		"bias_scale": c.BiasScale, "max_per_user": c.MaxPerUser, "center": c.Center, "lambda_biased": lams, "sigmas": sig}
-	note := fmt.Sprintf("Algorithm 1 of seed 001: %d Gaussian releases of Σ_i A_iᵀA_i, ℓ2 sensitivity 4√2·L² for one user's ratings replaced (L = %g), accounted in zCDP (ρ = %.4g) and converted tightly to (ε, δ).", c.Iterations, c.Clip, plan.Guarantee.Rho)
+	note := fmt.Sprintf("Algorithm 1 of seed 001: %d Gaussian releases of Σ_i A_iᵀA_i, ℓ2 sensitivity √2·L² for the first (every iterate starts at 0) and 4√2·L² for the others, for one user's ratings replaced (L = %g), accounted in zCDP (ρ = %.4g) and converted tightly to (ε, δ).", c.Iterations, c.Clip, plan.Guarantee.Rho)
 	if c.Calibration == jointdp.CalPaper {
 		note += fmt.Sprintf(" The paper's σ = L²√(64T ln(1/δ))/ε was used; the paper claims ε = %g, the accountant proves ε = %.4g for replace-one neighbours.", env.Epsilon, plan.Guarantee.Epsilon)
 	}
@@ -636,10 +636,15 @@ func (c *MMConfig) Train(ctx context.Context, in release.Input, env Env) (*relea
 // AuditDesign implements AuditDesigner: the T Frank–Wolfe releases are
 // adaptive (each user's row in release t depends on the earlier noisy
 // broadcasts), so the audit trains one iteration — the same code, one
-// Gram release carrying the whole budget — on the pair whose canary's
-// centred ratings are ±2 (MixedAuditPair).
+// Gram release carrying the whole budget. That release is priced at
+// √2·L² (jointdp.DPFWFirstSensitivity: every iterate starts at 0); like
+// dpsvd's Gram it is a packed upper triangle that only a row on one item
+// moves by the whole √2·L², so the audit trains uncentred (--center=false,
+// the same code) on the pair whose canary rates one item, 5 = L, on each
+// side (SingleAuditPair).
 func (c *DPFWConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
 	one := *c
 	one.Iterations = 1
-	return &AuditDesign{Config: &one, Sides: MixedAuditPair}, nil
+	one.Center = false
+	return &AuditDesign{Config: &one, Sides: SingleAuditPair}, nil
 }
