@@ -240,7 +240,7 @@ type MMPlan struct {
 	// N is the number of items.
 	N int
 	// Global releases (Σ_i (mean_i − mid), #users with a rating), mid the
-	// scale's midpoint (2 coordinates), Items the item
+	// scale's midpoint (2 coordinates), Items the item (centred)
 	// sums and counts (2N), Cov the upper triangles of the covariance and
 	// of its weights (2·N(N+1)/2).
 	Global, Items, Cov *mechanism.Gaussian
@@ -254,7 +254,7 @@ func (p *MMPlan) Sigmas() [3]float64 {
 
 // MMSensitivities are the ℓ2 sensitivities of MM's three releases for one
 // user's ratings replaced (the number of users is fixed by the relation),
-// with W = Max − Min the width of the scale and R = max(|Min|, |Max|):
+// with W = Max − Min the width of the scale:
 //
 //   - global, (Σ_i (mean_i − mid), #users with a rating), mid = (Min+Max)/2:
 //     max(W, ‖(W/2, 1)‖). Proof: ratings are clamped to [Min, Max], so a
@@ -264,12 +264,15 @@ func (p *MMPlan) Sigmas() [3]float64 {
 //     count moves by 1 and the sum by |mean − mid| ≤ W/2; if neither, by 0.
 //     (Centring at mid is what keeps the second case below W on the usual
 //     scales: 4 on 1–5, where the uncentred (mean_i, 1) needed ‖(5, 1)‖.)
-//   - items, the sums and counts weighted 1/√|Ω_i|: a user's part has norm
-//     ≤ ‖(R, 1)‖, so a replacement moves them by at most 2·‖(R, 1)‖;
+//   - items, the sums of (rating − mid) and the counts, weighted
+//     1/√|Ω_i|: a user's part has norm² Σ_j ((r_j − mid)² + 1)/|Ω_i| ≤
+//     (W/2)² + 1, so a replacement moves them by at most 2·‖(W/2, 1)‖
+//     (triangle inequality; 2√5 ≈ 4.47 on 1–5, where the uncentred sums
+//     needed 2·‖(R, 1)‖ ≈ 10.2);
 //   - covariance and weights (PSD sums weighted 1/|Ω_i|): √2·‖(B², 1)‖.
 func MMSensitivities(min, max, B float64) [3]float64 {
-	R, W := math.Max(math.Abs(min), math.Abs(max)), max-min
-	return [3]float64{math.Max(W, math.Hypot(W/2, 1)), 2 * math.Hypot(R, 1), math.Sqrt2 * math.Hypot(B*B, 1)}
+	W := max - min
+	return [3]float64{math.Max(W, math.Hypot(W/2, 1)), 2 * math.Hypot(W/2, 1), math.Sqrt2 * math.Hypot(B*B, 1)}
 }
 
 // PlanMM splits the zCDP budget of (ε, δ) over MM's three releases in the

@@ -782,3 +782,41 @@ func TestMMGlobalSensitivity(t *testing.T) {
 		}
 	}
 }
+
+// TestMMItemSensitivity checks MMSensitivities' bound for the item release:
+// replacing one user's row (arbitrary items and values, clamped; possibly
+// empty) moves the centred sums and counts (mmItemPart) by at most the
+// declared ℓ2 sensitivity. Deterministic.
+func TestMMItemSensitivity(t *testing.T) {
+	const n = 4
+	for _, sc := range []struct{ lo, hi float64 }{{1, 5}, {0, 1}, {-10, 10}} {
+		sens := MMSensitivities(sc.lo, sc.hi, 1)[1]
+		rnd := noise.Seeded(12)
+		part := func() []float64 {
+			var items []int32
+			var v []float32
+			for j := range int32(n) {
+				if rnd.Float64() < 0.5 {
+					items = append(items, j)
+					v = append(v, float32(sc.lo+(rnd.Float64()*1.4-0.2)*(sc.hi-sc.lo)))
+				}
+			}
+			sc2 := make([]float64, 2*n)
+			mmItemPart(items, v, sc.lo, sc.hi, sc2[:n], sc2[n:])
+			return sc2
+		}
+		worst := 0.0
+		for range 5000 {
+			a, b := part(), part()
+			var d2 float64
+			for k := range a {
+				d2 += (a[k] - b[k]) * (a[k] - b[k])
+			}
+			worst = math.Max(worst, math.Sqrt(d2))
+		}
+		if worst > sens*(1+1e-12) {
+			t.Errorf("[%g, %g]: a replacement moved the item release by %v > Δ = %v", sc.lo, sc.hi, worst, sens)
+		}
+		t.Logf("[%g, %g]: largest change %.3f of Δ = %.3f", sc.lo, sc.hi, worst, sens)
+	}
+}

@@ -58,7 +58,8 @@ type MMResult struct {
 // McSherryMironov trains the baseline on raw (uncentred) ratings:
 //  1. a noisy global average G of the users' mean ratings (released
 //     centred at the scale's midpoint);
-//  2. noisy damped item averages (S_j + β_m G)/(C_j + β_m), each user
+//  2. noisy damped item averages mid + (S_j + β_m (G − mid))/(C_j + β_m),
+//     S_j the sum of the ratings minus the scale's midpoint mid, each user
 //     weighted 1/√|Ω_i| so her contribution has bounded norm;
 //  3. locally, each user's damped effect and her centred ratings clamped to
 //     [−B, B];
@@ -131,19 +132,13 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 		G = min(max(mid+num/den, pl.Min), pl.Max)
 	}
 	res.GlobalAvg = G
-	// 2. Item averages.
+	// 2. Item averages, the sums centred at the scale's midpoint
+	// (MMSensitivities).
 	SC := make([]float64, 2*n) // item sums, then item counts: one release
 	S, C := SC[:n], SC[n:]
 	for i := range p.M {
 		items, v := p.Row(i)
-		if len(v) == 0 {
-			continue
-		}
-		w := 1 / math.Sqrt(float64(len(v)))
-		for q, it := range items {
-			S[it] += w * clamp(v[q])
-			C[it] += w
-		}
+		mmItemPart(items, v, pl.Min, pl.Max, S, C)
 	}
 	if err := pl.Items.Instrumented(o.Instrument).Release(o.Noise, SC); err != nil {
 		return nil, fmt.Errorf("jointdp: MM item averages: %w", err)
@@ -151,7 +146,7 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 	res.ItemAvg = make([]float64, n)
 	for j := range n {
 		d := math.Max(C[j], 0) + o.ItemDamping
-		res.ItemAvg[j] = min(max((S[j]+o.ItemDamping*G)/d, pl.Min), pl.Max)
+		res.ItemAvg[j] = min(max(mid+(S[j]+o.ItemDamping*(G-mid))/d, pl.Min), pl.Max)
 	}
 	// 3. Local user effects (from each user's own row) and centred,
 	// clamped ratings.
@@ -273,6 +268,20 @@ func mmGlobalPart(v []float32, lo, hi float64) (sum, count float64) {
 		sum += min(max(float64(x), lo), hi)
 	}
 	return sum/float64(len(v)) - (lo+hi)/2, 1
+}
+
+// mmItemPart adds one user's part of MM's item release to the sums S and
+// counts C: for each item she rated, w·(rating − mid) and w, w = 1/√|Ω_i|,
+// ratings clamped to [lo, hi] and mid = (lo+hi)/2.
+func mmItemPart(items []int32, v []float32, lo, hi float64, S, C []float64) {
+	if len(v) == 0 {
+		return
+	}
+	w, mid := 1/math.Sqrt(float64(len(v))), (lo+hi)/2
+	for q, it := range items {
+		S[it] += w * (min(max(float64(v[q]), lo), hi) - mid)
+		C[it] += w
+	}
 }
 
 // mmFitter is MM's local step for one user at a time: the ridge fit
