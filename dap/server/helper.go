@@ -128,6 +128,10 @@ func (s *Server) aggregationJob(w http.ResponseWriter, r *http.Request) {
 	// A job names each report once by a well-formed ID (the leader sends
 	// only such); anything else is refused whole, before any verdict is
 	// stored.
+	if len(job.Reports) == 0 {
+		s.fail(w, fmt.Errorf("%w: aggregation job %s names no report", dap.ErrInvalid, jobID))
+		return
+	}
 	seen := make(map[string]bool, len(job.Reports))
 	ids := make([]byte, 0, len(job.Reports)*dap.ReportIDSize)
 	for i, jr := range job.Reports {

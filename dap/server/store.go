@@ -425,6 +425,9 @@ func (s *store) storedJob(ctx context.Context, q querier, taskID, jobID string) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("dap store: job: %w", err)
 	}
+	if ids == nil {
+		ids = []byte{} // a stored job: nil means none (an empty BLOB scans as nil)
+	}
 	return ids, response, nil
 }
 
