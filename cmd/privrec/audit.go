@@ -227,44 +227,12 @@ runs. --method all audits every private method with its defaults.`,
 	if err := parse(fs, args, false); err != nil {
 		return err
 	}
-	if *runs == 0 {
-		*runs = 16
-		if *full {
-			*runs = auditFullRuns
-		}
-	}
-	if *samples == 0 {
-		*samples = auditShortSamples
-		if *full {
-			*samples = auditFullSamples
-		}
-	}
-	if *conf == 0 {
-		*conf = 0.95
-		if *full {
-			*conf = auditFullConf
-		}
-	}
-	if *runs < 2 || *runs > 10000 {
-		return usagef("--runs %d must be between 2 and 10000", *runs)
-	}
-	if *samples < -1 || *samples > 1_000_000 || (*samples >= 0 && *samples < 10) {
-		return usagef("--samples %d must be between 10 and 10^6 (or -1 to skip the bounds)", *samples)
-	}
-	if !(*conf > 0 && *conf < 1) {
-		return usagef("--confidence %v must be between 0 and 1", *conf)
-	}
-	if math.IsNaN(*factor) || math.IsInf(*factor, 0) || *factor <= 0 || *factor > 1e6 {
-		return usagef("--noise-factor %v must be positive", *factor)
-	}
-	if math.IsNaN(*sfactor) || math.IsInf(*sfactor, 0) || *sfactor <= 0 || *sfactor > 1e6 {
-		return usagef("--sensitivity-factor %v must be positive", *sfactor)
-	}
-	if *eps != 0 && (math.IsNaN(*eps) || math.IsInf(*eps, 0) || *eps < 0) {
-		return usagef("--epsilon %v must be positive and finite (or 0 to let the audit choose)", *eps)
-	}
+	auditTierDefaults(runs, samples, conf, *full)
 	opts := methods.AuditOptions{Epsilon: *eps, Delta: *delta, Runs: *runs, Samples: *samples,
 		Confidence: *conf, Seed: *seed, NoiseFactor: *factor, SensitivityFactor: *sfactor}
+	if err := checkAuditOptions(opts); err != nil {
+		return err
+	}
 	if matrix {
 		names, eps, err := matrixArgs(name, *epsList)
 		if err != nil {
@@ -432,4 +400,50 @@ func printAuditReport(out io.Writer, rep *methods.AuditReport) {
 		verdict = "NO POWER: the audit could not have caught half the noise or half the sensitivity (see above); not a pass"
 	}
 	fmt.Fprintf(out, "time                %.2f s\nverdict             %s\n", rep.Seconds, verdict)
+}
+
+// auditTierDefaults fills the values left 0 with the tier's: the default
+// tier, or the full one (--full).
+func auditTierDefaults(runs, samples *int, conf *float64, full bool) {
+	if *runs == 0 {
+		*runs = 16
+		if full {
+			*runs = auditFullRuns
+		}
+	}
+	if *samples == 0 {
+		*samples = auditShortSamples
+		if full {
+			*samples = auditFullSamples
+		}
+	}
+	if *conf == 0 {
+		*conf = 0.95
+		if full {
+			*conf = auditFullConf
+		}
+	}
+}
+
+// checkAuditOptions refuses an audit flag out of range, naming it.
+func checkAuditOptions(o methods.AuditOptions) error {
+	if o.Runs < 2 || o.Runs > 10000 {
+		return usagef("--runs %d must be between 2 and 10000", o.Runs)
+	}
+	if o.Samples < -1 || o.Samples > 1_000_000 || (o.Samples >= 0 && o.Samples < 10) {
+		return usagef("--samples %d must be between 10 and 10^6 (or -1 to skip the bounds)", o.Samples)
+	}
+	if !(o.Confidence > 0 && o.Confidence < 1) {
+		return usagef("--confidence %v must be between 0 and 1", o.Confidence)
+	}
+	if f := o.NoiseFactor; math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 || f > 1e6 {
+		return usagef("--noise-factor %v must be positive", f)
+	}
+	if f := o.SensitivityFactor; math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 || f > 1e6 {
+		return usagef("--sensitivity-factor %v must be positive", f)
+	}
+	if e := o.Epsilon; e != 0 && (math.IsNaN(e) || math.IsInf(e, 0) || e < 0) {
+		return usagef("--epsilon %v must be positive and finite (or 0 to let the audit choose)", e)
+	}
+	return nil
 }
