@@ -1,5 +1,14 @@
 package methods
 
+import (
+	"fmt"
+
+	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/ratings"
+	"github.com/privrec/privrec/release"
+)
+
 // Audit designs (AuditDesigner) whose only purpose is a neighbouring pair
 // that realises the sensitivity a method declares for its first release,
 // so that the release check has power against an understated sensitivity
@@ -57,4 +66,67 @@ func (c *DPSVDConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
 	one := *c
 	one.Center = false
 	return &AuditDesign{Config: &one, Sides: SingleAuditPair}, nil
+}
+
+// SignAuditPair is the audit's neighbouring pair for one-bit completion
+// under the seed's relation (one rating's value changes): 12 users × 8
+// catalogue items, 60 % observed in the audit's fixed pattern, every
+// rating 5 or 1 so that its sign (above or below the scale's midpoint) is
+// s_u·t_j for user signs s_u = ±1 (alternating) and item signs t_j = ±1
+// (items 1–4 +1, 5–8 −1): a rank-one sign pattern. user1 rates item1 only,
+// 1 on side 0 and 5 on side 1, so both sides' signs stay rank-one
+// patterns.
+//
+// On such data the one-bit estimator's completed matrix is known exactly
+// on the observed entries: the negative log-likelihood is a sum of terms
+// −log h(y_ij·X_ij), each strictly decreasing in y_ij·X_ij ≤ α, so it is at
+// least the sum at y_ij·X_ij = α for every observed entry, and that value is
+// attained inside C = {‖X‖_* ≤ τ, ‖X‖_∞ ≤ α} by α·s·tᵀ (‖α·s·tᵀ‖_* =
+// α·√(d1·d2), the default τ). Every minimiser therefore has X_ij = α·y_ij
+// on Ω, and the entry user1 × item1 moves from −α to +α: by exactly 2α, the
+// per-entry sensitivity onebit-outp's noise is calibrated to (the solver
+// stops within its duality-gap tolerance of this optimum). For
+// AuditDesign.Sides; relation must be the rating-value relation.
+func SignAuditPair(relation string) (side [2]release.Input, err error) {
+	if relation != privacy.RelationRatingValue {
+		return side, fmt.Errorf("audit data: the sign pair is for the rating-value relation, not %q", relation)
+	}
+	const users, items = 12, 8
+	ids := make([]string, items)
+	for j := range ids {
+		ids[j] = fmt.Sprintf("item%d", j+1)
+	}
+	cat, err := model.NewCatalogue(ids, nil)
+	if err != nil {
+		return side, err
+	}
+	scale := release.Scale{Min: 1, Max: 5}
+	for s := range 2 {
+		b := ratings.NewBuilder(ratings.DupError)
+		line := int64(0)
+		for u := range users {
+			for j := range items {
+				if (u*7+j*3)%5 >= 3 || (u == 0 && j > 0) {
+					continue
+				}
+				v := 5.0
+				if (u%2 == 0) != (j < items/2) {
+					v = 1
+				}
+				if u == 0 {
+					v = float64(1 + 4*s) // the one changed rating
+				}
+				line++
+				if err := b.Add(fmt.Sprintf("user%d", u+1), ids[j], v, line); err != nil {
+					return side, fmt.Errorf("audit data: %w", err)
+				}
+			}
+		}
+		m, err := b.Build()
+		if err != nil {
+			return side, fmt.Errorf("audit data: %w", err)
+		}
+		side[s] = release.Input{Ratings: m, Declared: release.Declared{Scale: &scale, Catalogue: cat, Population: users}}
+	}
+	return side, nil
 }

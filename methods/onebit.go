@@ -321,5 +321,5 @@ func (c *OnebitConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
 	if c.mech != onebit.OutP {
 		return nil, nil
 	}
-	return &AuditDesign{PerCoordinate: true}, nil
+	return &AuditDesign{PerCoordinate: true, Sides: SignAuditPair}, nil
 }

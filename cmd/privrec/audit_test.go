@@ -97,9 +97,9 @@ func TestAuditCommand(t *testing.T) {
 // Issue 23: `privrec audit --method M --noise-factor 0.5` exits 1 and the
 // unmodified method passes (dpals and cp-ip: a zCDP and a pure-ε method;
 // every private method is covered by methods.TestAuditEveryPrivateMethod);
-// issue 37: so does --sensitivity-factor 0.5, and an audit whose pair does
-// not reach the declared sensitivity (onebit-outp: no pair can) exits 3,
-// "no power", never 0; dpfw, once such a case, passes.
+// issue 37: so does --sensitivity-factor 0.5; dpfw and onebit-outp, once
+// audits whose pair did not reach the declared sensitivity ("no power",
+// exit 3: methods.TestAuditPowerAtEpsilonOne), pass.
 // False failure: each run makes two Clopper–Pearson bounds at confidence
 // 1 − 10⁻⁴, so the unmodified runs fail with probability ≤ 2·10⁻⁴ each;
 // the halved noise is caught with bounds ≈ 1.5× the claim (a miss is far
@@ -113,7 +113,7 @@ func TestAuditMethodNoiseFactor(t *testing.T) {
 		{"dpals", "--noise-factor", "1", 0}, {"dpals", "--noise-factor", "0.5", 1}, {"dpals", "--sensitivity-factor", "0.5", 1},
 		{"cp-ip", "--noise-factor", "1", 0}, {"cp-ip", "--noise-factor", "0.5", 1}, {"cp-ip", "--sensitivity-factor", "0.5", 1},
 		{"dp-bias", "--noise-factor", "1", 0}, {"dpfw", "--noise-factor", "1", 0},
-		{"onebit-outp", "--noise-factor", "1", 3},
+		{"onebit-outp", "--noise-factor", "1", 0}, {"onebit-outp", "--sensitivity-factor", "0.5", 1},
 	} {
 		out, errs, code := runCLI(t, "audit", "--method", c.method, c.flag, c.factor, "--seed", "31",
 			"--confidence", "0.9999", "--json")
