@@ -29,6 +29,7 @@ import (
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/service"
+	"github.com/privrec/privrec/service/store"
 	"github.com/privrec/privrec/webapp"
 )
 
@@ -61,11 +62,15 @@ must be reachable from her browser; the helper's hpke_config allows any
 origin), uploads once per task and keeps her own ledger. --items gives
 the page titles, --scale its rating scale.
 
-Databases: make each once with --create; every later start opens it
-without --create and is refused, naming what is wrong, when there is no
-aggregator database there (a mistyped --db, an empty file), when the file
-fails SQLite's integrity check, or when it was made for the other role or
-with another --key-file or --secret-file. Both roles have the central
+Databases: an SQLite file (the default) or PostgreSQL (--db postgres://…,
+an empty schema of its own: search_path=SCHEMA in the URL), where several
+leader processes may share one database and divide each task's
+aggregation jobs between them. Make each once with --create; every later
+start opens it without --create and is refused, naming what is wrong,
+when there is no aggregator database there (a mistyped --db, an empty
+file, a schema without its tables), when the file fails SQLite's
+integrity check, or when it was made for the other role or with another
+--key-file or --secret-file. Both roles have the central
 server's operations (privrec serve --help): GET /livez and GET /readyz
 (503 with Retry-After when the database cannot take a write or its file
 system has less than --min-free-disk free), a connection cap with a
@@ -103,7 +108,7 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
   privrec serve --role leader --create --db leader.db --key-file leader.key --secret-file secret \
       --peer-token-file peer.token --admin-token-file admin.token \
       --helper http://127.0.0.1:8091 --budget-rho 2 --listen 127.0.0.1:8090`
-	fs := newFlags("serve --role leader|helper --db FILE --key-file FILE --secret-file FILE --peer-token-file FILE", serveRoleSynopsis, example)
+	fs := newFlags("serve --role leader|helper --db FILE|URL --key-file FILE --secret-file FILE --peer-token-file FILE", serveRoleSynopsis, example)
 	f := addRoleFlags(fs)
 	hf := addServeHTTPFlags(fs)
 	if err := parse(fs, args, false); err != nil {
@@ -150,7 +155,7 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("--addr-file: %w", err)
 		}
 	}
-	log.Info("listening", "role", cfg.Role.String(), "addr", ln.Addr().String(), "scheme", hf.scheme(), "db", cfg.DB)
+	log.Info("listening", "role", cfg.Role.String(), "addr", ln.Addr().String(), "scheme", hf.scheme(), "db", store.Redact(cfg.DB))
 	hf.watchTLS(ctx, log)
 	return service.ServeHandler(ctx, roleHandler(srv.Handler(), page), ln, service.HTTPOptions{MaxConns: so.MaxConns, IdleTimeout: so.IdleTimeout, TLS: so.TLS,
 		ReadTimeout: *f.readTimeout, Grace: *f.grace, Log: log})
@@ -171,7 +176,7 @@ type roleFlags struct {
 func addRoleFlags(fs *flag.FlagSet) *roleFlags {
 	return &roleFlags{
 		role:          fs.String("role", "", "leader (devices upload to it; keeps the ledger; drives aggregation) or helper"),
-		db:            fs.String("db", "", "the aggregator's own SQLite file (sqlite:FILE or FILE)"),
+		db:            fs.String("db", "", "the aggregator's own database: an SQLite file (sqlite:FILE or FILE), or PostgreSQL (postgres://USER:PASSWORD@HOST/DB?search_path=SCHEMA; several leader processes may share one and divide each task's aggregation jobs)"),
 		create:        fs.Bool("create", false, "make a new aggregator database at --db (refused if one is there); without it --db must hold this role's database, made with the same --key-file and --secret-file"),
 		lockTTL:       fs.Duration("lock-ttl", 30*time.Second, "leader: the lease a process holds on a task while it aggregates or collects it (several leader processes may share --db; after a crash another waits this long)"),
 		lockWait:      fs.Duration("lock-wait", time.Minute, "leader: how long an aggregate or collect call waits for one in progress on the same task before it is answered 503"),
@@ -234,7 +239,7 @@ func (f *roleFlags) config(log *slog.Logger) (server.Config, error) {
 	if err != nil {
 		return server.Config{}, err
 	}
-	cfg := server.Config{Role: r, DB: strings.TrimPrefix(*f.db, "sqlite:"), Key: key, Secret: secret, AggregatorToken: peer,
+	cfg := server.Config{Role: r, DB: *f.db, Key: key, Secret: secret, AggregatorToken: peer,
 		MaxTaskRho: *f.maxRho, MinBatch: *f.minBatch, BatchSize: *f.batch, Logger: log, Mode: server.OpenExisting, LockTTL: *f.lockTTL, LockWait: *f.lockWait, MinFreeBytes: free, HelperTimeout: *f.helperTimeout,
 		EnrolRate: *f.enrolRate, EnrolBurst: *f.enrolBurst, MaxUsers: *f.maxUsers}
 	if *f.create {

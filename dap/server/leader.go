@@ -229,7 +229,7 @@ func (s *Server) storeReport(ctx context.Context, t *dap.Task, uid string, id, b
 	}
 	defer tx.Rollback()
 	var spent int64
-	if err := tx.QueryRowContext(ctx, `SELECT spent_rho_nano FROM users WHERE id = ?`, uid).Scan(&spent); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT spent_rho_nano FROM users WHERE id = ?`+s.st.d.LockRow(), uid).Scan(&spent); err != nil {
 		return rc, fmt.Errorf("dap store: %w", err)
 	}
 	rc.SpentRho = float64(spent) / 1e9
@@ -246,14 +246,14 @@ func (s *Server) storeReport(ctx context.Context, t *dap.Task, uid string, id, b
 		return rc, fmt.Errorf("dap store: %w", err)
 	}
 	var closing, collected bool
-	if err := tx.QueryRowContext(ctx, `SELECT closing, collected FROM tasks WHERE id = ?`, t.ID).Scan(&closing, &collected); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT closing, collected FROM tasks WHERE id = ?`+s.st.forShare(), t.ID).Scan(&closing, &collected); err != nil {
 		return rc, fmt.Errorf("dap store: %w", err)
 	}
 	if closing || collected {
 		return rc, fmt.Errorf("%w: task %q is being collected; it takes no more reports", errConflict, t.ID)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO reports (task_id, report_id, user_id, body, body_hash) VALUES (?, ?, ?, ?, ?)`, t.ID, id, uid, body, hash[:]); err != nil {
-		if strings.Contains(err.Error(), "UNIQUE") {
+		if isUniqueViolation(err) {
 			return rc, fmt.Errorf("%w: user already uploaded another report for task %q", errConflict, t.ID)
 		}
 		return rc, fmt.Errorf("dap store: report: %w", err)

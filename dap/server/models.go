@@ -56,7 +56,7 @@ func (s *Server) putModel(w http.ResponseWriter, r *http.Request) {
 
 // listModels lists the published recipes in the order they were published.
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
-	rows, err := s.st.db.QueryContext(r.Context(), `SELECT body FROM models ORDER BY rowid`)
+	rows, err := s.st.db.QueryContext(r.Context(), `SELECT body FROM models ORDER BY `+s.st.seq)
 	if err != nil {
 		s.fail(w, fmt.Errorf("dap store: %w", err))
 		return

@@ -51,7 +51,9 @@ import (
 // Config configures one aggregator.
 type Config struct {
 	Role dap.Role
-	// DB is the SQLite file (each aggregator its own).
+	// DB is the aggregator's database (each aggregator its own): an
+	// SQLite file (FILE or sqlite:FILE) or a PostgreSQL URL
+	// (postgres://…), which several leader processes may share.
 	DB string
 	// Key is the aggregator's HPKE key pair.
 	Key dap.KeyPair

@@ -123,12 +123,21 @@ var (
 	ErrMismatch   = errors.New("the aggregator database was made with other settings")
 )
 
-// store is an aggregator's SQLite database (modernc.org/sqlite, WAL,
-// synchronous=FULL as the service's store: a committed verdict or charge
-// is on disk when Commit returns). Writes go through one connection.
+// store is an aggregator's database: an SQLite file (modernc.org/sqlite,
+// WAL, synchronous=FULL as the service's store: a committed verdict or
+// charge is on disk when Commit returns; writes go through one
+// connection) or a PostgreSQL database (pgx; several leader processes
+// may share it, rows locked where a transaction reads what it updates).
 type store struct {
-	db   *sql.DB
-	path string
+	db *sqlDB
+	d  svcstore.Dialect
+	// path is the SQLite file ("" on PostgreSQL: no local file system to
+	// watch); name names the database in messages (the URL without its
+	// password).
+	path, name string
+	// seq orders rows by insertion: SQLite's rowid, a seq column on
+	// PostgreSQL.
+	seq string
 }
 
 // settings are what a database is bound to: its role and the
@@ -137,7 +146,14 @@ type store struct {
 // every proof would fail).
 type settings map[string]string
 
-func openStore(ctx context.Context, path string, mode StoreMode, want settings) (*store, error) {
+// openStore opens the database named by db: a postgres:// or
+// postgresql:// URL, else an SQLite file (an optional sqlite: prefix
+// dropped).
+func openStore(ctx context.Context, db string, mode StoreMode, want settings) (*store, error) {
+	if svcstore.IsPostgres(db) {
+		return openPostgres(ctx, db, mode, want)
+	}
+	path := strings.TrimPrefix(db, "sqlite:")
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("dap store: SQLite file name %q may not contain ? or #", path)
 	}
@@ -150,61 +166,161 @@ func openStore(ctx context.Context, path string, mode StoreMode, want settings) 
 	}
 	// mmap_size: reading a stored report (hundreds of kB to MB in
 	// overflow pages) is a memory copy, not a pread per page.
-	db, err := sql.Open("sqlite", path+"?_busy_timeout=10000&_foreign_keys=1&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate&_pragma=mmap_size(1073741824)")
+	sdb, err := sql.Open("sqlite", path+"?_busy_timeout=10000&_foreign_keys=1&_journal_mode=WAL&_synchronous=FULL&_txlock=immediate&_pragma=mmap_size(1073741824)")
 	if err != nil {
 		return nil, fmt.Errorf("dap store: opening %s: %w", path, err)
 	}
-	db.SetMaxOpenConns(1)
-	st := &store{db: db, path: path}
-	if err := st.init(ctx, existing, mode, want); err != nil {
-		db.Close()
+	sdb.SetMaxOpenConns(1)
+	st := &store{db: &sqlDB{db: sdb, d: svcstore.SQLite}, d: svcstore.SQLite, path: path, name: path, seq: "rowid"}
+	if existing {
+		if err := svcstore.QuickCheck(ctx, sdb, path); err != nil {
+			sdb.Close()
+			return nil, err
+		}
+	} else if err := st.pageSize(ctx); err != nil {
+		sdb.Close()
+		return nil, err
+	}
+	if err := st.init(ctx, mode, want); err != nil {
+		sdb.Close()
 		return nil, err
 	}
 	return st, nil
 }
 
-// init checks an existing database (integrity, role, settings, schema
-// version), brings its schema up to date and records the settings.
-func (s *store) init(ctx context.Context, existing bool, mode StoreMode, want settings) error {
-	if existing {
-		if err := svcstore.QuickCheck(ctx, s.db, s.path); err != nil {
-			return err
+// openPostgres opens an aggregator's PostgreSQL database (its tables in
+// the URL's search_path schema, else public).
+func openPostgres(ctx context.Context, url string, mode StoreMode, want settings) (*store, error) {
+	pdb, err := svcstore.ConnectPostgres(ctx, url, 16)
+	if err != nil {
+		return nil, err
+	}
+	st := &store{db: &sqlDB{db: pdb, d: svcstore.Postgres}, d: svcstore.Postgres, name: svcstore.Redact(url), seq: "seq"}
+	if err := st.init(ctx, mode, want); err != nil {
+		pdb.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// pageSize gives a new SQLite database 64 KiB pages: a report of
+// ≈ 0.5–4 MB is 16× fewer pages to write, log and read than at 4 KiB.
+// The page size is fixed once the database is in WAL mode, so it is set
+// in rollback mode and the file rebuilt (it is empty).
+func (s *store) pageSize(ctx context.Context) error {
+	for _, q := range []string{`PRAGMA journal_mode = DELETE`, `PRAGMA page_size = 65536`, `VACUUM`, `PRAGMA journal_mode = WAL`} {
+		if _, err := s.db.db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("dap store: %s: %s: %w", s.name, q, err)
 		}
 	}
-	if !existing {
-		// A new database gets 64 KiB pages: a report of ≈ 0.5–4 MB is
-		// 16× fewer pages to write, log and read than at 4 KiB. The page
-		// size is fixed once the database is in WAL mode, so it is set in
-		// rollback mode and the file rebuilt (it is empty).
-		for _, q := range []string{`PRAGMA journal_mode = DELETE`, `PRAGMA page_size = 65536`, `VACUUM`, `PRAGMA journal_mode = WAL`} {
-			if _, err := s.db.ExecContext(ctx, q); err != nil {
-				return fmt.Errorf("dap store: %s: %s: %w", s.path, q, err)
-			}
+	return nil
+}
+
+// postgresOnly are the schema's additions on PostgreSQL: the insertion
+// order SQLite keeps as rowid, and reports stored as they come (their
+// shares are random bytes: compressing them is CPU for nothing).
+var postgresOnly = []string{
+	`ALTER TABLE jobs ADD COLUMN IF NOT EXISTS seq BIGINT GENERATED ALWAYS AS IDENTITY`,
+	`ALTER TABLE models ADD COLUMN IF NOT EXISTS seq BIGINT GENERATED ALWAYS AS IDENTITY`,
+	`ALTER TABLE reports ALTER COLUMN body SET STORAGE EXTERNAL`,
+}
+
+// init checks the database (role, settings, schema version; a missing
+// one needs CreateNew or OpenOrCreate, an existing one is refused to
+// CreateNew), brings its schema up to date and records the settings, in
+// one transaction (on PostgreSQL under an advisory lock, so leader
+// processes starting together make the tables once).
+func (s *store) init(ctx context.Context, mode StoreMode, want settings) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("dap store: %s: %w", s.name, err)
+	}
+	defer tx.Rollback()
+	if s.d.Postgres() {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7250002)`); err != nil {
+			return fmt.Errorf("dap store: %s: %w", s.name, err)
 		}
 	}
-	var tables int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('tasks', 'meta')`).Scan(&tables); err != nil {
-		return fmt.Errorf("dap store: %s: %w", s.path, err)
+	if err := s.checkExisting(ctx, tx, mode); err != nil {
+		return err
 	}
-	if mode == OpenExisting && tables == 0 {
-		return fmt.Errorf("%w: %s is an SQLite file without an aggregator's tables (a mistyped --db?)", ErrNoDatabase, s.path)
+	if err := s.makeSchema(ctx, tx); err != nil {
+		return err
 	}
+	if err := s.checkSettings(ctx, tx, want); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("dap store: %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// checkExisting refuses a database without an aggregator's tables
+// unless one is to be made, and one with them when a new one is.
+func (s *store) checkExisting(ctx context.Context, tx *sqlTx, mode StoreMode) error {
+	has, err := s.d.HasTable(ctx, tx, "tasks")
+	if err != nil {
+		return err
+	}
+	switch {
+	case has && mode == CreateNew:
+		return fmt.Errorf("%w: %s", ErrExists, s.name)
+	case !has && mode == OpenExisting && s.d.Postgres():
+		return fmt.Errorf("%w: %s has no aggregator's tables in its schema (a mistyped --db, or a missing search_path?)", ErrNoDatabase, s.name)
+	case !has && mode == OpenExisting:
+		return fmt.Errorf("%w: %s is an SQLite file without an aggregator's tables (a mistyped --db?)", ErrNoDatabase, s.name)
+	case !has && s.d.Postgres():
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()`).Scan(&n); err != nil {
+			return fmt.Errorf("dap store: %s: %w", s.name, err)
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: %s: its schema holds %d other tables and none of an aggregator's; make the aggregator's database in an empty schema (search_path in the URL)", ErrExists, s.name, n)
+		}
+	}
+	return nil
+}
+
+// makeSchema makes the tables and adds the columns a database made by an
+// older privrec lacks.
+func (s *store) makeSchema(ctx context.Context, tx *sqlTx) error {
 	for _, q := range schema {
-		if _, err := s.db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("dap store: %s: schema: %w", s.path, err)
+		if _, err := tx.ExecContext(ctx, s.d.DDL(q)); err != nil {
+			return fmt.Errorf("dap store: %s: schema: %w", s.name, err)
 		}
 	}
 	for _, m := range migrations {
-		if err := s.addColumn(ctx, m[0], m[1], m[2]); err != nil {
+		has, err := s.d.HasColumn(ctx, tx, m[0], m[1])
+		if err != nil {
 			return err
 		}
+		if has {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, s.d.DDL(`ALTER TABLE `+m[0]+` ADD COLUMN `+m[1]+` `+m[2])); err != nil {
+			return fmt.Errorf("dap store: %s: adding %s.%s: %w", s.name, m[0], m[1], err)
+		}
 	}
-	have, err := s.meta(ctx)
+	if s.d.Postgres() {
+		for _, q := range postgresOnly {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("dap store: %s: schema: %w", s.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkSettings refuses a database of a later schema version or made
+// with other settings, and records the settings.
+func (s *store) checkSettings(ctx context.Context, tx *sqlTx, want settings) error {
+	have, err := s.meta(ctx, tx)
 	if err != nil {
 		return err
 	}
 	if v, ok := have["schema_version"]; ok && v > fmt.Sprint(schemaVersion) {
-		return fmt.Errorf("%w: %s has schema version %s; this privrec knows %d (upgrade privrec)", ErrMismatch, s.path, v, schemaVersion)
+		return fmt.Errorf("%w: %s has schema version %s; this privrec knows %d (upgrade privrec)", ErrMismatch, s.name, v, schemaVersion)
 	}
 	want = maps.Clone(want)
 	if want == nil {
@@ -212,34 +328,20 @@ func (s *store) init(ctx context.Context, existing bool, mode StoreMode, want se
 	}
 	for k, v := range want {
 		if old, ok := have[k]; ok && old != v {
-			return fmt.Errorf("%w: %s was made with %s %s, this start has %s (the --role, --key-file and --secret-file must be the ones it was made with)", ErrMismatch, s.path, k, old, v)
+			return fmt.Errorf("%w: %s was made with %s %s, this start has %s (the --role, --key-file and --secret-file must be the ones it was made with)", ErrMismatch, s.name, k, old, v)
 		}
 	}
 	want["schema_version"] = fmt.Sprint(schemaVersion)
 	for k, v := range want {
-		if _, err := s.db.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, k, v); err != nil {
-			return fmt.Errorf("dap store: %s: %w", s.path, err)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, k, v); err != nil {
+			return fmt.Errorf("dap store: %s: %w", s.name, err)
 		}
 	}
 	return nil
 }
 
-func (s *store) addColumn(ctx context.Context, table, col, def string) error {
-	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, table, col).Scan(&n); err != nil {
-		return fmt.Errorf("dap store: %s: %w", s.path, err)
-	}
-	if n > 0 {
-		return nil
-	}
-	if _, err := s.db.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN `+col+` `+def); err != nil {
-		return fmt.Errorf("dap store: %s: adding %s.%s: %w", s.path, table, col, err)
-	}
-	return nil
-}
-
-func (s *store) meta(ctx context.Context) (settings, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT key, value FROM meta WHERE key != 'heartbeat'`)
+func (s *store) meta(ctx context.Context, tx *sqlTx) (settings, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT key, value FROM meta WHERE key != 'heartbeat'`)
 	if err != nil {
 		return nil, fmt.Errorf("dap store: %w", err)
 	}
@@ -373,7 +475,7 @@ type verdict struct {
 // replay check) and reported in the returned set. The leader's report
 // shares are dropped once judged (as DAP aggregators do): only the
 // aggregate share remains.
-func (s *store) applyVerdicts(ctx context.Context, tx *sql.Tx, t *dap.Task, vs []verdict, outs []dap.Vec) (dup map[string]bool, err error) {
+func (s *store) applyVerdicts(ctx context.Context, tx *sqlTx, t *dap.Task, vs []verdict, outs []dap.Vec) (dup map[string]bool, err error) {
 	var collected bool
 	if err := tx.QueryRowContext(ctx, `SELECT collected FROM tasks WHERE id = ?`, t.ID).Scan(&collected); err != nil {
 		return nil, fmt.Errorf("dap store: %w", err)
@@ -396,7 +498,7 @@ func (s *store) applyVerdicts(ctx context.Context, tx *sql.Tx, t *dap.Task, vs [
 			dup[string(v.id)] = true
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE reports SET body = X'' WHERE task_id = ? AND report_id = ?`, t.ID, v.id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE reports SET body = ? WHERE task_id = ? AND report_id = ?`, []byte{}, t.ID, v.id); err != nil {
 			return nil, fmt.Errorf("dap store: dropping shares: %w", err)
 		}
 		if v.accepted {
@@ -431,6 +533,30 @@ func (s *store) storedJob(ctx context.Context, q querier, taskID, jobID string) 
 	return ids, response, nil
 }
 
+// lockAggregate locks a task's aggregate row until tx ends: on
+// PostgreSQL the transactions that add to it or noise it take turns
+// (from every process sharing the database); SQLite's write transaction
+// is exclusive already.
+func (s *store) lockAggregate(ctx context.Context, tx *sqlTx, taskID string) error {
+	if !s.d.Postgres() {
+		return nil
+	}
+	var n int64
+	if err := tx.QueryRowContext(ctx, `SELECT count FROM aggregates WHERE task_id = ? FOR UPDATE`, taskID).Scan(&n); err != nil {
+		return fmt.Errorf("dap store: aggregate of %q: %w", taskID, err)
+	}
+	return nil
+}
+
+// forShare is the clause of a read that a concurrent update of the row
+// must wait for (PostgreSQL; SQLite's write transaction is exclusive).
+func (s *store) forShare() string {
+	if s.d.Postgres() {
+		return " FOR SHARE"
+	}
+	return ""
+}
+
 type querier interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }
@@ -446,6 +572,9 @@ func (s *store) commitHelperJob(ctx context.Context, t *dap.Task, jobID string, 
 		return nil, fmt.Errorf("dap store: %w", err)
 	}
 	defer tx.Rollback()
+	if err := s.lockAggregate(ctx, tx, t.ID); err != nil {
+		return nil, err
+	}
 	oldIDs, old, err := s.storedJob(ctx, tx, t.ID, jobID)
 	if err != nil {
 		return nil, err
@@ -479,6 +608,9 @@ func (s *store) commitLeaderJob(ctx context.Context, t *dap.Task, jobID, holder 
 		return fmt.Errorf("dap store: %w", err)
 	}
 	defer tx.Rollback()
+	if err := s.lockAggregate(ctx, tx, t.ID); err != nil {
+		return err
+	}
 	if err := holds(ctx, tx, t.ID, holder); err != nil {
 		return err
 	}
@@ -509,7 +641,7 @@ func (s *store) nextJob(ctx context.Context, taskID string, limit int) (jobID st
 		return "", nil, fmt.Errorf("dap store: %w", err)
 	}
 	defer tx.Rollback()
-	err = tx.QueryRowContext(ctx, `SELECT job_id FROM jobs WHERE task_id = ? AND done = 0 ORDER BY rowid LIMIT 1`, taskID).Scan(&jobID)
+	err = tx.QueryRowContext(ctx, `SELECT job_id FROM jobs WHERE task_id = ? AND done = 0 ORDER BY `+s.seq+` LIMIT 1`, taskID).Scan(&jobID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if jobID, err = s.newJob(ctx, tx, taskID, limit); err != nil || jobID == "" {
@@ -542,7 +674,7 @@ func (s *store) nextJob(ctx context.Context, taskID string, limit int) (jobID st
 }
 
 // newJob records a job of up to limit pending reports (none: "").
-func (s *store) newJob(ctx context.Context, tx *sql.Tx, taskID string, limit int) (string, error) {
+func (s *store) newJob(ctx context.Context, tx *sqlTx, taskID string, limit int) (string, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT report_id FROM reports r WHERE task_id = ? AND job_id IS NULL AND NOT EXISTS
 		(SELECT 1 FROM verdicts v WHERE v.task_id = r.task_id AND v.report_id = r.report_id) ORDER BY report_id LIMIT ?`, taskID, limit)
 	if err != nil {
@@ -636,6 +768,9 @@ func (s *store) collect(ctx context.Context, t *dap.Task, holder string, check f
 		return aggregate{}, fmt.Errorf("dap store: %w", err)
 	}
 	defer tx.Rollback()
+	if err := s.lockAggregate(ctx, tx, t.ID); err != nil {
+		return aggregate{}, err
+	}
 	if holder != "" {
 		if err := holds(ctx, tx, t.ID, holder); err != nil {
 			return aggregate{}, err

@@ -54,12 +54,28 @@ var postgresDDL = []string{
 // tables are made in an empty schema; without, the schema must hold a
 // collection.
 func OpenPostgres(ctx context.Context, url string, create bool) (Store, error) {
+	db, err := ConnectPostgres(ctx, url, 16)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newSQLStore(ctx, dialect{kind: "postgres", dollar: true}, db, db, create)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w (%s)", err, redact(url))
+	}
+	return s, nil
+}
+
+// ConnectPostgres connects to PostgreSQL (pgx through database/sql) with
+// a pool of up to conns connections, and refuses a server that does not
+// make a commit durable before it returns (synchronous_commit = off).
+func ConnectPostgres(ctx context.Context, url string, conns int) (*sql.DB, error) {
 	db, err := sql.Open("pgx", url)
 	if err != nil {
 		return nil, fmt.Errorf("store: connecting to %s: %w", redact(url), err)
 	}
-	db.SetMaxOpenConns(16)
-	db.SetMaxIdleConns(16)
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: connecting to %s: %w", redact(url), err)
@@ -73,10 +89,5 @@ func OpenPostgres(ctx context.Context, url string, create bool) (Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: %s has synchronous_commit = off: an acknowledged report could be lost in a crash; turn it on", redact(url))
 	}
-	s, err := newSQLStore(ctx, dialect{kind: "postgres", dollar: true}, db, db, create)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("%w (%s)", err, redact(url))
-	}
-	return s, nil
+	return db, nil
 }

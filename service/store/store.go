@@ -357,7 +357,7 @@ func Create(ctx context.Context, url string) (Store, error) { return open(ctx, u
 
 func open(ctx context.Context, url string, create bool) (Store, error) {
 	switch {
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+	case IsPostgres(url):
 		return OpenPostgres(ctx, url, create)
 	case strings.HasPrefix(url, "sqlite:"):
 		path := SQLitePath(url)

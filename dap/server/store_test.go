@@ -1,0 +1,272 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/privrec/privrec/dap"
+	"github.com/privrec/privrec/privacy/mechanism"
+	"github.com/privrec/privrec/service/store/storetest"
+	"github.com/privrec/privrec/statistic"
+)
+
+// dbURL is a fresh database of the kind: an SQLite file, or a schema of
+// its own in PRIVREC_TEST_POSTGRES (skipped, saying so, when unset).
+func dbURL(t *testing.T, kind string) string {
+	t.Helper()
+	if kind == "sqlite" {
+		return filepath.Join(t.TempDir(), "agg.db")
+	}
+	return storetest.URL(t, kind)
+}
+
+// pair is a leader and a helper over real HTTP, sharing a verification
+// secret; the leader's admin token is testToken.
+type pair struct {
+	leader, helper *Server
+	leaderURL      string
+	cfg            Config // the leader's configuration (for more leader processes on its database)
+}
+
+func newPair(t *testing.T, leaderDB, helperDB string) *pair {
+	t.Helper()
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	cfg := func(role dap.Role, db string) Config {
+		key, err := dap.NewKeyPair()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Config{Role: role, DB: db, Key: key, Secret: secret, AggregatorToken: testToken, AdminToken: testToken, BudgetRho: 100, MinBatch: 1, BatchSize: 4}
+	}
+	p := &pair{}
+	var err error
+	if p.helper, err = New(context.Background(), cfg(dap.Helper, helperDB)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.helper.Close() })
+	hs := httptest.NewServer(p.helper.Handler())
+	t.Cleanup(hs.Close)
+	p.cfg = cfg(dap.Leader, leaderDB)
+	p.cfg.HelperURL = hs.URL
+	if p.leader, err = New(context.Background(), p.cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.leader.Close() })
+	ls := httptest.NewServer(p.leader.Handler())
+	t.Cleanup(ls.Close)
+	p.leaderURL = ls.URL
+	return p
+}
+
+// countsTask is a counts task over n items (ρ from σ = 1).
+func countsTask(t *testing.T, id string, n int) dap.Task {
+	t.Helper()
+	c := &statistic.Counts{Items: n}
+	mech, err := mechanism.NewGaussianSigma(1, 1e-6, c.Spec().Sensitivity, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := make([]string, n)
+	for i := range cat {
+		cat[i] = fmt.Sprint("i", i)
+	}
+	task, err := dap.Lattice{StepBits: 8}.TaskFor(id, statistic.RowPlan{Catalogue: cat}, c, mech)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task.MinReports = 1
+	return task
+}
+
+// do sends a JSON request to url and decodes a 2xx answer into out.
+func do(t *testing.T, method, url, token string, body []byte, ctype string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", ctype)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 == 2 && out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// contribute enrols a device and uploads its report of task (item i
+// counted once); it returns the device's token and report.
+func (p *pair) contribute(t *testing.T, task dap.Task, i int) (string, []byte) {
+	t.Helper()
+	var e Enrolment
+	if c := do(t, http.MethodPost, p.leaderURL+"/dap/v1/users", "", nil, "", &e); c != http.StatusCreated {
+		t.Fatalf("enrol: HTTP %d", c)
+	}
+	q := make([]int64, task.Dimension)
+	q[i%task.Dimension] = 255
+	rep, err := task.Shard(q, p.leader.cfg.Key.Public, p.helper.cfg.Key.Public)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := EncodeReport(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := do(t, http.MethodPut, p.leaderURL+"/dap/v1/tasks/"+task.ID+"/reports", e.Token, b, ReportMediaType, nil); c != http.StatusCreated {
+		t.Fatalf("upload %d: HTTP %d", i, c)
+	}
+	return e.Token, b
+}
+
+// TestStoreKinds runs a task through a leader and a helper on each kind
+// of database: uploads (one retried: acknowledged again, charged once),
+// aggregation and collection count every report once at both
+// aggregators, and collecting again returns the same release.
+func TestStoreKinds(t *testing.T) {
+	for _, kind := range storetest.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			p := newPair(t, dbURL(t, kind), dbURL(t, kind))
+			task := countsTask(t, "t", 8)
+			tb, _ := json.Marshal(task)
+			if c := do(t, http.MethodPost, p.leaderURL+"/dap/v1/admin/tasks", testToken, tb, "application/json", &task); c != http.StatusCreated {
+				t.Fatalf("create task: HTTP %d", c)
+			}
+			const n = 10
+			var tok string
+			var body []byte
+			for i := range n {
+				tok, body = p.contribute(t, task, i)
+			}
+			var rc Receipt
+			if c := do(t, http.MethodPut, p.leaderURL+"/dap/v1/tasks/t/reports", tok, body, ReportMediaType, &rc); c != http.StatusOK || !rc.Repeated {
+				t.Fatalf("retried upload: HTTP %d %+v, want 200, repeated", c, rc)
+			}
+			var l Ledger
+			do(t, http.MethodGet, p.leaderURL+"/dap/v1/ledger", tok, nil, "", &l)
+			if want := float64(nanoRho(task.Rho)) / 1e9; l.SpentRho != want {
+				t.Errorf("charged ρ %v after a retried upload, want %v once", l.SpentRho, want)
+			}
+			var res AggregateResult
+			if c := do(t, http.MethodPost, p.leaderURL+"/dap/v1/admin/tasks/t/aggregate", testToken, nil, "", &res); c != http.StatusOK || res.Accepted != n {
+				t.Fatalf("aggregate: HTTP %d %+v, want %d accepted", c, res, n)
+			}
+			var rel, again Release
+			if c := do(t, http.MethodPost, p.leaderURL+"/dap/v1/admin/tasks/t/collect", testToken, nil, "", &rel); c != http.StatusOK {
+				t.Fatalf("collect: HTTP %d", c)
+			}
+			if c := do(t, http.MethodPost, p.leaderURL+"/dap/v1/admin/tasks/t/collect", testToken, nil, "", &again); c != http.StatusOK || fmt.Sprint(rel.Values) != fmt.Sprint(again.Values) {
+				t.Fatalf("collect again: HTTP %d, values %v then %v", c, rel.Values, again.Values)
+			}
+			for _, s := range []*Server{p.leader, p.helper} {
+				a, err := s.st.aggregate(context.Background(), s.st.db, &task)
+				if err != nil || a.count != n {
+					t.Errorf("%v: aggregate of %d reports (%v), want %d", s.cfg.Role, a.count, err, n)
+				}
+			}
+		})
+	}
+}
+
+// TestStoreStartChecks: a database that is not there is refused without
+// CreateNew, an existing one with it, and one made for the other role
+// with another key, on each kind of database.
+func TestStoreStartChecks(t *testing.T) {
+	for _, kind := range storetest.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			db := dbURL(t, kind)
+			key, err := dap.NewKeyPair()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := Config{Role: dap.Helper, DB: db, Key: key, Secret: make([]byte, 32), AggregatorToken: testToken, Mode: OpenExisting}
+			if _, err := New(context.Background(), cfg); !errors.Is(err, ErrNoDatabase) {
+				t.Errorf("opening a missing database: %v, want ErrNoDatabase", err)
+			}
+			cfg.Mode = CreateNew
+			s, err := New(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			if _, err := New(context.Background(), cfg); !errors.Is(err, ErrExists) {
+				t.Errorf("creating over an existing database: %v, want ErrExists", err)
+			}
+			cfg.Mode = OpenExisting
+			s, err = New(context.Background(), cfg)
+			if err != nil {
+				t.Fatalf("reopening: %v", err)
+			}
+			s.Close()
+			other, _ := dap.NewKeyPair()
+			cfg.Key = other
+			if _, err := New(context.Background(), cfg); !errors.Is(err, ErrMismatch) {
+				t.Errorf("opening with another key: %v, want ErrMismatch", err)
+			}
+		})
+	}
+}
+
+// TestStoreConcurrentCharges: one user's uploads to several tasks at
+// once are each charged (no charge lost between concurrent
+// transactions, as PostgreSQL's would be without the ledger row lock).
+func TestStoreConcurrentCharges(t *testing.T) {
+	for _, kind := range storetest.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			p := newPair(t, dbURL(t, kind), dbURL(t, kind))
+			const k = 8
+			tasks := make([]dap.Task, k)
+			for i := range tasks {
+				tasks[i] = countsTask(t, fmt.Sprint("t", i), 4)
+				if err := p.leader.st.putTask(context.Background(), tasks[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var e Enrolment
+			do(t, http.MethodPost, p.leaderURL+"/dap/v1/users", "", nil, "", &e)
+			var wg sync.WaitGroup
+			codes := make([]int, k)
+			for i := range tasks {
+				rep, err := tasks[i].Shard(make([]int64, 4), p.leader.cfg.Key.Public, p.helper.cfg.Key.Public)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := EncodeReport(rep)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					req, _ := http.NewRequest(http.MethodPut, p.leaderURL+"/dap/v1/tasks/"+tasks[i].ID+"/reports", bytes.NewReader(b))
+					req.Header.Set("Authorization", "Bearer "+e.Token)
+					req.Header.Set("Content-Type", ReportMediaType)
+					if resp, err := http.DefaultClient.Do(req); err == nil {
+						codes[i] = resp.StatusCode
+						resp.Body.Close()
+					}
+				}()
+			}
+			wg.Wait()
+			var l Ledger
+			do(t, http.MethodGet, p.leaderURL+"/dap/v1/ledger", e.Token, nil, "", &l)
+			if want := float64(k*nanoRho(tasks[0].Rho)) / 1e9; l.SpentRho != want || fmt.Sprint(codes) != fmt.Sprint([]int{201, 201, 201, 201, 201, 201, 201, 201}) {
+				t.Errorf("%d concurrent uploads (%v): ρ %v charged, want %v", k, codes, l.SpentRho, want)
+			}
+		})
+	}
+}
