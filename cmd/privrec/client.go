@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -75,309 +76,411 @@ accepted; a server that counts less, or raises the budget, is reported on
 stderr.`
 
 func runClient(ctx context.Context, args []string, out io.Writer) error {
-	example := `  privrec client --server http://127.0.0.1:8080 enroll --json
+	cc, err := parseClient(args, out)
+	if err != nil {
+		return err
+	}
+	run, ok := clientCommands[cc.sub]
+	if !ok {
+		return usagef("unknown client command %q (want enroll, submit, status, recommend, publish, export or leave)", cc.sub)
+	}
+	return run(ctx, cc)
+}
+
+const clientExample = `  privrec client --server http://127.0.0.1:8080 enroll --json
   export PRIVREC_TOKEN=prt_…
   privrec client --server http://127.0.0.1:8080 submit --ratings mine.tsv --json
   privrec client --server http://127.0.0.1:8080 status --json
   privrec client --server http://127.0.0.1:8080 recommend --ratings mine.tsv -k 10`
-	fs := newFlags("client --server URL [--token T] enroll|submit|status|recommend|publish|export|leave [flags]", clientSynopsis, example)
+
+// clientCmd is one client command: the server and her token, the command
+// and its own flag set (with --json, and --ledger where the command keeps
+// the device ledger) and arguments, still to be parsed.
+type clientCmd struct {
+	c       *client.Client
+	server  string
+	tok     string
+	sub     string
+	sfs     *flag.FlagSet
+	args    []string
+	jsonOut *bool
+	ledger  *string
+	out     io.Writer
+}
+
+// clientCommands are the client's commands by name.
+var clientCommands = map[string]func(context.Context, *clientCmd) error{
+	"enroll":    clientEnroll,
+	"submit":    clientSubmit,
+	"status":    clientStatus,
+	"recommend": clientRecommend,
+	"publish":   clientPublish,
+	"export":    clientExport,
+	"leave":     clientLeave,
+}
+
+// parseClient parses the client's common flags (--server, the token,
+// --json) and sets up the command's own flag set.
+func parseClient(args []string, out io.Writer) (*clientCmd, error) {
+	fs := newFlags("client --server URL [--token T] enroll|submit|status|recommend|publish|export|leave [flags]", clientSynopsis, clientExample)
 	server := fs.String("server", "", "the server's base URL, e.g. http://127.0.0.1:8080")
 	token := fs.String("token", "", "the user's token (default: $PRIVREC_TOKEN)")
 	tokenFile := fs.String("token-file", "", "file holding the user's token")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	if err := parseDispatch(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	if *server == "" {
-		return usagef("--server URL is required")
+		return nil, usagef("--server URL is required")
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
-		return usagef("a command is required: enroll, submit, status, recommend or publish")
+		return nil, usagef("a command is required: enroll, submit, status, recommend or publish")
 	}
 	tok, err := clientToken(*token, *tokenFile)
 	if err != nil {
+		return nil, err
+	}
+	cc := &clientCmd{c: client.New(*server, tok), server: *server, tok: tok, sub: rest[0], args: rest[1:],
+		jsonOut: jsonOut, ledger: new(string), out: out}
+	cc.sfs = newFlags("client "+cc.sub, clientSynopsis, clientExample)
+	cc.sfs.BoolVar(jsonOut, "json", *jsonOut, "print JSON")
+	if cc.sub == "enroll" || cc.sub == "submit" || cc.sub == "status" {
+		cc.sfs.StringVar(cc.ledger, "ledger", os.Getenv("PRIVREC_LEDGER"), "the device's own ledger file (default $PRIVREC_LEDGER, else one per server and token under $PRIVREC_LEDGER_DIR or your configuration directory; none: no device ledger): it pins the collection you joined and, in local mode, records every report before it is sent; a report past the budget you accepted, or a configuration that weakens the collection, is refused on this device")
+	}
+	return cc, nil
+}
+
+// parseAuthed parses the command's flags and requires her token.
+func (cc *clientCmd) parseAuthed() error {
+	if err := parse(cc.sfs, cc.args, false); err != nil {
 		return err
 	}
-	c := client.New(*server, tok)
-	sub, subArgs := rest[0], rest[1:]
-	sfs := newFlags("client "+sub, clientSynopsis, example)
-	sfs.BoolVar(jsonOut, "json", *jsonOut, "print JSON")
-	ledgerFlag := new(string)
-	if sub == "enroll" || sub == "submit" || sub == "status" {
-		sfs.StringVar(ledgerFlag, "ledger", os.Getenv("PRIVREC_LEDGER"), "the device's own ledger file (default $PRIVREC_LEDGER, else one per server and token under $PRIVREC_LEDGER_DIR or your configuration directory; none: no device ledger): it pins the collection you joined and, in local mode, records every report before it is sent; a report past the budget you accepted, or a configuration that weakens the collection, is refused on this device")
+	return needToken(cc.tok)
+}
+
+// refused reports a server's refusal (clientErr) in the command's format.
+func (cc *clientCmd) refused(err error) error { return clientErr(cc.out, *cc.jsonOut, err) }
+
+// clientEnroll enrols a new user, makes the device ledger pinning the
+// collection she joins, and prints her ID and token (shown once).
+func clientEnroll(ctx context.Context, cc *clientCmd) error {
+	if err := parse(cc.sfs, cc.args, false); err != nil {
+		return err
 	}
-	switch sub {
-	case "enroll":
-		if err := parse(sfs, subArgs, false); err != nil {
-			return err
-		}
-		cfg, err := c.Config(ctx)
-		if err != nil {
-			return clientErr(out, *jsonOut, err)
-		}
-		if err := client.CheckConfig(cfg); err != nil {
-			return err
-		}
-		e, err := c.Enroll(ctx)
-		if err != nil {
-			return clientErr(out, *jsonOut, err)
-		}
-		// The device ledger pins the collection she joins now. Failing
-		// to make it must not lose the token (shown once): warn, go on;
-		// her first submit makes it.
-		path, err := ledgerPath(*ledgerFlag, *server, e.Token)
-		if err == nil && path != "" {
-			err = newDeviceLedger(path, *server, cfg)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "privrec client: enrolled, but the device ledger was not made (it will be at the first submit): %v\n", err)
-			path = ""
-		}
-		if *jsonOut {
-			res := map[string]any{"user": e.User, "token": e.Token}
-			if path != "" {
-				res["device_ledger"] = path
-			}
-			return writeJSON(out, res)
-		}
-		fmt.Fprintf(out, "Enrolled as %s.\nYour token (shown once; keep it secret — it is the only way to act as you):\n%s\n", e.User, e.Token)
+	cfg, err := cc.c.Config(ctx)
+	if err != nil {
+		return cc.refused(err)
+	}
+	if err := client.CheckConfig(cfg); err != nil {
+		return err
+	}
+	e, err := cc.c.Enroll(ctx)
+	if err != nil {
+		return cc.refused(err)
+	}
+	path := cc.pinOnEnrol(e.Token, cfg)
+	if *cc.jsonOut {
+		res := map[string]any{"user": e.User, "token": e.Token}
 		if path != "" {
-			fmt.Fprintf(out, "This device's ledger (it pins the collection you joined): %s\n", path)
+			res["device_ledger"] = path
 		}
-		return nil
-	case "submit":
-		ratings := sfs.String("ratings", "", "your ratings file")
-		sfs.StringVar(ratings, "data", "", "same as --ratings")
-		id := sfs.String("id", "", "the report ID (default: a fresh random one; resubmitting an ID is never charged twice)")
-		retries := sfs.Int("retries", 5, "attempts on a network failure or 5xx (the same report ID each time)")
-		if err := parse(sfs, subArgs, false); err != nil {
-			return err
+		return writeJSON(cc.out, res)
+	}
+	fmt.Fprintf(cc.out, "Enrolled as %s.\nYour token (shown once; keep it secret — it is the only way to act as you):\n%s\n", e.User, e.Token)
+	if path != "" {
+		fmt.Fprintf(cc.out, "This device's ledger (it pins the collection you joined): %s\n", path)
+	}
+	return nil
+}
+
+// pinOnEnrol makes the device ledger pinning the collection she joins now
+// and returns its path ("" for none). Failing to make it must not lose
+// the token (shown once): it warns and goes on; her first submit makes it.
+func (cc *clientCmd) pinOnEnrol(token string, cfg *api.Config) string {
+	path, err := ledgerPath(*cc.ledger, cc.server, token)
+	if err == nil && path != "" {
+		err = newDeviceLedger(path, cc.server, cfg)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "privrec client: enrolled, but the device ledger was not made (it will be at the first submit): %v\n", err)
+		return ""
+	}
+	return path
+}
+
+// clientSubmit sends one report of her ratings: checked on the device
+// against the collection she joined, randomized here in local mode (and
+// recorded in the device ledger first), sent as entered in central mode.
+func clientSubmit(ctx context.Context, cc *clientCmd) error {
+	ratings := cc.sfs.String("ratings", "", "your ratings file")
+	cc.sfs.StringVar(ratings, "data", "", "same as --ratings")
+	id := cc.sfs.String("id", "", "the report ID (default: a fresh random one; resubmitting an ID is never charged twice)")
+	retries := cc.sfs.Int("retries", 5, "attempts on a network failure or 5xx (the same report ID each time)")
+	if err := cc.parseAuthed(); err != nil {
+		return err
+	}
+	if *ratings == "" {
+		return usagef("submit: --ratings FILE is required")
+	}
+	mine, err := client.LoadRatings(*ratings)
+	if err != nil {
+		return err
+	}
+	cfg, ledger, path, err := cc.joinedCollection(ctx)
+	if err != nil {
+		return err
+	}
+	rep, err := cc.prepareReport(cfg, mine, *id)
+	if err != nil {
+		return err
+	}
+	err = reserveOnDevice(ledger, path, cc.server, cfg, rep)
+	if be := (*client.BudgetError)(nil); errors.As(err, &be) {
+		return deviceRefusal(cc.out, *cc.jsonOut, "device_budget_exceeded", be,
+			map[string]any{"device_spent": be.Spent, "device_budget": be.Budget, "epsilon": be.Epsilon})
+	}
+	if err != nil {
+		return err
+	}
+	if ledger != nil && cfg.Mode != api.ModeLocal {
+		ledger = nil // pins only: no count to show
+	}
+	ack, replayed, err := cc.c.SubmitRetry(ctx, rep, *retries)
+	if err != nil {
+		return cc.refused(err)
+	}
+	return cc.printSubmitted(cfg, ack, replayed, ledger)
+}
+
+// joinedCollection reads the server's configuration and checks it, before
+// anything is randomized or sent, against the collection the device
+// ledger pins: a configuration that weakens it is refused here.
+func (cc *clientCmd) joinedCollection(ctx context.Context) (*api.Config, *client.Ledger, string, error) {
+	cfg, err := cc.c.Config(ctx)
+	if err != nil {
+		return nil, nil, "", cc.refused(err)
+	}
+	path, err := ledgerPath(*cc.ledger, cc.server, cc.tok)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	ledger, err := checkOnDevice(path, cc.server, cfg)
+	if client.IsWeakened(err) {
+		return nil, nil, "", deviceRefusal(cc.out, *cc.jsonOut, "collection_changed", err, nil)
+	}
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return cfg, ledger, path, nil
+}
+
+// prepareReport makes her report (ID id, or a fresh one): randomized on
+// this device in local mode, her ratings as entered in central mode.
+func (cc *clientCmd) prepareReport(cfg *api.Config, mine client.Ratings, id string) (api.Report, error) {
+	if cfg.Mode == api.ModeCentral {
+		fmt.Fprintln(os.Stderr, "client: this server runs in central mode: your ratings are sent as they are to a curator you trust; each release is charged to your budget.")
+	}
+	if id == "" {
+		id = client.NewReportID()
+	}
+	rep, outside, err := client.Randomize(cfg, mine, noise.Secure(), id)
+	if err != nil {
+		return api.Report{}, err
+	}
+	if outside > 0 {
+		fmt.Fprintf(os.Stderr, "client: %d of your ratings are of items outside the server's catalogue and are not reported\n", outside)
+	}
+	return rep, nil
+}
+
+// printSubmitted prints the server's acknowledgement in the collection's
+// terms, and the device ledger's own count beside it.
+func (cc *clientCmd) printSubmitted(cfg *api.Config, ack api.Ack, replayed bool, ledger *client.Ledger) error {
+	var disagree error
+	if ledger != nil {
+		if disagree = ledger.Compare(api.Status{Spent: ack.Spent, Budget: ack.Budget}); disagree != nil {
+			fmt.Fprintln(os.Stderr, disagree)
 		}
-		if err := needToken(tok); err != nil {
-			return err
-		}
-		if *ratings == "" {
-			return usagef("submit: --ratings FILE is required")
-		}
-		mine, err := client.LoadRatings(*ratings)
+	}
+	if *cc.jsonOut {
+		res := map[string]any{"accepted": ack.Accepted, "id": ack.ID, "seq": ack.Seq, "epsilon": ack.Epsilon,
+			"spent": ack.Spent, "remaining": ack.Remaining, "budget": ack.Budget, "unit": cfg.LedgerUnit, "replayed": replayed}
+		addDeviceLedger(res, ledger, disagree)
+		return writeJSON(cc.out, res)
+	}
+	what := "accepted"
+	if replayed {
+		what = "was already stored (nothing charged now)"
+	}
+	if cfg.Mode == api.ModeCentral {
+		b, err := client.BudgetOf(cfg, ack.Spent, ack.Budget)
 		if err != nil {
 			return err
 		}
-		cfg, err := c.Config(ctx)
-		if err != nil {
-			return clientErr(out, *jsonOut, err)
-		}
-		path, err := ledgerPath(*ledgerFlag, *server, tok)
-		if err != nil {
-			return err
-		}
-		// The collection she joined, before anything is randomized or
-		// sent: a configuration that weakens it is refused here.
-		ledger, err := checkOnDevice(path, *server, cfg)
-		if client.IsWeakened(err) {
-			return deviceRefusal(out, *jsonOut, "collection_changed", err, nil)
-		}
-		if err != nil {
-			return err
-		}
-		if cfg.Mode == api.ModeCentral {
-			fmt.Fprintln(os.Stderr, "client: this server runs in central mode: your ratings are sent as they are to a curator you trust; each release is charged to your budget.")
-		}
-		rid := *id
-		if rid == "" {
-			rid = client.NewReportID()
-		}
-		rep, outside, err := client.Randomize(cfg, mine, noise.Secure(), rid)
-		if err != nil {
-			return err
-		}
-		if outside > 0 {
-			fmt.Fprintf(os.Stderr, "client: %d of your ratings are of items outside the server's catalogue and are not reported\n", outside)
-		}
-		err = reserveOnDevice(ledger, path, *server, cfg, rep)
-		if be := (*client.BudgetError)(nil); errors.As(err, &be) {
-			return deviceRefusal(out, *jsonOut, "device_budget_exceeded", be,
-				map[string]any{"device_spent": be.Spent, "device_budget": be.Budget, "epsilon": be.Epsilon})
-		}
-		if err != nil {
-			return err
-		}
-		if ledger != nil && cfg.Mode != api.ModeLocal {
-			ledger = nil // pins only: no count to show
-		}
-		ack, replayed, err := c.SubmitRetry(ctx, rep, *retries)
-		if err != nil {
-			return clientErr(out, *jsonOut, err)
-		}
-		var disagree error
-		if ledger != nil {
-			if disagree = ledger.Compare(api.Status{Spent: ack.Spent, Budget: ack.Budget}); disagree != nil {
-				fmt.Fprintln(os.Stderr, disagree)
-			}
-		}
-		if *jsonOut {
-			res := map[string]any{"accepted": ack.Accepted, "id": ack.ID, "seq": ack.Seq, "epsilon": ack.Epsilon,
-				"spent": ack.Spent, "remaining": ack.Remaining, "budget": ack.Budget, "unit": cfg.LedgerUnit, "replayed": replayed}
-			addDeviceLedger(res, ledger, disagree)
-			return writeJSON(out, res)
-		}
-		what := "accepted"
-		if replayed {
-			what = "was already stored (nothing charged now)"
-		}
-		if cfg.Mode == api.ModeCentral {
-			b, err := client.BudgetOf(cfg, ack.Spent, ack.Budget)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "Report %s %s: your ratings, as you entered them, are with the operator (central mode). A report costs nothing; each release the operator publishes from everyone's ratings is charged to your budget. Spent so far: %s.\n",
-				ack.ID, what, b)
-		} else {
-			fmt.Fprintf(out, "Report %s %s: ε = %s; you have spent %s of your budget %s (%s remaining).\n", ack.ID, what, num(ack.Epsilon), num(ack.Spent), num(ack.Budget), num(ack.Remaining))
-		}
-		if ledger != nil {
-			fmt.Fprintf(out, "This device's own count: ε = %s of %s sent (%s remaining).\n", num(ledger.Spent()), num(ledger.Budget), num(ledger.Remaining()))
-		}
-		return nil
-	case "status":
-		if err := parse(sfs, subArgs, false); err != nil {
-			return err
-		}
-		if err := needToken(tok); err != nil {
-			return err
-		}
-		st, err := c.Status(ctx)
-		if err != nil {
-			return clientErr(out, *jsonOut, err)
-		}
-		var ledger *client.Ledger
-		var disagree error
-		path, err := ledgerPath(*ledgerFlag, *server, tok)
-		if err != nil {
-			return err
-		}
-		if path != "" {
-			if ledger, err = client.LoadLedger(path); err != nil {
-				return err
-			}
-			if ledger != nil && ledger.Collection != nil && ledger.Collection.Mode != api.ModeLocal {
-				ledger = nil // pins only: no count to compare
-			}
-			if ledger != nil {
-				if disagree = ledger.Compare(st); disagree != nil {
-					fmt.Fprintln(os.Stderr, disagree)
-				}
-			}
-		}
-		if *jsonOut {
-			res := map[string]any{"user": st.User, "spent": st.Spent, "remaining": st.Remaining, "budget": st.Budget, "reports": st.Reports, "unit": st.Unit}
-			if st.PeriodStart != nil {
-				res["period_start"] = st.PeriodStart
-			}
-			addDeviceLedger(res, ledger, disagree)
-			return writeJSON(out, res)
-		}
-		period := ""
+		fmt.Fprintf(cc.out, "Report %s %s: your ratings, as you entered them, are with the operator (central mode). A report costs nothing; each release the operator publishes from everyone's ratings is charged to your budget. Spent so far: %s.\n",
+			ack.ID, what, b)
+	} else {
+		fmt.Fprintf(cc.out, "Report %s %s: ε = %s; you have spent %s of your budget %s (%s remaining).\n", ack.ID, what, num(ack.Epsilon), num(ack.Spent), num(ack.Budget), num(ack.Remaining))
+	}
+	if ledger != nil {
+		fmt.Fprintf(cc.out, "This device's own count: ε = %s of %s sent (%s remaining).\n", num(ledger.Spent()), num(ledger.Budget), num(ledger.Remaining()))
+	}
+	return nil
+}
+
+// clientStatus prints her ledger at the server, with the device's own
+// count beside it (local mode).
+func clientStatus(ctx context.Context, cc *clientCmd) error {
+	if err := cc.parseAuthed(); err != nil {
+		return err
+	}
+	st, err := cc.c.Status(ctx)
+	if err != nil {
+		return cc.refused(err)
+	}
+	ledger, disagree, err := cc.deviceCount(st)
+	if err != nil {
+		return err
+	}
+	if *cc.jsonOut {
+		res := map[string]any{"user": st.User, "spent": st.Spent, "remaining": st.Remaining, "budget": st.Budget, "reports": st.Reports, "unit": st.Unit}
 		if st.PeriodStart != nil {
-			period = " in the budget period that began " + st.PeriodStart.Format(time.RFC3339)
+			res["period_start"] = st.PeriodStart
 		}
-		if st.Unit != api.UnitRho {
-			fmt.Fprintf(out, "User %s: %d reports; spent ε = %s of %s%s (%s remaining).\n", st.User, st.Reports, num(st.Spent), num(st.Budget), period, num(st.Remaining))
-		} else {
-			cfg, err := c.Config(ctx)
-			if err != nil {
-				return clientErr(out, *jsonOut, err)
-			}
-			b, err := client.BudgetOf(cfg, st.Spent, st.Budget)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "User %s: %d reports (central mode: your ratings as entered, held by the operator; reports cost nothing). Releases charged you %s%s.\n",
-				st.User, st.Reports, b, period)
-		}
-		if ledger != nil {
-			fmt.Fprintf(out, "This device's own count: %d reports, ε = %s of %s sent (%s remaining).\n", len(ledger.Reports), num(ledger.Spent()), num(ledger.Budget), num(ledger.Remaining()))
-		}
-		return nil
-	case "recommend":
-		ratings := sfs.String("ratings", "", "your ratings file (stays on this device)")
-		sfs.StringVar(ratings, "data", "", "same as --ratings")
-		k := sfs.Int("k", 10, "how many items")
-		if err := parse(sfs, subArgs, false); err != nil {
-			return err
-		}
-		if *ratings == "" {
-			return usagef("recommend: --ratings FILE is required")
-		}
-		if *k < 1 {
-			return usagef("recommend: -k must be ≥ 1")
-		}
-		mine, err := client.LoadRatings(*ratings)
-		if err != nil {
-			return err
-		}
-		rel, err := c.LatestRelease(ctx)
-		if err != nil {
-			return clientErr(out, *jsonOut, err)
-		}
-		recs, err := client.Recommend(rel, mine, *k)
-		if err != nil {
-			return err
-		}
-		warnings, err := client.ReleaseWarnings(rel, *k)
-		if err != nil {
-			return err
-		}
-		if *jsonOut {
-			if warnings == nil {
-				warnings = []release.Warning{}
-			}
-			return writeJSON(out, map[string]any{"release": rel.ID, "method": rel.Method, "guarantee": rel.Guarantee, "recommendations": recs,
-				"ranking": client.Ranks(rel), "warnings": warnings})
-		}
-		writeRecommendations(out, rel, recs)
-		fmt.Fprintf(out, "Guarantee: %s\n", rel.GuaranteeText)
-		return writeWarnings(out, warnings)
-	case "publish":
-		method := sfs.String("method", "", "the method to train on the stored data (ldp-rr or ldp-laplace in local mode)")
-		params := sfs.String("params", "", "the method's parameters as a JSON object, e.g. '{\"max_rank\": 10}'")
-		eps := sfs.Float64("epsilon", 0, "the release's ε (central mode)")
-		delta := sfs.Float64("delta", defaultDelta, "the release's δ (central mode; the same default as train)")
-		seed := sfs.Uint64("seed", 0, "seed of the non-private randomness (0: random)")
-		if err := parse(sfs, subArgs, false); err != nil {
-			return err
-		}
-		if err := needToken(tok); err != nil {
-			return err
-		}
-		req := api.ReleaseRequest{Method: *method, Epsilon: *eps, Delta: *delta, Seed: *seed}
-		if *params != "" {
-			if err := json.Unmarshal([]byte(*params), &req.Params); err != nil {
-				return usagef("--params: %v", err)
-			}
-		}
-		res, err := c.Publish(ctx, req)
-		if err != nil {
-			return clientErr(out, *jsonOut, err)
-		}
-		if *jsonOut {
-			v := map[string]any{"id": res.ID, "method": res.Release.Method, "reports": res.Reports, "users_charged": res.UsersCharged,
-				"max_charge": res.MaxCharge, "unit": res.Unit, "seconds": res.Seconds, "guarantee": res.Release.Guarantee, "ledger": res.Release.Ledger,
-				"warnings": publishWarnings(res)}
-			if res.UsersSkipped > 0 {
-				v["users_skipped"] = res.UsersSkipped
-			}
-			return writeJSON(out, v)
-		}
-		fmt.Fprintf(out, "Published release %d (%s) trained on %d reports in %.2f s.\n%s\nGuarantee: %s\n", res.ID, res.Release.Method, res.Reports, res.Seconds, res.Release.Ledger, res.Release.GuaranteeText)
-		return writeWarnings(out, publishWarnings(res))
-	case "export":
-		return clientExport(ctx, c, sfs, subArgs, jsonOut, out)
-	case "leave":
-		return clientLeave(ctx, c, sfs, subArgs, jsonOut, out)
+		addDeviceLedger(res, ledger, disagree)
+		return writeJSON(cc.out, res)
 	}
-	return usagef("unknown client command %q (want enroll, submit, status, recommend, publish, export or leave)", sub)
+	if err := cc.printStatus(ctx, st); err != nil {
+		return err
+	}
+	if ledger != nil {
+		fmt.Fprintf(cc.out, "This device's own count: %d reports, ε = %s of %s sent (%s remaining).\n", len(ledger.Reports), num(ledger.Spent()), num(ledger.Budget), num(ledger.Remaining()))
+	}
+	return nil
+}
+
+// deviceCount loads the device ledger (local mode; a central one only
+// pins the collection) and compares it with the server's status st,
+// warning on stderr where they disagree.
+func (cc *clientCmd) deviceCount(st api.Status) (ledger *client.Ledger, disagree, err error) {
+	path, err := ledgerPath(*cc.ledger, cc.server, cc.tok)
+	if err != nil || path == "" {
+		return nil, nil, err
+	}
+	if ledger, err = client.LoadLedger(path); err != nil {
+		return nil, nil, err
+	}
+	if ledger == nil || (ledger.Collection != nil && ledger.Collection.Mode != api.ModeLocal) {
+		return nil, nil, nil // pins only: no count to compare
+	}
+	disagree = ledger.Compare(st)
+	if disagree != nil {
+		fmt.Fprintln(os.Stderr, disagree)
+	}
+	return ledger, disagree, nil
+}
+
+// printStatus words her ledger in the unit her budget is stated in: ε in
+// local mode; in central mode what the releases charged her (ε at the
+// budget's δ, with ρ beside it).
+func (cc *clientCmd) printStatus(ctx context.Context, st api.Status) error {
+	period := ""
+	if st.PeriodStart != nil {
+		period = " in the budget period that began " + st.PeriodStart.Format(time.RFC3339)
+	}
+	if st.Unit != api.UnitRho {
+		fmt.Fprintf(cc.out, "User %s: %d reports; spent ε = %s of %s%s (%s remaining).\n", st.User, st.Reports, num(st.Spent), num(st.Budget), period, num(st.Remaining))
+		return nil
+	}
+	cfg, err := cc.c.Config(ctx)
+	if err != nil {
+		return cc.refused(err)
+	}
+	b, err := client.BudgetOf(cfg, st.Spent, st.Budget)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cc.out, "User %s: %d reports (central mode: your ratings as entered, held by the operator; reports cost nothing). Releases charged you %s%s.\n",
+		st.User, st.Reports, b, period)
+	return nil
+}
+
+// clientRecommend computes her top-k on this device from the latest
+// public release and her own ratings (nothing is sent).
+func clientRecommend(ctx context.Context, cc *clientCmd) error {
+	ratings := cc.sfs.String("ratings", "", "your ratings file (stays on this device)")
+	cc.sfs.StringVar(ratings, "data", "", "same as --ratings")
+	k := cc.sfs.Int("k", 10, "how many items")
+	if err := parse(cc.sfs, cc.args, false); err != nil {
+		return err
+	}
+	if *ratings == "" {
+		return usagef("recommend: --ratings FILE is required")
+	}
+	if *k < 1 {
+		return usagef("recommend: -k must be ≥ 1")
+	}
+	mine, err := client.LoadRatings(*ratings)
+	if err != nil {
+		return err
+	}
+	rel, err := cc.c.LatestRelease(ctx)
+	if err != nil {
+		return cc.refused(err)
+	}
+	recs, err := client.Recommend(rel, mine, *k)
+	if err != nil {
+		return err
+	}
+	warnings, err := client.ReleaseWarnings(rel, *k)
+	if err != nil {
+		return err
+	}
+	if *cc.jsonOut {
+		if warnings == nil {
+			warnings = []release.Warning{}
+		}
+		return writeJSON(cc.out, map[string]any{"release": rel.ID, "method": rel.Method, "guarantee": rel.Guarantee, "recommendations": recs,
+			"ranking": client.Ranks(rel), "warnings": warnings})
+	}
+	writeRecommendations(cc.out, rel, recs)
+	fmt.Fprintf(cc.out, "Guarantee: %s\n", rel.GuaranteeText)
+	return writeWarnings(cc.out, warnings)
+}
+
+// clientPublish (admin token) trains a release on the stored data and
+// publishes it.
+func clientPublish(ctx context.Context, cc *clientCmd) error {
+	method := cc.sfs.String("method", "", "the method to train on the stored data (ldp-rr or ldp-laplace in local mode)")
+	params := cc.sfs.String("params", "", "the method's parameters as a JSON object, e.g. '{\"max_rank\": 10}'")
+	eps := cc.sfs.Float64("epsilon", 0, "the release's ε (central mode)")
+	delta := cc.sfs.Float64("delta", defaultDelta, "the release's δ (central mode; the same default as train)")
+	seed := cc.sfs.Uint64("seed", 0, "seed of the non-private randomness (0: random)")
+	if err := cc.parseAuthed(); err != nil {
+		return err
+	}
+	req := api.ReleaseRequest{Method: *method, Epsilon: *eps, Delta: *delta, Seed: *seed}
+	if *params != "" {
+		if err := json.Unmarshal([]byte(*params), &req.Params); err != nil {
+			return usagef("--params: %v", err)
+		}
+	}
+	res, err := cc.c.Publish(ctx, req)
+	if err != nil {
+		return cc.refused(err)
+	}
+	if *cc.jsonOut {
+		v := map[string]any{"id": res.ID, "method": res.Release.Method, "reports": res.Reports, "users_charged": res.UsersCharged,
+			"max_charge": res.MaxCharge, "unit": res.Unit, "seconds": res.Seconds, "guarantee": res.Release.Guarantee, "ledger": res.Release.Ledger,
+			"warnings": publishWarnings(res)}
+		if res.UsersSkipped > 0 {
+			v["users_skipped"] = res.UsersSkipped
+		}
+		return writeJSON(cc.out, v)
+	}
+	fmt.Fprintf(cc.out, "Published release %d (%s) trained on %d reports in %.2f s.\n%s\nGuarantee: %s\n", res.ID, res.Release.Method, res.Reports, res.Seconds, res.Release.Ledger, res.Release.GuaranteeText)
+	return writeWarnings(cc.out, publishWarnings(res))
 }
 
 // ledgerPath is the device ledger's file: the flag (or $PRIVREC_LEDGER),
