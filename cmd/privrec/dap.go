@@ -554,7 +554,6 @@ func procCPU(pid int) (float64, bool) {
 // processes (this executable) on loopback, or in this process. cpu reads
 // each process's CPU seconds so far (nil in process or off Linux).
 func startAggregators(ctx context.Context, dir string, inProcess bool, seed uint64) (p *fleet.Pair, stop func(), cpu func() map[string]float64, err error) {
-	cpu = func() map[string]float64 { return nil }
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, nil, err
 	}
@@ -563,78 +562,112 @@ func startAggregators(ctx context.Context, dir string, inProcess bool, seed uint
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		return p, func() { p.Close() }, cpu, nil
+		return p, func() { p.Close() }, func() map[string]float64 { return nil }, nil
 	}
-	exe, err := os.Executable()
+	rp, err := newRoleProcs(dir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	files := map[string]string{}
+	if p, err = rp.startPair(); err != nil {
+		rp.stop()
+		return nil, nil, nil, err
+	}
+	return p, rp.stop, rp.cpu, nil
+}
+
+// roleProcs are privrec serve --role processes of this executable sharing
+// one directory: the secret, the peer and admin tokens, each role's
+// database, key and address file.
+type roleProcs struct {
+	exe, dir string
+	files    map[string]string // secret, peer.token, admin.token
+	procs    []*exec.Cmd
+	roles    map[string]*exec.Cmd
+}
+
+// newRoleProcs writes fresh secrets (mode 0600) into dir.
+func newRoleProcs(dir string) (*roleProcs, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	rp := &roleProcs{exe: exe, dir: dir, files: map[string]string{}, roles: map[string]*exec.Cmd{}}
 	for _, n := range []string{"secret", "peer.token", "admin.token"} {
 		s, err := newSecret()
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
-		files[n] = filepath.Join(dir, n)
-		if err := os.WriteFile(files[n], []byte(s+"\n"), 0o600); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	var procs []*exec.Cmd
-	roles := map[string]*exec.Cmd{}
-	cpu = func() map[string]float64 {
-		out := map[string]float64{}
-		for role, c := range roles {
-			v, ok := procCPU(c.Process.Pid)
-			if !ok {
-				return nil
-			}
-			out[role] = v
-		}
-		return out
-	}
-	stop = func() {
-		for _, c := range procs {
-			_ = c.Process.Signal(syscall.SIGTERM)
-			_ = c.Wait()
+		rp.files[n] = filepath.Join(dir, n)
+		if err := os.WriteFile(rp.files[n], []byte(s+"\n"), 0o600); err != nil {
+			return nil, err
 		}
 	}
-	start := func(role string, extra ...string) (string, error) {
-		addr := filepath.Join(dir, role+".addr")
-		args := append([]string{"serve", "--role", role, "--create", "--db", filepath.Join(dir, role+".db"), "--key-file", filepath.Join(dir, role+".key"),
-			"--secret-file", files["secret"], "--peer-token-file", files["peer.token"], "--listen", "127.0.0.1:0",
-			"--addr-file", addr, "--log-level", "warn"}, extra...)
-		c := exec.Command(exe, args...)
-		c.Stderr = os.Stderr
-		if prof := os.Getenv("PRIVREC_CPUPROFILE"); prof != "" {
-			// Each aggregator profiles itself into its own file.
-			c.Env = append(os.Environ(), "PRIVREC_CPUPROFILE="+prof+"."+role)
-		}
-		if err := c.Start(); err != nil {
-			return "", fmt.Errorf("starting the %s: %w", role, err)
-		}
-		procs = append(procs, c)
-		roles[role] = c
-		for range 600 {
-			if b, err := os.ReadFile(addr); err == nil && len(b) > 0 {
-				return "http://" + strings.TrimSpace(string(b)), nil
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		return "", fmt.Errorf("the %s did not start within 30 s", role)
+	return rp, nil
+}
+
+// startPair starts the helper, then the leader pointing at it.
+func (rp *roleProcs) startPair() (*fleet.Pair, error) {
+	p := &fleet.Pair{LeaderDB: filepath.Join(rp.dir, "leader.db"), HelperDB: filepath.Join(rp.dir, "helper.db")}
+	var err error
+	if p.HelperURL, err = rp.start("helper"); err != nil {
+		return nil, err
 	}
-	p = &fleet.Pair{LeaderDB: filepath.Join(dir, "leader.db"), HelperDB: filepath.Join(dir, "helper.db")}
-	if p.HelperURL, err = start("helper"); err != nil {
-		stop()
-		return nil, nil, nil, err
+	if p.LeaderURL, err = rp.start("leader", "--admin-token-file", rp.files["admin.token"], "--helper", p.HelperURL, "--budget-rho", "1e6", "--enrol-rate", "0"); err != nil {
+		return nil, err
 	}
-	if p.LeaderURL, err = start("leader", "--admin-token-file", files["admin.token"], "--helper", p.HelperURL, "--budget-rho", "1e6", "--enrol-rate", "0"); err != nil {
-		stop()
-		return nil, nil, nil, err
+	tok, err := readTokenFile(rp.files["admin.token"], "the admin token")
+	if err != nil {
+		return nil, err
 	}
-	b, _ := os.ReadFile(files["admin.token"])
-	p.AdminToken = strings.TrimSpace(string(b))
-	return p, stop, cpu, nil
+	p.AdminToken = tok
+	return p, nil
+}
+
+// start starts one role and waits (30 s at most) for its address file.
+func (rp *roleProcs) start(role string, extra ...string) (string, error) {
+	addr := filepath.Join(rp.dir, role+".addr")
+	args := append([]string{"serve", "--role", role, "--create", "--db", filepath.Join(rp.dir, role+".db"), "--key-file", filepath.Join(rp.dir, role+".key"),
+		"--secret-file", rp.files["secret"], "--peer-token-file", rp.files["peer.token"], "--listen", "127.0.0.1:0",
+		"--addr-file", addr, "--log-level", "warn"}, extra...)
+	c := exec.Command(rp.exe, args...)
+	c.Stderr = os.Stderr
+	if prof := os.Getenv("PRIVREC_CPUPROFILE"); prof != "" {
+		// Each aggregator profiles itself into its own file.
+		c.Env = append(os.Environ(), "PRIVREC_CPUPROFILE="+prof+"."+role)
+	}
+	if err := c.Start(); err != nil {
+		return "", fmt.Errorf("starting the %s: %w", role, err)
+	}
+	rp.procs = append(rp.procs, c)
+	rp.roles[role] = c
+	for range 600 {
+		if b, err := os.ReadFile(addr); err == nil && len(b) > 0 {
+			return "http://" + strings.TrimSpace(string(b)), nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "", fmt.Errorf("the %s did not start within 30 s", role)
+}
+
+// cpu reads each role's CPU seconds so far (nil off Linux).
+func (rp *roleProcs) cpu() map[string]float64 {
+	out := map[string]float64{}
+	for role, c := range rp.roles {
+		v, ok := procCPU(c.Process.Pid)
+		if !ok {
+			return nil
+		}
+		out[role] = v
+	}
+	return out
+}
+
+// stop ends every started role (SIGTERM) and waits for it.
+func (rp *roleProcs) stop() {
+	for _, c := range rp.procs {
+		_ = c.Process.Signal(syscall.SIGTERM)
+		_ = c.Wait()
+	}
 }
 
 // simScores says a model's scores, leaving out a metric it has none of

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"strings"
 
 	"github.com/privrec/privrec/client"
 	"github.com/privrec/privrec/dap"
@@ -36,152 +36,209 @@ func printRelease(out io.Writer, rel *server.Release) {
 		rel.Task.ID, rel.Task.Statistic, len(rel.Values), lo, hi, rel.NoiseSD, rel.Guarantee, rel.Task.ID)
 }
 
+// dapDeviceFlags are the flags of the device and admin commands (enrol,
+// contribute, task, collect, recommend); each command reads its own.
+type dapDeviceFlags struct {
+	leader, helper, tokenFile, adminFile, taskID, taskFile string
+	ratingsFile, ledgerFile, modelName                     string
+	budget                                                 float64
+	allowSplit, jsonOut                                    bool
+	k                                                      int
+}
+
+// dapDeviceCommands are the device and admin commands by name.
+var dapDeviceCommands = map[string]func(context.Context, *dap.Client, *dapDeviceFlags, io.Writer) error{
+	"enrol":      dapEnrol,
+	"contribute": dapContribute,
+	"recommend":  dapRecommend,
+	"task":       dapPostTask,
+	"collect":    dapCollect,
+}
+
 func runDAPDevice(ctx context.Context, sub string, args []string, out io.Writer) error {
-	fs := newFlags("dap "+sub, dapSynopsis, "  privrec dap contribute --leader http://127.0.0.1:8090 --helper http://127.0.0.1:8091 \\\n      --token-file me.token --task pop-1 --ratings my-ratings.tsv --ledger me.ledger --budget-rho 2")
-	leader := fs.String("leader", "", "the leader's base URL")
-	helper := fs.String("helper", "", "the helper's base URL (its HPKE key seals the helper's share)")
-	tokenFile := fs.String("token-file", "", "the user's bearer token (enrol writes it, mode 0600)")
-	adminFile := fs.String("admin-token-file", "", "the leader's admin token (task, collect)")
-	taskID := fs.String("task", "", "task ID")
-	taskFile := fs.String("file", "", "task: the task's public parameters as JSON")
-	ratingsFile := fs.String("ratings", "", "contribute: the user's own ratings (item<TAB>rating per line)")
-	ledgerFile := fs.String("ledger", "", "contribute: the device's own ledger file (created with --budget-rho)")
-	budget := fs.Float64("budget-rho", 0, "contribute: the budget ρ a new device ledger accepts")
-	allowSplit := fs.Bool("allow-split-noise", false, "contribute: accept a task whose noise is split between the aggregators (honest-but-curious); you are charged the ρ one aggregator's noise alone gives (≈ 2× the stated ρ)")
-	modelName := fs.String("model", "", "recommend: the published model's name (GET /dap/v1/models lists them)")
-	k := fs.Int("k", 10, "recommend: how many recommendations")
-	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args, false); err != nil {
+	f, err := parseDAPDevice(sub, args)
+	if err != nil {
 		return err
 	}
-	if *leader == "" {
-		return usagef("--leader is required")
+	run, ok := dapDeviceCommands[sub]
+	if !ok {
+		return usagef("dap: unknown subcommand %q (privrec dap --help)", sub)
 	}
-	c := &dap.Client{Leader: *leader, Helper: *helper}
-	var result any
-	switch sub {
-	case "enrol":
-		if *tokenFile == "" {
-			return usagef("--token-file is required")
-		}
-		var e server.Enrolment
-		if err := c.Do(ctx, http.MethodPost, *leader, "/dap/v1/users", "", nil, &e); err != nil {
-			return err
-		}
-		if err := model.WriteFileAtomicBytes(*tokenFile, []byte(e.Token+"\n"), 0o600); err != nil {
-			return fmt.Errorf("--token-file: %w", err)
-		}
-		result = map[string]string{"user": e.User}
-	case "contribute":
-		if *helper == "" || *tokenFile == "" || *taskID == "" || *ratingsFile == "" || *ledgerFile == "" {
-			return usagef("--helper, --token-file, --task, --ratings and --ledger are required")
-		}
-		tok, err := readTokenFile(*tokenFile, "--token-file")
-		if err != nil {
-			return err
-		}
-		c.Token = tok
-		r, err := client.LoadRatings(*ratingsFile)
-		if err != nil {
-			return usagef("--ratings: %v", err)
-		}
-		l, err := dap.LoadLedger(*ledgerFile)
-		if err != nil {
-			return err
-		}
-		if l == nil {
-			if l, err = dap.NewLedger(*leader, *budget); err != nil {
-				return usagef("--budget-rho: a new device ledger needs a positive budget (%v)", err)
-			}
-		}
-		ids, vals := r.Items()
-		var rc server.Receipt
-		c.Consent.SplitNoise = *allowSplit
-		rep, d, err := c.Contribute(ctx, *taskID, ids, vals, l, func() error { return l.Save(*ledgerFile) }, &rc)
-		if err != nil {
-			return err
-		}
-		result = map[string]any{"task": *taskID, "report_bytes": rep.Size(), "leader_share_bytes": len(rep.LeaderShare.Ciphertext),
+	return run(ctx, &dap.Client{Leader: f.leader, Helper: f.helper}, f, out)
+}
+
+// parseDAPDevice parses the flags of the device and admin commands;
+// every one needs --leader.
+func parseDAPDevice(sub string, args []string) (*dapDeviceFlags, error) {
+	var f dapDeviceFlags
+	fs := newFlags("dap "+sub, dapSynopsis, "  privrec dap contribute --leader http://127.0.0.1:8090 --helper http://127.0.0.1:8091 \\\n      --token-file me.token --task pop-1 --ratings my-ratings.tsv --ledger me.ledger --budget-rho 2")
+	fs.StringVar(&f.leader, "leader", "", "the leader's base URL")
+	fs.StringVar(&f.helper, "helper", "", "the helper's base URL (its HPKE key seals the helper's share)")
+	fs.StringVar(&f.tokenFile, "token-file", "", "the user's bearer token (enrol writes it, mode 0600)")
+	fs.StringVar(&f.adminFile, "admin-token-file", "", "the leader's admin token (task, collect)")
+	fs.StringVar(&f.taskID, "task", "", "task ID")
+	fs.StringVar(&f.taskFile, "file", "", "task: the task's public parameters as JSON")
+	fs.StringVar(&f.ratingsFile, "ratings", "", "contribute: the user's own ratings (item<TAB>rating per line)")
+	fs.StringVar(&f.ledgerFile, "ledger", "", "contribute: the device's own ledger file (created with --budget-rho)")
+	fs.Float64Var(&f.budget, "budget-rho", 0, "contribute: the budget ρ a new device ledger accepts")
+	fs.BoolVar(&f.allowSplit, "allow-split-noise", false, "contribute: accept a task whose noise is split between the aggregators (honest-but-curious); you are charged the ρ one aggregator's noise alone gives (≈ 2× the stated ρ)")
+	fs.StringVar(&f.modelName, "model", "", "recommend: the published model's name (GET /dap/v1/models lists them)")
+	fs.IntVar(&f.k, "k", 10, "recommend: how many recommendations")
+	fs.BoolVar(&f.jsonOut, "json", false, "print JSON")
+	if err := parse(fs, args, false); err != nil {
+		return nil, err
+	}
+	if f.leader == "" {
+		return nil, usagef("--leader is required")
+	}
+	return &f, nil
+}
+
+// dapEnrol enrols a user at the leader and writes her token (mode 0600).
+func dapEnrol(ctx context.Context, c *dap.Client, f *dapDeviceFlags, out io.Writer) error {
+	if f.tokenFile == "" {
+		return usagef("--token-file is required")
+	}
+	var e server.Enrolment
+	if err := c.Do(ctx, http.MethodPost, f.leader, "/dap/v1/users", "", nil, &e); err != nil {
+		return err
+	}
+	if err := model.WriteFileAtomicBytes(f.tokenFile, []byte(e.Token+"\n"), 0o600); err != nil {
+		return fmt.Errorf("--token-file: %w", err)
+	}
+	return writeJSON(out, map[string]string{"user": e.User})
+}
+
+// dapContribute derives the task's guarantee on this device, charges the
+// device ledger and sends her two encrypted shares.
+func dapContribute(ctx context.Context, c *dap.Client, f *dapDeviceFlags, out io.Writer) error {
+	if f.helper == "" || f.tokenFile == "" || f.taskID == "" || f.ratingsFile == "" || f.ledgerFile == "" {
+		return usagef("--helper, --token-file, --task, --ratings and --ledger are required")
+	}
+	tok, err := readTokenFile(f.tokenFile, "--token-file")
+	if err != nil {
+		return err
+	}
+	c.Token = tok
+	r, err := client.LoadRatings(f.ratingsFile)
+	if err != nil {
+		return usagef("--ratings: %v", err)
+	}
+	l, err := loadDeviceLedger(f)
+	if err != nil {
+		return err
+	}
+	ids, vals := r.Items()
+	var rc server.Receipt
+	c.Consent.SplitNoise = f.allowSplit
+	rep, d, err := c.Contribute(ctx, f.taskID, ids, vals, l, func() error { return l.Save(f.ledgerFile) }, &rc)
+	if err != nil {
+		return err
+	}
+	if f.jsonOut {
+		return writeJSON(out, map[string]any{"task": f.taskID, "report_bytes": rep.Size(), "leader_share_bytes": len(rep.LeaderShare.Ciphertext),
 			"helper_share_bytes": len(rep.HelperShare.Ciphertext), "charged_rho": d.ChargeRho, "guarantee": d.Guarantee(),
 			"derived": d, "leader_charged_rho": rc.ChargedRho,
-			"leader_spent_rho": rc.SpentRho, "device_spent_rho": l.SpentRho(), "device_budget_rho": l.BudgetRho}
-	case "recommend":
-		if *modelName == "" || *ratingsFile == "" {
-			return usagef("--model and --ratings are required")
-		}
-		if *k < 1 {
-			return usagef("--k %d: want at least 1", *k)
-		}
-		r, err := client.LoadRatings(*ratingsFile)
-		if err != nil {
-			return usagef("--ratings: %v", err)
-		}
-		rec, rels, err := devicemodel.Fetch(ctx, c, *modelName)
-		if err != nil {
-			return err
-		}
-		m, err := devicemodel.Build(ctx, rec, rels, nil)
-		if err != nil {
-			return err
-		}
-		recs, err := client.RecommendFrom(m, r, *k)
-		if err != nil {
-			return err
-		}
-		warnings := release.Warnings(nil, m, release.Facts{List: *k})
-		if !*jsonOut {
-			writeDAPRecommendations(out, rec.Name, rec.Method, len(rels), len(r), m.Output.Rated(), recs)
-			return writeWarnings(out, warnings)
-		}
-		if warnings == nil {
-			warnings = []release.Warning{}
-		}
-		result = map[string]any{"model": rec.Name, "method": rec.Method, "recommendations": recs,
-			"ranking": !m.Output.Rated(), "warnings": warnings}
-	case "task", "collect":
-		admin, err := readTokenFile(*adminFile, "--admin-token-file")
-		if err != nil {
-			return err
-		}
-		if sub == "task" {
-			b, err := os.ReadFile(*taskFile)
-			if err != nil {
-				return usagef("--file: %v", err)
-			}
-			var t dap.Task
-			d := json.NewDecoder(strings.NewReader(string(b)))
-			d.DisallowUnknownFields()
-			if err := d.Decode(&t); err != nil {
-				return usagef("--file %s: %v", *taskFile, err)
-			}
-			if err := c.Do(ctx, http.MethodPost, *leader, "/dap/v1/admin/tasks", admin, t, &t); err != nil {
-				return err
-			}
-			result = t
-			break
-		}
-		var rel server.Release
-		if err := c.Do(ctx, http.MethodPost, *leader, "/dap/v1/admin/tasks/"+*taskID+"/collect", admin, nil, &rel); err != nil {
-			return err
-		}
-		if !*jsonOut {
-			printRelease(out, &rel)
-			return nil
-		}
-		result = rel
+			"leader_spent_rho": rc.SpentRho, "device_spent_rho": l.SpentRho(), "device_budget_rho": l.BudgetRho})
 	}
-	if *jsonOut || sub != "contribute" {
-		e := json.NewEncoder(out)
-		e.SetIndent("", "  ")
-		return e.Encode(result)
-	}
-	m := result.(map[string]any)
 	fmt.Fprintf(out, "sent two encrypted shares for task %s (%d bytes: leader %d, helper %d); charged ρ %.4g (derived on this device from the task's plan); this device has spent ρ %.4g of %.4g\nguarantee: %s\n",
-		*taskID, m["report_bytes"], m["leader_share_bytes"], m["helper_share_bytes"], m["charged_rho"], m["device_spent_rho"], m["device_budget_rho"], m["guarantee"])
-	if lc, _ := m["leader_charged_rho"].(float64); lc != m["charged_rho"].(float64) {
-		fmt.Fprintf(out, "the leader's ledger counts ρ %.4g for it\n", lc)
+		f.taskID, rep.Size(), len(rep.LeaderShare.Ciphertext), len(rep.HelperShare.Ciphertext), d.ChargeRho, l.SpentRho(), l.BudgetRho, d.Guarantee())
+	if rc.ChargedRho != d.ChargeRho {
+		fmt.Fprintf(out, "the leader's ledger counts ρ %.4g for it\n", rc.ChargedRho)
 	}
 	return nil
+}
+
+// loadDeviceLedger loads the device ledger, or makes a new one accepting
+// --budget-rho.
+func loadDeviceLedger(f *dapDeviceFlags) (*dap.Ledger, error) {
+	l, err := dap.LoadLedger(f.ledgerFile)
+	if err != nil || l != nil {
+		return l, err
+	}
+	if l, err = dap.NewLedger(f.leader, f.budget); err != nil {
+		return nil, usagef("--budget-rho: a new device ledger needs a positive budget (%v)", err)
+	}
+	return l, nil
+}
+
+// dapRecommend builds the published model from its releases on this
+// device and prints her list, computed from her own ratings (nothing is
+// sent).
+func dapRecommend(ctx context.Context, c *dap.Client, f *dapDeviceFlags, out io.Writer) error {
+	if f.modelName == "" || f.ratingsFile == "" {
+		return usagef("--model and --ratings are required")
+	}
+	if f.k < 1 {
+		return usagef("--k %d: want at least 1", f.k)
+	}
+	r, err := client.LoadRatings(f.ratingsFile)
+	if err != nil {
+		return usagef("--ratings: %v", err)
+	}
+	rec, rels, err := devicemodel.Fetch(ctx, c, f.modelName)
+	if err != nil {
+		return err
+	}
+	m, err := devicemodel.Build(ctx, rec, rels, nil)
+	if err != nil {
+		return err
+	}
+	recs, err := client.RecommendFrom(m, r, f.k)
+	if err != nil {
+		return err
+	}
+	warnings := release.Warnings(nil, m, release.Facts{List: f.k})
+	if !f.jsonOut {
+		writeDAPRecommendations(out, rec.Name, rec.Method, len(rels), len(r), m.Output.Rated(), recs)
+		return writeWarnings(out, warnings)
+	}
+	if warnings == nil {
+		warnings = []release.Warning{}
+	}
+	return writeJSON(out, map[string]any{"model": rec.Name, "method": rec.Method, "recommendations": recs,
+		"ranking": !m.Output.Rated(), "warnings": warnings})
+}
+
+// dapPostTask (admin) creates the task of --file at the leader and prints
+// it as the leader stored it.
+func dapPostTask(ctx context.Context, c *dap.Client, f *dapDeviceFlags, out io.Writer) error {
+	admin, err := readTokenFile(f.adminFile, "--admin-token-file")
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(f.taskFile)
+	if err != nil {
+		return usagef("--file: %v", err)
+	}
+	var t dap.Task
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&t); err != nil {
+		return usagef("--file %s: %v", f.taskFile, err)
+	}
+	if err := c.Do(ctx, http.MethodPost, f.leader, "/dap/v1/admin/tasks", admin, t, &t); err != nil {
+		return err
+	}
+	return writeJSON(out, t)
+}
+
+// dapCollect (admin) asks the leader to aggregate and release the task,
+// and prints a summary (--json: the whole release).
+func dapCollect(ctx context.Context, c *dap.Client, f *dapDeviceFlags, out io.Writer) error {
+	admin, err := readTokenFile(f.adminFile, "--admin-token-file")
+	if err != nil {
+		return err
+	}
+	var rel server.Release
+	if err := c.Do(ctx, http.MethodPost, f.leader, "/dap/v1/admin/tasks/"+f.taskID+"/collect", admin, nil, &rel); err != nil {
+		return err
+	}
+	if !f.jsonOut {
+		printRelease(out, &rel)
+		return nil
+	}
+	return writeJSON(out, rel)
 }
 
 // writeDAPRecommendations prints a device's list from a model it built
