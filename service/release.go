@@ -79,53 +79,103 @@ func (s *Server) Publish(ctx context.Context, req api.ReleaseRequest) (api.Relea
 	start := time.Now()
 	// The release's time (and budget period) is when it was asked for.
 	created := s.opt.Now().UTC().Truncate(time.Millisecond)
-	fold, damping := 1.0, 5.0
+	fold, params, e := splitFoldParams(req.Params)
+	if e != nil {
+		return api.ReleaseResult{}, e
+	}
+	tr, e := s.trainRelease(ctx, req, params, created)
+	if e != nil {
+		return api.ReleaseResult{}, e
+	}
+	pub, e := s.publicModel(tr, req.Method, fold)
+	if e != nil {
+		return api.ReleaseResult{}, e
+	}
+	doc, adminWarnings, maxChg := s.newReleaseDoc(ctx, req, tr, pub, created)
+	id, e := s.storeRelease(ctx, req.Method, tr, &doc, created)
+	if e != nil {
+		return api.ReleaseResult{}, e
+	}
+	for _, w := range adminWarnings {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "release drowned in noise", slog.Int64("id", id), slog.String("method", req.Method),
+			slog.String("code", w.Code), slog.String("warning", w.Message))
+	}
+	return api.ReleaseResult{ID: id, UsersCharged: len(tr.charges), UsersSkipped: tr.skipped, MaxCharge: store.Eps(maxChg), Unit: s.cfg.LedgerUnit, Reports: tr.nrep,
+		Seconds: time.Since(start).Seconds(), Warnings: adminWarnings, Release: doc}, nil
+}
+
+// foldSettings are the server-level release parameters: how a user's own
+// row is folded in on her device.
+type foldSettings struct {
+	lambda, damping float64
+}
+
+// splitFoldParams takes the server-level parameters (fold_lambda,
+// user_damping) out of a release request's; the rest go to the method.
+func splitFoldParams(in map[string]any) (foldSettings, map[string]any, *api.Error) {
+	fold := foldSettings{lambda: 1, damping: 5}
 	params := map[string]any{}
-	for k, v := range req.Params {
+	for k, v := range in {
 		switch k {
 		case paramFoldLambda, paramUserDamping:
 			f, ok := v.(float64)
 			if !ok || !(f >= 0) || math.IsInf(f, 0) {
-				return api.ReleaseResult{}, api.BadRequest(api.CodeOutOfRange, "params."+k, "params.%s must be a finite number ≥ 0", k)
+				return fold, nil, api.BadRequest(api.CodeOutOfRange, "params."+k, "params.%s must be a finite number ≥ 0", k)
 			}
 			if k == paramFoldLambda {
-				fold = f
+				fold.lambda = f
 			} else {
-				damping = f
+				fold.damping = f
 			}
 		default:
 			params[k] = v
 		}
 	}
+	return fold, params, nil
+}
+
+// trained is a release trained on the stored data, before it is
+// published: what it charges (central mode), the users' own states kept
+// for each alone, the reports it read.
+type trained struct {
+	rel          *release.Release
+	nrep, maxSeq int64
+	charges      []store.Charge
+	states       []store.UserState
+	skipped      int
+}
+
+// trainRelease trains the method on the stored data: ldp-<mechanism> on
+// the reports in local mode, the method over the users' latest ratings in
+// central mode (with what it charges each user it covers).
+func (s *Server) trainRelease(ctx context.Context, req api.ReleaseRequest, params map[string]any, created time.Time) (*trained, *api.Error) {
 	seed := req.Seed
 	if seed == 0 {
 		seed = noise.Secure().Uint64()
 	}
 	env := methods.Env{Epsilon: req.Epsilon, Delta: req.Delta, Seed: seed, Noise: noise.Secure(), Rand: noise.Seeded(seed),
 		Workers: s.opt.Workers, Log: s.log}
-	var (
-		rel     *release.Release
-		nrep    int64
-		maxSeq  int64
-		charges []store.Charge
-		states  []store.UserState
-		ledger  string
-		maxChg  int64
-		skipped int
-		e       *api.Error
-	)
+	tr := &trained{}
+	var e *api.Error
 	if s.cfg.Mode == api.ModeLocal {
-		rel, nrep, maxSeq, e = s.trainLocal(ctx, req, params, env)
+		tr.rel, tr.nrep, tr.maxSeq, e = s.trainLocal(ctx, req, params, env)
 	} else {
-		rel, nrep, maxSeq, charges, states, skipped, e = s.trainCentral(ctx, req, params, env, created)
+		tr.rel, tr.nrep, tr.maxSeq, tr.charges, tr.states, tr.skipped, e = s.trainCentral(ctx, req, params, env, created)
 	}
 	if e != nil {
-		return api.ReleaseResult{}, e
+		return nil, e
 	}
-	m := rel.Model()
+	return tr, nil
+}
+
+// publicModel is the release's public part: its model without the users'
+// rows (in central mode kept as their states, for each alone), with the
+// fold-in each client uses for her own row.
+func (s *Server) publicModel(tr *trained, method string, fold foldSettings) (api.PublicModel, *api.Error) {
+	m := tr.rel.Model()
 	if m == nil {
-		return api.ReleaseResult{}, &api.Error{Status: http.StatusBadRequest, Code: api.CodeTrainFailed, Field: "method",
-			Message: fmt.Sprintf("%s releases a %s, not a low-rank model that clients can fold themselves into", req.Method, rel.Public.Kind())}
+		return api.PublicModel{}, &api.Error{Status: http.StatusBadRequest, Code: api.CodeTrainFailed, Field: "method",
+			Message: fmt.Sprintf("%s releases a %s, not a low-rank model that clients can fold themselves into", method, tr.rel.Public.Kind())}
 	}
 	hadUserBias := m.UserBias != nil
 	if len(m.Users) > 0 {
@@ -133,10 +183,10 @@ func (s *Server) Publish(ctx context.Context, req api.ReleaseRequest) (api.Relea
 		// mode the rows are reports (public post-processing, not served);
 		// in central mode they are the users' states, kept for each alone.
 		split := m.SplitUsers()
-		if s.cfg.Mode == api.ModeCentral && rel.PerUser == nil {
+		if s.cfg.Mode == api.ModeCentral && tr.rel.PerUser == nil {
 			var err error
-			if states, err = encodeStates(split); err != nil {
-				return api.ReleaseResult{}, s.fail("encoding user states", err)
+			if tr.states, err = encodeStates(split); err != nil {
+				return api.PublicModel{}, s.fail("encoding user states", err)
 			}
 		}
 	}
@@ -144,74 +194,92 @@ func (s *Server) Publish(ctx context.Context, req api.ReleaseRequest) (api.Relea
 		m.FoldIn = model.FoldRidge
 	}
 	if m.FoldLambda == 0 {
-		m.FoldLambda = fold
+		m.FoldLambda = fold.lambda
 	}
 	if hadUserBias && !m.Transform.UserCentred {
 		// The model fitted a bias per row; a client estimates her own as
 		// her damped mean residual.
-		m.Transform.UserCentred, m.UserDamping = true, damping
+		m.Transform.UserCentred, m.UserDamping = true, fold.damping
 	}
 	pub, err := api.FromModel(m)
 	if err != nil {
-		return api.ReleaseResult{}, s.fail("preparing the public part", err)
+		return api.PublicModel{}, s.fail("preparing the public part", err)
 	}
+	return pub, nil
+}
+
+// newReleaseDoc is the public release document: the guarantee it gives
+// (local mode: the budget's, by post-processing) and the ledger's
+// sentence, with the public warnings; and the admin's warnings, which add
+// the population it covered (no count goes into the public release), and
+// the largest charge.
+func (s *Server) newReleaseDoc(ctx context.Context, req api.ReleaseRequest, tr *trained, pub api.PublicModel, created time.Time) (api.Release, []release.Warning, int64) {
+	rel, m := tr.rel, tr.rel.Model()
 	g := rel.Guarantee
 	report := api.Finite(map[string]any(rel.Report))
+	var ledger string
+	var maxChg int64
 	if s.cfg.Mode == api.ModeLocal {
 		if report == nil {
 			report = map[string]any{}
 		}
 		report["method_guarantee"] = rel.Guarantee
-		g = privacy.Guarantee{Epsilon: s.cfg.Budget, Unit: privacy.UnitUser, Notion: privacy.Local, Status: rel.Guarantee.Status,
-			Relation:     "all of one user's reports change (any ratings of the declared catalogue on the declared scale); the catalogue, the scale and how many reports each user sent are public",
-			Reproducible: rel.Guarantee.Reproducible,
-			Note: fmt.Sprintf("Trained by %s on %d reports, each randomized on its user's device and ε = %g-DP for her (%s; method_guarantee in the report states the method's own, per-item terms); the ledger let no user's reports exceed her budget, so this post-processing is at most ε = %g-DP for every user.",
-				req.Method, nrep, s.cfg.ReportEpsilon, reportComposition(s.cfg), s.cfg.Budget)}
+		g = s.localGuarantee(req.Method, rel.Guarantee, tr.nrep)
 		ledger = fmt.Sprintf("Local DP: post-processing of the stored reports, charged nothing. Every report cost its user ε = %g when it was stored; no user's reports together exceed the budget ε = %g.", s.cfg.ReportEpsilon, s.cfg.Budget)
 	} else {
-		for _, c := range charges {
+		for _, c := range tr.charges {
 			maxChg = max(maxChg, c.Nano)
 		}
 		ledger = s.centralLedgerText(store.Eps(maxChg))
-		if d := deltaCap(0, len(charges)); s.cfg.BudgetDelta > d {
+		if d := deltaCap(0, len(tr.charges)); s.cfg.BudgetDelta > d {
 			// The ρ budget stays honest; its (ε, δ) reading does not
 			// meet the δ rule for this many users.
 			s.log.LogAttrs(ctx, slog.LevelWarn, "the budget's δ is above 1/(10·population): read the guarantee in ρ, or use a new collection with a smaller --budget-delta",
 				slog.Float64("budget_delta", s.cfg.BudgetDelta), slog.Float64("one_tenth_over_population", d))
 		}
 	}
-	// The public warnings read the release alone; the admin's add the
-	// population it covered (no count goes into the public release).
 	doc := api.Release{Created: created, Method: req.Method, Guarantee: g, GuaranteeText: g.String(), Ledger: ledger, Report: report, Model: pub,
 		Warnings: release.Warnings(rel.Report, m, release.Facts{})}
 	var adminWarnings []release.Warning
 	if s.cfg.Mode == api.ModeCentral {
-		adminWarnings = release.Warnings(rel.Report, m, release.Facts{Users: len(charges)})
+		adminWarnings = release.Warnings(rel.Report, m, release.Facts{Users: len(tr.charges)})
 	}
+	return doc, adminWarnings, maxChg
+}
+
+// localGuarantee is a local-mode release's guarantee: post-processing of
+// reports each randomized on its user's device, none past her budget.
+func (s *Server) localGuarantee(method string, mg privacy.Guarantee, nrep int64) privacy.Guarantee {
+	return privacy.Guarantee{Epsilon: s.cfg.Budget, Unit: privacy.UnitUser, Notion: privacy.Local, Status: mg.Status,
+		Relation:     "all of one user's reports change (any ratings of the declared catalogue on the declared scale); the catalogue, the scale and how many reports each user sent are public",
+		Reproducible: mg.Reproducible,
+		Note: fmt.Sprintf("Trained by %s on %d reports, each randomized on its user's device and ε = %g-DP for her (%s; method_guarantee in the report states the method's own, per-item terms); the ledger let no user's reports exceed her budget, so this post-processing is at most ε = %g-DP for every user.",
+			method, nrep, s.cfg.ReportEpsilon, reportComposition(s.cfg), s.cfg.Budget)}
+}
+
+// storeRelease publishes doc with its charges and states in one
+// transaction and sets its ID; a release that would take a user past her
+// budget is refused whole (403), nothing published or charged.
+func (s *Server) storeRelease(ctx context.Context, method string, tr *trained, doc *api.Release, created time.Time) (int64, *api.Error) {
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return api.ReleaseResult{}, s.fail("encoding the release", err)
+		return 0, s.fail("encoding the release", err)
 	}
-	id, err := s.st.Publish(ctx, store.NewRelease{CreatedMS: created.UnixMilli(), Method: req.Method, MaxSeq: maxSeq, Doc: b, Charges: charges, States: states,
+	id, err := s.st.Publish(ctx, store.NewRelease{CreatedMS: created.UnixMilli(), Method: method, MaxSeq: tr.maxSeq, Doc: b, Charges: tr.charges, States: tr.states,
 		PeriodStartMS: s.periodStart(created)})
 	var ob *store.OverBudgetError
 	if errors.As(err, &ob) {
 		spent, budget, remaining := store.Eps(ob.Spent), store.Eps(ob.Budget), store.Eps(ob.Budget-ob.Spent)
-		return api.ReleaseResult{}, &api.Error{Status: http.StatusForbidden, Code: api.CodeBudgetExceeded, Field: "epsilon",
+		return 0, &api.Error{Status: http.StatusForbidden, Code: api.CodeBudgetExceeded, Field: "epsilon",
 			Message: fmt.Sprintf("privacy budget exceeded: the release would charge user %s ρ = %g (zCDP), but only %g of her budget ρ = %g remains%s; nothing was published or charged (start the server with --exhausted skip to publish over the users who can still pay)",
 				ob.User, store.Eps(ob.Charge), remaining, budget, s.periodText()),
 			Spent: &spent, Remaining: &remaining, Budget: &budget}
 	}
 	if err != nil {
-		return api.ReleaseResult{}, s.fail("publishing the release", err)
+		return 0, s.fail("publishing the release", err)
 	}
 	doc.ID = id
-	for _, w := range adminWarnings {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "release drowned in noise", slog.Int64("id", id), slog.String("method", req.Method),
-			slog.String("code", w.Code), slog.String("warning", w.Message))
-	}
-	return api.ReleaseResult{ID: id, UsersCharged: len(charges), UsersSkipped: skipped, MaxCharge: store.Eps(maxChg), Unit: s.cfg.LedgerUnit, Reports: nrep,
-		Seconds: time.Since(start).Seconds(), Warnings: adminWarnings, Release: doc}, nil
+	return id, nil
 }
 
 // centralLedgerText is the public ledger sentence of a central release:
