@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/privrec/privrec/internal/testtier"
+	"github.com/privrec/privrec/service/store/storetest"
 )
 
 // faultCase is one scenario of TestDapFaults: a process killed with
@@ -39,8 +42,16 @@ type faultOutcome struct{ note string }
 // counts one item: the release reads each count off exactly), every
 // device charged its task's ρ once, and the task collected.
 func TestDapFaults(t *testing.T) {
-	const n = 10 // devices; jobs of 4 reports: 3 jobs
-	cases := []faultCase{
+	runFaultCases(t, faultCases(), nil)
+}
+
+// faultDevices is the number of devices of each fault scenario (jobs of
+// 4 reports: 3 jobs).
+const faultDevices = 10
+
+// faultCases are the scenarios of the fault suite.
+func faultCases() []faultCase {
+	return []faultCase{
 		{name: "kill -9 leader during an upload, before its commit", leaderCrash: "leader-upload-checked@3"},
 		{name: "kill -9 leader after an upload's commit (acknowledgement lost)", leaderCrash: "leader-upload-committed@3", quick: true},
 		{name: "kill -9 leader after recording a job, before sending it", leaderCrash: "leader-job-recorded@2"},
@@ -60,6 +71,37 @@ func TestDapFaults(t *testing.T) {
 		{name: "helper out of disk space: 503 with Retry-After, then collectable", run: helperDiskFull, quick: true},
 		{name: "leader out of disk space at upload: 503, nothing stored or charged", run: leaderDiskFull},
 	}
+}
+
+// TestDapFaultsPostgres runs TestDapFaults's scenarios with both
+// aggregators on PostgreSQL (each its own schema; the two leader
+// processes of "two leader processes" share the leader's): the same
+// exactly-once outcome. The disk-full scenarios are SQLite's (the
+// aggregator watches the file system of its database file; PostgreSQL's
+// server watches its own). Long tier only; needs PRIVREC_TEST_POSTGRES.
+func TestDapFaultsPostgres(t *testing.T) {
+	if testtier.Quick() || testing.Short() {
+		t.Skip("long tier (go test -tags long): the fault suite on PostgreSQL")
+	}
+	storetest.Postgres(t)
+	var cases []faultCase
+	for _, fc := range faultCases() {
+		if !strings.Contains(fc.name, "disk space") {
+			cases = append(cases, fc)
+		}
+	}
+	runFaultCases(t, cases, func(t *testing.T, r *dapRig) {
+		leader, helper := storetest.URL(t, "postgres"), storetest.URL(t, "postgres")
+		for _, name := range []string{"leader", "leader2"} {
+			r.extra[name] = []string{"--db", leader}
+		}
+		r.extra["helper"] = []string{"--db", helper}
+	})
+}
+
+// runFaultCases runs fault scenarios (setup, when set, points the rig's
+// processes at their databases) and logs the table of outcomes.
+func runFaultCases(t *testing.T, cases []faultCase, setup func(*testing.T, *dapRig)) {
 	var table []string
 	quickTier := testtier.Quick() // the long tier runs every scenario
 	for _, fc := range cases {
@@ -69,10 +111,13 @@ func TestDapFaults(t *testing.T) {
 		t.Run(fc.name, func(t *testing.T) {
 			start := time.Now()
 			r := newDapRig(t)
+			if setup != nil {
+				setup(t, r)
+			}
 			r.start("helper", fc.helperCrash)
 			r.start("leader", fc.leaderCrash)
-			task := r.createTask(exactTask(t, "exact", n))
-			ds := r.devices(task, n)
+			task := r.createTask(exactTask(t, "exact", faultDevices))
+			ds := r.devices(task, faultDevices)
 			up := func(leader string, d *device) { r.upload(leader, task, d) }
 			var out *faultOutcome
 			if fc.run != nil {
@@ -92,7 +137,7 @@ func TestDapFaults(t *testing.T) {
 				}
 			}
 			if lost != 0 || double != 0 {
-				t.Errorf("%d of %d acknowledged reports lost, %d counted twice", lost, n, double)
+				t.Errorf("%d of %d acknowledged reports lost, %d counted twice", lost, faultDevices, double)
 			}
 			for _, c := range []string{fc.leaderCrash, fc.helperCrash} {
 				role := "leader"
@@ -110,14 +155,15 @@ func TestDapFaults(t *testing.T) {
 			if repeats > 0 {
 				note += fmt.Sprintf("%d upload(s) acknowledged again as repeated, charged once", repeats)
 			}
-			table = append(table, fmt.Sprintf("| %s | %d | %d | %d | yes | %.1f s | %s |", fc.name, n, lost, double, time.Since(start).Seconds(), note))
+			table = append(table, fmt.Sprintf("| %s | %d | %d | %d | yes | %.1f s | %s |", fc.name, faultDevices, lost, double, time.Since(start).Seconds(), note))
 		})
 	}
 	t.Logf("\n| scenario | acknowledged | lost | double | collected | time | note |\n|---|---|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
 }
 
 // concurrentCalls: after the uploads, three aggregate and two collect
-// calls at once; each answers 200 (the task's lock serialises them).
+// calls at once; each answers 200 (the aggregate calls divide the jobs,
+// the collections take turns).
 func concurrentCalls(r *dapRig, task string, ds []*device, up func(string, *device)) *faultOutcome {
 	for _, d := range ds {
 		up("leader", d)
@@ -291,3 +337,75 @@ func leaderDiskFull(r *dapRig, task string, ds []*device, up func(string, *devic
 
 // The signals that freeze and thaw a process.
 var sigStop, sigCont = syscall.SIGSTOP, syscall.SIGCONT
+
+// TestDapLeadersOnPostgres: two leader processes (privrec serve --role
+// leader, this test binary) on one PostgreSQL database, with a helper on
+// SQLite, aggregate one task at once: the devices upload to either, both
+// leaders' aggregate calls run together and divide the jobs between them
+// (each leader commits some), and the release collected by one counts
+// every acknowledged report exactly once, each device charged once.
+// Needs PRIVREC_TEST_POSTGRES (skipped, saying so, otherwise).
+func TestDapLeadersOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three server processes")
+	}
+	url := storetest.URL(t, "postgres")
+	const n = 40 // jobs of 4: 10 jobs
+	r := newDapRig(t)
+	r.extra["leader"] = []string{"--db", url}
+	r.extra["leader2"] = []string{"--db", url}
+	r.start("helper", "")
+	r.start("leader", "")
+	r.start("leader2", "")
+	task := r.createTask(exactTask(t, "exact", n))
+	ds := r.devices(task, n)
+	for i, d := range ds {
+		r.upload([]string{"leader", "leader2"}[i%2], task, d)
+	}
+	var wg sync.WaitGroup
+	for _, name := range []string{"leader", "leader2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if code, b, _ := r.call(http.MethodPost, r.url(name)+"/dap/v1/admin/tasks/exact/aggregate", r.adminToken, nil); code != http.StatusOK {
+				t.Errorf("%s: aggregate: HTTP %d %s", name, code, b)
+			}
+		}()
+	}
+	wg.Wait()
+	holders := jobHolders(t, url)
+	if len(holders) != 2 {
+		t.Errorf("the jobs were done by %d leader processes (%v), want both", len(holders), holders)
+	}
+	rel := r.collect("leader2", task.ID)
+	if lost, double := r.tally(rel, task, ds); lost != 0 || double != 0 {
+		t.Errorf("%d of %d acknowledged reports lost, %d counted twice", lost, n, double)
+	}
+	t.Logf("jobs done per leader process: %v", holders)
+}
+
+// jobHolders counts the done aggregation jobs of each leader process (a
+// claim is named PROCESS.RUN).
+func jobHolders(t *testing.T, url string) map[string]int {
+	t.Helper()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(context.Background(), `SELECT holder FROM jobs WHERE done = 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			t.Fatal(err)
+		}
+		proc, _, _ := strings.Cut(h, ".")
+		out[proc]++
+	}
+	return out
+}

@@ -80,8 +80,10 @@ shutdown on SIGTERM (--grace), --config FILE and --tls-cert/--tls-key.
 Exactly once: the leader records each aggregation job before sending it
 and sends it again after a crash or a failed call; the helper keeps its
 answer to each job, so every report is counted once at both whatever
-fails when. Aggregation and collection of a task are serialised (a lease
-in the database: several leader processes may share one --db). A device
+fails when. Each job is claimed by one aggregation at a time (a lease in
+the database), so concurrent aggregate calls and several leader
+processes sharing one --db divide a task's jobs; collection of a task is
+serialised and waits until every report is judged. A device
 retrying an upload whose acknowledgement was lost is acknowledged again
 and not charged again; a body larger than the task's report size is
 refused (413) before it is read.
@@ -178,8 +180,8 @@ func addRoleFlags(fs *flag.FlagSet) *roleFlags {
 		role:          fs.String("role", "", "leader (devices upload to it; keeps the ledger; drives aggregation) or helper"),
 		db:            fs.String("db", "", "the aggregator's own database: an SQLite file (sqlite:FILE or FILE), or PostgreSQL (postgres://USER:PASSWORD@HOST/DB?search_path=SCHEMA; several leader processes may share one and divide each task's aggregation jobs)"),
 		create:        fs.Bool("create", false, "make a new aggregator database at --db (refused if one is there); without it --db must hold this role's database, made with the same --key-file and --secret-file"),
-		lockTTL:       fs.Duration("lock-ttl", 30*time.Second, "leader: the lease a process holds on a task while it aggregates or collects it (several leader processes may share --db; after a crash another waits this long)"),
-		lockWait:      fs.Duration("lock-wait", time.Minute, "leader: how long an aggregate or collect call waits for one in progress on the same task before it is answered 503"),
+		lockTTL:       fs.Duration("lock-ttl", 30*time.Second, "leader: the lease a process holds on an aggregation job while it runs it, and on a task while it collects it (several leader processes may share --db and divide a task's jobs; after a crash another takes the job over once this has run out)"),
+		lockWait:      fs.Duration("lock-wait", time.Minute, "leader: how long a collect call waits for one in progress on the same task before it is answered 503"),
 		enrolRate:     fs.Float64("enrol-rate", 10, "leader: enrolments admitted per second per client address (4× that overall; 0: no limit)"),
 		enrolBurst:    fs.Int("enrol-burst", 100, "leader: the burst of enrolments admitted per client address (4× that overall)"),
 		maxUsers:      fs.Int64("max-users", 0, "leader: the most users enrolled (0: no cap); enrolment beyond is refused (403)"),

@@ -425,12 +425,12 @@ func parallel(n int, f func(i int)) {
 	wg.Wait()
 }
 
-// lockTask serialises aggregation and collection of one task: in this
-// process (one goroutine at a time) and across leader processes sharing
-// the database (a lease row, renewed while the work runs; every commit
-// of the work checks it is still held). It waits up to LockWait, then
-// answers errLocked (503). The returned context ends if the lease is
-// lost.
+// lockTask serialises collection of one task: in this process (one
+// goroutine at a time) and across leader processes sharing the database
+// (a lease row, renewed while the work runs; the collection's commit
+// checks it is still held). Aggregation jobs are claimed one by one
+// instead (Aggregate). It waits up to LockWait, then answers errLocked
+// (503). The returned context ends if the lease is lost.
 func (s *Server) lockTask(ctx context.Context, id string) (context.Context, func(), error) {
 	wctx, cancelWait := context.WithTimeout(ctx, s.cfg.LockWait)
 	defer cancelWait()
@@ -441,7 +441,7 @@ func (s *Server) lockTask(ctx context.Context, id string) (context.Context, func
 		s.locks[id] = ch
 	}
 	s.mu.Unlock()
-	busy := fmt.Errorf("%w: task %q: waited %s for the aggregation or collection in progress", errLocked, id, s.cfg.LockWait)
+	busy := fmt.Errorf("%w: task %q: waited %s for the collection in progress", errLocked, id, s.cfg.LockWait)
 	select {
 	case ch <- struct{}{}:
 	case <-wctx.Done():
@@ -463,6 +463,23 @@ func (s *Server) lockTask(ctx context.Context, id string) (context.Context, func
 			return nil, nil, busy
 		}
 	}
+	lctx, stop := s.keepLease(ctx, "task "+id, func(ctx context.Context) (bool, error) {
+		return s.st.lease(ctx, id, s.instance, time.Now(), s.cfg.LockTTL)
+	})
+	unlock := func() {
+		stop()
+		if err := s.st.unlease(context.WithoutCancel(ctx), id, s.instance); err != nil {
+			s.log.Warn("giving up a task's lease", "task", id, "err", err)
+		}
+		<-ch
+	}
+	return lctx, unlock, nil
+}
+
+// keepLease renews a lease (renew) every third of LockTTL until stop is
+// called; the returned context ends if the lease is lost, stopping the
+// work it covers.
+func (s *Server) keepLease(ctx context.Context, what string, renew func(context.Context) (bool, error)) (context.Context, func()) {
 	lctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -473,23 +490,15 @@ func (s *Server) lockTask(ctx context.Context, id string) (context.Context, func
 			case <-done:
 				return
 			case <-tick.C:
-				if ok, err := s.st.lease(lctx, id, s.instance, time.Now(), s.cfg.LockTTL); err != nil || !ok {
-					s.log.Error("lost the lease of a task: stopping its aggregation", "task", id, "err", err)
+				if ok, err := renew(lctx); err != nil || !ok {
+					s.log.Error("lost the lease of "+what+": stopping its work", "err", err)
 					cancel()
 					return
 				}
 			}
 		}
 	}()
-	unlock := func() {
-		close(done)
-		cancel()
-		if err := s.st.unlease(context.WithoutCancel(ctx), id, s.instance); err != nil {
-			s.log.Warn("giving up a task's lease", "task", id, "err", err)
-		}
-		<-ch
-	}
-	return lctx, unlock, nil
+	return lctx, func() { close(done); cancel() }
 }
 
 // addNoise adds the aggregator's noise for t to a share (the noise
@@ -502,43 +511,56 @@ func (s *Server) addNoise(t *dap.Task) func(dap.Vec) {
 	}
 }
 
-// Aggregate verifies and aggregates every pending report of a task in
+// Aggregate verifies and aggregates the pending reports of a task in
 // jobs of BatchSize: the leader prepares its shares, the helper prepares
 // its own and returns its prep shares, and each decides the proof on both;
 // a report counts only if both accept. Each job is recorded before it is
 // sent and sent again as it was after a crash or a failed call (the
 // helper answers a repeated job with its stored answer), so every report
-// is counted once at both aggregators whatever fails when.
+// is counted once at both aggregators whatever fails when. Each job is
+// claimed by one call (a lease in the database, renewed while it runs):
+// concurrent calls, in this process or in other leader processes sharing
+// the database, work on different jobs, and a job whose claim runs out
+// (its process died or stalled) is taken over. Aggregate returns when no
+// job is left to claim; jobs others hold may still be running.
 func (s *Server) Aggregate(ctx context.Context, taskID string) (AggregateResult, error) {
 	p, collected, err := s.preparer(ctx, taskID)
 	if err != nil || collected {
 		return AggregateResult{}, err
 	}
-	ctx, unlock, err := s.lockTask(ctx, taskID)
-	if err != nil {
-		return AggregateResult{}, err
-	}
-	defer unlock()
-	return s.aggregateLocked(ctx, p)
+	return s.aggregateJobs(ctx, p, false)
 }
 
-func (s *Server) aggregateLocked(ctx context.Context, p *dap.Preparer) (AggregateResult, error) {
+// aggregateJobs claims and runs jobs of a task until none is left to
+// claim; with wait, until none is pending at all (the jobs others hold
+// finished or taken over: collection needs every report judged).
+func (s *Server) aggregateJobs(ctx context.Context, p *dap.Preparer, wait bool) (AggregateResult, error) {
 	var res AggregateResult
+	holder := fmt.Sprintf("%s.%d", s.instance, s.claims.Add(1))
 	for {
-		jobID, reps, err := s.st.nextJob(ctx, p.Task.ID, s.cfg.BatchSize)
-		if err != nil || jobID == "" {
-			return res, err
-		}
-		s.crash("leader-job-recorded")
-		vs, outs, err := s.runJob(ctx, p, jobID, reps)
+		jobID, reps, err := s.st.nextJob(ctx, p.Task.ID, holder, s.cfg.BatchSize, time.Now().Add(s.cfg.LockTTL))
 		if err != nil {
 			return res, err
 		}
-		s.crash("leader-job-answered")
-		if err := s.st.commitLeaderJob(ctx, &p.Task, jobID, s.instance, vs, outs); err != nil {
+		if jobID == "" {
+			if !wait {
+				return res, nil
+			}
+			n, err := s.st.pending(ctx, p.Task.ID)
+			if err != nil || n == 0 {
+				return res, err
+			}
+			select {
+			case <-time.After(100 * time.Millisecond):
+				continue
+			case <-ctx.Done():
+				return res, ctx.Err()
+			}
+		}
+		vs, err := s.aggregateJob(ctx, p, jobID, holder, reps)
+		if err != nil {
 			return res, err
 		}
-		s.crash("leader-job-committed")
 		for _, v := range vs {
 			if v.accepted {
 				res.Accepted++
@@ -548,6 +570,29 @@ func (s *Server) aggregateLocked(ctx context.Context, p *dap.Preparer) (Aggregat
 			}
 		}
 	}
+}
+
+// aggregateJob runs one claimed job and commits its verdicts, renewing
+// the claim meanwhile; a job that fails is given up for the next call.
+func (s *Server) aggregateJob(ctx context.Context, p *dap.Preparer, jobID, holder string, reps []dap.Report) ([]verdict, error) {
+	jctx, stop := s.keepLease(ctx, "job "+jobID, func(ctx context.Context) (bool, error) {
+		return s.st.renewJob(ctx, p.Task.ID, jobID, holder, time.Now().Add(s.cfg.LockTTL))
+	})
+	defer stop()
+	s.crash("leader-job-recorded")
+	vs, outs, err := s.runJob(jctx, p, jobID, reps)
+	if err != nil {
+		if rerr := s.st.releaseJob(context.WithoutCancel(ctx), p.Task.ID, jobID, holder); rerr != nil {
+			s.log.Warn("giving up a job's claim", "task", p.Task.ID, "job", jobID, "err", rerr)
+		}
+		return nil, err
+	}
+	s.crash("leader-job-answered")
+	if err := s.st.commitLeaderJob(jctx, &p.Task, jobID, vs, outs); err != nil {
+		return nil, err
+	}
+	s.crash("leader-job-committed")
+	return vs, nil
 }
 
 // runJob prepares the leader's shares of a job, sends the job to the
@@ -630,7 +675,7 @@ func (s *Server) Collect(ctx context.Context, taskID string) (*Release, error) {
 	if rel, err := s.release(ctx, taskID); err == nil { // a concurrent Collect won
 		return rel, nil
 	}
-	if _, err := s.aggregateLocked(ctx, p); err != nil {
+	if _, err := s.aggregateJobs(ctx, p, false); err != nil {
 		return nil, err
 	}
 	if err := s.st.close(ctx, taskID); err != nil {
@@ -638,7 +683,7 @@ func (s *Server) Collect(ctx context.Context, taskID string) (*Release, error) {
 	}
 	s.crash("leader-collect-closed")
 	// Reports acknowledged before the task closed.
-	if _, err := s.aggregateLocked(ctx, p); err != nil {
+	if _, err := s.aggregateJobs(ctx, p, true); err != nil {
 		return nil, err
 	}
 	return s.publish(ctx, p)

@@ -39,6 +39,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -90,11 +91,12 @@ type Config struct {
 	// Mode says whether the database must exist already or be new
 	// (default OpenOrCreate).
 	Mode StoreMode
-	// LockTTL is the lease a leader process takes on a task while it
-	// aggregates or collects it (renewed every third of it; another
-	// process waits for it, or for it to run out after a crash). Default
-	// 30 s. LockWait is how long a request waits for the task's lock
-	// before it is answered 503 with Retry-After (default 60 s).
+	// LockTTL is the lease a leader process takes on an aggregation job
+	// while it runs it, and on a task while it collects it (renewed every
+	// third of it; after a crash another process takes the job, or the
+	// task, over once it runs out). Default 30 s. LockWait is how long a
+	// collect call waits for the task's lock before it is answered 503
+	// with Retry-After (default 60 s).
 	LockTTL, LockWait time.Duration
 	// MinFreeBytes: below this much free space on the database's file
 	// system the aggregator refuses what would write (uploads, enrolment,
@@ -122,8 +124,10 @@ type Server struct {
 	st    *store
 	log   *slog.Logger
 	noise *noise.Source
-	// instance names this process in task leases.
+	// instance names this process in task leases; claims numbers its
+	// aggregation runs (each claims jobs under its own name).
 	instance string
+	claims   atomic.Uint64
 
 	mu    sync.Mutex // guards preps, sizes, locks and the noise source
 	preps map[string]*dap.Preparer

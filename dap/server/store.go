@@ -93,11 +93,15 @@ var migrations = [][3]string{
 	{"reports", "job_id", "TEXT"},
 	// Collection has begun: no more uploads.
 	{"tasks", "closing", "INTEGER NOT NULL DEFAULT 0"},
+	// The leader process working on a job, and until when (its claim,
+	// renewed while it works; an expired claim is taken over).
+	{"jobs", "holder", "TEXT"},
+	{"jobs", "expires_ms", "INTEGER"},
 }
 
 // schemaVersion is recorded in meta; a database of a later version is
 // refused (this privrec does not know its tables).
-const schemaVersion = 2
+const schemaVersion = 3
 
 // StoreMode says how New treats the database file.
 type StoreMode int
@@ -600,18 +604,18 @@ func (s *store) commitHelperJob(ctx context.Context, t *dap.Task, jobID string, 
 }
 
 // commitLeaderJob records the leader's verdicts of its job jobID and its
-// aggregate, and marks the job done, in one transaction, while holder
-// holds the task's lease. A job done already is not applied again.
-func (s *store) commitLeaderJob(ctx context.Context, t *dap.Task, jobID, holder string, vs []verdict, outs []dap.Vec) error {
+// aggregate, and marks the job done, in one transaction. A job done
+// already is not applied again: whichever leader process commits a job
+// first (one whose claim ran out while it worked, or the one that took
+// the job over: both send the same job and get the helper's one answer),
+// the other's commit changes nothing.
+func (s *store) commitLeaderJob(ctx context.Context, t *dap.Task, jobID string, vs []verdict, outs []dap.Vec) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("dap store: %w", err)
 	}
 	defer tx.Rollback()
 	if err := s.lockAggregate(ctx, tx, t.ID); err != nil {
-		return err
-	}
-	if err := holds(ctx, tx, t.ID, holder); err != nil {
 		return err
 	}
 	var done bool
@@ -630,18 +634,25 @@ func (s *store) commitLeaderJob(ctx context.Context, t *dap.Task, jobID, holder 
 	return tx.Commit()
 }
 
-// nextJob is the leader's next aggregation job of a task: the oldest job
-// recorded but not done (a crash or an unreachable helper interrupted
-// it; it is sent again as it was), else a new job of up to limit pending
-// reports, recorded before it is sent. Its reports are in report-ID
-// order. An empty jobID means nothing is pending.
-func (s *store) nextJob(ctx context.Context, taskID string, limit int) (jobID string, reps []dap.Report, err error) {
+// nextJob claims the leader's next aggregation job of a task for holder
+// until the given time: the oldest job recorded but not done whose claim
+// ran out or was given up (a crash, an unreachable helper or another
+// process's stall interrupted it; it is sent again as it was), else a new
+// job of up to limit pending reports, recorded before it is sent. Jobs
+// claimed by others are skipped, so several leader processes (or calls)
+// work on one task at once, each on its own jobs: on PostgreSQL the rows
+// another transaction is claiming are skipped (FOR UPDATE SKIP LOCKED);
+// SQLite's write transactions take turns. The reports are in report-ID
+// order. An empty jobID means nothing is left to claim (jobs others hold
+// may still be running: pending counts them).
+func (s *store) nextJob(ctx context.Context, taskID, holder string, limit int, until time.Time) (jobID string, reps []dap.Report, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return "", nil, fmt.Errorf("dap store: %w", err)
 	}
 	defer tx.Rollback()
-	err = tx.QueryRowContext(ctx, `SELECT job_id FROM jobs WHERE task_id = ? AND done = 0 ORDER BY `+s.seq+` LIMIT 1`, taskID).Scan(&jobID)
+	err = tx.QueryRowContext(ctx, `SELECT job_id FROM jobs WHERE task_id = ? AND done = 0 AND (expires_ms IS NULL OR expires_ms < ?)
+		ORDER BY `+s.seq+` LIMIT 1`+s.skipLocked(), taskID, time.Now().UnixMilli()).Scan(&jobID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if jobID, err = s.newJob(ctx, tx, taskID, limit); err != nil || jobID == "" {
@@ -649,6 +660,9 @@ func (s *store) nextJob(ctx context.Context, taskID string, limit int) (jobID st
 		}
 	case err != nil:
 		return "", nil, fmt.Errorf("dap store: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET holder = ?, expires_ms = ? WHERE task_id = ? AND job_id = ?`, holder, until.UnixMilli(), taskID, jobID); err != nil {
+		return "", nil, fmt.Errorf("dap store: claiming job %s: %w", jobID, err)
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT body FROM reports WHERE task_id = ? AND job_id = ? ORDER BY report_id`, taskID, jobID)
 	if err != nil {
@@ -673,10 +687,54 @@ func (s *store) nextJob(ctx context.Context, taskID string, limit int) (jobID st
 	return jobID, reps, tx.Commit()
 }
 
+// skipLocked makes a claiming read pass over rows another transaction is
+// claiming (PostgreSQL; SQLite's write transaction is exclusive).
+func (s *store) skipLocked() string {
+	if s.d.Postgres() {
+		return " FOR UPDATE SKIP LOCKED"
+	}
+	return ""
+}
+
+// renewJob extends holder's claim of a job it is working on; false when
+// the claim was lost (it ran out and another process took the job, or
+// the job is done).
+func (s *store) renewJob(ctx context.Context, taskID, jobID, holder string, until time.Time) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE jobs SET expires_ms = ? WHERE task_id = ? AND job_id = ? AND holder = ? AND done = 0`, until.UnixMilli(), taskID, jobID, holder)
+	if err != nil {
+		return false, fmt.Errorf("dap store: claim of job %s: %w", jobID, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// releaseJob gives holder's claim of an unfinished job up (its helper
+// call failed): the next aggregation takes it at once.
+func (s *store) releaseJob(ctx context.Context, taskID, jobID, holder string) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE jobs SET expires_ms = 0 WHERE task_id = ? AND job_id = ? AND holder = ? AND done = 0`, taskID, jobID, holder); err != nil {
+		return fmt.Errorf("dap store: claim of job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+// pending counts a task's reports not yet judged: in jobs not done (held
+// by some process or not) and in none yet.
+func (s *store) pending(ctx context.Context, taskID string) (int64, error) {
+	var inJobs, loose int64
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM reports r JOIN jobs j ON j.task_id = r.task_id AND j.job_id = r.job_id WHERE r.task_id = ? AND j.done = 0`, taskID).Scan(&inJobs); err != nil {
+		return 0, fmt.Errorf("dap store: %w", err)
+	}
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM reports r WHERE task_id = ? AND job_id IS NULL AND NOT EXISTS
+		(SELECT 1 FROM verdicts v WHERE v.task_id = r.task_id AND v.report_id = r.report_id)`, taskID).Scan(&loose); err != nil {
+		return 0, fmt.Errorf("dap store: %w", err)
+	}
+	return inJobs + loose, nil
+}
+
 // newJob records a job of up to limit pending reports (none: "").
 func (s *store) newJob(ctx context.Context, tx *sqlTx, taskID string, limit int) (string, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT report_id FROM reports r WHERE task_id = ? AND job_id IS NULL AND NOT EXISTS
-		(SELECT 1 FROM verdicts v WHERE v.task_id = r.task_id AND v.report_id = r.report_id) ORDER BY report_id LIMIT ?`, taskID, limit)
+		(SELECT 1 FROM verdicts v WHERE v.task_id = r.task_id AND v.report_id = r.report_id) ORDER BY report_id LIMIT ?`+s.skipLocked(), taskID, limit)
 	if err != nil {
 		return "", fmt.Errorf("dap store: %w", err)
 	}
@@ -698,7 +756,7 @@ func (s *store) newJob(ctx context.Context, tx *sqlTx, taskID string, limit int)
 		return "", err
 	}
 	jobID := base64.RawURLEncoding.EncodeToString(rnd[:])
-	if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (task_id, job_id, ids) VALUES (?, ?, ?)`, taskID, jobID, bytes.Join(ids, nil)); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (task_id, job_id, ids, expires_ms) VALUES (?, ?, ?, 0)`, taskID, jobID, bytes.Join(ids, nil)); err != nil {
 		return "", fmt.Errorf("dap store: job: %w", err)
 	}
 	for _, id := range ids {

@@ -270,3 +270,56 @@ func TestStoreConcurrentCharges(t *testing.T) {
 		})
 	}
 }
+
+// TestTwoLeadersShareJobs: two leader servers on one database (as two
+// processes would be) aggregate one task at once; they divide its jobs
+// (each claims its own) and every report is counted once, at the leader
+// and at the helper, on each kind of database.
+func TestTwoLeadersShareJobs(t *testing.T) {
+	for _, kind := range storetest.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			leaderDB := dbURL(t, kind)
+			p := newPair(t, leaderDB, dbURL(t, kind))
+			cfg := p.cfg
+			cfg.Mode = OpenExisting
+			second, err := New(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer second.Close()
+			task := countsTask(t, "t", 8)
+			tb, _ := json.Marshal(task)
+			if c := do(t, http.MethodPost, p.leaderURL+"/dap/v1/admin/tasks", testToken, tb, "application/json", &task); c != http.StatusCreated {
+				t.Fatalf("create task: HTTP %d", c)
+			}
+			const n = 40 // jobs of 4: 10 jobs
+			for i := range n {
+				p.contribute(t, task, i)
+			}
+			var wg sync.WaitGroup
+			res := make([]AggregateResult, 2)
+			errs := make([]error, 2)
+			for i, s := range []*Server{p.leader, second} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res[i], errs[i] = s.Aggregate(context.Background(), "t")
+				}()
+			}
+			wg.Wait()
+			if errs[0] != nil || errs[1] != nil || res[0].Accepted+res[1].Accepted != n || res[0].Rejected+res[1].Rejected != 0 {
+				t.Fatalf("two leaders aggregating at once: %+v, %+v (errors %v, %v), want %d accepted in all", res[0], res[1], errs[0], errs[1], n)
+			}
+			t.Logf("%s: the two leaders accepted %d and %d reports", kind, res[0].Accepted, res[1].Accepted)
+			if _, err := second.Collect(context.Background(), "t"); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []*Server{p.leader, p.helper} {
+				a, err := s.st.aggregate(context.Background(), s.st.db, &task)
+				if err != nil || a.count != n {
+					t.Errorf("%v: aggregate of %d reports (%v), want %d", s.cfg.Role, a.count, err, n)
+				}
+			}
+		})
+	}
+}
