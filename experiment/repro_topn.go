@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,9 +13,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/privrec/privrec/internal/atomicfile"
@@ -78,6 +82,11 @@ type TopNSpec struct {
 	Ks []int
 	// Workers bounds each training's and evaluation's parallelism (0: all cores).
 	Workers int
+	// Jobs is the number of trainings run at once for the private
+	// methods' further noise seeds (0: GOMAXPROCS), each with one worker.
+	// The non-private methods and each private cell's first seed train
+	// alone with Workers, so their CPU-seconds are their own.
+	Jobs int
 	// Log gets notes (skipped methods, finished runs); default slog.Default().
 	Log *slog.Logger
 }
@@ -88,6 +97,11 @@ type topNRun struct {
 	Epsilon       float64 // NaN for a non-private method
 	Seed          int
 	Seconds       float64
+	// CPUSeconds is the process's user+system CPU time during the
+	// training, NaN where other trainings ran at the same time.
+	CPUSeconds float64
+	// Plan is the model's report (λ, rank, covered items, σ …) as JSON.
+	Plan string
 	// Metrics by set ("validation", "test") and name ("recall@20", …).
 	Metrics   map[string]map[string]float64
 	GEpsilon  float64
@@ -218,6 +232,9 @@ func RunTopN(ctx context.Context, s TopNSpec, dataDir, out string) error {
 		return err
 	}
 	s.Log.Info("top-N split", "reproduction", s.Name, "data", d.summary)
+	if err := writeTopNPopulation(out, d); err != nil {
+		return err
+	}
 	resPath := filepath.Join(out, "results.csv")
 	names := topNMetricNames(s.Ks)
 	runs, err := readTopNResults(resPath, names)
@@ -228,48 +245,152 @@ func RunTopN(ctx context.Context, s TopNSpec, dataDir, out string) error {
 	for _, r := range runs {
 		done[r.key()] = true
 	}
-	type job struct {
-		m    TopNMethod
-		eps  float64
-		seed int
+	alone, pooled := s.topNJobs(ms, private)
+	rec := &topNRecorder{s: &s, path: resPath, names: names, runs: runs, total: len(alone) + len(pooled), done: map[string]bool{}}
+	for _, r := range runs {
+		rec.done[r.key()] = true
 	}
-	var jobs []job
+	for _, j := range append(slices.Clone(alone), pooled...) {
+		if rec.done[(&topNRun{Label: j.m.label(), Epsilon: j.eps, Seed: j.seed}).key()] {
+			rec.finished++
+		}
+	}
+	// The non-private models and each private cell's first seed train one
+	// at a time with every worker (their CPU-seconds are their own), the
+	// other seeds Jobs at a time with one worker each.
+	for _, j := range alone {
+		if err := rec.run(ctx, d, j, s.Workers, true); err != nil {
+			return err
+		}
+	}
+	if err := rec.pool(ctx, d, pooled); err != nil {
+		return err
+	}
+	runs = rec.runs
+	return s.writeReport(out, d, ms, private, skipped, runs, time.Since(start))
+}
+
+// topNJob is one training of a reproduction.
+type topNJob struct {
+	m    TopNMethod
+	eps  float64
+	seed int
+}
+
+// topNJobs lists the trainings: the non-private methods once and the
+// private methods' first seed at every ε (alone), the private methods'
+// other seeds (pooled).
+func (s *TopNSpec) topNJobs(ms []TopNMethod, private map[string]bool) (alone, pooled []topNJob) {
 	for _, m := range ms {
 		if !private[m.label()] {
-			jobs = append(jobs, job{m, math.NaN(), 0})
+			alone = append(alone, topNJob{m, math.NaN(), 0})
 			continue
 		}
 		for _, e := range s.Epsilons {
 			for seed := range s.Seeds {
-				jobs = append(jobs, job{m, e, seed})
+				j := topNJob{m, e, seed}
+				if seed == 0 {
+					alone = append(alone, j)
+				} else {
+					pooled = append(pooled, j)
+				}
 			}
 		}
 	}
-	for n, j := range jobs {
-		r := &topNRun{Label: j.m.label(), Method: j.m.Method, Epsilon: j.eps, Seed: j.seed}
-		if done[r.key()] {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := s.runOne(ctx, d, j.m, r); err != nil {
-			return fmt.Errorf("%s: %s at ε = %g, seed %d: %w", s.Name, j.m.label(), j.eps, j.seed, err)
-		}
-		if err := appendTopNResult(resPath, names, r); err != nil {
-			return err
-		}
-		runs = append(runs, r)
-		s.Log.Info("top-N run", "reproduction", s.Name, "run", fmt.Sprintf("%d/%d", n+1, len(jobs)), "method", r.Label, "epsilon", j.eps, "seed", j.seed,
-			"recall@20", fmt.Sprintf("%.4f", r.Metrics["test"]["recall@20"]), "ndcg@100", fmt.Sprintf("%.4f", r.Metrics["test"]["ndcg@100"]),
-			"seconds", fmt.Sprintf("%.1f", r.Seconds))
+	return alone, pooled
+}
+
+// topNRecorder runs jobs not yet in results.csv and appends each run.
+type topNRecorder struct {
+	s        *TopNSpec
+	path     string
+	names    []string
+	mu       sync.Mutex // guards what follows
+	runs     []*topNRun
+	done     map[string]bool
+	total    int
+	finished int
+	started  time.Time
+}
+
+// run trains and scores one job unless it was recorded before; timed
+// says no other training runs meanwhile (its CPU-seconds are recorded).
+func (rec *topNRecorder) run(ctx context.Context, d *topNData, j topNJob, workers int, timed bool) error {
+	r := &topNRun{Label: j.m.label(), Method: j.m.Method, Epsilon: j.eps, Seed: j.seed, CPUSeconds: math.NaN()}
+	rec.mu.Lock()
+	skip := rec.done[r.key()]
+	if rec.started.IsZero() {
+		rec.started = time.Now()
 	}
-	return s.writeReport(out, d, ms, private, skipped, runs, time.Since(start))
+	rec.mu.Unlock()
+	if skip {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := rec.s.runOne(ctx, d, j.m, r, workers, timed); err != nil {
+		return fmt.Errorf("%s: %s at ε = %g, seed %d: %w", rec.s.Name, j.m.label(), j.eps, j.seed, err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if err := appendTopNResult(rec.path, rec.names, r); err != nil {
+		return err
+	}
+	rec.runs = append(rec.runs, r)
+	rec.done[r.key()] = true
+	rec.finished++
+	rec.s.Log.Info("top-N run", "reproduction", rec.s.Name, "run", fmt.Sprintf("%d/%d", rec.finished, rec.total), "method", r.Label, "epsilon", j.eps, "seed", j.seed,
+		"recall@20", fmt.Sprintf("%.4f", r.Metrics["test"]["recall@20"]), "ndcg@100", fmt.Sprintf("%.4f", r.Metrics["test"]["ndcg@100"]),
+		"seconds", fmt.Sprintf("%.1f", r.Seconds), "cpu_seconds", cpuText(r.CPUSeconds), "elapsed", time.Since(rec.started).Round(time.Second))
+	return nil
+}
+
+// pool runs jobs Jobs at a time, one worker each; the first error stops
+// the others.
+func (rec *topNRecorder) pool(ctx context.Context, d *topNData, jobs []topNJob) error {
+	n := rec.s.Jobs
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	workers := 1
+	if n == 1 {
+		workers = rec.s.Workers
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, n)
+	errs := make(chan error, len(jobs))
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := rec.run(ctx, d, j, workers, n == 1); err != nil {
+				errs <- err
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs // the first error, nil when none
+}
+
+// cpuSeconds is the process's user+system CPU time so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return math.NaN()
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
 }
 
 // runOne trains one model on the training users and scores it on both
 // held-out sets.
-func (s *TopNSpec) runOne(ctx context.Context, d *topNData, m TopNMethod, r *topNRun) error {
+func (s *TopNSpec) runOne(ctx context.Context, d *topNData, m TopNMethod, r *topNRun, workers int, timed bool) error {
 	reg, err := methods.Lookup(m.Method)
 	if err != nil {
 		return err
@@ -291,17 +412,25 @@ func (s *TopNSpec) runOne(ctx context.Context, d *topNData, m TopNMethod, r *top
 	}
 	seed := deriveSeed(s.Name, "run", r.key())
 	env := methods.Env{
-		Epsilon: eps, Delta: s.Delta, Seed: seed, Workers: s.Workers,
+		Epsilon: eps, Delta: s.Delta, Seed: seed, Workers: workers,
 		Rand:  noise.Seeded(seed),
 		Noise: noise.Seeded(seed ^ 0x6e6f697365), // experiments: seeded, marked reproducible
 		Log:   slog.New(quietHandler{s.Log.Handler()}).With("run", r.key()),
 	}
-	t0 := time.Now()
+	t0, c0 := time.Now(), cpuSeconds()
 	rel, err := methods.Train(ctx, m.Method, cfg, release.Input{Ratings: d.train, Declared: d.decl}, env)
 	if err != nil {
 		return fmt.Errorf("training: %w", err)
 	}
 	r.Seconds = time.Since(t0).Seconds()
+	if timed {
+		r.CPUSeconds = cpuSeconds() - c0
+	}
+	if plan, err := json.Marshal(rel.Report); err == nil {
+		r.Plan = string(plan)
+	} else {
+		return fmt.Errorf("encoding the model's report: %w", err)
+	}
 	mod := rel.Model()
 	if mod == nil {
 		return fmt.Errorf("%s does not release a matrix model: it cannot score held-out users", m.Method)
@@ -316,7 +445,7 @@ func (s *TopNSpec) runOne(ctx context.Context, d *topNData, m TopNMethod, r *top
 		if set == "test" {
 			hist, tgt = d.split.TestHistory, d.split.TestTargets
 		}
-		rep, err := methods.EvaluateHeldOut(ctx, mod, hist, tgt, methods.HeldOutOptions{Ks: s.Ks, Popularity: d.popularity, Workers: s.Workers})
+		rep, err := methods.EvaluateHeldOut(ctx, mod, hist, tgt, methods.HeldOutOptions{Ks: s.Ks, Popularity: d.popularity, Workers: workers})
 		if err != nil {
 			return fmt.Errorf("evaluating on %s users: %w", set, err)
 		}
@@ -339,7 +468,7 @@ func topNHeader(names []string) []string {
 			h = append(h, set+":"+n)
 		}
 	}
-	return append(h, "g_epsilon", "g_delta", "guarantee")
+	return append(h, "g_epsilon", "g_delta", "guarantee", "cpu_seconds", "plan")
 }
 
 func (r *topNRun) record(names []string) []string {
@@ -349,7 +478,7 @@ func (r *topNRun) record(names []string) []string {
 			rec = append(rec, fmtF(r.Metrics[set][n]))
 		}
 	}
-	return append(rec, fmtF(r.GEpsilon), fmtF(r.GDelta), r.Guarantee)
+	return append(rec, fmtF(r.GEpsilon), fmtF(r.GDelta), r.Guarantee, fmtF(r.CPUSeconds), r.Plan)
 }
 
 // appendTopNResult appends one run to results.csv (creating it with its
@@ -400,7 +529,9 @@ func readTopNResults(path string, names []string) ([]*topNRun, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
-	if want := topNHeader(names); !slices.Equal(recs[0], want) {
+	want := topNHeader(names)
+	old := want[:len(want)-2] // before the CPU-seconds and plan columns
+	if !slices.Equal(recs[0], want) && !slices.Equal(recs[0], old) {
 		return nil, fmt.Errorf("%s: header does not match this reproduction (another version or other cut-offs): move it away to start afresh", path)
 	}
 	var runs []*topNRun
@@ -427,6 +558,10 @@ func readTopNResults(path string, names []string) ([]*topNRun, error) {
 			}
 		}
 		r.GEpsilon, r.GDelta, r.Guarantee = fl(rec[i]), fl(rec[i+1]), rec[i+2]
+		r.CPUSeconds = math.NaN()
+		if len(rec) == len(want) {
+			r.CPUSeconds, r.Plan = fl(rec[i+3]), rec[i+4]
+		}
 		if perr != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line+2, perr)
 		}
@@ -510,8 +645,11 @@ func (s *TopNSpec) writeReport(out string, d *topNData, ms []TopNMethod, private
 			b.WriteString("\n")
 		}
 	}
-	// Coverage, popularity and seconds of the test lists.
-	fmt.Fprintf(&b, "### Test lists: coverage@20, mean popularity@20 (training interactions), MRR, seconds per training\n\n| method | ε | coverage@20 | popularity@20 | MRR | seconds |\n|---|---|---|---|---|---|\n")
+	// Coverage, popularity, seconds and plan of the test lists.
+	fmt.Fprintf(&b, "### Test lists: coverage@20, mean popularity@20 (training interactions), MRR, training time, plan\n\n"+
+		"Seconds are wall seconds per training (mean over seeds; meaningless on a shared machine); CPU-s the user+system CPU time of the first seed's training, run alone; "+
+		"the plan is read from the first seed's model report.\n\n"+
+		"| method | ε | coverage@20 | popularity@20 | MRR | seconds | CPU-s | plan |\n|---|---|---|---|---|---|---|---|\n")
 	for _, m := range ms {
 		epss := s.Epsilons
 		if !private[m.label()] {
@@ -524,19 +662,12 @@ func (s *TopNSpec) writeReport(out string, d *topNData, ms []TopNMethod, private
 			}
 			pp, _ := cellOf(runs, m.label(), e, "test", "popularity@20")
 			mr, _ := cellOf(runs, m.label(), e, "test", "mrr")
-			var secs float64
-			var n int
-			for _, r := range runs {
-				if r.Label == m.label() && sameValue(r.Epsilon, e) {
-					secs += r.Seconds
-					n++
-				}
-			}
+			first := firstSeed(runs, m.label(), e)
 			es := "—"
 			if !math.IsNaN(e) {
 				es = fmtF(e)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %s | %.1f |\n", m.label(), es, cv, pp.mean, mr, secs/float64(n))
+			fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %s | %.1f | %s | %s |\n", m.label(), es, cv, pp.mean, mr, meanSeconds(runs, m.label(), e), cpuText(first.CPUSeconds), planSummary(first.Plan))
 		}
 	}
 	files, err := s.figure(out, ms, private, runs)
@@ -563,6 +694,62 @@ func (s *TopNSpec) writeReport(out string, d *topNData, ms []TopNMethod, private
 	})
 }
 
+// firstSeed is the run of the cell's lowest seed (a zero run when none).
+func firstSeed(runs []*topNRun, label string, eps float64) *topNRun {
+	best := &topNRun{CPUSeconds: math.NaN()}
+	for _, r := range runs {
+		if r.Label == label && sameValue(r.Epsilon, eps) && (best.Label == "" || r.Seed < best.Seed) {
+			best = r
+		}
+	}
+	return best
+}
+
+// meanSeconds is the mean wall seconds of the cell's trainings.
+func meanSeconds(runs []*topNRun, label string, eps float64) float64 {
+	var secs float64
+	var n int
+	for _, r := range runs {
+		if r.Label == label && sameValue(r.Epsilon, eps) {
+			secs += r.Seconds
+			n++
+		}
+	}
+	return secs / float64(n)
+}
+
+func cpuText(x float64) string {
+	if math.IsNaN(x) {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f", x)
+}
+
+// planKeys are the report entries a plan summary shows, in order.
+var planKeys = []struct{ key, name string }{
+	{"lambda", "λ"}, {"rank", "rank"}, {"init_rank", "init rank"}, {"kept_eigenvalues", "eigenpairs"},
+	{"covered_items", "covered items"}, {"steps", "steps"}, {"epochs", "epochs"}, {"alpha0", "α₀"},
+}
+
+// planSummary is the model report's plan entries (λ, rank, covered
+// items …) as text; "—" when the report has none.
+func planSummary(plan string) string {
+	var rep map[string]any
+	if plan == "" || json.Unmarshal([]byte(plan), &rep) != nil {
+		return "—"
+	}
+	var parts []string
+	for _, k := range planKeys {
+		if v, ok := rep[k.key].(float64); ok {
+			parts = append(parts, fmt.Sprintf("%s %.4g", k.name, v))
+		}
+	}
+	if len(parts) == 0 {
+		return "—"
+	}
+	return strings.Join(parts, ", ")
+}
+
 func cellText(c topNCell, ok bool) string {
 	if !ok {
 		return "—"
@@ -573,8 +760,17 @@ func cellText(c topNCell, ok bool) string {
 // figure draws Recall@20 on the test users against ε, the non-private
 // methods as horizontal lines.
 func (s *TopNSpec) figure(out string, ms []TopNMethod, private map[string]bool, runs []*topNRun) ([]string, error) {
-	f := plots.Figure{Title: s.Title + "\nuser-level joint DP, δ = " + fmtF(s.Delta) + "; Recall@20 on the test users",
-		XLabel: "privacy parameter ε (log₂ scale)", YLabel: "Recall@20", LogX: true}
+	f := s.recallFigure(s.Title+"\nuser-level joint DP, δ = "+fmtF(s.Delta)+"; Recall@20 on the test users", ms, private, runs)
+	if len(f.Series) == 0 {
+		return nil, nil
+	}
+	return f.Save(filepath.Join(out, "fig-recall20"))
+}
+
+// recallFigure is Recall@20 on the test users against ε (log₂ axis) of
+// the methods ms, the non-private ones as horizontal lines.
+func (s *TopNSpec) recallFigure(title string, ms []TopNMethod, private map[string]bool, runs []*topNRun) plots.Figure {
+	f := plots.Figure{Title: title, XLabel: "privacy parameter ε (log₂ scale)", YLabel: "Recall@20", LogX: true}
 	for _, m := range ms {
 		ser := plots.Series{Label: m.label()}
 		if !private[m.label()] {
@@ -596,10 +792,7 @@ func (s *TopNSpec) figure(out string, ms []TopNMethod, private map[string]bool, 
 		}
 		f.Series = append(f.Series, ser)
 	}
-	if len(f.Series) == 0 {
-		return nil, nil
-	}
-	return f.Save(filepath.Join(out, "fig-recall20"))
+	return f
 }
 
 // topNMethods are the lines of issue 22's reproductions; a name the build
@@ -625,10 +818,21 @@ func topNReproWith(name, title, path, format, items string, val, test int, adjus
 		}
 		return s
 	}
+	topNSpecs[name] = spec
+	return topNReproOf(name, spec)
+}
+
+// topNSpecs are the top-N reproductions' specs by name (quick or paper).
+var topNSpecs = map[string]func(paper bool) TopNSpec{}
+
+// topNReproOf is the reproduction name running spec.
+func topNReproOf(name string, spec func(paper bool) TopNSpec) *Reproduction {
 	var names []string
 	for _, m := range spec(false).Methods {
 		names = append(names, m.label())
 	}
+	s := spec(false)
+	path, items, title := s.Path, s.Items, s.Title
 	return &Reproduction{
 		Name: name, Paper: "issue 22 (recommendations, not rating predictions); Liang et al., WWW 2018 (protocol)",
 		Summary: title + ": Recall@20 and NDCG@100 of " + strings.Join(names, ", ") + " vs ε (held-out users; validation and test tables)",
@@ -653,6 +857,7 @@ func init() {
 	dataHints["jester1-items.txt"] = "the Jester catalogue as DATA-DIR/jester1/jester1-items.txt: the joke IDs 1…100, one per line (seq 1 100)"
 	dataHints["netflix-items.txt"] = "the Netflix-shaped catalogue as DATA-DIR/netflix-synth/netflix-items.txt: the item IDs 1…17770, one per line (seq 1 17770)"
 	dataHints["items.tsv"] = "the MovieLens 1M catalogue as DATA-DIR/ml-1m/items.tsv: one movie per line, ID<TAB>title (from movies.dat: privrec reads movies.dat as it comes too)"
+	addPopulationRepros()
 	dataHints["u.item"] = "MovieLens 100K from https://grouplens.org/datasets/movielens/100k/ (unzip ml-100k.zip into DATA-DIR/ml-100k/)"
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,7 @@ func tinyTopN(log *slog.Logger) TopNSpec {
 	return TopNSpec{Name: "topn-test", Title: "tiny top-N", Path: "ratings.tsv", Format: "tsv", Items: "items.tsv",
 		Scale: release.Scale{Min: 1, Max: 5}, Positive: 4, MinPositives: 5, Val: 10, Test: 20, SplitSeed: 1,
 		Methods:  []TopNMethod{{Method: "als", Params: map[string]any{"rank": 3}}, {Method: "dp-bias"}, {Method: "no-such-method"}},
-		Epsilons: []float64{1, 4}, Seeds: 2, Ks: []int{5}, Log: log}
+		Epsilons: []float64{1, 4}, Seeds: 2, Ks: []int{5}, Jobs: 2, Log: log}
 }
 
 func TestRunTopN(t *testing.T) {
@@ -78,6 +79,17 @@ func TestRunTopN(t *testing.T) {
 		}
 		if r.Metrics["test"]["recall@20"] == 0 {
 			t.Errorf("%s found nothing on planted tastes", r.Label)
+		}
+	}
+	// The first seed and the non-private model trained alone (their
+	// CPU-seconds recorded), the second seed beside another (not); every
+	// run keeps its model's report.
+	for _, r := range runs {
+		if timed := r.Seed == 0; timed == math.IsNaN(r.CPUSeconds) || (timed && r.CPUSeconds < 0) {
+			t.Errorf("%s ε = %g seed %d: CPU-seconds %v", r.Label, r.Epsilon, r.Seed, r.CPUSeconds)
+		}
+		if !strings.HasPrefix(r.Plan, "{") {
+			t.Errorf("%s ε = %g seed %d: plan %q", r.Label, r.Epsilon, r.Seed, r.Plan)
 		}
 	}
 	report, err := os.ReadFile(filepath.Join(out, "report.md"))

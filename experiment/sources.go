@@ -92,6 +92,12 @@ func readCached(dataset, path, format, column string) (*ratings.Matrix, error) {
 	return e.m, e.err
 }
 
+// forgetCached drops a file read by readCached (a large population's
+// ratings, once its sweep is done).
+func forgetCached(path, format, column string) {
+	fileCache.Delete(path + "\x00" + format + "\x00" + column)
+}
+
 // fileSource reads a ratings file and splits it: a canonical test file, or
 // a random hold-out per run; then the optional item restriction, rescaling
 // and per-user cap of the spec. The split carries the source's facts taken

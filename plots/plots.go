@@ -422,32 +422,48 @@ func (f *Figure) size() (vg.Length, vg.Length, int) {
 // WritePNG writes the figure as PNG.
 func (f *Figure) WritePNG(out io.Writer) error {
 	w, h, dpi := f.size()
+	return writePNG(out, w, h, dpi, f.Draw)
+}
+
+// WriteSVG writes the figure as SVG.
+func (f *Figure) WriteSVG(out io.Writer) error {
+	w, h, _ := f.size()
+	return writeSVG(out, w, h, f.Draw)
+}
+
+// Save writes the figure to base.png and base.svg (or the listed formats,
+// "png" and "svg") and returns the files written.
+func (f *Figure) Save(base string, formats ...string) ([]string, error) {
+	return save(base, formats, f.WritePNG, f.WriteSVG)
+}
+
+// writePNG renders drawFn on a w × h canvas at dpi as PNG.
+func writePNG(out io.Writer, w, h vg.Length, dpi int, drawFn func(draw.Canvas) error) error {
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi))
 	dc := draw.New(img)
 	// A white background: transparent PNGs read badly in dark viewers.
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
-	if err := f.Draw(dc); err != nil {
+	if err := drawFn(dc); err != nil {
 		return err
 	}
 	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(out)
 	return err
 }
 
-// WriteSVG writes the figure as SVG.
-func (f *Figure) WriteSVG(out io.Writer) error {
-	w, h, _ := f.size()
+// writeSVG renders drawFn on a w × h canvas as SVG.
+func writeSVG(out io.Writer, w, h vg.Length, drawFn func(draw.Canvas) error) error {
 	svg := vgsvg.New(w, h)
-	if err := f.Draw(draw.New(svg)); err != nil {
+	if err := drawFn(draw.New(svg)); err != nil {
 		return err
 	}
 	_, err := svg.WriteTo(out)
 	return err
 }
 
-// Save writes the figure to base.png and base.svg (or the listed formats,
-// "png" and "svg") and returns the files written.
-func (f *Figure) Save(base string, formats ...string) ([]string, error) {
+// save writes base.png and base.svg (or the listed formats) with the
+// writers given.
+func save(base string, formats []string, png, svg func(io.Writer) error) ([]string, error) {
 	if len(formats) == 0 {
 		formats = []string{"png", "svg"}
 	}
@@ -457,9 +473,9 @@ func (f *Figure) Save(base string, formats ...string) ([]string, error) {
 		var write func(io.Writer) error
 		switch ext {
 		case "png":
-			write = f.WritePNG
+			write = png
 		case "svg":
-			write = f.WriteSVG
+			write = svg
 		default:
 			return out, fmt.Errorf("plots: unknown format %q (want png or svg)", ext)
 		}

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"fmt"
 	"image/png"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/vg"
 )
 
 func sample() *Figure {
@@ -195,5 +198,22 @@ func TestLogXSingleValue(t *testing.T) {
 	var b bytes.Buffer
 	if err := f.WritePNG(&b); err != nil || b.Len() == 0 {
 		t.Fatalf("WritePNG: %v", err)
+	}
+}
+
+func TestPanels(t *testing.T) {
+	f := Figure{Title: "a", XLabel: "x", YLabel: "y", Series: []Series{{Label: "s", X: []float64{1, 2}, Mean: []float64{1, 2}}}}
+	p := Panels{Figures: []Figure{f, f, f}}
+	base := filepath.Join(t.TempDir(), "panels")
+	files, err := p.Save(base)
+	if err != nil || len(files) != 2 {
+		t.Fatalf("files %v, err %v", files, err)
+	}
+	if w, h, _ := p.size(); w != 2*18*vg.Centimeter || h != 2*10*vg.Centimeter {
+		t.Errorf("three panels in two columns: %v × %v", w, h)
+	}
+	empty := Panels{}
+	if err := empty.WritePNG(io.Discard); err == nil {
+		t.Error("no panels drawn without an error")
 	}
 }
