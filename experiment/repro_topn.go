@@ -567,7 +567,25 @@ func readTopNResults(path string, names []string) ([]*topNRun, error) {
 		}
 		runs = append(runs, r)
 	}
+	if !slices.Equal(recs[0], want) {
+		return runs, upgradeTopNResults(path, names, runs)
+	}
 	return runs, nil
+}
+
+// upgradeTopNResults rewrites a results.csv written before the
+// CPU-seconds and plan columns in the current layout (unknown CPU-seconds,
+// no plan), so that new runs can be appended to it.
+func upgradeTopNResults(path string, names []string, runs []*topNRun) error {
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		cw.Write(topNHeader(names))
+		for _, r := range runs {
+			cw.Write(r.record(names))
+		}
+		cw.Flush()
+		return cw.Error()
+	})
 }
 
 // topNCell is the mean and sample sd of one metric over a cell's seeds.

@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"fmt"
 	"log/slog"
 	"math"
@@ -123,6 +124,24 @@ func TestRunTopN(t *testing.T) {
 	}
 	if again, _ := os.ReadFile(filepath.Join(out, "results.csv")); strings.Count(string(again), "\n") != strings.Count(string(before), "\n") {
 		t.Fatalf("after a torn line: %d lines, want %d", strings.Count(string(again), "\n"), strings.Count(string(before), "\n"))
+	}
+	// A file written before the CPU-seconds and plan columns is read
+	// (both unknown) and rewritten in the current layout before a run is
+	// appended to it.
+	var old bytes.Buffer
+	for _, line := range strings.SplitAfter(strings.TrimSpace(string(before)), "\n")[:3] {
+		rec, _ := csv.NewReader(strings.NewReader(line)).Read()
+		w := csv.NewWriter(&old)
+		w.Write(rec[:len(rec)-2])
+		w.Flush()
+	}
+	os.WriteFile(filepath.Join(out, "results.csv"), old.Bytes(), 0o644)
+	if err := RunTopN(context.Background(), tinyTopN(log), dataDir, out); err != nil {
+		t.Fatal(err)
+	}
+	upgraded, err := readTopNResults(filepath.Join(out, "results.csv"), names)
+	if err != nil || len(upgraded) != len(runs) || !math.IsNaN(upgraded[0].CPUSeconds) || upgraded[0].Plan != "" {
+		t.Fatalf("upgraded results: %d runs (want %d), first %+v, err %v", len(upgraded), len(runs), upgraded[0], err)
 	}
 	// Other cut-offs do not mix with the recorded runs.
 	other := tinyTopN(log)
