@@ -179,9 +179,13 @@ type ReleaseCheck struct {
 	Group          int     `json:"group"`
 	TestedEpsilon  float64 `json:"tested_epsilon"`
 	TestedDelta    float64 `json:"tested_delta,omitempty"`
-	// Runs is the number of runs per side, and Margin the planned margin
-	// (standard deviations) against the release with half its noise.
+	// Runs is the number of samples per side, from Trainings runs per
+	// side (every coordinate of a Laplace or Gaussian release is a sample:
+	// their noise is independent across coordinates), and Margin the
+	// planned margin (standard deviations) against the release with half
+	// its noise.
 	Runs              int     `json:"runs"`
+	Trainings         int     `json:"trainings"`
 	Margin            float64 `json:"margin"`
 	EpsilonLowerBound float64 `json:"epsilon_lower_bound"`
 	Event             string  `json:"event"`
@@ -889,21 +893,30 @@ func runReleaseCheck(ctx context.Context, rc *releaseCheck, name string, o Audit
 			}
 		}
 		rc.perRun = max(time.Since(t0)/timed, time.Nanosecond)
-		rc.maxRuns = int(min(float64(auditMaxReleaseRuns), float64(budget)/float64(rc.perRun)))
+		rc.maxRuns = int(min(float64(auditMaxReleaseRuns), float64(rc.pool)*float64(budget)/float64(rc.perRun)))
 	}
 	if err := rc.plan(o.Confidence, o.ReleaseRuns); err != nil {
 		return rr, nil // no test point: noPower says so
 	}
 	d := rc.design
 	rr.Group, rr.TestedEpsilon, rr.TestedDelta, rr.Runs, rr.Margin = d.Group, d.Epsilon, d.Delta, rc.runs, d.Margin
+	rr.Trainings = rc.trainings(rc.runs)
+	// Each side draws a training when its buffer of samples is empty (one
+	// goroutine per side: audit.Run).
+	var buf [2][]float64
 	spec := audit.Spec{Mechanism: name + " release", ClaimedEpsilon: d.Epsilon, Delta: d.Delta, Events: d.Events(rc.law),
 		Statistic: fmt.Sprintf("noise/Δ̂ of release %d", rc.index+1),
 		Sample: func(src *noise.Source, s int) float64 {
-			draws, err := sample(src)
-			if err != nil {
-				return math.NaN()
+			if len(buf[s]) == 0 {
+				draws, err := sample(src)
+				if err != nil {
+					return math.NaN()
+				}
+				buf[s] = rc.samples(buf[s], draws, s == 1)
 			}
-			return rc.of(draws, s == 1)
+			y := buf[s][len(buf[s])-1]
+			buf[s] = buf[s][:len(buf[s])-1]
+			return y
 		}}
 	res, err := audit.Run(ctx, spec, rc.runs, o.Confidence, noise.Seeded(o.Seed^0x72656c65617365))
 	if err != nil {
@@ -928,8 +941,8 @@ func noPower(rc *releaseCheck, rr *ReleaseCheck, g privacy.Guarantee, noClaim bo
 		if rc.perRun > 0 && rc.maxRuns < auditMaxReleaseRuns {
 			why = fmt.Sprintf(" (the release budget at ≈ %s per run)", rc.perRun.Round(time.Millisecond))
 		}
-		out = append(out, fmt.Sprintf("release %d (%s): no test point reaches a margin of %d standard deviations against half the noise with at most %d runs per side%s",
-			rc.index+1, rc.mech, audit.ShiftPowerMargin, rc.maxRuns, why))
+		out = append(out, fmt.Sprintf("release %d (%s): no test point reaches a margin of %d standard deviations against half the noise with at most %d samples per side (%d per run)%s",
+			rc.index+1, rc.mech, audit.ShiftPowerMargin, rc.maxRuns, rc.pool, why))
 	}
 	if noClaim || g.Status != privacy.Proven {
 		return out // nothing proven about a sensitivity to check

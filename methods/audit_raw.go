@@ -415,7 +415,16 @@ type releaseCheck struct {
 	// runs' time per run it was derived from (0: not derived).
 	maxRuns int
 	perRun  time.Duration
+	// pool is the number of samples one training gives: every coordinate
+	// of a Laplace or Gaussian release (their noise is independent and
+	// identically distributed across coordinates, so each coordinate's
+	// noise, shifted along its own axis, is a sample of the same test), one
+	// for an ℓ2 Laplace vector (its coordinates are dependent).
+	pool int
 }
+
+// trainings is the number of trainings per side that give n samples.
+func (rc *releaseCheck) trainings(n int) int { return (n + rc.pool - 1) / rc.pool }
 
 // newReleaseCheck builds the check of the first additive release of the
 // pilot runs (nil when they made none), measuring its sensitivity on the
@@ -428,7 +437,10 @@ func newReleaseCheck(runs [2][][]mechanism.Draw, perCoord bool) *releaseCheck {
 	}
 	d := ref[idx]
 	rc := &releaseCheck{index: idx, mech: d.Mechanism, size: len(d.Noised), declared: d.Sensitivity,
-		law: audit.ReleaseLaw{Mechanism: d.Mechanism, Rho: d.Rho, Epsilon: d.Epsilon, Dim: len(d.Noised)}}
+		law: audit.ReleaseLaw{Mechanism: d.Mechanism, Rho: d.Rho, Epsilon: d.Epsilon, Dim: len(d.Noised)}, pool: 1}
+	if d.Mechanism != "l2laplace" {
+		rc.pool = max(1, len(d.Noised))
+	}
 	var clean [2][]float64
 	fixed := true
 	for s := range 2 {
@@ -506,12 +518,20 @@ func (rc *releaseCheck) plan(confidence float64, runs int) error {
 // the likelihood-ratio statistic of the whole vector); NaN when the run
 // does not match the pilot runs.
 func (rc *releaseCheck) of(draws []mechanism.Draw, shifted bool) float64 {
+	return rc.samples(nil, draws, shifted)[0]
+}
+
+// samples appends to dst the run's rc.pool samples of the check's
+// statistic: the noise of each coordinate in units of Δ̂, plus K when
+// shifted (for ℓ2 Laplace one sample, the likelihood-ratio statistic of
+// the whole vector); one NaN when the run does not match the pilot runs.
+func (rc *releaseCheck) samples(dst []float64, draws []mechanism.Draw, shifted bool) []float64 {
 	if len(draws) <= rc.index {
-		return math.NaN()
+		return append(dst, math.NaN())
 	}
 	d := draws[rc.index]
 	if d.Mechanism != rc.mech || len(d.Noised) != rc.size || len(d.Clean) != rc.size || rc.size == 0 {
-		return math.NaN()
+		return append(dst, math.NaN())
 	}
 	k := rc.design.Group
 	a := 0.0
@@ -523,9 +543,12 @@ func (rc *releaseCheck) of(draws []mechanism.Draw, shifted bool) float64 {
 		for j := range z {
 			z[j] = (d.Noised[j] - d.Clean[j]) / rc.derived
 		}
-		return audit.ShiftStatistic(z, a, k)
+		return append(dst, audit.ShiftStatistic(z, a, k))
 	}
-	return (d.Noised[0]-d.Clean[0])/rc.derived + a
+	for j := range rc.pool {
+		dst = append(dst, (d.Noised[j]-d.Clean[j])/rc.derived+a)
+	}
+	return dst
 }
 
 // MarshalJSON writes an infinite claimed ε (a guarantee with status none)

@@ -739,3 +739,27 @@ func EvaluateTensor(ctx context.Context, f *completion.File, test *ratings.Matri
 	rep.RMSE, rep.MAE = ptr(r), ptr(a)
 	return rep, nil
 }
+
+// opAuditPasses is the number of SGD passes the audit trains cp-op and
+// tucker-op with.
+const opAuditPasses = 1
+
+// AuditDesign implements AuditDesigner: output perturbation's one release
+// (C's rows plus ℓ2 Laplace noise) comes after the whole SGD, so every run
+// of the release check is a full training; the audit trains one pass (the
+// same code; its noise is calibrated to its own Δ = 2·passes·L·η). The
+// method claims nothing about the data (status none), so only that noise
+// is audited, which the number of passes does not change; at ε = 8 its
+// planned 10⁵ runs per side take seconds instead of hours.
+func (c *CPOPConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
+	one := *c
+	one.Passes = opAuditPasses
+	return &AuditDesign{Config: &one}, nil
+}
+
+// AuditDesign implements AuditDesigner: as cp-op's, one SGD pass.
+func (c *TuckerOPConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
+	one := *c
+	one.Passes = opAuditPasses
+	return &AuditDesign{Config: &one}, nil
+}

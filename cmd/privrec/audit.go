@@ -385,8 +385,8 @@ func printAuditReport(out io.Writer, rep *methods.AuditReport) {
 			if r.TestedDelta > 0 {
 				tested += fmt.Sprintf(", δ = %.4g", r.TestedDelta)
 			}
-			fmt.Fprintf(out, "                    %.4f against %s (group of %d, %d runs per side, planned margin %.1f sd against half the noise; %s)\n",
-				r.EpsilonLowerBound, tested, r.Group, r.Runs, r.Margin, r.Event)
+			fmt.Fprintf(out, "                    %.4f against %s (group of %d, %d samples per side from %d runs, planned margin %.1f sd against half the noise; %s)\n",
+				r.EpsilonLowerBound, tested, r.Group, r.Runs, r.Trainings, r.Margin, r.Event)
 		}
 	}
 	for _, p := range rep.NoPower {

@@ -85,13 +85,21 @@ func DesignShift(law ReleaseLaw, n int, confidence float64) (ShiftDesign, error)
 	z := -normQuantile(alpha)
 	nf := float64(n)
 	best := ShiftDesign{Margin: math.Inf(-1)}
+	rare := newRareCounts(n, alpha)
+	// The rare-count regime needs p₀ exactly: the ℓ2 Laplace law's
+	// probabilities are simulated (20 000 draws), too few to resolve a p₀
+	// of order 1/n.
+	exact := law.Mechanism != "l2laplace"
 	// score is the expected margin of the test {y ≥ s} at claim (ε', δ')
 	// with probabilities p1 (side 1) and p0 (side 0) under the alternative.
 	score := func(p1, p0, eps, delta float64) float64 {
-		if nf*p0 < 5 || nf*(1-p1) < 5 {
+		if nf*p1 < 5 || nf*(1-p1) < 5 || (!exact && nf*p0 < 5) {
 			return math.Inf(-1) // the normal approximation does not hold
 		}
 		e := math.Exp(eps)
+		if nf*p0 < 5 {
+			return rare.margin(p1, p0, e, delta, z)
+		}
 		sd := math.Sqrt(p1*(1-p1)/nf) + e*math.Sqrt(p0*(1-p0)/nf)
 		return (p1-delta-e*p0)/sd - z
 	}
@@ -180,6 +188,50 @@ func DesignShift(law ReleaseLaw, n int, confidence float64) (ShiftDesign, error)
 	return best, nil
 }
 
+// rareCounts scores a test point whose side-0 event is rare (expected
+// count n·p₀ < 5), where the normal approximation of that count fails: the
+// count k₀ is Poisson(n·p₀) (a binomial with a tiny p₀) and the test's
+// upper bound on p₀ is the exact Clopper–Pearson bound of k₀, tabulated
+// here for small k₀. A large claim ε is contradicted exactly there: at
+// ε = 8 the event must be seen on side 1 with probability p₁ against an
+// upper bound on p₀ below p₁·e⁻⁸, which a count of 0 or a few on side 0
+// gives from ≈ ln(1/α)·e⁸/p₁ runs — a third of what a design that needs
+// n·p₀ ≥ 5 uses.
+type rareCounts struct {
+	nf float64
+	hi []float64 // hi[k] is the Clopper–Pearson upper bound of k in n
+}
+
+func newRareCounts(n int, alpha float64) rareCounts {
+	r := rareCounts{nf: float64(n), hi: make([]float64, 40)}
+	for k := range r.hi {
+		_, r.hi[k] = ClopperPearson(k, n, alpha)
+	}
+	return r
+}
+
+// margin is the test's margin in standard deviations, −Φ⁻¹ of the
+// probability that it misses: over the Poisson count k₀ (mean n·p₀ < 5;
+// counts beyond the table have probability below 10⁻¹⁵), the test rejects
+// when the side-1 frequency's lower bound, ≈ k₁/n − z·sd₁ with sd₁ its
+// standard deviation, exceeds δ + e^ε·hi(k₀); k₁/n is taken as normal.
+func (r rareCounts) margin(p1, p0, e, delta, z float64) float64 {
+	lambda := r.nf * p0
+	sd1 := math.Sqrt(p1 * (1 - p1) / r.nf)
+	pmf := math.Exp(-lambda)
+	var miss float64
+	for k, hi := range r.hi {
+		if k > 0 {
+			pmf *= lambda / float64(k)
+		}
+		need := delta + e*hi // the side-1 lower bound must exceed this
+		miss += pmf * normSF((p1-need)/sd1-z)
+	}
+	// The tail beyond the table (< 10⁻¹⁵ for λ < 5) counts as missed.
+	miss = math.Min(1, miss+1e-15)
+	return -normQuantile(miss)
+}
+
 // ShiftStatistic is the ℓ2 Laplace statistic of a design: ‖z + a·e₁‖ −
 // ‖z + a·e₁ − K·e₁‖ for the noise z (in units of Δ) shifted by a (0 on
 // side 0, K on side 1).
@@ -242,7 +294,7 @@ func laplaceSF(x, b float64) float64 {
 const ShiftPowerMargin = 4
 
 // shiftLadder are the run counts PlanShift tries, smallest first.
-var shiftLadder = []int{600, 1200, 2400, 5000, 10000, 20000, 50000, 100000, 150000}
+var shiftLadder = []int{600, 1200, 2400, 5000, 10000, 20000, 30000, 50000, 70000, 100000, 150000}
 
 // PlanShift designs the test point at the smallest run count of a fixed
 // ladder (600 … 150 000 per side, at most maxRuns) whose expected margin
