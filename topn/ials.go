@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 )
 
@@ -55,7 +54,9 @@ func (o *IALSOptions) Check() error {
 }
 
 // IALS fits item factors H (items × rank, row-major) and user factors W
-// (users × rank) to the interactions.
+// (users × rank). The factors live in float32 during training (half the
+// memory traffic of the row solves, which are bound by it at scale; see
+// HalfStep) and are returned in float64.
 func IALS(ctx context.Context, x *Interactions, o IALSOptions) (W, H []float64, err error) {
 	if err := o.Check(); err != nil {
 		return nil, nil, err
@@ -64,25 +65,33 @@ func IALS(ctx context.Context, x *Interactions, o IALSOptions) (W, H []float64, 
 		return nil, nil, fmt.Errorf("ials: a random source is needed")
 	}
 	k := o.Rank
-	H = make([]float64, x.NumItems*k)
-	W = make([]float64, x.NumUsers*k)
+	h := make([]float32, x.NumItems*k)
+	w := make([]float32, x.NumUsers*k)
 	sd := o.InitScale / math.Sqrt(float64(k))
-	for i := range H {
-		H[i] = o.Rand.NormFloat64() * sd
+	for i := range h {
+		h[i] = float32(o.Rand.NormFloat64() * sd)
 	}
 	xt := x.Transpose()
 	for e := range o.Epochs {
-		if err := HalfStep(ctx, x, H, W, k, o.Alpha0, RegFor(o.Lambda, o.Nu, o.Alpha0, x.NumItems), o.CGSteps, o.Workers); err != nil {
+		if err := HalfStep(ctx, x, h, w, k, o.Alpha0, RegFor(o.Lambda, o.Nu, o.Alpha0, x.NumItems), o.CGSteps, o.Workers); err != nil {
 			return nil, nil, err
 		}
-		if err := HalfStep(ctx, xt, W, H, k, o.Alpha0, RegFor(o.Lambda, o.Nu, o.Alpha0, x.NumUsers), o.CGSteps, o.Workers); err != nil {
+		if err := HalfStep(ctx, xt, w, h, k, o.Alpha0, RegFor(o.Lambda, o.Nu, o.Alpha0, x.NumUsers), o.CGSteps, o.Workers); err != nil {
 			return nil, nil, err
 		}
 		if o.Progress != nil {
 			o.Progress(e+1, o.Epochs)
 		}
 	}
-	return W, H, nil
+	return widen(w), widen(h), nil
+}
+
+func widen(f []float32) []float64 {
+	out := make([]float64, len(f))
+	for i, v := range f {
+		out[i] = float64(v)
+	}
+	return out
 }
 
 // RegFor is the regularisation of a row with n interactions when the
@@ -109,83 +118,153 @@ func Gramian(f []float64, k int) []float64 {
 	return g
 }
 
+// gramian32 is α₀·FᵀF for the row-major rows × k float32 matrix f,
+// accumulated in float64 (k × k, row-major, float32).
+func gramian32(f []float32, k int, alpha0 float64) []float32 {
+	g := make([]float64, k*k)
+	row := make([]float64, k)
+	for r := 0; r+k <= len(f); r += k {
+		for q, v := range f[r : r+k] {
+			row[q] = float64(v)
+		}
+		for p, a := range row {
+			if a == 0 {
+				continue
+			}
+			gp := g[p*k : p*k+k]
+			for q, b := range row {
+				gp[q] += a * b
+			}
+		}
+	}
+	out := make([]float32, k*k)
+	for i, v := range g {
+		out[i] = float32(alpha0 * v)
+	}
+	return out
+}
+
 // HalfStep updates every row of solve (one per row of x) given the fixed
 // side fixed: row r minimises Σ_{j∈x_r} (s·f_j − 1)² + α₀ Σ_j (s·f_j)² +
 // reg(|x_r|)‖s‖², by cgSteps conjugate-gradient steps from its current
-// value.
-func HalfStep(ctx context.Context, x *Interactions, fixed, solve []float64, k int, alpha0 float64, reg func(n int) float64, cgSteps, w int) error {
-	g := Gramian(fixed, k)
-	for i := range g {
-		g[i] *= alpha0
-	}
+// value. The work is the matrix–vector products of the steps (cgRow); at
+// scale they are bound by reading the fixed rows from memory, which is
+// why the factors are float32 (the products run in gonum's float32
+// assembly kernels; the step sizes are accumulated in float64).
+func HalfStep(ctx context.Context, x *Interactions, fixed, solve []float32, k int, alpha0 float64, reg func(n int) float64, cgSteps, w int) error {
+	g := gramian32(fixed, k, alpha0)
 	w = workers(w)
-	type scratch struct{ r, p, ap []float64 }
-	scr := make([]scratch, w)
+	scr := make([]cgScratch, w)
 	for i := range scr {
-		scr[i] = scratch{make([]float64, k), make([]float64, k), make([]float64, k)}
+		scr[i] = newCGScratch(k)
 	}
 	return parallel(ctx, x.NumUsers, w, 32, func(wk, lo, hi int) {
 		s := &scr[wk]
 		for u := lo; u < hi; u++ {
 			items := x.Row(u)
-			row := solve[u*k : u*k+k]
-			lam := reg(len(items))
-			cgRow(g, fixed, items, k, lam, row, cgSteps, s.r, s.p, s.ap)
+			cgRow(g, fixed, items, k, float32(reg(len(items))), solve[u*k:u*k+k], cgSteps, s)
 		}
 	})
 }
 
-// apply computes out = (G + Σ_j f_j f_jᵀ + λI)·v for the rows f_j of
-// fixed listed in items, through gonum's BLAS (its assembly dot and axpy
-// kernels: 3× a plain Go loop at rank 128).
-func apply(g, fixed []float64, items []int32, k int, lam float64, v, out []float64) {
+// cgScratch is one worker's conjugate-gradient vectors and the buffer
+// its rows' fixed factors are gathered into.
+type cgScratch struct{ r, p, ap, rows []float32 }
+
+// gatherRows is the most fixed rows a row's solve gathers into one
+// contiguous block (2 MB at rank 128): the conjugate-gradient steps read
+// them once per step, and from a block that stays in the core's cache
+// instead of scattered rows from memory. Longer rows (the most popular
+// items' users) are read in place.
+const gatherRows = 4096
+
+func newCGScratch(k int) cgScratch {
+	return cgScratch{r: make([]float32, k), p: make([]float32, k), ap: make([]float32, k)}
+}
+
+// gather returns the rows of fixed listed in items as one contiguous
+// block (in sc's buffer), or nil if there are more than gatherRows.
+func (sc *cgScratch) gather(fixed []float32, items []int32, k int) []float32 {
+	if len(items) > gatherRows {
+		return nil
+	}
+	n := len(items) * k
+	if cap(sc.rows) < n {
+		sc.rows = make([]float32, n, max(n, 2*cap(sc.rows)))
+	}
+	rows := sc.rows[:n]
+	for i, j := range items {
+		copy(rows[i*k:i*k+k], fixed[int(j)*k:int(j)*k+k])
+	}
+	return rows
+}
+
+// rowSet is the fixed rows of one solve: a contiguous block, or the rows
+// of fixed listed in items.
+type rowSet struct {
+	block, fixed []float32
+	items        []int32
+	k            int
+}
+
+func (rs rowSet) len() int {
+	if rs.block != nil {
+		return len(rs.block) / rs.k
+	}
+	return len(rs.items)
+}
+
+func (rs rowSet) row(i int) []float32 {
+	if rs.block != nil {
+		return rs.block[i*rs.k : i*rs.k+rs.k]
+	}
+	j := int(rs.items[i])
+	return rs.fixed[j*rs.k : j*rs.k+rs.k]
+}
+
+// apply computes out = (G + Σ_j f_j f_jᵀ + λI)·v over the rows f_j of rs,
+// through gonum's float32 BLAS kernels (G is symmetric: its row q times v
+// is out's entry q).
+func apply(g []float32, rs rowSet, lam float32, v, out []float32) {
 	var b gonum.Implementation
-	copy(out, v)
-	b.Dgemv(blas.NoTrans, k, k, 1, g, k, v, 1, lam, out, 1)
-	for _, j := range items {
-		f := fixed[int(j)*k : int(j)*k+k]
-		b.Daxpy(k, b.Ddot(k, f, 1, v, 1), f, 1, out, 1)
+	k := rs.k
+	for q := range out {
+		out[q] = lam*v[q] + b.Sdot(k, g[q*k:q*k+k], 1, v, 1)
+	}
+	for i := range rs.len() {
+		f := rs.row(i)
+		b.Saxpy(k, b.Sdot(k, f, 1, v, 1), f, 1, out, 1)
 	}
 }
 
 // cgRow runs steps of conjugate gradient on (G + Σ f fᵀ + λI)·s = Σ f
-// from the current s.
-func cgRow(g, fixed []float64, items []int32, k int, lam float64, s []float64, steps int, r, p, ap []float64) {
-	apply(g, fixed, items, k, lam, s, ap)
+// from the current s, f the rows of fixed listed in items.
+func cgRow(g, fixed []float32, items []int32, k int, lam float32, s []float32, steps int, sc *cgScratch) {
+	var b gonum.Implementation
+	rs := rowSet{block: sc.gather(fixed, items, k), fixed: fixed, items: items, k: k}
+	r, p, ap := sc.r, sc.p, sc.ap
+	apply(g, rs, lam, s, ap)
 	for q := range r {
 		r[q] = -ap[q]
 	}
-	for _, j := range items {
-		f := fixed[int(j)*k : int(j)*k+k]
-		for q := range r {
-			r[q] += f[q]
-		}
+	for i := range rs.len() {
+		b.Saxpy(k, 1, rs.row(i), 1, r, 1)
 	}
 	copy(p, r)
-	rr := dot(r, r)
+	rr := b.Dsdot(k, r, 1, r, 1)
 	for range steps {
 		if rr < 1e-20 {
 			return
 		}
-		apply(g, fixed, items, k, lam, p, ap)
-		alpha := rr / dot(p, ap)
-		for q := range s {
-			s[q] += alpha * p[q]
-			r[q] -= alpha * ap[q]
-		}
-		rr2 := dot(r, r)
-		beta := rr2 / rr
+		apply(g, rs, lam, p, ap)
+		alpha := float32(rr / b.Dsdot(k, p, 1, ap, 1))
+		b.Saxpy(k, alpha, p, 1, s, 1)
+		b.Saxpy(k, -alpha, ap, 1, r, 1)
+		rr2 := b.Dsdot(k, r, 1, r, 1)
+		beta := float32(rr2 / rr)
 		rr = rr2
 		for q := range p {
 			p[q] = r[q] + beta*p[q]
 		}
 	}
-}
-
-func dot(a, b []float64) float64 {
-	var s float64
-	for i, x := range a {
-		s += x * b[i]
-	}
-	return s
 }

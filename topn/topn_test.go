@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/privrec/privrec/model"
 )
 
 // planted returns users in groups: a user of group g interacts with each
@@ -220,19 +222,20 @@ func TestIALSRecoversGroups(t *testing.T) {
 	// check her best unseen item is in her block.
 	hits, total := 0, 0
 	k := 8
-	g := Gramian(h, k)
+	h32 := make([]float32, len(h))
+	for i, v := range h {
+		h32[i] = float32(v)
+	}
+	g := gramian32(h32, k, 0.2)
+	sc := newCGScratch(k)
 	for u := range 100 {
 		items := x.Row(u)
 		if len(items) < 3 {
 			continue
 		}
-		row := make([]float64, k)
-		r, p, ap := make([]float64, k), make([]float64, k), make([]float64, k)
-		gg := make([]float64, len(g))
-		for i := range g {
-			gg[i] = 0.2 * g[i]
-		}
-		cgRow(gg, h, items[:3], k, RegFor(0.01, 1, 0.2, x.NumItems)(3), row, 50, r, p, ap)
+		row32 := make([]float32, k)
+		cgRow(g, h32, items[:3], k, float32(RegFor(0.01, 1, 0.2, x.NumItems)(3)), row32, 50, &sc)
+		row := widen(row32)
 		best, bs := -1, math.Inf(-1)
 		for j := range x.NumItems {
 			if j == int(items[0]) || j == int(items[1]) || j == int(items[2]) {
@@ -261,6 +264,55 @@ func TestTranspose(t *testing.T) {
 	for i := range x.Idx {
 		if tt.Idx[i] != x.Idx[i] {
 			t.Fatal("transpose twice is not the identity")
+		}
+	}
+}
+
+func dot(a, b []float64) float64 {
+	var s float64
+	for i, x := range a {
+		s += x * b[i]
+	}
+	return s
+}
+
+// TestCGRowFloat32MatchesExactSolve: the float32 conjugate-gradient row
+// solve, run to convergence, agrees with the exact float64 Cholesky solve
+// of the implicit fold-in to 1e-4 relative, both for a row short enough
+// to gather and for one read in place (more than gatherRows rows).
+func TestCGRowFloat32MatchesExactSolve(t *testing.T) {
+	const k, items = 16, 6000
+	rnd := rand.New(rand.NewPCG(3, 4))
+	h := make([]float64, items*k)
+	for i := range h {
+		h[i] = rnd.NormFloat64() / 4
+	}
+	m := &model.Model{Rank: k, V: h, Items: make([]string, items), Params: map[string]any{"fold_alpha0": 0.2, "fold_nu": 1.0}, FoldLambda: 0.01}
+	h32 := make([]float32, len(h))
+	for i, v := range h {
+		h32[i] = float32(v)
+	}
+	g := gramian32(h32, k, 0.2)
+	sc := newCGScratch(k)
+	for _, n := range []int{5, 300, gatherRows + 500} {
+		row := make([]int32, n)
+		for i := range row {
+			row[i] = int32(i)
+		}
+		want, err := foldImplicit(m, row, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got32 := make([]float32, k)
+		cgRow(g, h32, row, k, float32(RegFor(0.01, 1, 0.2, items)(n)), got32, 60, &sc)
+		got := widen(got32)
+		var d, w float64
+		for q := range k {
+			d += (got[q] - want[q]) * (got[q] - want[q])
+			w += want[q] * want[q]
+		}
+		if math.Sqrt(d/w) > 1e-4 {
+			t.Errorf("n = %d: relative error %.2g of the float32 CG solve, want ≤ 1e-4", n, math.Sqrt(d/w))
 		}
 	}
 }
