@@ -864,16 +864,24 @@ func (s *Server) releaseDoc(ctx context.Context, id int64) ([]byte, error) {
 }
 
 func (s *Server) getLatestRelease(w http.ResponseWriter, r *http.Request) {
+	if id, ok := s.latestReleaseID(w, r); ok {
+		s.serveRelease(w, r, id)
+	}
+}
+
+// latestReleaseID is the latest release's ID; where there is none (404)
+// or it cannot be read (500) it writes the error and returns false.
+func (s *Server) latestReleaseID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	row, err := s.st.LatestRelease(r.Context())
 	if errors.Is(err, store.ErrNotFound) {
 		writeError(w, &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: "no release published yet"})
-		return
+		return 0, false
 	}
 	if err != nil {
 		s.internal(w, r, "reading the latest release", err)
-		return
+		return 0, false
 	}
-	s.serveRelease(w, r, row.ID)
+	return row.ID, true
 }
 
 func (s *Server) getRelease(w http.ResponseWriter, r *http.Request) {
@@ -914,17 +922,8 @@ func (s *Server) getMyState(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		rid = id
-	} else {
-		row, err := s.st.LatestRelease(r.Context())
-		if errors.Is(err, store.ErrNotFound) {
-			writeError(w, &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: "no release published yet"})
-			return
-		}
-		if err != nil {
-			s.internal(w, r, "reading the latest release", err)
-			return
-		}
-		rid = row.ID
+	} else if rid, ok = s.latestReleaseID(w, r); !ok {
+		return
 	}
 	b, err := s.st.UserState(r.Context(), rid, uid)
 	if errors.Is(err, store.ErrNotFound) {
