@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/privrec/privrec/internal/atomicfile"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/ratingio"
 )
@@ -59,6 +60,9 @@ func runDataConvert(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if *outPath == "" {
 		return usagef("--out is required")
+	}
+	if err := atomicfile.CheckTarget(*outPath); err != nil {
+		return usagef("--out %v", err) // before reading the data
 	}
 	start := time.Now()
 	m, err := d.read()
