@@ -51,3 +51,25 @@ func addOne(b []byte) {
 	}
 	copy(b, out)
 }
+
+// ShardTampered is a device that rewrites its input shares with f before
+// sealing them.
+func (t *Task) ShardTampered(lk, hk kem.PublicKey, f func(Role, []byte) []byte) (*Report, error) {
+	return t.shardEncoded(make([]uint64, t.Dimension), lk, hk, f)
+}
+
+// FastCheck reports whether Check reads the leader's share without
+// decoding it.
+func (p *Preparer) FastCheck() bool {
+	sh, err := p.leaderShape()
+	return err == nil && sh.elements > 0
+}
+
+// Decodes is Check by Prio3's decoder in full.
+func (p *Preparer) Decodes(id, public []byte, sealed Sealed) error {
+	pt, err := p.open(id, public, sealed)
+	if err != nil {
+		return err
+	}
+	return p.decodes(pt)
+}

@@ -42,6 +42,10 @@ type Preparer struct {
 	key    KeyPair
 	verify sumvec.VerifyKey
 	pool   sync.Pool // *sumvec.SumVec
+
+	shapeOnce sync.Once // leaderShape
+	shape     shareShape
+	shapeErr  error
 }
 
 func (p *Preparer) vdaf() (*sumvec.SumVec, func(), error) {

@@ -27,7 +27,7 @@ import (
 // binary run as privrec (TestMain, envAsPrivrec). Each keeps its port
 // across restarts, so a restarted process is found where it was.
 type dapRig struct {
-	t                   *testing.T
+	t                   testing.TB
 	dir                 string
 	secret, peer, admin string // files
 	adminToken          string
@@ -46,7 +46,7 @@ type rigProc struct {
 	done chan struct{}
 }
 
-func newDapRig(t *testing.T) *dapRig {
+func newDapRig(t testing.TB) *dapRig {
 	t.Helper()
 	dir := t.TempDir()
 	r := &dapRig{t: t, dir: dir, ports: map[string]int{}, procs: map[string]*rigProc{}, created: map[string]bool{},
@@ -111,6 +111,9 @@ func (r *dapRig) start(name, crash string, extra ...string) {
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), envAsPrivrec+"=1", envCrash+"="+crash)
+	if prof := os.Getenv("PRIVREC_CPUPROFILE"); prof != "" {
+		cmd.Env = append(cmd.Env, "PRIVREC_CPUPROFILE="+prof+"."+name) // one profile per process
+	}
 	logf, err := os.OpenFile(filepath.Join(r.dir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		r.t.Fatal(err)
@@ -165,6 +168,16 @@ func (r *dapRig) alive(name string) bool {
 func (r *dapRig) kill(name string) {
 	if p, ok := r.procs[name]; ok {
 		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		<-p.done
+		delete(r.procs, name)
+	}
+}
+
+// stop sends SIGTERM (a graceful shutdown: a CPU profile is written)
+// and waits for the process to end.
+func (r *dapRig) stop(name string) {
+	if p, ok := r.procs[name]; ok {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		<-p.done
 		delete(r.procs, name)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 )
@@ -12,7 +13,14 @@ const envAsPrivrec = "PRIVREC_TEST_RUN_AS_PRIVREC"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envAsPrivrec) == "1" {
-		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		stopProfile, err := startProfile(os.Getenv("PRIVREC_CPUPROFILE"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		code := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+		stopProfile()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
