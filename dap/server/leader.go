@@ -319,7 +319,11 @@ func decodeUpload(w http.ResponseWriter, r *http.Request, size int64) (dap.Repor
 	if err := limitBody(w, r, size); err != nil {
 		return dap.Report{}, nil, err
 	}
-	body, err := io.ReadAll(r.Body)
+	// Read into a buffer of the report's size (io.ReadAll would grow one
+	// and copy a Gram report's 4 MB several times).
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	_, err := buf.ReadFrom(r.Body)
+	body := buf.Bytes()
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		return dap.Report{}, nil, fmt.Errorf("%w: %s %s: body over %d bytes, the task's report size", errTooLarge, r.Method, r.URL.Path, size)

@@ -284,6 +284,13 @@ func (s *Server) hpkeConfig(w http.ResponseWriter, r *http.Request) {
 
 // preparer returns the cached Preparer of a task.
 func (s *Server) preparer(ctx context.Context, id string) (*dap.Preparer, bool, error) {
+	s.mu.Lock()
+	p, ok := s.preps[id]
+	s.mu.Unlock()
+	if ok { // a task's parameters never change: only its state is read again
+		collected, err := s.st.collected(ctx, id)
+		return p, collected, err
+	}
 	t, collected, err := s.st.task(ctx, id)
 	if err != nil {
 		return nil, false, err
@@ -293,7 +300,7 @@ func (s *Server) preparer(ctx context.Context, id string) (*dap.Preparer, bool, 
 	if p, ok := s.preps[id]; ok {
 		return p, collected, nil
 	}
-	p, err := dap.NewPreparer(t, s.cfg.Role, s.cfg.Key, s.cfg.Secret)
+	p, err = dap.NewPreparer(t, s.cfg.Role, s.cfg.Key, s.cfg.Secret)
 	if err != nil {
 		return nil, false, err
 	}

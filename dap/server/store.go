@@ -426,6 +426,15 @@ func (s *store) task(ctx context.Context, id string) (dap.Task, bool, error) {
 	return t, collected, nil
 }
 
+// collected is whether a task is collected (a task known to exist).
+func (s *store) collected(ctx context.Context, id string) (bool, error) {
+	var collected bool
+	if err := s.db.QueryRowContext(ctx, `SELECT collected FROM tasks WHERE id = ?`, id).Scan(&collected); err != nil {
+		return false, fmt.Errorf("dap store: task %q: %w", id, err)
+	}
+	return collected, nil
+}
+
 func (s *store) tasks(ctx context.Context) ([]dap.Task, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT params FROM tasks ORDER BY id`)
 	if err != nil {
