@@ -53,13 +53,20 @@ func biasBenchTask(b *testing.B) (Task, []int64) {
 // servers (23 436); a user with 40 covered items (820 non-zero entries).
 // Under GOOS=js GOARCH=wasm (go_js_wasm_exec) it is the browser's cost.
 func gramBenchTask(b *testing.B, m int) (Task, []int64) {
-	tk, err := NewTask(Task{ID: "bench-gram", Statistic: "gram", Dimension: m * (m + 1) / 2, Step: 1.0 / 512, Min: 0, Bits: 10, NormSq: 512 * 512, Rho: 0.5, MinReports: 1})
+	return gramBitsTask(b, m, 9, 10)
+}
+
+// gramBitsTask is gramBenchTask at step 2^−stepBits with bits bits per
+// coordinate (entries above (2^bits − 1)·step would be capped there).
+func gramBitsTask(b *testing.B, m, stepBits, bits int) (Task, []int64) {
+	unit := int64(1) << stepBits
+	tk, err := NewTask(Task{ID: "bench-gram", Statistic: "gram", Dimension: m * (m + 1) / 2, Step: 1 / float64(unit), Min: 0, Bits: bits, NormSq: unit * unit, Rho: 0.5, MinReports: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	q := make([]int64, tk.Dimension)
 	for j := range 820 {
-		q[j*31%len(q)] = 12 // 512/√820 ≈ 17.9, truncated entries of a unit-norm part
+		q[j*31%len(q)] = unit * 12 / 512 // unit/√820, truncated entries of a unit-norm part
 	}
 	return tk, q
 }
@@ -88,6 +95,24 @@ func BenchmarkShardGram(b *testing.B) {
 			tk, q := gramBenchTask(b, m)
 			chunks(b, tk, q, benchShard)
 		})
+	}
+}
+
+// BenchmarkGramBits: a smaller Gram report by fewer bits per
+// coordinate. At step 2^−s with b bits a coordinate holds at most
+// (2^b − 1)·2^−s: 10 bits at 2^−9 (the engine's default) hold 1.998, the
+// whole range of a unit-norm part's entries; fewer bits cap an entry
+// below 1 (users with few covered items would be scaled down further),
+// a coarser step doubles the truncation error (each entry < 2^−s low).
+// Report bytes, sharding and both aggregators' preparation per report,
+// m = 228:
+//
+//	go test -run XXX -bench GramBits -benchtime 4x -count 3 ./dap
+func BenchmarkGramBits(b *testing.B) {
+	for _, c := range []struct{ step, bits int }{{9, 10}, {9, 8}, {9, 7}, {8, 9}, {8, 7}} {
+		tk, q := gramBitsTask(b, 228, c.step, c.bits)
+		b.Run(fmt.Sprintf("step=2^-%d/bits=%d/shard", c.step, c.bits), func(b *testing.B) { benchShard(b, tk, q) })
+		b.Run(fmt.Sprintf("step=2^-%d/bits=%d/verify", c.step, c.bits), func(b *testing.B) { benchVerify(b, tk, q) })
 	}
 }
 
