@@ -81,6 +81,10 @@ type AuditOptions struct {
 	// fraction of its sensitivity while the method claims its budget,
 	// which the audit must catch from the sensitivity it derives.
 	SensitivityFactor float64
+	// Fault, when set, is passed to every audited training as Env.Fault:
+	// a safeguard of the method's analysis removed while it claims its
+	// budget, which the audit must catch.
+	Fault AuditFault
 	// ReleaseRuns, when positive, is the number of runs per side of the
 	// release check instead of the planned one (audit.PlanShift).
 	ReleaseRuns int
@@ -142,6 +146,9 @@ type AuditReport struct {
 	// SensitivityFactor is the factor the sensitivity every release was
 	// calibrated for was multiplied by (1: as released).
 	SensitivityFactor float64 `json:"sensitivity_factor"`
+	// Fault is the safeguard removed in the audited trainings (AuditFault;
+	// empty: none).
+	Fault string `json:"fault,omitempty"`
 	// NoPower lists why the audit could not have caught a method that
 	// under-noises by half or calibrates to half its sensitivity (its pair
 	// does not reach the declared sensitivity, its release's coordinates
@@ -457,6 +464,9 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	if o.Seed == 0 {
 		o.Seed = noise.Secure().Uint64() | 1
 	}
+	if err := o.Fault.check(name); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
 	if m, err := Lookup(name); err == nil && !m.Private {
 		return nil, fmt.Errorf("audit: %s is a non-private baseline: it gives no guarantee, there is nothing to audit", name)
 	}
@@ -500,12 +510,12 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 			return out, nil
 		}
 		rec := &tapRecorder{stopAfter: stopAfter}
-		sf := sfactor
+		sf, fault := sfactor, o.Fault
 		if f == 0 { // the honest probe
-			sf = 1
+			sf, fault = 1, NoFault
 		}
 		env := Env{Epsilon: o.Epsilon, Delta: o.Delta, Noise: src, Rand: noise.Seeded(o.Seed), Seed: o.Seed, Workers: 1,
-			NoiseFactor: f, SensitivityFactor: sf, Tap: rec.tap}
+			NoiseFactor: f, SensitivityFactor: sf, Fault: fault, Tap: rec.tap}
 		r, err := Train(ctx, name, cfg, in, env)
 		out.r, out.draws = r, rec.draws
 		if err != nil && rec.complete() {
@@ -804,7 +814,7 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 		}
 		rep.ReleaseCheck = rr
 	}
-	rep.SensitivityFactor, rep.Proven = sfactor, g.Status == privacy.Proven && !noClaim
+	rep.SensitivityFactor, rep.Fault, rep.Proven = sfactor, string(o.Fault), g.Status == privacy.Proven && !noClaim
 	rep.NoPower = noPower(rc, rep.ReleaseCheck, g, noClaim)
 	rep.Violation = len(rep.Differences) > 0 || len(rep.Canaries) > 0 || rep.EpsilonLowerBound > rep.TestedEpsilon
 	if noClaim {

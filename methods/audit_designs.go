@@ -29,19 +29,30 @@ func (c *DPPopularityConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
 	return &AuditDesign{Config: &one}, nil
 }
 
+// auditCoverAll is a cover scale at which the Gram covers every item of
+// the audit's catalogue whatever the budget (the plan is capped by the
+// catalogue).
+const auditCoverAll = 1e6
+
 // AuditDesign implements AuditDesigner: the counts (dp-ease's first
-// release) with cap 4.
+// release) with cap 4, and the Gram over every catalogue item: its
+// coordinates, keyed by item pair (mechanism.Draw.Keys), are then the same
+// entries in every run in the order of that run's noised counts, so the
+// pair's movement of the Gram is measured (√2·gram-norm, its declared
+// sensitivity, with the per-user normalisation; √20 for the canary's 4
+// items without it: FaultGramUnnormalised is caught).
 func (c *DPEASEConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
 	one := *c
-	one.Cap = auditCap
+	one.Cap, one.CoverScale = auditCap, auditCoverAll
 	return &AuditDesign{Config: &one}, nil
 }
 
 // AuditDesign implements AuditDesigner: the counts (dp-ials' first
-// release) with cap 4.
+// release) with cap 4, and its initial factors' Gram over every catalogue
+// item (as dp-ease's).
 func (c *DPIALSConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
 	one := *c
-	one.Cap = auditCap
+	one.Cap, one.CoverScale = auditCap, auditCoverAll
 	return &AuditDesign{Config: &one}, nil
 }
 

@@ -71,3 +71,42 @@ func TestAuditRawStatistics(t *testing.T) {
 		t.Errorf("randomized response alone has no release check: %+v", rc)
 	}
 }
+
+// Keyed releases (mechanism.Draw.Keys) are compared key by key: two runs
+// covering the same items in another order are the same release, with
+// the same clean values by key; the raw statistic and the release check's
+// sensitivity follow the keys, not the positions (deterministic).
+func TestAuditKeyedDraws(t *testing.T) {
+	k := func(keys []string, clean, noised []float64) mechanism.Draw {
+		return mechanism.Draw{Mechanism: "gaussian", Keys: keys, Clean: clean, Noised: noised, Scale: 1, Sensitivity: 1, Rho: 0.5}
+	}
+	// Side 0: entry "a" = 0, "b" = 0 in two orders; side 1: "a" = 3.
+	runs := [2][][]mechanism.Draw{
+		{{k([]string{"a", "b"}, []float64{0, 0}, []float64{0, 0})}, {k([]string{"b", "a"}, []float64{0, 0}, []float64{0, 0})}},
+		{{k([]string{"a", "b"}, []float64{3, 0}, []float64{3, 0})}, {k([]string{"b", "a"}, []float64{0, 3}, []float64{0, 3})}},
+	}
+	if n := commonDraws(runs); n != 1 {
+		t.Fatalf("common draws %d, want 1", n)
+	}
+	st := newRawStatistic(runs, 1)
+	if st.active != 1 {
+		t.Errorf("active keys %d, want 1 (a)", st.active)
+	}
+	// y = 3 on key "a" at position 1: (3 − 1.5)·3/1 = 4.5.
+	if got := st.of([]mechanism.Draw{k([]string{"b", "a"}, []float64{0, 3}, []float64{7, 3})}); math.Abs(got-4.5) > 1e-12 {
+		t.Errorf("keyed statistic %v, want 4.5", got)
+	}
+	rc := newReleaseCheck(runs, false)
+	if rc == nil || math.Abs(rc.realised-3) > 1e-12 {
+		t.Fatalf("release check %+v, want realised 3 (key a moved by 3)", rc)
+	}
+	// Without keys the positions disagree between runs: unmeasurable.
+	for s := range runs {
+		for _, r := range runs[s] {
+			r[0].Keys = nil
+		}
+	}
+	if rc := newReleaseCheck(runs, false); !math.IsNaN(rc.realised) {
+		t.Errorf("unkeyed: realised %v, want NaN (the coordinates move between runs)", rc.realised)
+	}
+}

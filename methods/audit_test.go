@@ -285,3 +285,44 @@ func TestAuditPowerAtEpsilonOne(t *testing.T) {
 		t.Errorf("onebit-outp on the default pair: violation %v, no power %v: want no power", rep.Violation, rep.NoPower)
 	}
 }
+
+// Issue 37: dp-ease and dp-ials with their per-user Gram normalisation
+// removed (methods.FaultGramUnnormalised, injected through Env.Fault as
+// the sensitivity factor is) are caught: the Gram's coordinates, keyed by
+// item pair, are compared entry by entry across runs whose noised counts
+// order the items differently, so the release check measures the pair's
+// movement of the Gram (√20 for the canary's 4 items against the declared
+// √2) and tests that release. A fault on a method without the safeguard is
+// refused, not "passed". False failure: as TestAuditPowerAtEpsilonOne (two
+// Clopper–Pearson bounds at 1 − 10⁻⁴ per audit; the caught runs are missed
+// with probability ≈ Φ(−4) each); fixed seeds.
+func TestAuditCatchesUnnormalisedGram(t *testing.T) {
+	if raceEnabled {
+		t.Skip("statistical; TestAuditEveryPrivateMethod exercises the code under race")
+	}
+	ctx := context.Background()
+	for _, name := range []string{"dp-ease", "dp-ials"} {
+		m, err := methods.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fault := range []methods.AuditFault{methods.NoFault, methods.FaultGramUnnormalised} {
+			rep, err := methods.Audit(ctx, name, m.New(), methods.AuditOptions{Epsilon: 1, Samples: 50, Runs: 6,
+				Confidence: 1 - 1e-4, Seed: 41, Fault: fault})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := rep.ReleaseCheck
+			if rc == nil {
+				t.Fatalf("%s, fault %q: no release check", name, fault)
+			}
+			want := fault != methods.NoFault
+			if rep.Violation != want || len(rep.NoPower) > 0 || (want && (rc.Release != 1 || rc.Reach < 3)) {
+				t.Errorf("%s, fault %q: violation %v (want %v), no power %v; release check %+v", name, fault, rep.Violation, want, rep.NoPower, rc)
+			}
+		}
+	}
+	if _, err := methods.Audit(ctx, "dp-bias", methods.NewDPBiasConfig(), methods.AuditOptions{Fault: methods.FaultGramUnnormalised}); err == nil {
+		t.Error("dp-bias audited with a Gram fault it has no safeguard for")
+	}
+}

@@ -65,6 +65,12 @@ type Env struct {
 	// sensitivity from a neighbouring pair instead of trusting the
 	// declared one); such a release is never saved or published.
 	SensitivityFactor float64
+	// Fault, when set, removes one safeguard the method's guarantee rests
+	// on while its Guarantee keeps claiming the budget (AuditFault). Like
+	// NoiseFactor it exists for the audit alone (`privrec audit --method
+	// dp-ease --fault gram-unnormalised` must be caught); such a release is
+	// never saved or published.
+	Fault AuditFault
 	// Tap, when set, is shown every privacy-noise release the method
 	// makes, before and after the noise (mechanism.Instrument). It exists
 	// for the whole-artefact audit alone, which computes its test
@@ -332,6 +338,9 @@ func Train(ctx context.Context, name string, cfg Config, in release.Input, env E
 	}
 	if f := env.SensitivityFactor; math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
 		return nil, fmt.Errorf("%s: sensitivity factor %v must be positive and finite (0 means 1)", name, f)
+	}
+	if err := env.Fault.check(name); err != nil {
+		return nil, err
 	}
 	if env.Noise == nil {
 		env.Noise = noise.Secure()

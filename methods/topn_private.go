@@ -217,7 +217,11 @@ func releaseGram(ctx context.Context, eng statistic.Engine, cols topn.Columns, c
 	if err != nil {
 		return nil, 0, privacy.Guarantee{}, err
 	}
-	v, sigma, part, err := releaseStatRho(ctx, eng, st, rho, env)
+	c, err := env.Fault.gram(st)
+	if err != nil {
+		return nil, 0, privacy.Guarantee{}, err
+	}
+	v, sigma, part, err := releaseStatRho(ctx, eng, c, rho, env.keyed(func() []string { return gramKeys(cols, st.Covered) }))
 	if err != nil {
 		return nil, 0, privacy.Guarantee{}, err
 	}

@@ -202,6 +202,7 @@ runs. --method all audits every private method with its defaults.`,
   privrec audit --method dpsvd --noise-factor 0.5        # exits 1
   privrec audit --method all --full
   privrec audit --method dpals --epsilon 1 --sensitivity-factor 0.5   # exits 1
+  privrec audit --method dp-ease --epsilon 1 --fault gram-unnormalised   # exits 1
   privrec audit --matrix --method dp-bias,cp-ip --epsilons 0.5,1,4,8
   privrec audit --method dpsvd --epsilon 2 --rank 2 --runs 20 --samples 1000`)
 	fs.String("method", "", "method to audit, or all (every private method, with its defaults); with --matrix, all or a comma-separated list")
@@ -209,6 +210,7 @@ runs. --method all audits every private method with its defaults.`,
 	delta := fs.Float64("delta", 1e-5, "δ the method is trained with ((ε, δ) methods)")
 	factor := fs.Float64("noise-factor", 1, "multiply every privacy-noise draw's scale by this while the guarantee claims the budget (<1 under-noises: the audit must catch it)")
 	sfactor := fs.Float64("sensitivity-factor", 1, "calibrate every release for this fraction of its sensitivity while the guarantee claims the budget (<1 understates it: the audit, which derives the sensitivity from a neighbouring pair, must catch it)")
+	fault := fs.String("fault", "", "remove one safeguard of the method while it claims its budget (gram-unnormalised: dp-ease's and dp-ials' per-user Gram normalisation); the audit must catch it")
 	full := fs.Bool("full", false, "the full tier: 6000 trainings per side and bound, 32 comparison runs, confidence 1 − 10⁻⁶")
 	runs := fs.Int("runs", 0, "trainings per side for the field comparison (0: 16; --full 32)")
 	samples := fs.Int("samples", 0, "trainings per side for each ε lower bound (0: the tier's, 1200 or 6000; -1: skip the bounds)")
@@ -229,8 +231,11 @@ runs. --method all audits every private method with its defaults.`,
 	}
 	auditTierDefaults(runs, samples, conf, *full)
 	opts := methods.AuditOptions{Epsilon: *eps, Delta: *delta, Runs: *runs, Samples: *samples,
-		Confidence: *conf, Seed: *seed, NoiseFactor: *factor, SensitivityFactor: *sfactor}
+		Confidence: *conf, Seed: *seed, NoiseFactor: *factor, SensitivityFactor: *sfactor, Fault: methods.AuditFault(*fault)}
 	if err := checkAuditOptions(opts); err != nil {
+		return err
+	}
+	if err := checkAuditFault(opts.Fault, name, matrix || all); err != nil {
 		return err
 	}
 	if matrix {
@@ -352,6 +357,9 @@ func printAuditReport(out io.Writer, rep *methods.AuditReport) {
 	if rep.SensitivityFactor != 1 {
 		fmt.Fprintf(out, "sensitivity factor  %g (DELIBERATELY WRONG: every release is calibrated for this fraction of its sensitivity while the guarantee claims the budget)\n", rep.SensitivityFactor)
 	}
+	if rep.Fault != "" {
+		fmt.Fprintf(out, "fault               %s (DELIBERATELY WRONG: a safeguard of the method's analysis removed while the guarantee claims the budget)\n", rep.Fault)
+	}
 	fmt.Fprintf(out, "public fields       %d compared over %d runs per side, %d vary with the noise\n", rep.Fields, rep.Runs, rep.Noised)
 	fmt.Fprintf(out, "un-noised leaks     %d\n", len(rep.Differences))
 	for _, d := range rep.Differences {
@@ -423,6 +431,24 @@ func auditTierDefaults(runs, samples *int, conf *float64, full bool) {
 			*conf = auditFullConf
 		}
 	}
+}
+
+// checkAuditFault refuses a --fault that is unknown, given with --matrix
+// or --method all, or names a safeguard the method does not have.
+func checkAuditFault(f methods.AuditFault, method string, many bool) error {
+	if f == methods.NoFault {
+		return nil
+	}
+	ms, ok := methods.AuditFaults[f]
+	switch {
+	case !ok:
+		return usagef("--fault %q: unknown (known: %s)", f, methods.FaultGramUnnormalised)
+	case many:
+		return usagef("--fault %q: audits one method (%s), not --matrix or --method all", f, strings.Join(ms, ", "))
+	case !slices.Contains(ms, method):
+		return usagef("--fault %q: %s has no such safeguard (the fault applies to %s)", f, method, strings.Join(ms, ", "))
+	}
+	return nil
 }
 
 // checkAuditOptions refuses an audit flag out of range, naming it.

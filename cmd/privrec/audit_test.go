@@ -173,7 +173,7 @@ func TestOnlyAuditSetsNoiseFactor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, bad := range []string{"NoiseFactor", "SensitivityFactor", "Tap:", ".Tap ="} {
+			for _, bad := range []string{"NoiseFactor", "SensitivityFactor", "Fault:", ".Fault =", "Tap:", ".Tap ="} {
 				if strings.Contains(string(b), bad) {
 					t.Errorf("%s mentions %s: only `privrec audit` may under-noise or tap a method", f, bad)
 				}

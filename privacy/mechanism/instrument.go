@@ -77,6 +77,13 @@ type Draw struct {
 	// claims for one release (Epsilon for the pure-ε mechanisms, Rho for
 	// gaussian): the claim the noise actually added must live up to.
 	Sensitivity, Epsilon, Rho float64
+	// Keys, when set, name the coordinates (one key each): a release whose
+	// coordinates follow a data-dependent plan — dp-ease's Gram over the
+	// items with the largest noised counts, in the order of those counts —
+	// is labelled by its method so that an audit compares each coordinate
+	// with the same one in other runs. Nil: coordinate j is the same
+	// quantity in every run.
+	Keys []string
 }
 
 // factor is the instrument's noise factor (1 when there is none).
