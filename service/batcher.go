@@ -103,16 +103,7 @@ func (b *batcher) loop() {
 				}
 			}
 		}
-		batch = append(batch[:0], first)
-	fill:
-		for len(batch) < b.max {
-			select {
-			case o := <-b.in:
-				batch = append(batch, o)
-			default:
-				break fill
-			}
-		}
+		batch = FillBatch(append(batch[:0], first), b.in, b.max)
 		b.run(batch)
 	}
 }
@@ -179,4 +170,18 @@ func (b *batcher) commit(batch []*op) error {
 		}
 		return nil
 	})
+}
+
+// FillBatch appends to batch what is waiting on in, without waiting, up
+// to max in all: the writes a group commit takes together.
+func FillBatch[T any](batch []T, in <-chan T, max int) []T {
+	for len(batch) < max {
+		select {
+		case v := <-in:
+			batch = append(batch, v)
+		default:
+			return batch
+		}
+	}
+	return batch
 }

@@ -216,59 +216,6 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, rc)
 }
 
-// storeReport stores a report and charges its user in one transaction
-// (upload documents the rules).
-func (s *Server) storeReport(ctx context.Context, t *dap.Task, uid string, id, body []byte) (Receipt, error) {
-	charge := nanoRho(t.Rho)
-	budget := nanoRho(s.cfg.BudgetRho)
-	hash := sha256.Sum256(body)
-	rc := Receipt{Task: t.ID, ChargedRho: float64(charge) / 1e9, BudgetRho: s.cfg.BudgetRho}
-	tx, err := s.st.db.BeginTx(ctx, nil)
-	if err != nil {
-		return rc, fmt.Errorf("dap store: %w", err)
-	}
-	defer tx.Rollback()
-	var spent int64
-	if err := tx.QueryRowContext(ctx, `SELECT spent_rho_nano FROM users WHERE id = ?`+s.st.d.LockRow(), uid).Scan(&spent); err != nil {
-		return rc, fmt.Errorf("dap store: %w", err)
-	}
-	rc.SpentRho = float64(spent) / 1e9
-	var owner string
-	var oldHash []byte
-	switch err := tx.QueryRowContext(ctx, `SELECT user_id, body_hash FROM reports WHERE task_id = ? AND report_id = ?`, t.ID, id).Scan(&owner, &oldHash); {
-	case err == nil:
-		if owner == uid && bytes.Equal(oldHash, hash[:]) {
-			rc.Repeated = true
-			return rc, nil
-		}
-		return rc, fmt.Errorf("%w: report ID taken by another report of task %q", errConflict, t.ID)
-	case !errors.Is(err, sql.ErrNoRows):
-		return rc, fmt.Errorf("dap store: %w", err)
-	}
-	var closing, collected bool
-	if err := tx.QueryRowContext(ctx, `SELECT closing, collected FROM tasks WHERE id = ?`+s.st.forShare(), t.ID).Scan(&closing, &collected); err != nil {
-		return rc, fmt.Errorf("dap store: %w", err)
-	}
-	if closing || collected {
-		return rc, fmt.Errorf("%w: task %q is being collected; it takes no more reports", errConflict, t.ID)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO reports (task_id, report_id, user_id, body, body_hash) VALUES (?, ?, ?, ?, ?)`, t.ID, id, uid, body, hash[:]); err != nil {
-		if isUniqueViolation(err) {
-			return rc, fmt.Errorf("%w: user already uploaded another report for task %q", errConflict, t.ID)
-		}
-		return rc, fmt.Errorf("dap store: report: %w", err)
-	}
-	if spent+charge > budget {
-		return rc, fmt.Errorf("%w: task %q costs ρ %v; user has spent %v of %v", errBudget, t.ID, t.Rho, float64(spent)/1e9, s.cfg.BudgetRho)
-	}
-	spent += charge
-	if _, err := tx.ExecContext(ctx, `UPDATE users SET spent_rho_nano = ? WHERE id = ?`, spent, uid); err != nil {
-		return rc, fmt.Errorf("dap store: ledger: %w", err)
-	}
-	rc.SpentRho = float64(spent) / 1e9
-	return rc, tx.Commit()
-}
-
 // reportSize is the exact size of a report of t in the binary encoding
 // (sharded once per task from a zero contribution, then cached).
 func (s *Server) reportSize(t *dap.Task) (int64, error) {

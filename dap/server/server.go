@@ -136,6 +136,13 @@ type Server struct {
 
 	enrolAddr, enrolAll *limiter
 	ready               readiness
+
+	// uploads feeds the leader's upload writer (group commit); quit stops
+	// it, and writerDone is closed when it has.
+	uploads          chan *uploadReq
+	quit, writerDone chan struct{}
+	closeOnce        sync.Once
+	closeErr         error
 }
 
 // New opens the aggregator's store.
@@ -210,6 +217,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.enrolAddr, s.enrolAll = newLimiter(cfg.EnrolRate, cfg.EnrolBurst), newLimiter(4*cfg.EnrolRate, 4*cfg.EnrolBurst)
 	}
 	s.ready.s = s
+	s.uploads, s.quit, s.writerDone = make(chan *uploadReq), make(chan struct{}), make(chan struct{})
+	if cfg.Role == dap.Leader {
+		go s.writeUploads()
+	} else {
+		close(s.writerDone)
+	}
 	return s, nil
 }
 
@@ -232,8 +245,15 @@ func (s *Server) crash(step string) {
 	}
 }
 
-// Close closes the store.
-func (s *Server) Close() error { return s.st.Close() }
+// Close stops the upload writer and closes the store.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.quit)
+		<-s.writerDone
+		s.closeErr = s.st.Close()
+	})
+	return s.closeErr
+}
 
 // Handler is the aggregator's HTTP API.
 func (s *Server) Handler() http.Handler {

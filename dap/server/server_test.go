@@ -16,13 +16,19 @@ const testToken = "peer-token-0123456789"
 
 func newTestServer(tb testing.TB, role dap.Role) *Server {
 	tb.Helper()
+	return newTestServerDB(tb, role, filepath.Join(tb.TempDir(), "agg.db"))
+}
+
+// newTestServerDB is newTestServer on the database db.
+func newTestServerDB(tb testing.TB, role dap.Role, db string) *Server {
+	tb.Helper()
 	key, err := dap.NewKeyPair()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	secret := make([]byte, 32)
 	rand.Read(secret)
-	s, err := New(context.Background(), Config{Role: role, DB: filepath.Join(tb.TempDir(), "agg.db"), Key: key, Secret: secret,
+	s, err := New(context.Background(), Config{Role: role, DB: db, Key: key, Secret: secret,
 		AggregatorToken: testToken, AdminToken: testToken, HelperURL: "http://127.0.0.1:1", BudgetRho: 1})
 	if err != nil {
 		tb.Fatal(err)

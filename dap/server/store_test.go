@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/privrec/privrec/dap"
@@ -321,5 +322,162 @@ func TestTwoLeadersShareJobs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkStoreUpload is the leader's write of one upload (the report
+// row and the user's charge, one durable transaction) on each store, one
+// writer at a time (serial: what one SQLite writer can commit per second)
+// and from 8 goroutines at once (parallel: PostgreSQL commits them side
+// by side). Reports of 546 432 bytes (counts at MovieLens-1M's
+// catalogue); ns/op is wall time per upload.
+//
+//	PRIVREC_TEST_POSTGRES=postgres://… go test -run XXX -bench StoreUpload -benchtime 200x -count 3 ./dap/server
+func BenchmarkStoreUpload(b *testing.B) {
+	for _, kind := range storetest.Kinds {
+		for _, par := range []int{1, 8} {
+			b.Run(fmt.Sprintf("%s/writers=%d", kind, par), func(b *testing.B) {
+				db := filepath.Join(b.TempDir(), "agg.db")
+				if kind != "sqlite" {
+					db = storetest.URL(b, kind)
+				}
+				s := newTestServerDB(b, dap.Leader, db)
+				s.cfg.BudgetRho = 1e6
+				task := dap.Task{ID: "t", Rho: 0.5}
+				if _, err := s.st.db.Exec(`INSERT INTO tasks (id, params) VALUES ('t', '{}')`); err != nil {
+					b.Fatal(err)
+				}
+				body := make([]byte, 546432)
+				rand.Read(body)
+				tx, err := s.st.db.BeginTx(context.Background(), nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := range b.N {
+					uid := fmt.Sprint("u", i)
+					if _, err := tx.ExecContext(context.Background(), `INSERT INTO users (id, token_hash) VALUES (?, ?)`, uid, []byte(uid)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := tx.Commit(); err != nil {
+					b.Fatal(err)
+				}
+				var next atomic.Int64
+				b.SetParallelism(par)
+				b.SetBytes(int64(len(body)))
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						uid := fmt.Sprint("u", next.Add(1)-1)
+						id := make([]byte, dap.ReportIDSize)
+						rand.Read(id)
+						if _, err := s.storeReport(context.Background(), &task, uid, id, body); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// TestUploadBatchRefusals: uploads committed together (SQLite's group
+// commit; side by side on PostgreSQL) are decided one by one: of 16 sent
+// at once, the 8 second reports of their users are refused (409) and
+// undo only their own writes; the 8 first reports are stored, each user
+// charged once.
+func TestUploadBatchRefusals(t *testing.T) {
+	for _, kind := range storetest.Kinds {
+		t.Run(kind, func(t *testing.T) {
+			p := newPair(t, dbURL(t, kind), dbURL(t, kind))
+			task := countsTask(t, "t", 4)
+			if err := p.leader.st.putTask(context.Background(), task); err != nil {
+				t.Fatal(err)
+			}
+			const users = 8
+			tokens := make([]string, users)
+			bodies := make([][]byte, 2*users)
+			for i := range tokens {
+				var e Enrolment
+				do(t, http.MethodPost, p.leaderURL+"/dap/v1/users", "", nil, "", &e)
+				tokens[i] = e.Token
+			}
+			for i := range bodies {
+				rep, err := task.Shard(make([]int64, 4), p.leader.cfg.Key.Public, p.helper.cfg.Key.Public)
+				if err != nil {
+					t.Fatal(err)
+				}
+				bodies[i], _ = EncodeReport(rep)
+			}
+			codes := make([]int, len(bodies))
+			var wg sync.WaitGroup
+			for i := range bodies {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					req, _ := http.NewRequest(http.MethodPut, p.leaderURL+"/dap/v1/tasks/t/reports", bytes.NewReader(bodies[i]))
+					req.Header.Set("Authorization", "Bearer "+tokens[i%users])
+					req.Header.Set("Content-Type", ReportMediaType)
+					if resp, err := http.DefaultClient.Do(req); err == nil {
+						codes[i] = resp.StatusCode
+						resp.Body.Close()
+					}
+				}()
+			}
+			wg.Wait()
+			created, conflicts := 0, 0
+			for _, c := range codes {
+				switch c {
+				case http.StatusCreated:
+					created++
+				case http.StatusConflict:
+					conflicts++
+				}
+			}
+			var n int
+			var spent int64
+			p.leader.st.db.QueryRow(`SELECT count(*) FROM reports`).Scan(&n)
+			p.leader.st.db.QueryRow(`SELECT sum(spent_rho_nano) FROM users`).Scan(&spent)
+			if created != users || conflicts != users || n != users || spent != users*nanoRho(task.Rho) {
+				t.Errorf("answers %v: %d stored, %d nano-ρ charged; want %d created, %d refused, each user charged once", codes, n, spent, users, users)
+			}
+		})
+	}
+}
+
+// TestCommitUploadsBatch: one batch of four uploads — a report, a second
+// report of the same user, another user's report and one of an unknown
+// user — stores the first and third and refuses the others, which change
+// nothing.
+func TestCommitUploadsBatch(t *testing.T) {
+	s := newTestServer(t, dap.Leader)
+	s.cfg.BudgetRho = 100
+	task := countsTask(t, "t", 4)
+	if err := s.st.putTask(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"a", "b"} {
+		if _, err := s.st.db.Exec(`INSERT INTO users (id, token_hash) VALUES (?, ?)`, u, []byte(u)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := func(uid string, id byte) *uploadReq {
+		rid := make([]byte, dap.ReportIDSize)
+		rid[0] = id
+		return &uploadReq{t: &task, uid: uid, id: rid, body: []byte{id}, done: make(chan uploadRes, 1)}
+	}
+	batch := []*uploadReq{req("a", 1), req("a", 2), req("b", 3), req("nobody", 4)}
+	s.commitUploads(batch)
+	var errs []bool
+	for _, r := range batch {
+		errs = append(errs, (<-r.done).err != nil)
+	}
+	var n int
+	var spent int64
+	s.st.db.QueryRow(`SELECT count(*) FROM reports`).Scan(&n)
+	s.st.db.QueryRow(`SELECT sum(spent_rho_nano) FROM users`).Scan(&spent)
+	if fmt.Sprint(errs) != "[false true false true]" || n != 2 || spent != 2*nanoRho(task.Rho) {
+		t.Errorf("refused %v, %d stored, %d nano-ρ charged; want [false true false true], 2 stored, 2 charges", errs, n, spent)
 	}
 }
