@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -22,8 +21,10 @@ import (
 
 // BenchmarkDAPScale measures the role servers' throughput and CPU per
 // report on each store, with one and with two leader processes sharing
-// the leader's database: counts reports at MovieLens-1M's catalogue
-// (3 706 items × 9 bits: 546 432 bytes), jobs of 64 reports.
+// the leader's database, at MovieLens-1M's catalogue (3 706 items):
+// dp-popularity's counts (3 706 × 9 bits, 546 kB reports) and dp-ease's
+// Gram at the default device budget (228 covered items, 26 106 × 10
+// bits, 4.2 MB reports), jobs of 64 reports.
 //
 //	PRIVREC_TEST_POSTGRES=postgres://… go test -run XXX -bench DAPScale -benchtime 3x ./cmd/privrec
 //
@@ -31,34 +32,46 @@ import (
 // processes (this test binary run as privrec serve --role, on loopback);
 // on PostgreSQL both aggregators' databases are schemas of the test
 // database (the PostgreSQL server on this machine). One iteration is one
-// round: 64 new devices enrol and shard their reports (not measured),
+// round: 64 new devices (16 for the Gram) enrol and shard their reports
+// (BenchmarkDAPCapacity's devices; not measured),
 // upload them with 8 at a time, spread over the leaders (uploads/s), and
 // the leaders' aggregate calls run at once (reports/s). upload-cpu-ms and
 // agg-cpu-ms are CPU per report (user + system, from /proc) of the
 // leader processes, the helper and, on PostgreSQL, the server's backends
-// serving them and its WAL writer, checkpointer and background writer.
-// Each metric is the median over the rounds.
+// serving them and its WAL writer, checkpointer and background writer
+// (pg-cpu-ms: that part, both phases); agg-leader-ms and agg-helper-ms
+// split the aggregation's between the sides. Each metric is the median
+// over the rounds.
 func BenchmarkDAPScale(b *testing.B) {
 	items := make([]string, 3706)
 	for j := range items {
 		items[j] = strconv.Itoa(j + 1)
 	}
-	for _, kind := range storetest.Kinds {
-		for _, leaders := range []int{1, 2} {
-			b.Run(fmt.Sprintf("%s/leaders=%d", kind, leaders), func(b *testing.B) {
-				sr := newScaleRig(b, kind, leaders)
-				task := sr.createTask(scaleTask(b, items))
-				sr.round(task, 4) // the leaders' per-task set-up (report size)
-				var rounds []scaleRound
-				for b.Loop() {
-					rounds = append(rounds, sr.round(task, 64))
-				}
-				for _, name := range sr.leaders {
-					sr.kill(name)
-				}
-				sr.kill("helper")
-				reportScale(b, rounds)
-			})
+	for _, c := range []struct {
+		name    string
+		reports int
+		stat    func(b *testing.B) statistic.Contribution
+	}{
+		{"counts", 64, func(*testing.B) statistic.Contribution { return &statistic.Counts{Items: len(items)} }},
+		{"gram", 16, func(b *testing.B) statistic.Contribution { return capacityGram(b, len(items), 228) }},
+	} {
+		for _, kind := range storetest.Kinds {
+			for _, leaders := range []int{1, 2} {
+				b.Run(fmt.Sprintf("%s/%s/leaders=%d", c.name, kind, leaders), func(b *testing.B) {
+					sr := newScaleRig(b, kind, leaders)
+					task := sr.capacityTask("scale-"+c.name, items, c.stat(b))
+					sr.round(task, items, 4) // the leaders' per-task set-up (report size)
+					var rounds []scaleRound
+					for b.Loop() {
+						rounds = append(rounds, sr.round(task, items, c.reports))
+					}
+					for _, name := range sr.leaders {
+						sr.kill(name)
+					}
+					sr.kill("helper")
+					reportScale(b, rounds)
+				})
+			}
 		}
 	}
 }
@@ -96,61 +109,57 @@ func newScaleRig(b *testing.B, kind string, leaders int) *scaleRig {
 	return sr
 }
 
-// scaleTask is a counts task over items (the lattice of privrec dap
-// simulate).
-func scaleTask(b *testing.B, items []string) dap.Task {
-	c := &statistic.Counts{Items: len(items)}
-	mech, err := statistic.Mechanism(c.Spec(), 0.5, 1e-6)
-	if err != nil {
-		b.Fatal(err)
-	}
-	task, err := dap.Lattice{StepBits: 8}.TaskFor("scale", statistic.RowPlan{Catalogue: items}, c, mech)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return task
+// scaleCPU is CPU seconds: of the leader processes, the helper and the
+// PostgreSQL processes serving them.
+type scaleCPU struct{ leaders, helper, pg float64 }
+
+func (c scaleCPU) minus(o scaleCPU, n int) scaleCPU {
+	return scaleCPU{(c.leaders - o.leaders) / float64(n), (c.helper - o.helper) / float64(n), (c.pg - o.pg) / float64(n)}
 }
+
+func (c scaleCPU) total() float64 { return c.leaders + c.helper + c.pg }
 
 // cpu is the CPU seconds so far of the aggregator processes and of the
 // PostgreSQL processes serving them.
-func (sr *scaleRig) cpu() float64 {
-	var pids []int
-	for _, name := range append([]string{"helper"}, sr.leaders...) {
-		pids = append(pids, sr.procs[name].cmd.Process.Pid)
+func (sr *scaleRig) cpu() scaleCPU {
+	var c scaleCPU
+	for _, name := range sr.leaders {
+		s, _ := procCPU(sr.procs[name].cmd.Process.Pid)
+		c.leaders += s
 	}
-	if sr.pg != nil {
-		rows, err := sr.pg.Query(`SELECT pid FROM pg_stat_activity WHERE application_name = $1
-			OR backend_type IN ('checkpointer', 'walwriter', 'background writer')`, sr.app)
-		if err != nil {
+	c.helper, _ = procCPU(sr.procs["helper"].cmd.Process.Pid)
+	if sr.pg == nil {
+		return c
+	}
+	rows, err := sr.pg.Query(`SELECT pid FROM pg_stat_activity WHERE application_name = $1
+		OR backend_type IN ('checkpointer', 'walwriter', 'background writer')`, sr.app)
+	if err != nil {
+		sr.t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid int
+		if err := rows.Scan(&pid); err != nil {
 			sr.t.Fatal(err)
 		}
-		for rows.Next() {
-			var pid int
-			if err := rows.Scan(&pid); err != nil {
-				sr.t.Fatal(err)
-			}
-			pids = append(pids, pid)
-		}
-		rows.Close()
+		s, _ := procCPU(pid)
+		c.pg += s
 	}
-	total := 0.0
-	for _, pid := range pids {
-		if s, ok := procCPU(pid); ok {
-			total += s
-		}
-	}
-	return total
+	return c
 }
 
 // scaleRound is one round's throughputs and CPU seconds per report.
-type scaleRound struct{ uploadRate, aggRate, uploadCPU, aggCPU float64 }
+type scaleRound struct {
+	uploadRate, aggRate float64
+	uploadCPU, aggCPU   scaleCPU
+}
 
 // round enrols n devices and shards their reports, uploads them 8 at a
 // time spread over the leaders, then runs the leaders' aggregate calls
 // at once.
-func (sr *scaleRig) round(task dap.Task, n int) scaleRound {
+func (sr *scaleRig) round(task dap.Task, items []string, n int) scaleRound {
 	sr.t.Helper()
-	ds := sr.scaleDevices(task, n)
+	ds, _ := sr.capacityDevices(task, items, n)
 	c0, t0 := sr.cpu(), time.Now()
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -194,44 +203,7 @@ func (sr *scaleRig) round(task dap.Task, n int) scaleRound {
 		sr.t.Fatalf("the leaders accepted %v reports of %d", accepted, n)
 	}
 	return scaleRound{uploadRate: float64(n) / t1.Sub(t0).Seconds(), aggRate: float64(n) / t2.Sub(t1).Seconds(),
-		uploadCPU: (c1 - c0) / float64(n), aggCPU: (c2 - c1) / float64(n)}
-}
-
-// scaleDevices enrols n devices and shards a report for each (device i
-// counts items i … i+99).
-func (sr *scaleRig) scaleDevices(task dap.Task, n int) []*device {
-	sr.t.Helper()
-	c := &dap.Client{Leader: sr.url("leader"), Helper: sr.url("helper")}
-	lk, err := c.PublicKey(context.Background(), sr.url("leader"))
-	if err != nil {
-		sr.t.Fatal(err)
-	}
-	hk, err := c.PublicKey(context.Background(), sr.url("helper"))
-	if err != nil {
-		sr.t.Fatal(err)
-	}
-	ds := make([]*device, n)
-	for i := range ds {
-		var e server.Enrolment
-		sr.retry("enrol", func() (int, []byte) {
-			code, b, _ := sr.call(http.MethodPost, sr.url("leader")+"/dap/v1/users", "", nil)
-			return code, b
-		}, http.StatusCreated, &e)
-		q := make([]int64, task.Dimension)
-		for j := range 100 {
-			q[(i+j)%len(q)] = 25 // Σq² = 62 500: within the unit norm (2⁸ lattice units)
-		}
-		rep, err := task.Shard(q, lk, hk)
-		if err != nil {
-			sr.t.Fatal(err)
-		}
-		b, err := server.EncodeReport(rep)
-		if err != nil {
-			sr.t.Fatal(err)
-		}
-		ds[i] = &device{token: e.Token, report: b}
-	}
-	return ds
+		uploadCPU: c1.minus(c0, n), aggCPU: c2.minus(c1, n)}
 }
 
 // reportScale reports the medians over the rounds.
@@ -246,7 +218,10 @@ func reportScale(b *testing.B, rounds []scaleRound) {
 	}
 	b.ReportMetric(med(func(r scaleRound) float64 { return r.uploadRate }), "uploads/s")
 	b.ReportMetric(med(func(r scaleRound) float64 { return r.aggRate }), "agg-reports/s")
-	b.ReportMetric(1000*med(func(r scaleRound) float64 { return r.uploadCPU }), "upload-cpu-ms/report")
-	b.ReportMetric(1000*med(func(r scaleRound) float64 { return r.aggCPU }), "agg-cpu-ms/report")
+	b.ReportMetric(1000*med(func(r scaleRound) float64 { return r.uploadCPU.total() }), "upload-cpu-ms/report")
+	b.ReportMetric(1000*med(func(r scaleRound) float64 { return r.aggCPU.total() }), "agg-cpu-ms/report")
+	b.ReportMetric(1000*med(func(r scaleRound) float64 { return r.uploadCPU.pg + r.aggCPU.pg }), "pg-cpu-ms/report")
+	b.ReportMetric(1000*med(func(r scaleRound) float64 { return r.aggCPU.leaders }), "agg-leader-ms/report")
+	b.ReportMetric(1000*med(func(r scaleRound) float64 { return r.aggCPU.helper }), "agg-helper-ms/report")
 	b.ReportMetric(0, "ns/op")
 }
