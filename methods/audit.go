@@ -253,15 +253,10 @@ func auditPair(relation string, kind canaryKind) (side [2]release.Input, err err
 		}
 		return (j < items/2) == (s == 0)
 	}
-	ids := make([]string, items)
-	for j := range ids {
-		ids[j] = fmt.Sprintf("item%d", j+1)
-	}
-	cat, err := model.NewCatalogue(ids, nil)
+	ids, cat, scale, err := auditCatalogue(items)
 	if err != nil {
 		return side, err
 	}
-	scale := release.Scale{Min: 1, Max: 5}
 	// canary is the canary's rating of catalogue item j: v, or with mixed
 	// v on even and 6 − v on odd items.
 	canary := func(v float64, j int) float64 {
@@ -313,6 +308,17 @@ func auditPair(relation string, kind canaryKind) (side [2]release.Input, err err
 		side[s] = release.Input{Ratings: m, Declared: release.Declared{Scale: &scale, Catalogue: cat, Population: users + 1}}
 	}
 	return side, nil
+}
+
+// auditCatalogue is the audit pairs' public facts: the catalogue item1 …
+// itemN and the declared scale 1:5.
+func auditCatalogue(items int) ([]string, *model.Catalogue, release.Scale, error) {
+	ids := make([]string, items)
+	for j := range ids {
+		ids[j] = fmt.Sprintf("item%d", j+1)
+	}
+	cat, err := model.NewCatalogue(ids, nil)
+	return ids, cat, release.Scale{Min: 1, Max: 5}, err
 }
 
 // addCanary adds the canary's ratings on side s: of each catalogue item

@@ -3,7 +3,6 @@ package methods
 import (
 	"fmt"
 
-	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
@@ -103,15 +102,10 @@ func SignAuditPair(relation string) (side [2]release.Input, err error) {
 		return side, fmt.Errorf("audit data: the sign pair is for the rating-value relation, not %q", relation)
 	}
 	const users, items = 12, 8
-	ids := make([]string, items)
-	for j := range ids {
-		ids[j] = fmt.Sprintf("item%d", j+1)
-	}
-	cat, err := model.NewCatalogue(ids, nil)
+	ids, cat, scale, err := auditCatalogue(items)
 	if err != nil {
 		return side, err
 	}
-	scale := release.Scale{Min: 1, Max: 5}
 	for s := range 2 {
 		b := ratings.NewBuilder(ratings.DupError)
 		line := int64(0)
