@@ -97,7 +97,9 @@ func TestAuditCommand(t *testing.T) {
 // Issue 23: `privrec audit --method M --noise-factor 0.5` exits 1 and the
 // unmodified method passes (dpals and cp-ip: a zCDP and a pure-ε method;
 // every private method is covered by methods.TestAuditEveryPrivateMethod);
-// issue 37: so does --sensitivity-factor 0.5; dpfw and onebit-outp, once
+// issue 37: so do --sensitivity-factor 0.5 and dp-ease's --fault
+// gram-unnormalised (a fault on a method without that safeguard is a usage
+// error); dpfw and onebit-outp, once
 // audits whose pair did not reach the declared sensitivity ("no power",
 // exit 3: methods.TestAuditPowerAtEpsilonOne), pass.
 // False failure: each run makes two Clopper–Pearson bounds at confidence
@@ -114,6 +116,7 @@ func TestAuditMethodNoiseFactor(t *testing.T) {
 		{"cp-ip", "--noise-factor", "1", 0}, {"cp-ip", "--noise-factor", "0.5", 1}, {"cp-ip", "--sensitivity-factor", "0.5", 1},
 		{"dp-bias", "--noise-factor", "1", 0}, {"dpfw", "--noise-factor", "1", 0},
 		{"onebit-outp", "--noise-factor", "1", 0}, {"onebit-outp", "--sensitivity-factor", "0.5", 1},
+		{"dp-ease", "--fault", "gram-unnormalised", 1},
 	} {
 		out, errs, code := runCLI(t, "audit", "--method", c.method, c.flag, c.factor, "--seed", "31",
 			"--confidence", "0.9999", "--json")
@@ -124,6 +127,10 @@ func TestAuditMethodNoiseFactor(t *testing.T) {
 		if code != c.code || r["violation"] != (c.code == 1) || r["release_check"] == nil || r["noise_factor"] == nil {
 			t.Errorf("%s %s %s: exit %d, want %d; report %s", c.method, c.flag, c.factor, code, c.code, out)
 		}
+	}
+	// A fault the method has no safeguard for is refused, naming it.
+	if _, errs, code := runCLI(t, "audit", "--method", "dp-bias", "--fault", "gram-unnormalised"); code != 2 || !strings.Contains(errs, "dp-bias has no such safeguard") {
+		t.Errorf("dp-bias --fault gram-unnormalised: exit %d, %q: want a usage error naming the method", code, errs)
 	}
 	out, errs, code := runCLI(t, "audit", "--method", "all", "--runs", "2", "--samples", "10", "--seed", "3", "--json")
 	var reps []map[string]any
