@@ -20,6 +20,11 @@ type DAPOptions struct {
 	Catalogue *model.Catalogue
 	// Scale is the rating scale offered (default 1–5, whole numbers).
 	Scale [2]float64
+	// Delta is the δ at which the page states each task's cost, a ρ of
+	// zCDP, as (ε, δ)-DP beside the ρ (default 1e-6, the default δ of
+	// `privrec dap task create`). It is only a way of reading ρ: the
+	// ledgers count ρ.
+	Delta float64
 }
 
 // Collection is /dap-collection.json: the public facts the page needs
@@ -28,6 +33,7 @@ type Collection struct {
 	Helper string     `json:"helper"`
 	Items  []DAPItem  `json:"items,omitempty"`
 	Scale  [2]float64 `json:"scale"`
+	Delta  float64    `json:"delta"`
 }
 
 // DAPItem is an item of the catalogue and its title.
@@ -51,6 +57,12 @@ func NewDAP(o DAPOptions) (*Handler, error) {
 	if !(o.Scale[0] < o.Scale[1]) || o.Scale[1]-o.Scale[0] > 100 {
 		return nil, fmt.Errorf("webapp: rating scale %v–%v: want min < max, at most 100 apart", o.Scale[0], o.Scale[1])
 	}
+	if o.Delta == 0 {
+		o.Delta = 1e-6
+	}
+	if !(o.Delta > 0 && o.Delta < 1) {
+		return nil, fmt.Errorf("webapp: δ %v: want 0 < δ < 1", o.Delta)
+	}
 	origin := u.Scheme + "://" + u.Host
 	csp := "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self' " + origin + "; img-src 'self'; style-src 'self'; " +
 		"object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -58,7 +70,7 @@ func NewDAP(o DAPOptions) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := Collection{Helper: u.String(), Scale: o.Scale}
+	c := Collection{Helper: u.String(), Scale: o.Scale, Delta: o.Delta}
 	if o.Catalogue != nil {
 		ids, titles := o.Catalogue.IDs(), o.Catalogue.Titles()
 		for j, id := range ids {

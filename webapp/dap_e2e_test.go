@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/privrec/privrec/dap/fleet"
 	"github.com/privrec/privrec/dap/server"
 	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/statistic"
 	"github.com/privrec/privrec/webapp"
 )
@@ -94,12 +96,18 @@ func startDAP(t *testing.T, cat *model.Catalogue, budgetRho float64) *dapPair {
 // both aggregators, as the aggregators' engine builds it (fleet.Engine.TaskFor).
 func (p *dapPair) countsTask(t *testing.T, id string, cat *model.Catalogue, cap, rho float64) dap.Task {
 	t.Helper()
+	return p.countsTaskNoise(t, id, cat, cap, rho, dap.NoiseEachAlone)
+}
+
+// countsTaskNoise is countsTask in the given noise mode.
+func (p *dapPair) countsTaskNoise(t *testing.T, id string, cat *model.Catalogue, cap, rho float64, mode dap.NoiseMode) dap.Task {
+	t.Helper()
 	c := &statistic.Counts{Items: cat.Len(), Cap: cap}
 	mech, err := statistic.Mechanism(c.Spec(), rho, 1e-6)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &fleet.Engine{Plan: statistic.RowPlan{Catalogue: cat.IDs()}, StepBits: 8, GramStepBits: 9}
+	e := &fleet.Engine{Plan: statistic.RowPlan{Catalogue: cat.IDs()}, StepBits: 8, GramStepBits: 9, Noise: mode}
 	task, err := e.TaskFor(id, c, mech)
 	if err != nil {
 		t.Fatal(err)
@@ -455,8 +463,124 @@ func TestBrowserDAP(t *testing.T) {
 	if !strings.Contains(state, "you contributed; published") {
 		t.Errorf("task pop-1's row: %q", state)
 	}
+	splitNoiseConsent(t, bctx, p, cat, shots)
 	t.Logf("browser device: %d-item counts task, shares computed in %.1f ms, %d bytes on the wire (binary; %d as JSON; leader share %d, helper share %d); whole test %v",
 		task.Dimension, pend.MS, pend.Sizes["body"], pend.Sizes["json"], pend.Sizes["leader_share"], pend.Sizes["helper_share"], time.Since(start).Round(time.Millisecond))
+}
+
+// splitNoiseConsent: a split-noise (honest-but-curious) task is refused
+// in the browser without her consent, nothing sent; the page says why in
+// plain words and offers the box, off. Ticked, the page shows, and her
+// browser's ledger is charged, the ρ one aggregator's noise alone gives
+// (shown as ε at the collection's δ, with ρ beside it), not the stated ρ
+// the leader charges; the browser's count then exceeds the leader's by
+// exactly that on purpose, without a disagreement warning.
+func splitNoiseConsent(t *testing.T, bctx context.Context, p *dapPair, cat *model.Catalogue, shots string) {
+	t.Helper()
+	split := p.countsTaskNoise(t, "split-1", cat, 1, 0.2, dap.NoiseSplit)
+	d, err := dap.Derive(split)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, err := accountant.ZCDPToApprox(d.ChargeRho, 1e-6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(d.ChargeRho > 1.8*split.Rho && d.ChargeRho < 2.2*split.Rho) {
+		t.Fatalf("the split task's one-aggregator ρ %v is not ≈ 2 × %v", d.ChargeRho, split.Rho)
+	}
+	before := len(p.puts())
+	var guarantee, consentBox, row, refusal string
+	var checked bool
+	if err := chromedp.Run(bctx, chromedp.Reload(), chromedp.WaitVisible(`body[data-ready="1"]`, chromedp.ByQuery),
+		chromedp.Text(`#guarantee`, &guarantee, chromedp.ByID),
+		chromedp.WaitVisible(`#split-consent`, chromedp.ByID), chromedp.Text(`#split-consent`, &consentBox, chromedp.ByID),
+		chromedp.Evaluate(`document.getElementById("allow-split").checked`, &checked),
+		chromedp.Text(`tr[data-task="split-1"]`, &row, chromedp.ByQuery),
+		prepareRefused("split-1", &refusal)); err != nil {
+		t.Fatalf("the split task without consent: %v", err)
+	}
+	if checked {
+		t.Error("the split-noise box is ticked by default")
+	}
+	for _, want := range []string{"each operator adds only half of the noise", "tick the box in step 3"} {
+		if !strings.Contains(guarantee, want) {
+			t.Errorf("the guarantee does not say %q: %s", want, guarantee)
+		}
+	}
+	for _, want := range []string{"each operator adds only half of the noise", "leaves its half out", "charges you that weaker figure", "Off by default"} {
+		if !strings.Contains(consentBox, want) {
+			t.Errorf("the consent box does not say %q: %s", want, consentBox)
+		}
+	}
+	epsText, rhoText := "ε = "+jsFmt(eps)+" at δ = 1e-6", "ρ = "+jsFmt(d.ChargeRho)+" zCDP"
+	for _, want := range []string{"ε = " + jsFmt(eps) + " (ρ = " + jsFmt(d.ChargeRho) + ") against one operator alone", "needs your consent"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("the split task's row does not say %q: %s", want, row)
+		}
+	}
+	for _, want := range []string{"Not prepared: task split-1 splits the noise", "each adds half", epsText, "tick the box above"} {
+		if !strings.Contains(refusal, want) {
+			t.Errorf("the refusal does not say %q: %s", want, refusal)
+		}
+	}
+	if n := len(p.puts()); n != before {
+		t.Fatalf("refused without consent, yet %d uploads were sent", n-before)
+	}
+	// The device code refuses it too, whatever the page's script does.
+	var direct string
+	if err := chromedp.Run(bctx, chromedp.Evaluate(`(async () => {
+		const task = await api("GET", "/dap/v1/tasks/split-1");
+		return privrec.dapLedgerReserve(localStorage.getItem("privrec.dap.ledger"), task, false);
+	})()`, &direct, awaitPromise)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(direct, "refused without the user's consent") {
+		t.Errorf("the device code without consent: %s", direct)
+	}
+
+	// With her consent: prepared, shown and charged at the one-aggregator ρ.
+	var spend, sent, ledgerLine string
+	if err := chromedp.Run(bctx, chromedp.Click(`#allow-split`, chromedp.ByID), prepare(bctx, "split-1"),
+		chromedp.Text(`#spend`, &spend, chromedp.ByID), chromedp.EmulateViewport(420, 1200), scrollTop("tasks-h"),
+		chromedp.Evaluate(`document.querySelector("#tasks").parentElement.scrollLeft = 0`, nil),
+		screenshot(filepath.Join(shots, "browser-dap-split-consent.png")), chromedp.EmulateViewport(420, 900),
+		chromedp.Click(`#send`, chromedp.ByID), chromedp.WaitVisible(`#sent.ok`, chromedp.ByQuery),
+		chromedp.Text(`#sent`, &sent, chromedp.ByID),
+		chromedp.WaitVisible(`#ledger:not(:empty)`, chromedp.ByQuery), chromedp.Text(`#ledger`, &ledgerLine, chromedp.ByID)); err != nil {
+		t.Fatalf("the split task with consent: %v", err)
+	}
+	for _, want := range []string{"Task split-1 costs you " + epsText + " (" + rhoText + ") against one operator alone", "you opted in; this is what you are charged"} {
+		if !strings.Contains(spend, want) {
+			t.Errorf("the preview does not say %q: %s", want, spend)
+		}
+	}
+	if want := "The leader charged ρ = " + jsFmt(split.Rho); !strings.Contains(sent, want) || !strings.Contains(sent, "This browser counts the task at ρ = "+jsFmt(d.ChargeRho)) {
+		t.Errorf("after sending the page says %q", sent)
+	}
+	if strings.Contains(ledgerLine, "Warning") || !strings.Contains(ledgerLine, "more than the leader: the split-noise tasks you opted in to") {
+		t.Errorf("the ledger line: %s", ledgerLine)
+	}
+	var ledgerText string
+	if err := chromedp.Run(bctx, chromedp.Evaluate(`localStorage.getItem("privrec.dap.ledger")`, &ledgerText)); err != nil {
+		t.Fatal(err)
+	}
+	led, err := dap.ReadLedger(strings.NewReader(ledgerText), "the browser's")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := led.Tasks["split-1"], int64(math.Ceil(d.ChargeRho*1e9-1e-6)); got != want {
+		t.Errorf("the browser's ledger charged split-1 %d nano-ρ, want the one-aggregator %d (stated %v)", got, want, split.Rho)
+	}
+	if n := len(p.puts()); n != before+1 {
+		t.Errorf("with consent %d uploads were sent, want 1", n-before)
+	}
+}
+
+// jsFmt is the page's fmt (common.js): integers as they are, others
+// rounded to three decimals.
+func jsFmt(x float64) string {
+	return strconv.FormatFloat(math.Round(x*1000)/1000, 'f', -1, 64)
 }
 
 func awaitPromise(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }

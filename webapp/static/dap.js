@@ -22,6 +22,10 @@ const KEY = {
   pending: "privrec.dap.pending", // {task, taskText, report, reportBin, sizes, ms}: prepared, not yet sent
   sent: "privrec.dap.sent",       // [{task, id, bytes, charged}]
   helperKey: "privrec.dap.helper", // {url, key}: the helper's key, pinned at the first contribution
+  // Split-noise tasks she opted in to and sent: {task: ρ this browser
+  // counts beyond the stated ρ the leader charges (the one-aggregator ρ
+  // less the stated)}.
+  split: "privrec.dap.split",
 };
 
 // REPORT_TYPE is the binary encoding of a report (dap.EncodeReport), the
@@ -31,7 +35,7 @@ const REPORT_TYPE = "application/dap-report";
 // fromBase64 is the bytes of a base64 string.
 function fromBase64(s) { return Uint8Array.from(atob(s), (c) => c.charCodeAt(0)); }
 
-let collection = null; // /dap-collection.json: {helper, items, scale}
+let collection = null; // /dap-collection.json: {helper, items, scale, delta}
 let tasks = [];        // [{text, info, released}] in the leader's order
 let items = [];        // the items she can rate
 
@@ -39,6 +43,33 @@ let items = [];        // the items she can rate
 function hostOf(u) { return u.replace(/^https?:\/\//, "").split("/")[0]; }
 
 function account() { return load(KEY.account, null); }
+
+// splitConsent is her opt-in to split-noise (honest-but-curious) tasks:
+// the box in step 3, off whenever the page loads.
+function splitConsent() { return $("allow-split").checked; }
+
+// costText is what a task costs her, as this browser derived it: ε at the
+// collection's δ, with the ρ (zCDP) her ledger counts as a detail; for a
+// split-noise task, the figure against one operator that leaves its half
+// of the noise out.
+function costText(info) {
+  const c = "ε = " + fmt(info.charge_epsilon) + " at δ = " + fmtDelta(info.delta) + " (ρ = " + fmt(info.charge_rho) + " zCDP)";
+  return info.split ? c + " against one operator alone; ρ = " + fmt(info.rho) + " only while both add their noise" : c;
+}
+
+// shortCost is costText for the task table: ε with ρ beside it, and for a
+// split-noise task that it is the figure against one operator and needs
+// her consent.
+function shortCost(info) {
+  const c = "ε = " + fmt(info.charge_epsilon) + " (ρ = " + fmt(info.charge_rho) + ")";
+  return info.split ? c + " against one operator alone; needs your consent (step 3)" : c;
+}
+
+// beyondLeader is the ρ this browser counts on purpose beyond the
+// leader's charges (split-noise tasks at their one-operator ρ).
+function beyondLeader() {
+  return Object.values(load(KEY.split, {})).reduce((a, b) => a + b, 0);
+}
 
 function drawGuarantee() {
   const g = $("guarantee");
@@ -53,8 +84,8 @@ function drawGuarantee() {
   add("What the helper (" + helper + ") receives: share 2, passed on by the leader without your token, and once this page's request for its public key (your network address). Share 2 alone is random too.");
   add("The aggregators check a proof that your contribution is within the task's limits, add up everyone's shares, and each adds random noise to its own total before the two are combined: only the noised total over all contributors is published.");
   add(split ?
-    "Some tasks split the noise between the aggregators (the honest-but-curious setting): their protection would hold only if both aggregators add their noise, so this browser refuses to contribute to them." :
-    "Each task's cost ρ (zCDP) bounds what its published total can reveal about everything you put into it, even if one of the two aggregators is dishonest: each adds enough noise on its own.");
+    "Some tasks split the noise between the aggregators (the honest-but-curious setting): each operator adds only half of the noise, so their stated protection holds only if both add theirs. This browser does not contribute to them unless you tick the box in step 3; if you do, it charges you, and shows you, what one operator's half alone gives (a larger ε)." :
+    "Each task's cost (ε, with the ρ of zCDP that your ledger counts) bounds what its published total can reveal about everything you put into it, even if one of the two aggregators is dishonest: each adds enough noise on its own.");
   add("This holds unless both operators collude: together they could put your two shares back together and see your contribution.");
   add("Your total is at most the budget you accept when you join. This browser keeps its own count and refuses a task that would pass it, and a second contribution to the same task, whatever the leader says.");
   add("Your recommendations are computed in this browser from the published total and your own ratings; nobody else sees them.");
@@ -68,7 +99,7 @@ async function loadTasks() {
     const text = JSON.stringify(t);
     const entry = { id: t.id, text, info: null, error: "", released: false };
     try {
-      entry.info = device("dapTask", text);
+      entry.info = device("dapTask", text, collection.delta);
     } catch (e) {
       entry.error = e.message;
     }
@@ -101,7 +132,7 @@ function drawTasks() {
     th.textContent = t.id;
     tr.appendChild(th);
     cell(t.info ? t.info.statistic + " (" + t.info.dimension + " numbers)" : "refused: " + t.error);
-    cell(t.info ? fmt(t.info.rho) : "");
+    cell(t.info ? shortCost(t.info) : "");
     const state = t.id in mine ? "you contributed" : t.released ? "published" : "open";
     cell(state + (t.id in mine && t.released ? "; published" : ""));
     const act = cell("");
@@ -116,6 +147,7 @@ function drawTasks() {
     }
     body.appendChild(tr);
   }
+  $("split-consent").hidden = !tasks.some((t) => t.info && t.info.split);
 }
 
 async function drawAccount() {
@@ -134,9 +166,12 @@ async function drawAccount() {
     let text = "The leader's ledger: spent ρ = " + fmt(leader.spent_rho) + " of " + fmt(leader.budget_rho) + ".";
     const led = localStorage.getItem(KEY.ledger);
     if (led !== null) {
-      const mine = device("dapLedgerStatus", led, st);
+      const mine = device("dapLedgerStatus", led, st, beyondLeader());
       text += " This browser's own count: ρ = " + fmt(mine.spent) + " of the ρ = " + fmt(mine.budget) + " you accepted (" +
         mine.tasks + " task" + (mine.tasks === 1 ? "" : "s") + ").";
+      if (mine.beyond_leader > 0) {
+        text += " It counts ρ = " + fmt(mine.beyond_leader) + " more than the leader: the split-noise tasks you opted in to, at what one operator's noise alone gives.";
+      }
       if (mine.disagreement) text += " Warning: " + mine.disagreement + ".";
     }
     $("ledger").textContent = text;
@@ -192,17 +227,25 @@ async function onPrepare(id) {
   $("sent").textContent = "";
   try {
     const taskText = await api("GET", "/dap/v1/tasks/" + encodeURIComponent(id));
+    const consent = splitConsent();
+    const info = device("dapTask", taskText, collection.delta);
+    if (info.split && !consent) {
+      refuse("Not prepared: task " + id + " splits the noise between the two operators (honest-but-curious: each adds half). " +
+        "If one of them leaves its half out, your protection is only " + costText(info).split(" against")[0] +
+        ", not the stated ρ = " + fmt(info.rho) + ". This browser contributes to it only with your consent: tick the box above.");
+      return;
+    }
     // A trial: the ledger is not changed until the shares are sent.
     try {
-      device("dapLedgerReserve", led, taskText);
+      device("dapLedgerReserve", led, taskText, consent);
     } catch (e) {
       refuse("This browser will not contribute to task " + id + ": " + e.message);
       return;
     }
     status("Computing and encrypting your shares…");
     const [lcfg, hcfg] = await Promise.all([api("GET", "/dap/v1/hpke_config"), helperConfig()]);
-    const out = device("dapPrepare", taskText, lcfg, hcfg, JSON.stringify(load(KEY.ratings, {})));
-    save(KEY.pending, { task: id, taskText, report: out.report, reportBin: out.report_bin, sizes: out.sizes, ms: out.ms });
+    const out = device("dapPrepare", taskText, lcfg, hcfg, JSON.stringify(load(KEY.ratings, {})), consent);
+    save(KEY.pending, { task: id, taskText, report: out.report, reportBin: out.report_bin, sizes: out.sizes, ms: out.ms, consent });
     drawPreview();
     status("Your shares for task " + id + " are ready. Check them, then send them.");
   } catch (e) {
@@ -213,7 +256,7 @@ async function onPrepare(id) {
 function drawPreview() {
   const p = load(KEY.pending, null);
   if (p === null) { $("preview").hidden = true; return; }
-  const info = device("dapTask", p.taskText);
+  const info = device("dapTask", p.taskText, collection.delta);
   const rep = JSON.parse(p.report);
   const helper = hostOf(collection.helper);
   const body = $("shares").tBodies[0];
@@ -246,8 +289,8 @@ function drawPreview() {
   $("timing").textContent = "Computed, split and encrypted on this device in " + Math.max(1, Math.round(p.ms)) + " ms (" + info.dimension + " numbers × " + info.bits + " bits).";
   const led = JSON.parse(localStorage.getItem(KEY.ledger));
   const spent = Object.values(led.tasks_nano_rho).reduce((a, b) => a + b, 0) / 1e9;
-  $("spend").textContent = "Task " + p.task + " costs ρ = " + fmt(info.rho) + " of your budget ρ = " + fmt(led.budget_rho) +
-    " (spent so far ρ = " + fmt(spent) + "; after sending ρ = " + fmt(spent + info.rho) + ").";
+  $("spend").textContent = "Task " + p.task + " costs you " + costText(info) + (info.split ? " (you opted in; this is what you are charged)" : "") +
+    ", of your budget ρ = " + fmt(led.budget_rho) + " (spent so far ρ = " + fmt(spent) + "; after sending ρ = " + fmt(spent + info.charge_rho) + ").";
   $("send").disabled = false;
   $("preview").hidden = false;
   document.body.dataset.prepared = p.task;
@@ -265,7 +308,14 @@ async function onSend() {
   // reveal nothing more.
   if (!p.reserved) {
     try {
-      localStorage.setItem(KEY.ledger, device("dapLedgerReserve", localStorage.getItem(KEY.ledger), p.taskText).ledger);
+      const r = device("dapLedgerReserve", localStorage.getItem(KEY.ledger), p.taskText, p.consent === true);
+      localStorage.setItem(KEY.ledger, r.ledger);
+      const info = device("dapTask", p.taskText, collection.delta);
+      if (info.split) {
+        const split = load(KEY.split, {});
+        split[p.task] = Math.max(0, r.charge_rho - info.rho);
+        save(KEY.split, split);
+      }
     } catch (e) {
       localStorage.removeItem(KEY.pending);
       refuse("Not sent: " + e.message);
@@ -287,8 +337,10 @@ async function onSend() {
       localStorage.removeItem(KEY.pending);
       $("preview").hidden = true;
       $("sent").className = "ok";
+      const split = load(KEY.split, {});
       $("sent").textContent = "Sent to task " + p.task + ": two encrypted shares, " + p.sizes.body + " bytes. The leader charged ρ = " +
-        fmt(r.charged_rho) + ": it counts ρ = " + fmt(r.spent_rho) + " of " + fmt(r.budget_rho) + ".";
+        fmt(r.charged_rho) + ": it counts ρ = " + fmt(r.spent_rho) + " of " + fmt(r.budget_rho) + "." +
+        (p.task in split ? " This browser counts the task at ρ = " + fmt(device("dapTask", p.taskText, collection.delta).charge_rho) + ", what one operator's noise alone gives (split noise, which you opted in to)." : "");
       status("Your shares were sent.");
       await drawAccount();
       return;
@@ -419,6 +471,7 @@ async function main() {
   $("send").addEventListener("click", onSend);
   $("recommend").addEventListener("click", onRecommend);
   $("forget").addEventListener("click", onForget);
+  $("allow-split").checked = false;
   $("filter").addEventListener("input", onFilter);
   try {
     const [text] = await Promise.all([api("GET", "/dap-collection.json"), startWasm()]);

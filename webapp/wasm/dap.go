@@ -4,21 +4,33 @@ package main
 
 // The two-aggregator device code (package dap), for the page dap.html:
 //
-//	privrec.dapTask(taskJSON)                       → the task checked (Task.Validate, its plan decoded) and summarized
-//	privrec.dapPrepare(taskJSON, leaderHPKE, helperHPKE, ratingsJSON)
+//	privrec.dapTask(taskJSON, delta)                → the task checked (dap.Derive: every privacy parameter derived from
+//	                                                   its plan) and summarized, with what a device is charged for it
+//	                                                   (charge_rho, and as ε at δ: charge_epsilon)
+//	privrec.dapPrepare(taskJSON, leaderHPKE, helperHPKE, ratingsJSON, splitConsent)
 //	                                                → {"report":"<the report as JSON, shown>","report_bin":"<base64 of the exact
-//	                                                   body of PUT tasks/{id}/reports, dap.EncodeReport>","sizes":{…},"ms":t}
+//	                                                   body of PUT tasks/{id}/reports, dap.EncodeReport>","sizes":{…},"ms":t,"charge_rho":ρ}
 //	privrec.dapLedgerNew(leader, budgetRho)         → {"ledger":…}
-//	privrec.dapLedgerReserve(ledger, taskJSON)      → {"ledger":…} | {"error":…} (over budget, or the task already sent)
-//	privrec.dapLedgerStatus(ledger, leaderLedgerJSON) → {"spent","budget","remaining"[,"disagreement"]}
+//	privrec.dapLedgerReserve(ledger, taskJSON, splitConsent)
+//	                                                → {"ledger":…,"charge_rho":ρ} | {"error":…} (over budget, the task already
+//	                                                   sent, or a split-noise task without her consent)
+//	privrec.dapLedgerStatus(ledger, leaderLedgerJSON, beyondLeader)
+//	                                                → {"spent","budget","remaining"[,"disagreement"]}
 //	privrec.dapRecommend(releaseJSON, ratingsJSON, titlesJSON, k) → {"recommendations":[…]}
 //	privrec.dapModelRecommend(recipeJSON, releasesJSON, ratingsJSON, titlesJSON, k)
 //	                                                → {"recommendations":[…],"method","rank","ms"}
 //
-// dapPrepare is dap.Prepare, the reference client's code: the
-// contribution rebuilt from the task's public plan, quantized, sharded
-// with Prio3SumVec and each input share sealed to its aggregator's HPKE
-// key (randomness from crypto/rand, i.e. crypto.getRandomValues).
+// dapPrepare is dap.Consent.Prepare, the reference client's code: the
+// task's privacy parameters derived from its public plan, the
+// contribution rebuilt from it, quantized, sharded with Prio3SumVec and
+// each input share sealed to its aggregator's HPKE key (randomness from
+// crypto/rand, i.e. crypto.getRandomValues).
+//
+// splitConsent is her opt-in to tasks in the honest-but-curious noise
+// split (dap.Consent.SplitNoise, as `privrec dap contribute
+// --allow-split-noise`): false (the default) refuses them; true accepts
+// them at the ρ one aggregator's noise alone gives, which her ledger is
+// charged.
 
 import (
 	"bytes"
@@ -34,6 +46,7 @@ import (
 	"github.com/privrec/privrec/client"
 	"github.com/privrec/privrec/dap"
 	"github.com/privrec/privrec/dap/devicemodel"
+	"github.com/privrec/privrec/privacy/accountant"
 )
 
 func register(obj js.Value) {
@@ -81,13 +94,38 @@ func dapTask(_ js.Value, a []js.Value) any {
 	if err != nil {
 		return answer(nil, err)
 	}
-	d, err := dap.NewDevice(t)
+	d, err := dap.Derive(t)
 	if err != nil {
 		return answer(nil, err)
 	}
-	return answer(map[string]any{"id": t.ID, "statistic": t.Statistic, "kind": d.Contribution.Kind(), "dimension": t.Dimension,
-		"bits": t.Bits, "elements": t.Dimension * t.Bits, "rho": t.Rho, "noise": t.Noise, "relation": t.Relation,
-		"release_sd": t.ReleaseSD(), "catalogue": d.Row.Catalogue, "clamp": d.Row.Clamp, "positive": d.Row.Positive}, nil)
+	delta := number(a, 1, 1e-6)
+	chargeEps, err := accountant.ZCDPToApprox(d.ChargeRho, delta)
+	if err != nil {
+		return answer(nil, fmt.Errorf("task %s: ρ %g at δ %g: %w", t.ID, d.ChargeRho, delta, err))
+	}
+	dev, err := dap.NewDevice(t)
+	if err != nil {
+		return answer(nil, err)
+	}
+	return answer(map[string]any{"id": t.ID, "statistic": t.Statistic, "kind": dev.Contribution.Kind(), "dimension": t.Dimension,
+		"bits": t.Bits, "elements": t.Dimension * t.Bits, "rho": t.Rho, "noise": t.Noise, "split": t.Noise == dap.NoiseSplit,
+		"rho_alone": d.RhoAlone, "charge_rho": d.ChargeRho, "charge_epsilon": chargeEps, "delta": delta, "relation": t.Relation,
+		"release_sd": t.ReleaseSD(), "catalogue": dev.Row.Catalogue, "clamp": dev.Row.Clamp, "positive": dev.Row.Positive}, nil)
+}
+
+// number is argument k as a number, or def when it is missing or not a
+// number.
+func number(a []js.Value, k int, def float64) float64 {
+	if len(a) > k && a[k].Type() == js.TypeNumber {
+		return a[k].Float()
+	}
+	return def
+}
+
+// consent is her opt-in, argument k (true only when it is the boolean
+// true): dap.Consent.
+func consent(a []js.Value, k int) dap.Consent {
+	return dap.Consent{SplitNoise: len(a) > k && a[k].Type() == js.TypeBoolean && a[k].Bool()}
 }
 
 func dapPrepare(_ js.Value, a []js.Value) any {
@@ -113,7 +151,7 @@ func dapPrepare(_ js.Value, a []js.Value) any {
 		return answer(nil, err)
 	}
 	ids, vals := r.Items()
-	rep, err := dap.Prepare(t, lk, hk, ids, vals)
+	rep, d, err := consent(a, 4).Prepare(t, lk, hk, ids, vals)
 	if err != nil {
 		return answer(nil, err)
 	}
@@ -128,7 +166,7 @@ func dapPrepare(_ js.Value, a []js.Value) any {
 		return answer(nil, err)
 	}
 	ms := float64(time.Since(start).Microseconds()) / 1000
-	return answer(map[string]any{"report": string(body), "report_bin": base64.StdEncoding.EncodeToString(bin), "ms": ms, "sizes": map[string]int{
+	return answer(map[string]any{"report": string(body), "report_bin": base64.StdEncoding.EncodeToString(bin), "ms": ms, "charge_rho": d.ChargeRho, "sizes": map[string]int{
 		"id":           len(rep.ID),
 		"public_share": len(rep.PublicShare),
 		"leader_share": len(rep.LeaderShare.Enc) + len(rep.LeaderShare.Ciphertext),
@@ -166,6 +204,8 @@ func dapLedgerNew(_ js.Value, a []js.Value) any {
 	return dapLedgerAnswer(l)
 }
 
+// dapLedgerReserve records the task at what this device derives it costs
+// (dap.Consent.Check, then Ledger.Charge), or refuses it.
 func dapLedgerReserve(_ js.Value, a []js.Value) any {
 	s, err := args(a, 2)
 	if err != nil {
@@ -179,15 +219,26 @@ func dapLedgerReserve(_ js.Value, a []js.Value) any {
 	if err != nil {
 		return answer(nil, err)
 	}
-	if err := l.Reserve(&t); err != nil {
+	d, err := consent(a, 2).Check(t)
+	if err != nil {
 		return answer(nil, err)
 	}
-	return dapLedgerAnswer(l)
+	if err := l.Charge(d); err != nil {
+		return answer(nil, err)
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return answer(nil, fmt.Errorf("encoding the device ledger: %w", err))
+	}
+	return answer(map[string]any{"ledger": string(b), "charge_rho": d.ChargeRho}, nil)
 }
 
 // dapLedgerStatus compares this browser's count with the leader's
 // (GET /dap/v1/ledger): a leader that counts less than the browser sent,
-// or allows more than she accepted, is named.
+// or allows more than she accepted, is named. beyondLeader (a number,
+// default 0) is what this browser counts on purpose beyond the leader's
+// charges: for split-noise tasks she opted in to, the one-aggregator ρ
+// less the stated ρ the leader charges.
 func dapLedgerStatus(_ js.Value, a []js.Value) any {
 	s, err := args(a, 2)
 	if err != nil {
@@ -205,9 +256,10 @@ func dapLedgerStatus(_ js.Value, a []js.Value) any {
 		return answer(nil, fmt.Errorf("decoding the leader's ledger: %w", err))
 	}
 	spent := l.SpentRho()
-	out := map[string]any{"spent": spent, "budget": l.BudgetRho, "remaining": math.Max(0, l.BudgetRho-spent), "tasks": len(l.Tasks)}
+	beyond := math.Max(0, number(a, 2, 0))
+	out := map[string]any{"spent": spent, "beyond_leader": beyond, "budget": l.BudgetRho, "remaining": math.Max(0, l.BudgetRho-spent), "tasks": len(l.Tasks)}
 	var msgs []string
-	if st.SpentRho+1e-9 < spent {
+	if st.SpentRho+beyond+1e-9 < spent {
 		msgs = append(msgs, fmt.Sprintf("the leader counts ρ = %g, less than the ρ = %g this browser has sent", st.SpentRho, spent))
 	}
 	if st.BudgetRho > l.BudgetRho+1e-9 {
