@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
-
-	"github.com/privrec/privrec/mf"
 )
 
 // EASE solves Steck's "Embarrassingly Shallow Autoencoders" (WWW 2019) on
@@ -63,13 +61,13 @@ func EASE(g *mat.SymDense, lambda float64) (Bt *mat.Dense, err error) {
 // noise's eigenvalues lie within ±2σ√m (its spectral edge): eigenvalues
 // above it carry signal.
 //
-// Only the eigenpairs above the floor are needed, a few dozen of a matrix of
-// up to a few thousand rows, and gonum's EigenSym computes all of them
-// (O(m³), a minute at m = 900): they come from mf.TopEigen's subspace
-// iteration on g + shift·I (which makes the noise's negative eigenvalues
-// small in magnitude), with the number asked for doubled until the smallest
-// found is below the floor. rng starts the iteration (non-private
-// randomness).
+// Only the eigenpairs above the floor are needed, a few dozen to a few
+// hundred of a matrix of up to a few thousand rows, and gonum's EigenSym
+// computes all of them (O(m³), a minute at m = 900): they come from
+// topEigen's randomised subspace iteration on g + shift·I (which makes the
+// noise's negative eigenvalues small in magnitude), with the number asked
+// for doubled until the smallest found is below the floor. rng starts the
+// iteration (non-private randomness).
 func Denoise(g *mat.SymDense, keep, shrink float64, rng *rand.Rand) (*mat.Dense, error) {
 	return DenoiseRank(g, keep, shrink, g.SymmetricDim(), rng)
 }
@@ -89,7 +87,7 @@ func DenoiseRank(g *mat.SymDense, keep, shrink float64, maxRank int, rng *rand.R
 	var vals []float64
 	var vecs *mat.Dense
 	for r := min(16, maxRank); ; r = min(2*r, maxRank) {
-		vals, vecs = mf.TopEigen(sh, r, rng)
+		vals, vecs = topEigen(sh, r, rng)
 		if vals[r-1]-shift <= keep || r == maxRank {
 			break
 		}
