@@ -27,7 +27,7 @@ func TestPlannedShiftHasPowerAtEveryEpsilon(t *testing.T) {
 		}
 		for _, law := range []ReleaseLaw{{Mechanism: "gaussian", Rho: rho}, {Mechanism: "gaussian", Rho: 0.15 * rho}, {Mechanism: "laplace", Epsilon: eps}} {
 			if law.Mechanism == "laplace" && eps == 8 && testing.Short() {
-				continue // 10⁵ samples per side
+				continue // 7·10⁴ samples per side
 			}
 			d, n, ok, err := PlanShift(law, conf, 150000)
 			if err != nil || !ok || d.Margin < ShiftPowerMargin {
@@ -55,6 +55,22 @@ func TestPlannedShiftHasPowerAtEveryEpsilon(t *testing.T) {
 						eps, law.Mechanism, law.Rho, f, r.Violation, r.EpsilonLowerBound, d.Epsilon, d.Delta, d.Group, n)
 				}
 			}
+		}
+	}
+}
+
+// A pure ε = 8 release is planned where its event is rare on side 0
+// (rareCounts): 30 000 samples per side at confidence 0.95 and 70 000 at
+// 1 − 10⁻⁴ (the normal approximation, which needs an expected count of 5
+// there, planned 10⁵); deterministic.
+func TestPlanShiftRareEvents(t *testing.T) {
+	for _, c := range []struct {
+		conf float64
+		want int
+	}{{0.95, 30000}, {1 - 1e-4, 70000}} {
+		d, n, ok, err := PlanShift(ReleaseLaw{Mechanism: "laplace", Epsilon: 8}, c.conf, 150000)
+		if err != nil || !ok || n != c.want {
+			t.Errorf("confidence %g: %d runs (want %d), ok %v, %v; plan %+v", c.conf, n, c.want, ok, err, d)
 		}
 	}
 }
