@@ -804,7 +804,7 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	}
 	// (d) the release check (audit_raw.go): a run's first additive release
 	// against its own claim, at the sensitivity derived from the pair.
-	rc := newReleaseCheck(draws, design != nil && design.PerCoordinate)
+	rc := newReleaseCheck(draws, common, design != nil && design.PerCoordinate)
 	if rc != nil && noClaim {
 		// A method that claims nothing about the data: only its noise is
 		// audited, against its mechanism's declared sensitivity.

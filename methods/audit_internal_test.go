@@ -46,11 +46,11 @@ func TestAuditRawStatistics(t *testing.T) {
 		{{{Mechanism: "rr"}, lap([]float64{0, 0}, []float64{0.5, 1}, 1, 1)}, {{Mechanism: "rr"}, lap([]float64{0, 0}, []float64{-1, 2}, 1, 1)}},
 		{{{Mechanism: "rr"}, lap([]float64{1, 1}, []float64{0, 0}, 1, 1)}, {{Mechanism: "rr"}, lap([]float64{1, 1}, []float64{3, 3}, 1, 1)}},
 	}
-	rc := newReleaseCheck(pair, false)
+	rc := newReleaseCheck(pair, commonDraws(pair), false)
 	if rc == nil || rc.index != 1 || rc.realised != 2 || rc.derived != 2 || rc.reach() != 2 {
 		t.Fatalf("release check %+v: want release 2, realised ℓ1 2 > declared 1", rc)
 	}
-	if rc := newReleaseCheck(pair, true); rc.realised != 1 || rc.derived != 1 {
+	if rc := newReleaseCheck(pair, commonDraws(pair), true); rc.realised != 1 || rc.derived != 1 {
 		t.Errorf("per-coordinate release check %+v: want realised ℓ∞ 1", rc)
 	}
 	rc.design.Group = 3
@@ -64,10 +64,10 @@ func TestAuditRawStatistics(t *testing.T) {
 	}
 	// Coordinates that move between runs: unmeasured, no reach.
 	pair[1][1][1].Clean = []float64{7, 1}
-	if rc := newReleaseCheck(pair, false); !math.IsNaN(rc.realised) || rc.reach() != 0 || rc.derived != 1 {
+	if rc := newReleaseCheck(pair, commonDraws(pair), false); !math.IsNaN(rc.realised) || rc.reach() != 0 || rc.derived != 1 {
 		t.Errorf("varying release check %+v: want an unmeasured sensitivity", rc)
 	}
-	if rc := newReleaseCheck([2][][]mechanism.Draw{{{{Mechanism: "rr"}}}, {{{Mechanism: "rr"}}}}, false); rc != nil {
+	if rc := newReleaseCheck([2][][]mechanism.Draw{{{{Mechanism: "rr"}}}, {{{Mechanism: "rr"}}}}, 1, false); rc != nil {
 		t.Errorf("randomized response alone has no release check: %+v", rc)
 	}
 }
@@ -96,7 +96,7 @@ func TestAuditKeyedDraws(t *testing.T) {
 	if got := st.of([]mechanism.Draw{k([]string{"b", "a"}, []float64{0, 3}, []float64{7, 3})}); math.Abs(got-4.5) > 1e-12 {
 		t.Errorf("keyed statistic %v, want 4.5", got)
 	}
-	rc := newReleaseCheck(runs, false)
+	rc := newReleaseCheck(runs, commonDraws(runs), false)
 	if rc == nil || math.Abs(rc.realised-3) > 1e-12 {
 		t.Fatalf("release check %+v, want realised 3 (key a moved by 3)", rc)
 	}
@@ -106,7 +106,7 @@ func TestAuditKeyedDraws(t *testing.T) {
 			r[0].Keys = nil
 		}
 	}
-	if rc := newReleaseCheck(runs, false); !math.IsNaN(rc.realised) {
+	if rc := newReleaseCheck(runs, commonDraws(runs), false); !math.IsNaN(rc.realised) {
 		t.Errorf("unkeyed: realised %v, want NaN (the coordinates move between runs)", rc.realised)
 	}
 }

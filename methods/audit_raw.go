@@ -505,18 +505,19 @@ func (rc *releaseCheck) trainings(n int) int { return (n + rc.pool - 1) / rc.poo
 // whose pair reaches the most of its declared sensitivity (the first
 // additive release on a tie or when none is measurable; nil when they made
 // none), measuring its sensitivity on the pair; perCoord measures it in
-// ℓ∞. Every release the runs make alike (commonDraws) is a candidate: a
+// ℓ∞. Every release among the common draws the runs make alike
+// (commonDraws, common of them) is a candidate: a
 // later release whose input the pair moves beyond its declared
 // sensitivity — dp-ease's Gram without its per-user normalisation — is
 // the one to test.
-func newReleaseCheck(runs [2][][]mechanism.Draw, perCoord bool) *releaseCheck {
+func newReleaseCheck(runs [2][][]mechanism.Draw, common int, perCoord bool) *releaseCheck {
 	ref := runs[0][0]
 	first := slices.IndexFunc(ref, func(d mechanism.Draw) bool { return d.Mechanism != "rr" })
 	if first < 0 {
 		return nil
 	}
 	best := releaseCheckOf(runs, first, perCoord)
-	for idx := first + 1; idx < commonDraws(runs); idx++ {
+	for idx := first + 1; idx < common; idx++ {
 		if ref[idx].Mechanism == "rr" {
 			continue
 		}
