@@ -146,6 +146,10 @@ type AuditReport struct {
 	// SensitivityFactor is the factor the sensitivity every release was
 	// calibrated for was multiplied by (1: as released).
 	SensitivityFactor float64 `json:"sensitivity_factor"`
+	// Unsampled says why the data-level bound was not sampled: no outcome
+	// of the runs planned could exceed the claim tested (empty: sampled,
+	// or skipped by Samples < 0).
+	Unsampled string `json:"unsampled,omitempty"`
 	// Fault is the safeguard removed in the audited trainings (AuditFault;
 	// empty: none).
 	Fault string `json:"fault,omitempty"`
@@ -795,6 +799,15 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 		rep.NoGuarantee, rep.TestedEpsilon, rep.TestedDelta, rep.Statistic = true, 0, 0, ""
 	}
 	if o.Samples > 0 && sample != nil && !noClaim {
+		if most := audit.MaxLowerBound(dataSamples, o.Confidence, len(events), rep.TestedDelta); most <= rep.TestedEpsilon {
+			// No outcome of the runs could contradict the claim (onebit-outp's
+			// whole-matrix ε): they are not made; the release check audits
+			// the noise against its own claim.
+			rep.Unsampled = fmt.Sprintf("%d trainings per side bound ε by at most %.3g, below the claim %.4g: not made", dataSamples, most, rep.TestedEpsilon)
+			sample = nil
+		}
+	}
+	if o.Samples > 0 && sample != nil && !noClaim {
 		spec := audit.Spec{Mechanism: name, ClaimedEpsilon: rep.TestedEpsilon, Delta: rep.TestedDelta, Sample: sample, Events: events}
 		res, err := audit.Run(ctx, spec, dataSamples, o.Confidence, noise.Seeded(o.Seed^0x6c6f776572))
 		if err != nil {
@@ -822,6 +835,9 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	}
 	rep.SensitivityFactor, rep.Fault, rep.Proven = sfactor, string(o.Fault), g.Status == privacy.Proven && !noClaim
 	rep.NoPower = noPower(rc, rep.ReleaseCheck, g, noClaim)
+	if rep.Unsampled != "" && rep.ReleaseCheck == nil {
+		rep.NoPower = append(rep.NoPower, "the data-level bound: "+rep.Unsampled+", and no additive release to check")
+	}
 	rep.Violation = len(rep.Differences) > 0 || len(rep.Canaries) > 0 || rep.EpsilonLowerBound > rep.TestedEpsilon
 	if noClaim {
 		rep.Violation = false // un-noised fields are what status none says

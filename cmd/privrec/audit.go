@@ -377,6 +377,9 @@ func printAuditReport(out io.Writer, rep *methods.AuditReport) {
 		fmt.Fprintf(out, "ε lower bound       %.4f against %s (%.0f%% confidence, %d trainings per side; %s; %s)\n",
 			rep.EpsilonLowerBound, tested, 100*rep.Confidence, rep.Samples, rep.Statistic, rep.Event)
 	}
+	if rep.Unsampled != "" {
+		fmt.Fprintf(out, "ε lower bound       not sampled (%s): %s\n", rep.Statistic, rep.Unsampled)
+	}
 	if r := rep.ReleaseCheck; r != nil {
 		claim := fmt.Sprintf("ε = %.4g", r.ClaimedEpsilon)
 		if r.ClaimedRho > 0 {

@@ -270,6 +270,20 @@ func Run(ctx context.Context, spec Spec, n int, confidence float64, src *noise.S
 	return r, nil
 }
 
+// MaxLowerBound is the largest ε lower bound Run can report with n samples
+// per side at the confidence over k events and δ: an event seen in every
+// sample of one side and in none of the other. A claim at or above it
+// cannot be contradicted with n samples, whatever the mechanism does.
+func MaxLowerBound(n int, confidence float64, k int, delta float64) float64 {
+	alpha := (1 - confidence) / float64(4*max(k, 1))
+	lo, _ := ClopperPearson(n, n, alpha)
+	_, hi := ClopperPearson(0, n, alpha)
+	if !(lo-delta > 0) || !(hi > 0) {
+		return math.Inf(-1)
+	}
+	return math.Log((lo - delta) / hi)
+}
+
 // PilotEvents fixes a pipeline audit's events before its sampling: it draws
 // n outputs of side 0 from src (a stream of its own, not the audit's) and
 // returns {y ≥ q} and {y ≤ q} at the 1, 5, 20, 50, 80, 95 and 99 %

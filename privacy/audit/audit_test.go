@@ -396,3 +396,20 @@ func TestReleasePathAudited(t *testing.T) {
 		}
 	})
 }
+
+// MaxLowerBound is what Run reports for an event seen on every sample of
+// one side and none of the other — the most any mechanism can show with n
+// samples (so a claim above it cannot be contradicted); deterministic.
+func TestMaxLowerBound(t *testing.T) {
+	for _, n := range []int{100, 1200} {
+		spec := Spec{Mechanism: "separating", ClaimedEpsilon: 100, Events: []Event{{Kind: AtLeast, T: 0.5}, {Kind: AtMost, T: 0.5}},
+			Sample: func(_ *noise.Source, side int) float64 { return float64(side) }}
+		r, err := Run(context.Background(), spec, n, 0.95, noise.Seeded(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if most := MaxLowerBound(n, 0.95, len(spec.Events), 0); math.Abs(r.EpsilonLowerBound-most) > 1e-9 || r.Violation {
+			t.Errorf("n = %d: bound %v, MaxLowerBound %v, violation %v", n, r.EpsilonLowerBound, most, r.Violation)
+		}
+	}
+}
