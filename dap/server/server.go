@@ -389,6 +389,7 @@ const retryAfter = "5"
 
 func (s *Server) fail(w http.ResponseWriter, err error) {
 	var sq *sqlite.Error
+	dbWhy, pgDown := pgUnavailable(err) // why the database refused (SQLite's: below)
 	switch {
 	case errors.Is(err, dap.ErrInvalid):
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -400,14 +401,17 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusForbidden, err.Error())
 	case errors.Is(err, errTooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
-	case errors.Is(err, errUnavailable), errors.Is(err, errLocked), errors.As(err, &sq):
+	case errors.Is(err, errUnavailable), errors.Is(err, errLocked), errors.As(err, &sq), pgDown:
 		// The database (full, failing, busy) or the task's lock: nothing
 		// was changed; the client retries.
 		s.log.Warn("request refused: unavailable", "err", err)
 		w.Header().Set("Retry-After", retryAfter)
 		msg := err.Error()
 		if sq != nil {
-			msg = "the aggregator's database cannot take it right now (" + sqlite.ErrorCodeString[sq.Code()&0xff] + "); nothing was changed; retry later"
+			dbWhy = sqlite.ErrorCodeString[sq.Code()&0xff]
+		}
+		if dbWhy != "" {
+			msg = "the aggregator's database cannot take it right now (" + dbWhy + "); nothing was changed; retry later"
 		}
 		writeError(w, http.StatusServiceUnavailable, msg)
 	case errors.Is(err, errHelper):

@@ -100,3 +100,19 @@ func isUniqueViolation(err error) bool {
 	}
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint")
 }
+
+// pgUnavailable reports whether err is PostgreSQL refusing or failing a
+// statement (its SQLSTATE: a full disk is 53100, a lost connection class
+// 08) or not answering a connection: the request changed nothing and is
+// to be retried (503, as any SQLite error is).
+func pgUnavailable(err error) (string, bool) {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return "SQLSTATE " + pg.Code, true
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return "no connection", true
+	}
+	return "", false
+}

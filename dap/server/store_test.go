@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/privrec/privrec/dap"
 	"github.com/privrec/privrec/privacy/mechanism"
 	"github.com/privrec/privrec/service/store/storetest"
@@ -479,5 +481,26 @@ func TestCommitUploadsBatch(t *testing.T) {
 	s.st.db.QueryRow(`SELECT sum(spent_rho_nano) FROM users`).Scan(&spent)
 	if fmt.Sprint(errs) != "[false true false true]" || n != 2 || spent != 2*nanoRho(task.Rho) {
 		t.Errorf("refused %v, %d stored, %d nano-ρ charged; want [false true false true], 2 stored, 2 charges", errs, n, spent)
+	}
+}
+
+// TestFailDatabaseUnavailable: PostgreSQL refusing a statement (here a
+// full disk, SQLSTATE 53100) or not answering is a 503 with Retry-After,
+// as SQLite's errors are; an error of unknown cause stays a 500.
+func TestFailDatabaseUnavailable(t *testing.T) {
+	s := newTestServer(t, dap.Leader)
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{fmt.Errorf("dap store: report: %w", &pgconn.PgError{Code: "53100", Message: "could not extend file"}), http.StatusServiceUnavailable},
+		{fmt.Errorf("store: %w", &pgconn.ConnectError{}), http.StatusServiceUnavailable},
+		{errors.New("something else"), http.StatusInternalServerError},
+	} {
+		rec := httptest.NewRecorder()
+		s.fail(rec, tc.err)
+		if rec.Code != tc.want || (tc.want == http.StatusServiceUnavailable && rec.Header().Get("Retry-After") == "") {
+			t.Errorf("%v: HTTP %d (Retry-After %q) %s, want %d", tc.err, rec.Code, rec.Header().Get("Retry-After"), rec.Body, tc.want)
+		}
 	}
 }
