@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/privrec/privrec/privacy/accountant"
-	"github.com/privrec/privrec/privacy/noise"
+	"gonum.org/v1/gonum/mathext"
 )
 
 // The test point of a release check. An additive release y = x + z of a
@@ -86,14 +86,10 @@ func DesignShift(law ReleaseLaw, n int, confidence float64) (ShiftDesign, error)
 	nf := float64(n)
 	best := ShiftDesign{Margin: math.Inf(-1)}
 	rare := newRareCounts(n, alpha)
-	// The rare-count regime needs p₀ exactly: the ℓ2 Laplace law's
-	// probabilities are simulated (20 000 draws), too few to resolve a p₀
-	// of order 1/n.
-	exact := law.Mechanism != "l2laplace"
 	// score is the expected margin of the test {y ≥ s} at claim (ε', δ')
 	// with probabilities p1 (side 1) and p0 (side 0) under the alternative.
 	score := func(p1, p0, eps, delta float64) float64 {
-		if nf*p1 < 5 || nf*(1-p1) < 5 || (!exact && nf*p0 < 5) {
+		if nf*p1 < 5 || nf*(1-p1) < 5 {
 			return math.Inf(-1) // the normal approximation does not hold
 		}
 		e := math.Exp(eps)
@@ -151,32 +147,12 @@ func DesignShift(law ReleaseLaw, n int, confidence float64) (ShiftDesign, error)
 		if !(law.Epsilon > 0) || math.IsInf(law.Epsilon, 0) || law.Dim < 1 {
 			return ShiftDesign{}, fmt.Errorf("design: l2laplace release with ε = %v in dimension %d", law.Epsilon, law.Dim)
 		}
-		ba := shiftAlternative / law.Epsilon
-		const m = 20000
-		src := noise.Seeded(0x6c326c6170) // fixed: the design depends on the claim only
-		zs := make([][]float64, m)
-		for i := range zs {
-			zs[i] = make([]float64, law.Dim)
-			noise.Sphere(src, zs[i])
-			r := noise.Gamma(src, float64(law.Dim), ba)
-			for j := range zs[i] {
-				zs[i][j] *= r
-			}
-		}
+		tails := newL2Tails(law.Dim, shiftAlternative/law.Epsilon)
 		for _, k := range groups(func(k int) bool { return float64(k)*law.Epsilon <= 8 }) {
-			eps := float64(k) * law.Epsilon
-			t0, t1 := make([]float64, m), make([]float64, m)
-			for i, zv := range zs {
-				t0[i] = l2Stat(zv, 0, float64(k))
-				t1[i] = l2Stat(zv, float64(k), float64(k))
-			}
-			slices.Sort(t0)
-			slices.Sort(t1)
+			eps, kf := float64(k)*law.Epsilon, float64(k)
 			for j := range 101 {
-				s := float64(k) * (0.2 + 0.8*float64(j)/100)
-				p0 := tailFrac(t0, s)
-				p1 := tailFrac(t1, s)
-				consider(k, s, eps, 0, score(p1, p0, eps, 0))
+				s := kf * (0.2 + 0.8*float64(j)/100)
+				consider(k, s, eps, 0, score(tails.side1(kf, s), tails.side0(kf, s), eps, 0))
 			}
 		}
 	default:
@@ -230,6 +206,74 @@ func (r rareCounts) margin(p1, p0, e, delta, z float64) float64 {
 	// The tail beyond the table (< 10⁻¹⁵ for λ < 5) counts as missed.
 	miss = math.Min(1, miss+1e-15)
 	return -normQuantile(miss)
+}
+
+// l2Tails gives the tail probabilities of the ℓ2 Laplace design's
+// statistic exactly (by quadrature, not simulation: the rare-count regime
+// needs p₀ of order 10⁻⁶). The noise is z = r·u with r ~ Gamma(d, b) and u
+// uniform on the unit sphere, whose first coordinate c has (c + 1)/2 ~
+// Beta((d−1)/2, (d−1)/2) (uniform for d = 3). For a shift K:
+//
+//	side 0: T = ‖z‖ − ‖z − K·e₁‖ ≥ s  ⇔  r ≥ s and c ≥ (K² − s² + 2rs)/(2Kr)
+//	side 1: T = ‖z + K·e₁‖ − ‖z‖ ≥ s  ⇔  r + s ≤ 0 or c ≥ (2rs + s² − K²)/(2Kr)
+//
+// (squaring √(r² ∓ 2Krc + K²) against r ∓ s), averaged over r by the
+// midpoint rule on [0, (d + 60)·b] (the Gamma tail beyond is below e⁻⁵⁰).
+type l2Tails struct {
+	d    int
+	r, w []float64
+}
+
+func newL2Tails(d int, b float64) l2Tails {
+	const nodes = 3000
+	top := (float64(d) + 60) * b
+	h := top / nodes
+	t := l2Tails{d: d, r: make([]float64, nodes), w: make([]float64, nodes)}
+	lg, _ := math.Lgamma(float64(d))
+	for i := range nodes {
+		r := (float64(i) + 0.5) * h
+		t.r[i] = r
+		t.w[i] = h * math.Exp(float64(d-1)*math.Log(r)-r/b-lg-float64(d)*math.Log(b))
+	}
+	return t
+}
+
+// capAbove is P(c ≥ x) for c the first coordinate of a uniform unit vector.
+func (t l2Tails) capAbove(x float64) float64 {
+	switch {
+	case x <= -1:
+		return 1
+	case x > 1:
+		return 0
+	case t.d == 1:
+		return 0.5
+	case t.d == 3:
+		return (1 - x) / 2
+	}
+	a := float64(t.d-1) / 2
+	return mathext.RegIncBeta(a, a, (1-x)/2)
+}
+
+func (t l2Tails) side0(k, s float64) float64 {
+	var p float64
+	for i, r := range t.r {
+		if r >= s {
+			p += t.w[i] * t.capAbove((k*k-s*s+2*r*s)/(2*k*r))
+		}
+	}
+	return math.Min(p, 1)
+}
+
+func (t l2Tails) side1(k, s float64) float64 {
+	var p float64
+	for i, r := range t.r {
+		if r+s <= 0 {
+			p += t.w[i]
+		} else {
+			p += t.w[i] * t.capAbove((2*r*s+s*s-k*k)/(2*k*r))
+		}
+	}
+	return math.Min(p, 1)
 }
 
 // ShiftStatistic is the ℓ2 Laplace statistic of a design: ‖z + a·e₁‖ −

@@ -74,3 +74,47 @@ func TestPlanShiftRareEvents(t *testing.T) {
 		}
 	}
 }
+
+// The ℓ2 Laplace design's tail probabilities, computed by quadrature
+// (l2Tails), agree with a simulation of the statistic (2·10⁵ draws per
+// case) within 5 standard deviations; fixed seed (a false failure needs a
+// 5-sd deviation, < 6·10⁻⁷ per comparison).
+func TestL2TailsMatchSimulation(t *testing.T) {
+	const m = 200000
+	for _, c := range []struct {
+		d    int
+		b, k float64
+	}{{3, 1.0 / 16, 1}, {3, 0.5, 2}, {5, 0.25, 1}, {2, 0.5, 1}} {
+		tails := newL2Tails(c.d, c.b)
+		src := noise.Seeded(uint64(7 * c.d))
+		t0, t1 := make([]float64, m), make([]float64, m)
+		z := make([]float64, c.d)
+		for i := range m {
+			noise.Sphere(src, z)
+			r := noise.Gamma(src, float64(c.d), c.b)
+			for j := range z {
+				z[j] *= r
+			}
+			t0[i], t1[i] = ShiftStatistic(z, 0, int(c.k)), ShiftStatistic(z, c.k, int(c.k))
+		}
+		for _, f := range []float64{-0.5, 0.2, 0.5, 0.8} {
+			s := f * c.k
+			for side, pair := range [][2]float64{{tails.side0(c.k, s), frac(t0, s)}, {tails.side1(c.k, s), frac(t1, s)}} {
+				exact, sim := pair[0], pair[1]
+				if sd := math.Sqrt(exact*(1-exact)/m) + 1/float64(m); math.Abs(exact-sim) > 5*sd {
+					t.Errorf("d %d, b %g, K %g, s %g, side %d: quadrature %.6g, simulation %.6g", c.d, c.b, c.k, s, side, exact, sim)
+				}
+			}
+		}
+	}
+}
+
+func frac(xs []float64, s float64) float64 {
+	n := 0
+	for _, x := range xs {
+		if x >= s {
+			n++
+		}
+	}
+	return float64(n) / float64(len(xs))
+}
