@@ -42,7 +42,7 @@ type faultOutcome struct{ note string }
 // counts one item: the release reads each count off exactly), every
 // device charged its task's ρ once, and the task collected.
 func TestDapFaults(t *testing.T) {
-	runFaultCases(t, faultCases(), nil)
+	runFaultCases(t, faultCases(), testtier.Quick(), nil)
 }
 
 // faultDevices is the number of devices of each fault scenario (jobs of
@@ -90,7 +90,7 @@ func TestDapFaultsPostgres(t *testing.T) {
 			cases = append(cases, fc)
 		}
 	}
-	runFaultCases(t, cases, func(t *testing.T, r *dapRig) {
+	runFaultCases(t, cases, false, func(t *testing.T, r *dapRig) {
 		leader, helper := storetest.URL(t, "postgres"), storetest.URL(t, "postgres")
 		for _, name := range []string{"leader", "leader2"} {
 			r.extra[name] = []string{"--db", leader}
@@ -99,11 +99,11 @@ func TestDapFaultsPostgres(t *testing.T) {
 	})
 }
 
-// runFaultCases runs fault scenarios (setup, when set, points the rig's
-// processes at their databases) and logs the table of outcomes.
-func runFaultCases(t *testing.T, cases []faultCase, setup func(*testing.T, *dapRig)) {
+// runFaultCases runs fault scenarios (in the quick tier only those marked
+// quick or short; setup, when set, points the rig's processes at their
+// databases) and logs the table of outcomes.
+func runFaultCases(t *testing.T, cases []faultCase, quickTier bool, setup func(*testing.T, *dapRig)) {
 	var table []string
-	quickTier := testtier.Quick() // the long tier runs every scenario
 	for _, fc := range cases {
 		if (testing.Short() && !fc.short) || (quickTier && !fc.short && !fc.quick) {
 			continue
