@@ -37,7 +37,21 @@ func dbURL(t *testing.T, kind string) string {
 type pair struct {
 	leader, helper *Server
 	leaderURL      string
-	cfg            Config // the leader's configuration (for more leader processes on its database)
+	cfg, helperCfg Config // the configurations (for more processes on their databases)
+	// helpers serve the helper's URL in turn (more helper processes on
+	// its database, behind one address).
+	mu      sync.Mutex
+	helpers []http.Handler
+	turn    int
+}
+
+// toHelper passes a request to the next helper process in turn.
+func (p *pair) toHelper(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	h := p.helpers[p.turn%len(p.helpers)]
+	p.turn++
+	p.mu.Unlock()
+	h.ServeHTTP(w, r)
 }
 
 func newPair(t *testing.T, leaderDB, helperDB string) *pair {
@@ -51,13 +65,14 @@ func newPair(t *testing.T, leaderDB, helperDB string) *pair {
 		}
 		return Config{Role: role, DB: db, Key: key, Secret: secret, AggregatorToken: testToken, AdminToken: testToken, BudgetRho: 100, MinBatch: 1, BatchSize: 4}
 	}
-	p := &pair{}
+	p := &pair{helperCfg: cfg(dap.Helper, helperDB)}
 	var err error
-	if p.helper, err = New(context.Background(), cfg(dap.Helper, helperDB)); err != nil {
+	if p.helper, err = New(context.Background(), p.helperCfg); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.helper.Close() })
-	hs := httptest.NewServer(p.helper.Handler())
+	p.helpers = []http.Handler{p.helper.Handler()}
+	hs := httptest.NewServer(http.HandlerFunc(p.toHelper))
 	t.Cleanup(hs.Close)
 	p.cfg = cfg(dap.Leader, leaderDB)
 	p.cfg.HelperURL = hs.URL
@@ -275,9 +290,10 @@ func TestStoreConcurrentCharges(t *testing.T) {
 }
 
 // TestTwoLeadersShareJobs: two leader servers on one database (as two
-// processes would be) aggregate one task at once; they divide its jobs
-// (each claims its own) and every report is counted once, at the leader
-// and at the helper, on each kind of database.
+// processes would be) aggregate one task at once, with two helper servers
+// on the helper's database taking the jobs in turn; the leaders divide the
+// jobs (each claims its own) and every report is counted once, at the
+// leader and at the helper, on each kind of database.
 func TestTwoLeadersShareJobs(t *testing.T) {
 	for _, kind := range storetest.Kinds {
 		t.Run(kind, func(t *testing.T) {
@@ -290,6 +306,16 @@ func TestTwoLeadersShareJobs(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer second.Close()
+			hcfg := p.helperCfg
+			hcfg.Mode = OpenExisting
+			helper2, err := New(context.Background(), hcfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer helper2.Close()
+			p.mu.Lock()
+			p.helpers = append(p.helpers, helper2.Handler())
+			p.mu.Unlock()
 			task := countsTask(t, "t", 8)
 			tb, _ := json.Marshal(task)
 			if c := do(t, http.MethodPost, p.leaderURL+"/dap/v1/admin/tasks", testToken, tb, "application/json", &task); c != http.StatusCreated {
