@@ -280,7 +280,7 @@ func (s *store) checkExisting(ctx context.Context, tx *sqlTx, mode StoreMode) er
 			return fmt.Errorf("dap store: %s: %w", s.name, err)
 		}
 		if n > 0 {
-			return fmt.Errorf("%w: %s: its schema holds %d other tables and none of an aggregator's; make the aggregator's database in an empty schema (search_path in the URL)", ErrExists, s.name, n)
+			return fmt.Errorf("dap store: %s: its schema holds %d other tables and none of an aggregator's; make the aggregator's database in an empty schema of its own (search_path=SCHEMA in the URL)", s.name, n)
 		}
 	}
 	return nil

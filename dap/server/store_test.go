@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -528,5 +530,32 @@ func TestFailDatabaseUnavailable(t *testing.T) {
 		if rec.Code != tc.want || (tc.want == http.StatusServiceUnavailable && rec.Header().Get("Retry-After") == "") {
 			t.Errorf("%v: HTTP %d (Retry-After %q) %s, want %d", tc.err, rec.Code, rec.Header().Get("Retry-After"), rec.Body, tc.want)
 		}
+	}
+}
+
+// TestStoreRefusesForeignSchema: an aggregator's database is made only
+// in an empty PostgreSQL schema: one holding another application's tables
+// is refused, and nothing is added to it.
+func TestStoreRefusesForeignSchema(t *testing.T) {
+	url := storetest.URL(t, "postgres")
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE other_app (id INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	key, err := dap.NewKeyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(context.Background(), Config{Role: dap.Helper, DB: url, Key: key, Secret: make([]byte, 32), AggregatorToken: testToken, Mode: CreateNew})
+	if err == nil || !strings.Contains(err.Error(), "other tables") {
+		t.Fatalf("creating in a schema with another table: %v, want a refusal naming it", err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d tables in the schema after the refusal (%v), want only the other application's", n, err)
 	}
 }
