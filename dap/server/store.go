@@ -99,6 +99,14 @@ var migrations = [][3]string{
 	{"jobs", "expires_ms", "INTEGER"},
 }
 
+// indexes are made after the migrations (they index added columns).
+var indexes = []string{
+	// A task's pending reports (no job yet) in report-ID order, read from
+	// the index alone: a scan of the reports would read through each
+	// large row to reach its job_id.
+	`CREATE INDEX IF NOT EXISTS reports_pending ON reports (task_id, job_id, report_id)`,
+}
+
 // schemaVersion is recorded in meta; a database of a later version is
 // refused (this privrec does not know its tables).
 const schemaVersion = 3
@@ -304,6 +312,11 @@ func (s *store) makeSchema(ctx context.Context, tx *sqlTx) error {
 		}
 		if _, err := tx.ExecContext(ctx, s.d.DDL(`ALTER TABLE `+m[0]+` ADD COLUMN `+m[1]+` `+m[2])); err != nil {
 			return fmt.Errorf("dap store: %s: adding %s.%s: %w", s.name, m[0], m[1], err)
+		}
+	}
+	for _, q := range indexes {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("dap store: %s: schema: %w", s.name, err)
 		}
 	}
 	if s.d.Postgres() {
@@ -673,27 +686,36 @@ func (s *store) nextJob(ctx context.Context, taskID, holder string, limit int, u
 	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET holder = ?, expires_ms = ? WHERE task_id = ? AND job_id = ?`, holder, until.UnixMilli(), taskID, jobID); err != nil {
 		return "", nil, fmt.Errorf("dap store: claiming job %s: %w", jobID, err)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT body FROM reports WHERE task_id = ? AND job_id = ? ORDER BY report_id`, taskID, jobID)
-	if err != nil {
-		return "", nil, fmt.Errorf("dap store: %w", err)
+	if reps, err = s.jobReports(ctx, tx, taskID, jobID); err != nil {
+		return "", nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
+	return jobID, reps, tx.Commit()
+}
+
+// jobReports reads a job's reports by their IDs, in the job's order
+// (report-ID order): each a lookup by primary key, not a scan of the
+// task's reports (which would read through every large row to its job).
+func (s *store) jobReports(ctx context.Context, tx *sqlTx, taskID, jobID string) ([]dap.Report, error) {
+	var ids []byte
+	if err := tx.QueryRowContext(ctx, `SELECT ids FROM jobs WHERE task_id = ? AND job_id = ?`, taskID, jobID).Scan(&ids); err != nil {
+		return nil, fmt.Errorf("dap store: job %s: %w", jobID, err)
+	}
+	if len(ids)%dap.ReportIDSize != 0 {
+		return nil, fmt.Errorf("dap store: job %s: its report list has %d bytes, not a multiple of %d", jobID, len(ids), dap.ReportIDSize)
+	}
+	reps := make([]dap.Report, 0, len(ids)/dap.ReportIDSize)
+	for i := 0; i < len(ids); i += dap.ReportIDSize {
 		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return "", nil, fmt.Errorf("dap store: %w", err)
+		if err := tx.QueryRowContext(ctx, `SELECT body FROM reports WHERE task_id = ? AND report_id = ?`, taskID, ids[i:i+dap.ReportIDSize]).Scan(&b); err != nil {
+			return nil, fmt.Errorf("dap store: job %s: report %d: %w", jobID, i/dap.ReportIDSize, err)
 		}
 		rep, err := decodeStoredReport(b)
 		if err != nil {
-			return "", nil, err
+			return nil, err
 		}
 		reps = append(reps, rep)
 	}
-	if err := rows.Err(); err != nil {
-		return "", nil, fmt.Errorf("dap store: %w", err)
-	}
-	rows.Close()
-	return jobID, reps, tx.Commit()
+	return reps, nil
 }
 
 // skipLocked makes a claiming read pass over rows another transaction is
