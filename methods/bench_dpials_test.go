@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,15 +28,19 @@ var (
 	benchItems        = flag.Int("dpials.items", 20_000, "BenchmarkDPIALSScale: items")
 	benchInteractions = flag.Int64("dpials.interactions", 5_000_000, "BenchmarkDPIALSScale: interactions")
 	benchEpsilon      = flag.Float64("dpials.epsilon", 1, "BenchmarkDPIALSScale: ε (δ = 10⁻⁶)")
-	benchParams       = flag.String("dpials.params", "", "BenchmarkDPIALSScale: dp-ials parameters as name=value,… (e.g. steps=2,rank=64)")
+	benchParams       = flag.String("dpials.params", "", "BenchmarkDPIALSScale: the method's parameters as name=value,… (e.g. steps=2,rank=64)")
+	benchMethod       = flag.String("dpials.method", "dp-ials", "BenchmarkDPIALSScale: the method trained (dp-ials, ials, ease, …)")
 )
 
-// BenchmarkDPIALSScale trains dp-ials on a Netflix-like synthetic
-// population (synth.Implicit: power-law popularity, log-normal activity,
-// genre taste; generated in memory before the timer starts) and reports
-// the wall time of one training (the counts, the initial Gram and its
-// eigenvectors, every user's exact solve, the per-item statistics and
-// their release, the item solves) and the process's peak resident memory
+// BenchmarkDPIALSScale trains dp-ials (or -dpials.method) on a
+// Netflix-like synthetic population (synth.Implicit: power-law
+// popularity, log-normal activity, genre taste; generated in memory
+// before the timer starts) and reports the wall time of one training (for
+// dp-ials: the counts, the initial Gram and its eigenvectors, every
+// user's exact solve, the per-item statistics and their release, the item
+// solves), its CPU-seconds (user + system of the process during the
+// training: what it costs on a shared machine, where the wall time
+// depends on the neighbours) and the process's peak resident memory
 // (VmHWM, the data included). Skipped with -short.
 func BenchmarkDPIALSScale(b *testing.B) {
 	if testing.Short() {
@@ -67,16 +72,17 @@ func BenchmarkDPIALSScale(b *testing.B) {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b.ResetTimer()
 	for range b.N {
-		c, err := Configure("dp-ials", params)
+		c, err := Configure(*benchMethod, params)
 		if err != nil {
 			b.Fatal(err)
 		}
-		start := time.Now()
-		rel, err := Train(context.Background(), "dp-ials", c, in, Env{Epsilon: *benchEpsilon, Delta: 1e-6, Noise: noise.Secure(), Rand: noise.Seeded(1), Seed: 1, Log: log})
+		start, cpu0 := time.Now(), cpuSeconds()
+		rel, err := Train(context.Background(), *benchMethod, c, in, Env{Epsilon: *benchEpsilon, Delta: 1e-6, Noise: noise.Secure(), Rand: noise.Seeded(1), Seed: 1, Log: log})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(time.Since(start).Seconds(), "wall-s/op")
+		b.ReportMetric(cpuSeconds()-cpu0, "CPU-s/op")
 		b.Logf("%d users × %d items, %d interactions (generated in %.1f s): %v", data.NumUsers(), data.NumItems(), data.Len(), gen.Seconds(), rel.Report)
 	}
 	b.ReportMetric(peakRSSGB(), "peak-RSS-GB")
@@ -97,4 +103,14 @@ func peakRSSGB() float64 {
 		}
 	}
 	return 0
+}
+
+// cpuSeconds is the process's user + system CPU time so far (0 if
+// unknown).
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
