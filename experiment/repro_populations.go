@@ -214,6 +214,9 @@ func populationsFigure(out string, pops []populationResult) ([]string, error) {
 			title = fmt.Sprintf("%s: %d training users, %d items", p.spec.Name, p.pop.TrainUsers, p.pop.Items)
 		}
 		f := p.spec.recallFigure(title, ms, p.private, p.runs)
+		for i, ser := range f.Series { // each method its look in every panel
+			f.Series[i].Style = slices.Index(figureMethods, strings.TrimSuffix(ser.Label, " (non-private)")) + 1
+		}
 		if len(f.Series) > 0 {
 			panels.Figures = append(panels.Figures, f)
 		}

@@ -36,6 +36,9 @@ type Series struct {
 	Flat  bool
 	// Dashed draws a (non-flat) reference line dashed, like a baseline.
 	Dashed bool
+	// Style picks the series' colour and glyph, 1-based (0: by its
+	// position), so a method keeps its look across figures or panels.
+	Style int
 }
 
 // Figure is a line plot of several series.
@@ -107,6 +110,9 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 	for k, s := range f.Series {
 		if len(s.X) == 0 {
 			continue
+		}
+		if s.Style > 0 {
+			k = s.Style - 1
 		}
 		col := Colour(k)
 		xs, ms, sds := sortByX(s)

@@ -217,3 +217,24 @@ func TestPanels(t *testing.T) {
 		t.Error("no panels drawn without an error")
 	}
 }
+
+// TestStyle: a series' Style fixes its colour whatever its position.
+func TestStyle(t *testing.T) {
+	one := func(series ...Series) []byte {
+		f := Figure{Title: "t", XLabel: "x", YLabel: "y", Series: series}
+		var b bytes.Buffer
+		if err := f.WritePNG(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	a := Series{Label: "a", X: []float64{1, 2}, Mean: []float64{1, 2}, Style: 3}
+	if !bytes.Equal(one(a), one(Series{Label: "a", X: []float64{1, 2}, Mean: []float64{1, 2}, Style: 3})) {
+		t.Fatal("the same figure drew differently")
+	}
+	b := a
+	b.Style = 1
+	if bytes.Equal(one(a), one(b)) {
+		t.Error("Style 3 and Style 1 drew the same colour")
+	}
+}
