@@ -937,7 +937,7 @@ func runReleaseCheck(ctx context.Context, rc *releaseCheck, name string, o Audit
 	// goroutine per side: audit.Run).
 	var buf [2][]float64
 	spec := audit.Spec{Mechanism: name + " release", ClaimedEpsilon: d.Epsilon, Delta: d.Delta, Events: d.Events(rc.law),
-		Statistic: fmt.Sprintf("noise/Δ̂ of release %d", rc.index+1),
+		Statistic: releaseStatName(rc),
 		Sample: func(src *noise.Source, s int) float64 {
 			if len(buf[s]) == 0 {
 				draws, err := sample(src)
@@ -958,6 +958,14 @@ func runReleaseCheck(ctx context.Context, rc *releaseCheck, name string, o Audit
 	return rr, nil
 }
 
+// releaseStatName names the release check's statistic in reports.
+func releaseStatName(rc *releaseCheck) string {
+	if rc.mech == "rr" {
+		return "the released sign"
+	}
+	return fmt.Sprintf("noise/Δ̂ of release %d", rc.index+1)
+}
+
 // noPower lists why the release check (rc, its finding rr) could not catch
 // a method with half its noise or half its sensitivity: no test point with
 // enough margin; for a proven guarantee, a release whose coordinates vary
@@ -976,7 +984,7 @@ func noPower(rc *releaseCheck, rr *ReleaseCheck, g privacy.Guarantee, noClaim bo
 		out = append(out, fmt.Sprintf("release %d (%s): no test point reaches a margin of %d standard deviations against half the noise with at most %d samples per side (%d per run)%s",
 			rc.index+1, rc.mech, audit.ShiftPowerMargin, rc.maxRuns, rc.pool, why))
 	}
-	if noClaim || g.Status != privacy.Proven {
+	if noClaim || g.Status != privacy.Proven || rc.mech == "rr" {
 		return out // nothing proven about a sensitivity to check
 	}
 	switch {

@@ -514,7 +514,7 @@ func newReleaseCheck(runs [2][][]mechanism.Draw, common int, perCoord bool) *rel
 	ref := runs[0][0]
 	first := slices.IndexFunc(ref, func(d mechanism.Draw) bool { return d.Mechanism != "rr" })
 	if first < 0 {
-		return nil
+		return newRRCheck(ref[:min(common, len(ref))])
 	}
 	best := releaseCheckOf(runs, first, perCoord)
 	for idx := first + 1; idx < common; idx++ {
@@ -526,6 +526,41 @@ func newReleaseCheck(runs [2][][]mechanism.Draw, common int, perCoord bool) *rel
 		}
 	}
 	return best
+}
+
+// newRRCheck is the check of a method whose only releases are randomized
+// response (onebit-inp's signs): every sign a run randomizes (its draws,
+// the common ones of the pilot runs) is a sample — released from +1 on
+// side 1, from −1 on side 0 — against the mechanism's claim ε; nil when
+// there are none. Randomized response has no sensitivity to derive.
+func newRRCheck(draws []mechanism.Draw) *releaseCheck {
+	last := -1
+	for i, d := range draws {
+		if d.Mechanism == "rr" && d.Epsilon > 0 && len(d.Noised) == 1 {
+			last = i
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	d := draws[last]
+	return &releaseCheck{index: last, mech: "rr", size: 1, realised: math.NaN(),
+		law: audit.ReleaseLaw{Mechanism: "rr", Epsilon: d.Epsilon}, pool: max(1, (last+1)/2)}
+}
+
+// rrSamples appends the released signs of a run's randomized-response
+// draws (up to rc.index) whose input was +1 (shifted: side 1) or −1.
+func (rc *releaseCheck) rrSamples(dst []float64, draws []mechanism.Draw, shifted bool) []float64 {
+	n := len(dst)
+	for _, d := range draws[:min(len(draws), rc.index+1)] {
+		if d.Mechanism == "rr" && len(d.Clean) == 1 && len(d.Noised) == 1 && (d.Clean[0] > 0) == shifted {
+			dst = append(dst, d.Noised[0])
+		}
+	}
+	if len(dst) == n {
+		return append(dst, math.NaN())
+	}
+	return dst
 }
 
 // releaseCheckOf is the check of the pilot runs' release idx.
@@ -653,6 +688,9 @@ func (rc *releaseCheck) of(draws []mechanism.Draw, shifted bool) float64 {
 func (rc *releaseCheck) samples(dst []float64, draws []mechanism.Draw, shifted bool) []float64 {
 	if len(draws) <= rc.index {
 		return append(dst, math.NaN())
+	}
+	if rc.mech == "rr" {
+		return rc.rrSamples(dst, draws, shifted)
 	}
 	d := draws[rc.index]
 	if d.Mechanism != rc.mech || len(d.Noised) != rc.size || len(d.Clean) != rc.size || rc.size == 0 {

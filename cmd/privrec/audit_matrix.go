@@ -139,7 +139,7 @@ func sensitivityNotApplicable(rep *methods.AuditReport) string {
 	switch {
 	case rep.NoGuarantee:
 		return "claims nothing"
-	case rep.ReleaseCheck == nil:
+	case rep.ReleaseCheck == nil || rep.ReleaseCheck.Mechanism == "rr":
 		return "no sensitivity (a randomizer, not additive noise)"
 	case !rep.Proven:
 		return "not proven"

@@ -89,12 +89,15 @@ func DesignShift(law ReleaseLaw, n int, confidence float64) (ShiftDesign, error)
 	// score is the expected margin of the test {y ≥ s} at claim (ε', δ')
 	// with probabilities p1 (side 1) and p0 (side 0) under the alternative.
 	score := func(p1, p0, eps, delta float64) float64 {
-		if nf*p1 < 5 || nf*(1-p1) < 5 {
+		if nf*p1 < 5 {
 			return math.Inf(-1) // the normal approximation does not hold
 		}
 		e := math.Exp(eps)
 		if nf*p0 < 5 {
 			return rare.margin(p1, p0, e, delta, z)
+		}
+		if nf*(1-p1) < 5 {
+			return math.Inf(-1)
 		}
 		sd := math.Sqrt(p1*(1-p1)/nf) + e*math.Sqrt(p0*(1-p0)/nf)
 		return (p1-delta-e*p0)/sd - z
@@ -143,6 +146,17 @@ func DesignShift(law ReleaseLaw, n int, confidence float64) (ShiftDesign, error)
 				consider(k, s, eps, 0, score(laplaceSF(s-float64(k), ba), laplaceSF(s, ba), eps, 0))
 			}
 		}
+	case "rr":
+		// Randomized response claiming ε: side 1 is a sign released from
+		// +1, side 0 one released from −1, the event {y ≥ ½} (released +1)
+		// and its mirror. The alternative is the instrument's half noise,
+		// the mechanism built for 2ε.
+		if !(law.Epsilon > 0) || math.IsInf(law.Epsilon, 0) {
+			return ShiftDesign{}, fmt.Errorf("design: rr release with ε = %v", law.Epsilon)
+		}
+		e2 := law.Epsilon / shiftAlternative
+		p1, p0 := 1/(1+math.Exp(-e2)), 1/(1+math.Exp(e2))
+		consider(1, 0.5, law.Epsilon, 0, score(p1, p0, law.Epsilon, 0))
 	case "l2laplace":
 		if !(law.Epsilon > 0) || math.IsInf(law.Epsilon, 0) || law.Dim < 1 {
 			return ShiftDesign{}, fmt.Errorf("design: l2laplace release with ε = %v in dimension %d", law.Epsilon, law.Dim)
@@ -176,10 +190,14 @@ func DesignShift(law ReleaseLaw, n int, confidence float64) (ShiftDesign, error)
 type rareCounts struct {
 	nf float64
 	hi []float64 // hi[k] is the Clopper–Pearson upper bound of k in n
+	// all is the Clopper–Pearson lower bound of n in n, α^(1/n): where
+	// side 1's event is almost sure (n·(1 − p₁) < 5) its lower bound is
+	// taken as at most this.
+	all float64
 }
 
 func newRareCounts(n int, alpha float64) rareCounts {
-	r := rareCounts{nf: float64(n), hi: make([]float64, 40)}
+	r := rareCounts{nf: float64(n), hi: make([]float64, 40), all: math.Pow(alpha, 1/float64(n))}
 	for k := range r.hi {
 		_, r.hi[k] = ClopperPearson(k, n, alpha)
 	}
@@ -193,7 +211,10 @@ func newRareCounts(n int, alpha float64) rareCounts {
 // standard deviation, exceeds δ + e^ε·hi(k₀); k₁/n is taken as normal.
 func (r rareCounts) margin(p1, p0, e, delta, z float64) float64 {
 	lambda := r.nf * p0
-	sd1 := math.Sqrt(p1 * (1 - p1) / r.nf)
+	sd1 := math.Max(math.Sqrt(p1*(1-p1)/r.nf), 1e-12)
+	if r.nf*(1-p1) < 5 {
+		p1 = math.Min(p1, r.all)
+	}
 	pmf := math.Exp(-lambda)
 	var miss float64
 	for k, hi := range r.hi {

@@ -127,7 +127,7 @@ func (m *RandomizedResponse) Randomize(src *noise.Source, positive bool) bool {
 			}
 			return -1
 		}
-		m.inst.keep(m.inst.Tap(Draw{Mechanism: "rr", Clean: []float64{sign(positive)}, Noised: []float64{sign(out)}, Flip: [2]float64{m.p1, m.p2}}))
+		m.inst.keep(m.inst.Tap(Draw{Mechanism: "rr", Clean: []float64{sign(positive)}, Noised: []float64{sign(out)}, Flip: [2]float64{m.p1, m.p2}, Epsilon: m.g.Epsilon}))
 	}
 	return out
 }
