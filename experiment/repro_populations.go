@@ -263,6 +263,16 @@ func (p populationResult) recallMean(label string, eps float64) (float64, bool) 
 	return c.mean, ok
 }
 
+// seedsNote names the number of seeds of a cell that has fewer than the
+// spec asks for ("" when complete).
+func (p populationResult) seedsNote(label string, eps float64) string {
+	c, ok := cellOf(p.runs, label, eps, "test", "recall@20")
+	if !ok || c.n >= p.spec.Seeds {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of %d seeds)", c.n, p.spec.Seeds)
+}
+
 // topNCheck is one of issue 39's must-show checks.
 type topNCheck struct {
 	what   string
@@ -302,11 +312,11 @@ func populationChecks(p populationResult) []topNCheck {
 			return
 		}
 		out = append(out, topNCheck{fmt.Sprintf("%s: %s ε = %g ≥ %g × %s", p.spec.Name, label, eps, want, ofName), v >= want*of,
-			fmt.Sprintf("%.4f vs %.4f (%.3f ×)", v, of, v/of)})
+			fmt.Sprintf("%.4f vs %.4f (%.3f ×)%s", v, of, v/of, p.seedsNote(label, eps))})
 	}
 	atLeast := func(label string, eps, want float64) {
 		if v, ok := p.recallMean(label, eps); ok {
-			out = append(out, topNCheck{fmt.Sprintf("%s: %s ε = %g ≥ %g", p.spec.Name, label, eps, want), v >= want, fmt.Sprintf("%.4f", v)})
+			out = append(out, topNCheck{fmt.Sprintf("%s: %s ε = %g ≥ %g", p.spec.Name, label, eps, want), v >= want, fmt.Sprintf("%.4f%s", v, p.seedsNote(label, eps))})
 		}
 	}
 	switch p.spec.Name {
