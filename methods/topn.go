@@ -35,7 +35,7 @@ func init() {
 		Name:    "ials",
 		Summary: "top-N: implicit ALS with Rendle et al.'s regularisation, conjugate-gradient solves (non-private)",
 		New: func() Config {
-			return &IALSConfig{Rank: 128, Alpha0: IALSAlpha0, LambdaUsers: IALSLambdaUsers, Nu: 1, CGSteps: 3, InitScale: 0.1}
+			return &IALSConfig{Rank: 128, Alpha0: 0.2, Lambda: 0.01, Nu: 1, Epochs: 16, CGSteps: 3, InitScale: 0.1}
 		},
 	})
 }
@@ -253,40 +253,16 @@ func coveredModel(name string, ids, titles []string, order []int, m int, rows *m
 	return out
 }
 
-// The defaults of ials (docs/topn.md, "ials at scale"): α₀ = 1,
-// λ = IALSLambdaUsers/√N for N training users and the epochs of
-// ialsEpochs. On
-// MovieLens-1M's 4 834 training users the rule gives λ = 0.0029 (λ =
-// 0.003 was best of {0.001, 0.003, 0.01} on validation users), on a
-// 42 582-user Netflix-shaped population 0.00097 (0.001 best of {0.0003,
-// 0.001, 0.003}): the best λ fell by 3 for 8.8 times the users, as 1/√N.
-const (
-	IALSAlpha0      = 1
-	IALSLambdaUsers = 0.2
-)
-
-// ialsEpochs is the number of epochs planned for N training users:
-// 16·√(5 000/N), within [4, 16]. Sixteen on MovieLens-1M, where the
-// validation Recall@20 still rose from 4 to 16 epochs (0.373 → 0.376), and
-// four from 80 000 users on, where an epoch costs most (≈ 100 CPU-s at
-// 470 000 users) and the smaller ridge converges sooner (at 42 582 users
-// the validation Recall@20 peaked at epoch 2: 0.168, 0.162 at epoch 4).
-func ialsEpochs(users int) int {
-	e := int(math.Round(16 * math.Sqrt(5000/float64(max(users, 1)))))
-	return min(16, max(4, e))
-}
-
 // IALSConfig configures ials.
 type IALSConfig struct {
 	Interactions
-	Rank        int     `json:"rank" flag:"rank" help:"number of latent factors"`
-	Alpha0      float64 `json:"alpha0" flag:"alpha0" help:"weight α₀ of the unobserved user–item pairs"`
-	Lambda      float64 `json:"lambda" flag:"lambda" help:"ridge λ, scaled per row by (its interactions + α₀·other side)^ν; 0: lambda-users/√N"`
-	LambdaUsers float64 `json:"lambda_users" flag:"lambda-users" help:"with --lambda 0, λ = lambda-users/√N (N the training users): the ridge falls as the factors' sampling noise does"`
-	Nu          float64 `json:"nu" flag:"nu" help:"frequency exponent ν of the regularisation (Rendle et al.: 1)"`
-	Epochs      int     `json:"epochs" flag:"epochs" help:"alternating epochs (users then items); 0: planned from the number of training users N, 16·√(5000/N) within [4, 16]"`
-	CGSteps     int     `json:"cg_steps" flag:"cg-steps" help:"conjugate-gradient steps per row and half-epoch, warm-started"`
-	InitScale   float64 `json:"init_scale" flag:"init-scale" help:"standard deviation of the initial item factors, times 1/√rank"`
+	Rank      int     `json:"rank" flag:"rank" help:"number of latent factors"`
+	Alpha0    float64 `json:"alpha0" flag:"alpha0" help:"weight α₀ of the unobserved user–item pairs"`
+	Lambda    float64 `json:"lambda" flag:"lambda" help:"ridge λ, scaled per row by (its interactions + α₀·other side)^ν"`
+	Nu        float64 `json:"nu" flag:"nu" help:"frequency exponent ν of the regularisation (Rendle et al.: 1)"`
+	Epochs    int     `json:"epochs" flag:"epochs" help:"alternating epochs (users then items)"`
+	CGSteps   int     `json:"cg_steps" flag:"cg-steps" help:"conjugate-gradient steps per row and half-epoch, warm-started"`
+	InitScale float64 `json:"init_scale" flag:"init-scale" help:"standard deviation of the initial item factors, times 1/√rank"`
 }
 
 // Validate checks the settings.
@@ -294,34 +270,12 @@ func (c *IALSConfig) Validate() error {
 	if err := c.Interactions.Validate(); err != nil {
 		return err
 	}
-	if !(c.Lambda >= 0) || math.IsInf(c.Lambda, 0) {
-		return fmt.Errorf("--lambda %g must be finite and ≥ 0", c.Lambda)
-	}
-	if !(c.LambdaUsers >= 0) || math.IsInf(c.LambdaUsers, 0) || (c.Lambda == 0 && c.LambdaUsers == 0) {
-		return fmt.Errorf("--lambda-users %g must be finite and ≥ 0, and > 0 when --lambda is 0", c.LambdaUsers)
-	}
-	if c.Epochs < 0 {
-		return fmt.Errorf("--epochs %d must be ≥ 0 (0: planned)", c.Epochs)
-	}
-	o := c.options(nil, 1)
+	o := c.options(nil)
 	return o.Check()
 }
 
-// lambda is the ridge for the given number of training users: --lambda, else
-// lambda-users/√users.
-func (c *IALSConfig) lambda(users int) float64 {
-	if c.Lambda > 0 {
-		return c.Lambda
-	}
-	return c.LambdaUsers / math.Sqrt(float64(max(users, 1)))
-}
-
-func (c *IALSConfig) options(env *Env, users int) topn.IALSOptions {
-	epochs := c.Epochs
-	if epochs == 0 {
-		epochs = ialsEpochs(users)
-	}
-	o := topn.IALSOptions{Rank: c.Rank, Alpha0: c.Alpha0, Lambda: c.lambda(users), Nu: c.Nu, Epochs: epochs, CGSteps: c.CGSteps, InitScale: c.InitScale}
+func (c *IALSConfig) options(env *Env) topn.IALSOptions {
+	o := topn.IALSOptions{Rank: c.Rank, Alpha0: c.Alpha0, Lambda: c.Lambda, Nu: c.Nu, Epochs: c.Epochs, CGSteps: c.CGSteps, InitScale: c.InitScale}
 	if env != nil {
 		o.Rand, o.Workers, o.Progress = env.Rand.Rand(), env.Workers, env.Progress
 	}
@@ -335,15 +289,14 @@ func (c *IALSConfig) Train(ctx context.Context, in release.Input, env Env) (*rel
 		return nil, err
 	}
 	x := topn.FromMatrix(data)
-	o := c.options(&env, x.NumUsers)
-	_, h, err := topn.IALS(ctx, x, o)
+	_, h, err := topn.IALS(ctx, x, c.options(&env))
 	if err != nil {
 		return nil, err
 	}
 	m := topnModel("ials", ids, titles, c.threshold())
 	m.Rank, m.V = c.Rank, h
-	m.Params = map[string]any{"rank": c.Rank, "alpha0": c.Alpha0, "lambda": o.Lambda, "lambda_users": c.LambdaUsers, "nu": c.Nu, "epochs": o.Epochs, "cg_steps": c.CGSteps}
-	topn.SetImplicitFoldIn(m, c.Alpha0, o.Lambda, c.Nu)
+	m.Params = map[string]any{"rank": c.Rank, "alpha0": c.Alpha0, "lambda": c.Lambda, "nu": c.Nu, "epochs": c.Epochs, "cg_steps": c.CGSteps}
+	topn.SetImplicitFoldIn(m, c.Alpha0, c.Lambda, c.Nu)
 	return &release.Release{Public: m, Guarantee: nonPrivate("ials"),
-		Report: release.Report{"items": x.NumItems, "users": x.NumUsers, "rank": c.Rank, "alpha0": c.Alpha0, "lambda": o.Lambda, "epochs": o.Epochs}}, nil
+		Report: release.Report{"items": x.NumItems, "rank": c.Rank, "alpha0": c.Alpha0, "lambda": c.Lambda, "epochs": c.Epochs}}, nil
 }
