@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/privrec/privrec/internal/subspace"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/statistic"
 )
@@ -398,17 +399,7 @@ func TopEigen(c *mat.SymDense, r int, rng *rand.Rand) ([]float64, *mat.Dense) {
 			q.Set(i, j, rng.NormFloat64())
 		}
 	}
-	// c as a general matrix, both triangles: gonum multiplies a SymDense
-	// with Dsymm on one core, a Dense with Dgemm on all of them (at 4 801
-	// items the 61 products took 31 CPU-s on one core with Dsymm).
-	full := mat.NewDense(m, m, nil)
-	raw, fd := c.RawSymmetric(), full.RawMatrix()
-	for i := range m {
-		for j := i; j < m; j++ {
-			v := raw.Data[i*raw.Stride+j]
-			fd.Data[i*fd.Stride+j], fd.Data[j*fd.Stride+i] = v, v
-		}
-	}
+	full := subspace.Dense(c)
 	z := mat.NewDense(m, b, nil)
 	for range 60 {
 		z.Mul(full, q)
@@ -416,33 +407,7 @@ func TopEigen(c *mat.SymDense, r int, rng *rand.Rand) ([]float64, *mat.Dense) {
 		q, z = z, q
 	}
 	// Rayleigh–Ritz: eigenpairs of qᵀ c q.
-	var cq, small mat.Dense
-	cq.Mul(full, q)
-	small.Mul(q.T(), &cq)
-	s := mat.NewSymDense(b, nil)
-	for i := range b {
-		for j := i; j < b; j++ {
-			s.SetSym(i, j, (small.At(i, j)+small.At(j, i))/2)
-		}
-	}
-	var eig mat.EigenSym
-	eig.Factorize(s, true)
-	ev := eig.Values(nil)
-	var w mat.Dense
-	eig.VectorsTo(&w)
-	var all mat.Dense
-	all.Mul(q, &w)
-	// Ascending from gonum: take the last r, largest first.
-	vals := make([]float64, r)
-	vecs := mat.NewDense(m, r, nil)
-	for t := range r {
-		e := b - 1 - t
-		vals[t] = ev[e]
-		for i := range m {
-			vecs.Set(i, t, all.At(i, e))
-		}
-	}
-	return vals, vecs
+	return subspace.RayleighRitz(full, q, r)
 }
 
 // orthonormalize makes the columns of a orthonormal in place (modified

@@ -8,6 +8,8 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
+
+	"github.com/privrec/privrec/internal/subspace"
 )
 
 // eigenIters is the number of subspace iterations of topEigen. With r
@@ -36,7 +38,7 @@ func topEigen(g *mat.SymDense, r int, rng *rand.Rand) ([]float64, *mat.Dense) {
 	m := g.SymmetricDim()
 	r = max(1, min(r, m))
 	b := min(m, r+oversample(r))
-	full := denseSym(g)
+	full := subspace.Dense(g)
 	q := mat.NewDense(m, b, nil)
 	qd := q.RawMatrix().Data
 	for i := range qd {
@@ -50,47 +52,7 @@ func topEigen(g *mat.SymDense, r int, rng *rand.Rand) ([]float64, *mat.Dense) {
 		q, y = y, q
 	}
 	// Rayleigh–Ritz: the eigenpairs of Qᵀ G Q.
-	y.Mul(full, q)
-	var small mat.Dense
-	small.Mul(q.T(), y)
-	s := mat.NewSymDense(b, nil)
-	for i := range b {
-		for j := i; j < b; j++ {
-			s.SetSym(i, j, (small.At(i, j)+small.At(j, i))/2)
-		}
-	}
-	var eig mat.EigenSym
-	eig.Factorize(s, true)
-	ev := eig.Values(nil)
-	var w mat.Dense
-	eig.VectorsTo(&w)
-	var all mat.Dense
-	all.Mul(q, &w)
-	// Ascending from gonum: the last r, largest first.
-	vals := make([]float64, r)
-	vecs := mat.NewDense(m, r, nil)
-	for t := range r {
-		e := b - 1 - t
-		vals[t] = ev[e]
-		for i := range m {
-			vecs.Set(i, t, all.At(i, e))
-		}
-	}
-	return vals, vecs
-}
-
-// denseSym copies the symmetric g into a general matrix (both triangles).
-func denseSym(g *mat.SymDense) *mat.Dense {
-	m := g.SymmetricDim()
-	full := mat.NewDense(m, m, nil)
-	raw, fd := g.RawSymmetric(), full.RawMatrix()
-	for i := range m {
-		for j := i; j < m; j++ {
-			v := raw.Data[i*raw.Stride+j]
-			fd.Data[i*fd.Stride+j], fd.Data[j*fd.Stride+i] = v, v
-		}
-	}
-	return full
+	return subspace.RayleighRitz(full, q, r)
 }
 
 // orth makes the columns of y orthonormal in place (CholeskyQR2: Y ←
