@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -46,14 +45,7 @@ func BenchmarkDAPCapacity(b *testing.B) {
 	for j := range items {
 		items[j] = strconv.Itoa(j + 1)
 	}
-	for _, c := range []struct {
-		name    string
-		reports int
-		stat    func(b *testing.B) statistic.Contribution
-	}{
-		{"counts", 48, func(*testing.B) statistic.Contribution { return &statistic.Counts{Items: len(items)} }},
-		{"gram", 16, func(b *testing.B) statistic.Contribution { return capacityGram(b, len(items), 228) }},
-	} {
+	for _, c := range capacityCases(len(items), 48) {
 		b.Run(c.name, func(b *testing.B) {
 			r := newDapRig(b)
 			r.extra["leader"] = []string{"--batch", "64", "--helper-timeout", "10m", "--lock-ttl", "1m"}
@@ -69,6 +61,24 @@ func BenchmarkDAPCapacity(b *testing.B) {
 			r.stop("helper")
 			reportCapacity(b, rounds)
 		})
+	}
+}
+
+// capacityCase is one report kind of the aggregator benchmarks: its name,
+// the reports a round uploads, and the statistic a device contributes.
+type capacityCase struct {
+	name    string
+	reports int
+	stat    func(b *testing.B) statistic.Contribution
+}
+
+// capacityCases are the benchmarks' two report kinds at a catalogue of n
+// items: dp-popularity's counts (counts reports a round) and dp-ease's
+// Gram over the first 228 items (16 a round).
+func capacityCases(n, counts int) []capacityCase {
+	return []capacityCase{
+		{"counts", counts, func(*testing.B) statistic.Contribution { return &statistic.Counts{Items: n} }},
+		{"gram", 16, func(b *testing.B) statistic.Contribution { return capacityGram(b, n, 228) }},
 	}
 }
 
@@ -133,27 +143,14 @@ func (r *dapRig) capacityRound(task dap.Task, items []string, n int) capacityRou
 // rated items, 40 of them among the first 228 (the Gram's covered items).
 func (r *dapRig) capacityDevices(task dap.Task, items []string, n int) ([]*device, []*dap.Report) {
 	r.t.Helper()
-	c := &dap.Client{Leader: r.url("leader"), Helper: r.url("helper")}
-	ctx := context.Background()
-	lk, err := c.PublicKey(ctx, r.url("leader"))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	hk, err := c.PublicKey(ctx, r.url("helper"))
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	lk, hk := r.keys()
 	dev, err := dap.NewDevice(task)
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	ds, reps := make([]*device, n), make([]*dap.Report, n)
 	for i := range ds {
-		var e server.Enrolment
-		r.retry("enrol", func() (int, []byte) {
-			code, b, _ := r.call(http.MethodPost, r.url("leader")+"/dap/v1/users", "", nil)
-			return code, b
-		}, http.StatusCreated, &e)
+		e := r.enrol()
 		ids, vals := make([]string, 100), make([]float64, 100)
 		for j := range ids {
 			k := 228 + (13*i+29*j)%(len(items)-228)

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudflare/circl/kem"
+
 	"github.com/privrec/privrec/dap"
 	"github.com/privrec/privrec/dap/server"
 	"github.com/privrec/privrec/privacy/mechanism"
@@ -268,26 +270,39 @@ func (r *dapRig) createTask(task dap.Task) dap.Task {
 	return out
 }
 
-// devices enrols n devices and shards their reports for task.
-func (r *dapRig) devices(task dap.Task, n int) []*device {
+// keys fetches the leader's and the helper's public keys, as a device does.
+func (r *dapRig) keys() (leader, helper kem.PublicKey) {
 	r.t.Helper()
 	c := &dap.Client{Leader: r.url("leader"), Helper: r.url("helper")}
 	ctx := context.Background()
-	lk, err := c.PublicKey(ctx, r.url("leader"))
+	leader, err := c.PublicKey(ctx, r.url("leader"))
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	hk, err := c.PublicKey(ctx, r.url("helper"))
-	if err != nil {
+	if helper, err = c.PublicKey(ctx, r.url("helper")); err != nil {
 		r.t.Fatal(err)
 	}
+	return leader, helper
+}
+
+// enrol enrols one device at the leader, retrying while it is down.
+func (r *dapRig) enrol() server.Enrolment {
+	r.t.Helper()
+	var e server.Enrolment
+	r.retry("enrol", func() (int, []byte) {
+		code, b, _ := r.call(http.MethodPost, r.url("leader")+"/dap/v1/users", "", nil)
+		return code, b
+	}, http.StatusCreated, &e)
+	return e
+}
+
+// devices enrols n devices and shards their reports for task.
+func (r *dapRig) devices(task dap.Task, n int) []*device {
+	r.t.Helper()
+	lk, hk := r.keys()
 	ds := make([]*device, n)
 	for i := range ds {
-		var e server.Enrolment
-		r.retry("enrol", func() (int, []byte) {
-			code, b, _ := r.call(http.MethodPost, r.url("leader")+"/dap/v1/users", "", nil)
-			return code, b
-		}, http.StatusCreated, &e)
+		e := r.enrol()
 		q := make([]int64, task.Dimension)
 		q[i] = 255
 		rep, err := task.Shard(q, lk, hk)

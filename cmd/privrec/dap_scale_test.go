@@ -16,7 +16,6 @@ import (
 	"github.com/privrec/privrec/dap"
 	"github.com/privrec/privrec/dap/server"
 	"github.com/privrec/privrec/service/store/storetest"
-	"github.com/privrec/privrec/statistic"
 )
 
 // BenchmarkDAPScale measures the role servers' throughput and CPU per
@@ -47,14 +46,7 @@ func BenchmarkDAPScale(b *testing.B) {
 	for j := range items {
 		items[j] = strconv.Itoa(j + 1)
 	}
-	for _, c := range []struct {
-		name    string
-		reports int
-		stat    func(b *testing.B) statistic.Contribution
-	}{
-		{"counts", 64, func(*testing.B) statistic.Contribution { return &statistic.Counts{Items: len(items)} }},
-		{"gram", 16, func(b *testing.B) statistic.Contribution { return capacityGram(b, len(items), 228) }},
-	} {
+	for _, c := range capacityCases(len(items), 64) {
 		for _, kind := range storetest.Kinds {
 			for _, leaders := range []int{1, 2} {
 				b.Run(fmt.Sprintf("%s/%s/leaders=%d", c.name, kind, leaders), func(b *testing.B) {
