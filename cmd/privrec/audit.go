@@ -339,10 +339,34 @@ func auditVerdict(rep *methods.AuditReport) string {
 	return "ok"
 }
 
-// printAuditReport prints one whole-method audit in words.
+// printAuditReport prints one whole-method audit in words: the claim and
+// the deliberate faults, the public fields and canaries, the data-level
+// bound, the release check, then the verdict.
 func printAuditReport(out io.Writer, rep *methods.AuditReport) {
 	fmt.Fprintf(out, "method              %s\n", rep.Method)
 	fmt.Fprintf(out, "relation            %s\n", rep.Relation)
+	printAuditClaim(out, rep)
+	printAuditLeaks(out, rep)
+	printAuditBound(out, rep)
+	if r := rep.ReleaseCheck; r != nil {
+		printReleaseCheck(out, r)
+	}
+	for _, p := range rep.NoPower {
+		fmt.Fprintf(out, "no power            %s\n", p)
+	}
+	verdict := "no violation"
+	switch {
+	case rep.Violation:
+		verdict = "VIOLATION: the public artefact leaks more than the guarantee says"
+	case len(rep.NoPower) > 0:
+		verdict = "NO POWER: the audit could not have caught half the noise or half the sensitivity (see above); not a pass"
+	}
+	fmt.Fprintf(out, "time                %.2f s\nverdict             %s\n", rep.Seconds, verdict)
+}
+
+// printAuditClaim prints the guarantee claimed and any fault injected
+// against it.
+func printAuditClaim(out io.Writer, rep *methods.AuditReport) {
 	if rep.NoGuarantee {
 		fmt.Fprintf(out, "claimed             nothing (status none): only the noise is audited\n")
 	} else {
@@ -364,6 +388,11 @@ func printAuditReport(out io.Writer, rep *methods.AuditReport) {
 	if rep.Fault != "" {
 		fmt.Fprintf(out, "fault               %s (DELIBERATELY WRONG: a safeguard of the method's analysis removed while the guarantee claims the budget)\n", rep.Fault)
 	}
+}
+
+// printAuditLeaks prints the public fields compared, the un-noised
+// differences and the canary IDs found.
+func printAuditLeaks(out io.Writer, rep *methods.AuditReport) {
 	fmt.Fprintf(out, "public fields       %d compared over %d runs per side, %d vary with the noise\n", rep.Fields, rep.Runs, rep.Noised)
 	fmt.Fprintf(out, "un-noised leaks     %d\n", len(rep.Differences))
 	for _, d := range rep.Differences {
@@ -373,6 +402,11 @@ func printAuditReport(out io.Writer, rep *methods.AuditReport) {
 	for _, c := range rep.Canaries {
 		fmt.Fprintf(out, "    %s\n", c)
 	}
+}
+
+// printAuditBound prints the data-level ε lower bound, or why it was not
+// sampled.
+func printAuditBound(out io.Writer, rep *methods.AuditReport) {
 	if rep.Samples > 0 {
 		tested := fmt.Sprintf("ε = %.4g", rep.TestedEpsilon)
 		if rep.TestedDelta > 0 {
@@ -384,42 +418,34 @@ func printAuditReport(out io.Writer, rep *methods.AuditReport) {
 	if rep.Unsampled != "" {
 		fmt.Fprintf(out, "ε lower bound       not sampled (%s): %s\n", rep.Statistic, rep.Unsampled)
 	}
-	if r := rep.ReleaseCheck; r != nil {
-		claim := fmt.Sprintf("ε = %.4g", r.ClaimedEpsilon)
-		if r.ClaimedRho > 0 {
-			claim = fmt.Sprintf("ρ = %.4g", r.ClaimedRho)
-		}
-		realised := "unmeasured: its coordinates vary between runs"
-		if r.RealisedSensitivity != nil {
-			realised = fmt.Sprintf("%.4g, reach %.0f%%", *r.RealisedSensitivity, 100*r.Reach)
-		}
-		if r.Mechanism == "rr" {
-			fmt.Fprintf(out, "release check       randomized response (every sign of releases 1–%d, claims %s): signs released from +1 against signs released from −1\n",
-				r.Release+1, claim)
-		} else {
-			fmt.Fprintf(out, "release check       release %d (%s, %d coordinates, claims %s): sensitivity declared %.4g, realised by the pair %s; tested Δ̂ = %.4g\n",
-				r.Release+1, r.Mechanism, r.Dim, claim, r.DeclaredSensitivity, realised, r.DerivedSensitivity)
-		}
-		if r.Runs > 0 {
-			tested := fmt.Sprintf("ε = %.4g", r.TestedEpsilon)
-			if r.TestedDelta > 0 {
-				tested += fmt.Sprintf(", δ = %.4g", r.TestedDelta)
-			}
-			fmt.Fprintf(out, "                    %.4f against %s (group of %d, %d samples per side from %d runs, planned margin %.1f sd against half the noise; %s)\n",
-				r.EpsilonLowerBound, tested, r.Group, r.Runs, r.Trainings, r.Margin, r.Event)
-		}
+}
+
+// printReleaseCheck prints the release check: which release, its claim and
+// sensitivity, and the bound its samples give.
+func printReleaseCheck(out io.Writer, r *methods.ReleaseCheck) {
+	claim := fmt.Sprintf("ε = %.4g", r.ClaimedEpsilon)
+	if r.ClaimedRho > 0 {
+		claim = fmt.Sprintf("ρ = %.4g", r.ClaimedRho)
 	}
-	for _, p := range rep.NoPower {
-		fmt.Fprintf(out, "no power            %s\n", p)
+	realised := "unmeasured: its coordinates vary between runs"
+	if r.RealisedSensitivity != nil {
+		realised = fmt.Sprintf("%.4g, reach %.0f%%", *r.RealisedSensitivity, 100*r.Reach)
 	}
-	verdict := "no violation"
-	switch {
-	case rep.Violation:
-		verdict = "VIOLATION: the public artefact leaks more than the guarantee says"
-	case len(rep.NoPower) > 0:
-		verdict = "NO POWER: the audit could not have caught half the noise or half the sensitivity (see above); not a pass"
+	if r.Mechanism == "rr" {
+		fmt.Fprintf(out, "release check       randomized response (every sign of releases 1–%d, claims %s): signs released from +1 against signs released from −1\n",
+			r.Release+1, claim)
+	} else {
+		fmt.Fprintf(out, "release check       release %d (%s, %d coordinates, claims %s): sensitivity declared %.4g, realised by the pair %s; tested Δ̂ = %.4g\n",
+			r.Release+1, r.Mechanism, r.Dim, claim, r.DeclaredSensitivity, realised, r.DerivedSensitivity)
 	}
-	fmt.Fprintf(out, "time                %.2f s\nverdict             %s\n", rep.Seconds, verdict)
+	if r.Runs > 0 {
+		tested := fmt.Sprintf("ε = %.4g", r.TestedEpsilon)
+		if r.TestedDelta > 0 {
+			tested += fmt.Sprintf(", δ = %.4g", r.TestedDelta)
+		}
+		fmt.Fprintf(out, "                    %.4f against %s (group of %d, %d samples per side from %d runs, planned margin %.1f sd against half the noise; %s)\n",
+			r.EpsilonLowerBound, tested, r.Group, r.Runs, r.Trainings, r.Margin, r.Event)
+	}
 }
 
 // auditTierDefaults fills the values left 0 with the tier's: the default
