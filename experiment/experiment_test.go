@@ -828,7 +828,10 @@ func TestGramSignalMeasurement(t *testing.T) {
 	if _, err := r.Config("quick"); err == nil {
 		t.Error("a measurement has no config")
 	}
-	if err := r.Measure(context.Background(), "quick", data, out); err != nil {
+	if err := r.Measure(context.Background(), "quick", data, out, MeasureOptions{Only: TopNSubset{Seeds: []int{0}}}); err == nil {
+		t.Error("a measurement that runs as a whole took a subset")
+	}
+	if err := r.Measure(context.Background(), "quick", data, out, MeasureOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rep, _ := os.ReadFile(filepath.Join(out, "report.md"))

@@ -23,7 +23,10 @@ type Reproduction struct {
 	build func(paper bool) *Config
 	// measure, set instead of build, runs a measurement that is not a
 	// sweep and writes report.md into out.
-	measure func(ctx context.Context, paper bool, dataDir, out string) error
+	measure func(ctx context.Context, paper bool, dataDir, out string, opts MeasureOptions) error
+	// topN, set for the top-N measurements, lists the grids measure runs
+	// (part of them with MeasureOptions.Only).
+	topN func(paper bool) []TopNSpec
 	// files are the data files a measurement reads.
 	files []string
 }
@@ -42,9 +45,39 @@ func parseScale(scale string) (paper bool, err error) {
 	return false, fmt.Errorf("scale %q: want quick or paper", scale)
 }
 
+// MeasureOptions are a measurement's options beyond its scale and data.
+type MeasureOptions struct {
+	// Only runs part of a top-N measurement's grid (empty: all of it).
+	Only TopNSubset
+}
+
+// TakesSubsets reports whether the measurement runs part of its grid
+// (MeasureOptions.Only): the top-N reproductions do.
+func (r *Reproduction) TakesSubsets() bool { return r.topN != nil }
+
+// CheckSubset refuses a subset the reproduction's grid at scale does not
+// have (a method, ε or seed it lacks), or any subset of a reproduction
+// that runs as a whole.
+func (r *Reproduction) CheckSubset(scale string, only TopNSubset) error {
+	if only.IsZero() {
+		return nil
+	}
+	if r.topN == nil {
+		return fmt.Errorf("reproduction %s runs as a whole: it takes no subset of methods, ε or seeds", r.Name)
+	}
+	paper, err := parseScale(scale)
+	if err != nil {
+		return err
+	}
+	if err := only.check(r.topN(paper)...); err != nil {
+		return fmt.Errorf("reproduction %s at scale %s: %w", r.Name, scale, err)
+	}
+	return nil
+}
+
 // Measure runs a measurement that is not a sweep, writing report.md into
 // out (created if needed).
-func (r *Reproduction) Measure(ctx context.Context, scale, dataDir, out string) error {
+func (r *Reproduction) Measure(ctx context.Context, scale, dataDir, out string, opts MeasureOptions) error {
 	if r.measure == nil {
 		return fmt.Errorf("reproduction %s is a sweep: run its Config", r.Name)
 	}
@@ -52,10 +85,13 @@ func (r *Reproduction) Measure(ctx context.Context, scale, dataDir, out string) 
 	if err != nil {
 		return err
 	}
+	if err := r.CheckSubset(scale, opts.Only); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("creating output directory: %w", err)
 	}
-	return r.measure(ctx, paper, dataDir, out)
+	return r.measure(ctx, paper, dataDir, out, opts)
 }
 
 // Config returns the sweep for a scale ("quick" or "paper").

@@ -44,15 +44,11 @@ func netflixCoreSpec(paper bool) TopNSpec {
 	return s
 }
 
-// populationSpecs are the sweep's specs: each population's, the largest
-// on its core grid.
+// populationSpecs are the sweep's specs, each population's full grid
+// (the largest one's runs in parts: TopNSpec.Only).
 func populationSpecs(paper bool) []TopNSpec {
 	var out []TopNSpec
 	for _, name := range topNPopulations {
-		if name == "topn-netflix-480k" {
-			out = append(out, netflixCoreSpec(paper))
-			continue
-		}
 		out = append(out, topNSpecs[name](paper))
 	}
 	return out
@@ -94,12 +90,21 @@ func readTopNPopulation(dir string) (p topNPopulation, ok bool, err error) {
 	return p, true, nil
 }
 
-// RunTopNPopulations runs each spec's sweep into out/NAME (resuming what
-// is recorded there; each dataset is dropped from memory after its
-// sweep), then writes out/report.md and out/fig-populations-recall20.png
-// from every population's results.
-func RunTopNPopulations(ctx context.Context, specs []TopNSpec, dataDir, out string) error {
+// RunTopNPopulations runs the part only of each spec's sweep into
+// out/NAME (resuming what is recorded there; each dataset is dropped from
+// memory after its sweep; a population that has none of the methods
+// asked for is not read), then writes out/report.md and
+// out/fig-populations-recall20.png from every population's results.
+func RunTopNPopulations(ctx context.Context, specs []TopNSpec, only TopNSubset, dataDir, out string) error {
+	if err := only.check(specs...); err != nil {
+		return fmt.Errorf("topn-populations: %w", err)
+	}
 	for _, s := range specs {
+		sub, ok := only.within(s)
+		if !ok {
+			continue
+		}
+		s.Only = sub
 		if err := RunTopN(ctx, s, dataDir, filepath.Join(out, s.Name)); err != nil {
 			return err
 		}
@@ -389,10 +394,11 @@ func addPopulationRepros() {
 	addRepro(&Reproduction{
 		Name:    "topn-populations",
 		Paper:   "issue 39 (top-N across populations)",
-		Summary: "the top-N sweep across populations (MovieLens-1M, Jester-1, Netflix-shaped 50 000, 150 000 and 480 189 users, the last on its core grid): one directory per population, then a panel of Recall@20 vs ε per population, a table per population and issue 39's checks",
+		Summary: "the top-N sweep across populations (MovieLens-1M, Jester-1, Netflix-shaped 50 000, 150 000 and 480 189 users; the largest run in parts, --methods, --epsilons, --seeds): one directory per population, then a panel of Recall@20 vs ε per population, a table per population and issue 39's checks",
 		files:   files,
-		measure: func(ctx context.Context, paper bool, dataDir, out string) error {
-			return RunTopNPopulations(ctx, populationSpecs(paper), dataDir, out)
+		measure: func(ctx context.Context, paper bool, dataDir, out string, opts MeasureOptions) error {
+			return RunTopNPopulations(ctx, populationSpecs(paper), opts.Only, dataDir, out)
 		},
+		topN: populationSpecs,
 	})
 }

@@ -21,7 +21,7 @@ func TestRunTopNPopulations(t *testing.T) {
 	b.Name, b.SplitSeed = "topn-test-b", 2
 	missing := a
 	missing.Name = "topn-not-run"
-	if err := RunTopNPopulations(context.Background(), []TopNSpec{a, b}, dataDir, out); err != nil {
+	if err := RunTopNPopulations(context.Background(), []TopNSpec{a, b}, TopNSubset{}, dataDir, out); err != nil {
 		t.Fatal(err)
 	}
 	// A population not run yet is named as such.
@@ -42,6 +42,16 @@ func TestRunTopNPopulations(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
 		}
+	}
+	// A subset runs in the populations that have its methods only; one
+	// that none has is refused.
+	c := a
+	c.Name, c.Path, c.Methods = "topn-test-c", "none.tsv", []TopNMethod{{Method: "popularity"}}
+	if err := RunTopNPopulations(context.Background(), []TopNSpec{a, c}, TopNSubset{Methods: []string{"dp-ease"}}, dataDir, out); err != nil {
+		t.Errorf("a subset read a population without its methods: %v", err)
+	}
+	if err := RunTopNPopulations(context.Background(), []TopNSpec{a, c}, TopNSubset{Methods: []string{"ials"}}, dataDir, out); err == nil {
+		t.Error("a method in no population's grid was taken")
 	}
 	if err := writePopulationsReport(t.TempDir(), []TopNSpec{a}); err == nil {
 		t.Error("a report of no results was written")

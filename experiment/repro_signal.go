@@ -22,7 +22,7 @@ import (
 // ≈ 2σ√n of the Gaussian noise the zCDP accountant calibrates for T = 10
 // releases of ℓ2 sensitivity 4√2·L² (dpfw's default calibration, δ = 10⁻⁶).
 // It writes report.md into out.
-func gramSignal(ctx context.Context, paper bool, dataDir, out string) error {
+func gramSignal(ctx context.Context, paper bool, dataDir, out string, _ MeasureOptions) error {
 	const (
 		items, xi, L, T = 400, 80, 5.0, 10
 		delta           = 1e-6

@@ -87,8 +87,96 @@ type TopNSpec struct {
 	// The non-private methods and each private cell's first seed train
 	// alone with Workers, so their CPU-seconds are their own.
 	Jobs int
+	// Only restricts a run to some of the methods, ε and noise seeds
+	// (empty: the whole grid); the report still shows every recorded run.
+	Only TopNSubset
 	// Log gets notes (skipped methods, finished runs); default slog.Default().
 	Log *slog.Logger
+}
+
+// TopNSubset is a part of a top-N grid to run: some of its methods (by
+// label), some of its ε and some of its noise seeds (0 … Seeds−1); an
+// empty list keeps all. The ε and seeds restrict the private methods only
+// (a non-private method trains once). The runs keep the grid's names and
+// noise seeds, so a subset adds to, and resumes from, the grid's
+// results.csv.
+type TopNSubset struct {
+	Methods  []string
+	Epsilons []float64
+	Seeds    []int
+}
+
+// IsZero reports whether the subset keeps the whole grid.
+func (o TopNSubset) IsZero() bool {
+	return len(o.Methods) == 0 && len(o.Epsilons) == 0 && len(o.Seeds) == 0
+}
+
+// check refuses a method, ε or seed that none of specs has: a subset
+// selects from a grid and never adds to it.
+func (o TopNSubset) check(specs ...TopNSpec) error {
+	var labels, grid []string
+	var seeds int
+	for _, s := range specs {
+		for _, m := range s.Methods {
+			labels = append(labels, m.label())
+		}
+		for _, e := range s.Epsilons {
+			grid = append(grid, fmtF(e))
+		}
+		seeds = max(seeds, s.Seeds, 1)
+	}
+	for _, m := range o.Methods {
+		if !slices.Contains(labels, m) {
+			return fmt.Errorf("method %q is not in the grid (%s)", m, strings.Join(slices.Compact(slices.Sorted(slices.Values(labels))), ", "))
+		}
+	}
+	for _, e := range o.Epsilons {
+		if !slices.Contains(grid, fmtF(e)) {
+			return fmt.Errorf("ε = %g is not in the grid (%s)", e, strings.Join(slices.Compact(slices.Sorted(slices.Values(grid))), ", "))
+		}
+	}
+	for _, seed := range o.Seeds {
+		if seed < 0 || seed >= seeds {
+			return fmt.Errorf("noise seed %d is not in the grid (0 … %d)", seed, seeds-1)
+		}
+	}
+	return nil
+}
+
+// within is the part of the subset that s has (ok false when s has none
+// of the methods, ε or seeds asked for).
+func (o TopNSubset) within(s TopNSpec) (sub TopNSubset, ok bool) {
+	for _, m := range s.Methods {
+		if slices.Contains(o.Methods, m.label()) {
+			sub.Methods = append(sub.Methods, m.label())
+		}
+	}
+	for _, e := range o.Epsilons {
+		if slices.ContainsFunc(s.Epsilons, func(x float64) bool { return sameValue(x, e) }) {
+			sub.Epsilons = append(sub.Epsilons, e)
+		}
+	}
+	for _, seed := range o.Seeds {
+		if seed < max(s.Seeds, 1) {
+			sub.Seeds = append(sub.Seeds, seed)
+		}
+	}
+	ok = (len(o.Methods) == 0 || len(sub.Methods) > 0) && (len(o.Epsilons) == 0 || len(sub.Epsilons) > 0) && (len(o.Seeds) == 0 || len(sub.Seeds) > 0)
+	return sub, ok
+}
+
+// keeps reports whether the subset keeps a job.
+func (o TopNSubset) keeps(j topNJob, private bool) bool {
+	if len(o.Methods) > 0 && !slices.Contains(o.Methods, j.m.label()) {
+		return false
+	}
+	if !private {
+		return true
+	}
+	if len(o.Epsilons) > 0 && !slices.ContainsFunc(o.Epsilons, func(e float64) bool { return sameValue(e, j.eps) }) {
+		return false
+	}
+	return len(o.Seeds) == 0 || slices.Contains(o.Seeds, j.seed)
 }
 
 // topNRun is one trained model's evaluation on both held-out sets.
@@ -207,6 +295,9 @@ func (s *TopNSpec) prepare(dataDir string) (*topNData, error) {
 // skipped with a logged note.
 func RunTopN(ctx context.Context, s TopNSpec, dataDir, out string) error {
 	s.defaults()
+	if err := s.Only.check(s); err != nil {
+		return fmt.Errorf("%s: %w", s.Name, err)
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("creating output directory: %w", err)
 	}
@@ -227,23 +318,11 @@ func RunTopN(ctx context.Context, s TopNSpec, dataDir, out string) error {
 	if len(ms) == 0 {
 		return fmt.Errorf("%s: none of the methods %v is registered in this build", s.Name, skipped)
 	}
-	d, err := s.prepare(dataDir)
-	if err != nil {
-		return err
-	}
-	s.Log.Info("top-N split", "reproduction", s.Name, "data", d.summary)
-	if err := writeTopNPopulation(out, d); err != nil {
-		return err
-	}
 	resPath := filepath.Join(out, "results.csv")
 	names := topNMetricNames(s.Ks)
 	runs, err := readTopNResults(resPath, names)
 	if err != nil {
 		return err
-	}
-	done := map[string]bool{}
-	for _, r := range runs {
-		done[r.key()] = true
 	}
 	alone, pooled := s.topNJobs(ms, private)
 	rec := &topNRecorder{s: &s, path: resPath, names: names, runs: runs, total: len(alone) + len(pooled), done: map[string]bool{}}
@@ -254,6 +333,21 @@ func RunTopN(ctx context.Context, s TopNSpec, dataDir, out string) error {
 		if rec.done[(&topNRun{Label: j.m.label(), Epsilon: j.eps, Seed: j.seed}).key()] {
 			rec.finished++
 		}
+	}
+	// Nothing left to train: the report is rewritten from the recorded
+	// runs without reading the data.
+	if pop, ok, err := readTopNPopulation(out); err != nil {
+		return err
+	} else if ok && rec.finished == rec.total {
+		return s.writeReport(out, pop.Summary, ms, private, skipped, runs, time.Since(start))
+	}
+	d, err := s.prepare(dataDir)
+	if err != nil {
+		return err
+	}
+	s.Log.Info("top-N split", "reproduction", s.Name, "data", d.summary, "runs left", rec.total-rec.finished)
+	if err := writeTopNPopulation(out, d); err != nil {
+		return err
 	}
 	// The non-private models and each private cell's first seed train one
 	// at a time with every worker (their CPU-seconds are their own), the
@@ -267,7 +361,7 @@ func RunTopN(ctx context.Context, s TopNSpec, dataDir, out string) error {
 		return err
 	}
 	runs = rec.runs
-	return s.writeReport(out, d, ms, private, skipped, runs, time.Since(start))
+	return s.writeReport(out, d.summary, ms, private, skipped, runs, time.Since(start))
 }
 
 // topNJob is one training of a reproduction.
@@ -277,18 +371,23 @@ type topNJob struct {
 	seed int
 }
 
-// topNJobs lists the trainings: the non-private methods once and the
-// private methods' first seed at every ε (alone), the private methods'
-// other seeds (pooled).
+// topNJobs lists the trainings the subset keeps: the non-private methods
+// once and the private methods' first seed at every ε (alone), the
+// private methods' other seeds (pooled).
 func (s *TopNSpec) topNJobs(ms []TopNMethod, private map[string]bool) (alone, pooled []topNJob) {
 	for _, m := range ms {
 		if !private[m.label()] {
-			alone = append(alone, topNJob{m, math.NaN(), 0})
+			if j := (topNJob{m, math.NaN(), 0}); s.Only.keeps(j, false) {
+				alone = append(alone, j)
+			}
 			continue
 		}
 		for _, e := range s.Epsilons {
 			for seed := range s.Seeds {
 				j := topNJob{m, e, seed}
+				if !s.Only.keeps(j, true) {
+					continue
+				}
 				if seed == 0 {
 					alone = append(alone, j)
 				} else {
@@ -627,7 +726,7 @@ func (c topNCell) String() string {
 }
 
 // writeReport writes report.md and the figure from every recorded run.
-func (s *TopNSpec) writeReport(out string, d *topNData, ms []TopNMethod, private map[string]bool, skipped []string, runs []*topNRun, took time.Duration) error {
+func (s *TopNSpec) writeReport(out, summary string, ms []TopNMethod, private map[string]bool, skipped []string, runs []*topNRun, took time.Duration) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "## %s\n\n", s.Title)
 	fmt.Fprintf(&b, "Strong generalisation (Liang et al., WWW 2018): %s; split seed %d, %g %% of each held-out user's interactions as targets. "+
@@ -635,7 +734,7 @@ func (s *TopNSpec) writeReport(out string, d *topNData, ms []TopNMethod, private
 		"methods with a `positive` parameter get %g), and each held-out user is scored from her history through the public model (fold-in), ranking every item not in her history. "+
 		"Private methods: user-level guarantees at ε ∈ {%s}, δ = %g, %d noise seed(s) each (mean ± sample sd); non-private methods once. "+
 		"Settings are the methods' defaults; choose settings on the **validation** table, never on the test table. Regenerate with `privrec reproduce %s --scale paper`.\n\n",
-		d.summary, s.SplitSeed, 100*s.TargetFrac, s.Scale.Min, s.Scale.Max, s.Positive, fmtList(s.Epsilons), s.Delta, s.Seeds, s.Name)
+		summary, s.SplitSeed, 100*s.TargetFrac, s.Scale.Min, s.Scale.Max, s.Positive, fmtList(s.Epsilons), s.Delta, s.Seeds, s.Name)
 	if len(skipped) > 0 {
 		fmt.Fprintf(&b, "Not registered in this build, skipped: %s.\n\n", strings.Join(skipped, ", "))
 	}
@@ -855,9 +954,12 @@ func topNReproOf(name string, spec func(paper bool) TopNSpec) *Reproduction {
 		Name: name, Paper: "issue 22 (recommendations, not rating predictions); Liang et al., WWW 2018 (protocol)",
 		Summary: title + ": Recall@20 and NDCG@100 of " + strings.Join(names, ", ") + " vs ε (held-out users; validation and test tables)",
 		files:   []string{path, items},
-		measure: func(ctx context.Context, paper bool, dataDir, out string) error {
-			return RunTopN(ctx, spec(paper), dataDir, out)
+		measure: func(ctx context.Context, paper bool, dataDir, out string, opts MeasureOptions) error {
+			s := spec(paper)
+			s.Only = opts.Only
+			return RunTopN(ctx, s, dataDir, out)
 		},
+		topN: func(paper bool) []TopNSpec { return []TopNSpec{spec(paper)} },
 	}
 }
 

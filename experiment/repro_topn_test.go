@@ -196,3 +196,85 @@ func TestTopNReproductions(t *testing.T) {
 		}
 	}
 }
+
+// TestTopNSubsetJobs: a subset keeps the jobs of its methods, ε and
+// seeds (ε and seeds restricting the private methods only) and refuses
+// what the grid lacks.
+func TestTopNSubsetJobs(t *testing.T) {
+	s := TopNSpec{Name: "g", Methods: []TopNMethod{{Method: "popularity"}, {Method: "dp-popularity"}, {Method: "dp-ease"}},
+		Epsilons: []float64{0.5, 1, 8}, Seeds: 3}
+	private := map[string]bool{"dp-popularity": true, "dp-ease": true}
+	jobs := func(only TopNSubset) string {
+		s.Only = only
+		alone, pooled := s.topNJobs(s.Methods, private)
+		var out []string
+		for _, j := range append(alone, pooled...) {
+			out = append(out, fmt.Sprintf("%s/%g/%d", j.m.label(), j.eps, j.seed))
+		}
+		return strings.Join(out, " ")
+	}
+	for _, tc := range []struct {
+		name string
+		only TopNSubset
+		want string
+	}{
+		{"methods", TopNSubset{Methods: []string{"popularity", "dp-ease"}, Epsilons: []float64{1}},
+			"popularity/NaN/0 dp-ease/1/0 dp-ease/1/1 dp-ease/1/2"},
+		{"first seed", TopNSubset{Methods: []string{"dp-ease"}, Seeds: []int{0}}, "dp-ease/0.5/0 dp-ease/1/0 dp-ease/8/0"},
+		{"other seeds, pooled", TopNSubset{Epsilons: []float64{8}, Seeds: []int{1, 2}},
+			"popularity/NaN/0 dp-popularity/8/1 dp-popularity/8/2 dp-ease/8/1 dp-ease/8/2"},
+	} {
+		if got := jobs(tc.only); got != tc.want {
+			t.Errorf("%s: jobs %s, want %s", tc.name, got, tc.want)
+		}
+		if err := tc.only.check(s); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	if got := strings.Count(jobs(TopNSubset{}), " ") + 1; got != 1+2*3*3 {
+		t.Errorf("the whole grid: %d jobs", got)
+	}
+	for _, bad := range []TopNSubset{{Methods: []string{"ials"}}, {Epsilons: []float64{2}}, {Seeds: []int{3}}, {Seeds: []int{-1}}} {
+		if err := bad.check(s); err == nil {
+			t.Errorf("%+v: not refused", bad)
+		}
+	}
+}
+
+// TestRunTopNSubset: a run of part of the grid records only that part; a
+// later run of the whole grid resumes from it, training only the rest;
+// a subset outside the grid is refused before anything is read.
+func TestRunTopNSubset(t *testing.T) {
+	dataDir, out := t.TempDir(), t.TempDir()
+	writeTopNData(t, dataDir)
+	log := slog.New(slog.DiscardHandler)
+	s := tinyTopN(log)
+	s.Only = TopNSubset{Methods: []string{"dp-bias"}, Epsilons: []float64{4}, Seeds: []int{1}}
+	if err := RunTopN(context.Background(), s, dataDir, out); err != nil {
+		t.Fatal(err)
+	}
+	names := topNMetricNames([]int{5, 20, 100})
+	runs, err := readTopNResults(filepath.Join(out, "results.csv"), names)
+	if err != nil || len(runs) != 1 || runs[0].key() != "dp-bias|4|1" {
+		t.Fatalf("subset run recorded %d runs (err %v)", len(runs), err)
+	}
+	first := *runs[0]
+	// Nothing left of the subset: the report is rewritten without the data.
+	if err := RunTopN(context.Background(), s, t.TempDir(), out); err != nil {
+		t.Fatalf("a finished subset read the data again: %v", err)
+	}
+	s.Only = TopNSubset{}
+	if err := RunTopN(context.Background(), s, dataDir, out); err != nil {
+		t.Fatal(err)
+	}
+	if runs, err = readTopNResults(filepath.Join(out, "results.csv"), names); err != nil || len(runs) != 1+2*2 {
+		t.Fatalf("after the whole grid: %d runs (err %v)", len(runs), err)
+	}
+	if runs[0].key() != first.key() || runs[0].Metrics["test"]["recall@20"] != first.Metrics["test"]["recall@20"] {
+		t.Errorf("the subset's run was not kept: %+v", runs[0])
+	}
+	s.Only = TopNSubset{Epsilons: []float64{2}}
+	if err := RunTopN(context.Background(), s, "no-such-dir", t.TempDir()); err == nil || !strings.Contains(err.Error(), "ε = 2 is not in the grid") {
+		t.Errorf("ε outside the grid: %v", err)
+	}
+}

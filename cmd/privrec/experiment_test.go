@@ -107,6 +107,26 @@ func TestReproduceCommand(t *testing.T) {
 	if _, stderr, code := runCLI(t, "reproduce", "001-gram-signal", "--data-dir", t.TempDir(), "--out", t.TempDir()); code != 1 || !strings.Contains(stderr, "ratings.tsv") {
 		t.Errorf("measurement missing data: exit %d, %s", code, stderr)
 	}
+	// Part of a top-N grid: what the grid lacks, or a subset of a
+	// measurement that runs as a whole, is refused before anything is read
+	// or written.
+	out := filepath.Join(t.TempDir(), "out")
+	for _, tc := range []struct{ args, msg string }{
+		{"topn-ml100k --scale paper --epsilons 3", "ε = 3 is not in the grid"},
+		{"topn-ml100k --methods ease,nope", `method "nope" is not in the grid`},
+		{"topn-ml100k --seeds 1", "noise seed 1 is not in the grid"}, // quick: one seed
+		{"topn-ml100k --seeds x", `"x" is not a noise seed index`},
+		{"topn-ml100k --epsilons 0", `"0" is not an ε > 0`},
+		{"001-gram-signal --methods ease", "runs as a whole"},
+	} {
+		_, stderr, code := runCLI(t, append(append([]string{"reproduce"}, strings.Fields(tc.args)...), "--data-dir", t.TempDir(), "--out", out)...)
+		if code != 2 || !strings.Contains(stderr, tc.msg) {
+			t.Errorf("reproduce %s: exit %d, %s", tc.args, code, stderr)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused subset created the output directory")
+	}
 }
 
 // The quick scale of dpals-synthetic (1 000 generated users) runs end to

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,13 +29,21 @@ Real data is read from --data-dir, or from $PRIVREC_DATA_DIR when the flag
 is not given (never embedded); a missing file is an error naming the file,
 where to download it and the layout expected. Re-running the same command
 resumes an interrupted reproduction. Every dataset declares its public
-rating scale and catalogue (all items of the source) to the methods.`
+rating scale and catalogue (all items of the source) to the methods.
+
+The top-N reproductions (topn-*) run in parts: --methods, --epsilons and
+--seeds pick methods, ε and noise seeds (0, 1, 2) of the grid — ε and
+seeds restrict the private methods; each part adds to the same
+results.csv with the grid's own noise seeds, so parts run one after
+another make the whole grid, and a part with nothing left to train
+rewrites the report without reading the data.`
 
 func runReproduce(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("reproduce NAME --out DIR [--scale quick|paper] [--data-dir DIR]\n       privrec reproduce --list", reproduceSynopsis,
 		`  privrec reproduce --list
   privrec reproduce 000-fig3 --out repro/000-fig3
-  privrec reproduce 001-fig2c --scale paper --data-dir ~/data --out repro/001-fig2c`)
+  privrec reproduce 001-fig2c --scale paper --data-dir ~/data --out repro/001-fig2c
+  privrec reproduce topn-netflix-150k --scale paper --methods popularity,ease,dp-ease --epsilons 1,8 --seeds 0`)
 	list := fs.Bool("list", false, "list the named reproductions")
 	outDir := fs.String("out", "", "output directory (default repro/NAME-SCALE)")
 	scale := fs.String("scale", "quick", "quick or paper")
@@ -41,6 +51,9 @@ func runReproduce(ctx context.Context, args []string, out io.Writer) error {
 	workers := fs.Int("workers", 0, "runs trained at once (0: all cores)")
 	printConfig := fs.Bool("print-config", false, "print the experiment config as JSON and stop (a starting point for privrec experiment)")
 	jsonOut := fs.Bool("json", false, "print a JSON summary on stdout")
+	methodList := fs.String("methods", "", "top-N reproductions: run only these methods of the grid (comma-separated labels; default all)")
+	epsList := fs.String("epsilons", "", "top-N reproductions: run the private methods at these ε of the grid only (comma-separated; default all)")
+	seedList := fs.String("seeds", "", "top-N reproductions: run the private methods with these noise seeds of the grid only (comma-separated, from 0; default all)")
 	// NAME may come before or after the flags.
 	var name string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -65,8 +78,18 @@ func runReproduce(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
+	only, err := parseTopNSubset(*methodList, *epsList, *seedList)
+	if err != nil {
+		return err
+	}
+	if !only.IsZero() && !r.TakesSubsets() {
+		return usagef("--methods, --epsilons and --seeds pick part of a top-N reproduction's grid: %s runs as a whole", name)
+	}
+	if err := r.CheckSubset(*scale, only); err != nil {
+		return usagef("%v", err)
+	}
 	if !r.IsSweep() {
-		return runMeasurement(ctx, r, *scale, *outDir, *dataDir, *printConfig, *jsonOut, out)
+		return runMeasurement(ctx, r, *scale, *outDir, *dataDir, *printConfig, *jsonOut, experiment.MeasureOptions{Only: only}, out)
 	}
 	cfg, err := r.Config(*scale)
 	if err != nil {
@@ -91,7 +114,7 @@ func runReproduce(ctx context.Context, args []string, out io.Writer) error {
 }
 
 // runMeasurement runs a reproduction that is not a sweep.
-func runMeasurement(ctx context.Context, r *experiment.Reproduction, scale, outDir, dataDir string, printConfig, jsonOut bool, out io.Writer) error {
+func runMeasurement(ctx context.Context, r *experiment.Reproduction, scale, outDir, dataDir string, printConfig, jsonOut bool, opts experiment.MeasureOptions, out io.Writer) error {
 	if printConfig {
 		return usagef("%s is a measurement, not a sweep: it has no config to print", r.Name)
 	}
@@ -106,7 +129,7 @@ func runMeasurement(ctx context.Context, r *experiment.Reproduction, scale, outD
 		dir = filepath.Join("repro", r.Name+"-"+scale)
 	}
 	start := time.Now()
-	if err := r.Measure(ctx, scale, dataDir, dir); err != nil {
+	if err := r.Measure(ctx, scale, dataDir, dir, opts); err != nil {
 		return err
 	}
 	report := filepath.Join(dir, "report.md")
@@ -116,6 +139,39 @@ func runMeasurement(ctx context.Context, r *experiment.Reproduction, scale, outD
 	}
 	fmt.Fprintf(out, "%s-%s: %.1f s; report %s\n", r.Name, scale, secs, report)
 	return nil
+}
+
+// parseTopNSubset reads --methods, --epsilons and --seeds (each empty:
+// all of the grid); whether the grid has them is the reproduction's check.
+func parseTopNSubset(methodList, epsList, seedList string) (experiment.TopNSubset, error) {
+	var o experiment.TopNSubset
+	split := func(s string) []string {
+		if strings.TrimSpace(s) == "" {
+			return nil
+		}
+		return strings.Split(s, ",")
+	}
+	for _, m := range split(methodList) {
+		if m = strings.TrimSpace(m); m == "" {
+			return o, usagef("--methods %q: an empty name", methodList)
+		}
+		o.Methods = append(o.Methods, m)
+	}
+	for _, f := range split(epsList) {
+		e, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(e > 0) || math.IsInf(e, 0) {
+			return o, usagef("--epsilons %q: %q is not an ε > 0", epsList, f)
+		}
+		o.Epsilons = append(o.Epsilons, e)
+	}
+	for _, f := range split(seedList) {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return o, usagef("--seeds %q: %q is not a noise seed index (0, 1, …)", seedList, f)
+		}
+		o.Seeds = append(o.Seeds, n)
+	}
+	return o, nil
 }
 
 func listReproductions(out io.Writer, jsonOut bool) error {
