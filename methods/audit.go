@@ -433,9 +433,116 @@ const AuditZCDPEpsilon = 6
 // that would need 10⁵ runs.
 const AuditDeltaPrime = 0.3
 
-// Audit runs the whole-artefact audit of a method with its config.
+// Audit runs the whole-artefact audit of a method with its config: it
+// plans the audit (the claim, the relation and the method's design), builds
+// the neighbouring pair, trains on each side, compares what the two sides
+// make public (a), bounds ε from the released values (c), checks a
+// release's noise against its own claim (d) and assembles the report.
 func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*AuditReport, error) {
 	start := time.Now()
+	a, err := planAudit(ctx, name, cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	sides, err := a.neighbours()
+	if err != nil {
+		return nil, err
+	}
+	runs, err := a.compareRuns(ctx, sides)
+	if err != nil {
+		return nil, err
+	}
+	fields := compareFields(runs.fields)
+	common := commonDraws(runs.draws)
+	bound, err := a.boundEpsilon(ctx, a.dataStatistic(ctx, sides, runs, common, fields.mostSeparated))
+	if err != nil {
+		return nil, err
+	}
+	rc, rr, err := a.checkRelease(ctx, sides, runs.draws, common)
+	if err != nil {
+		return nil, err
+	}
+	rep := a.report(runs.canaries, fields, bound, rc, rr)
+	rep.Seconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+// auditPlan is what an audit settles before its comparison runs: the
+// options with their defaults, the method's claim (from a probe run with
+// the honest noise), its relation and declared design, the claim the
+// data-level bound is tested against, the canaries and the numbers of runs.
+type auditPlan struct {
+	name string
+	// cfg is the configuration trained: the design's, when it declares one.
+	cfg Config
+	// o is the options with their defaults: NoiseFactor and
+	// SensitivityFactor are set, Epsilon is the one trained with.
+	o AuditOptions
+	// prepare is the device step at the (possibly under-noised) per-rating
+	// ε; honest is the one the claim comes from.
+	prepare, honest PrepareFunc
+	// probeInput is what the probe runs train on.
+	probeInput release.Input
+	design     *AuditDesign
+	claim      privacy.Guarantee
+	relation   string
+	// noClaim is set for a method that gives no guarantee (status none: the
+	// GP and OP tensor variants release some factors un-noised): it claims
+	// nothing about the data, so only its noise is audited (the release
+	// check, against the claims of the mechanisms it draws from).
+	noClaim bool
+	// testedEpsilon and testedDelta are the claim of the data-level bound
+	// (0 when noClaim).
+	testedEpsilon, testedDelta float64
+	// canaries are the IDs that must not appear in public output.
+	canaries []string
+	// pilots is the number of comparison runs per side (the first o.Runs
+	// trained, the rest device steps only); dataSamples the number of
+	// sampling runs per side of the data-level bound.
+	pilots, dataSamples int
+}
+
+// planAudit plans the audit of method name with its config: the options'
+// defaults, the claim and relation from probe runs, the method's design.
+func planAudit(ctx context.Context, name string, cfg Config, o AuditOptions) (*auditPlan, error) {
+	o, err := withAuditDefaults(name, o)
+	if err != nil {
+		return nil, err
+	}
+	a := &auditPlan{name: name, cfg: cfg, o: o}
+	auto := o.Epsilon == 0
+	if auto {
+		a.setEpsilon(1)
+	} else {
+		a.setEpsilon(o.Epsilon)
+	}
+	probeData, err := auditData(privacy.RelationUserReplace)
+	if err != nil {
+		return nil, err
+	}
+	a.probeInput = probeData[0]
+	if err := a.probeClaim(ctx, auto); err != nil {
+		return nil, err
+	}
+	if err := a.settleRelation(); err != nil {
+		return nil, err
+	}
+	if err := a.adoptDesign(ctx); err != nil {
+		return nil, err
+	}
+	if a.testedEpsilon, a.testedDelta, err = a.testedClaim(); err != nil {
+		return nil, err
+	}
+	a.settleRuns()
+	return a, nil
+}
+
+// withAuditDefaults fills in o's defaults (the noise and sensitivity
+// factors included, and a seed drawn when it is 0) and refuses what cannot
+// be audited: a factor that is not positive and finite, δ' outside (0, 1),
+// fewer than 2 runs, a fault the method does not have, a non-private
+// baseline.
+func withAuditDefaults(name string, o AuditOptions) (AuditOptions, error) {
 	if o.Runs <= 0 {
 		o.Runs = 16
 	}
@@ -451,214 +558,348 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 	if o.DeltaPrime == 0 {
 		o.DeltaPrime = AuditDeltaPrime
 	}
-	factor := o.NoiseFactor
-	if factor == 0 {
-		factor = 1
+	var err error
+	if o.NoiseFactor, err = auditFactor("noise", o.NoiseFactor); err != nil {
+		return o, err
 	}
-	if math.IsNaN(factor) || math.IsInf(factor, 0) || factor <= 0 {
-		return nil, fmt.Errorf("audit: noise factor %v must be positive and finite", factor)
-	}
-	sfactor := o.SensitivityFactor
-	if sfactor == 0 {
-		sfactor = 1
-	}
-	if math.IsNaN(sfactor) || math.IsInf(sfactor, 0) || sfactor <= 0 {
-		return nil, fmt.Errorf("audit: sensitivity factor %v must be positive and finite", sfactor)
+	if o.SensitivityFactor, err = auditFactor("sensitivity", o.SensitivityFactor); err != nil {
+		return o, err
 	}
 	if !(o.DeltaPrime > 0 && o.DeltaPrime < 1) {
-		return nil, fmt.Errorf("audit: δ' = %v must be in (0, 1)", o.DeltaPrime)
+		return o, fmt.Errorf("audit: δ' = %v must be in (0, 1)", o.DeltaPrime)
 	}
 	if o.Runs < 2 {
-		return nil, fmt.Errorf("audit: need at least 2 runs per side")
+		return o, fmt.Errorf("audit: need at least 2 runs per side")
 	}
 	if o.Seed == 0 {
 		o.Seed = noise.Secure().Uint64() | 1
 	}
 	if err := o.Fault.check(name); err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
+		return o, fmt.Errorf("audit: %w", err)
 	}
 	if m, err := Lookup(name); err == nil && !m.Private {
-		return nil, fmt.Errorf("audit: %s is a non-private baseline: it gives no guarantee, there is nothing to audit", name)
+		return o, fmt.Errorf("audit: %s is a non-private baseline: it gives no guarantee, there is nothing to audit", name)
 	}
-	auto := o.Epsilon == 0
-	if auto {
-		o.Epsilon = 1
+	return o, nil
+}
+
+// auditFactor is a noise or sensitivity factor of the audited runs: 0
+// means 1; it must be positive and finite.
+func auditFactor(what string, f float64) (float64, error) {
+	if f == 0 {
+		f = 1
 	}
-	// prepare is the device step at the (possibly under-noised) per-rating
-	// ε; honest is the one the claim comes from.
-	prepare, honest := o.Prepare, o.Prepare
-	if o.Prepare == nil {
-		prepare, honest = DevicePrepare(name, o.Epsilon/factor), DevicePrepare(name, o.Epsilon)
+	if math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
+		return 0, fmt.Errorf("audit: %s factor %v must be positive and finite", what, f)
 	}
-	var design *AuditDesign // set below, once the claim is known
-	type runOut struct {
-		r        *release.Release
-		prepared release.Input
-		draws    []mechanism.Draw
+	return f, nil
+}
+
+// setEpsilon sets the ε the method is trained with, and the device steps
+// at it (unless the options give their own).
+func (a *auditPlan) setEpsilon(eps float64) {
+	a.o.Epsilon = eps
+	a.prepare, a.honest = a.o.Prepare, a.o.Prepare
+	if a.o.Prepare == nil {
+		a.prepare, a.honest = DevicePrepare(a.name, eps/a.o.NoiseFactor), DevicePrepare(a.name, eps)
 	}
-	// run trains once on in with the privacy noise from src, the audit's
-	// noise factor f and its sensitivity factor (f = 0: the honest probe,
-	// both factors 1) and a tap; stopAfter > 0 stops the training after that
-	// many draws, prepOnly after the device step.
-	run := func(ctx context.Context, in release.Input, src *noise.Source, f float64, prep PrepareFunc, stopAfter int, prepOnly bool) (runOut, error) {
-		var out runOut
-		if prepOnly && design != nil && design.Device != nil {
-			prepared, err := design.Device(ctx, in, src.Split(), o.Epsilon/f)
-			out.prepared = prepared
-			return out, err
-		}
-		if prep != nil {
-			prepared, done, err := prep(ctx, in, src.Split())
-			if err != nil {
-				return out, err
-			}
-			defer done()
-			in = prepared
-		}
-		out.prepared = in
-		if prepOnly {
-			return out, nil
-		}
-		rec := &tapRecorder{stopAfter: stopAfter}
-		sf, fault := sfactor, o.Fault
-		if f == 0 { // the honest probe
-			sf, fault = 1, NoFault
-		}
-		env := Env{Epsilon: o.Epsilon, Delta: o.Delta, Noise: src, Rand: noise.Seeded(o.Seed), Seed: o.Seed, Workers: 1,
-			NoiseFactor: f, SensitivityFactor: sf, Fault: fault, Tap: rec.tap}
-		r, err := Train(ctx, name, cfg, in, env)
-		out.r, out.draws = r, rec.draws
-		if err != nil && rec.complete() {
-			err = nil // stopped by the tap after its last draw
-		}
-		return out, err
+}
+
+// probeClaim finds the method's claim from a probe run; with ε picked by
+// the audit (auto), a zCDP method is probed again at AuditZCDPEpsilon.
+func (a *auditPlan) probeClaim(ctx context.Context, auto bool) error {
+	var err error
+	if a.claim, err = a.probe(ctx); err != nil {
+		return err
 	}
-	// A probe run finds the method's relation and its claim (with the
-	// honest noise).
-	probeData, err := auditData(privacy.RelationUserReplace)
+	if auto && a.claim.Rho > 0 {
+		a.setEpsilon(AuditZCDPEpsilon)
+		if a.claim, err = a.probe(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settleRelation takes the neighbouring relation from the claim: a method
+// that claims nothing is audited under replace-one-user, a private one
+// must state its relation.
+func (a *auditPlan) settleRelation() error {
+	a.noClaim = !a.claim.Private()
+	a.relation = a.claim.Relation
+	if a.relation == "" {
+		if !a.noClaim {
+			return fmt.Errorf("audit: %s's guarantee states no neighbouring relation", a.name)
+		}
+		a.relation = privacy.RelationUserReplace
+	}
+	return nil
+}
+
+// adoptDesign takes the method's declared audit (AuditDesigner), if any;
+// a design's configuration is trained from here on, and its claim probed
+// again.
+func (a *auditPlan) adoptDesign(ctx context.Context) error {
+	d, ok := a.cfg.(AuditDesigner)
+	if !ok {
+		return nil
+	}
+	design, err := d.AuditDesign(a.o.Epsilon, a.o.Delta)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("audit: %s: %w", a.name, err)
 	}
-	probe := func() (privacy.Guarantee, error) {
-		p, err := run(ctx, probeData[0], noise.Seeded(o.Seed^0x70726f6265), 0, honest, 0, false)
-		if err != nil {
-			return privacy.Guarantee{}, fmt.Errorf("audit: %w", err)
+	a.design = design
+	if design == nil || design.Config == nil {
+		return nil
+	}
+	a.cfg = design.Config
+	if err := a.cfg.Validate(); err != nil {
+		return fmt.Errorf("audit: %s's audited configuration: %w", a.name, err)
+	}
+	a.claim, err = a.probe(ctx)
+	return err
+}
+
+// testedClaim is the claim the data-level bound is compared with: the
+// design's, or the point (ε'(ρ, δ'), δ') of a zCDP claim, or the stated
+// (ε, δ); none for a method that claims nothing.
+func (a *auditPlan) testedClaim() (eps, delta float64, err error) {
+	g := a.claim
+	eps, delta = g.Epsilon, g.Delta
+	switch {
+	case a.design != nil && a.design.Epsilon > 0:
+		eps, delta = a.design.Epsilon, a.design.Delta
+	case g.Rho > 0:
+		if eps, err = accountant.ZCDPToApprox(g.Rho, a.o.DeltaPrime); err != nil {
+			return 0, 0, fmt.Errorf("audit: converting ρ = %g: %w", g.Rho, err)
 		}
-		return p.r.Guarantee, nil
+		delta = a.o.DeltaPrime
 	}
-	g, err := probe()
-	if err != nil {
-		return nil, err
+	if a.noClaim {
+		return 0, 0, nil
 	}
-	if auto && g.Rho > 0 {
-		o.Epsilon = AuditZCDPEpsilon
-		if o.Prepare == nil {
-			prepare, honest = DevicePrepare(name, o.Epsilon/factor), DevicePrepare(name, o.Epsilon)
-		}
-		if g, err = probe(); err != nil {
-			return nil, err
-		}
-	}
-	// A method that gives no guarantee (status none: the GP and OP tensor
-	// variants release some factors un-noised) claims nothing about the
-	// data, so only its noise is audited: the release check, against the
-	// claims of the mechanisms it draws from.
-	noClaim := !g.Private()
-	rel := g.Relation
-	if rel == "" {
-		if !noClaim {
-			return nil, fmt.Errorf("audit: %s's guarantee states no neighbouring relation", name)
-		}
-		rel = privacy.RelationUserReplace
-	}
-	if d, ok := cfg.(AuditDesigner); ok {
-		if design, err = d.AuditDesign(o.Epsilon, o.Delta); err != nil {
-			return nil, fmt.Errorf("audit: %s: %w", name, err)
-		}
-	}
-	if design != nil && design.Config != nil {
-		cfg = design.Config // the runs (and the probe) train this one from here on
-		if err := cfg.Validate(); err != nil {
-			return nil, fmt.Errorf("audit: %s's audited configuration: %w", name, err)
-		}
-		if g, err = probe(); err != nil {
-			return nil, err
-		}
-	}
-	var sides [2]release.Input
-	if design != nil && design.Sides != nil {
-		sides, err = design.Sides(rel)
-	} else {
-		sides, err = auditData(rel)
-	}
-	if err != nil {
-		return nil, err
-	}
-	rep := &AuditReport{Method: name, Relation: rel, ClaimedEpsilon: g.Epsilon, Delta: g.Delta, ClaimedRho: g.Rho,
-		TrainedEpsilon: o.Epsilon, NoiseFactor: factor, Runs: o.Runs,
-		Confidence: o.Confidence, Differences: []string{}, Canaries: []string{}, NoPower: []string{}}
-	canaries := []string{CanaryUser, CanaryItem}
-	if rel == privacy.RelationLocalReport {
+	return eps, delta, nil
+}
+
+// settleRuns sets the canaries and the numbers of runs.
+func (a *auditPlan) settleRuns() {
+	a.canaries = []string{CanaryUser, CanaryItem}
+	if a.relation == privacy.RelationLocalReport {
 		// Local DP: the population is public and each client's report,
 		// sent under her ID, is public; the canary user is a client on
 		// both inputs. Only the item outside the catalogue must not appear.
-		canaries = []string{CanaryItem}
+		a.canaries = []string{CanaryItem}
 	}
-	pilots, dataSamples := o.Runs, o.Samples
-	if design != nil && design.Statistic != nil && design.Prepared {
+	a.pilots, a.dataSamples = a.o.Runs, a.o.Samples
+	if d := a.design; d != nil && d.Statistic != nil && d.Prepared {
 		// Device steps are cheap: more pilot values fix the events better,
 		// and a large per-rating ε needs ≈ e^ε runs to be contradicted.
-		dataSamples = preparedSamples(o.Samples, design.Epsilon)
-		pilots = max(pilots, 64, dataSamples/8)
+		a.dataSamples = preparedSamples(a.o.Samples, d.Epsilon)
+		a.pilots = max(a.pilots, 64, a.dataSamples/8)
 	}
-	var runs [2][]map[string]string
-	var draws [2][][]mechanism.Draw
-	var pilotStat [2][]float64
-	var mu sync.Mutex
-	var firstErr error
+}
+
+// neighbours is the audit's pair of neighbouring inputs: the design's, or
+// the default pair of the relation.
+func (a *auditPlan) neighbours() ([2]release.Input, error) {
+	if a.design != nil && a.design.Sides != nil {
+		return a.design.Sides(a.relation)
+	}
+	return auditData(a.relation)
+}
+
+// auditRun is what the audit sees of one training: the release, the input
+// the method trained on (after the device step) and the draws tapped.
+type auditRun struct {
+	r        *release.Release
+	prepared release.Input
+	draws    []mechanism.Draw
+}
+
+// probe trains once on the probe input with the honest noise: the
+// method's claim.
+func (a *auditPlan) probe(ctx context.Context) (privacy.Guarantee, error) {
+	p, err := a.train(ctx, a.probeInput, noise.Seeded(a.o.Seed^0x70726f6265), 0, a.honest, 0, false)
+	if err != nil {
+		return privacy.Guarantee{}, fmt.Errorf("audit: %w", err)
+	}
+	return p.r.Guarantee, nil
+}
+
+// run trains once on in with the audited noise from src (the audit's
+// noise and sensitivity factors and fault); stopAfter > 0 stops the
+// training after that many draws, prepOnly after the device step.
+func (a *auditPlan) run(ctx context.Context, in release.Input, src *noise.Source, stopAfter int, prepOnly bool) (auditRun, error) {
+	return a.train(ctx, in, src, a.o.NoiseFactor, a.prepare, stopAfter, prepOnly)
+}
+
+// train trains once on in with the privacy noise from src, the noise
+// factor f and the audit's sensitivity factor (f = 0: the honest probe,
+// both factors 1 and no fault), the device step prep and a tap.
+func (a *auditPlan) train(ctx context.Context, in release.Input, src *noise.Source, f float64, prep PrepareFunc, stopAfter int, prepOnly bool) (auditRun, error) {
+	var out auditRun
+	if prepOnly && a.design != nil && a.design.Device != nil {
+		prepared, err := a.design.Device(ctx, in, src.Split(), a.o.Epsilon/f)
+		out.prepared = prepared
+		return out, err
+	}
+	if prep != nil {
+		prepared, done, err := prep(ctx, in, src.Split())
+		if err != nil {
+			return out, err
+		}
+		defer done()
+		in = prepared
+	}
+	out.prepared = in
+	if prepOnly {
+		return out, nil
+	}
+	rec := &tapRecorder{stopAfter: stopAfter}
+	sf, fault := a.o.SensitivityFactor, a.o.Fault
+	if f == 0 { // the honest probe
+		sf, fault = 1, NoFault
+	}
+	env := Env{Epsilon: a.o.Epsilon, Delta: a.o.Delta, Noise: src, Rand: noise.Seeded(a.o.Seed), Seed: a.o.Seed, Workers: 1,
+		NoiseFactor: f, SensitivityFactor: sf, Fault: fault, Tap: rec.tap}
+	r, err := Train(ctx, a.name, a.cfg, in, env)
+	out.r, out.draws = r, rec.draws
+	if err != nil && rec.complete() {
+		err = nil // stopped by the tap after its last draw
+	}
+	return out, err
+}
+
+// auditRuns is what the comparison runs saw on the two sides: the public
+// fields and draws of the first o.Runs runs of each, the declared
+// statistic of every pilot run, and where a canary ID appeared in public
+// output (sorted).
+type auditRuns struct {
+	fields   [2][]map[string]string
+	draws    [2][][]mechanism.Draw
+	pilot    [2][]float64
+	canaries []string
+}
+
+// compareRuns makes the comparison runs on both sides, one goroutine each.
+func (a *auditPlan) compareRuns(ctx context.Context, sides [2]release.Input) (*auditRuns, error) {
+	runs := &auditRuns{canaries: []string{}}
+	var found [2][]string
+	var errs [2]error
 	var wg sync.WaitGroup
 	for s := range 2 {
-		runs[s] = make([]map[string]string, o.Runs)
-		draws[s] = make([][]mechanism.Draw, o.Runs)
-		wg.Go(func() {
-			for k := range pilots {
-				out, err := run(ctx, sides[s], noise.Seeded(o.Seed^uint64(1000*s+k+1)), factor, prepare, 0, k >= o.Runs)
-				var f map[string]string
-				var raw []byte
-				if err == nil && k < o.Runs {
-					f, raw, err = publicFields(out.r)
-				}
-				mu.Lock()
-				if err != nil {
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					return
-				}
-				if design != nil && design.Statistic != nil {
-					pilotStat[s] = append(pilotStat[s], design.Statistic(out.prepared, out.draws, out.r))
-				}
-				if k < o.Runs {
-					runs[s][k], draws[s][k] = f, out.draws
-					for _, c := range canaries {
-						if bytes.Contains(raw, []byte(c)) {
-							place := fmt.Sprintf("%q in the public output of input %d", c, s)
-							if !slices.Contains(rep.Canaries, place) {
-								rep.Canaries = append(rep.Canaries, place)
-							}
-						}
-					}
-				}
-				mu.Unlock()
-			}
-		})
+		runs.fields[s] = make([]map[string]string, a.o.Runs)
+		runs.draws[s] = make([][]mechanism.Draw, a.o.Runs)
+		wg.Go(func() { found[s], errs[s] = a.sideRuns(ctx, sides[s], s, runs) })
 	}
 	wg.Wait()
-	if firstErr != nil {
-		return nil, fmt.Errorf("audit: %w", firstErr)
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("audit: %w", err)
+		}
 	}
-	// (a) fields fixed under the noise that differ between the sides.
+	runs.canaries = append(append(runs.canaries, found[0]...), found[1]...)
+	sort.Strings(runs.canaries)
+	return runs, nil
+}
+
+// sideRuns makes the comparison runs on side s (input in), recording them
+// in runs' entries for s, and returns where a canary ID appeared.
+func (a *auditPlan) sideRuns(ctx context.Context, in release.Input, s int, runs *auditRuns) ([]string, error) {
+	var found []string
+	for k := range a.pilots {
+		recorded := k < a.o.Runs
+		out, err := a.run(ctx, in, noise.Seeded(a.o.Seed^uint64(1000*s+k+1)), 0, !recorded)
+		if err != nil {
+			return nil, err
+		}
+		var f map[string]string
+		var raw []byte
+		if recorded {
+			if f, raw, err = publicFields(out.r); err != nil {
+				return nil, err
+			}
+		}
+		if a.design != nil && a.design.Statistic != nil {
+			runs.pilot[s] = append(runs.pilot[s], a.design.Statistic(out.prepared, out.draws, out.r))
+		}
+		if recorded {
+			runs.fields[s][k], runs.draws[s][k] = f, out.draws
+			found = canaryPlaces(found, raw, a.canaries, s)
+		}
+	}
+	return found, nil
+}
+
+// canaryPlaces adds to found each canary ID in raw, the public output of a
+// run on side s, that is not there yet.
+func canaryPlaces(found []string, raw []byte, canaries []string, s int) []string {
+	for _, c := range canaries {
+		if bytes.Contains(raw, []byte(c)) {
+			place := fmt.Sprintf("%q in the public output of input %d", c, s)
+			if !slices.Contains(found, place) {
+				found = append(found, place)
+			}
+		}
+	}
+	return found
+}
+
+// fieldComparison is what comparing the runs' public fields found (a):
+// how many fields were compared and how many varied with the noise, the
+// fields fixed under the noise that differ between the sides (a leak,
+// sorted), and the varying numeric field whose distribution differs most
+// between the sides (empty: none).
+type fieldComparison struct {
+	fields, noised int
+	differences    []string
+	mostSeparated  string
+}
+
+// compareFields compares the public fields of the runs on the two sides
+// (runs[s] those of side s).
+func compareFields(runs [2][]map[string]string) fieldComparison {
+	c := fieldComparison{differences: []string{}}
+	type varying struct {
+		key   string
+		score float64
+	}
+	var cands []varying
+	for k := range fieldKeys(runs) {
+		if strings.HasPrefix(k, "guarantee.note") {
+			continue
+		}
+		c.fields++
+		v := fieldValuesOf(runs, k)
+		switch {
+		case v.fixed[0] && v.fixed[1] && v.val[0] != v.val[1]:
+			if v.present[0] == 0 || v.present[1] == 0 {
+				c.differences = append(c.differences, fmt.Sprintf("%s: present on one input only", k))
+			} else {
+				c.differences = append(c.differences, fmt.Sprintf("%s: %s vs %s", k, short(v.val[0]), short(v.val[1])))
+			}
+		case !v.fixed[0] || !v.fixed[1]:
+			c.noised++
+			if sc, ok := separation(runs, k); ok {
+				cands = append(cands, varying{k, sc})
+			}
+		}
+	}
+	sort.Strings(c.differences)
+	sort.Slice(cands, func(a, b int) bool {
+		if cands[a].score != cands[b].score {
+			return cands[a].score > cands[b].score
+		}
+		return cands[a].key < cands[b].key
+	})
+	if len(cands) > 0 {
+		c.mostSeparated = cands[0].key
+	}
+	return c
+}
+
+// fieldKeys is the set of the fields of every run.
+func fieldKeys(runs [2][]map[string]string) map[string]bool {
 	keys := map[string]bool{}
 	for s := range 2 {
 		for _, f := range runs[s] {
@@ -667,187 +908,218 @@ func Audit(ctx context.Context, name string, cfg Config, o AuditOptions) (*Audit
 			}
 		}
 	}
-	ignore := func(k string) bool { return strings.HasPrefix(k, "guarantee.note") }
-	type varying struct {
-		key   string
-		score float64
-	}
-	var cands []varying
-	for k := range keys {
-		if ignore(k) {
-			continue
-		}
-		rep.Fields++
-		fixed := [2]bool{true, true}
-		val := [2]string{}
-		present := [2]int{}
-		for s := range 2 {
-			for i, f := range runs[s] {
-				v, ok := f[k]
-				if ok {
-					present[s]++
-				}
-				if i == 0 {
-					val[s] = v
-				} else if v != val[s] {
-					fixed[s] = false
-				}
+	return keys
+}
+
+// fieldValues is one field over the runs of each side: whether it is the
+// same in every run, its value in the first, and how many runs have it.
+type fieldValues struct {
+	fixed   [2]bool
+	val     [2]string
+	present [2]int
+}
+
+func fieldValuesOf(runs [2][]map[string]string, key string) fieldValues {
+	v := fieldValues{fixed: [2]bool{true, true}}
+	for s := range 2 {
+		for i, f := range runs[s] {
+			x, ok := f[key]
+			if ok {
+				v.present[s]++
 			}
-		}
-		switch {
-		case fixed[0] && fixed[1] && val[0] != val[1]:
-			if present[0] == 0 || present[1] == 0 {
-				rep.Differences = append(rep.Differences, fmt.Sprintf("%s: present on one input only", k))
-			} else {
-				rep.Differences = append(rep.Differences, fmt.Sprintf("%s: %s vs %s", k, short(val[0]), short(val[1])))
-			}
-		case !fixed[0] || !fixed[1]:
-			rep.Noised++
-			if sc, ok := separation(runs, k); ok {
-				cands = append(cands, varying{k, sc})
+			if i == 0 {
+				v.val[s] = x
+			} else if x != v.val[s] {
+				v.fixed[s] = false
 			}
 		}
 	}
-	sort.Strings(rep.Differences)
-	sort.Strings(rep.Canaries)
-	// (c) ε lower bound, on the claim tested: the design's, or the point
-	// (ε'(ρ, δ'), δ') of a zCDP claim, or the stated (ε, δ).
-	rep.TestedEpsilon, rep.TestedDelta = g.Epsilon, g.Delta
-	switch {
-	case design != nil && design.Epsilon > 0:
-		rep.TestedEpsilon, rep.TestedDelta = design.Epsilon, design.Delta
-	case g.Rho > 0:
-		e, err := accountant.ZCDPToApprox(g.Rho, o.DeltaPrime)
-		if err != nil {
-			return nil, fmt.Errorf("audit: converting ρ = %g: %w", g.Rho, err)
-		}
-		rep.TestedEpsilon, rep.TestedDelta = e, o.DeltaPrime
-	}
-	var sample func(src *noise.Source, s int) float64
-	var events []audit.Event
-	common := commonDraws(draws)
-	switch raw := newRawStatistic(draws, common); {
-	case design != nil && design.Statistic != nil:
-		rep.Statistic = design.Name
-		events = valueEvents(pilotStat)
-		sample = func(src *noise.Source, s int) float64 {
-			out, err := run(ctx, sides[s], src.Split(), factor, prepare, 0, design.Prepared)
-			if err != nil {
-				return math.NaN()
-			}
-			return design.Statistic(out.prepared, out.draws, out.r)
-		}
+	return v
+}
+
+// dataStatistic is the statistic the data-level bound samples (c): its
+// name in reports, the events counted (set on the comparison runs) and a
+// value of one fresh run on side s (nil: nothing to sample).
+type dataStatistic struct {
+	name   string
+	events []audit.Event
+	sample func(src *noise.Source, s int) float64
+}
+
+// dataStatistic picks the statistic of the data-level bound: the design's
+// declared one, or the log-likelihood ratio of the raw noised releases
+// (their first common draws), or, when no release is instrumented, the
+// public field that differs most between the sides (field).
+func (a *auditPlan) dataStatistic(ctx context.Context, sides [2]release.Input, runs *auditRuns, common int, field string) dataStatistic {
+	switch raw := newRawStatistic(runs.draws, common); {
+	case a.design != nil && a.design.Statistic != nil:
+		return a.declaredStatistic(ctx, sides, runs.pilot)
 	case raw != nil && raw.active > 0:
-		rep.Statistic = fmt.Sprintf("log-likelihood ratio of the raw noised releases (%d draws, %d coordinates differing)", len(raw.mech), raw.active)
-		for s := range 2 {
-			for _, d := range draws[s] {
-				pilotStat[s] = append(pilotStat[s], raw.of(d))
-			}
-		}
-		events = rawEvents(pilotStat)
-		n := len(raw.mech)
-		sample = func(src *noise.Source, s int) float64 {
-			out, err := run(ctx, sides[s], src.Split(), factor, prepare, n, false)
-			if err != nil {
-				return math.NaN()
-			}
-			return raw.of(out.draws)
-		}
+		return a.rawReleaseStatistic(ctx, sides, raw, runs.draws)
 	case raw != nil:
 		// Instrumented releases, none differing between the inputs:
 		// objective perturbation's noise is drawn without looking at the
 		// data (the privacy comes from the optimisation), so there is no raw
 		// statistic of the data; its noise is audited by the release check.
-		rep.Statistic = "none: no noised release depends on the data (the release check audits the noise)"
-	case len(cands) > 0:
+		return dataStatistic{name: "none: no noised release depends on the data (the release check audits the noise)"}
+	case field != "":
 		// No instrumented release at all: the public field that differs
 		// most (little power; a method can declare better: AuditDesigner).
-		sort.Slice(cands, func(a, b int) bool {
-			if cands[a].score != cands[b].score {
-				return cands[a].score > cands[b].score
-			}
-			return cands[a].key < cands[b].key
-		})
-		key := cands[0].key
-		rep.Statistic = key
-		pilot := make([]float64, 0, 2*o.Runs)
-		for s := range 2 {
-			for _, f := range runs[s] {
-				if x, err := parseFloat(f[key]); err == nil {
-					pilot = append(pilot, x)
-				}
-			}
-		}
-		events = quantileEvents(pilot)
-		sample = func(src *noise.Source, s int) float64 {
-			out, err := run(ctx, sides[s], src.Split(), factor, prepare, 0, false)
-			if err != nil {
-				return math.NaN()
-			}
-			f, _, err := publicFields(out.r)
-			if err != nil {
-				return math.NaN()
-			}
-			x, err := parseFloat(f[key])
-			if err != nil {
-				return math.NaN()
-			}
-			return x
-		}
+		return a.fieldStatistic(ctx, sides, runs.fields, field)
 	}
-	if noClaim {
-		rep.NoGuarantee, rep.TestedEpsilon, rep.TestedDelta, rep.Statistic = true, 0, 0, ""
-	}
-	if o.Samples > 0 && sample != nil && !noClaim {
-		if most := audit.MaxLowerBound(dataSamples, o.Confidence, len(events), rep.TestedDelta); most <= rep.TestedEpsilon {
-			// No outcome of the runs could contradict the claim (onebit-outp's
-			// whole-matrix ε): they are not made; the release check audits
-			// the noise against its own claim.
-			rep.Unsampled = fmt.Sprintf("%d trainings per side bound ε by at most %.3g, below the claim %.4g: not made", dataSamples, most, rep.TestedEpsilon)
-			sample = nil
-		}
-	}
-	if o.Samples > 0 && sample != nil && !noClaim {
-		spec := audit.Spec{Mechanism: name, ClaimedEpsilon: rep.TestedEpsilon, Delta: rep.TestedDelta, Sample: sample, Events: events}
-		res, err := audit.Run(ctx, spec, dataSamples, o.Confidence, noise.Seeded(o.Seed^0x6c6f776572))
+	return dataStatistic{}
+}
+
+// declaredStatistic is the design's statistic, its events set on the
+// pilot runs' values.
+func (a *auditPlan) declaredStatistic(ctx context.Context, sides [2]release.Input, pilot [2][]float64) dataStatistic {
+	d := a.design
+	return dataStatistic{name: d.Name, events: valueEvents(pilot), sample: func(src *noise.Source, s int) float64 {
+		out, err := a.run(ctx, sides[s], src.Split(), 0, d.Prepared)
 		if err != nil {
-			return nil, fmt.Errorf("audit: %w", err)
+			return math.NaN()
 		}
-		rep.EpsilonLowerBound, rep.Event, rep.Samples = res.EpsilonLowerBound, res.Event, dataSamples
+		return d.Statistic(out.prepared, out.draws, out.r)
+	}}
+}
+
+// rawReleaseStatistic is the log-likelihood ratio of the raw noised
+// releases, its events set on the comparison runs' draws; a sampling run
+// stops after its last release.
+func (a *auditPlan) rawReleaseStatistic(ctx context.Context, sides [2]release.Input, raw *rawStatistic, draws [2][][]mechanism.Draw) dataStatistic {
+	var pilot [2][]float64
+	for s := range 2 {
+		for _, d := range draws[s] {
+			pilot[s] = append(pilot[s], raw.of(d))
+		}
 	}
-	// (d) the release check (audit_raw.go): a run's first additive release
-	// against its own claim, at the sensitivity derived from the pair.
-	rc := newReleaseCheck(draws, common, design != nil && design.PerCoordinate)
-	if rc != nil && noClaim {
-		// A method that claims nothing about the data: only its noise is
-		// audited, against its mechanism's declared sensitivity.
+	n := len(raw.mech)
+	name := fmt.Sprintf("log-likelihood ratio of the raw noised releases (%d draws, %d coordinates differing)", n, raw.active)
+	return dataStatistic{name: name, events: rawEvents(pilot), sample: func(src *noise.Source, s int) float64 {
+		out, err := a.run(ctx, sides[s], src.Split(), n, false)
+		if err != nil {
+			return math.NaN()
+		}
+		return raw.of(out.draws)
+	}}
+}
+
+// fieldStatistic is the public field key, its events at the quantiles of
+// its values in the comparison runs.
+func (a *auditPlan) fieldStatistic(ctx context.Context, sides [2]release.Input, fields [2][]map[string]string, key string) dataStatistic {
+	pilot := make([]float64, 0, 2*a.o.Runs)
+	for s := range 2 {
+		for _, f := range fields[s] {
+			if x, err := parseFloat(f[key]); err == nil {
+				pilot = append(pilot, x)
+			}
+		}
+	}
+	return dataStatistic{name: key, events: quantileEvents(pilot), sample: func(src *noise.Source, s int) float64 {
+		out, err := a.run(ctx, sides[s], src.Split(), 0, false)
+		if err != nil {
+			return math.NaN()
+		}
+		f, _, err := publicFields(out.r)
+		if err != nil {
+			return math.NaN()
+		}
+		x, err := parseFloat(f[key])
+		if err != nil {
+			return math.NaN()
+		}
+		return x
+	}}
+}
+
+// dataBound is the data-level ε lower bound (c): the statistic sampled,
+// the bound, the event that gave it and the runs per side, or why it was
+// not sampled.
+type dataBound struct {
+	statistic  string
+	lowerBound float64
+	event      string
+	samples    int
+	unsampled  string
+}
+
+// boundEpsilon samples the statistic st on fresh runs of each side and
+// bounds ε from it, unless the method claims nothing, the bounds are
+// skipped (Samples < 0) or no outcome of the runs could contradict the
+// claim.
+func (a *auditPlan) boundEpsilon(ctx context.Context, st dataStatistic) (dataBound, error) {
+	if a.noClaim {
+		return dataBound{}, nil
+	}
+	b := dataBound{statistic: st.name}
+	if a.o.Samples <= 0 || st.sample == nil {
+		return b, nil
+	}
+	if most := audit.MaxLowerBound(a.dataSamples, a.o.Confidence, len(st.events), a.testedDelta); most <= a.testedEpsilon {
+		// No outcome of the runs could contradict the claim (onebit-outp's
+		// whole-matrix ε): they are not made; the release check audits
+		// the noise against its own claim.
+		b.unsampled = fmt.Sprintf("%d trainings per side bound ε by at most %.3g, below the claim %.4g: not made", a.dataSamples, most, a.testedEpsilon)
+		return b, nil
+	}
+	spec := audit.Spec{Mechanism: a.name, ClaimedEpsilon: a.testedEpsilon, Delta: a.testedDelta, Sample: st.sample, Events: st.events}
+	res, err := audit.Run(ctx, spec, a.dataSamples, a.o.Confidence, noise.Seeded(a.o.Seed^0x6c6f776572))
+	if err != nil {
+		return b, fmt.Errorf("audit: %w", err)
+	}
+	b.lowerBound, b.event, b.samples = res.EpsilonLowerBound, res.Event, a.dataSamples
+	return b, nil
+}
+
+// checkRelease is the release check (d, audit_raw.go): a run's first
+// additive release against its own claim, at the sensitivity derived from
+// the pair (for a method that claims nothing, its mechanism's declared
+// one). rc is nil when no run made an additive release, rr when the
+// check's runs are skipped (Samples < 0).
+func (a *auditPlan) checkRelease(ctx context.Context, sides [2]release.Input, draws [2][][]mechanism.Draw, common int) (rc *releaseCheck, rr *ReleaseCheck, err error) {
+	rc = newReleaseCheck(draws, common, a.design != nil && a.design.PerCoordinate)
+	if rc == nil {
+		return nil, nil, nil
+	}
+	if a.noClaim {
 		rc.derived = rc.declared
 	}
-	if rc != nil && o.Samples >= 0 {
-		rr, err := runReleaseCheck(ctx, rc, name, o, func(src *noise.Source) ([]mechanism.Draw, error) {
-			out, err := run(ctx, sides[0], src.Split(), factor, prepare, rc.index+1, false)
-			return out.draws, err
-		})
-		if err != nil {
-			return nil, err
-		}
-		rep.ReleaseCheck = rr
+	if a.o.Samples < 0 {
+		return rc, nil, nil
 	}
-	rep.SensitivityFactor, rep.Fault, rep.Proven = sfactor, string(o.Fault), g.Status == privacy.Proven && !noClaim
-	rep.NoPower = noPower(rc, rep.ReleaseCheck, g, noClaim)
-	if rep.Unsampled != "" && rep.ReleaseCheck == nil {
+	rr, err = runReleaseCheck(ctx, rc, a.name, a.o, func(src *noise.Source) ([]mechanism.Draw, error) {
+		out, err := a.run(ctx, sides[0], src.Split(), rc.index+1, false)
+		return out.draws, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return rc, rr, nil
+}
+
+// report assembles the audit's report from its findings and gives the
+// verdict: a leak, a canary or a bound above the claim (for a method that
+// claims something), or a failed release check, is a violation; without
+// one, noPower says what the audit could not have caught.
+func (a *auditPlan) report(canaries []string, fields fieldComparison, bound dataBound, rc *releaseCheck, rr *ReleaseCheck) *AuditReport {
+	g := a.claim
+	rep := &AuditReport{Method: a.name, Relation: a.relation, ClaimedEpsilon: g.Epsilon, Delta: g.Delta, ClaimedRho: g.Rho,
+		TrainedEpsilon: a.o.Epsilon, NoiseFactor: a.o.NoiseFactor, TestedEpsilon: a.testedEpsilon, TestedDelta: a.testedDelta,
+		Runs: a.o.Runs, Fields: fields.fields, Noised: fields.noised, Differences: fields.differences, Canaries: canaries,
+		Statistic: bound.statistic, EpsilonLowerBound: bound.lowerBound, Event: bound.event, Confidence: a.o.Confidence,
+		Samples: bound.samples, NoGuarantee: a.noClaim, Proven: g.Status == privacy.Proven && !a.noClaim,
+		ReleaseCheck: rr, SensitivityFactor: a.o.SensitivityFactor, Unsampled: bound.unsampled, Fault: string(a.o.Fault)}
+	rep.NoPower = noPower(rc, rr, g, a.noClaim)
+	if rep.Unsampled != "" && rr == nil {
 		rep.NoPower = append(rep.NoPower, "the data-level bound: "+rep.Unsampled+", and no additive release to check")
 	}
-	rep.Violation = len(rep.Differences) > 0 || len(rep.Canaries) > 0 || rep.EpsilonLowerBound > rep.TestedEpsilon
-	if noClaim {
-		rep.Violation = false // un-noised fields are what status none says
-	}
-	rep.Violation = rep.Violation || (rep.ReleaseCheck != nil && rep.ReleaseCheck.Violation)
+	// Un-noised fields are what status none says.
+	rep.Violation = !a.noClaim && (len(rep.Differences) > 0 || len(rep.Canaries) > 0 || rep.EpsilonLowerBound > rep.TestedEpsilon)
+	rep.Violation = rep.Violation || (rr != nil && rr.Violation)
 	if rep.Violation {
 		rep.NoPower = []string{} // a violation found needs no power
 	}
-	rep.Seconds = time.Since(start).Seconds()
-	return rep, nil
+	return rep
 }
 
 // separation scores how differently a numeric field is distributed on the
