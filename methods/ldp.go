@@ -199,9 +199,54 @@ func (c *LDPConfig) Validate() error { return c.validate() }
 func (c *LDPConfig) name() string { return "ldp-" + string(c.mech) }
 
 // Train implements Config: it reads the collect header, checks the input
-// is that file's reports and agrees with anything declared, and recovers
-// the matrix from the reports.
+// is that file's reports and agrees with anything declared, recovers the
+// matrix from the reports (shrunk toward the clients' private mean when
+// they sent one) and states the local guarantee.
 func (c *LDPConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
+	col, err := c.collection(in)
+	if err != nil {
+		return nil, err
+	}
+	h := col.header
+	if env.Log != nil && env.Epsilon != h.Epsilon {
+		env.Log.Debug("ldp: ε comes from the collect header, not --epsilon", "header_epsilon", h.Epsilon, "flag_epsilon", env.Epsilon)
+	}
+	rnd, err := ldp.New(h.Mechanism, h.Epsilon, h.Scale)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := c.recoverCollection(ctx, col, rnd.Model(), env)
+	if err != nil {
+		return nil, err
+	}
+	m := col.model(c.name())
+	rep := c.fill(m, rec.res, h.Scale, rnd.Model())
+	m.Params["mechanism"], m.Params["collected_epsilon"] = string(h.Mechanism), h.Epsilon
+	rec.describe(m, rep, len(col.means))
+	g, err := col.guarantee(rnd, rep)
+	if err != nil {
+		return nil, err
+	}
+	rep["estimated_true_ratings"] = math.Round(rec.res.SEstimate)
+	return &release.Release{Public: m, Guarantee: g, Report: rep}, nil
+}
+
+// ldpCollection is a collect file's reports as a method trains on them:
+// its path, header and number of reports, the clients' mean reports (nil:
+// none sent), the reports on the declared catalogue (cat, nil when none
+// was declared).
+type ldpCollection struct {
+	path    string
+	header  ldp.Header
+	n       int64
+	means   map[string]float64
+	reports *ratings.Matrix
+	cat     *model.Catalogue
+}
+
+// collection reads the collect header and checks the input is that file's
+// reports and agrees with anything declared.
+func (c *LDPConfig) collection(in release.Input) (*ldpCollection, error) {
 	name := c.name()
 	path := c.Collected
 	if path == "" {
@@ -222,94 +267,140 @@ func (c *LDPConfig) Train(ctx context.Context, in release.Input, env Env) (*rele
 	if h.Mechanism != c.mech {
 		return nil, fmt.Errorf("%s was collected with mechanism %s; train it with --method ldp-%s, not %s", path, h.Mechanism, h.Mechanism, name)
 	}
-	reports := in.Ratings
-	if n != int64(reports.Len()) {
-		return nil, fmt.Errorf("%s holds %d reports but the training data number %d ratings: pass the collect file (or its data lines) as --data", path, n, reports.Len())
+	col := &ldpCollection{path: path, header: h, n: n, means: means, reports: in.Ratings}
+	if err := col.checkReports(); err != nil {
+		return nil, err
+	}
+	if err := col.checkDeclared(in.Declared); err != nil {
+		return nil, err
+	}
+	return col, nil
+}
+
+// checkReports checks the reports are the collect file's: as many, within
+// the header's clients and catalogue, in its units.
+func (col *ldpCollection) checkReports() error {
+	reports, h := col.reports, col.header
+	if col.n != int64(reports.Len()) {
+		return fmt.Errorf("%s holds %d reports but the training data number %d ratings: pass the collect file (or its data lines) as --data", col.path, col.n, reports.Len())
 	}
 	if reports.NumUsers() > h.Users || reports.NumItems() > h.Items {
-		return nil, fmt.Errorf("the reports cover %d users × %d items, more than the header's %d clients × %d catalogue items", reports.NumUsers(), reports.NumItems(), h.Users, h.Items)
+		return fmt.Errorf("the reports cover %d users × %d items, more than the header's %d clients × %d catalogue items", reports.NumUsers(), reports.NumItems(), h.Users, h.Items)
 	}
 	if err := checkReports(reports, h); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", col.path, err)
 	}
-	// Declared facts must agree with what the clients were told.
-	if s := in.Declared.Scale; s != nil && (s.Min != h.Scale.Min || s.Max != h.Scale.Max) {
-		return nil, fmt.Errorf("--scale %g:%g differs from the scale the clients used, %g:%g (collect header); drop --scale, the header gives it", s.Min, s.Max, h.Scale.Min, h.Scale.Max)
+	return nil
+}
+
+// checkDeclared checks the declared facts agree with what the clients
+// were told, and puts the reports on a declared catalogue.
+func (col *ldpCollection) checkDeclared(d release.Declared) error {
+	h := col.header
+	if s := d.Scale; s != nil && (s.Min != h.Scale.Min || s.Max != h.Scale.Max) {
+		return fmt.Errorf("--scale %g:%g differs from the scale the clients used, %g:%g (collect header); drop --scale, the header gives it", s.Min, s.Max, h.Scale.Min, h.Scale.Max)
 	}
-	if p := in.Declared.Population; p != 0 && p != h.Users {
-		return nil, fmt.Errorf("--population %d differs from the %d clients of the collect header", p, h.Users)
+	if p := d.Population; p != 0 && p != h.Users {
+		return fmt.Errorf("--population %d differs from the %d clients of the collect header", p, h.Users)
 	}
-	var cat *model.Catalogue
-	if cat = in.Declared.Catalogue; cat != nil {
-		if cat.Len() != h.Items {
-			return nil, fmt.Errorf("--items lists %d items, but the reports cover a catalogue of %d (collect header)", cat.Len(), h.Items)
+	cat := d.Catalogue
+	if cat == nil {
+		return nil
+	}
+	if cat.Len() != h.Items {
+		return fmt.Errorf("--items lists %d items, but the reports cover a catalogue of %d (collect header)", cat.Len(), h.Items)
+	}
+	for _, id := range col.reports.Items.Names() {
+		if _, ok := cat.Index(id); !ok {
+			return fmt.Errorf("the reports cover item %q, which is not in --items: the collection used another catalogue", id)
 		}
-		for _, id := range reports.Items.Names() {
-			if _, ok := cat.Index(id); !ok {
-				return nil, fmt.Errorf("the reports cover item %q, which is not in --items: the collection used another catalogue", id)
-			}
-		}
-		if reports, err = release.OnCatalogue(reports, cat); err != nil {
-			return nil, err
-		}
 	}
-	if env.Log != nil && env.Epsilon != h.Epsilon {
-		env.Log.Debug("ldp: ε comes from the collect header, not --epsilon", "header_epsilon", h.Epsilon, "flag_epsilon", env.Epsilon)
-	}
-	rnd, err := ldp.New(h.Mechanism, h.Epsilon, h.Scale)
+	reports, err := release.OnCatalogue(col.reports, cat)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	p, err := recovery.NewProblem(reports, h)
+	col.reports, col.cat = reports, cat
+	return nil
+}
+
+// ldpRecovery is the recovery of a collection's matrix: shrunk (sh) toward
+// the clients' private mean mu (standard deviation muSD) when they sent
+// mean reports and shrinking is on.
+type ldpRecovery struct {
+	res      *recovery.Result
+	shrink   bool
+	sh       *recovery.Shrinkage
+	mu, muSD float64
+	// why is the reason it was not shrunk (empty when it was).
+	why string
+}
+
+// recoverCollection recovers the matrix from the collection's reports (in
+// the report units of om).
+func (c *LDPConfig) recoverCollection(ctx context.Context, col *ldpCollection, om ldp.OutputModel, env Env) (ldpRecovery, error) {
+	var rec ldpRecovery
+	p, err := recovery.NewProblem(col.reports, col.header)
 	if err != nil {
-		return nil, err
+		return rec, err
 	}
-	om := rnd.Model()
-	var res *recovery.Result
-	var sh *recovery.Shrinkage
-	var mu, muSD float64
-	shrink := means != nil && !c.NoShrink
-	if shrink {
-		if mu, muSD, err = privateMean(means, reports, h); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+	rec.shrink = col.means != nil && !c.NoShrink
+	if !rec.shrink {
+		rec.why = "not shrunk (--no-shrink)"
+		if col.means == nil {
+			rec.why = "not shrunk: the collection has no mean reports (collected with --mean-epsilon 0 or by an older privrec), so nothing guarantees this model predicts better than a constant"
 		}
-		opts, err := c.options(env)
-		if err != nil {
-			return nil, err
-		}
-		if res, sh, err = recovery.Shrink(ctx, p, opts, om.ToReport(mu), c.ShrinkZ); err != nil {
-			return nil, err
-		}
-	} else if res, err = c.recover(ctx, p, env); err != nil {
-		return nil, err
+		rec.res, err = c.recover(ctx, p, env)
+		return rec, err
 	}
-	m := model.New(name, reports)
-	if cat != nil && cat.HasTitles() {
-		m.Titles = cat.Titles()
+	if rec.mu, rec.muSD, err = privateMean(col.means, col.reports, col.header); err != nil {
+		return rec, fmt.Errorf("%s: %w", col.path, err)
+	}
+	opts, err := c.options(env)
+	if err != nil {
+		return rec, err
+	}
+	rec.res, rec.sh, err = recovery.Shrink(ctx, p, opts, om.ToReport(rec.mu), c.ShrinkZ)
+	return rec, err
+}
+
+// describe records the shrinking in the model's parameters and the report
+// (meanReports: the number of mean reports).
+func (rec ldpRecovery) describe(m *model.Model, rep release.Report, meanReports int) {
+	m.Params["shrink"] = rec.shrink
+	if !rec.shrink {
+		rep["shrink"] = map[string]any{"note": rec.why}
+		return
+	}
+	sh := rec.sh
+	m.Params["shrink_target"], m.Params["shrink_weights"] = rec.mu, sh.Weights[:]
+	rep["shrink"] = map[string]any{"target": rec.mu, "target_sd": rec.muSD, "mean_reports": meanReports, "weights": sh.Weights[:],
+		"a": sh.A[:], "b": sh.B[:], "sd_a": sh.SA[:], "sd_b": sh.SB[:], "fold_ranks": []int{sh.Folds[0].Rank, sh.Folds[1].Rank},
+		"note": "the recovery of each of two fixed pseudo-random halves of the cells, weighed on the other half's reports toward the clients' private mean rating; weight 0: the fold predicts the mean"}
+}
+
+// model is the public model of the collection's clients and items, to be
+// filled by the recovery.
+func (col *ldpCollection) model(name string) *model.Model {
+	m := model.New(name, col.reports)
+	if col.cat != nil && col.cat.HasTitles() {
+		m.Titles = col.cat.Titles()
 	}
 	// The service cannot know which items a user really rated (reports
 	// include invented ratings and miss removed ones), so nothing is
 	// excluded from recommendations.
-	m.SeenPtr = make([]int64, reports.NumUsers()+1)
+	m.SeenPtr = make([]int64, col.reports.NumUsers()+1)
 	m.SeenItems = []int32{}
-	rep := c.fill(m, res, h.Scale, om)
-	m.Params["mechanism"], m.Params["collected_epsilon"] = string(h.Mechanism), h.Epsilon
-	m.Params["shrink"] = shrink
-	switch {
-	case shrink:
-		m.Params["shrink_target"], m.Params["shrink_weights"] = mu, sh.Weights[:]
-		rep["shrink"] = map[string]any{"target": mu, "target_sd": muSD, "mean_reports": len(means), "weights": sh.Weights[:],
-			"a": sh.A[:], "b": sh.B[:], "sd_a": sh.SA[:], "sd_b": sh.SB[:], "fold_ranks": []int{sh.Folds[0].Rank, sh.Folds[1].Rank},
-			"note": "the recovery of each of two fixed pseudo-random halves of the cells, weighed on the other half's reports toward the clients' private mean rating; weight 0: the fold predicts the mean"}
-	case means == nil:
-		rep["shrink"] = map[string]any{"note": "not shrunk: the collection has no mean reports (collected with --mean-epsilon 0 or by an older privrec), so nothing guarantees this model predicts better than a constant"}
-	default:
-		rep["shrink"] = map[string]any{"note": "not shrunk (--no-shrink)"}
-	}
+	return m
+}
 
+// guarantee is the local guarantee of the collection's reports, per
+// rating and per user (the mean reports composed in), which it also
+// records in rep.
+func (col *ldpCollection) guarantee(rnd ldp.Randomizer, rep release.Report) (privacy.Guarantee, error) {
+	h := col.header
 	per, user, err := ldp.Guarantees(rnd, h.Items, h.MeanEpsilon)
 	if err != nil {
-		return nil, err
+		return privacy.Guarantee{}, err
 	}
 	g := user
 	g.Notion, g.Relation, g.Reproducible = privacy.Local, privacy.RelationLocalReport, h.Reproducible
@@ -321,9 +412,8 @@ func (c *LDPConfig) Train(ctx context.Context, in release.Input, env Env) (*rele
 		strings.TrimSuffix(rnd.PerRating().Note, "."), h.Sampler, h.Users, h.Items, h.Scale.Min, h.Scale.Max, meanPart, per.Epsilon, h.Items, user.Epsilon)
 	rep["mechanism"], rep["sampler"] = string(h.Mechanism), h.Sampler
 	rep["per_rating_epsilon"], rep["per_user_epsilon"], rep["mean_epsilon"] = per.Epsilon, user.Epsilon, h.MeanEpsilon
-	rep["clients"], rep["catalogue_items"], rep["reports"] = h.Users, h.Items, n
-	rep["estimated_true_ratings"] = math.Round(res.SEstimate)
-	return &release.Release{Public: m, Guarantee: g, Report: rep}, nil
+	rep["clients"], rep["catalogue_items"], rep["reports"] = h.Users, h.Items, col.n
+	return g, nil
 }
 
 // checkReports checks every report is in the header's units: a level
