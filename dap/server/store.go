@@ -99,17 +99,29 @@ var migrations = [][3]string{
 	{"jobs", "expires_ms", "INTEGER"},
 }
 
-// indexes are made after the migrations (they index added columns).
-var indexes = []string{
-	// A task's pending reports (no job yet) in report-ID order, read from
-	// the index alone: a scan of the reports would read through each
-	// large row to reach its job_id.
-	`CREATE INDEX IF NOT EXISTS reports_pending ON reports (task_id, job_id, report_id)`,
+// sqliteMembers is where an SQLite leader keeps each report's job: a
+// narrow table of its own, not the report's row. SQLite rewrites a whole
+// row on any UPDATE, so marking a report with its job in reports.job_id
+// wrote the report again (4.2 MB for a Gram report: a third of the
+// leader's database work per report). PostgreSQL keeps reports.job_id:
+// its UPDATE leaves a stored report's large value where it is, and the
+// claim of pending reports by several leader processes locks their rows
+// (FOR UPDATE SKIP LOCKED).
+var sqliteMembers = []string{
+	`CREATE TABLE IF NOT EXISTS report_jobs (
+		task_id TEXT NOT NULL,
+		report_id BLOB NOT NULL,
+		job_id TEXT,
+		PRIMARY KEY (task_id, report_id)) WITHOUT ROWID`,
+	`CREATE INDEX IF NOT EXISTS report_jobs_pending ON report_jobs (task_id, job_id, report_id)`,
+	`DROP INDEX IF EXISTS reports_pending`, // PostgreSQL's (postgresOnly)
 }
 
 // schemaVersion is recorded in meta; a database of a later version is
-// refused (this privrec does not know its tables).
-const schemaVersion = 3
+// refused (this privrec does not know its tables). 4: an SQLite leader
+// keeps its reports' jobs in report_jobs (an older privrec would not
+// record a new upload there).
+const schemaVersion = 4
 
 // StoreMode says how New treats the database file.
 type StoreMode int
@@ -150,6 +162,10 @@ type store struct {
 	// seq orders rows by insertion: SQLite's rowid, a seq column on
 	// PostgreSQL.
 	seq string
+	// members is the table holding each report's aggregation job
+	// (job_id, NULL while pending) by task_id and report_id: report_jobs
+	// on SQLite, reports itself on PostgreSQL (sqliteMembers).
+	members string
 }
 
 // settings are what a database is bound to: its role and the
@@ -183,7 +199,7 @@ func openStore(ctx context.Context, db string, mode StoreMode, want settings) (*
 		return nil, fmt.Errorf("dap store: opening %s: %w", path, err)
 	}
 	sdb.SetMaxOpenConns(1)
-	st := &store{db: &sqlDB{db: sdb, d: svcstore.SQLite}, d: svcstore.SQLite, path: path, name: path, seq: "rowid"}
+	st := &store{db: &sqlDB{db: sdb, d: svcstore.SQLite}, d: svcstore.SQLite, path: path, name: path, seq: "rowid", members: "report_jobs"}
 	if existing {
 		if err := svcstore.QuickCheck(ctx, sdb, path); err != nil {
 			sdb.Close()
@@ -207,7 +223,7 @@ func openPostgres(ctx context.Context, url string, mode StoreMode, want settings
 	if err != nil {
 		return nil, err
 	}
-	st := &store{db: &sqlDB{db: pdb, d: svcstore.Postgres}, d: svcstore.Postgres, name: svcstore.Redact(url), seq: "seq"}
+	st := &store{db: &sqlDB{db: pdb, d: svcstore.Postgres}, d: svcstore.Postgres, name: svcstore.Redact(url), seq: "seq", members: "reports"}
 	if err := st.init(ctx, mode, want); err != nil {
 		pdb.Close()
 		return nil, err
@@ -235,6 +251,10 @@ var postgresOnly = []string{
 	`ALTER TABLE jobs ADD COLUMN IF NOT EXISTS seq BIGINT GENERATED ALWAYS AS IDENTITY`,
 	`ALTER TABLE models ADD COLUMN IF NOT EXISTS seq BIGINT GENERATED ALWAYS AS IDENTITY`,
 	`ALTER TABLE reports ALTER COLUMN body SET STORAGE EXTERNAL`,
+	// A task's pending reports (no job yet) in report-ID order, read from
+	// the index alone: a scan of the reports would read through each
+	// large row to reach its job_id.
+	`CREATE INDEX IF NOT EXISTS reports_pending ON reports (task_id, job_id, report_id)`,
 }
 
 // init checks the database (role, settings, schema version; a missing
@@ -314,17 +334,34 @@ func (s *store) makeSchema(ctx context.Context, tx *sqlTx) error {
 			return fmt.Errorf("dap store: %s: adding %s.%s: %w", s.name, m[0], m[1], err)
 		}
 	}
-	for _, q := range indexes {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("dap store: %s: schema: %w", s.name, err)
-		}
-	}
 	if s.d.Postgres() {
 		for _, q := range postgresOnly {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				return fmt.Errorf("dap store: %s: schema: %w", s.name, err)
 			}
 		}
+		return nil
+	}
+	return s.makeMembers(ctx, tx)
+}
+
+// makeMembers makes SQLite's report_jobs; a database made before it has
+// its reports' jobs copied over from reports.job_id.
+func (s *store) makeMembers(ctx context.Context, tx *sqlTx) error {
+	has, err := s.d.HasTable(ctx, tx, "report_jobs")
+	if err != nil {
+		return err
+	}
+	for _, q := range sqliteMembers {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("dap store: %s: schema: %w", s.name, err)
+		}
+	}
+	if has {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO report_jobs (task_id, report_id, job_id) SELECT task_id, report_id, job_id FROM reports`); err != nil {
+		return fmt.Errorf("dap store: %s: moving the reports' jobs to report_jobs: %w", s.name, err)
 	}
 	return nil
 }
@@ -752,19 +789,33 @@ func (s *store) releaseJob(ctx context.Context, taskID, jobID, holder string) er
 // by some process or not) and in none yet.
 func (s *store) pending(ctx context.Context, taskID string) (int64, error) {
 	var inJobs, loose int64
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM reports r JOIN jobs j ON j.task_id = r.task_id AND j.job_id = r.job_id WHERE r.task_id = ? AND j.done = 0`, taskID).Scan(&inJobs); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM `+s.members+` r JOIN jobs j ON j.task_id = r.task_id AND j.job_id = r.job_id WHERE r.task_id = ? AND j.done = 0`, taskID).Scan(&inJobs); err != nil {
 		return 0, fmt.Errorf("dap store: %w", err)
 	}
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM reports r WHERE task_id = ? AND job_id IS NULL AND NOT EXISTS
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM `+s.members+` r WHERE task_id = ? AND job_id IS NULL AND NOT EXISTS
 		(SELECT 1 FROM verdicts v WHERE v.task_id = r.task_id AND v.report_id = r.report_id)`, taskID).Scan(&loose); err != nil {
 		return 0, fmt.Errorf("dap store: %w", err)
 	}
 	return inJobs + loose, nil
 }
 
-// newJob records a job of up to limit pending reports (none: "").
+// addPending records a new report as pending (no job yet), in the
+// upload's transaction: a row of report_jobs on SQLite; on PostgreSQL
+// the report's own row, its job_id NULL, says so already.
+func (s *store) addPending(ctx context.Context, tx *sqlTx, taskID string, id []byte) error {
+	if s.members == "reports" {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO `+s.members+` (task_id, report_id) VALUES (?, ?)`, taskID, id); err != nil {
+		return fmt.Errorf("dap store: report: %w", err)
+	}
+	return nil
+}
+
+// newJob records a job of up to limit pending reports (none: ""),
+// marking each with the job in s.members.
 func (s *store) newJob(ctx context.Context, tx *sqlTx, taskID string, limit int) (string, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT report_id FROM reports r WHERE task_id = ? AND job_id IS NULL AND NOT EXISTS
+	rows, err := tx.QueryContext(ctx, `SELECT report_id FROM `+s.members+` r WHERE task_id = ? AND job_id IS NULL AND NOT EXISTS
 		(SELECT 1 FROM verdicts v WHERE v.task_id = r.task_id AND v.report_id = r.report_id) ORDER BY report_id LIMIT ?`+s.skipLocked(), taskID, limit)
 	if err != nil {
 		return "", fmt.Errorf("dap store: %w", err)
@@ -791,7 +842,7 @@ func (s *store) newJob(ctx context.Context, tx *sqlTx, taskID string, limit int)
 		return "", fmt.Errorf("dap store: job: %w", err)
 	}
 	for _, id := range ids {
-		if _, err := tx.ExecContext(ctx, `UPDATE reports SET job_id = ? WHERE task_id = ? AND report_id = ?`, jobID, taskID, id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE `+s.members+` SET job_id = ? WHERE task_id = ? AND report_id = ?`, jobID, taskID, id); err != nil {
 			return "", fmt.Errorf("dap store: job: %w", err)
 		}
 	}

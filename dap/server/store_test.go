@@ -559,3 +559,63 @@ func TestStoreRefusesForeignSchema(t *testing.T) {
 		t.Fatalf("%d tables in the schema after the refusal (%v), want only the other application's", n, err)
 	}
 }
+
+// TestStoreMovesJobMembership: an SQLite leader database made before
+// report_jobs (each report's job in reports.job_id) gets the table when
+// it is opened, with its reports' jobs: a report recorded in a job and
+// the reports still pending are all aggregated, once.
+func TestStoreMovesJobMembership(t *testing.T) {
+	ctx := context.Background()
+	p := newPair(t, dbURL(t, "sqlite"), dbURL(t, "sqlite"))
+	task := countsTask(t, "t", 8)
+	tb, _ := json.Marshal(task)
+	if c := do(t, http.MethodPost, p.leaderURL+"/dap/v1/admin/tasks", testToken, tb, "application/json", &task); c != http.StatusCreated {
+		t.Fatalf("create task: HTTP %d", c)
+	}
+	const n = 3
+	for i := range n {
+		p.contribute(t, task, i)
+	}
+	db := p.leader.st.db
+	var first []byte
+	if err := db.QueryRow(`SELECT report_id FROM reports ORDER BY report_id LIMIT 1`).Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	// The database as the previous schema left it: the first report in a
+	// job recorded before a crash, the others pending, no report_jobs.
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO jobs (task_id, job_id, ids, expires_ms) VALUES ('t', 'oldjob01', ?, 0)`, []any{first}},
+		{`UPDATE reports SET job_id = 'oldjob01' WHERE report_id = ?`, []any{first}},
+		{`DROP TABLE report_jobs`, nil},
+		{`UPDATE meta SET value = '3' WHERE key = 'schema_version'`, nil},
+	} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+	p.leader.Close()
+	l, err := New(ctx, p.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.leader = l // closed by newPair's cleanup
+	var moved, inJob int
+	l.st.db.QueryRow(`SELECT count(*), count(job_id) FROM report_jobs`).Scan(&moved, &inJob)
+	if moved != n || inJob != 1 {
+		t.Fatalf("report_jobs has %d reports, %d in a job; want %d, 1", moved, inJob, n)
+	}
+	if pending, err := l.st.pending(ctx, "t"); err != nil || pending != n {
+		t.Fatalf("pending %d (%v), want %d", pending, err, n)
+	}
+	res, err := l.Aggregate(ctx, "t")
+	if err != nil || res.Accepted != n || res.Rejected != 0 {
+		t.Fatalf("aggregate: %+v (%v), want %d accepted", res, err, n)
+	}
+	a, err := l.st.aggregate(ctx, l.st.db, &task)
+	if err != nil || a.count != n {
+		t.Fatalf("aggregate of %d reports (%v), want %d", a.count, err, n)
+	}
+}

@@ -156,6 +156,9 @@ func (s *Server) storeReportTx(ctx context.Context, tx *sqlTx, t *dap.Task, uid 
 		}
 		return rc, fmt.Errorf("dap store: report: %w", err)
 	}
+	if err := s.st.addPending(ctx, tx, t.ID, id); err != nil {
+		return rc, err
+	}
 	if spent+charge > budget {
 		return rc, fmt.Errorf("%w: task %q costs ρ %v; user has spent %v of %v", errBudget, t.ID, t.Rho, float64(spent)/1e9, s.cfg.BudgetRho)
 	}
