@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -94,7 +95,55 @@ func methodList() string {
 }
 
 func runTrain(ctx context.Context, args []string, out io.Writer) error {
-	name := methodFromArgs(args)
+	t, err := parseTrainFlags(args)
+	if err != nil {
+		return err
+	}
+	in, err := t.input()
+	if err != nil {
+		return err
+	}
+	env, err := t.env()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	rel, err := t.train(ctx, in, env)
+	if err != nil {
+		return err
+	}
+	secs := time.Since(start).Seconds()
+	t.stamp(rel, env.Seed)
+	led, err := t.record(rel)
+	if err != nil {
+		return err
+	}
+	if err := t.write(rel); err != nil {
+		return err
+	}
+	return t.print(out, rel, trainWarnings(rel, in), secs, led)
+}
+
+// trainFlags is privrec train's command line: the method with its config
+// (bound to the method's own flags) and the common flags.
+type trainFlags struct {
+	fs   *flag.FlagSet
+	d    dataFlags
+	name string
+	meth *methods.Method
+	cfg  methods.Config
+
+	eps, delta                       float64
+	seed                             uint64
+	experiment, jsonOut              bool
+	outPath, stateDir, items, ledger string
+	population, workers              int
+}
+
+// parseTrainFlags parses privrec train's command line and refuses what
+// cannot be trained, before anything is read or written.
+func parseTrainFlags(args []string) (*trainFlags, error) {
+	t := &trainFlags{name: methodFromArgs(args)}
 	example := `  privrec train --data u1.base --format movielens-100k --method onebit-inp \
       --epsilon 4 --threshold 3.5 --out ml100k.model
   privrec train --data ratings.dat --format movielens --method dpsvd --scale 1:5 \
@@ -104,181 +153,214 @@ func runTrain(ctx context.Context, args []string, out io.Writer) error {
 Methods:
 ` + methodList()
 	fs := newFlags("train --data FILE --method NAME [--epsilon E] [--delta D] [--scale MIN:MAX] [--items FILE] --out MODEL [--user-state DIR] [method flags]", trainSynopsis, example)
-	var d dataFlags
-	d.add(fs)
+	t.fs = fs
+	t.d.add(fs)
 	fs.String("method", "", "training method (see the list below)")
-	eps := fs.Float64("epsilon", 0, "privacy parameter ε: required by a private method (ignored by non-private ones and by ldp-* methods, whose ε is in the collect file)")
-	delta := fs.Float64("delta", defaultDelta, "privacy parameter δ for (ε, δ) methods")
-	seed := fs.Uint64("seed", 0, "seed for non-private randomness (0: random)")
-	experiment := fs.Bool("experiment", false, "also seed the privacy noise from --seed (experiments only; recorded in the model)")
-	outPath := fs.String("out", "", "where to write the public model")
-	stateDir := fs.String("user-state", "", "directory for each user's own state (joint-DP methods: sharded, written all-or-nothing, never inside the public model)")
-	items := fs.String("items", "", "declared public item catalogue: one item ID per line, an optional title after a tab")
-	population := fs.Int("population", 0, "declared public number of users (0: undeclared)")
-	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
-	workers := fs.Int("workers", 0, "goroutines to use (0: all cores)")
-	ledger := fs.String("ledger", "", "the curator's ledger of this data's releases (a JSON file, created if missing): this release is recorded in it before the model is written, and the report gives its number and the composition of all of them — training again on the same data is another release")
-	var (
-		meth *methods.Method
-		cfg  methods.Config
-	)
-	if name != "" {
-		m, err := methods.Lookup(name)
+	fs.Float64Var(&t.eps, "epsilon", 0, "privacy parameter ε: required by a private method (ignored by non-private ones and by ldp-* methods, whose ε is in the collect file)")
+	fs.Float64Var(&t.delta, "delta", defaultDelta, "privacy parameter δ for (ε, δ) methods")
+	fs.Uint64Var(&t.seed, "seed", 0, "seed for non-private randomness (0: random)")
+	fs.BoolVar(&t.experiment, "experiment", false, "also seed the privacy noise from --seed (experiments only; recorded in the model)")
+	fs.StringVar(&t.outPath, "out", "", "where to write the public model")
+	fs.StringVar(&t.stateDir, "user-state", "", "directory for each user's own state (joint-DP methods: sharded, written all-or-nothing, never inside the public model)")
+	fs.StringVar(&t.items, "items", "", "declared public item catalogue: one item ID per line, an optional title after a tab")
+	fs.IntVar(&t.population, "population", 0, "declared public number of users (0: undeclared)")
+	fs.BoolVar(&t.jsonOut, "json", false, "print a JSON report on stdout")
+	fs.IntVar(&t.workers, "workers", 0, "goroutines to use (0: all cores)")
+	fs.StringVar(&t.ledger, "ledger", "", "the curator's ledger of this data's releases (a JSON file, created if missing): this release is recorded in it before the model is written, and the report gives its number and the composition of all of them — training again on the same data is another release")
+	if t.name != "" {
+		m, err := methods.Lookup(t.name)
 		if err != nil {
-			return usagef("%v", err)
+			return nil, usagef("%v", err)
 		}
-		meth, cfg = m, m.New()
-		if err := bindConfig(fs, cfg); err != nil {
-			return methods.Named(name, err)
+		t.meth, t.cfg = m, m.New()
+		if err := bindConfig(fs, t.cfg); err != nil {
+			return nil, methods.Named(t.name, err)
 		}
 	}
 	if err := parse(fs, args, false); err != nil {
-		return err
+		return nil, err
 	}
-	if meth == nil {
+	return t, t.check()
+}
+
+// check refuses a command line that cannot be trained.
+func (t *trainFlags) check() error {
+	if t.meth == nil {
 		return usagef("--method is required; known methods:\n%s", methodList())
 	}
-	if *outPath == "" {
+	if t.outPath == "" {
 		return usagef("--out is required")
 	}
-	if err := atomicfile.CheckTarget(*outPath); err != nil {
+	if err := atomicfile.CheckTarget(t.outPath); err != nil {
 		return usagef("--out %v", err) // before training or a ledger entry
 	}
-	if err := checkBudget(setFlags(fs), meth, *eps, *delta); err != nil {
+	if err := checkBudget(setFlags(t.fs), t.meth, t.eps, t.delta); err != nil {
 		return err
 	}
-	if meth.PerUser && *stateDir == "" {
-		return usagef("--user-state DIR is required for %s: each user's own state (her row, bias and rated items) is kept apart from the public model", name)
+	if t.meth.PerUser && t.stateDir == "" {
+		return usagef("--user-state DIR is required for %s: each user's own state (her row, bias and rated items) is kept apart from the public model", t.name)
 	}
-	if *population < 0 {
-		return usagef("--population must be ≥ 0, got %d", *population)
+	if t.population < 0 {
+		return usagef("--population must be ≥ 0, got %d", t.population)
 	}
-	if err := cfg.Validate(); err != nil {
-		return usagef("%v", methods.Named(name, err))
+	if err := t.cfg.Validate(); err != nil {
+		return usagef("%v", methods.Named(t.name, err))
 	}
-	in := release.Input{Source: d.path}
-	if d.scale != "" {
-		sc, err := release.ParseScale(d.scale)
+	return nil
+}
+
+// input is the training input: the declared public facts (scale,
+// catalogue, population), checked against the method's flags, and the
+// ratings read.
+func (t *trainFlags) input() (release.Input, error) {
+	in := release.Input{Source: t.d.path}
+	if t.d.scale != "" {
+		sc, err := release.ParseScale(t.d.scale)
 		if err != nil {
-			return usagef("--scale: %v", err)
+			return in, usagef("--scale: %v", err)
 		}
 		in.Declared.Scale = &sc
 	}
-	if *items != "" {
-		c, err := model.LoadCatalogue(*items)
+	if t.items != "" {
+		c, err := model.LoadCatalogue(t.items)
 		if err != nil {
-			return usagef("--items: %v", err)
+			return in, usagef("--items: %v", err)
 		}
 		in.Declared.Catalogue = c
 	}
-	in.Declared.Population = *population
+	in.Declared.Population = t.population
 	// A top-N method's --positive T (ratings ≥ T are interactions) must
 	// lie within the declared scale.
-	if v, ok := configNumber(cfg, "positive"); ok && setFlags(fs)["positive"] {
+	if v, ok := configNumber(t.cfg, "positive"); ok && setFlags(t.fs)["positive"] {
 		if err := checkPositive(v, in.Declared.Scale); err != nil {
-			return err
+			return in, err
 		}
 	}
-	data, err := d.read()
+	data, err := t.d.read()
 	if err != nil {
-		return err
+		return in, err
 	}
-	in.Ratings, in.Source = data, d.path // a stored database is read through an exported collect file
-	s := *seed
+	in.Ratings, in.Source = data, t.d.path // a stored database is read through an exported collect file
+	return in, nil
+}
+
+// env is the training environment: the budget, the seed (drawn when
+// --seed is 0) and the privacy noise (crypto/rand, or seeded with
+// --experiment).
+func (t *trainFlags) env() (methods.Env, error) {
+	s := t.seed
 	if s == 0 {
 		var b [8]byte
 		rand.Read(b[:])
 		s = binary.LittleEndian.Uint64(b[:])
 	}
 	env := methods.Env{
-		Epsilon: *eps, Delta: *delta, Seed: s, Workers: *workers,
+		Epsilon: t.eps, Delta: t.delta, Seed: s, Workers: t.workers,
 		Rand:  noise.Seeded(s),
 		Noise: noise.Secure(),
 		Log:   slog.Default(),
 	}
-	if *experiment {
-		if *seed == 0 {
-			return usagef("--experiment needs an explicit --seed")
+	if t.experiment {
+		if t.seed == 0 {
+			return env, usagef("--experiment needs an explicit --seed")
 		}
 		env.Noise = noise.Seeded(s ^ 0x6e6f697365) // a stream distinct from Rand's
 	}
-	// Progress on stderr only when it is a terminal and the output is not
-	// --json; a private method's line shows no training objective.
+	return env, nil
+}
+
+// train trains the method, with a progress line on stderr only when it is
+// a terminal and the output is not --json (a private method's line shows
+// no training objective).
+func (t *trainFlags) train(ctx context.Context, in release.Input, env methods.Env) (*release.Release, error) {
 	var prog *progressLine
-	if !*jsonOut && progressTerminal() {
-		prog = newProgressLine(progressOut, name, meth.Private, nil)
+	if !t.jsonOut && progressTerminal() {
+		prog = newProgressLine(progressOut, t.name, t.meth.Private, nil)
 		env.Progress, env.Status = prog.Progress, prog.Status
 	}
-	start := time.Now()
-	rel, err := methods.Train(ctx, name, cfg, in, env)
+	rel, err := methods.Train(ctx, t.name, t.cfg, in, env)
 	if prog != nil {
 		prog.finish()
 	}
+	return rel, err
+}
+
+// stamp records the seed, and a private method's budget, in the model's
+// parameters.
+func (t *trainFlags) stamp(rel *release.Release, seed uint64) {
+	m := rel.Model()
+	if m == nil {
+		return
+	}
+	if m.Params == nil {
+		m.Params = map[string]any{}
+	}
+	m.Params["seed"] = seed
+	if t.meth.Private && !t.meth.EpsilonFromInput {
+		m.Params["epsilon"], m.Params["delta"] = t.eps, t.delta
+	}
+}
+
+// record records the release in the --ledger, if any, before the model is
+// written; it returns the ledger's summary (nil without one).
+func (t *trainFlags) record(rel *release.Release) (*release.LedgerSummary, error) {
+	if t.ledger == "" {
+		return nil, nil
+	}
+	s, err := release.RecordRelease(t.ledger, release.LedgerEntry{Time: time.Now().UTC(), Method: t.name, Engine: "in-process",
+		Data: store.Redact(t.d.path), Out: t.outPath, Guarantee: rel.Guarantee})
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("--ledger: %w (the model was not written)", err)
 	}
-	secs := time.Since(start).Seconds()
-	if m := rel.Model(); m != nil {
-		if m.Params == nil {
-			m.Params = map[string]any{}
-		}
-		m.Params["seed"] = s
-		if meth.Private && !meth.EpsilonFromInput {
-			m.Params["epsilon"], m.Params["delta"] = *eps, *delta
-		}
-	}
-	var led *release.LedgerSummary
-	if *ledger != "" {
-		s, err := release.RecordRelease(*ledger, release.LedgerEntry{Time: time.Now().UTC(), Method: name, Engine: "in-process",
-			Data: store.Redact(d.path), Out: *outPath, Guarantee: rel.Guarantee})
-		if err != nil {
-			return fmt.Errorf("--ledger: %w (the model was not written)", err)
-		}
-		led = &s
-	}
-	if rel.PerUser != nil {
-		// The model's bytes are encoded once: the users' states name the
-		// file they belong to by its fingerprint (privrec refuses them with
-		// any other model), and are written before it. Such a model holds
-		// the item side only, so the copy in memory is small.
-		if *stateDir == "" {
-			return fmt.Errorf("%s released per-user state: pass --user-state DIR", name)
-		}
-		var file bytes.Buffer
-		if err := rel.Public.Write(&file); err != nil {
-			return err
-		}
-		rel.PerUser.Model = model.Fingerprint(file.Bytes())
-		if err := rel.PerUser.Save(*stateDir); err != nil {
-			return err
-		}
-		if err := model.WriteFileAtomicBytes(*outPath, file.Bytes(), 0o644); err != nil {
-			return err
-		}
-	} else if err := model.WriteFileAtomic(*outPath, rel.Public.Write); err != nil {
+	return &s, nil
+}
+
+// write writes the public model to --out, and the users' own states, if
+// the method released them, to --user-state.
+func (t *trainFlags) write(rel *release.Release) error {
+	if rel.PerUser == nil {
 		// Streamed: a model that holds its users (als at Netflix size:
 		// 665 MB) is not copied into memory once more.
+		return model.WriteFileAtomic(t.outPath, rel.Public.Write)
+	}
+	// The model's bytes are encoded once: the users' states name the
+	// file they belong to by its fingerprint (privrec refuses them with
+	// any other model), and are written before it. Such a model holds
+	// the item side only, so the copy in memory is small.
+	if t.stateDir == "" {
+		return fmt.Errorf("%s released per-user state: pass --user-state DIR", t.name)
+	}
+	var file bytes.Buffer
+	if err := rel.Public.Write(&file); err != nil {
 		return err
 	}
-	warnings := trainWarnings(rel, in)
-	if *jsonOut {
+	rel.PerUser.Model = model.Fingerprint(file.Bytes())
+	if err := rel.PerUser.Save(t.stateDir); err != nil {
+		return err
+	}
+	return model.WriteFileAtomicBytes(t.outPath, file.Bytes(), 0o644)
+}
+
+// print prints train's report: JSON with --json, else text.
+func (t *trainFlags) print(out io.Writer, rel *release.Release, warnings []release.Warning, secs float64, led *release.LedgerSummary) error {
+	if t.jsonOut {
 		rep := map[string]any{}
 		for k, v := range rel.Report {
 			rep[k] = v
 		}
-		rep["method"], rep["seconds"], rep["guarantee"], rep["out"] = name, secs, rel.Guarantee, *outPath
+		rep["method"], rep["seconds"], rep["guarantee"], rep["out"] = t.name, secs, rel.Guarantee, t.outPath
 		rep["warnings"] = warnings
 		if rel.PerUser != nil {
-			rep["user_state"] = *stateDir
+			rep["user_state"] = t.stateDir
 		}
 		if led != nil {
 			rep["ledger"] = led
 		}
 		return writeJSON(out, rep)
 	}
-	fmt.Fprintf(out, "Trained %s in %.2f s → %s\n", name, secs, *outPath)
+	fmt.Fprintf(out, "Trained %s in %.2f s → %s\n", t.name, secs, t.outPath)
 	if rel.PerUser != nil {
-		fmt.Fprintf(out, "Each user's own state → %s (give each user only her state)\n", *stateDir)
+		fmt.Fprintf(out, "Each user's own state → %s (give each user only her state)\n", t.stateDir)
 	}
 	fmt.Fprintf(out, "Guarantee: %s\n", rel.Guarantee)
 	if led != nil {
