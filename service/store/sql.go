@@ -387,25 +387,57 @@ func (t *sqlTx) Submit(ctx context.Context, sub Submission) (Result, error) {
 // transactions (several servers on one PostgreSQL) serialize per user and
 // can never overspend.
 func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, error) {
-	res := make([]Result, len(subs))
 	if len(subs) == 0 {
-		return res, nil
+		return []Result{}, nil
 	}
-	// The ledgers of the batch's users, locked (in ID order).
-	type ledger struct {
-		spent, budget, reports int64
-		changed                bool
+	ids := batchUsers(subs)
+	users, err := t.lockLedgers(ctx, ids)
+	if err != nil {
+		return nil, err
 	}
-	users := map[string]*ledger{}
+	stored, err := t.storedReports(ctx, subs)
+	if err != nil {
+		return nil, err
+	}
+	res, accepted, first := decideBatch(subs, users, stored)
+	if err := t.insertReports(ctx, res, accepted, first); err != nil {
+		return nil, err
+	}
+	if err := t.writeLedgers(ctx, ids, users); err != nil {
+		return nil, err
+	}
+	answerRepeats(subs, res)
+	return res, nil
+}
+
+// batchLedger is a user's ledger as a batch changes it.
+type batchLedger struct {
+	spent, budget, reports int64
+	changed                bool
+}
+
+// reportKey names a report: its user and client ID.
+type reportKey struct{ user, id string }
+
+// batchUsers is the batch's users, each once, in ID order.
+func batchUsers(subs []Submission) []string {
 	var ids []string
+	seen := map[string]bool{}
 	for _, s := range subs {
-		if _, ok := users[s.User]; !ok {
-			users[s.User] = nil
+		if !seen[s.User] {
+			seen[s.User] = true
 			ids = append(ids, s.User)
 		}
 	}
 	slices.Sort(ids)
-	args := make([]any, 0, 8*len(subs))
+	return ids
+}
+
+// lockLedgers locks and reads the ledgers of the users ids (in ID order);
+// a user without one is absent from the map.
+func (t *sqlTx) lockLedgers(ctx context.Context, ids []string) (map[string]*batchLedger, error) {
+	users := map[string]*batchLedger{}
+	var args []any
 	off := 0
 	for _, n := range paddedChunks(len(ids)) {
 		args = args[:0]
@@ -413,28 +445,28 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 			args = append(args, ids[min(off+k, len(ids)-1)])
 		}
 		off += n
-		rows, err := t.tx.StmtContext(ctx, t.s.batch[n].ledgers).QueryContext(ctx, args...)
-		if err != nil {
-			return nil, fmt.Errorf("store: reading ledgers: %w", err)
-		}
-		for rows.Next() {
+		err := t.queryEach(ctx, t.s.batch[n].ledgers, args, "reading ledgers", func(rows *sql.Rows) error {
 			var id string
-			l := &ledger{}
+			l := &batchLedger{}
 			if err := rows.Scan(&id, &l.spent, &l.budget, &l.reports); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("store: reading ledgers: %w", err)
+				return fmt.Errorf("store: reading ledgers: %w", err)
 			}
 			users[id] = l
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("store: reading ledgers: %w", err)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
-	// Reports already stored under the batch's client IDs.
-	type key struct{ user, id string }
-	stored := map[key]Report{}
-	off = 0
+	return users, nil
+}
+
+// storedReports reads the reports already stored under the batch's
+// client IDs.
+func (t *sqlTx) storedReports(ctx context.Context, subs []Submission) (map[reportKey]Report, error) {
+	stored := map[reportKey]Report{}
+	var args []any
+	off := 0
 	for _, n := range paddedChunks(len(subs)) {
 		args = args[:0]
 		for k := range n {
@@ -442,29 +474,34 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 			args = append(args, s.User, s.ClientID)
 		}
 		off += n
-		rows, err := t.tx.StmtContext(ctx, t.s.batch[n].lookup).QueryContext(ctx, args...)
-		if err != nil {
-			return nil, fmt.Errorf("store: looking up client IDs: %w", err)
-		}
-		for rows.Next() {
+		err := t.queryEach(ctx, t.s.batch[n].lookup, args, "looking up client IDs", func(rows *sql.Rows) error {
 			r, err := scanReport(rows)
 			if err != nil {
-				rows.Close()
-				return nil, err
+				return err
 			}
-			stored[key{r.User, r.ClientID}] = r
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("store: looking up client IDs: %w", err)
+			stored[reportKey{r.User, r.ClientID}] = r
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
-	// Decide, in batch order.
-	first := map[key]int{} // 1 + batch index of a report accepted in this batch
+	return stored, nil
+}
+
+// decideBatch decides each submission in batch order against the users'
+// ledgers (charging them) and the reports stored: its result, the batch
+// indices of the reports accepted, and for each accepted report 1 + its
+// batch index. A repeat of a report accepted in this batch gets the
+// negative Outcome −(1 + the index of the first): answerRepeats fills it
+// in after the insert.
+func decideBatch(subs []Submission, users map[string]*batchLedger, stored map[reportKey]Report) ([]Result, []int, map[reportKey]int) {
+	res := make([]Result, len(subs))
+	first := map[reportKey]int{}
 	var accepted []int
 	for k, s := range subs {
 		l := users[s.User]
-		kk := key{s.User, s.ClientID}
+		kk := reportKey{s.User, s.ClientID}
 		switch orig, dup := stored[kk]; {
 		case l == nil:
 			res[k] = Result{Outcome: NoUser}
@@ -472,7 +509,7 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 			res[k] = repeatOf(s, orig)
 			res[k].Spent, res[k].Budget = l.spent, l.budget
 		case first[kk] != 0:
-			res[k] = Result{Outcome: Outcome(-first[kk])} // a repeat within the batch: filled in after the insert
+			res[k] = Result{Outcome: Outcome(-first[kk])}
 		case l.spent+s.Charge > l.budget:
 			res[k] = Result{Outcome: OverBudget, Spent: l.spent, Budget: l.budget}
 		default:
@@ -485,8 +522,14 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 			accepted = append(accepted, k)
 		}
 	}
-	// The accepted reports, in multi-row inserts.
-	off = 0
+	return res, accepted, first
+}
+
+// insertReports stores the accepted reports (res[k] for k in accepted) in
+// multi-row inserts and sets the sequence numbers the database gave them.
+func (t *sqlTx) insertReports(ctx context.Context, res []Result, accepted []int, first map[reportKey]int) error {
+	var args []any
+	off := 0
 	for _, n := range chunks(len(accepted)) {
 		args = args[:0]
 		for _, k := range accepted[off : off+n] {
@@ -498,30 +541,29 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 			args = append(args, r.User, r.ClientID, r.BodyHash, r.Charge, r.SpentAfter, r.Received, string(r.Values), max(r.Version, 1), mean)
 		}
 		off += n
-		rows, err := t.tx.StmtContext(ctx, t.s.batch[n].insert).QueryContext(ctx, args...)
-		if err != nil {
-			return nil, fmt.Errorf("store: storing reports: %w", err)
-		}
 		got := 0
-		for rows.Next() {
-			var kk key
+		err := t.queryEach(ctx, t.s.batch[n].insert, args, "storing reports", func(rows *sql.Rows) error {
+			var kk reportKey
 			var seq int64
 			if err := rows.Scan(&kk.user, &kk.id, &seq); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("store: storing reports: %w", err)
+				return fmt.Errorf("store: storing reports: %w", err)
 			}
 			res[first[kk]-1].Report.Seq = seq
 			got++
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("store: storing reports: %w", err)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if got != n {
-			return nil, fmt.Errorf("store: stored %d of %d reports", got, n)
+			return fmt.Errorf("store: stored %d of %d reports", got, n)
 		}
 	}
-	// The new ledgers.
+	return nil
+}
+
+// writeLedgers writes the ledgers the batch changed.
+func (t *sqlTx) writeLedgers(ctx context.Context, ids []string, users map[string]*batchLedger) error {
 	var changed []string
 	for _, id := range ids {
 		if l := users[id]; l != nil && l.changed {
@@ -531,7 +573,8 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 	// Padded like the reads: a repeated (id, spent, reports) row joins the
 	// same user with the same values, and both databases update a row
 	// once however many FROM rows match it (and count it once).
-	off = 0
+	var args []any
+	off := 0
 	for _, n := range paddedChunks(len(changed)) {
 		args = args[:0]
 		for k := range n {
@@ -543,13 +586,18 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 		off += n
 		r, err := t.tx.StmtContext(ctx, t.s.batch[n].update).ExecContext(ctx, args...)
 		if err != nil {
-			return nil, fmt.Errorf("store: writing ledgers: %w", err)
+			return fmt.Errorf("store: writing ledgers: %w", err)
 		}
 		if m, err := r.RowsAffected(); err != nil || m != want {
-			return nil, fmt.Errorf("store: wrote %d of %d ledgers (%v)", m, want, err)
+			return fmt.Errorf("store: wrote %d of %d ledgers (%v)", m, want, err)
 		}
 	}
-	// Repeats within the batch answer with the report stored first.
+	return nil
+}
+
+// answerRepeats answers the repeats within the batch with the report
+// stored first.
+func answerRepeats(subs []Submission, res []Result) {
 	for k := range res {
 		if o := res[k].Outcome; o < 0 {
 			orig := res[-int(o)-1]
@@ -557,7 +605,26 @@ func (t *sqlTx) SubmitBatch(ctx context.Context, subs []Submission) ([]Result, e
 			res[k].Spent, res[k].Budget = orig.Spent, orig.Budget
 		}
 	}
-	return res, nil
+}
+
+// queryEach runs the prepared statement st with args in the transaction
+// and calls scan on each row it returns; what names the statement in
+// errors.
+func (t *sqlTx) queryEach(ctx context.Context, st *sql.Stmt, args []any, what string, scan func(*sql.Rows) error) error {
+	rows, err := t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: %s: %w", what, err)
+	}
+	return nil
 }
 
 // placeholders is n groups of k placeholders: "(?, ?), (?, ?)" (k > 1)
