@@ -260,6 +260,41 @@ func writePopulationTable(b *bytes.Buffer, p populationResult) {
 		}
 	}
 	b.WriteString("\n")
+	if missing := p.notRun(); len(missing) > 0 {
+		fmt.Fprintf(b, "Not run: %s.\n\n", strings.Join(missing, "; "))
+	}
+}
+
+// notRun names the cells of the grid with no recorded run, by method
+// ("ials", "dp-ease at ε = 0.5, 2") and the cells short of their seeds.
+func (p populationResult) notRun() []string {
+	var out []string
+	for _, m := range p.ms {
+		if !p.private[m.label()] {
+			if _, ok := p.recallMean(m.label(), math.NaN()); !ok {
+				out = append(out, m.label())
+			}
+			continue
+		}
+		var absent, short []string
+		for _, e := range p.spec.Epsilons {
+			if _, ok := p.recallMean(m.label(), e); !ok {
+				absent = append(absent, fmtF(e))
+			} else if note := p.seedsNote(m.label(), e); note != "" {
+				short = append(short, fmtF(e)+note)
+			}
+		}
+		switch {
+		case len(absent) == len(p.spec.Epsilons):
+			out = append(out, m.label())
+		case len(absent) > 0:
+			out = append(out, fmt.Sprintf("%s at ε = %s", m.label(), strings.Join(absent, ", ")))
+		}
+		if len(short) > 0 {
+			out = append(out, fmt.Sprintf("%s at ε = %s", m.label(), strings.Join(short, ", ")))
+		}
+	}
+	return out
 }
 
 // recallMean is the mean test Recall@20 of a cell (ok false when absent).

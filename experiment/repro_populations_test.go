@@ -118,3 +118,23 @@ func TestPopulationReproductions(t *testing.T) {
 		t.Errorf("populations %s", got)
 	}
 }
+
+// TestPopulationNotRun: the table names the grid's cells without a run
+// and those short of their seeds.
+func TestPopulationNotRun(t *testing.T) {
+	run := func(label string, eps float64, seed int) *topNRun {
+		return &topNRun{Label: label, Epsilon: eps, Seed: seed, Metrics: map[string]map[string]float64{"test": {"recall@20": 0.1}}}
+	}
+	p := populationResult{
+		spec:    TopNSpec{Name: "g", Epsilons: []float64{0.5, 1, 8}, Seeds: 2},
+		ms:      []TopNMethod{{Method: "ease"}, {Method: "ials"}, {Method: "dp-popularity"}, {Method: "dp-ease"}, {Method: "dp-ials"}},
+		private: map[string]bool{"dp-popularity": true, "dp-ease": true, "dp-ials": true},
+		runs: []*topNRun{run("ease", math.NaN(), 0), run("dp-popularity", 0.5, 0), run("dp-popularity", 0.5, 1),
+			run("dp-popularity", 1, 0), run("dp-popularity", 1, 1), run("dp-popularity", 8, 0), run("dp-popularity", 8, 1),
+			run("dp-ease", 1, 0), run("dp-ease", 8, 0), run("dp-ease", 8, 1)},
+	}
+	want := "ials; dp-ease at ε = 0.5; dp-ease at ε = 1 (1 of 2 seeds); dp-ials"
+	if got := strings.Join(p.notRun(), "; "); got != want {
+		t.Errorf("not run: %s, want %s", got, want)
+	}
+}
