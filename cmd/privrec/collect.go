@@ -13,7 +13,9 @@ import (
 	"github.com/privrec/privrec/internal/atomicfile"
 	"github.com/privrec/privrec/ldp"
 	"github.com/privrec/privrec/model"
+	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/noise"
+	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
 )
 
@@ -71,160 +73,225 @@ exact facts of the private data, never in the collect file, and printed
 only with --seed N --experiment (a simulation, labelled "not private").`
 
 func runCollect(ctx context.Context, args []string, out io.Writer) error {
+	c, err := parseCollectFlags(args)
+	if err != nil {
+		return err
+	}
+	p, err := c.plan()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	data, err := c.clients()
+	if err != nil {
+		return err
+	}
+	src := noise.Secure()
+	if c.experiment {
+		src = noise.Seeded(c.seed)
+	}
+	st, err := c.collect(ctx, out, data, p, src)
+	if err != nil {
+		return fmt.Errorf("collect: %w", err)
+	}
+	secs := time.Since(start).Seconds()
+	if src.Reproducible() {
+		p.per.Reproducible, p.user.Reproducible = true, true
+	}
+	return c.print(out, p, st, secs)
+}
+
+// collectFlags is privrec collect's command line.
+type collectFlags struct {
+	d                                         dataFlags
+	mechName, meanFlag, items, users, outPath string
+	eps                                       float64
+	levels, workers                           int
+	seed                                      uint64
+	experiment, jsonOut                       bool
+	// mech is the mechanism parsed; meanEps the ε of the mean reports
+	// given (with --mean-epsilon auto: set by plan).
+	mech    ldp.Mechanism
+	meanEps float64
+}
+
+// parseCollectFlags parses privrec collect's command line and refuses
+// flags that do not go together.
+func parseCollectFlags(args []string) (*collectFlags, error) {
 	example := `  privrec collect --mechanism laplace --epsilon 2 --data ua.base \
       --format movielens-100k --scale 1:5 --items u.item --out ua.ldp.tsv
   privrec train --data ua.ldp.tsv --format tsv --method ldp-laplace \
       --debias --out ua.ldp.model
   privrec eval --model ua.ldp.model --data ua.test --format movielens-100k`
 	fs := newFlags("collect --mechanism laplace|rr --epsilon E --data FILE --scale MIN:MAX --items FILE --out PERTURBED.tsv", collectSynopsis, example)
-	var d dataFlags
-	d.add(fs)
-	mechName := fs.String("mechanism", "", "laplace (modified Laplace) or rr (randomized response)")
-	eps := fs.Float64("epsilon", 0, "per-rating privacy parameter ε")
-	meanFlag := fs.String("mean-epsilon", "auto", "ε of each client's mean-rating report: auto (an eighth of the whole report, n·ε/7 over the n catalogue items, at most 16), a number ≥ 0, or 0 for none (the ldp-* methods then cannot shrink toward a mean)")
-	items := fs.String("items", "", "the declared item catalogue every report covers (required): one item ID per line, an optional title after a tab")
-	users := fs.String("users", "", "the clients, one user ID per line (default: the users in --data)")
-	levels := fs.Int("levels", 0, "rr: number of rating levels d on the declared scale (0: MAX−MIN+1 when MIN and MAX are integers)")
-	outPath := fs.String("out", "", "where to write the perturbed ratings (- for stdout)")
-	seed := fs.Uint64("seed", 0, "seed the noise (experiments only; recorded in the header)")
-	experiment := fs.Bool("experiment", false, "required together with --seed: a seeded collection is not private")
-	workers := fs.Int("workers", 0, "goroutines (0: all cores)")
-	jsonOut := fs.Bool("json", false, "print a JSON report on stdout (needs --out FILE)")
+	c := &collectFlags{}
+	c.d.add(fs)
+	fs.StringVar(&c.mechName, "mechanism", "", "laplace (modified Laplace) or rr (randomized response)")
+	fs.Float64Var(&c.eps, "epsilon", 0, "per-rating privacy parameter ε")
+	fs.StringVar(&c.meanFlag, "mean-epsilon", "auto", "ε of each client's mean-rating report: auto (an eighth of the whole report, n·ε/7 over the n catalogue items, at most 16), a number ≥ 0, or 0 for none (the ldp-* methods then cannot shrink toward a mean)")
+	fs.StringVar(&c.items, "items", "", "the declared item catalogue every report covers (required): one item ID per line, an optional title after a tab")
+	fs.StringVar(&c.users, "users", "", "the clients, one user ID per line (default: the users in --data)")
+	fs.IntVar(&c.levels, "levels", 0, "rr: number of rating levels d on the declared scale (0: MAX−MIN+1 when MIN and MAX are integers)")
+	fs.StringVar(&c.outPath, "out", "", "where to write the perturbed ratings (- for stdout)")
+	fs.Uint64Var(&c.seed, "seed", 0, "seed the noise (experiments only; recorded in the header)")
+	fs.BoolVar(&c.experiment, "experiment", false, "required together with --seed: a seeded collection is not private")
+	fs.IntVar(&c.workers, "workers", 0, "goroutines (0: all cores)")
+	fs.BoolVar(&c.jsonOut, "json", false, "print a JSON report on stdout (needs --out FILE)")
 	if err := parse(fs, args, false); err != nil {
-		return err
+		return nil, err
 	}
-	mech, err := ldp.ParseMechanism(*mechName)
-	if err != nil {
+	return c, c.check()
+}
+
+// check refuses flags that do not go together.
+func (c *collectFlags) check() error {
+	var err error
+	if c.mech, err = ldp.ParseMechanism(c.mechName); err != nil {
 		return usagef("--mechanism: %v", err)
 	}
-	if !(*eps > 0) {
+	if !(c.eps > 0) {
 		return usagef("--epsilon must be positive")
 	}
-	meanEps := new(float64)
-	if *meanFlag != "auto" {
-		v, err := strconv.ParseFloat(*meanFlag, 64)
+	if c.meanFlag != "auto" {
+		v, err := strconv.ParseFloat(c.meanFlag, 64)
 		if err != nil || !(v >= 0) || math.IsInf(v, 0) {
-			return usagef("--mean-epsilon must be auto or a finite number ≥ 0, got %q", *meanFlag)
+			return usagef("--mean-epsilon must be auto or a finite number ≥ 0, got %q", c.meanFlag)
 		}
-		*meanEps = v
+		c.meanEps = v
 	}
-	if *outPath == "" {
+	if c.outPath == "" {
 		return usagef("--out is required")
 	}
-	if *jsonOut && *outPath == "-" {
+	if c.jsonOut && c.outPath == "-" {
 		return usagef("--json needs --out FILE (stdout carries the report)")
 	}
-	if (*seed != 0) != *experiment {
+	if (c.seed != 0) != c.experiment {
 		return usagef("--seed and --experiment go together (seeded noise is for experiments only)")
 	}
-	if d.scale == "" {
-		return usagef("--scale MIN:MAX is required: the clients must be told the rating scale before any rating is read (it goes into the header; taking it from the data would make the header depend on the private ratings)")
+	return nil
+}
+
+// collectPlan is what the clients are told before any rating is read: the
+// declared scale and catalogue, the randomizer, the mean reporter (nil:
+// no mean reports), and the guarantees per rating and per user.
+type collectPlan struct {
+	sc        ldp.Scale
+	cat       *model.Catalogue
+	r         ldp.Randomizer
+	mean      *ldp.MeanReporter
+	per, user privacy.Guarantee
+}
+
+// plan builds the collection from the declared facts alone, warning of a
+// collection without mean reports or with cells the noise drowns.
+func (c *collectFlags) plan() (*collectPlan, error) {
+	if c.d.scale == "" {
+		return nil, usagef("--scale MIN:MAX is required: the clients must be told the rating scale before any rating is read (it goes into the header; taking it from the data would make the header depend on the private ratings)")
 	}
-	declared, err := release.ParseScale(d.scale)
+	declared, err := release.ParseScale(c.d.scale)
 	if err != nil {
-		return usagef("--scale: %v", err)
+		return nil, usagef("--scale: %v", err)
 	}
-	sc, err := ldp.DeclaredScale(declared.Min, declared.Max, *levels, mech)
-	if err != nil {
-		return usagef("%v", err)
+	p := &collectPlan{}
+	if p.sc, err = ldp.DeclaredScale(declared.Min, declared.Max, c.levels, c.mech); err != nil {
+		return nil, usagef("%v", err)
 	}
-	if *items == "" {
-		return usagef("--items FILE is required: the catalogue every report covers (each client randomizes every catalogue item, missing ones included); the items that happen to have ratings are private")
+	if c.items == "" {
+		return nil, usagef("--items FILE is required: the catalogue every report covers (each client randomizes every catalogue item, missing ones included); the items that happen to have ratings are private")
 	}
-	cat, err := model.LoadCatalogue(*items)
-	if err != nil {
-		return usagef("--items: %v", err)
+	if p.cat, err = model.LoadCatalogue(c.items); err != nil {
+		return nil, usagef("--items: %v", err)
 	}
-	r, err := ldp.New(mech, *eps, sc)
-	if err != nil {
-		return usagef("%v", err)
+	if p.r, err = ldp.New(c.mech, c.eps, p.sc); err != nil {
+		return nil, usagef("%v", err)
 	}
-	if *meanFlag == "auto" {
-		*meanEps = ldp.DefaultMeanEpsilon(*eps, cat.Len())
+	if c.meanFlag == "auto" {
+		c.meanEps = ldp.DefaultMeanEpsilon(c.eps, p.cat.Len())
 	}
-	var mean *ldp.MeanReporter
-	if *meanEps > 0 {
-		if mean, err = ldp.NewMeanReporter(*meanEps, sc); err != nil {
-			return usagef("--mean-epsilon: %v", err)
+	if c.meanEps > 0 {
+		if p.mean, err = ldp.NewMeanReporter(c.meanEps, p.sc); err != nil {
+			return nil, usagef("--mean-epsilon: %v", err)
 		}
 	} else {
 		slog.Warn("collect: --mean-epsilon 0: the clients send no mean report, so ldp-laplace and ldp-rr cannot shrink their recovery toward a private mean (at small ε they may predict worse than a constant)")
 	}
-	per, user, err := ldp.Guarantees(r, cat.Len(), *meanEps)
-	if err != nil {
-		return usagef("%v", err)
+	if p.per, p.user, err = ldp.Guarantees(p.r, p.cat.Len(), c.meanEps); err != nil {
+		return nil, usagef("%v", err)
 	}
-	if w := ldp.CellWarning(mech, *eps, cat.Len(), sc); w != "" {
+	if w := ldp.CellWarning(c.mech, c.eps, p.cat.Len(), p.sc); w != "" {
 		slog.Warn("collect: " + w)
 	}
-	start := time.Now()
-	data, err := d.read()
+	return p, nil
+}
+
+// clients reads the ratings, with the declared --users as the clients.
+func (c *collectFlags) clients() (*ratings.Matrix, error) {
+	data, err := c.d.read()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if *users != "" {
-		clients, err := model.LoadCatalogue(*users) // one ID per line, as a catalogue
-		if err != nil {
-			return usagef("--users: %v", err)
-		}
-		if data, err = ldp.WithClients(data, clients.IDs()); err != nil {
-			return fmt.Errorf("collect: --users: %w", err)
-		}
+	if c.users == "" {
+		return data, nil
 	}
-	src := noise.Secure()
-	if *experiment {
-		src = noise.Seeded(*seed)
+	clients, err := model.LoadCatalogue(c.users) // one ID per line, as a catalogue
+	if err != nil {
+		return nil, usagef("--users: %v", err)
 	}
+	if data, err = ldp.WithClients(data, clients.IDs()); err != nil {
+		return nil, fmt.Errorf("collect: --users: %w", err)
+	}
+	return data, nil
+}
+
+// collect randomizes every client's report with the noise from src and
+// writes them to --out (- : out).
+func (c *collectFlags) collect(ctx context.Context, out io.Writer, data *ratings.Matrix, p *collectPlan, src *noise.Source) (ldp.CollectStats, error) {
 	var st ldp.CollectStats
 	collect := func(w io.Writer) (err error) {
-		st, err = ldp.CollectOver(ctx, w, data, r, mean, cat.IDs(), src, *workers)
+		st, err = ldp.CollectOver(ctx, w, data, p.r, p.mean, p.cat.IDs(), src, c.workers)
 		return err
 	}
-	if *outPath == "-" {
-		err = collect(out)
-	} else {
-		err = atomicfile.Write(*outPath, 0o644, collect)
+	if c.outPath == "-" {
+		return st, collect(out)
 	}
-	if err != nil {
-		return fmt.Errorf("collect: %w", err)
-	}
-	secs := time.Since(start).Seconds()
-	if src.Reproducible() {
-		per.Reproducible, user.Reproducible = true, true
-	}
-	// Exact counts of the true ratings (kept, removed, …) are facts of
-	// the private data: printed only for a seeded simulation
-	// (--experiment), labelled as not private.
-	if *jsonOut {
+	return st, atomicfile.Write(c.outPath, 0o644, collect)
+}
+
+// print prints collect's report. Exact counts of the true ratings (kept,
+// removed, …) are facts of the private data: printed only for a seeded
+// simulation (--experiment), labelled as not private.
+func (c *collectFlags) print(out io.Writer, p *collectPlan, st ldp.CollectStats, secs float64) error {
+	sc, r := p.sc, p.r
+	if c.jsonOut {
 		res := map[string]any{
-			"mechanism": string(mech), "epsilon": *eps, "mean_epsilon": *meanEps, "out": *outPath, "seconds": secs,
+			"mechanism": string(c.mech), "epsilon": c.eps, "mean_epsilon": c.meanEps, "out": c.outPath, "seconds": secs,
 			"scale_min": sc.Min, "scale_max": sc.Max, "levels": sc.Levels, "units": r.Units(), "sampler": r.Sampler(),
 			"users": st.Users, "items": st.Items, "cells": st.Cells, "reported": st.Reported,
-			"guarantee": per, "per_user_guarantee": user,
+			"guarantee": p.per, "per_user_guarantee": p.user,
 		}
-		if *experiment {
+		if c.experiment {
 			res["simulation"] = map[string]any{"private": false,
 				"note":    "exact counts of the true ratings, for the experiment only: not private, never publish them",
 				"ratings": st.Ratings, "kept": st.Kept, "removed": st.Removed, "invented": st.Invented, "outside_catalogue": st.Outside}
 		}
 		return writeJSON(out, res)
 	}
-	if *outPath == "-" {
-		if *experiment && st.Outside > 0 {
+	if c.outPath == "-" {
+		if c.experiment && st.Outside > 0 {
 			fmt.Fprintf(os.Stderr, "collect (experiment, not private): %d ratings of items outside the catalogue were not reported\n", st.Outside)
 		}
 		return nil
 	}
 	fmt.Fprintf(out, "Collected %d clients × %d catalogue items (%d cells) with %s at ε = %g in %.2f s → %s\n",
-		st.Users, st.Items, st.Cells, mech, *eps, secs, *outPath)
+		st.Users, st.Items, st.Cells, c.mech, c.eps, secs, c.outPath)
 	fmt.Fprintf(out, "  %d reports written (%s units, %s sampler)\n", st.Reported, r.Units(), r.Sampler())
-	if mean != nil {
-		fmt.Fprintf(out, "  %d mean reports at ε = %g (Laplace, variance %.4g each)\n", st.Users, *meanEps, mean.Variance())
+	if p.mean != nil {
+		fmt.Fprintf(out, "  %d mean reports at ε = %g (Laplace, variance %.4g each)\n", st.Users, c.meanEps, p.mean.Variance())
 	}
-	if *experiment {
+	if c.experiment {
 		fmt.Fprintf(out, "  experiment only, NOT PRIVATE (exact counts of the true ratings, not in the file): %d ratings, kept %d, removed %d, invented %d; %d ratings of items outside the catalogue not reported\n",
 			st.Ratings, st.Kept, st.Removed, st.Invented, st.Outside)
 	}
-	fmt.Fprintf(out, "Per rating: %s\nPer user:   %s\n", per, user)
+	fmt.Fprintf(out, "Per rating: %s\nPer user:   %s\n", p.per, p.user)
 	return nil
 }
