@@ -82,100 +82,143 @@ func DesignShift(law ReleaseLaw, n int, confidence float64) (ShiftDesign, error)
 		return ShiftDesign{}, fmt.Errorf("design: %d runs at confidence %v", n, confidence)
 	}
 	alpha := (1 - confidence) / float64(4*ShiftEventsCount)
-	z := -normQuantile(alpha)
-	nf := float64(n)
-	best := ShiftDesign{Margin: math.Inf(-1)}
-	rare := newRareCounts(n, alpha)
-	// score is the expected margin of the test {y ≥ s} at claim (ε', δ')
-	// with probabilities p1 (side 1) and p0 (side 0) under the alternative.
-	score := func(p1, p0, eps, delta float64) float64 {
-		if nf*p1 < 5 {
-			return math.Inf(-1) // the normal approximation does not hold
-		}
-		e := math.Exp(eps)
-		if nf*p0 < 5 {
-			return rare.margin(p1, p0, e, delta, z)
-		}
-		if nf*(1-p1) < 5 {
-			return math.Inf(-1)
-		}
-		sd := math.Sqrt(p1*(1-p1)/nf) + e*math.Sqrt(p0*(1-p0)/nf)
-		return (p1-delta-e*p0)/sd - z
-	}
-	consider := func(k int, s, eps, delta, m float64) {
-		if m > best.Margin {
-			best = ShiftDesign{Group: k, Threshold: s, Epsilon: eps, Delta: delta, Margin: m}
-		}
-	}
+	sr := &shiftSearch{n: float64(n), z: -normQuantile(alpha), rare: newRareCounts(n, alpha), best: ShiftDesign{Margin: math.Inf(-1)}}
+	var err error
 	switch law.Mechanism {
 	case "gaussian":
-		if !(law.Rho > 0) || math.IsInf(law.Rho, 0) {
-			return ShiftDesign{}, fmt.Errorf("design: gaussian release with ρ = %v", law.Rho)
-		}
-		sc := 1 / math.Sqrt(2*law.Rho) // claimed σ in units of Δ
-		sa := shiftAlternative * sc
-		for _, k := range groups(func(k int) bool { return float64(k*k)*law.Rho <= 16 }) {
-			rk := float64(k*k) * law.Rho
-			mu := math.Sqrt(2 * rk)
-			for i := range 41 {
-				eps := float64(i) / 40 * (rk + 4*mu)
-				delta, err := accountant.ZCDPDelta(rk, eps)
-				if err != nil {
-					return ShiftDesign{}, err
-				}
-				if delta >= 1 {
-					continue
-				}
-				for j := range 121 {
-					s := -2*sc + float64(j)/120*(float64(k)+6*sc)
-					p1, p0 := normSF((s-float64(k))/sa), normSF(s/sa)
-					consider(k, s, eps, delta, score(p1, p0, eps, delta))
-				}
-			}
-		}
+		err = sr.gaussian(law)
 	case "laplace":
-		if !(law.Epsilon > 0) || math.IsInf(law.Epsilon, 0) {
-			return ShiftDesign{}, fmt.Errorf("design: laplace release with ε = %v", law.Epsilon)
-		}
-		bc := 1 / law.Epsilon
-		ba := shiftAlternative * bc
-		for _, k := range groups(func(k int) bool { return float64(k)*law.Epsilon <= 8 }) {
-			eps := float64(k) * law.Epsilon
-			for j := range 241 {
-				s := -2*bc + float64(j)/240*(float64(k)+8*bc)
-				consider(k, s, eps, 0, score(laplaceSF(s-float64(k), ba), laplaceSF(s, ba), eps, 0))
-			}
-		}
+		err = sr.laplace(law)
 	case "rr":
-		// Randomized response claiming ε: side 1 is a sign released from
-		// +1, side 0 one released from −1, the event {y ≥ ½} (released +1)
-		// and its mirror. The alternative is the instrument's half noise,
-		// the mechanism built for 2ε.
-		if !(law.Epsilon > 0) || math.IsInf(law.Epsilon, 0) {
-			return ShiftDesign{}, fmt.Errorf("design: rr release with ε = %v", law.Epsilon)
-		}
-		e2 := law.Epsilon / shiftAlternative
-		p1, p0 := 1/(1+math.Exp(-e2)), 1/(1+math.Exp(e2))
-		consider(1, 0.5, law.Epsilon, 0, score(p1, p0, law.Epsilon, 0))
+		err = sr.rr(law)
 	case "l2laplace":
-		if !(law.Epsilon > 0) || math.IsInf(law.Epsilon, 0) || law.Dim < 1 {
-			return ShiftDesign{}, fmt.Errorf("design: l2laplace release with ε = %v in dimension %d", law.Epsilon, law.Dim)
-		}
-		tails := newL2Tails(law.Dim, shiftAlternative/law.Epsilon)
-		for _, k := range groups(func(k int) bool { return float64(k)*law.Epsilon <= 8 }) {
-			eps, kf := float64(k)*law.Epsilon, float64(k)
-			for j := range 101 {
-				s := kf * (0.2 + 0.8*float64(j)/100)
-				consider(k, s, eps, 0, score(tails.side1(kf, s), tails.side0(kf, s), eps, 0))
-			}
-		}
+		err = sr.l2Laplace(law)
 	default:
-		return ShiftDesign{}, fmt.Errorf("design: no release check for mechanism %q", law.Mechanism)
+		err = fmt.Errorf("design: no release check for mechanism %q", law.Mechanism)
 	}
-	if math.IsInf(best.Margin, -1) {
+	if err != nil {
+		return ShiftDesign{}, err
+	}
+	if math.IsInf(sr.best.Margin, -1) {
 		return ShiftDesign{}, errors.New("design: no test point has enough expected counts at this sample size")
 	}
-	return best, nil
+	return sr.best, nil
+}
+
+// shiftSearch is the search of DesignShift over test points: n runs per
+// side, the one-sided normal quantile z of each count's confidence, the
+// rare-count regime's bounds, and the best point so far.
+type shiftSearch struct {
+	n, z float64
+	rare rareCounts
+	best ShiftDesign
+}
+
+// score is the expected margin of the test {y ≥ s} at claim (ε', δ')
+// with probabilities p1 (side 1) and p0 (side 0) under the alternative.
+func (sr *shiftSearch) score(p1, p0, eps, delta float64) float64 {
+	nf := sr.n
+	if nf*p1 < 5 {
+		return math.Inf(-1) // the normal approximation does not hold
+	}
+	e := math.Exp(eps)
+	if nf*p0 < 5 {
+		return sr.rare.margin(p1, p0, e, delta, sr.z)
+	}
+	if nf*(1-p1) < 5 {
+		return math.Inf(-1)
+	}
+	sd := math.Sqrt(p1*(1-p1)/nf) + e*math.Sqrt(p0*(1-p0)/nf)
+	return (p1-delta-e*p0)/sd - sr.z
+}
+
+// consider keeps the test point (group k, threshold s, claim (ε', δ')) if
+// its margin m is the best so far.
+func (sr *shiftSearch) consider(k int, s, eps, delta, m float64) {
+	if m > sr.best.Margin {
+		sr.best = ShiftDesign{Group: k, Threshold: s, Epsilon: eps, Delta: delta, Margin: m}
+	}
+}
+
+// gaussian searches the points of a Gaussian release claiming ρ: for
+// each group K (K²ρ ≤ 16), claims ε' up to K²ρ + 4√(2K²ρ) with their
+// δ(K²ρ, ε'), and thresholds over [−2σ, K + 4σ].
+func (sr *shiftSearch) gaussian(law ReleaseLaw) error {
+	if !(law.Rho > 0) || math.IsInf(law.Rho, 0) {
+		return fmt.Errorf("design: gaussian release with ρ = %v", law.Rho)
+	}
+	sc := 1 / math.Sqrt(2*law.Rho) // claimed σ in units of Δ
+	sa := shiftAlternative * sc
+	for _, k := range groups(func(k int) bool { return float64(k*k)*law.Rho <= 16 }) {
+		rk := float64(k*k) * law.Rho
+		mu := math.Sqrt(2 * rk)
+		for i := range 41 {
+			eps := float64(i) / 40 * (rk + 4*mu)
+			delta, err := accountant.ZCDPDelta(rk, eps)
+			if err != nil {
+				return err
+			}
+			if delta >= 1 {
+				continue
+			}
+			for j := range 121 {
+				s := -2*sc + float64(j)/120*(float64(k)+6*sc)
+				p1, p0 := normSF((s-float64(k))/sa), normSF(s/sa)
+				sr.consider(k, s, eps, delta, sr.score(p1, p0, eps, delta))
+			}
+		}
+	}
+	return nil
+}
+
+// laplace searches the points of a Laplace release claiming ε: for each
+// group K (Kε ≤ 8), thresholds over [−2b, K + 6b].
+func (sr *shiftSearch) laplace(law ReleaseLaw) error {
+	if !(law.Epsilon > 0) || math.IsInf(law.Epsilon, 0) {
+		return fmt.Errorf("design: laplace release with ε = %v", law.Epsilon)
+	}
+	bc := 1 / law.Epsilon
+	ba := shiftAlternative * bc
+	for _, k := range groups(func(k int) bool { return float64(k)*law.Epsilon <= 8 }) {
+		eps := float64(k) * law.Epsilon
+		for j := range 241 {
+			s := -2*bc + float64(j)/240*(float64(k)+8*bc)
+			sr.consider(k, s, eps, 0, sr.score(laplaceSF(s-float64(k), ba), laplaceSF(s, ba), eps, 0))
+		}
+	}
+	return nil
+}
+
+// rr is the one point of randomized response claiming ε: side 1 is a sign
+// released from +1, side 0 one released from −1, the event {y ≥ ½}
+// (released +1) and its mirror. The alternative is the instrument's half
+// noise, the mechanism built for 2ε.
+func (sr *shiftSearch) rr(law ReleaseLaw) error {
+	if !(law.Epsilon > 0) || math.IsInf(law.Epsilon, 0) {
+		return fmt.Errorf("design: rr release with ε = %v", law.Epsilon)
+	}
+	e2 := law.Epsilon / shiftAlternative
+	p1, p0 := 1/(1+math.Exp(-e2)), 1/(1+math.Exp(e2))
+	sr.consider(1, 0.5, law.Epsilon, 0, sr.score(p1, p0, law.Epsilon, 0))
+	return nil
+}
+
+// l2Laplace searches the points of an ℓ2 Laplace release claiming ε: for
+// each group K (Kε ≤ 8), thresholds of the likelihood-ratio statistic over
+// [0.2K, K].
+func (sr *shiftSearch) l2Laplace(law ReleaseLaw) error {
+	if !(law.Epsilon > 0) || math.IsInf(law.Epsilon, 0) || law.Dim < 1 {
+		return fmt.Errorf("design: l2laplace release with ε = %v in dimension %d", law.Epsilon, law.Dim)
+	}
+	tails := newL2Tails(law.Dim, shiftAlternative/law.Epsilon)
+	for _, k := range groups(func(k int) bool { return float64(k)*law.Epsilon <= 8 }) {
+		eps, kf := float64(k)*law.Epsilon, float64(k)
+		for j := range 101 {
+			s := kf * (0.2 + 0.8*float64(j)/100)
+			sr.consider(k, s, eps, 0, sr.score(tails.side1(kf, s), tails.side0(kf, s), eps, 0))
+		}
+	}
+	return nil
 }
 
 // rareCounts scores a test point whose side-0 event is rare (expected
