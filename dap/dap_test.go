@@ -294,3 +294,61 @@ func TestChunkLength(t *testing.T) {
 		}
 	}
 }
+
+// TestRestore: a preparation kept as its State and Share (the leader's,
+// from upload to aggregation) and restored finishes to the same output
+// share and proof verdict as the one kept in memory; a truncated or
+// out-of-range state is refused.
+func TestRestore(t *testing.T) {
+	tk := testTask(t)
+	a := newTestAggs(t, tk)
+	q, err := tk.Quantize([]float64{1, -1, 0.5, 0, -2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tk.Shard(q, a.lk.Public, a.hk.Public)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := a.leader.Prepare(r.ID, r.PublicShare, r.LeaderShare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph, err := a.helper.Prepare(r.ID, r.PublicShare, r.HelperShare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := pl.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := a.leader.Restore(state, pl.Share)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := a.leader.Finish(pl, pl.Share, ph.Share)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.leader.Finish(restored, restored.Share, ph.Share)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("restored output share of %d elements, want %d", len(got), len(want))
+	}
+	for j := range want {
+		if got[j] != want[j] {
+			t.Fatalf("restored output share differs at %d", j)
+		}
+	}
+	ones := append([]byte{}, state...)
+	for i := range 16 {
+		ones[i] = 0xff // the first element at or above the modulus
+	}
+	for name, bad := range map[string][]byte{"short": state[:len(state)-1], "long": append(append([]byte{}, state...), 0), "out of range": ones} {
+		if _, err := a.leader.Restore(bad, pl.Share); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s state: %v, want ErrInvalid", name, err)
+		}
+	}
+}

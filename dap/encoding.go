@@ -23,12 +23,7 @@ const reportVersion = 1
 // more bytes and most of the leader's CPU outside Prio3 (scanning and
 // decoding at upload, encoding into the row, and again at aggregation).
 func EncodeReport(r *Report) ([]byte, error) {
-	b := cryptobyte.NewBuilder(make([]byte, 0, 1+7*4+len(r.TaskID)+r.Size()))
-	b.AddUint8(reportVersion)
-	for _, f := range [][]byte{[]byte(r.TaskID), r.ID, r.PublicShare, r.LeaderShare.Enc, r.LeaderShare.Ciphertext, r.HelperShare.Enc, r.HelperShare.Ciphertext} {
-		b.AddUint32LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(f) })
-	}
-	out, err := b.Bytes()
+	out, err := EncodeFields(reportVersion, []byte(r.TaskID), r.ID, r.PublicShare, r.LeaderShare.Enc, r.LeaderShare.Ciphertext, r.HelperShare.Enc, r.HelperShare.Ciphertext)
 	if err != nil {
 		return nil, fmt.Errorf("dap: encoding report: %w", err)
 	}
@@ -40,21 +35,41 @@ func EncodeReport(r *Report) ([]byte, error) {
 // ErrInvalid. The byte slices alias b.
 func DecodeReport(b []byte) (Report, error) {
 	var r Report
-	s := cryptobyte.String(b)
-	var version uint8
 	var task []byte
-	// cryptobyte reads 32-bit lengths only as a number then the bytes.
-	read := func(v *[]byte) bool {
-		var n uint32
-		return s.ReadUint32(&n) && s.ReadBytes(v, int(n))
-	}
-	ok := s.ReadUint8(&version) && version == reportVersion && read(&task)
-	for _, f := range []*[]byte{&r.ID, &r.PublicShare, &r.LeaderShare.Enc, &r.LeaderShare.Ciphertext, &r.HelperShare.Enc, &r.HelperShare.Ciphertext} {
-		ok = ok && read(f)
-	}
-	if !ok || !s.Empty() {
+	if !DecodeFields(b, reportVersion, &task, &r.ID, &r.PublicShare, &r.LeaderShare.Enc, &r.LeaderShare.Ciphertext, &r.HelperShare.Enc, &r.HelperShare.Ciphertext) {
 		return r, fmt.Errorf("%w: report: malformed binary encoding (%d bytes)", ErrInvalid, len(b))
 	}
 	r.TaskID = string(task)
 	return r, nil
+}
+
+// EncodeFields is a version byte followed by each field with a 32-bit
+// length (cryptobyte, as DAP's TLS presentation syntax): the framing of
+// EncodeReport and of the leader's stored rows.
+func EncodeFields(version uint8, fields ...[]byte) ([]byte, error) {
+	n := 1
+	for _, f := range fields {
+		n += 4 + len(f)
+	}
+	b := cryptobyte.NewBuilder(make([]byte, 0, n))
+	b.AddUint8(version)
+	for _, f := range fields {
+		b.AddUint32LengthPrefixed(func(b *cryptobyte.Builder) { b.AddBytes(f) })
+	}
+	return b.Bytes()
+}
+
+// DecodeFields reads EncodeFields' encoding of exactly len(fields)
+// fields after the given version into fields (aliasing b); false if b is
+// anything else.
+func DecodeFields(b []byte, version uint8, fields ...*[]byte) bool {
+	s := cryptobyte.String(b)
+	var v uint8
+	ok := s.ReadUint8(&v) && v == version
+	for _, f := range fields {
+		// cryptobyte reads 32-bit lengths only as a number then the bytes.
+		var n uint32
+		ok = ok && s.ReadUint32(&n) && s.ReadBytes(f, int(n))
+	}
+	return ok && s.Empty()
 }

@@ -11,7 +11,9 @@ import (
 // outside the task's range: the only way to encode it in Prio3SumVec is a
 // bit share that is not 0 or 1, so it starts from the all-ones encoding
 // and adds 1 to each of that coordinate's bit shares in the leader's
-// input share (the other coordinates are honest zeros).
+// input share (the other coordinates are honest zeros). The public
+// share's joint-randomness part no longer matches the leader's share:
+// the leader's preparation, at upload, refuses it.
 func (t *Task) ShardOutOfRange(lk, hk kem.PublicKey) (*Report, error) {
 	enc := make([]uint64, t.Dimension)
 	enc[0] = 1<<t.Bits - 1
@@ -56,20 +58,4 @@ func addOne(b []byte) {
 // sealing them.
 func (t *Task) ShardTampered(lk, hk kem.PublicKey, f func(Role, []byte) []byte) (*Report, error) {
 	return t.shardEncoded(make([]uint64, t.Dimension), lk, hk, f)
-}
-
-// FastCheck reports whether Check reads the leader's share without
-// decoding it.
-func (p *Preparer) FastCheck() bool {
-	sh, err := p.leaderShape()
-	return err == nil && sh.elements > 0
-}
-
-// Decodes is Check by Prio3's decoder in full.
-func (p *Preparer) Decodes(id, public []byte, sealed Sealed) error {
-	pt, err := p.open(id, public, sealed)
-	if err != nil {
-		return err
-	}
-	return p.decodes(pt)
 }

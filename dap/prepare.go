@@ -42,10 +42,6 @@ type Preparer struct {
 	key    KeyPair
 	verify sumvec.VerifyKey
 	pool   sync.Pool // *sumvec.SumVec
-
-	shapeOnce sync.Once // leaderShape
-	shape     shareShape
-	shapeErr  error
 }
 
 func (p *Preparer) vdaf() (*sumvec.SumVec, func(), error) {
@@ -105,6 +101,36 @@ func (p *Preparer) Prepare(id, public []byte, sealed Sealed) (*Prepared, error) 
 		return nil, fmt.Errorf("dap: encoding prep share: %w", err)
 	}
 	return &Prepared{state: st, Share: b}, nil
+}
+
+// State encodes the report's preparation state (its output share and,
+// with joint randomness, the corrected joint-randomness seed): the leader
+// prepares a report at upload and keeps State and Share, not its input
+// share, until the report's aggregation job (Restore).
+func (st *Prepared) State() ([]byte, error) {
+	b, err := st.state.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("dap: encoding preparation state: %w", err)
+	}
+	return b, nil
+}
+
+// Restore is a report's preparation at this aggregator from the State
+// and Share that Prepare gave; a state of the wrong length or with a
+// field element out of range is an error wrapping ErrInvalid.
+func (p *Preparer) Restore(state, share []byte) (*Prepared, error) {
+	v, done, err := p.vdaf()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	params := v.Params()
+	var st sumvec.PrepState
+	st.New(&params)
+	if err := st.UnmarshalBinary(state); err != nil {
+		return nil, fmt.Errorf("%w: stored preparation state: %v", ErrInvalid, err)
+	}
+	return &Prepared{state: &st, Share: share}, nil
 }
 
 // Finish combines both aggregators' prep shares (leader's first), decides

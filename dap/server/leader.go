@@ -194,8 +194,9 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, fmt.Errorf("%w: a report of %d bytes; task %q's reports have exactly %d", dap.ErrInvalid, len(body), t.ID, size))
 		return
 	}
-	if err := p.Check(rep.ID, rep.PublicShare, rep.LeaderShare); err != nil {
-		s.fail(w, fmt.Errorf("the leader's share: %w", err))
+	row, err := prepareUpload(p, &rep)
+	if err != nil {
+		s.fail(w, err)
 		return
 	}
 	if err := s.roomToWrite(); err != nil {
@@ -203,7 +204,8 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.crash("leader-upload-checked")
-	rc, err := s.storeReport(ctx, t, uid, rep.ID, body)
+	hash := sha256.Sum256(body)
+	rc, err := s.storeReport(ctx, t, uid, rep.ID, row, hash[:])
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -214,6 +216,25 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		code = http.StatusOK
 	}
 	writeJSON(w, code, rc)
+}
+
+// prepareUpload opens and prepares the leader's share of an uploaded
+// report (a share it cannot decrypt or decode, or whose joint randomness
+// does not check, is refused before anyone is charged) and returns the
+// row to store: the report less its leader share, with the leader's prep
+// share and preparation state (encodePrepared). Preparing at upload
+// opens the share once, not at upload to check it and again at
+// aggregation, and the row is the output share, not the input share.
+func prepareUpload(p *dap.Preparer, rep *dap.Report) ([]byte, error) {
+	prep, err := p.Prepare(rep.ID, rep.PublicShare, rep.LeaderShare)
+	if err != nil {
+		return nil, fmt.Errorf("the leader's share: %w", err)
+	}
+	state, err := prep.State()
+	if err != nil {
+		return nil, err
+	}
+	return encodePrepared(rep, prep.Share, state)
 }
 
 // reportSize is the exact size of a report of t in the binary encoding
@@ -525,7 +546,7 @@ func (s *Server) aggregateJobs(ctx context.Context, p *dap.Preparer, wait bool) 
 
 // aggregateJob runs one claimed job and commits its verdicts, renewing
 // the claim meanwhile; a job that fails is given up for the next call.
-func (s *Server) aggregateJob(ctx context.Context, p *dap.Preparer, jobID, holder string, reps []dap.Report) ([]verdict, error) {
+func (s *Server) aggregateJob(ctx context.Context, p *dap.Preparer, jobID, holder string, reps []storedReport) ([]verdict, error) {
 	jctx, stop := s.keepLease(ctx, "job "+jobID, func(ctx context.Context) (bool, error) {
 		return s.st.renewJob(ctx, p.Task.ID, jobID, holder, time.Now().Add(s.cfg.LockTTL))
 	})
@@ -548,13 +569,13 @@ func (s *Server) aggregateJob(ctx context.Context, p *dap.Preparer, jobID, holde
 
 // runJob prepares the leader's shares of a job, sends the job to the
 // helper and decides each report on both prep shares.
-func (s *Server) runJob(ctx context.Context, p *dap.Preparer, jobID string, reps []dap.Report) ([]verdict, []dap.Vec, error) {
+func (s *Server) runJob(ctx context.Context, p *dap.Preparer, jobID string, reps []storedReport) ([]verdict, []dap.Vec, error) {
 	job := Job{Reports: make([]JobReport, len(reps))}
 	preps := make([]*dap.Prepared, len(reps))
 	parallel(len(reps), func(i int) {
 		rep := &reps[i]
 		job.Reports[i] = JobReport{ID: rep.ID, PublicShare: rep.PublicShare, HelperShare: rep.HelperShare}
-		prep, err := p.Prepare(rep.ID, rep.PublicShare, rep.LeaderShare)
+		prep, err := leaderPrep(p, rep)
 		if err != nil {
 			job.Reports[i].LeaderRejectedAs = err.Error()
 			return
@@ -592,6 +613,16 @@ func (s *Server) runJob(ctx context.Context, p *dap.Preparer, jobID string, reps
 		}
 	})
 	return vs, outs, nil
+}
+
+// leaderPrep is the leader's preparation of a stored report: restored
+// from its row when it was prepared at upload, else (a row stored by an
+// earlier privrec) prepared now from its sealed share.
+func leaderPrep(p *dap.Preparer, rep *storedReport) (*dap.Prepared, error) {
+	if rep.prepState != nil {
+		return p.Restore(rep.prepState, rep.prepShare)
+	}
+	return p.Prepare(rep.ID, rep.PublicShare, rep.LeaderShare)
 }
 
 func (s *Server) aggregateHandler(w http.ResponseWriter, r *http.Request) {

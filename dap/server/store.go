@@ -704,7 +704,7 @@ func (s *store) commitLeaderJob(ctx context.Context, t *dap.Task, jobID string, 
 // SQLite's write transactions take turns. The reports are in report-ID
 // order. An empty jobID means nothing is left to claim (jobs others hold
 // may still be running: pending counts them).
-func (s *store) nextJob(ctx context.Context, taskID, holder string, limit int, until time.Time) (jobID string, reps []dap.Report, err error) {
+func (s *store) nextJob(ctx context.Context, taskID, holder string, limit int, until time.Time) (jobID string, reps []storedReport, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return "", nil, fmt.Errorf("dap store: %w", err)
@@ -732,7 +732,7 @@ func (s *store) nextJob(ctx context.Context, taskID, holder string, limit int, u
 // jobReports reads a job's reports by their IDs, in the job's order
 // (report-ID order): each a lookup by primary key, not a scan of the
 // task's reports (which would read through every large row to its job).
-func (s *store) jobReports(ctx context.Context, tx *sqlTx, taskID, jobID string) ([]dap.Report, error) {
+func (s *store) jobReports(ctx context.Context, tx *sqlTx, taskID, jobID string) ([]storedReport, error) {
 	var ids []byte
 	if err := tx.QueryRowContext(ctx, `SELECT ids FROM jobs WHERE task_id = ? AND job_id = ?`, taskID, jobID).Scan(&ids); err != nil {
 		return nil, fmt.Errorf("dap store: job %s: %w", jobID, err)
@@ -740,7 +740,7 @@ func (s *store) jobReports(ctx context.Context, tx *sqlTx, taskID, jobID string)
 	if len(ids)%dap.ReportIDSize != 0 {
 		return nil, fmt.Errorf("dap store: job %s: its report list has %d bytes, not a multiple of %d", jobID, len(ids), dap.ReportIDSize)
 	}
-	reps := make([]dap.Report, 0, len(ids)/dap.ReportIDSize)
+	reps := make([]storedReport, 0, len(ids)/dap.ReportIDSize)
 	for i := 0; i < len(ids); i += dap.ReportIDSize {
 		var b []byte
 		if err := tx.QueryRowContext(ctx, `SELECT body FROM reports WHERE task_id = ? AND report_id = ?`, taskID, ids[i:i+dap.ReportIDSize]).Scan(&b); err != nil {

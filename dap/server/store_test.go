@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -379,6 +380,7 @@ func BenchmarkStoreUpload(b *testing.B) {
 				}
 				body := make([]byte, 546432)
 				rand.Read(body)
+				hash := sha256.Sum256(body)
 				tx, err := s.st.db.BeginTx(context.Background(), nil)
 				if err != nil {
 					b.Fatal(err)
@@ -401,7 +403,7 @@ func BenchmarkStoreUpload(b *testing.B) {
 						uid := fmt.Sprint("u", next.Add(1)-1)
 						id := make([]byte, dap.ReportIDSize)
 						rand.Read(id)
-						if _, err := s.storeReport(context.Background(), &task, uid, id, body); err != nil {
+						if _, err := s.storeReport(context.Background(), &task, uid, id, body, hash[:]); err != nil {
 							b.Error(err)
 							return
 						}
@@ -495,7 +497,7 @@ func TestCommitUploadsBatch(t *testing.T) {
 	req := func(uid string, id byte) *uploadReq {
 		rid := make([]byte, dap.ReportIDSize)
 		rid[0] = id
-		return &uploadReq{t: &task, uid: uid, id: rid, body: []byte{id}, done: make(chan uploadRes, 1)}
+		return &uploadReq{t: &task, uid: uid, id: rid, row: []byte{id}, done: make(chan uploadRes, 1)}
 	}
 	batch := []*uploadReq{req("a", 1), req("a", 2), req("b", 3), req("nobody", 4)}
 	s.commitUploads(batch)

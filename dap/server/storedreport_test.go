@@ -20,34 +20,55 @@ func TestStoredReportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	helperOnly := full
+	helperOnly.LeaderShare = dap.Sealed{}
+	prepared, err := encodePrepared(&full, []byte("prep share"), bytes.Repeat([]byte{3}, 160))
+	if err != nil {
+		t.Fatal(err)
+	}
+	preparedEmpty, err := encodePrepared(&dap.Report{TaskID: "t"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	empty := dap.Report{TaskID: "t"}
 	emptyBin, err := EncodeReport(&empty)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name string
-		body []byte
-		want dap.Report
+		name     string
+		body     []byte
+		want     dap.Report
+		prepared bool
+		share    string
+		state    []byte
 	}{
-		{"binary", binary, full},
-		{"binary, empty fields", emptyBin, empty},
-		{"JSON of an older database", legacy, full},
+		{"prepared at upload", prepared, helperOnly, true, "prep share", bytes.Repeat([]byte{3}, 160)},
+		{"prepared, empty fields", preparedEmpty, empty, true, "", nil},
+		{"binary", binary, full, false, "", nil},
+		{"binary, empty fields", emptyBin, empty, false, "", nil},
+		{"JSON of an older database", legacy, full, false, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := decodeStoredReport(tc.body)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !sameReport(&got, &tc.want) {
-				t.Fatalf("decoded %+v, want %+v", got, tc.want)
+			if !sameReport(&got.Report, &tc.want) {
+				t.Fatalf("decoded %+v, want %+v", got.Report, tc.want)
+			}
+			if (got.prepState != nil) != tc.prepared || string(got.prepShare) != tc.share || !bytes.Equal(got.prepState, tc.state) {
+				t.Fatalf("prepared %v, share %q, state of %d bytes; want %v, %q, %d", got.prepState != nil, got.prepShare, len(got.prepState), tc.prepared, tc.share, len(tc.state))
 			}
 		})
+	}
+	if len(prepared) >= len(binary) {
+		t.Errorf("prepared row of %d bytes, the report %d: want smaller (no leader share)", len(prepared), len(binary))
 	}
 	if len(binary) >= len(legacy) {
 		t.Errorf("binary body of %d bytes, JSON %d: want smaller", len(binary), len(legacy))
 	}
-	for _, bad := range [][]byte{nil, {2}, binary[:len(binary)-1], append(append([]byte{}, binary...), 0)} {
+	for _, bad := range [][]byte{nil, {2}, {3}, binary[:len(binary)-1], append(append([]byte{}, binary...), 0), prepared[:len(prepared)-1], append(append([]byte{}, prepared...), 0)} {
 		if _, err := decodeStoredReport(bad); err == nil {
 			t.Errorf("malformed body of %d bytes decoded without error", len(bad))
 		}
@@ -73,12 +94,18 @@ func FuzzStoredReport(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte(`{"task_id":"t"}`))
 	f.Add([]byte{1, 0, 0, 0, 9})
+	if p, err := encodePrepared(&r, []byte{4}, []byte{5, 6}); err == nil {
+		f.Add(p)
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rep, err := decodeStoredReport(body)
 		if err != nil || len(body) == 0 || body[0] == '{' {
 			return
 		}
-		again, err := EncodeReport(&rep)
+		again, err := EncodeReport(&rep.Report)
+		if rep.prepState != nil {
+			again, err = encodePrepared(&rep.Report, rep.prepShare, rep.prepState)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -17,10 +16,12 @@ const maxUploadBatch = 32
 
 // uploadReq is one upload waiting for the leader's writer.
 type uploadReq struct {
-	t        *dap.Task
-	uid      string
-	id, body []byte
-	done     chan uploadRes // buffered: the writer never waits for a gone request
+	t   *dap.Task
+	uid string
+	// id is the report's ID, row what is stored of it, hash the SHA-256
+	// of the upload's body (a retry is recognised by it).
+	id, row, hash []byte
+	done          chan uploadRes // buffered: the writer never waits for a gone request
 }
 
 type uploadRes struct {
@@ -28,8 +29,8 @@ type uploadRes struct {
 	err error
 }
 
-// storeReport stores a report and charges its user, durably, before it
-// returns. On SQLite, whose single writer commits one transaction at a
+// storeReport stores a report (its row, and the hash of the body that
+// was uploaded) and charges its user, durably, before it returns. On SQLite, whose single writer commits one transaction at a
 // time, concurrent uploads are committed together (group commit): the
 // leader's writer takes every upload waiting, up to maxUploadBatch,
 // stores each in a savepoint of one transaction (an upload refused undoes
@@ -40,8 +41,8 @@ type uploadRes struct {
 // PostgreSQL each upload is its own transaction, run beside the others
 // (the server flushes their commits together itself; one batch at a
 // time was slower there).
-func (s *Server) storeReport(ctx context.Context, t *dap.Task, uid string, id, body []byte) (Receipt, error) {
-	req := &uploadReq{t: t, uid: uid, id: id, body: body, done: make(chan uploadRes, 1)}
+func (s *Server) storeReport(ctx context.Context, t *dap.Task, uid string, id, row, hash []byte) (Receipt, error) {
+	req := &uploadReq{t: t, uid: uid, id: id, row: row, hash: hash, done: make(chan uploadRes, 1)}
 	if s.st.d.Postgres() {
 		s.commitUploads([]*uploadReq{req})
 		res := <-req.done
@@ -102,7 +103,7 @@ func (s *Server) uploadTx(ctx context.Context, batch []*uploadReq, res []uploadR
 		if _, err := tx.ExecContext(ctx, `SAVEPOINT upload`); err != nil {
 			return fmt.Errorf("dap store: %w", err)
 		}
-		res[i].rc, res[i].err = s.storeReportTx(ctx, tx, req.t, req.uid, req.id, req.body)
+		res[i].rc, res[i].err = s.storeReportTx(ctx, tx, req)
 		end := []string{`RELEASE SAVEPOINT upload`}
 		if res[i].err != nil {
 			end = []string{`ROLLBACK TO SAVEPOINT upload`, `RELEASE SAVEPOINT upload`}
@@ -121,10 +122,10 @@ func (s *Server) uploadTx(ctx context.Context, batch []*uploadReq, res []uploadR
 
 // storeReportTx stores a report and charges its user in tx (upload
 // documents the rules); on an error the caller undoes what it wrote.
-func (s *Server) storeReportTx(ctx context.Context, tx *sqlTx, t *dap.Task, uid string, id, body []byte) (Receipt, error) {
+func (s *Server) storeReportTx(ctx context.Context, tx *sqlTx, req *uploadReq) (Receipt, error) {
+	t, uid, id := req.t, req.uid, req.id
 	charge := nanoRho(t.Rho)
 	budget := nanoRho(s.cfg.BudgetRho)
-	hash := sha256.Sum256(body)
 	rc := Receipt{Task: t.ID, ChargedRho: float64(charge) / 1e9, BudgetRho: s.cfg.BudgetRho}
 	var spent int64
 	if err := tx.QueryRowContext(ctx, `SELECT spent_rho_nano FROM users WHERE id = ?`+s.st.d.LockRow(), uid).Scan(&spent); err != nil {
@@ -135,7 +136,7 @@ func (s *Server) storeReportTx(ctx context.Context, tx *sqlTx, t *dap.Task, uid 
 	var oldHash []byte
 	switch err := tx.QueryRowContext(ctx, `SELECT user_id, body_hash FROM reports WHERE task_id = ? AND report_id = ?`, t.ID, id).Scan(&owner, &oldHash); {
 	case err == nil:
-		if owner == uid && bytes.Equal(oldHash, hash[:]) {
+		if owner == uid && bytes.Equal(oldHash, req.hash) {
 			rc.Repeated = true
 			return rc, nil
 		}
@@ -150,7 +151,7 @@ func (s *Server) storeReportTx(ctx context.Context, tx *sqlTx, t *dap.Task, uid 
 	if closing || collected {
 		return rc, fmt.Errorf("%w: task %q is being collected; it takes no more reports", errConflict, t.ID)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO reports (task_id, report_id, user_id, body, body_hash) VALUES (?, ?, ?, ?, ?)`, t.ID, id, uid, body, hash[:]); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO reports (task_id, report_id, user_id, body, body_hash) VALUES (?, ?, ?, ?, ?)`, t.ID, id, uid, req.row, req.hash); err != nil {
 		if isUniqueViolation(err) {
 			return rc, fmt.Errorf("%w: user already uploaded another report for task %q", errConflict, t.ID)
 		}
