@@ -80,7 +80,9 @@ flags differ: privrec serve --role leader --help.`
 
 // serverGC makes the collector run less often (GOGC=400) unless GOGC is
 // set: a server's live heap is small and its garbage per request large,
-// so this trades a few tens of MB for ≈ 5 % of the CPU per report.
+// so this trades a few tens of MB for ≈ 5 % of the CPU per report. Both
+// privrec serve and the aggregators (--role) use it: an aggregator's
+// garbage is its reports' shares, hundreds of kB to MB each.
 func serverGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)

@@ -140,6 +140,7 @@ func runServeRole(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
+	serverGC()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	srv, err := openRoleServer(ctx, cfg)
