@@ -107,107 +107,149 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if hasRole(args) { // the two-aggregator path (serve_role.go)
 		return runServeRole(ctx, args, out)
 	}
+	f, err := parseServeFlags(args)
+	if err != nil {
+		return err
+	}
+	opt, err := f.options()
+	if err != nil {
+		return err
+	}
+	return f.serve(ctx, opt)
+}
+
+// serveFlags is privrec serve's command line.
+type serveFlags struct {
+	fs *flag.FlagSet
+	hf *serveHTTP
+
+	db, listen, items, mech, exhausted, scale, adminFile, enroll  string
+	logLevel, logFormat, addrFile                                 string
+	addItems, create, web                                         bool
+	eps, meanEps, budget, budgetDelta, maxDelta, rate, enrollRate float64
+	levels, burst, enrollBurst, maxBatch, writers, workers        int
+	maxBody                                                       int64
+	period, userTokenTTL, grace                                   time.Duration
+	// meanSet says --mean-epsilon was given.
+	meanSet bool
+	log     *slog.Logger
+	admin   string
+}
+
+// parseServeFlags parses privrec serve's command line (and its config
+// file, if any).
+func parseServeFlags(args []string) (*serveFlags, error) {
 	example := `  printf '%s\n' i1 i2 i3 > items.txt
   head -c 32 /dev/urandom | base64 > admin.token
   privrec serve --create --db sqlite:privrec.db --listen 127.0.0.1:8080 --items items.txt \
       --mechanism rr --scale 1:5 --epsilon 3 --budget 9 --admin-token-file admin.token
   privrec client --server http://127.0.0.1:8080 enroll --json`
 	fs := newFlags("serve --db URL --listen ADDR --items FILE --mechanism rr|laplace|none --epsilon E --budget B --scale MIN:MAX", serveSynopsis, example)
-	db := fs.String("db", "", "database: sqlite:FILE (embedded, WAL, durable commits) or postgres://USER:PASS@HOST/DB")
-	addItems := fs.Bool("add-items", false, "accept an --items file that extends the recorded catalogue (the recorded items first, in order, then new ones; every other setting unchanged) and record it as the collection's next version (docs/SERVICE.md)")
-	create := fs.Bool("create", false, "create a new collection in --db with these settings (a new or empty SQLite file, or a PostgreSQL schema without privrec's tables); without it --db must hold the collection already")
-	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks one, logged)")
-	items := fs.String("items", "", "declared catalogue: one item ID per line, an optional title after a tab (MovieLens item files as they come)")
-	mech := fs.String("mechanism", "", "rr (randomized response over {missing, 1…d}), laplace (modified Laplace) — both local DP — or none (central mode)")
-	eps := fs.Float64("epsilon", 0, "per-report ε: the per-user ε of one report over the whole catalogue, debited per report (local mode)")
-	meanEps := fs.Float64("mean-epsilon", 0, "local mode: the part of --epsilon spent on the mean report (each device's own mean rating with Laplace noise; the rest is spread over the catalogue's cells); default --epsilon/8 for a new collection (--create), the recorded one for an existing collection; 0: no mean report")
-	budget := fs.Float64("budget", 0, "per-user privacy budget ε (the ledger refuses anything beyond); in central mode with --budget-delta, converted once to the zCDP ρ the ledger holds")
-	budgetDelta := fs.Float64("budget-delta", 0, "central mode: the δ of the budget (--budget, --budget-delta)-DP, converted to zCDP ρ (0: 1e-6; at most 1/(10·population) is the rule)")
-	maxDelta := fs.Float64("max-delta", 0, "central mode: the largest δ a release may state (0: 1/(10·population of the release))")
-	exhausted := fs.String("exhausted", "", "central mode, what a release does about users whose budget cannot pay for it: refuse (default: the release is refused whole) or skip (it covers only the users who can pay)")
-	period := fs.Duration("period", 0, "central mode: make the budget per period (e.g. 720h): each user's releases within one period cost at most her budget, which renews with the next (0: for all time)")
-	scale := fs.String("scale", "", "declared rating scale MIN:MAX (e.g. 1:5)")
-	levels := fs.Int("levels", 0, "rating levels d for rr (0: MAX − MIN + 1 for integer ends); in central mode, ratings must lie on the d levels")
-	adminFile := fs.String("admin-token-file", "", "file holding the admin token (≥ 16 characters; default: $PRIVREC_ADMIN_TOKEN; none: admin API disabled)")
-	userTokenTTL := fs.Duration("user-token-ttl", 0, "users' tokens expire this long after they are issued (enrolment or rotation; 0: never)")
-	enroll := fs.String("enroll", "open", "who may enrol: open (anyone, rate-limited per address) or admin (admin token only)")
-	rate := fs.Float64("rate", 50, "requests per second per user token")
-	burst := fs.Int("burst", 100, "burst of requests per user token")
-	enrollRate := fs.Float64("enroll-rate", 10, "enrolments per second per client address")
-	enrollBurst := fs.Int("enroll-burst", 100, "burst of enrolments per client address")
-	maxBody := fs.Int64("max-body", 0, "largest request body in bytes (0: 64 KiB + 32 bytes per catalogue item)")
-	maxBatch := fs.Int("max-batch", 256, "largest group-commit batch (writes per transaction)")
-	writers := fs.Int("writers", 0, "concurrent write transactions (PostgreSQL only; 0: 1 — on a small machine one writer with large batches is fastest)")
-	grace := fs.Duration("grace", 15*time.Second, "how long a graceful shutdown waits for requests in flight")
-	logLevel := fs.String("log-level", "info", "debug (every request), info, warn or error")
-	logFormat := fs.String("log-format", "json", "json or text")
-	workers := fs.Int("workers", 0, "training goroutines (0: all cores)")
-	addrFile := fs.String("addr-file", "", "write the listening address (host:port) to this file once ready")
-	web := fs.Bool("web", true, "serve the browser client at / (docs/BROWSER.md): the device code in WebAssembly, true ratings kept in the browser")
-	hf := addServeHTTPFlags(fs)
+	f := &serveFlags{fs: fs}
+	fs.StringVar(&f.db, "db", "", "database: sqlite:FILE (embedded, WAL, durable commits) or postgres://USER:PASS@HOST/DB")
+	fs.BoolVar(&f.addItems, "add-items", false, "accept an --items file that extends the recorded catalogue (the recorded items first, in order, then new ones; every other setting unchanged) and record it as the collection's next version (docs/SERVICE.md)")
+	fs.BoolVar(&f.create, "create", false, "create a new collection in --db with these settings (a new or empty SQLite file, or a PostgreSQL schema without privrec's tables); without it --db must hold the collection already")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks one, logged)")
+	fs.StringVar(&f.items, "items", "", "declared catalogue: one item ID per line, an optional title after a tab (MovieLens item files as they come)")
+	fs.StringVar(&f.mech, "mechanism", "", "rr (randomized response over {missing, 1…d}), laplace (modified Laplace) — both local DP — or none (central mode)")
+	fs.Float64Var(&f.eps, "epsilon", 0, "per-report ε: the per-user ε of one report over the whole catalogue, debited per report (local mode)")
+	fs.Float64Var(&f.meanEps, "mean-epsilon", 0, "local mode: the part of --epsilon spent on the mean report (each device's own mean rating with Laplace noise; the rest is spread over the catalogue's cells); default --epsilon/8 for a new collection (--create), the recorded one for an existing collection; 0: no mean report")
+	fs.Float64Var(&f.budget, "budget", 0, "per-user privacy budget ε (the ledger refuses anything beyond); in central mode with --budget-delta, converted once to the zCDP ρ the ledger holds")
+	fs.Float64Var(&f.budgetDelta, "budget-delta", 0, "central mode: the δ of the budget (--budget, --budget-delta)-DP, converted to zCDP ρ (0: 1e-6; at most 1/(10·population) is the rule)")
+	fs.Float64Var(&f.maxDelta, "max-delta", 0, "central mode: the largest δ a release may state (0: 1/(10·population of the release))")
+	fs.StringVar(&f.exhausted, "exhausted", "", "central mode, what a release does about users whose budget cannot pay for it: refuse (default: the release is refused whole) or skip (it covers only the users who can pay)")
+	fs.DurationVar(&f.period, "period", 0, "central mode: make the budget per period (e.g. 720h): each user's releases within one period cost at most her budget, which renews with the next (0: for all time)")
+	fs.StringVar(&f.scale, "scale", "", "declared rating scale MIN:MAX (e.g. 1:5)")
+	fs.IntVar(&f.levels, "levels", 0, "rating levels d for rr (0: MAX − MIN + 1 for integer ends); in central mode, ratings must lie on the d levels")
+	fs.StringVar(&f.adminFile, "admin-token-file", "", "file holding the admin token (≥ 16 characters; default: $PRIVREC_ADMIN_TOKEN; none: admin API disabled)")
+	fs.DurationVar(&f.userTokenTTL, "user-token-ttl", 0, "users' tokens expire this long after they are issued (enrolment or rotation; 0: never)")
+	fs.StringVar(&f.enroll, "enroll", "open", "who may enrol: open (anyone, rate-limited per address) or admin (admin token only)")
+	fs.Float64Var(&f.rate, "rate", 50, "requests per second per user token")
+	fs.IntVar(&f.burst, "burst", 100, "burst of requests per user token")
+	fs.Float64Var(&f.enrollRate, "enroll-rate", 10, "enrolments per second per client address")
+	fs.IntVar(&f.enrollBurst, "enroll-burst", 100, "burst of enrolments per client address")
+	fs.Int64Var(&f.maxBody, "max-body", 0, "largest request body in bytes (0: 64 KiB + 32 bytes per catalogue item)")
+	fs.IntVar(&f.maxBatch, "max-batch", 256, "largest group-commit batch (writes per transaction)")
+	fs.IntVar(&f.writers, "writers", 0, "concurrent write transactions (PostgreSQL only; 0: 1 — on a small machine one writer with large batches is fastest)")
+	fs.DurationVar(&f.grace, "grace", 15*time.Second, "how long a graceful shutdown waits for requests in flight")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug (every request), info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "json", "json or text")
+	fs.IntVar(&f.workers, "workers", 0, "training goroutines (0: all cores)")
+	fs.StringVar(&f.addrFile, "addr-file", "", "write the listening address (host:port) to this file once ready")
+	fs.BoolVar(&f.web, "web", true, "serve the browser client at / (docs/BROWSER.md): the device code in WebAssembly, true ratings kept in the browser")
+	f.hf = addServeHTTPFlags(fs)
 	if err := parse(fs, args, false); err != nil {
-		return err
+		return nil, err
 	}
-	if err := hf.loadConfigFile(fs); err != nil {
-		return err
+	if err := f.hf.loadConfigFile(fs); err != nil {
+		return nil, err
 	}
-	if *db == "" {
-		return usagef("--db is required (sqlite:FILE or postgres://…)")
+	return f, nil
+}
+
+// options checks the flags and builds the service's options (without the
+// stored collection's mean ε, which serve reads from the store).
+func (f *serveFlags) options() (service.Options, error) {
+	var opt service.Options
+	if f.db == "" {
+		return opt, usagef("--db is required (sqlite:FILE or postgres://…)")
 	}
-	if *items == "" {
-		return usagef("--items FILE is required: the declared catalogue every report covers")
+	if f.items == "" {
+		return opt, usagef("--items FILE is required: the declared catalogue every report covers")
 	}
-	if *scale == "" {
-		return usagef("--scale MIN:MAX is required: the declared rating scale the devices use")
+	if f.scale == "" {
+		return opt, usagef("--scale MIN:MAX is required: the declared rating scale the devices use")
 	}
-	sc, err := release.ParseScale(*scale)
+	sc, err := release.ParseScale(f.scale)
 	if err != nil {
-		return usagef("--scale: %v", err)
+		return opt, usagef("--scale: %v", err)
 	}
-	cat, err := model.LoadCatalogue(*items)
+	cat, err := model.LoadCatalogue(f.items)
 	if err != nil {
-		return usagef("--items: %v", err)
+		return opt, usagef("--items: %v", err)
 	}
-	if *enroll != "open" && *enroll != "admin" {
-		return usagef("--enroll must be open or admin, got %q", *enroll)
+	if f.enroll != "open" && f.enroll != "admin" {
+		return opt, usagef("--enroll must be open or admin, got %q", f.enroll)
 	}
-	log, err := newLogger(*logLevel, *logFormat)
-	if err != nil {
-		return err
+	if f.log, err = newLogger(f.logLevel, f.logFormat); err != nil {
+		return opt, err
 	}
-	admin, err := adminToken(*adminFile)
-	if err != nil {
-		return err
+	if f.admin, err = adminToken(f.adminFile); err != nil {
+		return opt, err
 	}
-	meanSet := false
-	fs.Visit(func(f *flag.Flag) { meanSet = meanSet || f.Name == "mean-epsilon" })
-	if !meanSet && (*mech == "rr" || *mech == "laplace") {
-		*meanEps = service.DefaultMeanEpsilon(*eps)
+	f.fs.Visit(func(fl *flag.Flag) { f.meanSet = f.meanSet || fl.Name == "mean-epsilon" })
+	if !f.meanSet && (f.mech == "rr" || f.mech == "laplace") {
+		f.meanEps = service.DefaultMeanEpsilon(f.eps)
 	}
-	opt := service.Options{Catalogue: cat, Mechanism: *mech, Epsilon: *eps, MeanEpsilon: *meanEps, Budget: *budget, Scale: sc, Levels: *levels,
-		BudgetDelta: *budgetDelta, MaxDelta: *maxDelta, Exhausted: *exhausted, Period: *period,
-		AddItems: *addItems, AdminToken: admin, UserTokenTTL: *userTokenTTL, EnrollAdminOnly: *enroll == "admin", MaxBody: *maxBody, Rate: *rate, Burst: *burst,
-		EnrollRate: *enrollRate, EnrollBurst: *enrollBurst, MaxBatch: *maxBatch, Writers: *writers, Workers: *workers, Log: log}
+	opt = service.Options{Catalogue: cat, Mechanism: f.mech, Epsilon: f.eps, MeanEpsilon: f.meanEps, Budget: f.budget, Scale: sc, Levels: f.levels,
+		BudgetDelta: f.budgetDelta, MaxDelta: f.maxDelta, Exhausted: f.exhausted, Period: f.period,
+		AddItems: f.addItems, AdminToken: f.admin, UserTokenTTL: f.userTokenTTL, EnrollAdminOnly: f.enroll == "admin", MaxBody: f.maxBody, Rate: f.rate, Burst: f.burst,
+		EnrollRate: f.enrollRate, EnrollBurst: f.enrollBurst, MaxBatch: f.maxBatch, Writers: f.writers, Workers: f.workers, Log: f.log}
 	if _, err := service.BuildConfig(opt); err != nil {
-		return usagef("%v", err)
+		return opt, usagef("%v", err)
 	}
-	if err := hf.apply(&opt); err != nil {
-		return err
+	if err := f.hf.apply(&opt); err != nil {
+		return opt, err
 	}
-	if *web {
+	if f.web {
 		if opt.Root, err = webapp.New(); err != nil {
-			return err
+			return opt, err
 		}
 	}
+	return opt, nil
+}
+
+// serve opens the store, starts the service and serves until a signal.
+func (f *serveFlags) serve(ctx context.Context, opt service.Options) error {
 	serverGC()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	st, err := openStore(ctx, *db, *create)
+	st, err := openStore(ctx, f.db, f.create)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if !meanSet && !*create {
+	if !f.meanSet && !f.create {
 		// The default applies to new collections: an existing one keeps
 		// the mean report it was made with (none, for a collection made
 		// before mean reports existed).
@@ -219,33 +261,39 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		srv.Close()
 		return fmt.Errorf("serve: %w", err)
 	}
-	cfg := srv.Config()
-	hf.watchTLS(ctx, log)
-	if *addrFile != "" {
-		if err := model.WriteFileAtomicBytes(*addrFile, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+	f.hf.watchTLS(ctx, f.log)
+	if f.addrFile != "" {
+		if err := model.WriteFileAtomicBytes(f.addrFile, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
 			ln.Close()
 			srv.Close()
 			return fmt.Errorf("--addr-file: %w", err)
 		}
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "scheme", hf.scheme(), "db", store.Redact(*db), "mode", cfg.Mode, "mechanism", cfg.Mechanism,
+	f.logReady(ln.Addr().String(), srv.Config())
+	if err := service.Serve(ctx, srv, ln, f.grace); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// logReady logs the service's settings once it listens on addr, and warns
+// of a collection whose reports say too little.
+func (f *serveFlags) logReady(addr string, cfg *api.Config) {
+	log := f.log
+	log.Info("listening", "addr", addr, "scheme", f.hf.scheme(), "db", store.Redact(f.db), "mode", cfg.Mode, "mechanism", cfg.Mechanism,
 		"report_epsilon", cfg.ReportEpsilon, "cell_epsilon", cfg.CellEpsilon, "mean_epsilon", cfg.MeanEpsilon, "budget", cfg.Budget, "items", len(cfg.Items),
-		"admin_api", admin != "", "enroll", *enroll)
+		"admin_api", f.admin != "", "enroll", f.enroll)
 	if cfg.Mode == api.ModeLocal && cfg.MeanEpsilon == 0 {
 		log.Warn("no mean report (--mean-epsilon 0): the service cannot estimate the average rating at this per-item ε, and the ldp-* recovery has no level to shrink toward; a collection with --mean-epsilon > 0 (default --epsilon/8) predicts no worse than the private mean")
 	}
 	if w := ldp.CellWarning(ldp.Mechanism(cfg.Mechanism), cfg.CellEpsilon, len(cfg.Items), ldp.Scale{Min: cfg.Scale.Min, Max: cfg.Scale.Max, Levels: cfg.Scale.Levels}); cfg.CellEpsilon > 0 && w != "" {
 		log.Warn(w)
 	}
-	if err := service.Serve(ctx, srv, ln, *grace); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
-	}
-	return nil
 }
 
 // openStore opens the collection's database (or, with create, makes a
