@@ -773,20 +773,7 @@ func (w *worker) runTucker(block []entry) error {
 				pred += ab * s
 			}
 		}
-		for p := range d {
-			var s float64
-			for q := range d {
-				s += tq[p*d+q] * b[q]
-			}
-			ga[p] = s
-		}
-		for q := range d {
-			var s float64
-			for p := range d {
-				s += a[p] * tq[p*d+q]
-			}
-			gb[q] = s
-		}
+		contractCore(d, tq, a, b, ga, gb)
 		err := x.v - pred
 		ee := eta * err
 		for p := range d {

@@ -289,6 +289,25 @@ func tuckerPartials(d int, G, a, b, c, ga, gb, gc, gg, tq []float64) {
 		}
 		tq[pq] = s
 	}
+	contractCore(d, tq, a, b, ga, gb)
+	clear(gc)
+	for p := range d {
+		for q := range d {
+			ab := a[p] * b[q]
+			row := G[(p*d+q)*d : (p*d+q)*d+d]
+			grow := gg[(p*d+q)*d : (p*d+q)*d+d]
+			for r := range d {
+				gc[r] += ab * row[r]
+				grow[r] = ab * c[r]
+			}
+		}
+	}
+}
+
+// contractCore sets ga[p] = Σ_q T[p,q]·b[q] and gb[q] = Σ_p a[p]·T[p,q]
+// for the d×d matrix T in tq (row-major): the partials of aᵀ·T·b in a and
+// b, shared by the SGD steps of Tucker completion.
+func contractCore(d int, tq, a, b, ga, gb []float64) {
 	for p := range d {
 		var s float64
 		for q := range d {
@@ -302,17 +321,5 @@ func tuckerPartials(d int, G, a, b, c, ga, gb, gc, gg, tq []float64) {
 			s += a[p] * tq[p*d+q]
 		}
 		gb[q] = s
-	}
-	clear(gc)
-	for p := range d {
-		for q := range d {
-			ab := a[p] * b[q]
-			row := G[(p*d+q)*d : (p*d+q)*d+d]
-			grow := gg[(p*d+q)*d : (p*d+q)*d+d]
-			for r := range d {
-				gc[r] += ab * row[r]
-				grow[r] = ab * c[r]
-			}
-		}
 	}
 }
