@@ -38,18 +38,7 @@ func ReadCollected(r io.Reader) (Header, *ratings.Matrix, error) {
 // Collection; on error only its Header may be set.
 func ReadCollection(r io.Reader) (*Collection, error) {
 	c := &Collection{}
-	br := bufio.NewReaderSize(r, 1<<20)
-	// ParseHeader reads through its own buffer: give it the header lines
-	// only, so the data lines stay in br.
-	var head bytes.Buffer
-	for range 2 {
-		line, err := br.ReadBytes('\n')
-		head.Write(line)
-		if err != nil {
-			break
-		}
-	}
-	h, err := ParseHeader(&head)
+	br, h, err := readHeader(r)
 	c.Header = h
 	if err != nil {
 		return c, err
@@ -182,11 +171,11 @@ func CountReports(r io.Reader) (Header, int64, error) {
 	return h, n, err
 }
 
-// ScanReports is CountReports that also parses the mean reports ("#mean"
-// lines; nil when the header declares none), checked as in ReadCollection
-// (their users are checked against the cell reports by the caller, which
-// holds those).
-func ScanReports(r io.Reader) (Header, int64, map[string]float64, error) {
+// readHeader parses the header of a collect file read from r and
+// returns the reader its data lines follow in. ParseHeader reads through
+// its own buffer: it is given the header lines only, so the data lines
+// stay in the returned reader.
+func readHeader(r io.Reader) (*bufio.Reader, Header, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	var head bytes.Buffer
 	for range 2 {
@@ -197,6 +186,15 @@ func ScanReports(r io.Reader) (Header, int64, map[string]float64, error) {
 		}
 	}
 	h, err := ParseHeader(&head)
+	return br, h, err
+}
+
+// ScanReports is CountReports that also parses the mean reports ("#mean"
+// lines; nil when the header declares none), checked as in ReadCollection
+// (their users are checked against the cell reports by the caller, which
+// holds those).
+func ScanReports(r io.Reader) (Header, int64, map[string]float64, error) {
+	br, h, err := readHeader(r)
 	if err != nil {
 		return h, 0, nil, err
 	}

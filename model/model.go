@@ -225,22 +225,30 @@ func (m *Model) ItemIndex(id string) (int32, bool) {
 
 // Score is the model's value for (u, i) on the solver's (transformed) scale.
 func (m *Model) Score(u, i int32) float64 {
-	var s float64
 	if m.Dense != nil {
-		s = m.Dense[int(u)*len(m.Items)+int(i)]
-	} else {
-		r := m.Rank
-		uu, vv := m.U[int(u)*r:int(u)*r+r], m.V[int(i)*r:int(i)*r+r]
-		for k := range r {
-			s += uu[k] * vv[k]
-		}
+		return m.withBiases(m.Dense[int(u)*len(m.Items)+int(i)], u, i)
 	}
+	r := m.Rank
+	return m.withBiases(dot(m.U[int(u)*r:int(u)*r+r], m.V[int(i)*r:int(i)*r+r]), u, i)
+}
+
+// withBiases is s plus the offset and the biases of user u and item i.
+func (m *Model) withBiases(s float64, u, i int32) float64 {
 	s += m.Offset
 	if m.UserBias != nil {
 		s += m.UserBias[u]
 	}
 	if m.ItemBias != nil {
 		s += m.ItemBias[i]
+	}
+	return s
+}
+
+// dot is a·b (len(a) terms, in order).
+func dot(a, b []float64) float64 {
+	var s float64
+	for k := range a {
+		s += a[k] * b[k]
 	}
 	return s
 }
@@ -277,19 +285,7 @@ func (m *Model) predictAll(u int32, out []float64) {
 	r := m.Rank
 	uu := m.U[int(u)*r : int(u)*r+r]
 	for i := range out {
-		vv := m.V[i*r : i*r+r]
-		var s float64
-		for k := range r {
-			s += uu[k] * vv[k]
-		}
-		s += m.Offset
-		if m.UserBias != nil {
-			s += m.UserBias[u]
-		}
-		if m.ItemBias != nil {
-			s += m.ItemBias[i]
-		}
-		out[i] = m.output(s)
+		out[i] = m.output(m.withBiases(dot(uu, m.V[i*r:i*r+r]), u, int32(i)))
 	}
 }
 
