@@ -85,35 +85,9 @@ func BiScale(m *ratings.Matrix, iters int) (*ratings.Matrix, BiScaling) {
 		copy(prevT, tau)
 		copy(prevG, gamma)
 		// β_i: weighted column mean of y − α with weights 1/τ, so Σ_u x_ui = 0.
-		parallel(ni, func(lo, hi int) {
-			for i := lo; i < hi; i++ {
-				users, vals := m.ItemCol(int32(i))
-				var s, w float64
-				for k, u := range users {
-					wu := 1 / tau[u]
-					s += wu * (float64(vals[k]) - alpha[u])
-					w += wu
-				}
-				if w > 0 {
-					beta[i] = s / w
-				}
-			}
-		})
+		weightedMeans(ni, m.ItemCol, alpha, tau, beta)
 		// α_u: weighted row mean of y − β with weights 1/γ.
-		parallel(nu, func(lo, hi int) {
-			for u := lo; u < hi; u++ {
-				items, vals := m.UserRow(int32(u))
-				var s, w float64
-				for k, i := range items {
-					wi := 1 / gamma[i]
-					s += wi * (float64(vals[k]) - beta[i])
-					w += wi
-				}
-				if w > 0 {
-					alpha[u] = s / w
-				}
-			}
-		})
+		weightedMeans(nu, m.UserRow, beta, gamma, alpha)
 		// τ_u² = mean over the row of ((y − α − β)/γ)².
 		parallel(nu, func(lo, hi int) {
 			for u := lo; u < hi; u++ {
@@ -151,6 +125,27 @@ func BiScale(m *ratings.Matrix, iters int) (*ratings.Matrix, BiScaling) {
 	})
 	b.MaxDeviation = standardDeviation(out, tau, gamma)
 	return out, b
+}
+
+// weightedMeans sets out[x], for each of the n lines x (a user's row or
+// an item's column: line(x) is its other indices o and values y), to the
+// mean of y − off[o] over the line weighted by 1/scale[o], where the line
+// has ratings.
+func weightedMeans(n int, line func(int32) ([]int32, []float32), off, scale, out []float64) {
+	parallel(n, func(lo, hi int) {
+		for x := lo; x < hi; x++ {
+			idx, vals := line(int32(x))
+			var s, w float64
+			for k, o := range idx {
+				wo := 1 / scale[o]
+				s += wo * (float64(vals[k]) - off[o])
+				w += wo
+			}
+			if w > 0 {
+				out[x] = s / w
+			}
+		}
+	})
 }
 
 // fittedScale is √(s/n), or 1 when the scale cannot be fitted (fewer than
