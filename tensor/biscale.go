@@ -86,26 +86,8 @@ func BiScaleDays(t *Tensor, iters int) (*Tensor, *Scaling, error) {
 		for range iters {
 			// centres: weighted means that make every row's and column's
 			// scaled entries sum to zero (Hastie et al.'s biScale)
-			clear(rs)
-			clear(rw)
-			for n, e := range idx {
-				w := 1 / gamma[ci[n]]
-				rs[ri[n]] += w * (t.Val[e] - mu - beta[ci[n]])
-				rw[ri[n]] += w
-			}
-			for r := range alpha {
-				alpha[r] = rs[r] / rw[r]
-			}
-			clear(cs)
-			clear(cw)
-			for n, e := range idx {
-				w := 1 / tau[ri[n]]
-				cs[ci[n]] += w * (t.Val[e] - mu - alpha[ri[n]])
-				cw[ci[n]] += w
-			}
-			for c := range beta {
-				beta[c] = cs[c] / cw[c]
-			}
+			weightedCentres(idx, t.Val, mu, ri, ci, beta, gamma, rs, rw, alpha)
+			weightedCentres(idx, t.Val, mu, ci, ri, alpha, tau, cs, cw, beta)
 			clear(rs)
 			for n, e := range idx {
 				z := (t.Val[e] - mu - alpha[ri[n]] - beta[ci[n]]) / gamma[ci[n]]
@@ -134,6 +116,23 @@ func BiScaleDays(t *Tensor, iters int) (*Tensor, *Scaling, error) {
 		}
 	}
 	return out, s, nil
+}
+
+// weightedCentres sets out[a], for each entry n of the slice (its value
+// val[idx[n]], at a = self[n] and b = other[n]), to the mean of
+// y − mu − off[b] over a's entries weighted by 1/scale[b]; sum and wt are
+// scratch of len(out).
+func weightedCentres(idx []int, val []float64, mu float64, self, other []int, off, scale, sum, wt, out []float64) {
+	clear(sum)
+	clear(wt)
+	for n, e := range idx {
+		w := 1 / scale[other[n]]
+		sum[self[n]] += w * (val[e] - mu - off[other[n]])
+		wt[self[n]] += w
+	}
+	for a := range out {
+		out[a] = sum[a] / wt[a]
+	}
 }
 
 func ones(n int) []float64 {
