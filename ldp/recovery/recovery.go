@@ -188,15 +188,8 @@ func NewCleanProblem(m *ratings.Matrix, sc ldp.Scale) (*Problem, error) {
 	p := &Problem{Rows: m.NumUsers(), Cols: m.NumItems(), TotalRows: m.NumUsers(), TotalCols: m.NumItems(),
 		Model:     ldp.OutputModel{PresentRated: 1, MeanRatedB: 1, ToReportB: 1},
 		Mechanism: Clean, Levels: sc.Levels, Range: sc.Max - sc.Min}
-	ptr, col, val, _ := m.CSR()
-	p.Ptr, p.Col = ptr, col
-	p.rowKey, p.colKey = idKeys(m.Users), idKeys(m.Items)
-	p.Z = make([]float64, len(val))
-	for k, v := range val {
-		p.Z[k] = float64(v)
-	}
-	if len(p.Z) == 0 {
-		return nil, fmt.Errorf("recovery: no ratings")
+	if err := p.setEntries(m, "ratings"); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -210,17 +203,26 @@ func NewProblem(reports *ratings.Matrix, h ldp.Header) (*Problem, error) {
 	}
 	p := &Problem{Range: r.Model().ToReportB * (h.Scale.Max - h.Scale.Min), Rows: reports.NumUsers(), Cols: reports.NumItems(), TotalRows: max(h.Users, reports.NumUsers()),
 		TotalCols: max(h.Items, reports.NumItems()), Model: r.Model(), Mechanism: h.Mechanism, Epsilon: h.Epsilon, Levels: h.Scale.Levels}
-	ptr, col, val, _ := reports.CSR()
+	if err := p.setEntries(reports, "reports"); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// setEntries sets the problem's observed entries from m, and refuses a
+// matrix without any (what names them in the error).
+func (p *Problem) setEntries(m *ratings.Matrix, what string) error {
+	ptr, col, val, _ := m.CSR()
 	p.Ptr, p.Col = ptr, col
-	p.rowKey, p.colKey = idKeys(reports.Users), idKeys(reports.Items)
+	p.rowKey, p.colKey = idKeys(m.Users), idKeys(m.Items)
 	p.Z = make([]float64, len(val))
 	for k, v := range val {
 		p.Z[k] = float64(v)
 	}
 	if len(p.Z) == 0 {
-		return nil, fmt.Errorf("recovery: no reports")
+		return fmt.Errorf("recovery: no %s", what)
 	}
-	return p, nil
+	return nil
 }
 
 // LambdaRule names a rule for the debiased estimator's multiplier λ.
