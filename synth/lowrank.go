@@ -51,11 +51,8 @@ type LowRankData struct {
 // and X is rounded to the nearest integer, so then |X − Θ| ≤ (d−1)ρ0/2 + ½.
 // Deterministic for seed.
 func LowRank(cfg LowRankConfig, seed uint64) (*LowRankData, error) {
-	if cfg.Users < 1 || cfg.Items < 1 || cfg.Rank < 1 {
-		return nil, fmt.Errorf("synth: low-rank shape %d × %d rank %d: all must be ≥ 1", cfg.Users, cfg.Items, cfg.Rank)
-	}
-	if cfg.Users*cfg.Items > maxCells {
-		return nil, fmt.Errorf("synth: low-rank shape %d × %d is too large (at most %d entries)", cfg.Users, cfg.Items, maxCells)
+	if err := checkShape("low-rank", cfg.Users, cfg.Items, cfg.Rank); err != nil {
+		return nil, err
 	}
 	if cfg.Noise < 0 || math.IsNaN(cfg.Noise) || math.IsInf(cfg.Noise, 0) {
 		return nil, fmt.Errorf("synth: noise ρ0 = %v must be ≥ 0 and finite", cfg.Noise)
@@ -71,11 +68,9 @@ func LowRank(cfg LowRankConfig, seed uint64) (*LowRankData, error) {
 	a := normalFactor(r, cfg.Users, cfg.Rank)
 	b := normalFactor(r, cfg.Items, cfg.Rank)
 	truth := &Factors{U: a, V: b}
-	mx := truth.MaxAbs()
-	if mx == 0 {
-		return nil, fmt.Errorf("synth: the drawn Θ is zero") // probability 0
+	if err := truth.scaleMaxAbs(1, "Θ"); err != nil {
+		return nil, err
 	}
-	a.Scale(1/mx, a)
 	d := float64(cfg.Levels)
 	obs, err := observe(r, cfg.Users, cfg.Items, s, func(i, j int) float32 {
 		x := truth.At(i, j) + cfg.Noise*(2*r.Float64()-1)

@@ -41,11 +41,8 @@ type OneBitData struct {
 // N(0, σ²) (probit) or standard logistic — i.e. +1 with probability
 // h(M_ij) (Eq. 1 of the paper). Deterministic for seed.
 func OneBit(cfg OneBitConfig, seed uint64) (*OneBitData, error) {
-	if cfg.Rows < 1 || cfg.Cols < 1 || cfg.Rank < 1 {
-		return nil, fmt.Errorf("synth: one-bit shape %d × %d rank %d: all must be ≥ 1", cfg.Rows, cfg.Cols, cfg.Rank)
-	}
-	if cfg.Rows*cfg.Cols > maxCells {
-		return nil, fmt.Errorf("synth: one-bit shape %d × %d is too large (at most %d entries)", cfg.Rows, cfg.Cols, maxCells)
+	if err := checkShape("one-bit", cfg.Rows, cfg.Cols, cfg.Rank); err != nil {
+		return nil, err
 	}
 	if !(cfg.Alpha > 0) || math.IsInf(cfg.Alpha, 0) {
 		return nil, fmt.Errorf("synth: alpha %v must be positive and finite", cfg.Alpha)
@@ -64,11 +61,9 @@ func OneBit(cfg OneBitConfig, seed uint64) (*OneBitData, error) {
 	m1 := uniformFactor(r, cfg.Rows, cfg.Rank, -0.5, 0.5)
 	m2 := uniformFactor(r, cfg.Cols, cfg.Rank, -0.5, 0.5)
 	truth := &Factors{U: m1, V: m2}
-	mx := truth.MaxAbs()
-	if mx == 0 {
-		return nil, fmt.Errorf("synth: the drawn M is zero") // probability 0
+	if err := truth.scaleMaxAbs(cfg.Alpha, "M"); err != nil {
+		return nil, err
 	}
-	m1.Scale(cfg.Alpha/mx, m1)
 	obs, err := observe(r, cfg.Rows, cfg.Cols, s, func(i, j int) float32 {
 		var z float64
 		if cfg.Link == Logistic {
@@ -89,4 +84,27 @@ func OneBit(cfg OneBitConfig, seed uint64) (*OneBitData, error) {
 		return nil, err
 	}
 	return &OneBitData{Observed: obs, Truth: truth, Config: cfg}, nil
+}
+
+// checkShape refuses a generated problem of rows × cols at rank that is
+// empty or too large (kind names the setup in errors).
+func checkShape(kind string, rows, cols, rank int) error {
+	if rows < 1 || cols < 1 || rank < 1 {
+		return fmt.Errorf("synth: %s shape %d × %d rank %d: all must be ≥ 1", kind, rows, cols, rank)
+	}
+	if rows*cols > maxCells {
+		return fmt.Errorf("synth: %s shape %d × %d is too large (at most %d entries)", kind, rows, cols, maxCells)
+	}
+	return nil
+}
+
+// scaleMaxAbs scales U so that the largest |entry| of U·Vᵀ is target; a
+// drawn matrix (named name in the error) that is zero cannot be.
+func (f *Factors) scaleMaxAbs(target float64, name string) error {
+	mx := f.MaxAbs()
+	if mx == 0 {
+		return fmt.Errorf("synth: the drawn %s is zero", name) // probability 0
+	}
+	f.U.Scale(target/mx, f.U)
+	return nil
 }
