@@ -139,17 +139,8 @@ const (
 	auditFullConf     = 1 - 1e-6
 )
 
-func runAuditMethod(ctx context.Context, name string, args []string, out io.Writer) error {
-	matrix := slices.Contains(args, "--matrix") || slices.Contains(args, "-matrix")
-	all := name == "all" || matrix
-	var meth *methods.Method
-	if !all {
-		var err error
-		if meth, err = methods.Lookup(name); err != nil {
-			return usagef("%v", err)
-		}
-	}
-	fs := newFlags("audit --method NAME|all [--epsilon E] [--delta D] [--noise-factor F] [--full] [--runs N] [--samples N] [method flags] [--json]", `
+// auditMethodSynopsis is privrec audit --method's help text.
+const auditMethodSynopsis = `
 Whole-artefact audit of a training method. It trains the method many times
 on two neighbouring small data sets under the method's own neighbouring
 relation (one rating's value changed; or one user's ratings replaced or
@@ -201,14 +192,27 @@ table (exit 1 unless every cell is as expected).
 at ε = 6 (ρ ≈ 0.75, where the bound is most sensitive). Tiers: the default
 makes 1200 trainings per side per bound at confidence 0.95 (the test suite
 runs it at 1 − 10⁻⁴); --full makes 6000 at 1 − 10⁻⁶ with 32 comparison
-runs. --method all audits every private method with its defaults.`,
-		`  privrec audit --method dp-bias --json
+runs. --method all audits every private method with its defaults.`
+
+const auditMethodExample = `  privrec audit --method dp-bias --json
   privrec audit --method dpsvd --noise-factor 0.5        # exits 1
   privrec audit --method all --full
   privrec audit --method dpals --epsilon 1 --sensitivity-factor 0.5   # exits 1
   privrec audit --method dp-ease --epsilon 1 --fault gram-unnormalised   # exits 1
   privrec audit --matrix --method dp-bias,cp-ip --epsilons 0.5,1,4,8
-  privrec audit --method dpsvd --epsilon 2 --rank 2 --runs 20 --samples 1000`)
+  privrec audit --method dpsvd --epsilon 2 --rank 2 --runs 20 --samples 1000`
+
+func runAuditMethod(ctx context.Context, name string, args []string, out io.Writer) error {
+	matrix := slices.Contains(args, "--matrix") || slices.Contains(args, "-matrix")
+	all := name == "all" || matrix
+	var meth *methods.Method
+	if !all {
+		var err error
+		if meth, err = methods.Lookup(name); err != nil {
+			return usagef("%v", err)
+		}
+	}
+	fs := newFlags("audit --method NAME|all [--epsilon E] [--delta D] [--noise-factor F] [--full] [--runs N] [--samples N] [method flags] [--json]", auditMethodSynopsis, auditMethodExample)
 	fs.String("method", "", "method to audit, or all (every private method, with its defaults); with --matrix, all or a comma-separated list")
 	eps := fs.Float64("epsilon", 0, "ε the method is trained with (0: 1 for pure-ε methods, 6 for zCDP ones)")
 	delta := fs.Float64("delta", 1e-5, "δ the method is trained with ((ε, δ) methods)")
@@ -252,6 +256,12 @@ runs. --method all audits every private method with its defaults.`,
 	if all {
 		return runAuditAll(ctx, opts, *jsonOut, out)
 	}
+	return runAuditOne(ctx, name, cfg, opts, *jsonOut, out)
+}
+
+// runAuditOne audits method name with its config and prints the report
+// (JSON with jsonOut); the exit status is the verdict's.
+func runAuditOne(ctx context.Context, name string, cfg methods.Config, opts methods.AuditOptions, jsonOut bool, out io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return usagef("%s: %v", name, err)
 	}
@@ -259,7 +269,7 @@ runs. --method all audits every private method with its defaults.`,
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
+	if jsonOut {
 		if err := writeJSON(out, rep); err != nil {
 			return err
 		}
