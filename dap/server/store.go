@@ -231,12 +231,18 @@ func openPostgres(ctx context.Context, url string, mode StoreMode, want settings
 	return st, nil
 }
 
-// pageSize gives a new SQLite database 64 KiB pages: a report of
-// ≈ 0.5–4 MB is 16× fewer pages to write, log and read than at 4 KiB.
-// The page size is fixed once the database is in WAL mode, so it is set
-// in rollback mode and the file rebuilt (it is empty).
+// pageSize gives a new SQLite database 16 KiB pages: a leader's row is
+// its prepared report (60–420 kB at MovieLens-1M's catalogue), a few to
+// a few dozen pages, while the small rows an upload or a job also
+// touches (ledger, indexes, report_jobs, verdicts) cost a whole page each
+// in the write-ahead log; 64 KiB pages, chosen when rows were the 0.5–4
+// MB reports themselves, wrote ≈ 1.6× the upload's WAL bytes (CPU
+// profile of BenchmarkDAPCapacity: the leader's commits 0.5 → 0.4 s over
+// 241 counts uploads). The page size is fixed once the database is in
+// WAL mode, so it is set in rollback mode and the file rebuilt (it is
+// empty); databases made before keep theirs.
 func (s *store) pageSize(ctx context.Context) error {
-	for _, q := range []string{`PRAGMA journal_mode = DELETE`, `PRAGMA page_size = 65536`, `VACUUM`, `PRAGMA journal_mode = WAL`} {
+	for _, q := range []string{`PRAGMA journal_mode = DELETE`, `PRAGMA page_size = 16384`, `VACUUM`, `PRAGMA journal_mode = WAL`} {
 		if _, err := s.db.db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("dap store: %s: %s: %w", s.name, q, err)
 		}
