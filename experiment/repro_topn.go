@@ -844,7 +844,7 @@ func cpuText(x float64) string {
 
 // planKeys are the report entries a plan summary shows, in order.
 var planKeys = []struct{ key, name string }{
-	{"lambda", "λ"}, {"rank", "rank"}, {"init_rank", "init rank"}, {"kept_eigenvalues", "eigenpairs"},
+	{"lambda", "λ"}, {"lambda_coef", "λ/d̄ coefficient"}, {"rank", "rank"}, {"init_rank", "init rank"}, {"kept_eigenvalues", "eigenpairs"},
 	{"covered_items", "covered items"}, {"steps", "steps"}, {"epochs", "epochs"}, {"alpha0", "α₀"}, {"sigma", "σ"}, {"sigma_gram", "σ (Gram)"},
 }
 

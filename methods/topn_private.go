@@ -126,19 +126,23 @@ func catTitles(c *model.Catalogue) []string {
 // NewDPEASEDefaults returns dp-ease's defaults (chosen on MovieLens-1M
 // validation users; docs/topn.md).
 func NewDPEASEDefaults() *DPEASEConfig {
-	return &DPEASEConfig{Cap: 20, CountShare: 0.15, GramNorm: 1, CoverScale: 1.5, MaxItems: 2000, LambdaDiag: 1, LambdaScale: 0.1, Denoise: 1, MaxRank: 256}
+	return &DPEASEConfig{Cap: 20, CountShare: 0.15, GramNorm: 1, CoverScale: 1.5, MaxItems: 2000, LambdaDiag: 1, LambdaDiagMax: EASELambdaDiag, LambdaRank: 64, LambdaScale: 0.1, Denoise: 1, MaxRank: 256}
 }
 
 // DPEASEConfig configures dp-ease.
 type DPEASEConfig struct {
 	Interactions
-	Cap         float64 `json:"cap" flag:"cap" help:"weight cap of the item counts that choose the covered items (see dp-popularity)"`
-	CountShare  float64 `json:"count_share" flag:"count-share" help:"fraction of the zCDP budget ρ spent on the item counts"`
-	GramNorm    float64 `json:"gram_norm" flag:"gram-norm" help:"each user's part of the Gram (the upper triangle of x xᵀ over her covered items) is scaled to ℓ2 norm ≤ this (ℓ2 sensitivity √2·gram-norm)"`
-	CoverScale  float64 `json:"cover_scale" flag:"cover-scale" help:"the Gram covers m = cover-scale·(N·√ρ_Gram)^(2/3) items (N users, ρ_Gram its zCDP budget), those with the largest noised counts: the more users and budget, the more items rise above the noise"`
-	MaxItems    int     `json:"max_items" flag:"max-items" help:"at most this many covered items (the release has m²/2 values, the model m² weights)"`
-	LambdaDiag  float64 `json:"lambda_diag" flag:"lambda-diag" help:"EASE's λ = lambda-diag × the noised Gram's mean diagonal + lambda-scale × the noise's spectral edge: the first term grows with the population as the Gram does (as ease's λ), the second covers the noise"`
-	LambdaScale float64 `json:"lambda_scale" flag:"lambda-scale" help:"the noise's part of EASE's λ, in units of the noise's spectral edge 2σ√m (m covered items)"`
+	Cap        float64 `json:"cap" flag:"cap" help:"weight cap of the item counts that choose the covered items (see dp-popularity)"`
+	CountShare float64 `json:"count_share" flag:"count-share" help:"fraction of the zCDP budget ρ spent on the item counts"`
+	GramNorm   float64 `json:"gram_norm" flag:"gram-norm" help:"each user's part of the Gram (the upper triangle of x xᵀ over her covered items) is scaled to ℓ2 norm ≤ this (ℓ2 sensitivity √2·gram-norm)"`
+	CoverScale float64 `json:"cover_scale" flag:"cover-scale" help:"the Gram covers m = cover-scale·(N·√ρ_Gram)^(2/3) items (N users, ρ_Gram its zCDP budget), those with the largest noised counts: the more users and budget, the more items rise above the noise"`
+	MaxItems   int     `json:"max_items" flag:"max-items" help:"at most this many covered items (the release has m²/2 values, the model m² weights)"`
+	LambdaDiag float64 `json:"lambda_diag" flag:"lambda-diag" help:"EASE's λ = a × the noised Gram's mean diagonal + lambda-scale × the noise's spectral edge, a = r/lambda-rank within [lambda-diag, lambda-diag-max] (r the kept eigenpairs): the first term grows with the population as the Gram does (as ease's λ), the second covers the noise; lambda-diag is a for a small kept model, whose rank cut already regularises"`
+	// LambdaDiagMax is a for a kept model of many directions (at least
+	// lambda-rank × lambda-diag-max eigenpairs): ease's own.
+	LambdaDiagMax float64 `json:"lambda_diag_max" flag:"lambda-diag-max" help:"a for a kept model of many eigenpairs (close to EASE on the covered items, so it takes ease's own ridge, 3 × the mean diagonal); equal to lambda-diag: a fixed coefficient"`
+	LambdaRank    float64 `json:"lambda_rank" flag:"lambda-rank" help:"kept eigenpairs per unit of a (a = r/lambda-rank within [lambda-diag, lambda-diag-max]): the more directions the model fits, the more ridge each needs"`
+	LambdaScale   float64 `json:"lambda_scale" flag:"lambda-scale" help:"the noise's part of EASE's λ, in units of the noise's spectral edge 2σ√m (m covered items)"`
 	// Denoise keeps the eigenpairs of the noised Gram above Denoise times
 	// the noise's spectral edge, shrunk by the edge (0: no denoising).
 	Denoise float64 `json:"denoise" flag:"denoise" help:"keep the noised Gram's eigenvalues above denoise × the noise's spectral edge 2σ√m, shrunk by the edge, before EASE"`
@@ -171,6 +175,10 @@ func (c *DPEASEConfig) Validate() error {
 		return fmt.Errorf("--lambda-scale %g must be finite and > 0", c.LambdaScale)
 	case !(c.LambdaDiag >= 0) || math.IsInf(c.LambdaDiag, 0):
 		return fmt.Errorf("--lambda-diag %g must be finite and ≥ 0", c.LambdaDiag)
+	case !(c.LambdaDiagMax >= c.LambdaDiag) || math.IsInf(c.LambdaDiagMax, 0):
+		return fmt.Errorf("--lambda-diag-max %g must be finite and ≥ --lambda-diag %g", c.LambdaDiagMax, c.LambdaDiag)
+	case !(c.LambdaRank > 0) || math.IsInf(c.LambdaRank, 0):
+		return fmt.Errorf("--lambda-rank %g must be finite and > 0", c.LambdaRank)
 	}
 	return nil
 }
@@ -186,14 +194,31 @@ func (c *DPEASEConfig) covered(users, items int, rho float64) int {
 	return max(2, min(m, c.MaxItems, items))
 }
 
-// lambda is dp-ease's ridge from the released Gram's mean diagonal diag
-// and the noise's spectral edge (both public): the signal's scale grows
-// with the population (every user adds to the diagonal), the noise's does
-// not, so a ridge in units of the noise alone leaves a large population's
-// model unregularised (issue 39: Recall@20 fell from ε = 1 to ε = 8 at
-// 480 000 users).
-func (c *DPEASEConfig) lambda(diag, edge float64) float64 {
-	return c.LambdaDiag*math.Max(diag, 0) + c.LambdaScale*edge
+// ridge is dp-ease's λ and the released values it is made of.
+type ridge struct {
+	Diag   float64 // d̄, the noised Gram's mean diagonal
+	Edge   float64 // the noise's spectral edge 2σ√m
+	Kept   int     // r, the kept eigenpairs
+	Coef   float64 // a, the coefficient of d̄
+	Lambda float64 // a·d̄ + lambda-scale·edge
+}
+
+// ridge is dp-ease's λ from released values only: the noised Gram's mean
+// diagonal diag, the noise's spectral edge and the number of eigenpairs
+// kept above it. The signal's scale grows with the population (every
+// user adds to the diagonal), the noise's does not, so λ is a·d̄ plus a
+// noise term (issue 39: a ridge in units of the noise alone let
+// Recall@20 fall from ε = 1 to ε = 8 at 480 000 users). The kept
+// eigenpairs are the model's free directions: a dozen of them are a
+// regularisation of their own, which a ridge only biases further, while
+// hundreds make the model close to EASE on the covered items, which needs
+// EASE's ridge. So a grows with them, r/lambda-rank, from lambda-diag to
+// lambda-diag-max (ease's 3). docs/topn.md derives and measures it.
+func (c *DPEASEConfig) ridge(diag, edge float64, kept int) ridge {
+	r := ridge{Diag: math.Max(diag, 0), Edge: edge, Kept: kept}
+	r.Coef = min(max(float64(kept)/c.LambdaRank, c.LambdaDiag), c.LambdaDiagMax)
+	r.Lambda = r.Coef*r.Diag + c.LambdaScale*edge
+	return r
 }
 
 // meanDiag is the mean diagonal entry of g.
@@ -288,40 +313,74 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 		return nil, err
 	}
 	// Post-processing of the two releases only.
-	edge := 2 * sigmaGram * math.Sqrt(float64(m))
-	w, err := topn.DenoiseRank(noised, c.Denoise*edge, edge, c.MaxRank, env.Rand.Rand())
+	fit, err := c.fit(noised, sigmaGram, colW, env)
 	if err != nil {
 		return nil, err
-	}
-	if w != nil && colW != nil {
-		// Undo the column weights: the weighted Gram is D G D, D = diag(g).
-		r, k := w.Dims()
-		for p := range r {
-			row := w.RawRowView(p)
-			for t := range k {
-				row[t] /= colW[p]
-			}
-		}
-	}
-	diag := meanDiag(noised)
-	lambda := c.lambda(diag, edge)
-	var items *mat.Dense
-	kept := 0
-	if w != nil {
-		_, kept = w.Dims()
-		if items, err = topn.LowRankEASE(w, lambda); err != nil {
-			return nil, err
-		}
 	}
 	g, err := topnGuarantee(env, []privacy.Guarantee{countPart, gramPart}, fmt.Sprintf(
-		"zCDP composition of two Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g): a user with n interactions on the declared catalogue adds min(1, √(%g/n)) to each of her items. Item–item Gram (σ = %.4g, ℓ2 sensitivity %.4g) over the %d items with the largest noised counts: the upper triangle of each user's x xᵀ (x her indicator over those items%s), scaled to ℓ2 norm ≤ %g. Its eigenpairs above %g × the noise's spectral edge (%d kept), EASE on them (λ = %.4g = %g × the noised Gram's mean diagonal %.4g + %g × the edge %.4g) and the ranking are post-processing; each user's list is computed on her side from the public weights and her own items.",
-		sigmaCount, (&statistic.Counts{Cap: c.Cap}).Sensitivity().Value, c.Cap, sigmaGram, gram.GramSensitivity(c.GramNorm).Value, m, weightNote(c.WeightExp), c.GramNorm, c.Denoise, kept, lambda, c.LambdaDiag, diag, c.LambdaScale, edge))
+		"zCDP composition of two Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g): a user with n interactions on the declared catalogue adds min(1, √(%g/n)) to each of her items. Item–item Gram (σ = %.4g, ℓ2 sensitivity %.4g) over the %d items with the largest noised counts: the upper triangle of each user's x xᵀ (x her indicator over those items%s), scaled to ℓ2 norm ≤ %g. %s; each user's list is computed on her side from the public weights and her own items.",
+		sigmaCount, (&statistic.Counts{Cap: c.Cap}).Sensitivity().Value, c.Cap, sigmaGram, gram.GramSensitivity(c.GramNorm).Value, m, weightNote(c.WeightExp), c.GramNorm, c.fitNote(fit)))
 	if err != nil {
 		return nil, err
 	}
-	out := coveredModel("dp-ease", cat.IDs(), catTitles(cat), order, m, items, topn.FoldEASELowRank, counts, c.threshold())
-	out.Params = map[string]any{"cap": c.Cap, "count_share": c.CountShare, "gram_norm": c.GramNorm, "cover_scale": c.CoverScale, "covered_items": m, "lambda": lambda, "lambda_diag": c.LambdaDiag, "lambda_scale": c.LambdaScale, "kept_eigenvalues": kept}
+	r := fit.ridge
+	out := coveredModel("dp-ease", cat.IDs(), catTitles(cat), order, m, fit.items, topn.FoldEASELowRank, counts, c.threshold())
+	out.Params = map[string]any{"cap": c.Cap, "count_share": c.CountShare, "gram_norm": c.GramNorm, "cover_scale": c.CoverScale, "covered_items": m, "lambda": r.Lambda,
+		"lambda_diag": c.LambdaDiag, "lambda_diag_max": c.LambdaDiagMax, "lambda_rank": c.LambdaRank, "lambda_coef": r.Coef, "lambda_scale": c.LambdaScale, "kept_eigenvalues": fit.kept}
 	return &release.Release{Public: out, Guarantee: g,
-		Report: release.Report{"sigma_counts": sigmaCount, "sigma_gram": sigmaGram, "covered_items": m, "covered_items_planned": planned, "lambda": lambda,
-			"mean_diagonal": diag, "noise_edge": edge, "kept_eigenvalues": kept}}, nil
+		Report: release.Report{"sigma_counts": sigmaCount, "sigma_gram": sigmaGram, "covered_items": m, "covered_items_planned": planned, "lambda": r.Lambda,
+			"lambda_coef": r.Coef, "mean_diagonal": r.Diag, "noise_edge": r.Edge, "kept_eigenvalues": fit.kept}}, nil
+}
+
+// easeFit is dp-ease's post-processing: the model's item vectors, the
+// number of kept eigenpairs and the ridge.
+type easeFit struct {
+	items *mat.Dense // nil: no eigenpair above the floor
+	kept  int
+	ridge ridge
+}
+
+// fit post-processes the noised Gram (σ per entry, public column weights
+// colW or nil): its eigenpairs above the noise's spectral edge 2σ√m
+// (at most max-rank), shrunk by the edge, then EASE on them with the
+// ridge of the released values.
+func (c *DPEASEConfig) fit(noised *mat.SymDense, sigma float64, colW []float64, env Env) (easeFit, error) {
+	edge := 2 * sigma * math.Sqrt(float64(noised.SymmetricDim()))
+	w, err := topn.DenoiseRank(noised, c.Denoise*edge, edge, c.MaxRank, env.Rand.Rand())
+	if err != nil {
+		return easeFit{}, err
+	}
+	var f easeFit
+	if w != nil {
+		_, f.kept = w.Dims()
+	}
+	f.ridge = c.ridge(meanDiag(noised), edge, f.kept)
+	if w == nil {
+		return f, nil
+	}
+	unweight(w, colW)
+	f.items, err = topn.LowRankEASE(w, f.ridge.Lambda)
+	return f, err
+}
+
+// unweight undoes the public column weights g (nil: none) on the
+// eigenvectors w: the weighted Gram is D G D, D = diag(g).
+func unweight(w *mat.Dense, g []float64) {
+	if g == nil {
+		return
+	}
+	r, k := w.Dims()
+	for p := range r {
+		row := w.RawRowView(p)
+		for t := range k {
+			row[t] /= g[p]
+		}
+	}
+}
+
+// fitNote states the post-processing in the guarantee's note.
+func (c *DPEASEConfig) fitNote(f easeFit) string {
+	r := f.ridge
+	return fmt.Sprintf("Its eigenpairs above %g × the noise's spectral edge (%d kept), EASE on them (λ = %.4g = a × the noised Gram's mean diagonal %.4g + %g × the edge %.4g; a = %.3g = the kept eigenpairs over %g, within [%g, %g]) and the ranking are post-processing",
+		c.Denoise, f.kept, r.Lambda, r.Diag, c.LambdaScale, r.Edge, r.Coef, c.LambdaRank, c.LambdaDiag, c.LambdaDiagMax)
 }

@@ -156,6 +156,7 @@ func TestTopNBadInput(t *testing.T) {
 		{"ials", map[string]any{"rank": 0}, full, "rank"},
 		{"dp-ease", map[string]any{"count_share": 1.0}, full, "--count-share"},
 		{"dp-popularity", map[string]any{"cap": 0.5}, full, "--cap"},
+		{"dp-ease", map[string]any{"lambda_diag": 4.0}, full, "--lambda-diag-max 3 must be finite and ≥ --lambda-diag 4"},
 		{"popularity", map[string]any{"positive": []float64{3, 4}}, full, "--positive takes one threshold"},
 	}
 	for _, c := range cases {
@@ -185,5 +186,33 @@ func TestDPEASECoverPlan(t *testing.T) {
 	}
 	if c.covered(1000000, 50, 1) != 50 {
 		t.Error("covered items exceed the catalogue")
+	}
+}
+
+// TestDPEASERidge: dp-ease's ridge coefficient is lambda-diag for a
+// small kept model, grows with the kept eigenpairs (r/lambda-rank) and
+// stops at lambda-diag-max (ease's 3); equal bounds fix it.
+func TestDPEASERidge(t *testing.T) {
+	c := NewDPEASEDefaults()
+	const diag, edge = 100.0, 50.0
+	cases := []struct {
+		kept int
+		coef float64
+	}{
+		{0, 1},  // nothing kept
+		{48, 1}, // MovieLens-1M at ε = 8
+		{96, 1.5},
+		{160, 2.5},
+		{256, 3}, // the rank cap
+	}
+	for _, k := range cases {
+		r := c.ridge(diag, edge, k.kept)
+		if math.Abs(r.Coef-k.coef) > 1e-9 || math.Abs(r.Lambda-(k.coef*diag+c.LambdaScale*edge)) > 1e-6 {
+			t.Errorf("%d kept: coefficient %g λ %g, want %g", k.kept, r.Coef, r.Lambda, k.coef)
+		}
+	}
+	c.LambdaDiagMax = c.LambdaDiag
+	if r := c.ridge(diag, edge, 256); r.Coef != c.LambdaDiag {
+		t.Errorf("lambda-diag-max = lambda-diag: coefficient %g, want %g", r.Coef, c.LambdaDiag)
 	}
 }
