@@ -28,13 +28,13 @@ func init() {
 }
 
 // DefaultDPIALS is dp-ials' configuration with its defaults (chosen on
-// MovieLens-1M validation users, docs/topn.md).
+// MovieLens-1M and Jester-1 validation users, docs/topn.md).
 func DefaultDPIALS() *DPIALSConfig {
 	return &DPIALSConfig{
-		Rank: 32, Steps: -1, Cap: 50, CountShare: 0.1, InitShare: 0.6,
+		Rank: 64, Steps: 0, Cap: 50, CountShare: 0.1, InitShare: 0.6,
 		GramNorm: 1, CoverScale: 2, MaxInitItems: 2000, InitDenoise: 1,
 		Alpha0: 0.2, Lambda: 0.003, Nu: 1,
-		RowClip: 1, WeightExp: -0.25, GramScale: 1, RHSScale: 1, GlobalScale: 0.3,
+		RidgeItems: 1, RowClip: 1, WeightExp: -0.25, GramScale: 1, RHSScale: 1, GlobalScale: 0.3,
 		ItemAlpha: 0.02, ItemLambda: 1, StepCover: 2, PriorRidge: true,
 	}
 }
@@ -43,7 +43,7 @@ func DefaultDPIALS() *DPIALSConfig {
 type DPIALSConfig struct {
 	Interactions
 	Rank  int `json:"rank" flag:"rank" help:"number of latent factors k (each item's released Gram block has k(k+1)/2 values)"`
-	Steps int `json:"steps" flag:"steps" help:"noised ALS steps T after the initialisation (−1: planned from the number of users and the budget; 0: the initial factors are the model)"`
+	Steps int `json:"steps" flag:"steps" help:"noised ALS steps T after the initialisation (0, the default: the initial factors are the model — no step paid on any population measured; −1: planned from the number of users and the budget)"`
 
 	Cap          float64 `json:"cap" flag:"cap" help:"weight cap of the item counts (see dp-popularity): they choose the covered items, weigh each user's items and break ties"`
 	CountShare   float64 `json:"count_share" flag:"count-share" help:"fraction of the zCDP budget ρ spent on the item counts"`
@@ -56,6 +56,8 @@ type DPIALSConfig struct {
 	Alpha0 float64 `json:"alpha0" flag:"alpha0" help:"user side: weight α₀ of the unobserved items in each user's own solve (and fold-in)"`
 	Lambda float64 `json:"lambda" flag:"lambda" help:"user side: ridge λ, scaled by (her items + α₀·catalogue)^ν"`
 	Nu     float64 `json:"nu" flag:"nu" help:"user side: frequency exponent ν of the ridge"`
+	// RidgeItems sets the item factors' scale against the users' ridge.
+	RidgeItems float64 `json:"ridge_items" flag:"ridge-items" help:"the item factors are scaled so that a typical user's ridge λ(n̄ + α₀·catalogue)^ν (n̄: the users' mean number of items, from the noised counts) weighs as much as ridge-items of her items (their squared factor norms averaged as users hold them)"`
 
 	RowClip     float64 `json:"row_clip" flag:"row-clip" help:"users' rows are clipped to norm Γ = row-clip / (median norm of the covered items' factors) before they enter the statistics"`
 	WeightExp   float64 `json:"weight_exponent" flag:"weight-exponent" help:"a user weighs her covered item j ∝ max(count_j, 1)^μ, normalised to Σ_j c_j² = 1 (μ < 0 favours rare items, Krichene et al.)"`
@@ -107,7 +109,7 @@ func (c *DPIALSConfig) Validate() error {
 	for _, p := range []struct {
 		n string
 		v float64
-	}{{"gram-norm", c.GramNorm}, {"cover-scale", c.CoverScale}, {"lambda", c.Lambda}, {"row-clip", c.RowClip},
+	}{{"gram-norm", c.GramNorm}, {"cover-scale", c.CoverScale}, {"lambda", c.Lambda}, {"ridge-items", c.RidgeItems}, {"row-clip", c.RowClip},
 		{"rhs-scale", c.RHSScale}, {"global-scale", c.GlobalScale}, {"item-lambda", c.ItemLambda}} {
 		if err := pos(p.n, p.v); err != nil {
 			return err
@@ -124,8 +126,10 @@ func (c *DPIALSConfig) Validate() error {
 	return nil
 }
 
-// planSteps is the number of noised steps when --steps is −1, from public
-// facts: the number of users N and the budget ρ. A step pays only when
+// planSteps is the number of noised steps when --steps is −1 (the
+// default is none: on Jester-1 a step lowered Recall@20 even without
+// noise, docs/topn.md), from public facts: the number of users N and the
+// budget ρ. A step pays only when
 // the items' statistics rise above its noise, which takes N·√ρ large: on
 // MovieLens-1M (about 5 000 training users, N·√ρ ≤ 9 000 up to ε = 16)
 // every step tried cost more than it gave (validation users,
@@ -180,6 +184,12 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	// The number of users is public (the relation replaces a user); an
 	// external engine knows it once it has summed the counts.
 	users := eng.Users()
+	// The users' mean number of items n̄, read from the noised counts.
+	var total float64
+	for _, v := range counts {
+		total += max(v, 0)
+	}
+	nbar := max(1, total/float64(max(1, users)))
 	steps := c.Steps
 	if steps < 0 {
 		steps = planSteps(users, rho)
@@ -245,11 +255,8 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 		}
 		initRank = -1
 	}
-	if med := medianNorm(h, k); med > 0 {
-		for i := range h {
-			h[i] /= med
-		}
-	}
+	userRidge := c.typicalRidge(nbar, n)
+	scaleToRidge(h, k, userRidge/c.RidgeItems, counts)
 
 	// 3. The steps.
 	sens := c.stepSensitivity()
@@ -263,11 +270,6 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	// the users' mean number of items, read from the noised counts) against
 	// noise of norm σ√k: items below step-cover × σ√k·√n̄ users are left
 	// without factors.
-	var total float64
-	for _, v := range counts {
-		total += max(v, 0)
-	}
-	nbar := max(1, total/float64(max(1, users)))
 	coverMin := c.StepCover * sigmaStep * math.Sqrt(float64(k)*nbar)
 	var covered []int
 	for _, j := range order {
@@ -324,13 +326,9 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 			return nil, err
 		}
 		// The item factors' overall scale is arbitrary (the users' rows
-		// absorb it) but the users' ridge is not: keep the median item
-		// norm at 1, as the initial factors have it.
-		if med := medianNorm(next, k); med > 0 {
-			for i := range next {
-				next[i] /= med
-			}
-		}
+		// absorb it) but the users' ridge is not: keep it where the
+		// initial factors have it.
+		scaleToRidge(next, k, userRidge/c.RidgeItems, counts)
 		h = next
 		stepsRun++
 		if env.Progress != nil {
@@ -348,10 +346,12 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	// 4. The public model: item factors, the counts as a tie-break and
 	// the items without factors after every item with factors.
 	active := make([]bool, n)
+	withFactors := 0
 	for j := range n {
 		for _, v := range h[j*k : j*k+k] {
 			if v != 0 {
 				active[j] = true
+				withFactors++
 				break
 			}
 		}
@@ -374,7 +374,7 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if c.GramScale == 0 {
 		gramText = "(no per-item Gram: r = 0) "
 	}
-	stepText := "No ALS step (too few users for the budget: planned from N·√ρ, or asked for): the initial factors are the public model."
+	stepText := "No ALS step (none asked for, or too few users for the budget when planned): the initial factors are the public model."
 	if steps > 0 {
 		stepText = fmt.Sprintf("%d ALS step(s): each user solves her own row against the public item factors (never released), scales it by 1/Γ and clips it to norm 1, weighs her items with factors by c_j ∝ count_j^%g normalised to Σ c_j² ≤ 1, and the per-item sums %sand s·Σ c_j w̃ (s = %g) over %d items and g·Σ T(w̃w̃ᵀ) (g = %g) are released once per step (σ = %s, ℓ2 sensitivity %.4g); the items are solved from the released sums (post-processing).",
 			steps, c.WeightExp, gramText, c.RHSScale, len(covered), c.GlobalScale, fmtSigmas(sigmas), sens.Value)
@@ -389,10 +389,60 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	m.Rank, m.V, m.ItemBias = k, h, bias
 	topn.SetImplicitFoldIn(m, c.Alpha0, c.Lambda, c.Nu)
 	m.Params["rank"], m.Params["steps"], m.Params["init_items"], m.Params["init_rank"] = k, steps, mInit, initRank // −1: random
-	m.Params["covered_items"], m.Params["weight_exponent"] = len(covered), c.WeightExp
+	m.Params["covered_items"], m.Params["step_items"], m.Params["weight_exponent"] = withFactors, len(covered), c.WeightExp
+	m.Params["ridge_items"] = c.RidgeItems
+	// covered_items: the items with factors (what a list can rank by a
+	// user's taste); step_items: those the steps' statistics cover.
 	return &release.Release{Public: m, Guarantee: g, Report: release.Report{
 		"sigma_counts": sigmaCount, "sigma_init": sigmaInit, "sigma_steps": slices.Clone(sigmas),
-		"init_items": mInit, "init_rank": initRank, "covered_items": len(covered), "steps": steps}}, nil
+		"init_items": mInit, "init_rank": initRank, "covered_items": withFactors, "step_items": len(covered), "steps": steps}}, nil
+}
+
+// typicalRidge is the ridge of a user with the mean number of items n̄ in
+// her own solve (and fold-in), λ(n̄ + α₀·n)^ν for a catalogue of n items.
+func (c *DPIALSConfig) typicalRidge(nbar float64, n int) float64 {
+	return c.Lambda * math.Pow(nbar+c.Alpha0*float64(n), c.Nu)
+}
+
+// scaleToRidge rescales the item factors h (rows × k) so that the mean
+// squared norm of the items with factors, weighted by the noised counts
+// (each item as often as users hold it; weight ≥ 1), is ms: a typical
+// user's ridge then weighs as much as ms⁻¹·R of her own items. Nothing
+// changes when no item has factors. Post-processing of released values.
+//
+// The users' rows absorb the factors' overall scale, but not their
+// ridge R: a user's solve (α₀HᵀH + Σ_{j∈I_u} h_j h_jᵀ + R·I)⁻¹ Σ_{j∈I_u} h_j
+// with H = c·W scores the items as W(α₀WᵀW + W_uᵀW_u + (R/c²)·I)⁻¹W_uᵀ1:
+// only R/c², the ridge against the factors' own scale, matters, and it is
+// best read against what her own items bring, tr(W_uᵀW_u) ≈ |I_u| × the
+// count-weighted mean squared norm. Scaling the factors to median norm 1
+// (the rule before) left R/c² to the catalogue's size (through α₀·n in R)
+// and to how many tail items the Gram covered: the ridge was worth 0.04
+// average items on Jester-1 (100 items), where rank-32 rows then fitted
+// each user's own items and scored the others by noise (Recall@20 0.34,
+// below popularity's 0.63), and it fell as ε let the Gram cover more tail
+// items on the 50 000-user Netflix-shaped population (Recall@20 0.129 at
+// ε = 1, 0.127 at ε = 8).
+func scaleToRidge(h []float64, k int, ms float64, counts []float64) {
+	var sum, weight float64
+	for j := 0; (j+1)*k <= len(h); j++ {
+		var t float64
+		for _, v := range h[j*k : j*k+k] {
+			t += v * v
+		}
+		if t > 0 {
+			w := max(counts[j], 1)
+			sum += w * t
+			weight += w
+		}
+	}
+	if !(sum > 0) || !(ms > 0) {
+		return
+	}
+	f := math.Sqrt(ms * weight / sum)
+	for i := range h {
+		h[i] *= f
+	}
 }
 
 // medianNorm is the median norm of the non-zero rows of h (rows × k), 0
