@@ -183,8 +183,85 @@ func (c *DPALSConfig) Validate() error {
 	return nil
 }
 
-// Train implements Config.
+// Train implements Config: plan → the item counts (adaptive weights) →
+// the bias statistics → the public initial factors (and the covariance
+// features) → the ALS steps → the guarantee → the public model and each
+// user's own part.
 func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
+	t, err := c.newTrainer(in, env)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.releaseCounts(ctx); err != nil {
+		return nil, err
+	}
+	if err := t.releaseBias(ctx); err != nil {
+		return nil, err
+	}
+	init, err := t.initialFactors(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.factors(ctx, init); err != nil {
+		return nil, err
+	}
+	g, err := t.guarantee()
+	if err != nil {
+		return nil, err
+	}
+	m := t.model()
+	var states *model.UserStates
+	if env.Engine == nil {
+		// An external engine keeps the users' rows on its side.
+		if states, err = foldInAll(ctx, m, in.Ratings, "dpals"); err != nil {
+			return nil, err
+		}
+	}
+	return &release.Release{Public: m, PerUser: states, Guarantee: g, Report: release.Report{
+		"sigma_bias": t.st.Sigma, "sigma_step": t.sigmaStep, "steps": t.c.Steps, "items_with_factors": t.nActive,
+		"items": t.n, "global_mean": t.st.Mean, "rank": t.k, "sigma_cov": t.sigmaCov, "cov_items": len(t.covItems)}}, nil
+}
+
+// dpalsTrainer is one dpals training as it goes: the plan (the config
+// planned for the population, the rank k and the steps' statistic
+// dimension d, the clip, the bias coordinate's scale, the steps' RHS scale
+// and sensitivity, the budget's split), the releases' guarantees in
+// order, and what the releases made public.
+type dpalsTrainer struct {
+	c     *DPALSConfig
+	env   Env
+	eng   statistic.Engine
+	data  *ratings.Matrix // nil with an external engine
+	scale release.Scale
+	cat   *model.Catalogue
+
+	n, k, d                             int
+	clip, biasScale, rhsScale, stepSens float64
+	split                               budgetSplit
+	parts                               []privacy.Guarantee
+
+	// The item counts (adaptive weights; nil without them) and their σ.
+	popularity, itemWeight []float64
+	sigmaCount             float64
+	// The bias statistics and their public post-processing: the item
+	// biases, which items get factors, the counts and the counts the
+	// features and ridges use.
+	st                              *biasStats
+	itemBias, counts, featureCounts []float64
+	active                          []bool
+	nActive                         int
+	// The covariance features' items and σ, the steps' σ and the item
+	// factors.
+	covItems  []int
+	sigmaCov  float64
+	sigmaStep float64
+	v         []float64
+}
+
+// newTrainer plans a training on in: the declared scale and catalogue,
+// the engine, the config planned for the population and the dimensions
+// and bounds of the statistics.
+func (c *DPALSConfig) newTrainer(in release.Input, env Env) (*dpalsTrainer, error) {
 	scale, err := in.NeedScale("dpals")
 	if err != nil {
 		return nil, err
@@ -211,249 +288,287 @@ func (c *DPALSConfig) Train(ctx context.Context, in release.Input, env Env) (*re
 			return nil, fmt.Errorf("--max-per-user %d: the per-user sample is drawn in process; with an external engine use --max-per-user 0", c.MaxPerUser)
 		}
 	}
-	k := c.Rank
+	t := &dpalsTrainer{c: c, env: env, eng: eng, data: data, scale: scale, cat: cat, n: n, k: c.Rank}
 	if c.Steps == 0 {
 		// Only the public features are used: the five bias features and
 		// the covariance features.
-		k = min(k, publicFeatures+c.CovRank)
+		t.k = min(t.k, publicFeatures+c.CovRank)
 	}
-	clip := math.Min(c.Clip, scale.Width())
+	t.clip = math.Min(c.Clip, scale.Width())
 	// Rows in the item statistics: clipped to Γ, plus the constant γ_b
 	// coordinate with bias refinement.
-	biasScale := c.BiasScale * c.UserClip
-	d := k
-	if biasScale > 0 {
-		d = k + 1
+	t.biasScale = c.BiasScale * c.UserClip
+	t.d = t.k
+	if t.biasScale > 0 {
+		t.d = t.k + 1
 	}
-	rowBound := math.Sqrt(c.UserClip*c.UserClip + biasScale*biasScale)
-	rhsScale := c.RHSWeight * rowBound / clip
-	stepSensValue := mf.DPALSSensitivity(rowBound, clip, rhsScale)
+	rowBound := math.Sqrt(c.UserClip*c.UserClip + t.biasScale*t.biasScale)
+	t.rhsScale = c.RHSWeight * rowBound / t.clip
+	t.stepSens = mf.DPALSSensitivity(rowBound, t.clip, t.rhsScale)
+	if _, t.split, err = c.budget(env.Epsilon, env.Delta); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
 
-	_, split, err := c.budget(env.Epsilon, env.Delta)
+// releaseCounts releases the item counts that set the adaptive weights,
+// when they are used.
+func (t *dpalsTrainer) releaseCounts(ctx context.Context) error {
+	if t.c.BiasWeightExp == 0 {
+		return nil
+	}
+	env := t.env
+	countMech, err := instrumentedGaussianForRho("the item counts", t.split.count, env.Delta, (&statistic.Counts{}).Sensitivity(), t.n, env.instrument())
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rhoStep := split.step
-	var parts []privacy.Guarantee
-	// Adaptive weights: a first release of the item counts sets them.
-	var popularity, itemWeight []float64
-	var sigmaCount float64
-	if c.BiasWeightExp != 0 {
-		countMech, err := instrumentedGaussianForRho("the item counts", split.count, env.Delta, (&statistic.Counts{}).Sensitivity(), n, env.instrument())
-		if err != nil {
-			return nil, err
-		}
-		if popularity, err = releaseCounts(ctx, eng, n, countMech, env); err != nil {
-			return nil, err
-		}
-		parts = append(parts, countMech.Guarantee())
-		sigmaCount = countMech.Sigma()
-		itemWeight = make([]float64, n)
-		for j, cnt := range popularity {
-			itemWeight[j] = math.Pow(math.Max(cnt, sigmaCount), c.BiasWeightExp)
-		}
+	if t.popularity, err = releaseCounts(ctx, t.eng, t.n, countMech, env); err != nil {
+		return err
 	}
-	biasSens := statistic.BiasSensitivity()
-	biasMech, err := biasMechanism(split.bias, env.Delta, n, true, env.instrument())
+	t.parts = append(t.parts, countMech.Guarantee())
+	t.sigmaCount = countMech.Sigma()
+	t.itemWeight = make([]float64, t.n)
+	for j, cnt := range t.popularity {
+		t.itemWeight[j] = math.Pow(math.Max(cnt, t.sigmaCount), t.c.BiasWeightExp)
+	}
+	return nil
+}
+
+// releaseBias releases the bias statistics and post-processes them in
+// public: the item biases, which items get factors, their counts.
+func (t *dpalsTrainer) releaseBias(ctx context.Context) error {
+	c, n := t.c, t.n
+	biasMech, err := biasMechanism(t.split.bias, t.env.Delta, n, true, t.env.instrument())
 	if err != nil {
-		return nil, err
+		return err
 	}
-	st, err := releaseBiasStats(ctx, eng, biasPlan(n, scale, clip, itemWeight, true), biasMech, env)
+	st, err := releaseBiasStats(ctx, t.eng, biasPlan(n, t.scale, t.clip, t.itemWeight, true), biasMech, t.env)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if popularity == nil {
+	t.st = st
+	if t.popularity == nil {
 		// Without the count release, popularity is the bias release's count.
-		popularity = st.Counts
+		t.popularity = st.Counts
 	}
 	var prior []float64
 	if c.BiasPrior {
-		prior = st.popularityPrior(c.ItemDamping, popularity)
+		prior = st.popularityPrior(c.ItemDamping, t.popularity)
 	}
-	itemBias := st.itemBiasesToward(c.ItemDamping, scale.Width(), prior)
+	t.itemBias = st.itemBiasesToward(c.ItemDamping, t.scale.Width(), prior)
 	// Public post-processing of the first release: which items get
 	// factors, their counts and ridges.
-	active := make([]bool, n)
-	counts := make([]float64, n)
-	nActive := 0
+	t.active = make([]bool, n)
+	t.counts = make([]float64, n)
 	for j := range n {
-		counts[j] = math.Max(st.Counts[j], 0)
+		t.counts[j] = math.Max(st.Counts[j], 0)
 		if st.Counts[j] >= c.MinCount*st.Sigma {
-			active[j] = true
-			nActive++
+			t.active[j] = true
+			t.nActive++
 		}
 	}
 	if c.Fallback == FallbackUserMean {
 		for j := range n {
-			if !active[j] {
-				itemBias[j] = 0
+			if !t.active[j] {
+				t.itemBias[j] = 0
 			}
 		}
 	}
-	parts = append(parts, biasMech.Guarantee())
-	featureCounts := make([]float64, n)
-	for j, cnt := range popularity {
-		featureCounts[j] = math.Max(cnt, 0)
+	t.parts = append(t.parts, biasMech.Guarantee())
+	t.featureCounts = make([]float64, n)
+	for j, cnt := range t.popularity {
+		t.featureCounts[j] = math.Max(cnt, 0)
 	}
-	var V []float64
-	var sigmaStep float64
-	itemLambda := make([]float64, n)
-	biasLambda := make([]float64, n)
-	spread := st.spreads(c.ItemDamping)
-	init := publicInit(itemBias, featureCounts, spread, active, k, c.InitScale, env.Rand.Rand())
-	var sigmaCov float64
-	var covItems []int
-	if c.CovRank > 0 && nActive > 0 {
+	return nil
+}
+
+// initialFactors is the public initialisation of the item factors (the
+// bias features and, released here, the covariance features); nil with
+// --init random.
+func (t *dpalsTrainer) initialFactors(ctx context.Context) ([]float64, error) {
+	c := t.c
+	spread := t.st.spreads(c.ItemDamping)
+	init := publicInit(t.itemBias, t.featureCounts, spread, t.active, t.k, c.InitScale, t.env.Rand.Rand())
+	if c.CovRank > 0 && t.nActive > 0 {
 		var covMech *mechanism.Gaussian
-		covItems, sigmaCov, covMech, err = c.covFeatures(ctx, data, eng, st.Mean, itemBias, featureCounts, active, init, k, clip, split.cov, env)
+		var err error
+		t.covItems, t.sigmaCov, covMech, err = c.covFeatures(ctx, t.data, t.eng, t.st.Mean, t.itemBias, t.featureCounts, t.active, init, t.k, t.clip, t.split.cov, t.env)
 		if err != nil {
 			return nil, err
 		}
 		if covMech != nil {
-			parts = append(parts, covMech.Guarantee())
+			t.parts = append(t.parts, covMech.Guarantee())
 		}
 	}
 	if c.Init == InitRandom {
-		init = nil
+		return nil, nil
 	}
+	return init, nil
+}
+
+// factors sets the item factors: zero without an active item, the public
+// features alone without steps, else the ALS steps from init.
+func (t *dpalsTrainer) factors(ctx context.Context, init []float64) error {
+	k := t.k
 	switch {
-	case nActive == 0:
-		V = make([]float64, n*k)
-	case c.Steps == 0:
+	case t.nActive == 0:
+		t.v = make([]float64, t.n*k)
+	case t.c.Steps == 0:
 		// Only the public features: random further columns would be
 		// noise for the users to fit.
-		V = init
-		for j := range n {
-			for col := min(k, publicFeatures+c.CovRank); col < k; col++ {
-				V[j*k+col] = 0
+		t.v = init
+		for j := range t.n {
+			for col := min(k, publicFeatures+t.c.CovRank); col < k; col++ {
+				t.v[j*k+col] = 0
 			}
 		}
 	default:
-		// The ALS steps.
-		var mechs []*mechanism.Gaussian
-		sigmaStep, mechs, err = c.stepMechanisms(rhoStep, env.Delta, stepSensValue, mf.DPALSDim(nActive, d), env.instrument())
-		if err != nil {
-			return nil, err
-		}
-		steps := make([]mf.Releaser, len(mechs))
-		for t, m := range mechs {
-			steps[t] = m
-			parts = append(parts, m.Guarantee())
-		}
-		// Ridge of item j: λ0·(count_j + 1)^ν (frequency-scaled; ν = 1 is
-		// ALS's weighted-λ, the weighted count being the item's total
-		// weight Σ_i c_ij up to scale) plus λ·σ·√(2k), the spectral scale
-		// of the noise left in a Gram block after the PSD projection
-		noiseRidge := c.ItemLambda * sigmaStep * math.Sqrt(2*float64(d))
-		var poolWeights []float64
-		if c.PooledGram {
-			// Item j's weight in the statistics, Σ_i c_ij², up to a
-			// constant: its released weighted count, times w_j² with
-			// adaptive weights (mf.DPALSOptions.PoolWeights).
-			poolWeights = featureCounts
-			if c.WeightExp != 0 {
-				w := mf.AdaptiveWeights(featureCounts, c.WeightExp)
-				poolWeights = make([]float64, n)
-				for j := range n {
-					poolWeights[j] = featureCounts[j] * w[j] * w[j]
-				}
+		return t.alsSteps(ctx, init)
+	}
+	return nil
+}
+
+// alsSteps runs the ALS steps (mf.DPALS), each releasing the items'
+// statistics with Gaussian noise, from init.
+func (t *dpalsTrainer) alsSteps(ctx context.Context, init []float64) error {
+	c, env := t.c, t.env
+	sigmaStep, mechs, err := c.stepMechanisms(t.split.step, env.Delta, t.stepSens, mf.DPALSDim(t.nActive, t.d), env.instrument())
+	if err != nil {
+		return err
+	}
+	t.sigmaStep = sigmaStep
+	steps := make([]mf.Releaser, len(mechs))
+	for i, m := range mechs {
+		steps[i] = m
+		t.parts = append(t.parts, m.Guarantee())
+	}
+	itemLambda, biasLambda := t.ridges()
+	start := time.Now()
+	// In process the steps sum over the matrix; an external engine
+	// sums each step's statistic (mf.ALSStepStatistic) where it runs.
+	var p *mf.Problem
+	var stepEngine statistic.Engine
+	if t.data != nil {
+		p = mf.FromMatrix(t.data)
+	} else {
+		stepEngine = t.eng
+	}
+	t.v, t.itemBias, err = mf.DPALS(ctx, p, mf.DPALSOptions{
+		Rank: t.k, Steps: steps, Noise: env.Noise,
+		Mean: t.st.Mean, ItemBias: t.itemBias, Counts: t.featureCounts, Active: t.active,
+		UserLambda: c.UserLambda, UserDamping: c.UserDamping, ItemLambda: itemLambda, BiasLambda: biasLambda,
+		UserClip: c.UserClip, ResidualClip: t.clip, RHSScale: t.rhsScale,
+		BiasScale: t.biasScale, PoolWeights: t.poolWeights(), PoolNoise: sigmaStep, PoolPosterior: c.ItemPosterior && c.PooledGram,
+		Posterior: func(s, p, alpha []float64) {
+			if env.Log != nil {
+				env.Log.Info("dpals item prior", "pool_eigenvalues", s, "factor_variance", p, "rating_noise", alpha)
 			}
-		}
-		for j := range n {
-			if active[j] {
-				itemLambda[j] = math.Max(c.ItemLambda0*math.Pow(counts[j]+1, c.RegExponent)+noiseRidge, 1e-9)
-				biasLambda[j] = math.Max(c.ItemDamping*sigmaStep, 1e-9)
+		},
+		MaxPerUser: c.MaxPerUser, WeightExponent: c.WeightExp, Init: init, PriorRidge: c.PriorRidge, InitScale: c.InitScale,
+		Rand: env.Rand.Rand(), Workers: env.Workers, Engine: stepEngine,
+		Progress: func(it mf.Iteration) {
+			if env.Log != nil {
+				env.Log.Debug("dpals", "step", it.Done, "of", it.Total, "change", it.Change,
+					"eta_seconds", time.Since(start).Seconds()/float64(it.Done)*float64(it.Total-it.Done))
 			}
-		}
-		start := time.Now()
-		// In process the steps sum over the matrix; an external engine
-		// sums each step's statistic (mf.ALSStepStatistic) where it runs.
-		var p *mf.Problem
-		var stepEngine statistic.Engine
-		if data != nil {
-			p = mf.FromMatrix(data)
-		} else {
-			stepEngine = eng
-		}
-		V, itemBias, err = mf.DPALS(ctx, p, mf.DPALSOptions{
-			Rank: k, Steps: steps, Noise: env.Noise,
-			Mean: st.Mean, ItemBias: itemBias, Counts: featureCounts, Active: active,
-			UserLambda: c.UserLambda, UserDamping: c.UserDamping, ItemLambda: itemLambda, BiasLambda: biasLambda,
-			UserClip: c.UserClip, ResidualClip: clip, RHSScale: rhsScale,
-			BiasScale: biasScale, PoolWeights: poolWeights, PoolNoise: sigmaStep, PoolPosterior: c.ItemPosterior && c.PooledGram,
-			Posterior: func(s, p, alpha []float64) {
-				if env.Log != nil {
-					env.Log.Info("dpals item prior", "pool_eigenvalues", s, "factor_variance", p, "rating_noise", alpha)
-				}
-			},
-			MaxPerUser: c.MaxPerUser, WeightExponent: c.WeightExp, Init: init, PriorRidge: c.PriorRidge, InitScale: c.InitScale,
-			Rand: env.Rand.Rand(), Workers: env.Workers, Engine: stepEngine,
-			Progress: func(it mf.Iteration) {
-				if env.Log != nil {
-					env.Log.Debug("dpals", "step", it.Done, "of", it.Total, "change", it.Change,
-						"eta_seconds", time.Since(start).Seconds()/float64(it.Done)*float64(it.Total-it.Done))
-				}
-				if env.Progress != nil {
-					env.Progress(it.Done, it.Total)
-				}
-			},
-		})
-		if err != nil {
-			return nil, err
+			if env.Progress != nil {
+				env.Progress(it.Done, it.Total)
+			}
+		},
+	})
+	return err
+}
+
+// ridges are the active items' ridges of the steps: λ0·(count_j + 1)^ν
+// (frequency-scaled; ν = 1 is ALS's weighted-λ, the weighted count being
+// the item's total weight Σ_i c_ij up to scale) plus λ·σ·√(2k), the
+// spectral scale of the noise left in a Gram block after the PSD
+// projection; and the item biases' ridges.
+func (t *dpalsTrainer) ridges() (itemLambda, biasLambda []float64) {
+	c := t.c
+	itemLambda, biasLambda = make([]float64, t.n), make([]float64, t.n)
+	noiseRidge := c.ItemLambda * t.sigmaStep * math.Sqrt(2*float64(t.d))
+	for j := range t.n {
+		if t.active[j] {
+			itemLambda[j] = math.Max(c.ItemLambda0*math.Pow(t.counts[j]+1, c.RegExponent)+noiseRidge, 1e-9)
+			biasLambda[j] = math.Max(c.ItemDamping*t.sigmaStep, 1e-9)
 		}
 	}
-	g, err := accountant.Compose(env.Delta, parts...)
+	return itemLambda, biasLambda
+}
+
+// poolWeights is, with a pooled Gram, item j's weight in the statistics,
+// Σ_i c_ij², up to a constant: its released weighted count, times w_j²
+// with adaptive weights (mf.DPALSOptions.PoolWeights); nil without.
+func (t *dpalsTrainer) poolWeights() []float64 {
+	c := t.c
+	if !c.PooledGram {
+		return nil
+	}
+	if c.WeightExp == 0 {
+		return t.featureCounts
+	}
+	w := mf.AdaptiveWeights(t.featureCounts, c.WeightExp)
+	pw := make([]float64, t.n)
+	for j := range t.n {
+		pw[j] = t.featureCounts[j] * w[j] * w[j]
+	}
+	return pw
+}
+
+// guarantee composes the releases and states what each released.
+func (t *dpalsTrainer) guarantee() (privacy.Guarantee, error) {
+	c, env := t.c, t.env
+	g, err := accountant.Compose(env.Delta, t.parts...)
 	if err != nil {
-		return nil, fmt.Errorf("composing the releases: %w", err)
+		return g, fmt.Errorf("composing the releases: %w", err)
 	}
 	if g.Epsilon > env.Epsilon*(1+1e-9) {
-		return nil, fmt.Errorf("composed ε = %g exceeds the requested %g", g.Epsilon, env.Epsilon)
+		return g, fmt.Errorf("composed ε = %g exceeds the requested %g", g.Epsilon, env.Epsilon)
 	}
 	g.Notion, g.Relation = privacy.Joint, privacy.RelationUserReplace
-	g.Note = fmt.Sprintf("zCDP composition of %d Gaussian release(s).", len(parts))
+	g.Note = fmt.Sprintf("zCDP composition of %d Gaussian release(s).", len(t.parts))
 	weights := "1/√n over her n ratings"
-	if sigmaCount > 0 {
-		g.Note += fmt.Sprintf(" Item counts (σ = %.4g, ℓ2 sensitivity %.4g): Σ 1/√n over the users who rated each item, n a user's ratings.", sigmaCount, (&statistic.Counts{}).Sensitivity().Value)
+	if t.sigmaCount > 0 {
+		g.Note += fmt.Sprintf(" Item counts (σ = %.4g, ℓ2 sensitivity %.4g): Σ 1/√n over the users who rated each item, n a user's ratings.", t.sigmaCount, (&statistic.Counts{}).Sensitivity().Value)
 		weights = fmt.Sprintf("∝ (noisy count)^%g, normalised so that the squares sum to 1", c.BiasWeightExp)
 	}
-	g.Note += fmt.Sprintf(" Bias statistics (σ = %.4g, ℓ2 sensitivity %.4g): per-item weighted sums of ratings centred at each user's mean and clipped to ±%g, per-item weighted counts and spreads, a global-mean pair; a user's weights %s.", st.Sigma, biasSens.Value, clip, weights)
-	if sigmaCov > 0 {
-		g.Note += fmt.Sprintf(" Item covariance (σ = %.4g, ℓ2 sensitivity %.4g): Σ over users of x xᵀ, x her ratings centred as above and clipped to ±%g, weighted 1/√m over her m ratings of the %d covered items (those with the largest noisy counts); its top eigenvectors are public item features.", sigmaCov, mf.CovSensitivity(clip), clip, len(covItems))
+	g.Note += fmt.Sprintf(" Bias statistics (σ = %.4g, ℓ2 sensitivity %.4g): per-item weighted sums of ratings centred at each user's mean and clipped to ±%g, per-item weighted counts and spreads, a global-mean pair; a user's weights %s.", t.st.Sigma, statistic.BiasSensitivity().Value, t.clip, weights)
+	if t.sigmaCov > 0 {
+		g.Note += fmt.Sprintf(" Item covariance (σ = %.4g, ℓ2 sensitivity %.4g): Σ over users of x xᵀ, x her ratings centred as above and clipped to ±%g, weighted 1/√m over her m ratings of the %d covered items (those with the largest noisy counts); its top eigenvectors are public item features.", t.sigmaCov, mf.CovSensitivity(t.clip), t.clip, len(t.covItems))
 	}
-	if steps := c.Steps; steps > 0 && sigmaStep > 0 {
-		g.Note += fmt.Sprintf(" Each of %d ALS steps (σ = %.4g, ℓ2 sensitivity %.4g over %d items with factors): per item the Gram block Σ c·ũũᵀ and Σ c·y·ũ of the users' rows clipped to ‖ũ‖ ≤ %g", steps, sigmaStep, stepSensValue, nActive, c.UserClip)
-		if biasScale > 0 {
-			g.Note += fmt.Sprintf(" (with a constant coordinate %g that re-estimates the item biases)", biasScale)
+	if steps := c.Steps; steps > 0 && t.sigmaStep > 0 {
+		g.Note += fmt.Sprintf(" Each of %d ALS steps (σ = %.4g, ℓ2 sensitivity %.4g over %d items with factors): per item the Gram block Σ c·ũũᵀ and Σ c·y·ũ of the users' rows clipped to ‖ũ‖ ≤ %g", steps, t.sigmaStep, t.stepSens, t.nActive, c.UserClip)
+		if t.biasScale > 0 {
+			g.Note += fmt.Sprintf(" (with a constant coordinate %g that re-estimates the item biases)", t.biasScale)
 		}
-		g.Note += fmt.Sprintf(", ratings centred and clipped to ±%g, weights Σ_j c_ij² ≤ 1 per user.", clip)
+		g.Note += fmt.Sprintf(", ratings centred and clipped to ±%g, weights Σ_j c_ij² ≤ 1 per user.", t.clip)
 	} else {
 		g.Note += " No ALS step ran; the item factors are public post-processing of the releases (item bias, log count, its square, their product, spread; the covariance's eigenvectors)."
 	}
 	g.Note += " Each user's row and bias are computed on her side from the public model and her own ratings."
+	return g, nil
+}
 
-	m := model.NewPublic("dpals", cat)
-	m.Rank, m.V = k, V
-	m.Offset, m.ItemBias = st.Mean, itemBias
+// model is the public model: the item factors and biases, the global
+// mean, and how a user computes her own row.
+func (t *dpalsTrainer) model() *model.Model {
+	c := t.c
+	m := model.NewPublic("dpals", t.cat)
+	m.Rank, m.V = t.k, t.v
+	m.Offset, m.ItemBias = t.st.Mean, t.itemBias
+	scale := t.scale
 	m.Transform.Clamp = &scale
 	m.Transform.UserCentred, m.UserDamping = true, c.UserDamping
 	m.FoldIn, m.FoldLambda = model.FoldRidge, c.UserLambda
-	m.Params = map[string]any{"rank": k, "steps": c.Steps, "bias_share": c.BiasShare, "user_lambda": c.UserLambda,
+	m.Params = map[string]any{"rank": t.k, "steps": c.Steps, "bias_share": c.BiasShare, "user_lambda": c.UserLambda,
 		"user_damping": c.UserDamping, "item_damping": c.ItemDamping, "item_lambda": c.ItemLambda, "item_lambda0": c.ItemLambda0,
 		"reg_exponent": c.RegExponent, "weight_exponent": c.WeightExp, "max_per_user": c.MaxPerUser, "user_clip": c.UserClip,
-		"clip": clip, "min_count": c.MinCount, "fallback": c.Fallback, "bias_scale": c.BiasScale, "rhs_weight": c.RHSWeight,
+		"clip": t.clip, "min_count": c.MinCount, "fallback": c.Fallback, "bias_scale": c.BiasScale, "rhs_weight": c.RHSWeight,
 		"init": c.Init, "prior_ridge": c.PriorRidge, "cov_rank": c.CovRank, "cov_share": c.CovShare, "cov_items": c.CovItems, "cov_scale": c.CovScale,
 		"bias_prior": c.BiasPrior, "bias_weight_exponent": c.BiasWeightExp, "count_share": c.CountShare,
 		"cov_normalise": c.CovNormalise, "pooled_gram": c.PooledGram, "item_posterior": c.ItemPosterior, "large_from": c.LargeFrom}
-	var states *model.UserStates
-	if env.Engine == nil {
-		// An external engine keeps the users' rows on its side.
-		if states, err = foldInAll(ctx, m, in.Ratings, "dpals"); err != nil {
-			return nil, err
-		}
-	}
-	return &release.Release{Public: m, PerUser: states, Guarantee: g, Report: release.Report{
-		"sigma_bias": st.Sigma, "sigma_step": sigmaStep, "steps": c.Steps, "items_with_factors": nActive,
-		"items": n, "global_mean": st.Mean, "rank": k, "sigma_cov": sigmaCov, "cov_items": len(covItems)}}, nil
+	return m
 }
 
 // publicInit is the public initial item factors, features of each item
