@@ -174,119 +174,161 @@ func DefaultMeanEpsilon(reportEps float64) float64 { return reportEps / 8 }
 // BuildConfig validates the options and builds the published collection
 // configuration. Errors name the flag.
 func BuildConfig(o Options) (*api.Config, error) {
+	if err := checkCatalogueBudget(o); err != nil {
+		return nil, err
+	}
+	cfg := &api.Config{Mechanism: o.Mechanism, Budget: o.Budget, Scale: api.Scale{Min: o.Scale.Min, Max: o.Scale.Max, Levels: o.Levels},
+		Items: configItems(o.Catalogue)}
+	var err error
+	switch o.Mechanism {
+	case "rr", "laplace":
+		err = localConfig(o, cfg)
+	case api.MechanismNone:
+		err = centralConfig(o, cfg)
+	default:
+		err = fmt.Errorf("--mechanism %q: want rr or laplace (local DP, randomized on the device) or none (central: a trusted curator)", o.Mechanism)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg.GuaranteeText = cfg.Guarantee.String()
+	return cfg, nil
+}
+
+// checkCatalogueBudget refuses a catalogue that is missing or cannot be
+// written in a collect file, a scale that is not one, and a budget that is
+// not a positive finite ε the ledger can hold.
+func checkCatalogueBudget(o Options) error {
 	if o.Catalogue == nil || o.Catalogue.Len() == 0 {
-		return nil, fmt.Errorf("--items FILE is required: the declared catalogue every report covers")
+		return fmt.Errorf("--items FILE is required: the declared catalogue every report covers")
 	}
 	for _, id := range o.Catalogue.IDs() {
 		if strings.ContainsAny(id, "\t\r\n") || strings.HasPrefix(id, "#") {
-			return nil, fmt.Errorf("--items: item ID %q cannot be written in a collect file (tab, newline or leading #)", id)
+			return fmt.Errorf("--items: item ID %q cannot be written in a collect file (tab, newline or leading #)", id)
 		}
 	}
 	if err := o.Scale.Validate(); err != nil {
-		return nil, fmt.Errorf("--scale: %w", err)
+		return fmt.Errorf("--scale: %w", err)
 	}
 	if !(o.Budget > 0) || math.IsInf(o.Budget, 0) {
-		return nil, fmt.Errorf("--budget must be a positive finite ε, got %g", o.Budget)
+		return fmt.Errorf("--budget must be a positive finite ε, got %g", o.Budget)
 	}
 	if _, err := store.BudgetNano(o.Budget); err != nil {
-		return nil, fmt.Errorf("--budget: %w", err)
+		return fmt.Errorf("--budget: %w", err)
 	}
-	n := o.Catalogue.Len()
-	cfg := &api.Config{Mechanism: o.Mechanism, Budget: o.Budget, Scale: api.Scale{Min: o.Scale.Min, Max: o.Scale.Max, Levels: o.Levels}}
-	titles := o.Catalogue.Titles()
-	for k, id := range o.Catalogue.IDs() {
+	return nil
+}
+
+// configItems is the catalogue's items, with their titles.
+func configItems(cat *model.Catalogue) []api.Item {
+	var items []api.Item
+	titles := cat.Titles()
+	for k, id := range cat.IDs() {
 		it := api.Item{ID: id}
 		if titles != nil {
 			it.Title = titles[k]
 		}
-		cfg.Items = append(cfg.Items, it)
+		items = append(items, it)
 	}
-	switch o.Mechanism {
-	case "rr", "laplace":
-		cfg.Mode = api.ModeLocal
-		cfg.LedgerUnit = api.UnitEpsilon
-		switch {
-		case o.BudgetDelta != 0:
-			return nil, fmt.Errorf("--budget-delta applies to central mode (--mechanism none): a local-mode budget is a pure ε")
-		case o.Period != 0:
-			return nil, fmt.Errorf("--period applies to central mode (--mechanism none): a local-mode budget is for all of a user's reports")
-		case o.MaxDelta != 0:
-			return nil, fmt.Errorf("--max-delta applies to central mode (--mechanism none): local-mode releases are post-processing of pure ε-DP reports")
-		case o.Exhausted != "":
-			return nil, fmt.Errorf("--exhausted applies to central mode (--mechanism none): a local-mode report past the budget is refused")
-		}
-		if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0) {
-			return nil, fmt.Errorf("--epsilon must be a positive finite per-report ε, got %g", o.Epsilon)
-		}
-		if !(o.MeanEpsilon >= 0) || math.IsInf(o.MeanEpsilon, 0) {
-			return nil, fmt.Errorf("--mean-epsilon must be a finite ε ≥ 0 (0: no mean report), got %g", o.MeanEpsilon)
-		}
-		if o.MeanEpsilon >= o.Epsilon {
-			return nil, fmt.Errorf("--mean-epsilon %g must be below --epsilon %g: the mean report is part of the per-report ε, and the rest pays for the %d cells", o.MeanEpsilon, o.Epsilon, n)
-		}
-		if o.Epsilon > o.Budget {
-			return nil, fmt.Errorf("--epsilon %g exceeds --budget %g: no report would fit", o.Epsilon, o.Budget)
-		}
-		if o.Mechanism == "rr" {
-			lv, err := rrLevels(cfg.Scale)
-			if err != nil {
-				return nil, err
-			}
-			cfg.Scale.Levels = lv
-		} else if o.Levels != 0 {
-			return nil, fmt.Errorf("--levels applies to --mechanism rr only")
-		}
-		lp, err := localParams(o.Mechanism, o.Epsilon, o.MeanEpsilon, n, cfg.Scale)
+	return items
+}
+
+// localConfig settles a local-mode collection (rr, laplace): the per-report
+// ε and its mean part, the rating levels, the reports' parameters, the
+// reports a budget affords and the guarantee.
+func localConfig(o Options, cfg *api.Config) error {
+	n := o.Catalogue.Len()
+	cfg.Mode = api.ModeLocal
+	cfg.LedgerUnit = api.UnitEpsilon
+	switch {
+	case o.BudgetDelta != 0:
+		return fmt.Errorf("--budget-delta applies to central mode (--mechanism none): a local-mode budget is a pure ε")
+	case o.Period != 0:
+		return fmt.Errorf("--period applies to central mode (--mechanism none): a local-mode budget is for all of a user's reports")
+	case o.MaxDelta != 0:
+		return fmt.Errorf("--max-delta applies to central mode (--mechanism none): local-mode releases are post-processing of pure ε-DP reports")
+	case o.Exhausted != "":
+		return fmt.Errorf("--exhausted applies to central mode (--mechanism none): a local-mode report past the budget is refused")
+	}
+	if !(o.Epsilon > 0) || math.IsInf(o.Epsilon, 0) {
+		return fmt.Errorf("--epsilon must be a positive finite per-report ε, got %g", o.Epsilon)
+	}
+	if !(o.MeanEpsilon >= 0) || math.IsInf(o.MeanEpsilon, 0) {
+		return fmt.Errorf("--mean-epsilon must be a finite ε ≥ 0 (0: no mean report), got %g", o.MeanEpsilon)
+	}
+	if o.MeanEpsilon >= o.Epsilon {
+		return fmt.Errorf("--mean-epsilon %g must be below --epsilon %g: the mean report is part of the per-report ε, and the rest pays for the %d cells", o.MeanEpsilon, o.Epsilon, n)
+	}
+	if o.Epsilon > o.Budget {
+		return fmt.Errorf("--epsilon %g exceeds --budget %g: no report would fit", o.Epsilon, o.Budget)
+	}
+	if o.Mechanism == "rr" {
+		lv, err := rrLevels(cfg.Scale)
 		if err != nil {
-			if o.MeanEpsilon > 0 {
-				return nil, fmt.Errorf("--epsilon %g with --mean-epsilon %g: %w", o.Epsilon, o.MeanEpsilon, err)
-			}
-			return nil, fmt.Errorf("--epsilon: %w", err)
+			return err
 		}
-		cfg.ReportEpsilon, cfg.CellEpsilon, cfg.Units, cfg.MaxAbsValue = o.Epsilon, lp.cellEps, lp.units, lp.maxAbs
-		cfg.MeanEpsilon, cfg.MaxAbsMean = o.MeanEpsilon, lp.maxAbsMean
-		charge, _ := store.ChargeNano(o.Epsilon)
-		budget, _ := store.BudgetNano(o.Budget)
-		cfg.MaxReports = int(budget / charge)
-		g := lp.perUser
-		g.Epsilon = o.Epsilon
-		g.Relation = privacy.RelationLocalReport
-		if o.MeanEpsilon > 0 {
-			g.Note = fmt.Sprintf("One report covers all %d catalogue items, each randomized on the device (%s, per-item ε = %.6g; a missing rating is randomized too), and carries the device's own mean rating on the declared scale with Laplace noise at ε = %g (the mean report); by basic composition one report is ε = %.6g + %g ≤ %g-DP for its user (%d·%.6g for the cells, %g for the mean), and ε = %.6g per rating (its cell and the mean). The ledger debits ε = %g per stored report and refuses reports beyond the budget ε = %g, so all of a user's reports together are at most %g-DP.",
-				n, mechanismName(o.Mechanism), lp.cellEps, o.MeanEpsilon, lp.perUser.Epsilon-o.MeanEpsilon, o.MeanEpsilon, o.Epsilon, n, lp.cellEps, o.MeanEpsilon, lp.perRating.Epsilon, o.Epsilon, o.Budget, o.Budget)
-		} else {
-			g.Note = fmt.Sprintf("One report covers all %d catalogue items, each randomized on the device (%s, per-item ε = %.6g; a missing rating is randomized too), and carries no mean report; by basic composition one report is ε = %g-DP for its user. The ledger debits ε = %g per stored report and refuses reports beyond the budget ε = %g, so all of a user's reports together are at most %g-DP.",
-				n, mechanismName(o.Mechanism), lp.cellEps, o.Epsilon, o.Epsilon, o.Budget, o.Budget)
-		}
-		cfg.Guarantee = g
-	case api.MechanismNone:
-		cfg.Mode = api.ModeCentral
-		if o.Epsilon != 0 {
-			return nil, fmt.Errorf("--epsilon applies to local mechanisms (rr, laplace); in central mode (--mechanism none) each release states its own ε")
-		}
-		if o.MeanEpsilon != 0 {
-			return nil, fmt.Errorf("--mean-epsilon applies to local mechanisms (rr, laplace): in central mode (--mechanism none) reports carry true ratings, no mean report")
-		}
-		if o.Levels < 0 || o.Levels == 1 {
-			return nil, fmt.Errorf("--levels must be 0 or ≥ 2, got %d", o.Levels)
-		}
-		if err := centralLedger(o, cfg); err != nil {
-			return nil, err
-		}
-		cfg.Units = "rating"
-		period := ""
-		if cfg.PeriodSeconds > 0 {
-			period = fmt.Sprintf(" per period of %s (periods [k·P, (k+1)·P) of Unix time; the budget renews with each period, so the guarantee holds for the releases of one period, not for all time)", time.Duration(cfg.PeriodSeconds)*time.Second)
-		}
-		cfg.Guarantee = privacy.Guarantee{Epsilon: math.Inf(1), Unit: privacy.UnitUser, Notion: privacy.Central, Status: privacy.None,
-			Relation: RelationCentral,
-			Note: fmt.Sprintf("Central mode: reports carry true ratings to a trusted curator and cost nothing. The curator publishes only releases with a proven user-level guarantee under the collection's relation, and charges each user a release covers its zCDP ρ (a pure ε-DP release: ρ = ε²/2); the ledger holds ρ ≤ %.6g for every user%s, which is (ε = %g, δ = %g)-DP. A release stating δ above the policy (%s) is refused; %s.",
-				cfg.BudgetRho, period, o.Budget, cfg.BudgetDelta, deltaPolicy(cfg.MaxDelta), exhaustedText(cfg.Exhausted))}
-	default:
-		return nil, fmt.Errorf("--mechanism %q: want rr or laplace (local DP, randomized on the device) or none (central: a trusted curator)", o.Mechanism)
+		cfg.Scale.Levels = lv
+	} else if o.Levels != 0 {
+		return fmt.Errorf("--levels applies to --mechanism rr only")
 	}
-	cfg.GuaranteeText = cfg.Guarantee.String()
-	return cfg, nil
+	lp, err := localParams(o.Mechanism, o.Epsilon, o.MeanEpsilon, n, cfg.Scale)
+	if err != nil {
+		if o.MeanEpsilon > 0 {
+			return fmt.Errorf("--epsilon %g with --mean-epsilon %g: %w", o.Epsilon, o.MeanEpsilon, err)
+		}
+		return fmt.Errorf("--epsilon: %w", err)
+	}
+	cfg.ReportEpsilon, cfg.CellEpsilon, cfg.Units, cfg.MaxAbsValue = o.Epsilon, lp.cellEps, lp.units, lp.maxAbs
+	cfg.MeanEpsilon, cfg.MaxAbsMean = o.MeanEpsilon, lp.maxAbsMean
+	charge, _ := store.ChargeNano(o.Epsilon)
+	budget, _ := store.BudgetNano(o.Budget)
+	cfg.MaxReports = int(budget / charge)
+	cfg.Guarantee = localGuarantee(o, lp, n)
+	return nil
+}
+
+// localGuarantee is a local-mode collection's guarantee: each report's
+// per-user ε with its cells and mean report, the ledger's bound.
+func localGuarantee(o Options, lp localFit, n int) privacy.Guarantee {
+	g := lp.perUser
+	g.Epsilon = o.Epsilon
+	g.Relation = privacy.RelationLocalReport
+	if o.MeanEpsilon > 0 {
+		g.Note = fmt.Sprintf("One report covers all %d catalogue items, each randomized on the device (%s, per-item ε = %.6g; a missing rating is randomized too), and carries the device's own mean rating on the declared scale with Laplace noise at ε = %g (the mean report); by basic composition one report is ε = %.6g + %g ≤ %g-DP for its user (%d·%.6g for the cells, %g for the mean), and ε = %.6g per rating (its cell and the mean). The ledger debits ε = %g per stored report and refuses reports beyond the budget ε = %g, so all of a user's reports together are at most %g-DP.",
+			n, mechanismName(o.Mechanism), lp.cellEps, o.MeanEpsilon, lp.perUser.Epsilon-o.MeanEpsilon, o.MeanEpsilon, o.Epsilon, n, lp.cellEps, o.MeanEpsilon, lp.perRating.Epsilon, o.Epsilon, o.Budget, o.Budget)
+	} else {
+		g.Note = fmt.Sprintf("One report covers all %d catalogue items, each randomized on the device (%s, per-item ε = %.6g; a missing rating is randomized too), and carries no mean report; by basic composition one report is ε = %g-DP for its user. The ledger debits ε = %g per stored report and refuses reports beyond the budget ε = %g, so all of a user's reports together are at most %g-DP.",
+			n, mechanismName(o.Mechanism), lp.cellEps, o.Epsilon, o.Epsilon, o.Budget, o.Budget)
+	}
+	return g
+}
+
+// centralConfig settles a central-mode collection (none): the ledger's
+// budget in ρ, its period, the δ policy and the guarantee.
+func centralConfig(o Options, cfg *api.Config) error {
+	cfg.Mode = api.ModeCentral
+	if o.Epsilon != 0 {
+		return fmt.Errorf("--epsilon applies to local mechanisms (rr, laplace); in central mode (--mechanism none) each release states its own ε")
+	}
+	if o.MeanEpsilon != 0 {
+		return fmt.Errorf("--mean-epsilon applies to local mechanisms (rr, laplace): in central mode (--mechanism none) reports carry true ratings, no mean report")
+	}
+	if o.Levels < 0 || o.Levels == 1 {
+		return fmt.Errorf("--levels must be 0 or ≥ 2, got %d", o.Levels)
+	}
+	if err := centralLedger(o, cfg); err != nil {
+		return err
+	}
+	cfg.Units = "rating"
+	period := ""
+	if cfg.PeriodSeconds > 0 {
+		period = fmt.Sprintf(" per period of %s (periods [k·P, (k+1)·P) of Unix time; the budget renews with each period, so the guarantee holds for the releases of one period, not for all time)", time.Duration(cfg.PeriodSeconds)*time.Second)
+	}
+	cfg.Guarantee = privacy.Guarantee{Epsilon: math.Inf(1), Unit: privacy.UnitUser, Notion: privacy.Central, Status: privacy.None,
+		Relation: RelationCentral,
+		Note: fmt.Sprintf("Central mode: reports carry true ratings to a trusted curator and cost nothing. The curator publishes only releases with a proven user-level guarantee under the collection's relation, and charges each user a release covers its zCDP ρ (a pure ε-DP release: ρ = ε²/2); the ledger holds ρ ≤ %.6g for every user%s, which is (ε = %g, δ = %g)-DP. A release stating δ above the policy (%s) is refused; %s.",
+			cfg.BudgetRho, period, o.Budget, cfg.BudgetDelta, deltaPolicy(cfg.MaxDelta), exhaustedText(cfg.Exhausted))}
+	return nil
 }
 
 // RelationCentral is the neighbouring relation of a central-mode
