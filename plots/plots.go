@@ -88,13 +88,39 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 	p.X.Label.Text = f.XLabel
 	p.Y.Label.Text = f.YLabel
 	p.Add(plotter.NewGrid())
-	// The x range of the whole figure, for flat series, and the x values
-	// (ticks on a log axis go at the values themselves).
-	xmin, xmax := math.Inf(1), math.Inf(-1)
-	xset := map[float64]bool{}
+	xmin, xmax, xset, err := f.xRange()
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, s := range f.Series {
+		if len(s.X) == 0 {
+			continue
+		}
+		if s.Style > 0 {
+			k = s.Style - 1
+		}
+		if err := f.addSeries(p, &leg, k, s, xmin, xmax); err != nil {
+			return nil, nil, err
+		}
+	}
+	f.setAxes(p, xmin, xmax, xset)
+	leg.Top, leg.Left = true, true
+	leg.ThumbnailWidth = vg.Points(22)
+	leg.TextStyle.Font.Size = vg.Points(11)
+	leg.Padding = vg.Points(2.5) // entries apart: their glyphs touched
+	return p, &leg, nil
+}
+
+// xRange is the x range of the whole figure's series that are not flat
+// (1 … 10 when all are: the range flat series span), and their x values
+// (ticks on a log axis go at the values themselves); it refuses a series
+// whose lengths disagree.
+func (f *Figure) xRange() (xmin, xmax float64, xset map[float64]bool, err error) {
+	xmin, xmax = math.Inf(1), math.Inf(-1)
+	xset = map[float64]bool{}
 	for _, s := range f.Series {
 		if len(s.X) != len(s.Mean) || (s.SD != nil && len(s.SD) != len(s.Mean)) {
-			return nil, nil, fmt.Errorf("plots: series %q has %d x, %d means, %d sds", s.Label, len(s.X), len(s.Mean), len(s.SD))
+			return 0, 0, nil, fmt.Errorf("plots: series %q has %d x, %d means, %d sds", s.Label, len(s.X), len(s.Mean), len(s.SD))
 		}
 		if s.Flat {
 			continue
@@ -107,76 +133,92 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 	if math.IsInf(xmin, 1) { // only flat series
 		xmin, xmax = 1, 10
 	}
-	for k, s := range f.Series {
-		if len(s.X) == 0 {
-			continue
-		}
-		if s.Style > 0 {
-			k = s.Style - 1
-		}
-		col := Colour(k)
-		xs, ms, sds := sortByX(s)
-		if s.Flat {
-			m, sd := ms[0], 0.0
-			if sds != nil {
-				sd = sds[0]
-			}
-			xs, ms, sds = []float64{xmin, xmax}, []float64{m, m}, []float64{sd, sd}
-		}
-		for i := range xs {
-			if (f.LogX && !(xs[i] > 0)) || (f.LogY && !(ms[i] > 0)) {
-				return nil, nil, fmt.Errorf("plots: series %q has a non-positive value on a log axis", s.Label)
-			}
-		}
+	return xmin, xmax, xset, nil
+}
+
+// addSeries draws series s in style k — its ±SD band, its line, its
+// points (a flat series: a dashed line over [xmin, xmax]) — and adds it to
+// the legend.
+func (f *Figure) addSeries(p *plot.Plot, leg *plot.Legend, k int, s Series, xmin, xmax float64) error {
+	col := Colour(k)
+	xs, ms, sds := sortByX(s)
+	if s.Flat {
+		m, sd := ms[0], 0.0
 		if sds != nil {
-			band := make(plotter.XYs, 0, 2*len(xs))
-			for i := range xs {
-				band = append(band, plotter.XY{X: xs[i], Y: ms[i] + sds[i]})
-			}
-			for i := len(xs) - 1; i >= 0; i-- {
-				lo := ms[i] - sds[i]
-				if f.LogY && lo <= 0 {
-					lo = ms[i] / 10 // keep the band's lower edge on a log axis
-				}
-				band = append(band, plotter.XY{X: xs[i], Y: lo})
-			}
-			poly, err := plotter.NewPolygon(band)
-			if err != nil {
-				return nil, nil, fmt.Errorf("plots: band of %q: %w", s.Label, err)
-			}
-			// color.RGBA is premultiplied: a translucent fill needs NRGBA.
-			poly.Color = color.NRGBA{R: col.R, G: col.G, B: col.B, A: 48}
-			poly.LineStyle.Width = 0
-			p.Add(poly)
+			sd = sds[0]
 		}
-		pts := make(plotter.XYs, len(xs))
-		for i := range xs {
-			pts[i] = plotter.XY{X: xs[i], Y: ms[i]}
-		}
-		line, err := plotter.NewLine(pts)
-		if err != nil {
-			return nil, nil, fmt.Errorf("plots: line of %q: %w", s.Label, err)
-		}
-		line.Color = col
-		line.Width = vg.Points(1.6)
-		if s.Flat || s.Dashed {
-			line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
-		}
-		if s.Flat {
-			p.Add(line)
-			leg.Add(s.Label, line)
-			continue
-		}
-		sc, err := plotter.NewScatter(pts)
-		if err != nil {
-			return nil, nil, fmt.Errorf("plots: points of %q: %w", s.Label, err)
-		}
-		sc.Color = col
-		sc.Shape = shapes[k%len(shapes)]
-		sc.Radius = vg.Points(2.8)
-		p.Add(line, sc)
-		leg.Add(s.Label, line, sc)
+		xs, ms, sds = []float64{xmin, xmax}, []float64{m, m}, []float64{sd, sd}
 	}
+	for i := range xs {
+		if (f.LogX && !(xs[i] > 0)) || (f.LogY && !(ms[i] > 0)) {
+			return fmt.Errorf("plots: series %q has a non-positive value on a log axis", s.Label)
+		}
+	}
+	if sds != nil {
+		poly, err := f.band(xs, ms, sds, col)
+		if err != nil {
+			return fmt.Errorf("plots: band of %q: %w", s.Label, err)
+		}
+		p.Add(poly)
+	}
+	pts := make(plotter.XYs, len(xs))
+	for i := range xs {
+		pts[i] = plotter.XY{X: xs[i], Y: ms[i]}
+	}
+	line, err := plotter.NewLine(pts)
+	if err != nil {
+		return fmt.Errorf("plots: line of %q: %w", s.Label, err)
+	}
+	line.Color = col
+	line.Width = vg.Points(1.6)
+	if s.Flat || s.Dashed {
+		line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+	}
+	if s.Flat {
+		p.Add(line)
+		leg.Add(s.Label, line)
+		return nil
+	}
+	sc, err := plotter.NewScatter(pts)
+	if err != nil {
+		return fmt.Errorf("plots: points of %q: %w", s.Label, err)
+	}
+	sc.Color = col
+	sc.Shape = shapes[k%len(shapes)]
+	sc.Radius = vg.Points(2.8)
+	p.Add(line, sc)
+	leg.Add(s.Label, line, sc)
+	return nil
+}
+
+// band is the translucent ±SD band around the means ms at xs, in colour
+// col (its lower edge kept above 0 on a log axis).
+func (f *Figure) band(xs, ms, sds []float64, col color.RGBA) (*plotter.Polygon, error) {
+	band := make(plotter.XYs, 0, 2*len(xs))
+	for i := range xs {
+		band = append(band, plotter.XY{X: xs[i], Y: ms[i] + sds[i]})
+	}
+	for i := len(xs) - 1; i >= 0; i-- {
+		lo := ms[i] - sds[i]
+		if f.LogY && lo <= 0 {
+			lo = ms[i] / 10 // keep the band's lower edge on a log axis
+		}
+		band = append(band, plotter.XY{X: xs[i], Y: lo})
+	}
+	poly, err := plotter.NewPolygon(band)
+	if err != nil {
+		return nil, err
+	}
+	// color.RGBA is premultiplied: a translucent fill needs NRGBA.
+	poly.Color = color.NRGBA{R: col.R, G: col.G, B: col.B, A: 48}
+	poly.LineStyle.Width = 0
+	return poly, nil
+}
+
+// setAxes sets the axes' scales and tick markers: a log x axis ticks at
+// the values xset (widened by a factor around a single value), a log y
+// axis at powers, a linear axis at distinct labels.
+func (f *Figure) setAxes(p *plot.Plot, xmin, xmax float64, xset map[float64]bool) {
 	if f.LogX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = valueTicks(xset)
@@ -195,11 +237,6 @@ func (f *Figure) build() (*plot.Plot, *plot.Legend, error) {
 	if !f.LogX {
 		p.X.Tick.Marker = distinctTicks{}
 	}
-	leg.Top, leg.Left = true, true
-	leg.ThumbnailWidth = vg.Points(22)
-	leg.TextStyle.Font.Size = vg.Points(11)
-	leg.Padding = vg.Points(2.5) // entries apart: their glyphs touched
-	return p, &leg, nil
 }
 
 func legendLabel(s Series) string { return s.Label }
