@@ -28,90 +28,7 @@ func fastReport(b []byte) (f parsed, ok bool) {
 	}
 	for {
 		p.ws()
-		key, ok := p.plainString()
-		if !ok {
-			return f, false
-		}
-		p.ws()
-		if !p.eat(':') {
-			return f, false
-		}
-		p.ws()
-		switch string(key) {
-		case "id":
-			if seen&1 != 0 {
-				return f, false
-			}
-			seen |= 1
-			s, ok := p.plainString()
-			if !ok {
-				return f, false
-			}
-			id := string(s)
-			f.id = &id
-		case "epsilon":
-			if seen&2 != 0 {
-				return f, false
-			}
-			seen |= 2
-			x, ok := p.number()
-			if !ok {
-				return f, false
-			}
-			f.epsilon = &x
-		case "values":
-			if seen&4 != 0 {
-				return f, false
-			}
-			seen |= 4
-			if !p.eat('[') {
-				return f, false
-			}
-			f.hasValues = true
-			f.values = make([]*float64, 0, 64)
-			// The values live in one backing array rather than one
-			// allocation each; a full array is replaced by a larger one
-			// (the pointers into the old one stay valid).
-			var backing []float64
-			p.ws()
-			if !p.eat(']') {
-				for {
-					p.ws()
-					if p.literal("null") {
-						f.values = append(f.values, nil)
-					} else {
-						x, ok := p.number()
-						if !ok {
-							return f, false
-						}
-						if len(backing) == cap(backing) {
-							backing = make([]float64, 0, max(64, 2*cap(backing)))
-						}
-						backing = append(backing, x)
-						f.values = append(f.values, &backing[len(backing)-1])
-					}
-					p.ws()
-					if p.eat(']') {
-						break
-					}
-					if !p.eat(',') {
-						return f, false
-					}
-				}
-			}
-		case "mean":
-			if seen&8 != 0 {
-				return f, false
-			}
-			seen |= 8
-			if !p.literal("null") {
-				x, ok := p.number()
-				if !ok {
-					return f, false
-				}
-				f.mean = &x
-			}
-		default:
+		if !p.reportField(&f, &seen) {
 			return f, false
 		}
 		p.ws()
@@ -123,10 +40,106 @@ func fastReport(b []byte) (f parsed, ok bool) {
 		}
 	}
 	p.ws()
-	if p.i != len(p.b) {
-		return f, false
+	return f, p.i == len(p.b)
+}
+
+// reportField parses one `"key": value` member of a report into f; seen
+// has a bit for each key parsed so far (a repeated or unknown key is
+// refused).
+func (p *parser) reportField(f *parsed, seen *int) bool {
+	key, ok := p.plainString()
+	if !ok {
+		return false
 	}
-	return f, true
+	p.ws()
+	if !p.eat(':') {
+		return false
+	}
+	p.ws()
+	var bit int
+	switch string(key) {
+	case "id":
+		bit = 1
+	case "epsilon":
+		bit = 2
+	case "values":
+		bit = 4
+	case "mean":
+		bit = 8
+	default:
+		return false
+	}
+	if *seen&bit != 0 {
+		return false
+	}
+	*seen |= bit
+	switch bit {
+	case 1:
+		s, ok := p.plainString()
+		if !ok {
+			return false
+		}
+		id := string(s)
+		f.id = &id
+	case 2:
+		x, ok := p.number()
+		if !ok {
+			return false
+		}
+		f.epsilon = &x
+	case 4:
+		return p.reportValues(f)
+	case 8:
+		if !p.literal("null") {
+			x, ok := p.number()
+			if !ok {
+				return false
+			}
+			f.mean = &x
+		}
+	}
+	return true
+}
+
+// reportValues parses a report's values, an array of numbers and nulls,
+// into f.
+func (p *parser) reportValues(f *parsed) bool {
+	if !p.eat('[') {
+		return false
+	}
+	f.hasValues = true
+	f.values = make([]*float64, 0, 64)
+	// The values live in one backing array rather than one allocation
+	// each; a full array is replaced by a larger one (the pointers into the
+	// old one stay valid).
+	var backing []float64
+	p.ws()
+	if p.eat(']') {
+		return true
+	}
+	for {
+		p.ws()
+		if p.literal("null") {
+			f.values = append(f.values, nil)
+		} else {
+			x, ok := p.number()
+			if !ok {
+				return false
+			}
+			if len(backing) == cap(backing) {
+				backing = make([]float64, 0, max(64, 2*cap(backing)))
+			}
+			backing = append(backing, x)
+			f.values = append(f.values, &backing[len(backing)-1])
+		}
+		p.ws()
+		if p.eat(']') {
+			return true
+		}
+		if !p.eat(',') {
+			return false
+		}
+	}
 }
 
 type parser struct {
