@@ -153,19 +153,44 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 		}
 	}
 	e.runs++
-	// Not filepath.Join: it would turn gs://bucket into gs:/bucket.
-	base := strings.TrimSuffix(e.cfg.WorkDir, "/") + "/" + fmt.Sprintf("%s-%d", kind, e.runs)
-	sumsPath, refusedPath, listPath := base+".sums", base+".refused-count", base+".refused"
+	out := e.outputs(kind)
 	if e.cfg.inMemory() {
 		// Whatever happens next, the un-noised sums leave this process's
 		// memory with the pipeline.
-		defer removeOutputs(ctx, sumsPath, refusedPath)
+		defer removeOutputs(ctx, out.sums, out.refused)
 	}
 	p, s := beam.NewPipelineWithRoot()
+	if err := e.build(s, kind, plan, width, out); err != nil {
+		return nil, err
+	}
+	if err := e.cfg.Run(ctx, p); err != nil {
+		return nil, fmt.Errorf("%s pipeline: %w", spec.Name, err)
+	}
+	return e.collect(ctx, spec, width, out)
+}
+
+// sumOutputs are where a run's pipeline writes: the sums, the refused
+// rows' count and first row, and (on a filesystem the operator named)
+// every refused row.
+type sumOutputs struct{ sums, refused, list string }
+
+// outputs are the paths of this run's outputs in the work directory.
+func (e *Engine) outputs(kind string) sumOutputs {
+	// Not filepath.Join: it would turn gs://bucket into gs:/bucket.
+	base := strings.TrimSuffix(e.cfg.WorkDir, "/") + "/" + fmt.Sprintf("%s-%d", kind, e.runs)
+	return sumOutputs{base + ".sums", base + ".refused-count", base + ".refused"}
+}
+
+// build builds the pipeline of one statistic (kind, its encoded public
+// plan, keys of width coordinates) in scope s: the rows read and parsed,
+// grouped by user, each user's contribution, summed per key, written to
+// out with the refusals.
+func (e *Engine) build(s beam.Scope, kind string, plan []byte, width int, out sumOutputs) error {
 	var parsed, refused beam.PCollection
 	if e.cfg.Store != "" {
+		var err error
 		if parsed, refused, err = readStore(s, e.cfg.Store, e.cfg.StoreItems); err != nil {
-			return nil, err
+			return err
 		}
 	} else {
 		files := beam.Create(s, toAny(e.cfg.Inputs)...)
@@ -192,35 +217,38 @@ func (e *Engine) Sum(ctx context.Context, c statistic.Contribution) ([]float64, 
 	}
 	lines := beam.ParDo(s, formatBlock, sums)
 	users := beam.ParDo(s, formatUsers, stats.Sum(s, ones))
-	textio.Write(s, sumsPath, beam.Flatten(s, lines, users))
+	textio.Write(s, out.sums, beam.Flatten(s, lines, users))
 	// The refused rows' count and the first of them; one empty line (which
 	// readRefused skips) so that the file exists even when nothing was
 	// refused: a missing file then means a failed write. On a filesystem
 	// the operator named, every refused row is listed too.
 	refusals := beam.Flatten(s, refused, refused2)
 	summary := beam.ParDo(s, formatRefused, beam.Combine(s, &firstRefusedFn{}, refusals))
-	textio.Write(s, refusedPath, beam.Flatten(s, summary, beam.Create(s, "")))
+	textio.Write(s, out.refused, beam.Flatten(s, summary, beam.Create(s, "")))
 	if !e.cfg.inMemory() {
-		textio.Write(s, listPath, beam.ParDo(s, refusalMsg, refusals))
+		textio.Write(s, out.list, beam.ParDo(s, refusalMsg, refusals))
 	}
-	if err := e.cfg.Run(ctx, p); err != nil {
-		return nil, fmt.Errorf("%s pipeline: %w", spec.Name, err)
-	}
-	if n, first, err := readRefused(ctx, refusedPath); err != nil {
+	return nil
+}
+
+// collect reads what a run wrote: refused rows fail the sum
+// (RefusedError); else the sums and the number of users, which are kept.
+func (e *Engine) collect(ctx context.Context, spec statistic.Spec, width int, out sumOutputs) ([]float64, error) {
+	if n, first, err := readRefused(ctx, out.refused); err != nil {
 		return nil, err
 	} else if n > 0 {
 		re := &RefusedError{N: n, First: first}
 		if !e.cfg.inMemory() {
-			re.List = listPath
+			re.List = out.list
 		}
 		return nil, re
 	}
-	v, users2, err := readSums(ctx, sumsPath, spec.Dim, width)
+	v, users, err := readSums(ctx, out.sums, spec.Dim, width)
 	if err != nil {
 		return nil, err
 	}
-	e.users = users2
-	e.cfg.logger().Info("beam pipeline done", "statistic", spec.Name, "coordinates", spec.Dim, "keys", (spec.Dim+width-1)/width, "key_width", width, "sums", sumsPath)
+	e.users = users
+	e.cfg.logger().Info("beam pipeline done", "statistic", spec.Name, "coordinates", spec.Dim, "keys", (spec.Dim+width-1)/width, "key_width", width, "sums", out.sums)
 	e.Sums = append(e.Sums, append([]float64(nil), v...))
 	return v, nil
 }
