@@ -79,11 +79,22 @@ func implicitHeldOut(t *testing.T, cfg synth.ImplicitConfig, seed uint64, test i
 // over dp-popularity +0.005 (at ε = 0.5). By count alone that bounds the false-failure rate of a
 // new seed triple below 25 % (95 %); the margins put it well under that.
 func TestDPEASENeverWorseForMoreBudget(t *testing.T) {
+	cfg := synth.ImplicitConfig{Users: 5000, Items: 200, Interactions: 150_000, Rank: 8, PopExponent: 0.8, ActivitySpread: 0.8, Taste: 0.5}
+	neverWorseForMoreBudget(t, "dp-ease", cfg, 7)
+}
+
+// neverWorseForMoreBudget trains method and dp-popularity on cfg's
+// population (data seed dataSeed, 500 held-out users) at every ε of the
+// grid with 3 noise seeds (100, 101, 102, or the triple 100 + 3k with
+// PRIVREC_MONOTONE_SEED=k) and fails when method's mean Recall@20 falls by
+// more than 0.01 from one ε to the next or is more than 0.005 below
+// dp-popularity's at the same ε. Skipped with -short.
+func neverWorseForMoreBudget(t *testing.T, method string, cfg synth.ImplicitConfig, dataSeed uint64) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("trains 36 models")
 	}
-	cfg := synth.ImplicitConfig{Users: 5000, Items: 200, Interactions: 150_000, Rank: 8, PopExponent: 0.8, ActivitySpread: 0.8, Taste: 0.5}
-	in, sp := implicitHeldOut(t, cfg, 7, 500)
+	in, sp := implicitHeldOut(t, cfg, dataSeed, 500)
 	base := uint64(100)
 	if s := os.Getenv("PRIVREC_MONOTONE_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -93,15 +104,15 @@ func TestDPEASENeverWorseForMoreBudget(t *testing.T) {
 		base += 3 * v
 	}
 	pop := privateTopNRecall(t, "dp-popularity", base, in, sp)
-	ease := privateTopNRecall(t, "dp-ease", base, in, sp)
+	got := privateTopNRecall(t, method, base, in, sp)
 	const tolStep, tolPop = 0.01, 0.005
 	for e, eps := range monotoneEpsilons {
-		t.Logf("ε = %-4g dp-ease %.4f dp-popularity %.4f", eps, ease[e], pop[e])
-		if ease[e] < pop[e]-tolPop {
-			t.Errorf("ε = %g: dp-ease %.4f below dp-popularity %.4f", eps, ease[e], pop[e])
+		t.Logf("ε = %-4g %s %.4f dp-popularity %.4f", eps, method, got[e], pop[e])
+		if got[e] < pop[e]-tolPop {
+			t.Errorf("ε = %g: %s %.4f below dp-popularity %.4f", eps, method, got[e], pop[e])
 		}
-		if e > 0 && ease[e] < ease[e-1]-tolStep {
-			t.Errorf("ε = %g: dp-ease %.4f below its %.4f at ε = %g", eps, ease[e], ease[e-1], monotoneEpsilons[e-1])
+		if e > 0 && got[e] < got[e-1]-tolStep {
+			t.Errorf("ε = %g: %s %.4f below its %.4f at ε = %g", eps, method, got[e], got[e-1], monotoneEpsilons[e-1])
 		}
 	}
 }
@@ -120,29 +131,6 @@ func TestDPEASENeverWorseForMoreBudget(t *testing.T) {
 // and 2 the largest step down was 0.005 (of the 0.01 allowed) and the
 // smallest lead over dp-popularity 0.009.
 func TestDPIALSNeverWorseForMoreBudget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains 36 models")
-	}
 	cfg := synth.ImplicitConfig{Users: 4000, Items: 100, Interactions: 80_000, Rank: 8, PopExponent: 0.5, ActivitySpread: 0.5, Taste: 0.5}
-	in, sp := implicitHeldOut(t, cfg, 11, 500)
-	base := uint64(100)
-	if s := os.Getenv("PRIVREC_MONOTONE_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		base += 3 * v
-	}
-	pop := privateTopNRecall(t, "dp-popularity", base, in, sp)
-	ials := privateTopNRecall(t, "dp-ials", base, in, sp)
-	const tolStep, tolPop = 0.01, 0.005
-	for e, eps := range monotoneEpsilons {
-		t.Logf("ε = %-4g dp-ials %.4f dp-popularity %.4f", eps, ials[e], pop[e])
-		if ials[e] < pop[e]-tolPop {
-			t.Errorf("ε = %g: dp-ials %.4f below dp-popularity %.4f", eps, ials[e], pop[e])
-		}
-		if e > 0 && ials[e] < ials[e-1]-tolStep {
-			t.Errorf("ε = %g: dp-ials %.4f below its %.4f at ε = %g", eps, ials[e], ials[e-1], monotoneEpsilons[e-1])
-		}
-	}
+	neverWorseForMoreBudget(t, "dp-ials", cfg, 11)
 }
