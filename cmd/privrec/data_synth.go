@@ -103,213 +103,227 @@ type synthReport struct {
 }
 
 func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("data synth --setup onebit|jointdp|ldp [params] --seed S --out FILE [--truth FILE] [--json]", dataSynthSynopsis, dataSynthExample)
-	setup := fs.String("setup", "", "onebit (seed 000), jointdp (seed 001) or ldp (seeds 002/003)")
-	seed := fs.Uint64("seed", 0, "seed (the data is a deterministic function of setup, parameters and seed)")
-	users := fs.Int("users", 0, "number of users / rows d1 (default: the setup's)")
-	items := fs.Int("items", 0, "number of items / columns d2 (default: the setup's)")
-	rank := fs.Int("rank", 0, "rank of the truth (onebit, ldp; default 1 onebit, 5 ldp)")
-	alpha := fs.Float64("alpha", 0, "onebit: ‖M‖∞ = α (default 1)")
-	obs := fs.Float64("obs", 0, "onebit, ldp: observed fraction of entries (default 0.15 onebit, 0.1 ldp)")
-	link := fs.String("link", "probit", "onebit: probit or logistic")
-	sigma := fs.Float64("sigma", 0, "onebit probit: noise scale σ (default 1)")
-	perUser := fs.Int("per-user", 0, "jointdp: ratings per user (default 80)")
-	noiseLevel := fs.Float64("noise", 0, "jointdp, netflix: Gaussian noise σ on ratings; ldp: bound ρ0 on |X − Θ| (default 0, 0.65 and 0.1)")
-	levels := fs.Int("levels", 0, "ldp: discrete rating scale 1..d (0: continuous in [−1, 1]); netflix: the scale 1..d (default 5)")
-	interactions := fs.Int64("interactions", 0, "implicit: total interactions (default 5000000)")
-	popExp := fs.Float64("pop-exponent", 0, "implicit: power-law exponent of item popularity (default 0.9)")
-	spread := fs.Float64("activity-spread", 0, "implicit: σ of the log-normal spread of users' activity (default 1)")
-	taste := fs.Float64("taste", 0, "implicit: share of a user's items from her favourite genre (default 0.5)")
-	factors := fs.Int("factors", 0, "netflix: rank of the users' taste (default 8)")
-	mean := fs.Float64("mean", 0, "netflix: global mean rating (default 3.6)")
-	userBias := fs.Float64("user-bias", 0, "netflix: standard deviation of the user biases (default 0.4)")
-	itemBias := fs.Float64("item-bias", 0, "netflix: standard deviation of the item biases (default 0.35)")
-	affinity := fs.Float64("affinity", 0, "netflix: standard deviation of the taste term ⟨p_u, q_i⟩ (default 0.8)")
-	holdout := fs.Float64("holdout", 0, "netflix: share of ratings held out into --test (default 0.01)")
-	testPath := fs.String("test", "", "netflix: where to write the held-out ratings (TSV)")
-	outPath := fs.String("out", "", "where to write the observed ratings (TSV)")
-	truthPath := fs.String("truth", "", "where to write every entry of the true matrix (TSV; optional)")
-	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
-	if err := parse(fs, args, false); err != nil {
+	a, err := parseSynthArgs(args)
+	if err != nil {
 		return err
 	}
-	allowed, ok := synthFlags[*setup]
-	if !ok {
-		return usagef("--setup %q: want onebit, jointdp, ldp, implicit or netflix", *setup)
+	rep := synthReport{Setup: a.setup, Seed: a.seed, Out: a.outPath, Truth: a.truthPath}
+	if a.setup == "implicit" || a.setup == "netflix" {
+		return a.stream(ctx, &rep, out)
 	}
-	set := setFlags(fs)
+	return a.stored(ctx, &rep, out)
+}
+
+// synthArgs is privrec data synth's command line.
+type synthArgs struct {
+	set                                                  map[string]bool
+	setup, link, testPath, outPath, truthPath            string
+	seed                                                 uint64
+	users, items, rank, perUser, levels, factors         int
+	interactions                                         int64
+	alpha, obs, sigma, noiseLevel, popExp, spread, taste float64
+	mean, userBias, itemBias, affinity, holdout          float64
+	jsonOut                                              bool
+}
+
+// parseSynthArgs parses privrec data synth's command line and refuses
+// flags that do not apply to the setup or are out of range.
+func parseSynthArgs(args []string) (*synthArgs, error) {
+	fs := newFlags("data synth --setup onebit|jointdp|ldp [params] --seed S --out FILE [--truth FILE] [--json]", dataSynthSynopsis, dataSynthExample)
+	a := &synthArgs{}
+	fs.StringVar(&a.setup, "setup", "", "onebit (seed 000), jointdp (seed 001) or ldp (seeds 002/003)")
+	fs.Uint64Var(&a.seed, "seed", 0, "seed (the data is a deterministic function of setup, parameters and seed)")
+	fs.IntVar(&a.users, "users", 0, "number of users / rows d1 (default: the setup's)")
+	fs.IntVar(&a.items, "items", 0, "number of items / columns d2 (default: the setup's)")
+	fs.IntVar(&a.rank, "rank", 0, "rank of the truth (onebit, ldp; default 1 onebit, 5 ldp)")
+	fs.Float64Var(&a.alpha, "alpha", 0, "onebit: ‖M‖∞ = α (default 1)")
+	fs.Float64Var(&a.obs, "obs", 0, "onebit, ldp: observed fraction of entries (default 0.15 onebit, 0.1 ldp)")
+	fs.StringVar(&a.link, "link", "probit", "onebit: probit or logistic")
+	fs.Float64Var(&a.sigma, "sigma", 0, "onebit probit: noise scale σ (default 1)")
+	fs.IntVar(&a.perUser, "per-user", 0, "jointdp: ratings per user (default 80)")
+	fs.Float64Var(&a.noiseLevel, "noise", 0, "jointdp, netflix: Gaussian noise σ on ratings; ldp: bound ρ0 on |X − Θ| (default 0, 0.65 and 0.1)")
+	fs.IntVar(&a.levels, "levels", 0, "ldp: discrete rating scale 1..d (0: continuous in [−1, 1]); netflix: the scale 1..d (default 5)")
+	fs.Int64Var(&a.interactions, "interactions", 0, "implicit: total interactions (default 5000000)")
+	fs.Float64Var(&a.popExp, "pop-exponent", 0, "implicit: power-law exponent of item popularity (default 0.9)")
+	fs.Float64Var(&a.spread, "activity-spread", 0, "implicit: σ of the log-normal spread of users' activity (default 1)")
+	fs.Float64Var(&a.taste, "taste", 0, "implicit: share of a user's items from her favourite genre (default 0.5)")
+	fs.IntVar(&a.factors, "factors", 0, "netflix: rank of the users' taste (default 8)")
+	fs.Float64Var(&a.mean, "mean", 0, "netflix: global mean rating (default 3.6)")
+	fs.Float64Var(&a.userBias, "user-bias", 0, "netflix: standard deviation of the user biases (default 0.4)")
+	fs.Float64Var(&a.itemBias, "item-bias", 0, "netflix: standard deviation of the item biases (default 0.35)")
+	fs.Float64Var(&a.affinity, "affinity", 0, "netflix: standard deviation of the taste term ⟨p_u, q_i⟩ (default 0.8)")
+	fs.Float64Var(&a.holdout, "holdout", 0, "netflix: share of ratings held out into --test (default 0.01)")
+	fs.StringVar(&a.testPath, "test", "", "netflix: where to write the held-out ratings (TSV)")
+	fs.StringVar(&a.outPath, "out", "", "where to write the observed ratings (TSV)")
+	fs.StringVar(&a.truthPath, "truth", "", "where to write every entry of the true matrix (TSV; optional)")
+	fs.BoolVar(&a.jsonOut, "json", false, "print a JSON report on stdout")
+	if err := parse(fs, args, false); err != nil {
+		return nil, err
+	}
+	a.set = setFlags(fs)
+	return a, a.check()
+}
+
+// check refuses flags that do not apply to the setup or are out of range.
+func (a *synthArgs) check() error {
+	allowed, ok := synthFlags[a.setup]
+	if !ok {
+		return usagef("--setup %q: want onebit, jointdp, ldp, implicit or netflix", a.setup)
+	}
 	for _, name := range []string{"users", "items", "rank", "alpha", "obs", "link", "sigma", "per-user", "noise", "levels", "interactions", "pop-exponent", "activity-spread", "taste",
 		"factors", "mean", "user-bias", "item-bias", "affinity", "holdout"} {
-		if set[name] && !slices.Contains(allowed, name) {
-			return usagef("--%s does not apply to --setup %s", name, *setup)
+		if a.set[name] && !slices.Contains(allowed, name) {
+			return usagef("--%s does not apply to --setup %s", name, a.setup)
 		}
 	}
-	if *outPath == "" {
+	if a.outPath == "" {
 		return usagef("--out is required")
 	}
-	if *truthPath != "" && sameFile(*outPath, *truthPath) {
+	if a.truthPath != "" && sameFile(a.outPath, a.truthPath) {
 		return usagef("--out and --truth name the same file")
 	}
 	for _, c := range []struct {
 		name string
 		bad  bool
 	}{
-		{"users", *users < 0}, {"items", *items < 0}, {"rank", *rank < 0}, {"alpha", *alpha < 0},
-		{"obs", *obs < 0 || *obs > 1}, {"sigma", *sigma < 0}, {"per-user", *perUser < 0},
-		{"noise", *noiseLevel < 0}, {"levels", *levels < 0 || *levels == 1},
-		{"interactions", *interactions < 0}, {"pop-exponent", *popExp < 0}, {"activity-spread", *spread < 0}, {"taste", *taste < 0 || *taste > 1},
-		{"factors", *factors < 0}, {"user-bias", *userBias < 0}, {"item-bias", *itemBias < 0}, {"affinity", *affinity < 0},
-		{"holdout", *holdout < 0 || *holdout >= 1},
+		{"users", a.users < 0}, {"items", a.items < 0}, {"rank", a.rank < 0}, {"alpha", a.alpha < 0},
+		{"obs", a.obs < 0 || a.obs > 1}, {"sigma", a.sigma < 0}, {"per-user", a.perUser < 0},
+		{"noise", a.noiseLevel < 0}, {"levels", a.levels < 0 || a.levels == 1},
+		{"interactions", a.interactions < 0}, {"pop-exponent", a.popExp < 0}, {"activity-spread", a.spread < 0}, {"taste", a.taste < 0 || a.taste > 1},
+		{"factors", a.factors < 0}, {"user-bias", a.userBias < 0}, {"item-bias", a.itemBias < 0}, {"affinity", a.affinity < 0},
+		{"holdout", a.holdout < 0 || a.holdout >= 1},
 	} {
 		if c.bad {
 			return usagef("--%s: value out of range (see --help)", c.name)
 		}
 	}
-	orDefaultI := func(name string, v, d int) int {
-		if set[name] {
-			return v
-		}
-		return d
-	}
-	orDefaultF := func(name string, v, d float64) float64 {
-		if set[name] {
-			return v
-		}
-		return d
-	}
+	return nil
+}
 
-	rep := synthReport{Setup: *setup, Seed: *seed, Out: *outPath, Truth: *truthPath}
-	if *setup == "implicit" || *setup == "netflix" {
-		if *truthPath != "" {
-			return usagef("--truth does not apply to --setup %s (it streams; there is no stored truth)", *setup)
-		}
-		ic := synth.ImplicitDefaults()
-		if *setup == "netflix" {
-			ic = synth.ExplicitDefaults().ImplicitConfig
-		}
-		ic.Users, ic.Items, ic.Rank = orDefaultI("users", *users, ic.Users), orDefaultI("items", *items, ic.Items), orDefaultI("rank", *rank, ic.Rank)
-		if set["interactions"] {
-			ic.Interactions = *interactions
-		}
-		ic.PopExponent = orDefaultF("pop-exponent", *popExp, ic.PopExponent)
-		ic.ActivitySpread = orDefaultF("activity-spread", *spread, ic.ActivitySpread)
-		ic.Taste = orDefaultF("taste", *taste, ic.Taste)
-		rep.Params = map[string]any{"users": ic.Users, "items": ic.Items, "interactions": ic.Interactions, "rank": ic.Rank,
-			"pop_exponent": ic.PopExponent, "activity_spread": ic.ActivitySpread, "taste": ic.Taste}
-		var gen func(emit func(u int, items []int32, vals []float32, held []bool) error) error
-		if *setup == "implicit" {
-			if *testPath != "" {
-				return usagef("--test does not apply to --setup implicit (split it with privrec data split)")
-			}
-			if err := ic.Check(); err != nil {
-				return usagef("%v", err)
-			}
-			var ones []float32
-			gen = func(emit func(int, []int32, []float32, []bool) error) error {
-				return synth.Implicit(ctx, ic, *seed, func(u int, items []int32) error {
-					for len(ones) < len(items) {
-						ones = append(ones, 1)
-					}
-					return emit(u, items, ones[:len(items)], nil)
-				})
-			}
-		} else {
-			c := synth.ExplicitDefaults()
-			c.ImplicitConfig = ic
-			c.Factors = orDefaultI("factors", *factors, c.Factors)
-			c.Mean = orDefaultF("mean", *mean, c.Mean)
-			c.UserBias = orDefaultF("user-bias", *userBias, c.UserBias)
-			c.ItemBias = orDefaultF("item-bias", *itemBias, c.ItemBias)
-			c.Affinity = orDefaultF("affinity", *affinity, c.Affinity)
-			c.Noise = orDefaultF("noise", *noiseLevel, c.Noise)
-			c.High = orDefaultI("levels", *levels, c.High)
-			c.Holdout = orDefaultF("holdout", *holdout, c.Holdout)
-			if err := c.Check(); err != nil {
-				return usagef("%v", err)
-			}
-			switch {
-			case c.Holdout > 0 && *testPath == "":
-				return usagef("--test is required: --holdout %g sends that share of the ratings there (--holdout 0 for none)", c.Holdout)
-			case c.Holdout == 0 && *testPath != "":
-				return usagef("--test given with --holdout 0: nothing would be held out")
-			case *testPath != "" && sameFile(*outPath, *testPath):
-				return usagef("--out and --test name the same file")
-			}
-			for k, v := range map[string]any{"factors": c.Factors, "mean": c.Mean, "user_bias": c.UserBias, "item_bias": c.ItemBias,
-				"affinity": c.Affinity, "noise": c.Noise, "levels": c.High, "holdout": c.Holdout} {
-				rep.Params[k] = v
-			}
-			rep.Test = *testPath
-			gen = func(emit func(int, []int32, []float32, []bool) error) error {
-				return synth.Explicit(ctx, c, *seed, emit)
-			}
-		}
-		st, err := writeSynthStream(*outPath, *testPath, ic.Items, gen)
-		if err != nil {
-			return err
-		}
-		rep.Users, rep.Items, rep.Ratings, rep.TestRatings = st.users, st.items, int(st.train), int(st.test)
-		rep.Density = float64(st.train+st.test) / (float64(st.users) * float64(max(st.items, 1)))
-		rep.Min, rep.Max = st.min, st.max
-		if *jsonOut {
-			return writeJSON(out, rep)
-		}
-		fmt.Fprintf(out, "%s (seed %d): %d users × %d items (with a rating), %d ratings (density %.4g) → %s\n",
-			rep.Setup, rep.Seed, rep.Users, rep.Items, rep.Ratings, rep.Density, rep.Out)
-		if rep.Test != "" {
-			fmt.Fprintf(out, "%d held-out ratings → %s\n", rep.TestRatings, rep.Test)
-		}
-		return nil
+// orI is v when flag name was given, else the default d.
+func (a *synthArgs) orI(name string, v, d int) int {
+	if a.set[name] {
+		return v
 	}
-	var obsM *ratings.Matrix
-	var truth *synth.Factors
-	switch *setup {
-	case "onebit":
-		c := synth.OneBitDefaults()
-		c.Rows, c.Cols, c.Rank = orDefaultI("users", *users, c.Rows), orDefaultI("items", *items, c.Cols), orDefaultI("rank", *rank, c.Rank)
-		c.Alpha = orDefaultF("alpha", *alpha, c.Alpha)
-		c.ObsFrac = orDefaultF("obs", *obs, c.ObsFrac)
-		c.Sigma = orDefaultF("sigma", *sigma, c.Sigma)
-		l, err := synth.ParseLink(*link)
-		if err != nil {
-			return usagef("--link: %v", err)
-		}
-		c.Link = l
-		d, err := synth.OneBit(c, *seed)
-		if err != nil {
-			return err
-		}
-		obsM, truth = d.Observed, d.Truth
-		rep.Params = map[string]any{"d1": c.Rows, "d2": c.Cols, "rank": c.Rank, "alpha": c.Alpha, "obs": c.ObsFrac, "link": string(c.Link), "sigma": c.Sigma}
-	case "jointdp":
-		c := synth.RankOneDefaults()
-		c.Users, c.Items, c.PerUser = orDefaultI("users", *users, c.Users), orDefaultI("items", *items, c.Items), orDefaultI("per-user", *perUser, c.PerUser)
-		c.Noise = orDefaultF("noise", *noiseLevel, c.Noise)
-		d, err := synth.RankOne(ctx, c, *seed)
-		if err != nil {
-			return err
-		}
-		obsM, truth = d.Observed, d.Truth
-		rep.Params = map[string]any{"users": c.Users, "items": c.Items, "per_user": c.PerUser, "noise": c.Noise}
-	case "ldp":
-		c := synth.LowRankDefaults()
-		c.Users, c.Items, c.Rank = orDefaultI("users", *users, c.Users), orDefaultI("items", *items, c.Items), orDefaultI("rank", *rank, c.Rank)
-		c.ObsFrac = orDefaultF("obs", *obs, c.ObsFrac)
-		c.Noise = orDefaultF("noise", *noiseLevel, c.Noise)
-		c.Levels = *levels
-		d, err := synth.LowRank(c, *seed)
-		if err != nil {
-			return err
-		}
-		obsM, truth = d.Observed, d.Truth
-		rep.Params = map[string]any{"users": c.Users, "items": c.Items, "rank": c.Rank, "obs": c.ObsFrac, "noise": c.Noise, "levels": c.Levels}
+	return d
+}
+
+// orF is v when flag name was given, else the default d.
+func (a *synthArgs) orF(name string, v, d float64) float64 {
+	if a.set[name] {
+		return v
+	}
+	return d
+}
+
+// synthGen streams a generated population user by user.
+type synthGen func(emit func(u int, items []int32, vals []float32, held []bool) error) error
+
+// stream generates the streamed setups (implicit, netflix) into --out
+// (and --test) and reports them.
+func (a *synthArgs) stream(ctx context.Context, rep *synthReport, out io.Writer) error {
+	if a.truthPath != "" {
+		return usagef("--truth does not apply to --setup %s (it streams; there is no stored truth)", a.setup)
+	}
+	ic := synth.ImplicitDefaults()
+	if a.setup == "netflix" {
+		ic = synth.ExplicitDefaults().ImplicitConfig
+	}
+	ic.Users, ic.Items, ic.Rank = a.orI("users", a.users, ic.Users), a.orI("items", a.items, ic.Items), a.orI("rank", a.rank, ic.Rank)
+	if a.set["interactions"] {
+		ic.Interactions = a.interactions
+	}
+	ic.PopExponent = a.orF("pop-exponent", a.popExp, ic.PopExponent)
+	ic.ActivitySpread = a.orF("activity-spread", a.spread, ic.ActivitySpread)
+	ic.Taste = a.orF("taste", a.taste, ic.Taste)
+	rep.Params = map[string]any{"users": ic.Users, "items": ic.Items, "interactions": ic.Interactions, "rank": ic.Rank,
+		"pop_exponent": ic.PopExponent, "activity_spread": ic.ActivitySpread, "taste": ic.Taste}
+	var gen synthGen
+	var err error
+	if a.setup == "implicit" {
+		gen, err = a.implicitGen(ctx, ic)
+	} else {
+		gen, err = a.explicitGen(ctx, ic, rep)
+	}
+	if err != nil {
+		return err
+	}
+	st, err := writeSynthStream(a.outPath, a.testPath, ic.Items, gen)
+	if err != nil {
+		return err
+	}
+	rep.Users, rep.Items, rep.Ratings, rep.TestRatings = st.users, st.items, int(st.train), int(st.test)
+	rep.Density = float64(st.train+st.test) / (float64(st.users) * float64(max(st.items, 1)))
+	rep.Min, rep.Max = st.min, st.max
+	return rep.print(out, a.jsonOut, true)
+}
+
+// implicitGen is the implicit setup's generator (every interaction a 1).
+func (a *synthArgs) implicitGen(ctx context.Context, ic synth.ImplicitConfig) (synthGen, error) {
+	if a.testPath != "" {
+		return nil, usagef("--test does not apply to --setup implicit (split it with privrec data split)")
+	}
+	if err := ic.Check(); err != nil {
+		return nil, usagef("%v", err)
+	}
+	var ones []float32
+	return func(emit func(int, []int32, []float32, []bool) error) error {
+		return synth.Implicit(ctx, ic, a.seed, func(u int, items []int32) error {
+			for len(ones) < len(items) {
+				ones = append(ones, 1)
+			}
+			return emit(u, items, ones[:len(items)], nil)
+		})
+	}, nil
+}
+
+// explicitGen is the netflix setup's generator, with its parameters
+// recorded in rep.
+func (a *synthArgs) explicitGen(ctx context.Context, ic synth.ImplicitConfig, rep *synthReport) (synthGen, error) {
+	c := synth.ExplicitDefaults()
+	c.ImplicitConfig = ic
+	c.Factors = a.orI("factors", a.factors, c.Factors)
+	c.Mean = a.orF("mean", a.mean, c.Mean)
+	c.UserBias = a.orF("user-bias", a.userBias, c.UserBias)
+	c.ItemBias = a.orF("item-bias", a.itemBias, c.ItemBias)
+	c.Affinity = a.orF("affinity", a.affinity, c.Affinity)
+	c.Noise = a.orF("noise", a.noiseLevel, c.Noise)
+	c.High = a.orI("levels", a.levels, c.High)
+	c.Holdout = a.orF("holdout", a.holdout, c.Holdout)
+	if err := c.Check(); err != nil {
+		return nil, usagef("%v", err)
+	}
+	switch {
+	case c.Holdout > 0 && a.testPath == "":
+		return nil, usagef("--test is required: --holdout %g sends that share of the ratings there (--holdout 0 for none)", c.Holdout)
+	case c.Holdout == 0 && a.testPath != "":
+		return nil, usagef("--test given with --holdout 0: nothing would be held out")
+	case a.testPath != "" && sameFile(a.outPath, a.testPath):
+		return nil, usagef("--out and --test name the same file")
+	}
+	for k, v := range map[string]any{"factors": c.Factors, "mean": c.Mean, "user_bias": c.UserBias, "item_bias": c.ItemBias,
+		"affinity": c.Affinity, "noise": c.Noise, "levels": c.High, "holdout": c.Holdout} {
+		rep.Params[k] = v
+	}
+	rep.Test = a.testPath
+	return func(emit func(int, []int32, []float32, []bool) error) error {
+		return synth.Explicit(ctx, c, a.seed, emit)
+	}, nil
+}
+
+// stored generates the setups held in memory (onebit, jointdp, ldp),
+// writes the ratings (and --truth) and reports them.
+func (a *synthArgs) stored(ctx context.Context, rep *synthReport, out io.Writer) error {
+	obsM, truth, err := a.generate(ctx, rep)
+	if err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	files := []atomicfile.File{{Path: *outPath, Write: func(w io.Writer) error { return ratingio.WriteTSV(w, obsM) }}}
-	if *truthPath != "" {
-		files = append(files, atomicfile.File{Path: *truthPath, Write: func(w io.Writer) error { return writeTruthTSV(ctx, w, truth) }})
+	files := []atomicfile.File{{Path: a.outPath, Write: func(w io.Writer) error { return ratingio.WriteTSV(w, obsM) }}}
+	if a.truthPath != "" {
+		files = append(files, atomicfile.File{Path: a.truthPath, Write: func(w io.Writer) error { return writeTruthTSV(ctx, w, truth) }})
 	}
 	if err := atomicfile.WriteAll(0o644, files...); err != nil {
 		return err
@@ -317,15 +331,76 @@ func runDataSynth(ctx context.Context, args []string, out io.Writer) error {
 	rep.Users, rep.Items, rep.Ratings, rep.Density = obsM.NumUsers(), obsM.NumItems(), obsM.Len(), obsM.Density()
 	rep.Min, rep.Max = obsM.Range()
 	rep.TruthMax = truth.MaxAbs()
-	if *jsonOut {
+	return rep.print(out, a.jsonOut, false)
+}
+
+// print prints the report: JSON with jsonOut, else its lines (streamed:
+// a streamed setup's, which counts the users and items with a rating and
+// may hold ratings out; else a stored one's, with its truth).
+func (rep *synthReport) print(out io.Writer, jsonOut, streamed bool) error {
+	switch {
+	case jsonOut:
 		return writeJSON(out, rep)
-	}
-	fmt.Fprintf(out, "%s (seed %d): %d users × %d items, %d ratings (density %.4f) → %s\n",
-		rep.Setup, rep.Seed, rep.Users, rep.Items, rep.Ratings, rep.Density, rep.Out)
-	if rep.Truth != "" {
-		fmt.Fprintf(out, "true matrix (‖·‖∞ = %.4g, every entry) → %s\n", rep.TruthMax, rep.Truth)
+	case streamed:
+		fmt.Fprintf(out, "%s (seed %d): %d users × %d items (with a rating), %d ratings (density %.4g) → %s\n",
+			rep.Setup, rep.Seed, rep.Users, rep.Items, rep.Ratings, rep.Density, rep.Out)
+		if rep.Test != "" {
+			fmt.Fprintf(out, "%d held-out ratings → %s\n", rep.TestRatings, rep.Test)
+		}
+	default:
+		fmt.Fprintf(out, "%s (seed %d): %d users × %d items, %d ratings (density %.4f) → %s\n",
+			rep.Setup, rep.Seed, rep.Users, rep.Items, rep.Ratings, rep.Density, rep.Out)
+		if rep.Truth != "" {
+			fmt.Fprintf(out, "true matrix (‖·‖∞ = %.4g, every entry) → %s\n", rep.TruthMax, rep.Truth)
+		}
 	}
 	return nil
+}
+
+// generate draws the observed ratings and the truth of a stored setup,
+// its parameters recorded in rep.
+func (a *synthArgs) generate(ctx context.Context, rep *synthReport) (*ratings.Matrix, *synth.Factors, error) {
+	switch a.setup {
+	case "onebit":
+		c := synth.OneBitDefaults()
+		c.Rows, c.Cols, c.Rank = a.orI("users", a.users, c.Rows), a.orI("items", a.items, c.Cols), a.orI("rank", a.rank, c.Rank)
+		c.Alpha = a.orF("alpha", a.alpha, c.Alpha)
+		c.ObsFrac = a.orF("obs", a.obs, c.ObsFrac)
+		c.Sigma = a.orF("sigma", a.sigma, c.Sigma)
+		l, err := synth.ParseLink(a.link)
+		if err != nil {
+			return nil, nil, usagef("--link: %v", err)
+		}
+		c.Link = l
+		d, err := synth.OneBit(c, a.seed)
+		if err != nil {
+			return nil, nil, err
+		}
+		rep.Params = map[string]any{"d1": c.Rows, "d2": c.Cols, "rank": c.Rank, "alpha": c.Alpha, "obs": c.ObsFrac, "link": string(c.Link), "sigma": c.Sigma}
+		return d.Observed, d.Truth, nil
+	case "jointdp":
+		c := synth.RankOneDefaults()
+		c.Users, c.Items, c.PerUser = a.orI("users", a.users, c.Users), a.orI("items", a.items, c.Items), a.orI("per-user", a.perUser, c.PerUser)
+		c.Noise = a.orF("noise", a.noiseLevel, c.Noise)
+		d, err := synth.RankOne(ctx, c, a.seed)
+		if err != nil {
+			return nil, nil, err
+		}
+		rep.Params = map[string]any{"users": c.Users, "items": c.Items, "per_user": c.PerUser, "noise": c.Noise}
+		return d.Observed, d.Truth, nil
+	default: // ldp
+		c := synth.LowRankDefaults()
+		c.Users, c.Items, c.Rank = a.orI("users", a.users, c.Users), a.orI("items", a.items, c.Items), a.orI("rank", a.rank, c.Rank)
+		c.ObsFrac = a.orF("obs", a.obs, c.ObsFrac)
+		c.Noise = a.orF("noise", a.noiseLevel, c.Noise)
+		c.Levels = a.levels
+		d, err := synth.LowRank(c, a.seed)
+		if err != nil {
+			return nil, nil, err
+		}
+		rep.Params = map[string]any{"users": c.Users, "items": c.Items, "rank": c.Rank, "obs": c.ObsFrac, "noise": c.Noise, "levels": c.Levels}
+		return d.Observed, d.Truth, nil
+	}
 }
 
 // writeTruthTSV writes every entry of t as "user \t item \t value" with
