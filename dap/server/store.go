@@ -199,7 +199,7 @@ func openStore(ctx context.Context, db string, mode StoreMode, want settings) (*
 		return nil, fmt.Errorf("dap store: opening %s: %w", path, err)
 	}
 	sdb.SetMaxOpenConns(1)
-	st := &store{db: &sqlDB{db: sdb, d: svcstore.SQLite}, d: svcstore.SQLite, path: path, name: path, seq: "rowid", members: "report_jobs"}
+	st := &store{db: &sqlDB{db: sdb, d: svcstore.SQLite, stmts: newStmtCache()}, d: svcstore.SQLite, path: path, name: path, seq: "rowid", members: "report_jobs"}
 	if existing {
 		if err := svcstore.QuickCheck(ctx, sdb, path); err != nil {
 			sdb.Close()
