@@ -35,7 +35,7 @@ func init() {
 		Name:    "ials",
 		Summary: "top-N: implicit ALS with Rendle et al.'s regularisation, conjugate-gradient solves (non-private)",
 		New: func() Config {
-			return &IALSConfig{Rank: 128, Alpha0: 0.2, Lambda: 0.01, Nu: 1, Epochs: 16, CGSteps: 3, InitScale: 0.1}
+			return &IALSConfig{Rank: 128, Alpha0: 0.2, LambdaNorm: IALSLambdaNorm, Nu: 1, EpochWork: IALSEpochWork, CGSteps: 3, InitScale: 0.1}
 		},
 	})
 }
@@ -253,16 +253,35 @@ func coveredModel(name string, ids, titles []string, order []int, m int, rows *m
 	return out
 }
 
+// The plan of ials (docs/topn.md, "ials at scale"). λ is set by
+// topn.IALSLambda so that the ridges threshold the interaction matrix's
+// singular values at IALSLambdaNorm·‖X‖_F: on MovieLens-1M (4 834
+// training users, α₀ = 0.2) that is λ = 0.0099, the validation-best 0.01
+// of the grid; on the 42 582- and 469 255-user Netflix-shaped populations
+// λ = 0.0054 (α₀ = 0.2) and 0.0011 (α₀ = 1), where λ = 0.001 (α₀ = 1) was
+// the best measured. The epochs are as many as fit IALSEpochWork
+// multiply–adds (×10⁹) of row solves, within [2, 16]: 16 up to ≈ 150 000
+// Netflix-shaped users, 5 at 480 000 (≈ 130 CPU-seconds an epoch there).
+const (
+	IALSLambdaNorm = 0.014
+	IALSEpochWork  = 900
+)
+
+// ialsMinEpochs and ialsMaxEpochs bound the planned epochs.
+const ialsMinEpochs, ialsMaxEpochs = 2, 16
+
 // IALSConfig configures ials.
 type IALSConfig struct {
 	Interactions
-	Rank      int     `json:"rank" flag:"rank" help:"number of latent factors"`
-	Alpha0    float64 `json:"alpha0" flag:"alpha0" help:"weight α₀ of the unobserved user–item pairs"`
-	Lambda    float64 `json:"lambda" flag:"lambda" help:"ridge λ, scaled per row by (its interactions + α₀·other side)^ν"`
-	Nu        float64 `json:"nu" flag:"nu" help:"frequency exponent ν of the regularisation (Rendle et al.: 1)"`
-	Epochs    int     `json:"epochs" flag:"epochs" help:"alternating epochs (users then items)"`
-	CGSteps   int     `json:"cg_steps" flag:"cg-steps" help:"conjugate-gradient steps per row and half-epoch, warm-started"`
-	InitScale float64 `json:"init_scale" flag:"init-scale" help:"standard deviation of the initial item factors, times 1/√rank"`
+	Rank       int     `json:"rank" flag:"rank" help:"number of latent factors"`
+	Alpha0     float64 `json:"alpha0" flag:"alpha0" help:"weight α₀ of the unobserved user–item pairs"`
+	Lambda     float64 `json:"lambda" flag:"lambda" help:"ridge λ, scaled per row by (its interactions + α₀·other side)^ν; 0: planned from --lambda-norm"`
+	LambdaNorm float64 `json:"lambda_norm" flag:"lambda-norm" help:"with --lambda 0, λ is set so that the two ridges threshold the interaction matrix's singular values at this fraction of its Frobenius norm (√interactions): the same share of the spectrum at any population size"`
+	Nu         float64 `json:"nu" flag:"nu" help:"frequency exponent ν of the regularisation (Rendle et al.: 1)"`
+	Epochs     int     `json:"epochs" flag:"epochs" help:"alternating epochs (users then items); 0: as many as fit --epoch-work, within [2, 16]"`
+	EpochWork  float64 `json:"epoch_work" flag:"epoch-work" help:"with --epochs 0, the budget of the row solves in 10⁹ multiply–adds (an epoch costs about (cg-steps + 2)·rank·((users + items)·rank + 4·interactions)): the epochs fall as the population grows"`
+	CGSteps    int     `json:"cg_steps" flag:"cg-steps" help:"conjugate-gradient steps per row and half-epoch, warm-started"`
+	InitScale  float64 `json:"init_scale" flag:"init-scale" help:"standard deviation of the initial item factors, times 1/√rank"`
 }
 
 // Validate checks the settings.
@@ -270,12 +289,49 @@ func (c *IALSConfig) Validate() error {
 	if err := c.Interactions.Validate(); err != nil {
 		return err
 	}
-	o := c.options(nil)
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"lambda", c.Lambda}, {"lambda-norm", c.LambdaNorm}, {"epoch-work", c.EpochWork}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("--%s %g must be finite and ≥ 0", f.name, f.v)
+		}
+	}
+	if c.Lambda == 0 && c.LambdaNorm == 0 {
+		return fmt.Errorf("--lambda-norm must be > 0 when --lambda is 0 (λ is planned from it)")
+	}
+	if c.Epochs < 0 || (c.Epochs == 0 && c.EpochWork == 0) {
+		return fmt.Errorf("--epochs %d must be ≥ 1, or 0 with --epoch-work > 0 (planned)", c.Epochs)
+	}
+	o := c.options(nil, ialsPlan{lambda: 1, epochs: 1})
 	return o.Check()
 }
 
-func (c *IALSConfig) options(env *Env) topn.IALSOptions {
-	o := topn.IALSOptions{Rank: c.Rank, Alpha0: c.Alpha0, Lambda: c.Lambda, Nu: c.Nu, Epochs: c.Epochs, CGSteps: c.CGSteps, InitScale: c.InitScale}
+// ialsPlan is the λ and epochs one run trains with: the settings given,
+// or planned from the training data's size.
+type ialsPlan struct {
+	users, items, interactions int
+	lambda, threshold          float64
+	epochs                     int
+}
+
+// plan fills in λ (topn.IALSLambda at --lambda-norm) and the epochs (as
+// many as fit --epoch-work) where they are left at 0, for training data
+// of the given size.
+func (c *IALSConfig) plan(users, items, interactions int) ialsPlan {
+	p := ialsPlan{users: users, items: items, interactions: interactions, lambda: c.Lambda, epochs: c.Epochs}
+	if p.lambda == 0 {
+		p.lambda = topn.IALSLambda(p.users, p.items, p.interactions, c.Alpha0, c.LambdaNorm)
+	}
+	p.threshold = topn.IALSThreshold(p.users, p.items, p.interactions, c.Alpha0, p.lambda)
+	if p.epochs == 0 {
+		p.epochs = topn.IALSEpochs(p.users, p.items, p.interactions, c.Rank, c.CGSteps, c.EpochWork*1e9, ialsMinEpochs, ialsMaxEpochs)
+	}
+	return p
+}
+
+func (c *IALSConfig) options(env *Env, p ialsPlan) topn.IALSOptions {
+	o := topn.IALSOptions{Rank: c.Rank, Alpha0: c.Alpha0, Lambda: p.lambda, Nu: c.Nu, Epochs: p.epochs, CGSteps: c.CGSteps, InitScale: c.InitScale}
 	if env != nil {
 		o.Rand, o.Workers, o.Progress = env.Rand.Rand(), env.Workers, env.Progress
 	}
@@ -289,14 +345,16 @@ func (c *IALSConfig) Train(ctx context.Context, in release.Input, env Env) (*rel
 		return nil, err
 	}
 	x := topn.FromMatrix(data)
-	_, h, err := topn.IALS(ctx, x, c.options(&env))
+	p := c.plan(x.NumUsers, x.NumItems, x.Len())
+	_, h, err := topn.IALS(ctx, x, c.options(&env, p))
 	if err != nil {
 		return nil, err
 	}
 	m := topnModel("ials", ids, titles, c.threshold())
 	m.Rank, m.V = c.Rank, h
-	m.Params = map[string]any{"rank": c.Rank, "alpha0": c.Alpha0, "lambda": c.Lambda, "nu": c.Nu, "epochs": c.Epochs, "cg_steps": c.CGSteps}
-	topn.SetImplicitFoldIn(m, c.Alpha0, c.Lambda, c.Nu)
+	m.Params = map[string]any{"rank": c.Rank, "alpha0": c.Alpha0, "lambda": p.lambda, "lambda_norm": c.LambdaNorm, "nu": c.Nu, "epochs": p.epochs, "cg_steps": c.CGSteps}
+	topn.SetImplicitFoldIn(m, c.Alpha0, p.lambda, c.Nu)
 	return &release.Release{Public: m, Guarantee: nonPrivate("ials"),
-		Report: release.Report{"items": x.NumItems, "rank": c.Rank, "alpha0": c.Alpha0, "lambda": c.Lambda, "epochs": c.Epochs}}, nil
+		Report: release.Report{"items": x.NumItems, "users": x.NumUsers, "interactions": x.Len(), "rank": c.Rank, "alpha0": c.Alpha0,
+			"lambda": p.lambda, "threshold": p.threshold, "epochs": p.epochs}}, nil
 }

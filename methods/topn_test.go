@@ -154,6 +154,8 @@ func TestTopNBadInput(t *testing.T) {
 		{"dp-popularity", nil, noCat, "--items"},
 		{"ease", map[string]any{"lambda": -1.0}, full, "--lambda"},
 		{"ials", map[string]any{"rank": 0}, full, "rank"},
+		{"ials", map[string]any{"lambda_norm": -1.0}, full, "--lambda-norm"},
+		{"ials", map[string]any{"epochs": 0, "epoch_work": 0.0}, full, "--epochs"},
 		{"dp-ease", map[string]any{"count_share": 1.0}, full, "--count-share"},
 		{"dp-popularity", map[string]any{"cap": 0.5}, full, "--cap"},
 		{"dp-ease", map[string]any{"lambda_diag": 4.0}, full, "--lambda-diag-max 3 must be finite and ≥ --lambda-diag 4"},
@@ -214,5 +216,38 @@ func TestDPEASERidge(t *testing.T) {
 	c.LambdaDiagMax = c.LambdaDiag
 	if r := c.ridge(diag, edge, 256); r.Coef != c.LambdaDiag {
 		t.Errorf("lambda-diag-max = lambda-diag: coefficient %g, want %g", r.Coef, c.LambdaDiag)
+	}
+}
+
+// TestIALSPlanAtTwoScales: the default ials plan on MovieLens-1M's
+// training shape is its validation-best λ = 0.01 (within 1 %) and 16
+// epochs; on the 469 255-user Netflix-shaped population it is λ ≈ 0.0054
+// (the same as at 42 582 users: the same density) and 5 epochs. Given
+// settings are kept as they are.
+func TestIALSPlanAtTwoScales(t *testing.T) {
+	c, err := Configure("ials", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.(*IALSConfig)
+	for _, tc := range []struct {
+		name                       string
+		users, items, interactions int
+		lambda                     float64
+		epochs                     int
+	}{
+		{"MovieLens-1M", 4_834, 3_706, 457_763, 0.01, 16},
+		{"Netflix-shaped 42 582", 42_582, 17_770, 4_759_913, 0.0054, 16},
+		{"Netflix-shaped 469 255", 469_255, 17_770, 52_491_391, 0.0054, 5},
+	} {
+		p := cfg.plan(tc.users, tc.items, tc.interactions)
+		if math.Abs(p.lambda-tc.lambda) > 0.01*tc.lambda || p.epochs != tc.epochs {
+			t.Errorf("%s: λ = %.5f, %d epochs; want λ = %g (±1 %%), %d epochs", tc.name, p.lambda, p.epochs, tc.lambda, tc.epochs)
+		}
+	}
+	given := *cfg
+	given.Lambda, given.Epochs = 0.03, 7
+	if p := given.plan(469_255, 17_770, 52_491_391); p.lambda != 0.03 || p.epochs != 7 {
+		t.Errorf("--lambda 0.03 --epochs 7 planned as λ = %g, %d epochs", p.lambda, p.epochs)
 	}
 }

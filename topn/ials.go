@@ -268,3 +268,49 @@ func cgRow(g, fixed []float32, items []int32, k int, lam float32, s []float32, s
 		}
 	}
 }
+
+// IALSLambda is the ridge λ (ν = 1) whose two frequency-scaled ridges
+// threshold the singular values of the users × items interaction matrix X
+// at τ = kappa·‖X‖_F = kappa·√interactions. With every user's ridge at its
+// mean λ(d̄ + α₀|I|) and every item's at λ(c̄ + α₀|U|) (d̄, c̄ the mean
+// interactions of a user and of an item), the least penalty of a
+// factorisation Y = WHᵀ is 2√(λ_u·λ_i)·‖Y‖_* (the nuclear norm), and where
+// the unobserved weight α₀ dominates the squared loss the fit
+// soft-thresholds X's singular values at τ = √(λ_u·λ_i). X's spectrum
+// grows with the population as ‖X‖_F does (both like √N for a fixed
+// per-user distribution), so a threshold in units of ‖X‖_F keeps the
+// same share of it at any N — the rule that ease's λ = 3·d̄ (the Gram's
+// mean diagonal, ‖X‖²_F per item) follows too. λ then depends on the
+// density, not on N: a fixed λ already grows with N through the item
+// ridges' α₀|U|, and a λ that also fell like 1/√N thresholded below the
+// sampling noise's singular values.
+func IALSLambda(users, items, interactions int, alpha0, kappa float64) float64 {
+	return kappa * math.Sqrt(float64(max(interactions, 1))) / IALSThreshold(users, items, interactions, alpha0, 1)
+}
+
+// IALSThreshold is the singular-value threshold √(λ_u·λ_i) that the ridge
+// λ implies at the mean user and the mean item (see IALSLambda).
+func IALSThreshold(users, items, interactions int, alpha0, lambda float64) float64 {
+	n, m, nnz := float64(max(users, 1)), float64(max(items, 1)), float64(max(interactions, 1))
+	d, c := nnz/n, nnz/m
+	return lambda * math.Sqrt((d+alpha0*m)*(c+alpha0*n))
+}
+
+// IALSEpochWork is the multiply–adds of one epoch's row solves: per side,
+// the Gramian (rows·k²), then cgSteps + 1 products with the k × k Gram
+// and two passes over the interactions (a dot and an axpy per fixed row),
+// plus the gathering and the right-hand side.
+func IALSEpochWork(users, items, interactions, rank, cgSteps int) float64 {
+	k, s := float64(rank), float64(cgSteps)
+	return (s+2)*float64(users+items)*k*k + 4*(s+2)*float64(interactions)*k
+}
+
+// IALSEpochs is the number of epochs whose row solves fit budget
+// multiply–adds, within [lo, hi].
+func IALSEpochs(users, items, interactions, rank, cgSteps int, budget float64, lo, hi int) int {
+	e := budget / IALSEpochWork(users, items, interactions, rank, cgSteps)
+	if !(e < float64(hi)) {
+		return hi
+	}
+	return max(lo, int(e))
+}

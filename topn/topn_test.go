@@ -316,3 +316,45 @@ func TestCGRowFloat32MatchesExactSolve(t *testing.T) {
 		}
 	}
 }
+
+// TestIALSLambdaFollowsDensity: the planned λ thresholds X's singular
+// values at kappa·‖X‖_F; a population grown s-fold at the same density
+// (users and interactions ×s) keeps the same λ, so the threshold grows
+// like √N with X's spectrum. A denser population gets a larger λ.
+func TestIALSLambdaFollowsDensity(t *testing.T) {
+	const kappa, alpha0 = 0.014, 0.2
+	base := IALSLambda(42_582, 17_770, 4_759_913, alpha0, kappa)
+	if tau := IALSThreshold(42_582, 17_770, 4_759_913, alpha0, base); math.Abs(tau-kappa*math.Sqrt(4_759_913)) > 1e-9*tau {
+		t.Errorf("threshold %g at the planned λ, want kappa·√interactions = %g", tau, kappa*math.Sqrt(4_759_913))
+	}
+	for _, s := range []int{2, 11, 100} {
+		if l := IALSLambda(42_582*s, 17_770, 4_759_913*s, alpha0, kappa); math.Abs(l-base) > 1e-9*base {
+			t.Errorf("×%d users and interactions: λ = %g, want %g (the same density)", s, l, base)
+		}
+	}
+	if dense := IALSLambda(42_582, 17_770, 4*4_759_913, alpha0, kappa); !(dense > base) {
+		t.Errorf("4× the density: λ = %g, want > %g", dense, base)
+	}
+}
+
+// TestIALSEpochsFitTheBudget: the planned epochs fall as the population
+// grows, stay within their bounds and, above the lower bound, fit the
+// budget.
+func TestIALSEpochsFitTheBudget(t *testing.T) {
+	const budget, lo, hi = 900e9, 2, 16
+	prev := hi
+	for _, users := range []int{4_834, 42_582, 141_783, 469_255, 2_000_000, 20_000_000} {
+		nnz := users * 112
+		e := IALSEpochs(users, 17_770, nnz, 128, 3, budget, lo, hi)
+		if e < lo || e > hi || e > prev {
+			t.Errorf("%d users: %d epochs, want within [%d, %d] and ≤ %d (fewer users)", users, e, lo, hi, prev)
+		}
+		if e > lo && float64(e)*IALSEpochWork(users, 17_770, nnz, 128, 3) > budget {
+			t.Errorf("%d users: %d epochs exceed the budget", users, e)
+		}
+		prev = e
+	}
+	if e := IALSEpochs(20_000_000, 17_770, 20_000_000*112, 128, 3, budget, lo, hi); e != lo {
+		t.Errorf("20 M users: %d epochs, want the lower bound %d", e, lo)
+	}
+}
