@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -208,6 +209,33 @@ func ParseConfig(b []byte) (*Config, error) {
 
 // Validate checks the config and fills defaults (Runs 1, Delta 1e-6).
 func (c *Config) Validate() error {
+	if err := c.validateHeader(); err != nil {
+		return err
+	}
+	if err := c.validateProtocol(); err != nil {
+		return err
+	}
+	if err := checkEps("epsilons", c.Epsilons); err != nil {
+		return err
+	}
+	datasets := map[string]bool{}
+	for _, d := range c.Datasets {
+		if err := c.validateDataset(d, datasets); err != nil {
+			return err
+		}
+	}
+	labels := map[string]bool{}
+	for _, m := range c.Methods {
+		if err := c.validateMethod(m, datasets, labels); err != nil {
+			return err
+		}
+	}
+	return c.Sweep.validate()
+}
+
+// validateHeader checks the name, runs, δ, metric and that there are
+// datasets and methods, filling the defaults of runs and δ.
+func (c *Config) validateHeader() error {
 	if !nameRE.MatchString(c.Name) {
 		return fmt.Errorf("config name %q: use letters, digits, '.', '_', '+', '-'", c.Name)
 	}
@@ -229,13 +257,14 @@ func (c *Config) Validate() error {
 	if len(c.Methods) == 0 {
 		return fmt.Errorf("no methods")
 	}
-	known := false
-	for _, m := range Metrics {
-		known = known || m == c.Metric
-	}
-	if !known {
+	if !slices.Contains(Metrics, c.Metric) {
 		return fmt.Errorf("metric %q: want one of %s", c.Metric, strings.Join(Metrics, ", "))
 	}
+	return nil
+}
+
+// validateProtocol checks the protocol and the settings that go with it.
+func (c *Config) validateProtocol() error {
 	switch c.Protocol {
 	case "", "ratings":
 		if c.Evaluate != "" {
@@ -254,109 +283,132 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("protocol %q: want ratings or users", c.Protocol)
 	}
-	checkEps := func(where string, es []float64) error {
-		for _, e := range es {
-			if !(e > 0) || math.IsInf(e, 0) {
-				return fmt.Errorf("%s: ε must be positive and finite, got %g", where, e)
-			}
+	return nil
+}
+
+// checkEps checks that every ε of a grid is positive and finite.
+func checkEps(where string, es []float64) error {
+	for _, e := range es {
+		if !(e > 0) || math.IsInf(e, 0) {
+			return fmt.Errorf("%s: ε must be positive and finite, got %g", where, e)
 		}
-		return nil
 	}
-	if err := checkEps("epsilons", c.Epsilons); err != nil {
+	return nil
+}
+
+// validateDataset checks one dataset entry and records its name in seen
+// (a name listed twice is an error).
+func (c *Config) validateDataset(d DataSpec, seen map[string]bool) error {
+	if !nameRE.MatchString(d.Name) {
+		return fmt.Errorf("dataset name %q: use letters, digits, '.', '_', '+', '-'", d.Name)
+	}
+	if seen[d.Name] {
+		return fmt.Errorf("dataset %q listed twice", d.Name)
+	}
+	seen[d.Name] = true
+	if err := c.validateSource(d); err != nil {
 		return err
 	}
-	seen := map[string]bool{}
-	for _, d := range c.Datasets {
-		if !nameRE.MatchString(d.Name) {
-			return fmt.Errorf("dataset name %q: use letters, digits, '.', '_', '+', '-'", d.Name)
+	if err := checkRange(d.Scale); err != nil {
+		return fmt.Errorf("dataset %q: scale: %w", d.Name, err)
+	}
+	if d.Rescale != nil {
+		if err := checkRange(d.Rescale); err != nil {
+			return fmt.Errorf("dataset %q: rescale: %w", d.Name, err)
 		}
-		if seen["d:"+d.Name] {
-			return fmt.Errorf("dataset %q listed twice", d.Name)
-		}
-		seen["d:"+d.Name] = true
-		users := c.Protocol == "users"
-		if users != (d.HoldoutUsers != nil) {
-			return fmt.Errorf("dataset %q: holdout_users [VAL, TEST] and \"protocol\": \"users\" go together", d.Name)
-		}
-		switch {
-		case users:
-			if d.Source != "file" || d.Path == "" || d.Test != "" || d.Holdout != 0 || d.TopItems != 0 || d.CapPerUser != 0 || d.Rescale != nil {
-				return fmt.Errorf("dataset %q: protocol users needs source file with a path, and no test, holdout, top_items, cap_per_user or rescale", d.Name)
-			}
-			if len(d.HoldoutUsers) != 2 || d.HoldoutUsers[0] < 0 || d.HoldoutUsers[1] < 1 {
-				return fmt.Errorf("dataset %q: holdout_users must be [VAL, TEST] with VAL ≥ 0 and TEST ≥ 1, got %v", d.Name, d.HoldoutUsers)
-			}
-			if d.MinPositives < 0 || d.MinPositives == 1 || d.TargetFrac < 0 || d.TargetFrac >= 1 || math.IsNaN(d.Positive) || math.IsInf(d.Positive, 0) {
-				return fmt.Errorf("dataset %q: want min_positives ≥ 2 (0: 5), target_frac in (0, 1) (0: 0.2) and a finite positive", d.Name)
-			}
-		case d.Source == "file":
-			if d.Path == "" {
-				return fmt.Errorf("dataset %q: source file needs a path", d.Name)
-			}
-			if d.Test == "" && !(d.Holdout > 0 && d.Holdout < 1) {
-				return fmt.Errorf("dataset %q: give a test file or a holdout fraction in (0, 1)", d.Name)
-			}
-		case d.Source == "":
-			return fmt.Errorf("dataset %q: source is required (file or a generator: %s)", d.Name, strings.Join(Generators(), ", "))
-		}
-		if err := checkRange(d.Scale); err != nil {
-			return fmt.Errorf("dataset %q: scale: %w", d.Name, err)
-		}
-		if d.Rescale != nil {
-			if err := checkRange(d.Rescale); err != nil {
-				return fmt.Errorf("dataset %q: rescale: %w", d.Name, err)
-			}
-			if d.Source != "file" || d.Scale == nil {
-				return fmt.Errorf("dataset %q: rescale maps a file's declared scale: give source file and \"scale\"", d.Name)
-			}
-		}
-		if err := checkParams(d.MethodParams); err != nil {
-			return fmt.Errorf("dataset %q: method_params: %w", d.Name, err)
+		if d.Source != "file" || d.Scale == nil {
+			return fmt.Errorf("dataset %q: rescale maps a file's declared scale: give source file and \"scale\"", d.Name)
 		}
 	}
-	for _, m := range c.Methods {
-		l := m.LabelOf()
-		if m.Method == "" {
-			return fmt.Errorf("a method entry has no method name")
+	if err := checkParams(d.MethodParams); err != nil {
+		return fmt.Errorf("dataset %q: method_params: %w", d.Name, err)
+	}
+	return nil
+}
+
+// validateSource checks a dataset's source and its split against the
+// protocol: held-out users, a file with a test file or a holdout
+// fraction, or a generator.
+func (c *Config) validateSource(d DataSpec) error {
+	users := c.Protocol == "users"
+	if users != (d.HoldoutUsers != nil) {
+		return fmt.Errorf("dataset %q: holdout_users [VAL, TEST] and \"protocol\": \"users\" go together", d.Name)
+	}
+	switch {
+	case users:
+		if d.Source != "file" || d.Path == "" || d.Test != "" || d.Holdout != 0 || d.TopItems != 0 || d.CapPerUser != 0 || d.Rescale != nil {
+			return fmt.Errorf("dataset %q: protocol users needs source file with a path, and no test, holdout, top_items, cap_per_user or rescale", d.Name)
 		}
-		if strings.ContainsAny(l, "|\n") {
-			return fmt.Errorf("method label %q may not contain '|' or a newline", l)
+		if len(d.HoldoutUsers) != 2 || d.HoldoutUsers[0] < 0 || d.HoldoutUsers[1] < 1 {
+			return fmt.Errorf("dataset %q: holdout_users must be [VAL, TEST] with VAL ≥ 0 and TEST ≥ 1, got %v", d.Name, d.HoldoutUsers)
 		}
-		if seen["m:"+l] {
-			return fmt.Errorf("method label %q listed twice; give each a distinct label", l)
+		if d.MinPositives < 0 || d.MinPositives == 1 || d.TargetFrac < 0 || d.TargetFrac >= 1 || math.IsNaN(d.Positive) || math.IsInf(d.Positive, 0) {
+			return fmt.Errorf("dataset %q: want min_positives ≥ 2 (0: 5), target_frac in (0, 1) (0: 0.2) and a finite positive", d.Name)
 		}
-		seen["m:"+l] = true
-		if err := checkEps("method "+l, m.Epsilons); err != nil {
-			return err
+	case d.Source == "file":
+		if d.Path == "" {
+			return fmt.Errorf("dataset %q: source file needs a path", d.Name)
 		}
-		if m.Runs < 0 || m.Runs > c.Runs {
-			return fmt.Errorf("method %s: runs %d: want 0 (every run) up to the config's %d", l, m.Runs, c.Runs)
+		if d.Test == "" && !(d.Holdout > 0 && d.Holdout < 1) {
+			return fmt.Errorf("dataset %q: give a test file or a holdout fraction in (0, 1)", d.Name)
 		}
-		if err := checkParams(m.Params); err != nil {
-			return fmt.Errorf("method %s: params: %w", l, err)
-		}
-		if m.Collect != "" && m.Collect != "laplace" && m.Collect != "rr" {
-			return fmt.Errorf("method %s: collect %q: want laplace or rr", l, m.Collect)
-		}
-		for _, d := range m.Datasets {
-			if !seen["d:"+d] {
-				return fmt.Errorf("method %s: unknown dataset %q", l, d)
-			}
+	case d.Source == "":
+		return fmt.Errorf("dataset %q: source is required (file or a generator: %s)", d.Name, strings.Join(Generators(), ", "))
+	}
+	return nil
+}
+
+// validateMethod checks one method entry against the config's runs and
+// the datasets' names, and records its label in labels (a label listed
+// twice is an error).
+func (c *Config) validateMethod(m MethodSpec, datasets, labels map[string]bool) error {
+	l := m.LabelOf()
+	if m.Method == "" {
+		return fmt.Errorf("a method entry has no method name")
+	}
+	if strings.ContainsAny(l, "|\n") {
+		return fmt.Errorf("method label %q may not contain '|' or a newline", l)
+	}
+	if labels[l] {
+		return fmt.Errorf("method label %q listed twice; give each a distinct label", l)
+	}
+	labels[l] = true
+	if err := checkEps("method "+l, m.Epsilons); err != nil {
+		return err
+	}
+	if m.Runs < 0 || m.Runs > c.Runs {
+		return fmt.Errorf("method %s: runs %d: want 0 (every run) up to the config's %d", l, m.Runs, c.Runs)
+	}
+	if err := checkParams(m.Params); err != nil {
+		return fmt.Errorf("method %s: params: %w", l, err)
+	}
+	if m.Collect != "" && m.Collect != "laplace" && m.Collect != "rr" {
+		return fmt.Errorf("method %s: collect %q: want laplace or rr", l, m.Collect)
+	}
+	for _, d := range m.Datasets {
+		if !datasets[d] {
+			return fmt.Errorf("method %s: unknown dataset %q", l, d)
 		}
 	}
-	if s := c.Sweep; s != nil {
-		if s.Name == "" || len(s.Values) == 0 {
-			return fmt.Errorf("sweep needs a name and values")
-		}
-		if s.Target == "flag" {
-			return fmt.Errorf("sweep target \"flag\" is now \"param\" (name the parameter by its JSON name, '-' → '_')")
-		}
-		if s.Target != "data" && s.Target != "param" {
-			return fmt.Errorf("sweep target %q: want data or param", s.Target)
-		}
-		if s.Target == "param" && strings.Contains(s.Name, "-") {
-			return fmt.Errorf("sweep: parameter %q: use its JSON name %q", s.Name, strings.ReplaceAll(s.Name, "-", "_"))
-		}
+	return nil
+}
+
+// validate checks a sweep (nil: nothing swept).
+func (s *Sweep) validate() error {
+	if s == nil {
+		return nil
+	}
+	if s.Name == "" || len(s.Values) == 0 {
+		return fmt.Errorf("sweep needs a name and values")
+	}
+	if s.Target == "flag" {
+		return fmt.Errorf("sweep target \"flag\" is now \"param\" (name the parameter by its JSON name, '-' → '_')")
+	}
+	if s.Target != "data" && s.Target != "param" {
+		return fmt.Errorf("sweep target %q: want data or param", s.Target)
+	}
+	if s.Target == "param" && strings.Contains(s.Name, "-") {
+		return fmt.Errorf("sweep: parameter %q: use its JSON name %q", s.Name, strings.ReplaceAll(s.Name, "-", "_"))
 	}
 	return nil
 }
