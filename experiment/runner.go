@@ -314,6 +314,9 @@ func Run(ctx context.Context, c *Config, opt Options) error {
 	return runErr
 }
 
+// runJobs runs the jobs of todo on opt.Workers workers, appending each
+// finished run to w, with a progress line; skipped runs were already done
+// (of total).
 func runJobs(ctx context.Context, c *Config, opt Options, todo []job, skipped, total int, w *resultsWriter) error {
 	if len(todo) == 0 {
 		if opt.Progress != nil {
@@ -326,7 +329,40 @@ func runJobs(ctx context.Context, c *Config, opt Options, todo []job, skipped, t
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, len(todo))
-	inner := max(1, runtime.GOMAXPROCS(0)/workers)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jr := &jobRunner{c: c, opt: opt, todo: todo, skipped: skipped, total: total, w: w,
+		cache: newSplitCache(todo), inner: max(1, runtime.GOMAXPROCS(0)/workers), cancel: cancel,
+		start: time.Now(), lastDecile: -1}
+	stopTicks := jr.tick()
+	jr.dispatch(ctx, workers)
+	stopTicks()
+	jr.progress(true)
+	return jr.result(ctx)
+}
+
+// jobRunner is one runJobs: its jobs, workers' shared state and counts.
+type jobRunner struct {
+	c              *Config
+	opt            Options
+	todo           []job
+	skipped, total int
+	w              *resultsWriter
+	cache          *splitCache
+	inner          int // workers each run may use
+	cancel         context.CancelFunc
+	start          time.Time
+
+	mu               sync.Mutex
+	finished, failed int
+	errs             []error // the first five failures
+	fatal            error   // results.csv could not be written
+	lastDecile       int
+}
+
+// newSplitCache counts, for each split, the jobs that use it (the cache
+// drops a split when its last job is done).
+func newSplitCache(todo []job) *splitCache {
 	cache := &splitCache{entries: map[string]*splitEntry{}}
 	for _, j := range todo {
 		e := cache.entries[j.splitKey]
@@ -336,107 +372,42 @@ func runJobs(ctx context.Context, c *Config, opt Options, todo []job, skipped, t
 		}
 		e.pending++
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ch := make(chan job)
-	var (
-		mu       sync.Mutex
-		finished int
-		failed   int
-		errs     []error
-		fatal    error
-	)
-	start := time.Now()
-	lastDecile := -1
-	progress := func(last bool) {
-		if opt.Progress == nil {
-			return
-		}
-		mu.Lock()
-		f, n := finished, failed
-		mu.Unlock()
-		el := time.Since(start)
-		eta := "?"
-		if f > 0 {
-			eta = (time.Duration(float64(el) / float64(f) * float64(len(todo)-f))).Round(time.Second).String()
-		}
-		pct := 100 * float64(skipped+f) / float64(total)
-		if opt.ProgressLines {
-			decile := int(pct / 10)
-			mu.Lock()
-			same := decile == lastDecile
-			lastDecile = decile
-			mu.Unlock()
-			if same && !last {
-				return
-			}
-		}
-		line := fmt.Sprintf("\rexperiment %s: %d/%d runs (%.0f%%)", c.Name, skipped+f, total, pct)
-		if opt.ProgressLines {
-			line = line[1:]
-		}
-		if skipped > 0 {
-			line += fmt.Sprintf(", %d resumed", skipped)
-		}
-		if n > 0 {
-			line += fmt.Sprintf(", %d failed", n)
-		}
-		line += fmt.Sprintf(", elapsed %s, ETA %s", el.Round(time.Second), eta)
-		switch {
-		case opt.ProgressLines:
-			line += "\n"
-		case last:
-			line += "   \n"
-		default:
-			line += "   "
-		}
-		fmt.Fprint(opt.Progress, line)
-	}
+	return cache
+}
+
+// tick writes the progress line each second until the returned function
+// is called.
+func (jr *jobRunner) tick() (stop func()) {
 	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
 	stopTick := make(chan struct{})
 	go func() {
 		for {
 			select {
 			case <-tick.C:
-				progress(false)
+				jr.progress(false)
 			case <-stopTick:
 				return
 			}
 		}
 	}()
+	return func() {
+		close(stopTick)
+		tick.Stop()
+	}
+}
+
+// dispatch hands the jobs to the workers until all are done or ctx ends.
+func (jr *jobRunner) dispatch(ctx context.Context, workers int) {
+	ch := make(chan job)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := range ch {
-				row, err := runOne(ctx, c, opt, j, cache, inner)
-				cache.done(j)
-				if err == nil {
-					err = w.Append(row)
-					if err != nil {
-						mu.Lock()
-						fatal = err
-						mu.Unlock()
-						cancel()
-					}
-				}
-				mu.Lock()
-				if err != nil && ctx.Err() == nil {
-					failed++
-					if len(errs) < 5 {
-						errs = append(errs, fmt.Errorf("%s: %w", j.key, err))
-					}
-					opt.Log.Warn("run failed", "run", j.key, "err", err)
-				} else if err == nil {
-					finished++
-				}
-				mu.Unlock()
-			}
+			jr.work(ctx, ch)
 		}()
 	}
-	for _, j := range todo {
+	for _, j := range jr.todo {
 		if ctx.Err() != nil {
 			break
 		}
@@ -447,18 +418,110 @@ func runJobs(ctx context.Context, c *Config, opt Options, todo []job, skipped, t
 	}
 	close(ch)
 	wg.Wait()
-	close(stopTick)
-	progress(true)
-	if fatal != nil {
-		return fatal
+}
+
+// work runs the jobs of ch, appending each result; a failure to append
+// is fatal and cancels the sweep.
+func (jr *jobRunner) work(ctx context.Context, ch <-chan job) {
+	for j := range ch {
+		row, err := runOne(ctx, jr.c, jr.opt, j, jr.cache, jr.inner)
+		jr.cache.done(j)
+		if err == nil {
+			err = jr.w.Append(row)
+			if err != nil {
+				jr.mu.Lock()
+				jr.fatal = err
+				jr.mu.Unlock()
+				jr.cancel()
+			}
+		}
+		jr.count(ctx, j, err)
+	}
+}
+
+// count records a finished or failed run (a run cut short by
+// cancellation is neither).
+func (jr *jobRunner) count(ctx context.Context, j job, err error) {
+	jr.mu.Lock()
+	defer jr.mu.Unlock()
+	if err != nil && ctx.Err() == nil {
+		jr.failed++
+		if len(jr.errs) < 5 {
+			jr.errs = append(jr.errs, fmt.Errorf("%s: %w", j.key, err))
+		}
+		jr.opt.Log.Warn("run failed", "run", j.key, "err", err)
+	} else if err == nil {
+		jr.finished++
+	}
+}
+
+// result is runJobs' error: the fatal one, cancellation, or the failed
+// runs.
+func (jr *jobRunner) result(ctx context.Context) error {
+	if jr.fatal != nil {
+		return jr.fatal
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d runs failed (not recorded; re-run to retry): %w", failed, len(todo), errors.Join(errs...))
+	if jr.failed > 0 {
+		return fmt.Errorf("%d of %d runs failed (not recorded; re-run to retry): %w", jr.failed, len(jr.todo), errors.Join(jr.errs...))
 	}
 	return nil
+}
+
+// progress writes the progress line: rewritten in place, or (with
+// ProgressLines) a whole line at each tenth of the runs and at the end.
+func (jr *jobRunner) progress(last bool) {
+	opt := jr.opt
+	if opt.Progress == nil {
+		return
+	}
+	jr.mu.Lock()
+	f, n := jr.finished, jr.failed
+	jr.mu.Unlock()
+	el := time.Since(jr.start)
+	eta := "?"
+	if f > 0 {
+		eta = (time.Duration(float64(el) / float64(f) * float64(len(jr.todo)-f))).Round(time.Second).String()
+	}
+	pct := 100 * float64(jr.skipped+f) / float64(jr.total)
+	if opt.ProgressLines {
+		decile := int(pct / 10)
+		jr.mu.Lock()
+		same := decile == jr.lastDecile
+		jr.lastDecile = decile
+		jr.mu.Unlock()
+		if same && !last {
+			return
+		}
+	}
+	fmt.Fprint(opt.Progress, jr.progressLine(f, n, el, eta, pct, last))
+}
+
+// progressLine formats the progress after f finished and n failed runs.
+func (jr *jobRunner) progressLine(f, n int, el time.Duration, eta string, pct float64, last bool) string {
+	opt := jr.opt
+	line := fmt.Sprintf("\rexperiment %s: %d/%d runs (%.0f%%)", jr.c.Name, jr.skipped+f, jr.total, pct)
+	if opt.ProgressLines {
+		line = line[1:]
+	}
+	if jr.skipped > 0 {
+		line += fmt.Sprintf(", %d resumed", jr.skipped)
+	}
+	if n > 0 {
+		line += fmt.Sprintf(", %d failed", n)
+	}
+	line += fmt.Sprintf(", elapsed %s, ETA %s", el.Round(time.Second), eta)
+	switch {
+	case opt.ProgressLines:
+		line += "\n"
+	case last:
+		line += "   \n"
+	default:
+		line += "   "
+	}
+	return line
 }
 
 // runOne trains and evaluates one run.
