@@ -320,132 +320,183 @@ func sanitize(s string) string {
 	}, s)
 }
 
+// writeFigures draws, for each dataset, the metric against ε (one figure
+// per swept value) and, with a swept parameter, the metric against it for
+// each private method.
 func writeFigures(c *Config, cells []*Cell, dir, suffix string) ([]figure, error) {
 	var figs []figure
-	metric := c.Metric
-	sweepLabel := ""
-	if c.Sweep != nil {
-		sweepLabel = c.Sweep.Label
-		if sweepLabel == "" {
-			sweepLabel = c.Sweep.Name
-		}
-	}
 	for _, d := range c.Datasets {
 		for _, v := range c.sweepValues() {
-			var sel []*Cell
-			for _, cell := range cells {
-				if cell.Dataset == d.Name && sameValue(cell.Value, v) {
-					sel = append(sel, cell)
-				}
-			}
-			f := plots.Figure{
-				XLabel: epsilonAxis(sel), YLabel: c.metricName(metric), LogX: true, LogY: c.LogY,
-			}
-			title := fmt.Sprintf("%s: %s vs ε", d.Name, c.metricName(metric))
-			if metric == "are" {
-				title = fmt.Sprintf("%s: ARE vs ε", d.Name)
-			}
-			if !math.IsNaN(v) {
-				title += fmt.Sprintf(" (%s = %g)", sweepLabel, v)
-			}
-			f.Title = title + "\n" + privacyLabel(sel)
-			for _, m := range c.Methods {
-				s := plots.Series{Label: m.LabelOf()}
-				for _, cell := range sel {
-					mean, ok := cell.Mean[metric]
-					if cell.Label != m.LabelOf() || !ok {
-						continue
-					}
-					s.Flat = math.IsNaN(cell.Epsilon)
-					if s.Flat && !strings.Contains(s.Label, "non-private") {
-						s.Label = m.LabelOf() + " (non-private)"
-					}
-					s.X = append(s.X, cell.Epsilon)
-					s.Mean = append(s.Mean, mean)
-					s.SD = append(s.SD, cell.SD[metric])
-				}
-				if len(s.X) > 0 {
-					f.Series = append(f.Series, s)
-				}
-			}
-			if len(f.Series) == 0 {
-				continue
-			}
-			base := "fig-" + sanitize(d.Name)
-			if !math.IsNaN(v) {
-				base += "-" + sanitize(c.Sweep.Name) + "-" + sanitize(fmtF(v))
-			}
-			base += suffix
-			if _, err := f.Save(filepath.Join(dir, base)); err != nil {
+			fig, err := epsFigure(c, cells, d.Name, v, dir, suffix)
+			if err != nil {
 				return nil, err
 			}
-			figs = append(figs, figure{file: base, caption: title})
+			if fig != nil {
+				figs = append(figs, *fig)
+			}
 		}
-		// With a swept parameter: the metric against it, one line per ε, per private method.
-		if c.Sweep != nil && len(c.Sweep.Values) > 1 {
-			for _, m := range c.Methods {
-				var sel []*Cell
-				for _, cell := range cells {
-					if cell.Dataset == d.Name && cell.Label == m.LabelOf() {
-						sel = append(sel, cell)
-					}
-				}
-				if len(sel) == 0 || math.IsNaN(sel[0].Epsilon) {
-					continue
-				}
-				epsSet := map[float64]bool{}
-				var epss []float64
-				for _, cell := range sel {
-					if !epsSet[cell.Epsilon] {
-						epsSet[cell.Epsilon] = true
-						epss = append(epss, cell.Epsilon)
-					}
-				}
-				sort.Float64s(epss)
-				epss = thin(epss, 5)
-				title := fmt.Sprintf("%s, %s: %s vs %s", d.Name, m.LabelOf(), c.metricName(metric), sweepLabel)
-				if metric == "are" {
-					title = fmt.Sprintf("%s, %s: ARE vs %s", d.Name, m.LabelOf(), sweepLabel)
-				}
-				f := plots.Figure{Title: title + "\n" + privacyLabel(sel), XLabel: sweepLabel, YLabel: c.metricName(metric),
-					LogY: c.LogY}
-				for _, e := range epss {
-					s := plots.Series{Label: fmt.Sprintf("ε = %g", e)}
-					for _, cell := range sel {
-						if mean, ok := cell.Mean[metric]; ok && cell.Epsilon == e {
-							s.X = append(s.X, cell.Value)
-							s.Mean = append(s.Mean, mean)
-							s.SD = append(s.SD, cell.SD[metric])
-						}
-					}
-					f.Series = append(f.Series, s)
-				}
-				// Non-private lines for reference.
-				for _, nm := range c.Methods {
-					s := plots.Series{Label: nm.LabelOf(), Dashed: true}
-					if !strings.Contains(s.Label, "non-private") {
-						s.Label += " (non-private)"
-					}
-					for _, cell := range cells {
-						if mean, ok := cell.Mean[metric]; ok && cell.Dataset == d.Name && cell.Label == nm.LabelOf() && math.IsNaN(cell.Epsilon) {
-							s.X = append(s.X, cell.Value)
-							s.Mean = append(s.Mean, mean)
-							s.SD = append(s.SD, cell.SD[metric])
-						}
-					}
-					if len(s.X) > 0 {
-						f.Series = append(f.Series, s)
-					}
-				}
-				base := "fig-" + sanitize(d.Name) + "-" + sanitize(m.LabelOf()) + "-vs-" + sanitize(c.Sweep.Name)
-				if _, err := f.Save(filepath.Join(dir, base)); err != nil {
-					return nil, err
-				}
-				figs = append(figs, figure{file: base, caption: title})
+		if c.Sweep == nil || len(c.Sweep.Values) <= 1 {
+			continue
+		}
+		for _, m := range c.Methods {
+			fig, err := sweepFigure(c, cells, d.Name, m, dir)
+			if err != nil {
+				return nil, err
+			}
+			if fig != nil {
+				figs = append(figs, *fig)
 			}
 		}
 	}
 	return figs, nil
+}
+
+// sweepLabel names the swept parameter on an axis ("" when nothing is
+// swept).
+func (c *Config) sweepLabel() string {
+	if c.Sweep == nil {
+		return ""
+	}
+	if c.Sweep.Label != "" {
+		return c.Sweep.Label
+	}
+	return c.Sweep.Name
+}
+
+// versus titles a plot of the metric against x ("ARE vs x" for ARE).
+func (c *Config) versus(x string) string {
+	if c.Metric == "are" {
+		return "ARE vs " + x
+	}
+	return c.metricName(c.Metric) + " vs " + x
+}
+
+// addPoint adds the cell's mean and SD of metric at x to s.
+func addPoint(s *plots.Series, x float64, cell *Cell, mean float64, metric string) {
+	s.X = append(s.X, x)
+	s.Mean = append(s.Mean, mean)
+	s.SD = append(s.SD, cell.SD[metric])
+}
+
+// saveFigure writes f as dir/base and returns it for the report.
+func saveFigure(f plots.Figure, dir, base, caption string) (*figure, error) {
+	if _, err := f.Save(filepath.Join(dir, base)); err != nil {
+		return nil, err
+	}
+	return &figure{file: base, caption: caption}, nil
+}
+
+// epsFigure draws the metric against ε on dataset at swept value v (NaN:
+// nothing swept), one line per method; nil when no method has a cell.
+func epsFigure(c *Config, cells []*Cell, dataset string, v float64, dir, suffix string) (*figure, error) {
+	metric := c.Metric
+	var sel []*Cell
+	for _, cell := range cells {
+		if cell.Dataset == dataset && sameValue(cell.Value, v) {
+			sel = append(sel, cell)
+		}
+	}
+	f := plots.Figure{
+		XLabel: epsilonAxis(sel), YLabel: c.metricName(metric), LogX: true, LogY: c.LogY,
+	}
+	title := dataset + ": " + c.versus("ε")
+	if !math.IsNaN(v) {
+		title += fmt.Sprintf(" (%s = %g)", c.sweepLabel(), v)
+	}
+	f.Title = title + "\n" + privacyLabel(sel)
+	for _, m := range c.Methods {
+		s := plots.Series{Label: m.LabelOf()}
+		for _, cell := range sel {
+			mean, ok := cell.Mean[metric]
+			if cell.Label != m.LabelOf() || !ok {
+				continue
+			}
+			s.Flat = math.IsNaN(cell.Epsilon)
+			if s.Flat && !strings.Contains(s.Label, "non-private") {
+				s.Label = m.LabelOf() + " (non-private)"
+			}
+			addPoint(&s, cell.Epsilon, cell, mean, metric)
+		}
+		if len(s.X) > 0 {
+			f.Series = append(f.Series, s)
+		}
+	}
+	if len(f.Series) == 0 {
+		return nil, nil
+	}
+	base := "fig-" + sanitize(dataset)
+	if !math.IsNaN(v) {
+		base += "-" + sanitize(c.Sweep.Name) + "-" + sanitize(fmtF(v))
+	}
+	return saveFigure(f, dir, base+suffix, title)
+}
+
+// sweepFigure draws private method m's metric against the swept
+// parameter on dataset, one line per ε (at most five), with the
+// non-private methods' lines for reference; nil for a non-private method
+// or one without cells.
+func sweepFigure(c *Config, cells []*Cell, dataset string, m MethodSpec, dir string) (*figure, error) {
+	metric := c.Metric
+	var sel []*Cell
+	for _, cell := range cells {
+		if cell.Dataset == dataset && cell.Label == m.LabelOf() {
+			sel = append(sel, cell)
+		}
+	}
+	if len(sel) == 0 || math.IsNaN(sel[0].Epsilon) {
+		return nil, nil
+	}
+	title := fmt.Sprintf("%s, %s: %s", dataset, m.LabelOf(), c.versus(c.sweepLabel()))
+	f := plots.Figure{Title: title + "\n" + privacyLabel(sel), XLabel: c.sweepLabel(), YLabel: c.metricName(metric),
+		LogY: c.LogY}
+	for _, e := range cellEpsilons(sel) {
+		s := plots.Series{Label: fmt.Sprintf("ε = %g", e)}
+		for _, cell := range sel {
+			if mean, ok := cell.Mean[metric]; ok && cell.Epsilon == e {
+				addPoint(&s, cell.Value, cell, mean, metric)
+			}
+		}
+		f.Series = append(f.Series, s)
+	}
+	f.Series = append(f.Series, nonPrivateSeries(c, cells, dataset)...)
+	base := "fig-" + sanitize(dataset) + "-" + sanitize(m.LabelOf()) + "-vs-" + sanitize(c.Sweep.Name)
+	return saveFigure(f, dir, base, title)
+}
+
+// cellEpsilons lists the ε of cells, ascending, thinned to five.
+func cellEpsilons(cells []*Cell) []float64 {
+	epsSet := map[float64]bool{}
+	var epss []float64
+	for _, cell := range cells {
+		if !epsSet[cell.Epsilon] {
+			epsSet[cell.Epsilon] = true
+			epss = append(epss, cell.Epsilon)
+		}
+	}
+	sort.Float64s(epss)
+	return thin(epss, 5)
+}
+
+// nonPrivateSeries are the dashed reference lines against the swept
+// parameter: every method's non-private cells on dataset.
+func nonPrivateSeries(c *Config, cells []*Cell, dataset string) []plots.Series {
+	metric := c.Metric
+	var out []plots.Series
+	for _, nm := range c.Methods {
+		s := plots.Series{Label: nm.LabelOf(), Dashed: true}
+		if !strings.Contains(s.Label, "non-private") {
+			s.Label += " (non-private)"
+		}
+		for _, cell := range cells {
+			if mean, ok := cell.Mean[metric]; ok && cell.Dataset == dataset && cell.Label == nm.LabelOf() && math.IsNaN(cell.Epsilon) {
+				addPoint(&s, cell.Value, cell, mean, metric)
+			}
+		}
+		if len(s.X) > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func sameValue(a, b float64) bool {
