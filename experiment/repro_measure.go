@@ -5,9 +5,23 @@ package experiment
 // measurement main before; one harness now runs every measurement).
 
 func init() {
-	// Seed 000: the speed of Clear on MovieLens-100K (the α = ∞ problem the
-	// 1BMC reference code solves, and α = 1 as the seed states it).
-	addRepro(&Reproduction{
+	for _, r := range []*Reproduction{
+		repro000ClearSpeed(),
+		repro001TableSynthetic(),
+		repro001TableML1M(),
+		repro001TableJester(),
+		repro001GramSignal(),
+		repro003ML100K(),
+	} {
+		addRepro(r)
+	}
+}
+
+// repro000ClearSpeed is seed 000's Clear on MovieLens-100K: its speed (the
+// α = ∞ problem the 1BMC reference code solves, and α = 1 as the seed
+// states it).
+func repro000ClearSpeed() *Reproduction {
+	return &Reproduction{
 		Name: "000-clear-speed", Paper: paper000 + ", the Clear solver on MovieLens-100K (speed)",
 		Summary: "one-bit Clear on ML-100K u1.base binarised at 3.5, α = ∞ and α = 1: seconds per training and sign accuracy",
 		build: func(paper bool) *Config {
@@ -30,30 +44,13 @@ func init() {
 				Metric: "accuracy",
 			}
 		},
-	})
+	}
+}
 
-	// Seed 001: the RMSE-versus-ε tables of docs/jointdp.md, with the
-	// hand-picked settings there (picked on test RMSE for the real data:
-	// choosing settings by trying them on the private data costs privacy
-	// that the stated ε does not cover).
-	type row struct {
-		label, method string
-		params        map[string]any
-	}
-	tableMethods := func(rows []row) []MethodSpec {
-		ms := make([]MethodSpec, len(rows))
-		for i, r := range rows {
-			ms[i] = MethodSpec{Method: r.method, Label: r.label, Params: r.params}
-		}
-		return ms
-	}
-	const tableDesc = " Rows: own mean (fw with a vanishing nuclear bound: each user's mean of her ξ-capped ratings, what a private method must beat); " +
-		"dpfw/paper (the seed's 1/T step and biased λ̂); dpfw/tuned (the data-independent 2/(t+1) step, no λ̂ bias); dpsvd; McSherry–Mironov (mm) on the declared scale. " +
-		"1 % of ratings held out at random per run; δ = 10⁻⁶; RMSE."
-	tableEps := func(paper bool) []float64 {
-		return pick(paper, []float64{1, 10}, []float64{0.5, 1, 2, 5, 10, 20})
-	}
-	addRepro(&Reproduction{
+// repro001TableSynthetic is docs/jointdp.md's table on seed 001's
+// rank-one synthetic set.
+func repro001TableSynthetic() *Reproduction {
+	return &Reproduction{
 		Name: "001-table-synthetic", Paper: paper001 + "; docs/jointdp.md's synthetic table",
 		Summary: "seed 001's rank-one synthetic set (500 000 users at paper scale), RMSE vs ε for own mean, fw, dpfw (paper and tuned), dpsvd, mm",
 		build: func(paper bool) *Config {
@@ -70,7 +67,7 @@ func init() {
 					" No centring (the truth is exactly rank one); the nuclear bound is the methods' shape rule √(m·n)/3, within 1 % of the truth's nuclear norm (≈ ‖u‖‖v‖)." + tableDesc,
 				Datasets: []DataSpec{{Name: "synthetic", Source: "rankone-synthetic",
 					Params: map[string]float64{"users": pick(paper, 20000.0, 500000.0), "items": 400, "per_user": 80, "holdout": 0.01}}},
-				Methods: tableMethods([]row{
+				Methods: tableMethods([]tableRow{
 					{"own mean", "fw", map[string]any{"nuclear": 1e-9, "iterations": 1, "max_per_user": 80}},
 					{"fw", "fw", with("iterations", 40)},
 					{"dpfw/paper", "dpfw", with("iterations", 10, "clip", 3)},
@@ -83,8 +80,12 @@ func init() {
 				Metric:   "rmse", LogX: true,
 			}
 		},
-	})
-	addRepro(&Reproduction{
+	}
+}
+
+// repro001TableML1M is docs/jointdp.md's MovieLens-1M table.
+func repro001TableML1M() *Reproduction {
+	return &Reproduction{
 		Name: "001-table-ml1m", Paper: paper001 + "; docs/jointdp.md's MovieLens-1M table",
 		Summary: "MovieLens-1M top 400 items, ξ = 80, RMSE vs ε for own mean, fw, dpfw (paper and tuned), dpsvd, mm",
 		build: func(paper bool) *Config {
@@ -93,7 +94,7 @@ func init() {
 				Description: "MovieLens-1M restricted to the 400 most-rated items; the private methods keep at most ξ = 80 ratings per user; per-user centring; k = 3000." + tableDesc,
 				Datasets: []DataSpec{{Name: "ML-1M-top400", Source: "file", Path: "ml-1m/ratings.tsv", Format: "tsv",
 					Scale: []float64{1, 5}, Holdout: 0.01, TopItems: 400}},
-				Methods: tableMethods([]row{
+				Methods: tableMethods([]tableRow{
 					{"own mean", "fw", map[string]any{"nuclear": 1e-9, "iterations": 1, "max_per_user": 80}},
 					{"fw", "fw", map[string]any{"nuclear": 3000, "iterations": 60}},
 					{"dpfw/paper", "dpfw", map[string]any{"nuclear": 3000, "iterations": 10, "clip": 5}},
@@ -106,8 +107,12 @@ func init() {
 				Metric:   "rmse", LogX: true,
 			}
 		},
-	})
-	addRepro(&Reproduction{
+	}
+}
+
+// repro001TableJester is docs/jointdp.md's Jester table.
+func repro001TableJester() *Reproduction {
+	return &Reproduction{
 		Name: "001-table-jester", Paper: paper001 + "; docs/jointdp.md's Jester table",
 		Summary: "Jester 5 000-user sample rescaled to 0–5, no cap, RMSE vs ε for own mean, fw, dpfw (paper and tuned), dpsvd, mm",
 		build: func(paper bool) *Config {
@@ -122,7 +127,7 @@ func init() {
 				Title:       "Jester: RMSE vs ε (docs/jointdp.md)",
 				Description: "Jester's 5 000-user sample, 100 jokes, the declared scale [−10, 10] mapped onto 0–5; not capped (as the seed for Jester); per-user centring; k = 1500." + tableDesc,
 				Datasets:    []DataSpec{jester()},
-				Methods: tableMethods([]row{
+				Methods: tableMethods([]tableRow{
 					{"own mean", "fw", nocap("nuclear", 1e-9, "iterations", 1)},
 					{"fw", "fw", map[string]any{"nuclear": 1500, "iterations": 60}},
 					{"dpfw/paper", "dpfw", nocap("nuclear", 1500, "iterations", 10, "clip", 6)},
@@ -135,16 +140,23 @@ func init() {
 				Metric:   "rmse", LogX: true,
 			}
 		},
-	})
-	addRepro(&Reproduction{
+	}
+}
+
+// repro001GramSignal measures why private FW does not beat the own mean on
+// MovieLens-1M (docs/jointdp.md).
+func repro001GramSignal() *Reproduction {
+	return &Reproduction{
 		Name: "001-gram-signal", Paper: paper001 + "; docs/jointdp.md (why private FW does not beat the own mean on ML-1M)",
 		Summary: "ML-1M top 400, ξ = 80, centred, L = 5: top eigenvalues of the clipped Gram matrix against the spectral norm of DPFW's calibrated noise",
 		measure: gramSignal, files: []string{"ml-1m/ratings.tsv"},
-	})
+	}
+}
 
-	// Seeds 002/003 on real data: the local-DP collection and recovery
-	// table of docs/ldp.md.
-	addRepro(&Reproduction{
+// repro003ML100K is seeds 002/003 on real data: the local-DP collection and
+// recovery table of docs/ldp.md.
+func repro003ML100K() *Reproduction {
+	return &Reproduction{
 		Name: "003-ml100k", Paper: paper003 + ", on MovieLens-100K; docs/ldp.md",
 		Summary: "ML-100K ua.base collected with the modified Laplace mechanism and randomized response, plain and debiased recovery, RMSE on ua.test vs per-rating ε",
 		build: func(paper bool) *Config {
@@ -189,5 +201,35 @@ func init() {
 				Metric:   "rmse", LogX: true,
 			}
 		},
-	})
+	}
+}
+
+// The RMSE-versus-ε tables of docs/jointdp.md (seed 001) use hand-picked
+// settings (picked on test RMSE for the real data: choosing settings by
+// trying them on the private data costs privacy that the stated ε does
+// not cover).
+
+// tableRow is one line of a docs/jointdp.md table.
+type tableRow struct {
+	label, method string
+	params        map[string]any
+}
+
+// tableMethods are the lines of a table.
+func tableMethods(rows []tableRow) []MethodSpec {
+	ms := make([]MethodSpec, len(rows))
+	for i, r := range rows {
+		ms[i] = MethodSpec{Method: r.method, Label: r.label, Params: r.params}
+	}
+	return ms
+}
+
+// tableDesc ends the tables' descriptions.
+const tableDesc = " Rows: own mean (fw with a vanishing nuclear bound: each user's mean of her ξ-capped ratings, what a private method must beat); " +
+	"dpfw/paper (the seed's 1/T step and biased λ̂); dpfw/tuned (the data-independent 2/(t+1) step, no λ̂ bias); dpsvd; McSherry–Mironov (mm) on the declared scale. " +
+	"1 % of ratings held out at random per run; δ = 10⁻⁶; RMSE."
+
+// tableEps is the tables' ε grid.
+func tableEps(paper bool) []float64 {
+	return pick(paper, []float64{1, 10}, []float64{0.5, 1, 2, 5, 10, 20})
 }
