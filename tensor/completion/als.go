@@ -310,12 +310,7 @@ func (s *alsSolver) updateMode(ctx context.Context, mode int) error {
 	if s.workers == 1 || n < 2 {
 		return s.solveRows(ctx, mode, 0, n)
 	}
-	// split the rows where half of the entries are done
-	off := s.idx[mode].off
-	cut := 0
-	for cut < n && off[cut] < off[n]/2 {
-		cut++
-	}
+	cut := entryMidpoint(s.idx[mode].off, n)
 	var errs [2]error
 	var wg sync.WaitGroup
 	wg.Go(func() { errs[1] = s.solveRows(ctx, mode, cut, n) })
@@ -327,6 +322,17 @@ func (s *alsSolver) updateMode(ctx context.Context, mode int) error {
 		}
 	}
 	return nil
+}
+
+// entryMidpoint is the first row at which half of the entries of rows
+// 0…n−1 are done (off as in modeIndex): where the rows are split between
+// two goroutines.
+func entryMidpoint(off []int, n int) int {
+	cut := 0
+	for cut < n && off[cut] < off[n]/2 {
+		cut++
+	}
+	return cut
 }
 
 func (s *alsSolver) solveRows(ctx context.Context, mode, from, to int) error {
@@ -356,22 +362,7 @@ func (s *alsSolver) solveRows(ctx context.Context, mode, from, to int) error {
 			continue
 		}
 		g, b := gram.Data, rhs.Data
-		clear(g)
-		clear(b)
-		for _, x := range ents {
-			s.partial(mode, x, z)
-			y := x.v - s.bias(x, mode)
-			if bias != nil {
-				z[d] = 1
-			}
-			for p, zp := range z {
-				b[p] += y * zp
-				gp := g[p*k : p*k+k]
-				for q := p; q < k; q++ {
-					gp[q] += zp * z[q]
-				}
-			}
-		}
+		s.normalRow(mode, ents, z, g, b, k, d, bias != nil)
 		lam := s.cfg.Lambda
 		for p := range d {
 			g[p*k+p] += lam
@@ -387,14 +378,7 @@ func (s *alsSolver) solveRows(ctx context.Context, mode, from, to int) error {
 		// tiny ridge.
 		t, ok := lapack64.Potrf(gram)
 		if !ok {
-			for p := range k {
-				for q := p; q < k; q++ {
-					g[p*k+q] = 0
-				}
-			}
-			if err := s.refill(mode, ents, z, g, b, k, d, bias != nil); err != nil {
-				return fmt.Errorf("completion: ALS row %d of mode %d: %w", r, mode+1, err)
-			}
+			s.refill(mode, ents, z, g, b, k, d, bias != nil)
 			if t, ok = lapack64.Potrf(gram); !ok {
 				return fmt.Errorf("completion: ALS row %d of mode %d: singular normal equations", r, mode+1)
 			}
@@ -408,9 +392,11 @@ func (s *alsSolver) solveRows(ctx context.Context, mode, from, to int) error {
 	return nil
 }
 
-// refill rebuilds a row's normal equations (destroyed by a failed
-// factorisation) with a tiny extra ridge.
-func (s *alsSolver) refill(mode int, ents []entry, z, g, b []float64, k, d int, hasBias bool) error {
+// normalRow sets g (the upper triangle of k × k) and b to Σ z zᵀ and
+// Σ y z over a row's entries: its normal equations before the ridge, z
+// the partials (and 1 for the bias when hasBias), y the rating less the
+// other modes' biases.
+func (s *alsSolver) normalRow(mode int, ents []entry, z, g, b []float64, k, d int, hasBias bool) {
 	clear(g)
 	clear(b)
 	for _, x := range ents {
@@ -421,11 +407,18 @@ func (s *alsSolver) refill(mode int, ents []entry, z, g, b []float64, k, d int, 
 		}
 		for p, zp := range z {
 			b[p] += y * zp
+			gp := g[p*k : p*k+k]
 			for q := p; q < k; q++ {
-				g[p*k+q] += zp * z[q]
+				gp[q] += zp * z[q]
 			}
 		}
 	}
+}
+
+// refill rebuilds a row's normal equations (destroyed by a failed
+// factorisation) with a tiny extra ridge.
+func (s *alsSolver) refill(mode int, ents []entry, z, g, b []float64, k, d int, hasBias bool) {
+	s.normalRow(mode, ents, z, g, b, k, d, hasBias)
 	for p := range k {
 		reg := s.cfg.Lambda
 		if p == d {
@@ -436,7 +429,6 @@ func (s *alsSolver) refill(mode int, ents []entry, z, g, b []float64, k, d int, 
 			b[p] += s.cfg.Lambda * dayPrior(s.m.Kind, p)
 		}
 	}
-	return nil
 }
 
 // coreOp applies the core's normal-equation operator: out = Σ_e z_e (z_e·v)
@@ -471,16 +463,7 @@ func (s *alsSolver) coreOp(v, out []float64, half [2][]float64) {
 			}
 		}
 	}
-	mid := n / 2
-	if s.workers == 1 {
-		run(0, 0, mid)
-		run(1, mid, n)
-	} else {
-		var wg sync.WaitGroup
-		wg.Go(func() { run(1, mid, n) })
-		run(0, 0, mid)
-		wg.Wait()
-	}
+	s.halves(n/2, n, run)
 	lam := s.cfg.LambdaG
 	for x := range out {
 		out[x] = half[0][x] + half[1][x] + lam*v[x]
@@ -510,9 +493,32 @@ func outer(d int, a, b, c, z []float64) {
 // two fixed halves added in a fixed order.
 func (s *alsSolver) updateCore(ctx context.Context) error {
 	D := len(s.m.G)
-	d := s.m.Rank
-	n := s.t.Len()
 	direct := D <= coreDirect
+	s.coreScratch(D, direct)
+	rhs, half := s.cg[0], [2][]float64{s.cg[4], s.cg[5]}
+	rhsHalf := [2][]float64{make([]float64, D), make([]float64, D)}
+	if direct {
+		s.coreNormalByUser(rhsHalf, half)
+	} else {
+		n := s.t.Len()
+		s.halves(n/2, n, func(h, from, to int) { s.coreRHS(rhsHalf[h], from, to) })
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for x := range rhs {
+		rhs[x] = rhsHalf[0][x] + rhsHalf[1][x]
+	}
+	if direct {
+		return s.solveCoreDirect(rhs, half)
+	}
+	return s.solveCoreCG(ctx, rhs, half)
+}
+
+// coreScratch sizes the core solve's scratch: the right-hand side, CG's
+// three vectors and the two halves (of the Gram matrix when direct, of
+// an operator product otherwise).
+func (s *alsSolver) coreScratch(D int, direct bool) {
 	for x := range s.cg {
 		size := D
 		if direct && x >= 4 {
@@ -522,143 +528,149 @@ func (s *alsSolver) updateCore(ctx context.Context) error {
 			s.cg[x] = make([]float64, size)
 		}
 	}
-	rhs, r, p, ap := s.cg[0], s.cg[1], s.cg[2], s.cg[3]
-	half := [2][]float64{s.cg[4], s.cg[5]}
-	var rhsHalf [2][]float64
-	run := func(h, from, to int) {
-		acc := rhsHalf[h]
-		clear(acc)
-		gram := half[h]
-		if direct {
-			clear(gram)
+}
+
+// halves runs run(0, 0, cut) and run(1, cut, n), on two goroutines unless
+// the solver has one worker.
+func (s *alsSolver) halves(cut, n int, run func(h, from, to int)) {
+	if s.workers == 1 {
+		run(0, 0, cut)
+		run(1, cut, n)
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { run(1, cut, n) })
+	run(0, 0, cut)
+	wg.Wait()
+}
+
+// coreRHS sets acc to Σ y z over the entries from…to−1 of the user index,
+// z = a_i ⊗ b_j ⊗ c_k and y the rating less its biases.
+func (s *alsSolver) coreRHS(acc []float64, from, to int) {
+	clear(acc)
+	d := s.m.Rank
+	z := make([]float64, len(acc))
+	for _, x := range s.idx[0].ent[from:to] {
+		a, b, c := s.rowsOf(x)
+		outer(d, a, b, c, z)
+		y := x.v - s.bias(x, 3)
+		for w, zw := range z {
+			acc[w] += y * zw
 		}
-		z := make([]float64, D)
-		for _, x := range s.idx[0].ent[from:to] {
-			a, b, c := s.rowsOf(x)
-			outer(d, a, b, c, z)
-			y := x.v - s.bias(x, 3)
-			for x, zx := range z {
-				acc[x] += y * zx
-				if direct {
-					g := gram[x*D:][:D]
-					for w := x; w < D; w++ {
-						g[w] += zx * z[w]
-					}
+	}
+}
+
+// coreNormalByUser forms the core's normal equations (right-hand side and
+// the Gram matrix's upper triangle) in two halves of the users of about
+// equal entry count. Within a user, Σ y w and Σ w wᵀ over w = b_j ⊗ c_k
+// (d² values), then z = a_i ⊗ w gives the user's share as a_i a_iᵀ ⊗
+// Σ w wᵀ: d⁴/2 per entry instead of d⁶/2.
+func (s *alsSolver) coreNormalByUser(rhsHalf, half [2][]float64) {
+	n1 := s.t.Dims[0]
+	cut := entryMidpoint(s.idx[0].off, n1)
+	s.halves(cut, n1, func(h, from, to int) { s.coreUsers(rhsHalf[h], half[h], from, to) })
+}
+
+// coreUsers sets acc and gram to the shares of users from…to−1.
+func (s *alsSolver) coreUsers(acc, gram []float64, from, to int) {
+	clear(acc)
+	clear(gram)
+	d := s.m.Rank
+	d2 := d * d
+	M, rw, w := make([]float64, d2*d2), make([]float64, d2), make([]float64, d2)
+	ix := s.idx[0]
+	for i := from; i < to; i++ {
+		ents := ix.ent[ix.off[i]:ix.off[i+1]]
+		if len(ents) == 0 {
+			continue
+		}
+		s.userCoreStats(ents, M, rw, w)
+		addUserCore(d, acc, gram, s.m.A[i*d:i*d+d], M, rw)
+	}
+}
+
+// userCoreStats sets rw = Σ y w and M = Σ w wᵀ (upper triangle) over one
+// user's entries, w = b_j ⊗ c_k (scratch).
+func (s *alsSolver) userCoreStats(ents []entry, M, rw, w []float64) {
+	d := s.m.Rank
+	d2 := d * d
+	clear(M)
+	clear(rw)
+	for _, x := range ents {
+		_, b, c := s.rowsOf(x)
+		for q := range d {
+			for t := range d {
+				w[q*d+t] = b[q] * c[t]
+			}
+		}
+		y := x.v - s.bias(x, 3)
+		for u, wu := range w {
+			rw[u] += y * wu
+			mu := M[u*d2 : u*d2+d2]
+			for v := u; v < d2; v++ {
+				mu[v] += wu * w[v]
+			}
+		}
+	}
+}
+
+// addUserCore adds a ⊗ rw to acc and the upper triangle of a aᵀ ⊗ M to
+// gram (D × D, D = d³).
+func addUserCore(d int, acc, gram, a, M, rw []float64) {
+	d2, D := d*d, len(acc)
+	for p := range d {
+		for u := range d2 {
+			acc[p*d2+u] += a[p] * rw[u]
+		}
+		for p2 := p; p2 < d; p2++ {
+			ap := a[p] * a[p2]
+			for u := range d2 {
+				row := gram[(p*d2+u)*D+p2*d2:]
+				v0 := 0
+				if p2 == p {
+					v0 = u
+				}
+				for v := v0; v < d2; v++ {
+					m := M[min(u, v)*d2+max(u, v)]
+					row[v] += ap * m
 				}
 			}
 		}
 	}
-	rhsHalf = [2][]float64{make([]float64, D), make([]float64, D)}
-	if direct {
-		// Users' rows in two halves of about equal entry count; within a
-		// user, Σ y w and Σ w wᵀ over w = b_j ⊗ c_k (d² values), then
-		// z = a_i ⊗ w gives the user's share of the normal equations as
-		// a_i a_iᵀ ⊗ Σ w wᵀ: d⁴/2 per entry instead of d⁶/2.
-		ix := s.idx[0]
-		n1 := s.t.Dims[0]
-		cut := 0
-		for cut < n1 && ix.off[cut] < ix.off[n1]/2 {
-			cut++
-		}
-		run = func(h, from, to int) {
-			acc, gram := rhsHalf[h], half[h]
-			clear(acc)
-			clear(gram)
-			d2 := d * d
-			M, rw, w := make([]float64, d2*d2), make([]float64, d2), make([]float64, d2)
-			for i := from; i < to; i++ {
-				ents := ix.ent[ix.off[i]:ix.off[i+1]]
-				if len(ents) == 0 {
-					continue
-				}
-				clear(M)
-				clear(rw)
-				for _, x := range ents {
-					_, b, c := s.rowsOf(x)
-					for q := range d {
-						for t := range d {
-							w[q*d+t] = b[q] * c[t]
-						}
-					}
-					y := x.v - s.bias(x, 3)
-					for u, wu := range w {
-						rw[u] += y * wu
-						mu := M[u*d2 : u*d2+d2]
-						for v := u; v < d2; v++ {
-							mu[v] += wu * w[v]
-						}
-					}
-				}
-				a := s.m.A[i*d : i*d+d]
-				for p := range d {
-					for u := range d2 {
-						acc[p*d2+u] += a[p] * rw[u]
-					}
-					for p2 := p; p2 < d; p2++ {
-						ap := a[p] * a[p2]
-						for u := range d2 {
-							row := gram[(p*d2+u)*D+p2*d2:]
-							v0 := 0
-							if p2 == p {
-								v0 = u
-							}
-							for v := v0; v < d2; v++ {
-								m := M[min(u, v)*d2+max(u, v)]
-								row[v] += ap * m
-							}
-						}
-					}
-				}
-			}
-		}
-		if s.workers == 1 {
-			run(0, 0, cut)
-			run(1, cut, n1)
-		} else {
-			var wg sync.WaitGroup
-			wg.Go(func() { run(1, cut, n1) })
-			run(0, 0, cut)
-			wg.Wait()
-		}
-	} else if s.workers == 1 {
-		run(0, 0, n/2)
-		run(1, n/2, n)
-	} else {
-		var wg sync.WaitGroup
-		wg.Go(func() { run(1, n/2, n) })
-		run(0, 0, n/2)
-		wg.Wait()
+}
+
+// solveCoreDirect adds the halves of the Gram matrix and the ridge and
+// solves for the core by Cholesky (a tiny extra ridge if singular).
+func (s *alsSolver) solveCoreDirect(rhs []float64, half [2][]float64) error {
+	D := len(rhs)
+	gram := half[0]
+	for x := range gram {
+		gram[x] += half[1][x]
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	for x := range D {
+		gram[x*D+x] += s.cfg.LambdaG
 	}
-	for x := range rhs {
-		rhs[x] = rhsHalf[0][x] + rhsHalf[1][x]
-	}
-	G := s.m.G
-	if direct {
-		gram := half[0]
-		for x := range gram {
-			gram[x] += half[1][x]
-		}
+	var chol mat.Cholesky
+	if !chol.Factorize(mat.NewSymDense(D, gram)) {
 		for x := range D {
-			gram[x*D+x] += s.cfg.LambdaG
+			gram[x*D+x] += 1e-9 * (1 + gram[x*D+x])
 		}
-		var chol mat.Cholesky
 		if !chol.Factorize(mat.NewSymDense(D, gram)) {
-			for x := range D {
-				gram[x*D+x] += 1e-9 * (1 + gram[x*D+x])
-			}
-			if !chol.Factorize(mat.NewSymDense(D, gram)) {
-				return fmt.Errorf("completion: ALS core: singular normal equations")
-			}
+			return fmt.Errorf("completion: ALS core: singular normal equations")
 		}
-		x := mat.NewVecDense(D, G)
-		if err := chol.SolveVecTo(x, mat.NewVecDense(D, rhs)); err != nil {
-			return fmt.Errorf("completion: ALS core: %w", err)
-		}
-		return nil
 	}
+	x := mat.NewVecDense(D, s.m.G)
+	if err := chol.SolveVecTo(x, mat.NewVecDense(D, rhs)); err != nil {
+		return fmt.Errorf("completion: ALS core: %w", err)
+	}
+	return nil
+}
+
+// solveCoreCG runs at most min(D, 50) conjugate-gradient steps on the
+// core's normal equations from the current core.
+func (s *alsSolver) solveCoreCG(ctx context.Context, rhs []float64, half [2][]float64) error {
+	G := s.m.G
+	r, p, ap := s.cg[1], s.cg[2], s.cg[3]
 	s.coreOp(G, ap, half)
 	var rr, bb float64
 	for x := range r {
@@ -668,7 +680,7 @@ func (s *alsSolver) updateCore(ctx context.Context) error {
 		bb += rhs[x] * rhs[x]
 	}
 	tol := 1e-16 * max(bb, 1e-300)
-	for range min(D, 50) {
+	for range min(len(G), 50) {
 		if rr <= tol {
 			break
 		}
