@@ -161,11 +161,36 @@ func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if err := opt.setDefaults(len(p.Y)); err != nil {
+		return nil, err
+	}
+	switch opt.Solver {
+	case "", "dr":
+		if opt.Gradient != nil {
+			return solveNoisy(ctx, p, opt, nil, nil)
+		}
+		return solveDR(ctx, p, opt)
+	case "spg":
+	default:
+		return nil, fmt.Errorf("onebit: unknown solver %q (want dr or spg)", opt.Solver)
+	}
+	s, err := newSPG(p, opt)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Gradient != nil {
+		return solveNoisy(ctx, p, opt, s.pr, s.idx)
+	}
+	return s.run(ctx)
+}
+
+// setDefaults checks the options Solve needs and fills the defaults.
+func (opt *Options) setDefaults(observations int) error {
 	if opt.Link == nil {
-		return nil, errors.New("onebit: no link")
+		return errors.New("onebit: no link")
 	}
 	if opt.Rand == nil {
-		return nil, errors.New("onebit: Options.Rand is required")
+		return errors.New("onebit: Options.Rand is required")
 	}
 	if opt.MaxIter <= 0 {
 		opt.MaxIter = 500
@@ -188,19 +213,45 @@ func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 	if opt.StallTol <= 0 {
 		opt.StallTol = 1e-5
 	}
-	if opt.Linear != nil && len(opt.Linear) != len(p.Y) {
-		return nil, fmt.Errorf("onebit: %d linear terms for %d observations", len(opt.Linear), len(p.Y))
+	if opt.Linear != nil && len(opt.Linear) != observations {
+		return fmt.Errorf("onebit: %d linear terms for %d observations", len(opt.Linear), observations)
 	}
-	switch opt.Solver {
-	case "", "dr":
-		if opt.Gradient != nil {
-			return solveNoisy(ctx, p, opt, nil, nil)
-		}
-		return solveDR(ctx, p, opt)
-	case "spg":
-	default:
-		return nil, fmt.Errorf("onebit: unknown solver %q (want dr or spg)", opt.Solver)
-	}
+	return nil
+}
+
+// spgStepFrac: Dykstra's tolerance is also at most spgStepFrac·Tol·α·‖g‖_∞
+// (a fraction of the largest move; Tol shrinks when the solver tightens
+// it).
+const spgStepFrac = 5.0
+
+// spg is the state of one SPG solve.
+type spg struct {
+	p    *Problem
+	opt  Options
+	pr   *Projector
+	idx  []int // flat index of each observation
+	n, m int
+	x    []float64 // iterate, starts at 0 ∈ C
+	z    []float64 // x − αg, then its projection
+	xo   []float64 // x on Ω
+	xn   []float64 // trial point on Ω
+	g    []float64
+	gn   []float64
+	f    float64
+	// history holds the last Memory objectives (the line search's
+	// reference), trail every accepted one (the stall test).
+	history, trail []float64
+	alpha          float64
+	retries        int // step reductions in this iteration
+	// trust bounds the step after a step reduction, then grows by half
+	// per accepted iteration: the steps that met a non-descent direction
+	// (an inexact projection far outside C) are not retried at once.
+	trust   float64
+	factors *triplets
+	sol     *Solution
+}
+
+func newSPG(p *Problem, opt Options) (*spg, error) {
 	pr, err := NewProjector(p.D1, p.D2, opt.Tau, opt.Alpha, opt.Rand)
 	if err != nil {
 		return nil, err
@@ -210,185 +261,225 @@ func Solve(ctx context.Context, p *Problem, opt Options) (*Solution, error) {
 	}
 	pr.FullSVD = opt.FullSVD
 	n, m := p.D1*p.D2, len(p.Y)
-	idx := make([]int, m)
+	s := &spg{p: p, opt: opt, pr: pr, idx: make([]int, m), n: n, m: m,
+		x: make([]float64, n), z: make([]float64, n), xo: make([]float64, m), xn: make([]float64, m),
+		g: make([]float64, m), gn: make([]float64, m), alpha: 1, trust: math.Inf(1)}
 	for k := range m {
-		idx[k] = int(p.Rows[k])*p.D2 + int(p.Cols[k])
+		s.idx[k] = int(p.Rows[k])*p.D2 + int(p.Cols[k])
 	}
-	x := make([]float64, n)  // iterate, starts at 0 ∈ C
-	z := make([]float64, n)  // x − αg, then its projection
-	xo := make([]float64, m) // x on Ω
-	xn := make([]float64, m) // trial point on Ω
-	g := make([]float64, m)
-	gn := make([]float64, m)
-	f := objective(p, opt.Link, opt.Linear, xo, g)
-	sol := &Solution{X: x}
-	history := []float64{f}
-	alpha := 1.0
-	var factors *triplets
-	if opt.Gradient != nil {
-		return solveNoisy(ctx, p, opt, pr, idx)
-	}
-	sol.Gap = math.Inf(1)
-	retries := 0 // step reductions in this iteration
-	// trust bounds the step after a step reduction, then grows by half
-	// per accepted iteration: the steps that met a non-descent direction
-	// (an inexact projection far outside C) are not retried at once.
-	trust := math.Inf(1)
-	// Dykstra's tolerance is also at most stepFrac·Tol·α·‖g‖_∞ (a fraction
-	// of the largest move; Tol shrinks when the solver tightens it).
-	const stepFrac = 5.0
-	trail := []float64{f}
-	for it := 0; it < opt.MaxIter; it++ {
+	s.f = objective(p, opt.Link, opt.Linear, s.xo, s.g)
+	s.history, s.trail = []float64{s.f}, []float64{s.f}
+	s.sol = &Solution{X: s.x, Gap: math.Inf(1)}
+	return s, nil
+}
+
+// run iterates until a stopping rule or MaxIter.
+func (s *spg) run(ctx context.Context) (*Solution, error) {
+	sol := s.sol
+	for it := 0; it < s.opt.MaxIter; it++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		// Step cap: the trial point moves no entry by more than
-		// StepCap·α. The spectral step grows large once entries rest on
-		// the box (their gradient does not vanish there), and a point far
-		// outside C costs many Dykstra rounds for a move that the box
-		// mostly undoes.
-		var gInf float64
-		for _, v := range g {
-			gInf = math.Max(gInf, math.Abs(v))
-		}
-		if gInf > 0 {
-			alpha = math.Min(alpha, opt.StepCap*opt.Alpha/gInf)
-		}
-		alpha = math.Min(alpha, trust)
-		pr.StepTol = stepFrac * pr.Tol * alpha * gInf
-		copy(z, x)
-		for k := range m {
-			z[idx[k]] -= alpha * g[k]
-		}
-		tr, scale, err := pr.Project(z, z)
+		retry, err := s.iterate(it)
 		if err != nil {
 			return nil, err
 		}
-		// d = z − x; its size is the stationarity measure.
-		var dInf, dd, gtd float64
-		for i := range n {
-			d := z[i] - x[i]
-			dInf = math.Max(dInf, math.Abs(d))
-			dd += d * d
+		if retry {
+			it--
+			continue
 		}
-		for k := range m {
-			gtd += g[k] * (z[idx[k]] - xo[k])
-		}
-		// ‖P(X − tg) − X‖ is non-decreasing in t and ‖P(X − tg) − X‖/t
-		// non-increasing, so dInf/min(α, 1) bounds the unit-step measure
-		// ‖P(X − g) − X‖_∞ from above whatever the (capped) step α.
-		sol.ProjStep = dInf / math.Min(alpha, 1)
-		if sol.ProjStep < opt.OptTol {
-			sol.Stop = fmt.Sprintf("projected step %.3g below %.3g", sol.ProjStep, opt.OptTol)
-			sol.Iterations = it
+		if sol.Stop != "" {
 			break
-		}
-		if debugProj != nil {
-			debugProj("it %d f %.6g dInf %.3g gtd %.3g step %.3g", it, f, dInf, gtd, alpha)
-		}
-		if gtd > -1e-12*math.Max(1, math.Abs(f)) {
-			// An inexact projection can give a non-descent direction:
-			// retry with a tighter projection, then with a shorter step
-			// (z nearer C, so the projection is easier), before giving up.
-			if tighten(pr) {
-				it--
-				continue
-			}
-			if retries < 2 && alpha > 1e-6 {
-				retries++
-				alpha /= 10
-				trust = alpha
-				it--
-				continue
-			}
-			sol.Stop = "directional derivative no longer negative"
-			sol.Iterations = it
-			break
-		}
-		ref := slices.Max(history)
-		t := 1.0
-		var fn float64
-		ok := false
-		for ls := 0; ls < 50; ls++ {
-			for k := range m {
-				xn[k] = xo[k] + t*(z[idx[k]]-xo[k])
-			}
-			fn = objective(p, opt.Link, opt.Linear, xn, gn)
-			if fn <= ref+1e-4*t*gtd && !math.IsNaN(fn) {
-				ok = true
-				break
-			}
-			// Quadratic interpolation, safeguarded to [0.1t, 0.5t].
-			tq := -gtd * t * t / (2 * (fn - f - t*gtd))
-			if math.IsNaN(tq) || tq < 0.1*t {
-				tq = 0.1 * t
-			} else if tq > 0.5*t {
-				tq = 0.5 * t
-			}
-			t = tq
-			if t*dInf < 1e-14 {
-				break
-			}
-		}
-		if !ok {
-			if tighten(pr) {
-				it--
-				continue
-			}
-			sol.Stop = "line search failed"
-			sol.Iterations = it
-			break
-		}
-		// x ← x + t d; s = t d; y = gn − g.
-		var sty float64
-		for k := range m {
-			sty += (xn[k] - xo[k]) * (gn[k] - g[k])
-		}
-		sts := t * t * dd
-		if t == 1 {
-			copy(x, z)
-			factors = lowRankOf(tr, scale)
-		} else {
-			for i := range n {
-				x[i] += t * (z[i] - x[i])
-			}
-			factors = nil
-		}
-		copy(xo, xn)
-		g, gn = gn, g
-		fOld := f
-		f = fn
-		history = append(history, f)
-		if len(history) > opt.Memory {
-			history = history[1:]
-		}
-		alpha = bbStep(sts, sty)
-		retries = 0
-		trust *= 1.5
-		sol.Iterations = it + 1
-		if opt.Progress != nil {
-			opt.Progress(it+1, opt.MaxIter)
-		}
-		if math.Abs(fOld-f) < opt.ProgTol*math.Max(1, math.Abs(f)) {
-			sol.Stop = "objective change below tolerance"
-			break
-		}
-		trail = append(trail, f)
-		if w := opt.StallWindow; len(trail) > w {
-			if trail[len(trail)-1-w]-f < opt.StallTol*math.Max(1, math.Abs(f)) {
-				sol.Stop = fmt.Sprintf("objective decreased by less than %.3g (relative) over %d iterations", opt.StallTol, w)
-				break
-			}
 		}
 	}
 	if sol.Stop == "" {
 		sol.Stop = "iteration limit"
 	}
-	sol.X = x
-	sol.Objective = f
-	sol.Factors = factors
-	sol.Projections, sol.Sweeps, sol.DykstraIters, sol.Fallbacks = pr.NuclearProjections, pr.Sweeps, pr.DykstraIters, pr.Fallbacks
+	sol.X = s.x
+	sol.Objective = s.f
+	sol.Factors = s.factors
+	sol.Projections, sol.Sweeps, sol.DykstraIters, sol.Fallbacks = s.pr.NuclearProjections, s.pr.Sweeps, s.pr.DykstraIters, s.pr.Fallbacks
 	return sol, nil
+}
+
+// iterate takes iteration it: it reports retry when the iteration is to
+// be taken again (tighter projection or shorter step) and sets sol.Stop
+// when the solver stops.
+func (s *spg) iterate(it int) (retry bool, err error) {
+	tr, scale, err := s.project()
+	if err != nil {
+		return false, err
+	}
+	dInf, dd, gtd := s.direction()
+	sol := s.sol
+	// ‖P(X − tg) − X‖ is non-decreasing in t and ‖P(X − tg) − X‖/t
+	// non-increasing, so dInf/min(α, 1) bounds the unit-step measure
+	// ‖P(X − g) − X‖_∞ from above whatever the (capped) step α.
+	sol.ProjStep = dInf / math.Min(s.alpha, 1)
+	if sol.ProjStep < s.opt.OptTol {
+		s.stop(it, fmt.Sprintf("projected step %.3g below %.3g", sol.ProjStep, s.opt.OptTol))
+		return false, nil
+	}
+	if debugProj != nil {
+		debugProj("it %d f %.6g dInf %.3g gtd %.3g step %.3g", it, s.f, dInf, gtd, s.alpha)
+	}
+	if gtd > -1e-12*math.Max(1, math.Abs(s.f)) {
+		// An inexact projection can give a non-descent direction:
+		// retry with a tighter projection, then with a shorter step
+		// (z nearer C, so the projection is easier), before giving up.
+		if s.shorten() {
+			return true, nil
+		}
+		s.stop(it, "directional derivative no longer negative")
+		return false, nil
+	}
+	t, fn, ok := s.lineSearch(gtd, dInf)
+	if !ok {
+		if tighten(s.pr) {
+			return true, nil
+		}
+		s.stop(it, "line search failed")
+		return false, nil
+	}
+	s.accept(it, t, fn, dd, tr, scale)
+	return false, nil
+}
+
+func (s *spg) stop(it int, why string) {
+	s.sol.Stop = why
+	s.sol.Iterations = it
+}
+
+// project sets z = P_C(x − αg) after capping α: the trial point moves no
+// entry by more than StepCap·α. The spectral step grows large once
+// entries rest on the box (their gradient does not vanish there), and a
+// point far outside C costs many Dykstra rounds for a move that the box
+// mostly undoes.
+func (s *spg) project() (triplets, float64, error) {
+	var gInf float64
+	for _, v := range s.g {
+		gInf = math.Max(gInf, math.Abs(v))
+	}
+	if gInf > 0 {
+		s.alpha = math.Min(s.alpha, s.opt.StepCap*s.opt.Alpha/gInf)
+	}
+	s.alpha = math.Min(s.alpha, s.trust)
+	s.pr.StepTol = spgStepFrac * s.pr.Tol * s.alpha * gInf
+	copy(s.z, s.x)
+	for k := range s.m {
+		s.z[s.idx[k]] -= s.alpha * s.g[k]
+	}
+	return s.pr.Project(s.z, s.z)
+}
+
+// direction returns ‖d‖_∞ and ‖d‖² of d = z − x (its size is the
+// stationarity measure) and the directional derivative gᵀd.
+func (s *spg) direction() (dInf, dd, gtd float64) {
+	for i := range s.n {
+		d := s.z[i] - s.x[i]
+		dInf = math.Max(dInf, math.Abs(d))
+		dd += d * d
+	}
+	for k := range s.m {
+		gtd += s.g[k] * (s.z[s.idx[k]] - s.xo[k])
+	}
+	return dInf, dd, gtd
+}
+
+// shorten makes the next try more exact: a tighter projection, else (at
+// most twice per iteration) a step ten times shorter. It reports whether
+// it could.
+func (s *spg) shorten() bool {
+	if tighten(s.pr) {
+		return true
+	}
+	if s.retries < 2 && s.alpha > 1e-6 {
+		s.retries++
+		s.alpha /= 10
+		s.trust = s.alpha
+		return true
+	}
+	return false
+}
+
+// lineSearch is the non-monotone Armijo backtracking along d from t = 1:
+// it returns the accepted t with the objective there (gradient in gn, the
+// point on Ω in xn), or ok = false.
+func (s *spg) lineSearch(gtd, dInf float64) (t, fn float64, ok bool) {
+	ref := slices.Max(s.history)
+	t = 1.0
+	for ls := 0; ls < 50; ls++ {
+		for k := range s.m {
+			s.xn[k] = s.xo[k] + t*(s.z[s.idx[k]]-s.xo[k])
+		}
+		fn = objective(s.p, s.opt.Link, s.opt.Linear, s.xn, s.gn)
+		if fn <= ref+1e-4*t*gtd && !math.IsNaN(fn) {
+			return t, fn, true
+		}
+		// Quadratic interpolation, safeguarded to [0.1t, 0.5t].
+		tq := -gtd * t * t / (2 * (fn - s.f - t*gtd))
+		if math.IsNaN(tq) || tq < 0.1*t {
+			tq = 0.1 * t
+		} else if tq > 0.5*t {
+			tq = 0.5 * t
+		}
+		t = tq
+		if t*dInf < 1e-14 {
+			break
+		}
+	}
+	return t, fn, false
+}
+
+// accept moves x ← x + t d (s = t d, y = gn − g give the next spectral
+// step) and tests convergence.
+func (s *spg) accept(it int, t, fn, dd float64, tr triplets, scale float64) {
+	var sty float64
+	for k := range s.m {
+		sty += (s.xn[k] - s.xo[k]) * (s.gn[k] - s.g[k])
+	}
+	sts := t * t * dd
+	if t == 1 {
+		copy(s.x, s.z)
+		s.factors = lowRankOf(tr, scale)
+	} else {
+		for i := range s.n {
+			s.x[i] += t * (s.z[i] - s.x[i])
+		}
+		s.factors = nil
+	}
+	copy(s.xo, s.xn)
+	s.g, s.gn = s.gn, s.g
+	fOld := s.f
+	s.f = fn
+	s.history = append(s.history, s.f)
+	if len(s.history) > s.opt.Memory {
+		s.history = s.history[1:]
+	}
+	s.alpha = bbStep(sts, sty)
+	s.retries = 0
+	s.trust *= 1.5
+	s.sol.Iterations = it + 1
+	if s.opt.Progress != nil {
+		s.opt.Progress(it+1, s.opt.MaxIter)
+	}
+	s.sol.Stop = s.converged(fOld)
+}
+
+// converged returns why the solver stops after an accepted step with
+// objective s.f (fOld before), or "".
+func (s *spg) converged(fOld float64) string {
+	f := s.f
+	if math.Abs(fOld-f) < s.opt.ProgTol*math.Max(1, math.Abs(f)) {
+		return "objective change below tolerance"
+	}
+	s.trail = append(s.trail, f)
+	if w := s.opt.StallWindow; len(s.trail) > w {
+		if s.trail[len(s.trail)-1-w]-f < s.opt.StallTol*math.Max(1, math.Abs(f)) {
+			return fmt.Sprintf("objective decreased by less than %.3g (relative) over %d iterations", s.opt.StallTol, w)
+		}
+	}
+	return ""
 }
 
 // solveNoisy is gradient perturbation's loop: exactly MaxIter steps
