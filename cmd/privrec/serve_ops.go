@@ -89,18 +89,77 @@ func runServeRestore(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
+// tokenArgs are serve token's subcommand and flags.
+type tokenArgs struct {
+	sub, db, label, id, user, adminFile string
+	expires                             time.Duration
+	json                                bool
+}
+
 func runServeToken(ctx context.Context, args []string, out io.Writer) error {
-	usage := func() error {
-		return usagef("serve token create|list|revoke|rotate (privrec serve token create --help)")
+	a, err := parseTokenArgs(args)
+	if err != nil {
+		return err
 	}
+	st, err := openStore(ctx, a.db, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	op := &tokenOp{tokenArgs: a, st: st, now: time.Now(), out: out}
+	if a.expires > 0 {
+		op.expiry = op.now.Add(a.expires).UnixMilli()
+	}
+	switch a.sub {
+	case "create":
+		return op.create(ctx)
+	case "list":
+		return op.list(ctx)
+	case "revoke":
+		return op.revoke(ctx)
+	case "rotate":
+		return op.rotate(ctx)
+	}
+	return tokenUsage()
+}
+
+func tokenUsage() error {
+	return usagef("serve token create|list|revoke|rotate (privrec serve token create --help)")
+}
+
+// parseTokenArgs reads serve token's subcommand and flags.
+func parseTokenArgs(args []string) (tokenArgs, error) {
+	var a tokenArgs
 	if len(args) == 0 {
-		return usage()
+		return a, tokenUsage()
 	}
 	sub, args := args[0], args[1:]
 	if sub == "-h" || sub == "--help" || sub == "-help" {
 		sub, args = "create|list|revoke|rotate", []string{"--help"}
 	}
-	fs := newFlags("serve token "+sub+" --db URL …", `Manage tokens without restarting the server; a running server learns of a
+	fs := newFlags("serve token "+sub+" --db URL …", serveTokenSynopsis,
+		"  privrec serve token create --db sqlite:privrec.db --label ops --expires 2160h --json")
+	fs.StringVar(&a.db, "db", "", "the collection's database: sqlite:FILE or postgres://…")
+	fs.StringVar(&a.label, "label", "", "create: what the token is for")
+	fs.DurationVar(&a.expires, "expires", 0, "create, rotate: the token expires this long from now (0: never)")
+	fs.StringVar(&a.id, "id", "", "revoke: the admin token's ID (from list)")
+	fs.StringVar(&a.user, "user", "", "revoke, rotate: a user's ID")
+	fs.StringVar(&a.adminFile, "admin-token-file", "", "revoke: the file holding the admin token the server was started with")
+	fs.BoolVar(&a.json, "json", false, "print JSON")
+	if err := parse(fs, args, false); err != nil {
+		return a, err
+	}
+	a.sub = sub
+	if a.db == "" {
+		return a, usagef("--db is required")
+	}
+	if a.expires < 0 {
+		return a, usagef("--expires must be positive (or 0: never), got %s", a.expires)
+	}
+	return a, nil
+}
+
+const serveTokenSynopsis = `Manage tokens without restarting the server; a running server learns of a
 change within 5 s.
 
   serve token create --db URL [--label L] [--expires 720h]
@@ -119,119 +178,112 @@ Rotating the admin token: create a new one, switch to it, revoke the old.
 The same is offered over HTTP to an admin token holder, no database access
 needed: GET/POST /v1/admin/tokens, DELETE /v1/admin/tokens/ID, POST
 /v1/admin/token (rotate the caller's own), POST/DELETE
-/v1/admin/users/UID/token (docs/SERVICE.md, "Tokens").`,
-		"  privrec serve token create --db sqlite:privrec.db --label ops --expires 2160h --json")
-	db := fs.String("db", "", "the collection's database: sqlite:FILE or postgres://…")
-	label := fs.String("label", "", "create: what the token is for")
-	expires := fs.Duration("expires", 0, "create, rotate: the token expires this long from now (0: never)")
-	id := fs.String("id", "", "revoke: the admin token's ID (from list)")
-	user := fs.String("user", "", "revoke, rotate: a user's ID")
-	adminFile := fs.String("admin-token-file", "", "revoke: the file holding the admin token the server was started with")
-	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args, false); err != nil {
-		return err
+/v1/admin/users/UID/token (docs/SERVICE.md, "Tokens").`
+
+// tokenOp is one serve token subcommand on an open store.
+type tokenOp struct {
+	tokenArgs
+	st     store.Store
+	now    time.Time
+	expiry int64 // Unix ms; 0: never
+	out    io.Writer
+}
+
+// show prints a new token (once: the database keeps only its hash).
+func (o *tokenOp) show(tokenID, tok string) error {
+	if o.json {
+		v := map[string]any{"id": tokenID, "token": tok}
+		if o.expiry > 0 {
+			v["expires"] = time.UnixMilli(o.expiry).UTC()
+		}
+		return writeJSON(o.out, v)
 	}
-	if *db == "" {
-		return usagef("--db is required")
-	}
-	if *expires < 0 {
-		return usagef("--expires must be positive (or 0: never), got %s", *expires)
-	}
-	st, err := openStore(ctx, *db, false)
+	fmt.Fprintf(o.out, "%s\n", tok)
+	return nil
+}
+
+func (o *tokenOp) create(ctx context.Context) error {
+	t, tok, err := service.CreateAdminToken(ctx, o.st, o.label, o.now.UnixMilli(), o.expiry)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	now := time.Now()
-	expiry := int64(0)
-	if *expires > 0 {
-		expiry = now.Add(*expires).UnixMilli()
+	return o.show(t.ID, tok)
+}
+
+func (o *tokenOp) list(ctx context.Context) error {
+	ts, err := o.st.AdminTokens(ctx)
+	if err != nil {
+		return err
 	}
-	show := func(tokenID, tok string) error {
-		if *jsonOut {
-			v := map[string]any{"id": tokenID, "token": tok}
-			if expiry > 0 {
-				v["expires"] = time.UnixMilli(expiry).UTC()
-			}
-			return writeJSON(out, v)
-		}
-		fmt.Fprintf(out, "%s\n", tok)
-		return nil
+	rows := []api.AdminTokenInfo{}
+	for _, t := range ts {
+		rows = append(rows, service.AdminTokenInfo(t, o.now.UnixMilli()))
 	}
-	switch sub {
-	case "create":
-		t, tok, err := service.CreateAdminToken(ctx, st, *label, now.UnixMilli(), expiry)
-		if err != nil {
-			return err
+	if o.json {
+		return writeJSON(o.out, map[string]any{"admin_tokens": rows})
+	}
+	for _, r := range rows {
+		fmt.Fprintf(o.out, "%s\t%s\tcreated %s\t%s\n", r.ID, r.Label, r.Created.Format(time.RFC3339), tokenState(r))
+	}
+	return nil
+}
+
+// tokenState says whether an admin token is valid, expired or revoked.
+func tokenState(r api.AdminTokenInfo) string {
+	switch {
+	case r.Revoked != nil:
+		return "revoked " + r.Revoked.Format(time.RFC3339)
+	case !r.Valid:
+		return "expired " + r.Expires.Format(time.RFC3339)
+	case r.Expires != nil:
+		return "valid until " + r.Expires.Format(time.RFC3339)
+	}
+	return "valid"
+}
+
+func (o *tokenOp) revoke(ctx context.Context) error {
+	n := 0
+	for _, set := range []bool{o.id != "", o.user != "", o.adminFile != ""} {
+		if set {
+			n++
 		}
-		return show(t.ID, tok)
-	case "list":
-		ts, err := st.AdminTokens(ctx)
-		if err != nil {
-			return err
+	}
+	if n != 1 {
+		return usagef("revoke takes one of --id, --user, --admin-token-file")
+	}
+	var err error
+	switch {
+	case o.id != "":
+		err = o.st.RevokeAdminToken(ctx, o.id, o.now.UnixMilli())
+	case o.user != "":
+		err = o.st.RevokeUserToken(ctx, o.user, o.now.UnixMilli())
+	default:
+		tok, terr := adminToken(o.adminFile)
+		if terr != nil {
+			return terr
 		}
-		rows := []api.AdminTokenInfo{}
-		for _, t := range ts {
-			rows = append(rows, service.AdminTokenInfo(t, now.UnixMilli()))
-		}
-		if *jsonOut {
-			return writeJSON(out, map[string]any{"admin_tokens": rows})
-		}
-		for _, r := range rows {
-			state := "valid"
-			switch {
-			case r.Revoked != nil:
-				state = "revoked " + r.Revoked.Format(time.RFC3339)
-			case !r.Valid:
-				state = "expired " + r.Expires.Format(time.RFC3339)
-			case r.Expires != nil:
-				state = "valid until " + r.Expires.Format(time.RFC3339)
-			}
-			fmt.Fprintf(out, "%s\t%s\tcreated %s\t%s\n", r.ID, r.Label, r.Created.Format(time.RFC3339), state)
-		}
-		return nil
-	case "revoke":
-		n := 0
-		for _, set := range []bool{*id != "", *user != "", *adminFile != ""} {
-			if set {
-				n++
-			}
-		}
-		if n != 1 {
-			return usagef("revoke takes one of --id, --user, --admin-token-file")
-		}
-		switch {
-		case *id != "":
-			err = st.RevokeAdminToken(ctx, *id, now.UnixMilli())
-		case *user != "":
-			err = st.RevokeUserToken(ctx, *user, now.UnixMilli())
-		default:
-			tok, terr := adminToken(*adminFile)
-			if terr != nil {
-				return terr
-			}
-			_, err = service.RevokeAdminHash(ctx, st, service.TokenHash(tok), now.UnixMilli())
-		}
+		_, err = service.RevokeAdminHash(ctx, o.st, service.TokenHash(tok), o.now.UnixMilli())
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no such token or user")
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(o.out, "revoked; a running server refuses it within 5 s")
+	return nil
+}
+
+func (o *tokenOp) rotate(ctx context.Context) error {
+	if o.user == "" {
+		return usagef("rotate takes --user UID (an admin token is rotated by create, then revoke)")
+	}
+	tok := service.NewToken("prt_")
+	if err := o.st.SetUserToken(ctx, o.user, service.TokenHash(tok), o.expiry); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no such token or user")
+			return fmt.Errorf("no user %q", o.user)
 		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(out, "revoked; a running server refuses it within 5 s")
-		return nil
-	case "rotate":
-		if *user == "" {
-			return usagef("rotate takes --user UID (an admin token is rotated by create, then revoke)")
-		}
-		tok := service.NewToken("prt_")
-		if err := st.SetUserToken(ctx, *user, service.TokenHash(tok), expiry); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("no user %q", *user)
-			}
-			return err
-		}
-		return show(*user, tok)
+		return err
 	}
-	return usage()
+	return o.show(o.user, tok)
 }
