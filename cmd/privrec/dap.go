@@ -137,57 +137,113 @@ func (f jsonFloat) MarshalJSON() ([]byte, error) {
 	return json.Marshal(float64(f))
 }
 
+// simArgs are dap simulate's flags, checked and parsed.
+type simArgs struct {
+	data                                *string
+	holdout, eps, delta                 *float64
+	devices, workers, aggEvery          *int
+	inProcess, centralOnly, arith, json *bool
+	lattice                             *latticeFlags
+	scale                               release.Scale
+	catalogue                           *model.Catalogue
+	seeds                               []uint64
+	params                              map[string]map[string]any
+	methods                             []string
+}
+
 func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
+	a, err := parseSimArgs(args)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "privrec-dap-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var results []simResult
+	for _, seed := range a.seeds {
+		rs, err := a.simulateSeed(ctx, seed, filepath.Join(dir, fmt.Sprint("seed", seed)), out)
+		results = append(results, rs...)
+		if err != nil {
+			return err
+		}
+	}
+	if *a.json {
+		e := json.NewEncoder(out)
+		e.SetIndent("", "  ")
+		return e.Encode(results)
+	}
+	printSimMeans(out, results)
+	return nil
+}
+
+// parseSimArgs reads and checks dap simulate's flags, the declared scale
+// and catalogue, the seeds, the methods and their parameters.
+func parseSimArgs(args []string) (*simArgs, error) {
 	example := `  privrec dap simulate --data /data/ml-1m/ratings.tsv --items /data/ml-1m/items.tsv --scale 1:5 \
       --methods dp-bias,dp-popularity --epsilon 8 --seeds 1,2,3 --json`
 	fs := newFlags("dap simulate --data FILE --items FILE --scale MIN:MAX [flags]", dapSynopsis, example)
-	data := fs.String("data", "", "ratings file (user, item, rating; TSV)")
+	a := &simArgs{}
+	a.data = fs.String("data", "", "ratings file (user, item, rating; TSV)")
 	items := fs.String("items", "", "the declared catalogue (one item ID per line, optional title after a tab)")
 	scaleFlag := fs.String("scale", "", "declared rating scale MIN:MAX")
-	holdout := fs.Float64("holdout", 0.1, "fraction of the ratings held out at random per seed for testing")
+	a.holdout = fs.Float64("holdout", 0.1, "fraction of the ratings held out at random per seed for testing")
 	methodList := fs.String("methods", "dp-bias,dp-ease", "comma-separated methods with an engine (dp-bias, dp-popularity, dp-ease: the recommended private top-N method, its Gram capped at what a device affords, --max-report-elements)")
-	eps := fs.Float64("epsilon", 8, "ε of each release (central and through the aggregators)")
-	delta := fs.Float64("delta", 1e-6, "δ of each release")
+	a.eps = fs.Float64("epsilon", 8, "ε of each release (central and through the aggregators)")
+	a.delta = fs.Float64("delta", 1e-6, "δ of each release")
 	seeds := fs.String("seeds", "1", "comma-separated seeds (split, central noise, aggregators' noise)")
-	devices := fs.Int("devices", 0, "use only the first N training users as devices (0: all); the central release then uses the same users")
-	lf := addLatticeFlags(fs)
-	stepBits, gramBits, maxElements, noiseMode := lf.stepBits, lf.gramBits, lf.maxElements, lf.noise
+	a.devices = fs.Int("devices", 0, "use only the first N training users as devices (0: all); the central release then uses the same users")
+	a.lattice = addLatticeFlags(fs)
 	params := fs.String("params", "", "method parameters, METHOD.KEY=VALUE comma-separated (e.g. dp-ease.max_items=60)")
-	inProcess := fs.Bool("in-process", false, "run both aggregators in this process instead of two privrec serve processes")
-	centralOnly := fs.Bool("central-only", false, "only the central releases (at ρ and ρ/2), no aggregators")
-	arith := fs.Bool("arith-only", false, "experiments: the aggregators' exact arithmetic and noise in this process, without the cryptography or servers (fleet.Arith; same tasks, quantization and noise code)")
-	workers := fs.Int("workers", 0, "devices working at once (0: all cores)")
-	aggEvery := fs.Int("aggregate-every", 512, "the administrator runs the leader's aggregation each time N more reports are uploaded, while devices keep uploading, so the leader holds about N reports' shares at a time (0: once, after the last upload; verification throughput is then measured without the devices' load)")
-	jsonOut := fs.Bool("json", false, "print the results as JSON")
+	a.inProcess = fs.Bool("in-process", false, "run both aggregators in this process instead of two privrec serve processes")
+	a.centralOnly = fs.Bool("central-only", false, "only the central releases (at ρ and ρ/2), no aggregators")
+	a.arith = fs.Bool("arith-only", false, "experiments: the aggregators' exact arithmetic and noise in this process, without the cryptography or servers (fleet.Arith; same tasks, quantization and noise code)")
+	a.workers = fs.Int("workers", 0, "devices working at once (0: all cores)")
+	a.aggEvery = fs.Int("aggregate-every", 512, "the administrator runs the leader's aggregation each time N more reports are uploaded, while devices keep uploading, so the leader holds about N reports' shares at a time (0: once, after the last upload; verification throughput is then measured without the devices' load)")
+	a.json = fs.Bool("json", false, "print the results as JSON")
 	if err := parse(fs, args, false); err != nil {
-		return err
+		return nil, err
 	}
-	if *data == "" || *items == "" || *scaleFlag == "" {
-		return usagef("--data, --items and --scale are required")
+	if *a.data == "" || *items == "" || *scaleFlag == "" {
+		return nil, usagef("--data, --items and --scale are required")
 	}
-	if *aggEvery < 0 {
-		return usagef("--aggregate-every %d: want 0 (after the last upload) or a positive number of reports", *aggEvery)
+	if *a.aggEvery < 0 {
+		return nil, usagef("--aggregate-every %d: want 0 (after the last upload) or a positive number of reports", *a.aggEvery)
 	}
-	if _, err := lf.lattice(); err != nil {
-		return err
+	if _, err := a.lattice.lattice(); err != nil {
+		return nil, err
 	}
-	sc, cat, err := loadDeclared(*scaleFlag, *items)
-	if err != nil {
-		return err
+	var err error
+	if a.scale, a.catalogue, err = loadDeclared(*scaleFlag, *items); err != nil {
+		return nil, err
 	}
-	var seedList []uint64
-	for _, s := range strings.Split(*seeds, ",") {
+	if a.seeds, err = parseSeeds(*seeds); err != nil {
+		return nil, err
+	}
+	if a.params, err = parseMethodParams(*params); err != nil {
+		return nil, err
+	}
+	a.methods = strings.Split(*methodList, ",")
+	return a, checkEngineMethods(a.methods)
+}
+
+// parseSeeds reads --seeds: comma-separated unsigned integers.
+func parseSeeds(list string) ([]uint64, error) {
+	var seeds []uint64
+	for _, s := range strings.Split(list, ",") {
 		v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
 		if err != nil {
-			return usagef("--seeds: %q is not a seed", s)
+			return nil, usagef("--seeds: %q is not a seed", s)
 		}
-		seedList = append(seedList, v)
+		seeds = append(seeds, v)
 	}
-	mparams, err := parseMethodParams(*params)
-	if err != nil {
-		return err
-	}
-	names := strings.Split(*methodList, ",")
+	return seeds, nil
+}
+
+// checkEngineMethods checks that each method releases its statistics
+// through an engine (only those run through the aggregators).
+func checkEngineMethods(names []string) error {
 	for _, n := range names {
 		m, err := methods.Lookup(n)
 		if err != nil {
@@ -197,82 +253,115 @@ func runDAPSimulate(ctx context.Context, args []string, out io.Writer) error {
 			return usagef("--methods: %s does not release its statistics through an engine: it cannot run through the aggregators (see docs/AGGREGATION.md)", n)
 		}
 	}
-	dir, err := os.MkdirTemp("", "privrec-dap-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	var results []simResult
-	for _, seed := range seedList {
-		split, err := experiment.Generate(ctx, experiment.DataSpec{Name: filepath.Base(*data), Source: "file", Path: *data, Format: "tsv",
-			Scale: []float64{sc.Min, sc.Max}, Holdout: *holdout}, seed, "")
-		if err != nil {
-			return err
-		}
-		train := split.Train
-		if *devices > 0 && *devices < train.NumUsers() {
-			if train, err = firstUsers(train, *devices); err != nil {
-				return err
-			}
-		}
-		decl := release.Declared{Scale: &sc, Catalogue: cat}
-		if *centralOnly || *arith {
-			for _, name := range names {
-				var mk func(statistic.RowPlan) statistic.Engine
-				if *arith {
-					mk = func(plan statistic.RowPlan) statistic.Engine {
-						return &fleet.Arith{Engine: fleet.Engine{Plan: plan, Devices: train.NumUsers(), StepBits: *stepBits, GramStepBits: *gramBits, MaxReportElements: *maxElements,
-							Noise: dap.NoiseMode(*noiseMode), Prefix: fmt.Sprintf("s%d-%s", seed, name),
-							Ratings: func(u int) ([]string, []float64) { return train.UserRatings(int32(u)) }},
-							LeaderNoise: noise.Seeded(seed*2 + 1), HelperNoise: noise.Seeded(seed*2 + 2)}
-					}
-				}
-				r, err := simulateMethod(ctx, name, mparams[name], train, split.Test, decl, *eps, *delta, seed, nil, mk)
-				if err != nil {
-					return fmt.Errorf("%s, seed %d: %w", name, seed, err)
-				}
-				results = append(results, *r)
-				if !*jsonOut {
-					printSim(out, r)
-				}
-			}
-			continue
-		}
-		pair, stop, cpu, err := startAggregators(ctx, filepath.Join(dir, fmt.Sprint("seed", seed)), *inProcess, seed)
-		if err != nil {
-			return err
-		}
-		f := &fleet.Fleet{Leader: pair.LeaderURL, Helper: pair.HelperURL, AdminToken: pair.AdminToken, BudgetRho: 1e6, Workers: *workers, AggregateEvery: *aggEvery}
-		if err := f.Enrol(ctx, train.NumUsers()); err != nil {
-			stop()
-			return err
-		}
-		for _, name := range names {
-			cpu0 := cpu()
-			r, err := simulateMethod(ctx, name, mparams[name], train, split.Test, decl, *eps, *delta, seed, f, func(plan statistic.RowPlan) statistic.Engine {
-				return &fleet.Engine{Fleet: f, Plan: plan, Devices: train.NumUsers(), StepBits: *stepBits, GramStepBits: *gramBits, MaxReportElements: *maxElements,
-					Noise: dap.NoiseMode(*noiseMode), Prefix: fmt.Sprintf("s%d-%s", seed, name),
-					Ratings: func(u int) ([]string, []float64) { return train.UserRatings(int32(u)) }}
-			})
-			if err != nil {
-				stop()
-				return fmt.Errorf("%s, seed %d: %w", name, seed, err)
-			}
-			r.aggregatorCPU(cpu0, cpu())
-			results = append(results, *r)
-			if !*jsonOut {
-				printSim(out, r)
-			}
-		}
-		stop()
-	}
-	if *jsonOut {
-		e := json.NewEncoder(out)
-		e.SetIndent("", "  ")
-		return e.Encode(results)
-	}
-	printSimMeans(out, results)
 	return nil
+}
+
+// simulateSeed runs every method on seed's split: centrally only, with
+// the aggregators' arithmetic in this process, or through two
+// aggregators (their files in dir). It prints each result as it comes
+// (unless --json) and returns those it has, with the first error.
+func (a *simArgs) simulateSeed(ctx context.Context, seed uint64, dir string, out io.Writer) ([]simResult, error) {
+	split, err := experiment.Generate(ctx, experiment.DataSpec{Name: filepath.Base(*a.data), Source: "file", Path: *a.data, Format: "tsv",
+		Scale: []float64{a.scale.Min, a.scale.Max}, Holdout: *a.holdout}, seed, "")
+	if err != nil {
+		return nil, err
+	}
+	train := split.Train
+	if *a.devices > 0 && *a.devices < train.NumUsers() {
+		if train, err = firstUsers(train, *a.devices); err != nil {
+			return nil, err
+		}
+	}
+	run := &simRun{simArgs: a, seed: seed, train: train, test: split.Test,
+		decl: release.Declared{Scale: &a.scale, Catalogue: a.catalogue}, out: out}
+	if *a.centralOnly || *a.arith {
+		return run.local(ctx)
+	}
+	return run.throughAggregators(ctx, dir)
+}
+
+// simRun is one seed of dap simulate: its split and the results so far.
+type simRun struct {
+	*simArgs
+	seed        uint64
+	train, test *ratings.Matrix
+	decl        release.Declared
+	out         io.Writer
+	results     []simResult
+}
+
+// engine is the aggregators' engine for method name (f nil: the
+// arithmetic alone).
+func (r *simRun) engine(f *fleet.Fleet, name string, plan statistic.RowPlan) fleet.Engine {
+	l := r.lattice
+	return fleet.Engine{Fleet: f, Plan: plan, Devices: r.train.NumUsers(), StepBits: *l.stepBits, GramStepBits: *l.gramBits, MaxReportElements: *l.maxElements,
+		Noise: dap.NoiseMode(*l.noise), Prefix: fmt.Sprintf("s%d-%s", r.seed, name),
+		Ratings: func(u int) ([]string, []float64) { return r.train.UserRatings(int32(u)) }}
+}
+
+// method simulates one method and keeps (and, in text mode, prints) its
+// result.
+func (r *simRun) method(ctx context.Context, name string, f *fleet.Fleet, mk func(statistic.RowPlan) statistic.Engine) (*simResult, error) {
+	res, err := simulateMethod(ctx, name, r.params[name], r.train, r.test, r.decl, *r.eps, *r.delta, r.seed, f, mk)
+	if err != nil {
+		return nil, fmt.Errorf("%s, seed %d: %w", name, r.seed, err)
+	}
+	return res, nil
+}
+
+// keep records a result and prints it in text mode.
+func (r *simRun) keep(res *simResult) {
+	r.results = append(r.results, *res)
+	if !*r.json {
+		printSim(r.out, res)
+	}
+}
+
+// local runs the methods centrally, and with --arith-only the
+// aggregators' arithmetic and noise in this process.
+func (r *simRun) local(ctx context.Context) ([]simResult, error) {
+	for _, name := range r.methods {
+		var mk func(statistic.RowPlan) statistic.Engine
+		if *r.arith {
+			mk = func(plan statistic.RowPlan) statistic.Engine {
+				return &fleet.Arith{Engine: r.engine(nil, name, plan),
+					LeaderNoise: noise.Seeded(r.seed*2 + 1), HelperNoise: noise.Seeded(r.seed*2 + 2)}
+			}
+		}
+		res, err := r.method(ctx, name, nil, mk)
+		if err != nil {
+			return r.results, err
+		}
+		r.keep(res)
+	}
+	return r.results, nil
+}
+
+// throughAggregators starts two aggregators, enrols the devices and runs
+// every method through them, counting the aggregators' CPU per method.
+func (r *simRun) throughAggregators(ctx context.Context, dir string) ([]simResult, error) {
+	pair, stop, cpu, err := startAggregators(ctx, dir, *r.inProcess, r.seed)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	f := &fleet.Fleet{Leader: pair.LeaderURL, Helper: pair.HelperURL, AdminToken: pair.AdminToken, BudgetRho: 1e6, Workers: *r.workers, AggregateEvery: *r.aggEvery}
+	if err := f.Enrol(ctx, r.train.NumUsers()); err != nil {
+		return nil, err
+	}
+	for _, name := range r.methods {
+		cpu0 := cpu()
+		res, err := r.method(ctx, name, f, func(plan statistic.RowPlan) statistic.Engine {
+			e := r.engine(f, name, plan)
+			return &e
+		})
+		if err != nil {
+			return r.results, err
+		}
+		res.aggregatorCPU(cpu0, cpu())
+		r.keep(res)
+	}
+	return r.results, nil
 }
 
 // latticeFlags are the engine's public lattice settings (dap.Lattice), as
