@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/ratingio"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
@@ -89,31 +90,11 @@ func evalHeldOut(ctx context.Context, d *dataFlags, a heldOutArgs) (*heldOutResu
 	if m.Dense != nil {
 		return nil, fmt.Errorf("%s (%s) releases a dense users × items matrix: it cannot score a user it was not trained on", a.modelPath, m.Method)
 	}
-	positive := m.Transform.Positive
-	if a.positive != nil {
-		var sc *release.Scale
-		if c := m.Transform.Clamp; c != nil {
-			sc = &release.Scale{Min: c.Min, Max: c.Max}
-		}
-		if err := checkPositive(*a.positive, sc); err != nil {
-			return nil, err
-		}
-		if positive != nil && *positive != *a.positive {
-			return nil, usagef("--positive %g differs from the model's rule (it was trained on ratings ≥ %g)", *a.positive, *positive)
-		}
-		positive = a.positive
+	positive, err := heldOutPositive(m, a.positive)
+	if err != nil {
+		return nil, err
 	}
-	read := func(flag, path string) (*ratings.Matrix, error) {
-		opt, err := d.options()
-		if err != nil {
-			return nil, err
-		}
-		r, err := ratingio.ReadFileContext(ctx, path, opt)
-		if err != nil {
-			return nil, fmt.Errorf("--%s: %w", flag, err)
-		}
-		return r, nil
-	}
+	read := func(flag, path string) (*ratings.Matrix, error) { return readFlagFile(ctx, d, flag, path) }
 	hist, err := read("history", a.history)
 	if err != nil {
 		return nil, err
@@ -123,40 +104,13 @@ func evalHeldOut(ctx context.Context, d *dataFlags, a heldOutArgs) (*heldOutResu
 		return nil, err
 	}
 	res := &heldOutResult{History: a.history, Targets: a.targets, Ks: a.ks, Positive: positive}
-	// History items outside the model's catalogue: an error naming the
-	// first (a device could not fold them in; the user's list would
-	// silently ignore part of her history), unless --unknown-items skip.
-	for u := range int32(hist.NumUsers()) {
-		items, _ := hist.UserRow(u)
-		for _, it := range items {
-			if _, ok := m.ItemIndex(hist.Items.Name(it)); ok {
-				continue
-			}
-			res.UnknownHistory++
-			if a.unknownItems == "error" {
-				user, item := hist.Users.Name(u), hist.Items.Name(it)
-				return nil, fmt.Errorf("%s: user %q rated item %q, which is not in the model's catalogue of %d items (train the model with --items CATALOGUE declaring every item, or pass --unknown-items skip to ignore such ratings)",
-					where(a.history, user, item), user, item, m.NumItems())
-			}
-		}
+	if res.UnknownHistory, err = unknownHistory(m, hist, a); err != nil {
+		return nil, err
 	}
-	if res.UnknownHistory > 0 {
-		slog.Warn("history ratings of items outside the model's catalogue ignored", "file", a.history, "ratings", res.UnknownHistory)
+	if tgt, err = positiveTargets(tgt, positive, a.targets); err != nil {
+		return nil, err
 	}
-	// Targets below the positive rule are not interactions.
-	if positive != nil {
-		t := float32(*positive)
-		tgt = tgt.Filter(func(e ratings.Entry) bool { return e.Value >= t })
-		if tgt.Len() == 0 {
-			return nil, fmt.Errorf("--targets %s: no target rating is ≥ %g (the positive rule)", a.targets, *positive)
-		}
-	}
-	tgt.All(func(e ratings.Entry) bool {
-		if _, ok := m.ItemIndex(tgt.Items.Name(e.Item)); !ok {
-			res.UnknownTargets++
-		}
-		return true
-	})
+	res.UnknownTargets = countUnknownItems(m, tgt)
 	// A held-out user must not be a training user: the model's own users,
 	// and those of --train.
 	var train *ratings.Matrix
@@ -165,6 +119,111 @@ func evalHeldOut(ctx context.Context, d *dataFlags, a heldOutArgs) (*heldOutResu
 			return nil, err
 		}
 	}
+	if err := checkHeldOutUsers(m, train, a, hist, tgt); err != nil {
+		return nil, err
+	}
+	opt := methods.HeldOutOptions{Ks: a.ks}
+	if opt.Popularity, err = heldOutPopularity(train, positive, a, read); err != nil {
+		return nil, err
+	}
+	rep, err := methods.EvaluateHeldOut(ctx, m, hist, tgt, opt)
+	if err != nil {
+		return nil, fmt.Errorf("scoring %s from --history %s against --targets %s: %w", a.modelPath, a.history, a.targets, err)
+	}
+	res.HeldOutReport = rep
+	return res, nil
+}
+
+// readFlagFile reads the ratings file given by --flag.
+func readFlagFile(ctx context.Context, d *dataFlags, flag, path string) (*ratings.Matrix, error) {
+	opt, err := d.options()
+	if err != nil {
+		return nil, err
+	}
+	r, err := ratingio.ReadFileContext(ctx, path, opt)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", flag, err)
+	}
+	return r, nil
+}
+
+// heldOutPositive is the positive rule applied to the targets: the
+// model's, or --positive (checked against the model's declared scale; it
+// may not differ from the model's rule).
+func heldOutPositive(m *model.Model, flag *float64) (*float64, error) {
+	positive := m.Transform.Positive
+	if flag == nil {
+		return positive, nil
+	}
+	var sc *release.Scale
+	if c := m.Transform.Clamp; c != nil {
+		sc = &release.Scale{Min: c.Min, Max: c.Max}
+	}
+	if err := checkPositive(*flag, sc); err != nil {
+		return nil, err
+	}
+	if positive != nil && *positive != *flag {
+		return nil, usagef("--positive %g differs from the model's rule (it was trained on ratings ≥ %g)", *flag, *positive)
+	}
+	return flag, nil
+}
+
+// unknownHistory counts the history ratings of items outside the model's
+// catalogue: an error naming the first (a device could not fold them in;
+// the user's list would silently ignore part of her history), unless
+// --unknown-items skip (then a warning).
+func unknownHistory(m *model.Model, hist *ratings.Matrix, a heldOutArgs) (int, error) {
+	n := 0
+	for u := range int32(hist.NumUsers()) {
+		items, _ := hist.UserRow(u)
+		for _, it := range items {
+			if _, ok := m.ItemIndex(hist.Items.Name(it)); ok {
+				continue
+			}
+			n++
+			if a.unknownItems == "error" {
+				user, item := hist.Users.Name(u), hist.Items.Name(it)
+				return n, fmt.Errorf("%s: user %q rated item %q, which is not in the model's catalogue of %d items (train the model with --items CATALOGUE declaring every item, or pass --unknown-items skip to ignore such ratings)",
+					where(a.history, user, item), user, item, m.NumItems())
+			}
+		}
+	}
+	if n > 0 {
+		slog.Warn("history ratings of items outside the model's catalogue ignored", "file", a.history, "ratings", n)
+	}
+	return n, nil
+}
+
+// positiveTargets drops the targets below the positive rule (nil: keeps
+// all): they are not interactions.
+func positiveTargets(tgt *ratings.Matrix, positive *float64, path string) (*ratings.Matrix, error) {
+	if positive == nil {
+		return tgt, nil
+	}
+	t := float32(*positive)
+	tgt = tgt.Filter(func(e ratings.Entry) bool { return e.Value >= t })
+	if tgt.Len() == 0 {
+		return nil, fmt.Errorf("--targets %s: no target rating is ≥ %g (the positive rule)", path, *positive)
+	}
+	return tgt, nil
+}
+
+// countUnknownItems counts the ratings of r whose items are outside the
+// model's catalogue.
+func countUnknownItems(m *model.Model, r *ratings.Matrix) int {
+	n := 0
+	r.All(func(e ratings.Entry) bool {
+		if _, ok := m.ItemIndex(r.Items.Name(e.Item)); !ok {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// checkHeldOutUsers refuses a held-out user (of the history or the
+// targets) who is one of the model's users or of the training file.
+func checkHeldOutUsers(m *model.Model, train *ratings.Matrix, a heldOutArgs, hist, tgt *ratings.Matrix) error {
 	for _, f := range []struct {
 		flag, path string
 		m          *ratings.Matrix
@@ -175,45 +234,46 @@ func evalHeldOut(ctx context.Context, d *dataFlags, a heldOutArgs) (*heldOutResu
 			}
 			id := f.m.Users.Name(u)
 			if _, ok := m.UserIndex(id); ok {
-				return nil, fmt.Errorf("--%s %s: user %q is one of the model's training users: held-out users must be new to the model (split with privrec data split --users)", f.flag, f.path, id)
+				return fmt.Errorf("--%s %s: user %q is one of the model's training users: held-out users must be new to the model (split with privrec data split --users)", f.flag, f.path, id)
 			}
 			if train != nil {
 				if tu, ok := train.Users.Lookup(id); ok && train.UserCount(tu) > 0 {
 					items, _ := train.UserRow(tu)
-					return nil, fmt.Errorf("--%s %s: user %q is also in the training file: %s (held-out users must be disjoint from the training users; split with privrec data split --users)",
+					return fmt.Errorf("--%s %s: user %q is also in the training file: %s (held-out users must be disjoint from the training users; split with privrec data split --users)",
 						f.flag, f.path, id, where(a.train, id, train.Items.Name(items[0])))
 				}
 			}
 		}
 	}
-	opt := methods.HeldOutOptions{Ks: a.ks}
-	// Popularity is counted in --popularity-from, else in --train, else
-	// (EvaluateHeldOut's default) in the histories.
+	return nil
+}
+
+// heldOutPopularity counts each item's interactions (ratings at or above
+// the positive rule) in --popularity-from, else in --train; nil (then
+// EvaluateHeldOut counts them in the histories) without either.
+func heldOutPopularity(train *ratings.Matrix, positive *float64, a heldOutArgs, read func(flag, path string) (*ratings.Matrix, error)) (map[string]float64, error) {
 	var pf *ratings.Matrix
 	switch {
 	case a.popularityFrom != "" && (a.train == "" || !sameFile(a.popularityFrom, a.train)):
+		var err error
 		if pf, err = read("popularity-from", a.popularityFrom); err != nil {
 			return nil, err
 		}
 	case train != nil:
 		pf = train
 	}
-	if pf != nil {
-		if positive != nil {
-			t := float32(*positive)
-			pf = pf.Filter(func(e ratings.Entry) bool { return e.Value >= t })
-		}
-		opt.Popularity = make(map[string]float64, pf.NumItems())
-		for i := range int32(pf.NumItems()) {
-			opt.Popularity[pf.Items.Name(i)] = float64(pf.ItemCount(i))
-		}
+	if pf == nil {
+		return nil, nil
 	}
-	rep, err := methods.EvaluateHeldOut(ctx, m, hist, tgt, opt)
-	if err != nil {
-		return nil, fmt.Errorf("scoring %s from --history %s against --targets %s: %w", a.modelPath, a.history, a.targets, err)
+	if positive != nil {
+		t := float32(*positive)
+		pf = pf.Filter(func(e ratings.Entry) bool { return e.Value >= t })
 	}
-	res.HeldOutReport = rep
-	return res, nil
+	pop := make(map[string]float64, pf.NumItems())
+	for i := range int32(pf.NumItems()) {
+		pop[pf.Items.Name(i)] = float64(pf.ItemCount(i))
+	}
+	return pop, nil
 }
 
 // printHeldOut writes the held-out report as a table.
