@@ -522,7 +522,22 @@ func fmtMetric(mean, sd float64, n int) string {
 	return fmt.Sprintf("%.4f ± %.4f (n=%d)", mean, sd, n)
 }
 
+// writeReport writes report.md: what was run, the figures, the guarantees
+// and the numbers.
 func writeReport(w io.Writer, c *Config, cells []*Cell, figs []figure, have, want int) {
+	writeReportHead(w, c, have, want)
+	fmt.Fprint(w, "## Figures\n\n")
+	for _, f := range figs {
+		fmt.Fprintf(w, "![%s](%s.png)\n\n([SVG](%s.svg))\n\n", strings.ReplaceAll(f.caption, "\n", " "), f.file, f.file)
+	}
+	writeGuarantees(w, c, cells)
+	writeNumbers(w, c, cells)
+	fmt.Fprint(w, "Files: results.csv (one row per run, with each run's seed and guarantee), summary.csv (mean, sd, n per cell), config.json.\n")
+}
+
+// writeReportHead writes the report's title, source, description, what
+// was run and the paper's claims.
+func writeReportHead(w io.Writer, c *Config, have, want int) {
 	title := c.Title
 	if title == "" {
 		title = "Experiment " + c.Name
@@ -544,15 +559,38 @@ func writeReport(w io.Writer, c *Config, cells []*Cell, figs []figure, have, wan
 		}
 		fmt.Fprint(w, "\n")
 	}
-	fmt.Fprint(w, "## Figures\n\n")
-	for _, f := range figs {
-		fmt.Fprintf(w, "![%s](%s.png)\n\n([SVG](%s.svg))\n\n", strings.ReplaceAll(f.caption, "\n", " "), f.file, f.file)
-	}
+}
+
+// writeGuarantees writes each method's guarantee at the first and the
+// last ε of the grid, and the methods' notes.
+func writeGuarantees(w io.Writer, c *Config, cells []*Cell) {
 	fmt.Fprint(w, "## Guarantees\n\n")
 	fmt.Fprint(w, "What each method's released model provably gives at the requested ε (first ε of the grid and last).\n\n")
 	fmt.Fprint(w, "| method | requested ε | provable ε | δ | unit | notion | status | paper's ε |\n|---|---|---|---|---|---|---|---|\n")
-	// One row per method at the smallest and the largest ε (the numbers
-	// do not depend on the dataset or the swept value for these methods).
+	for _, cell := range guaranteeCells(c, cells) {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", cell.Label, orDash(cell.Epsilon), orDash(cell.GEpsilon),
+			orDash(cell.GDelta), cell.GUnit, cell.GNotion, cell.GStatus, orDash(cell.GClaimed))
+	}
+	notes := map[string]string{}
+	for _, cell := range cells {
+		if cell.GNote != "" {
+			notes[cell.Label] = cell.GNote
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprint(w, "\nNotes:\n\n")
+		for _, m := range c.Methods {
+			if n := notes[m.LabelOf()]; n != "" {
+				fmt.Fprintf(w, "- **%s**: %s\n", m.LabelOf(), n)
+			}
+		}
+	}
+}
+
+// guaranteeCells picks one cell per method at the smallest and one at the
+// largest ε (the numbers do not depend on the dataset or the swept value
+// for these methods), in the config's method order.
+func guaranteeCells(c *Config, cells []*Cell) []*Cell {
 	lo, hi := map[string]*Cell{}, map[string]*Cell{}
 	for _, cell := range cells {
 		if l := lo[cell.Label]; l == nil || cell.Epsilon < l.Epsilon {
@@ -572,24 +610,12 @@ func writeReport(w io.Writer, c *Config, cells []*Cell, figs []figure, have, wan
 			gcells = append(gcells, hi[l])
 		}
 	}
-	for _, cell := range gcells {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", cell.Label, orDash(cell.Epsilon), orDash(cell.GEpsilon),
-			orDash(cell.GDelta), cell.GUnit, cell.GNotion, cell.GStatus, orDash(cell.GClaimed))
-	}
-	notes := map[string]string{}
-	for _, cell := range cells {
-		if cell.GNote != "" {
-			notes[cell.Label] = cell.GNote
-		}
-	}
-	if len(notes) > 0 {
-		fmt.Fprint(w, "\nNotes:\n\n")
-		for _, m := range c.Methods {
-			if n := notes[m.LabelOf()]; n != "" {
-				fmt.Fprintf(w, "- **%s**: %s\n", m.LabelOf(), n)
-			}
-		}
-	}
+	return gcells
+}
+
+// writeNumbers writes a table of the metric and the seconds per run for
+// each dataset and swept value.
+func writeNumbers(w io.Writer, c *Config, cells []*Cell) {
 	fmt.Fprintf(w, "\n## Numbers (%s)\n\n", c.metricName(c.Metric))
 	for _, d := range c.Datasets {
 		for _, v := range c.sweepValues() {
@@ -599,24 +625,27 @@ func writeReport(w io.Writer, c *Config, cells []*Cell, figs []figure, have, wan
 			}
 			fmt.Fprintf(w, "%s\n\n| method | ε | %s | seconds/run |\n|---|---|---|---|\n", head, c.metricName(c.Metric))
 			for _, cell := range cells {
-				if cell.Dataset != d.Name || !sameValue(cell.Value, v) {
-					continue
+				if cell.Dataset == d.Name && sameValue(cell.Value, v) {
+					writeNumberRow(w, c, cell)
 				}
-				mean, ok := cell.Mean[c.Metric]
-				val := "—"
-				if ok {
-					val = fmtMetric(mean, cell.SD[c.Metric], cell.N[c.Metric])
-				}
-				eps := orDash(cell.Epsilon)
-				if math.IsNaN(cell.Epsilon) {
-					eps = "non-private"
-				}
-				fmt.Fprintf(w, "| %s | %s | %s | %.3g |\n", cell.Label, eps, val, cell.Seconds)
 			}
 			fmt.Fprint(w, "\n")
 		}
 	}
-	fmt.Fprint(w, "Files: results.csv (one row per run, with each run's seed and guarantee), summary.csv (mean, sd, n per cell), config.json.\n")
+}
+
+// writeNumberRow writes one cell's row of a numbers table.
+func writeNumberRow(w io.Writer, c *Config, cell *Cell) {
+	mean, ok := cell.Mean[c.Metric]
+	val := "—"
+	if ok {
+		val = fmtMetric(mean, cell.SD[c.Metric], cell.N[c.Metric])
+	}
+	eps := orDash(cell.Epsilon)
+	if math.IsNaN(cell.Epsilon) {
+		eps = "non-private"
+	}
+	fmt.Fprintf(w, "| %s | %s | %s | %.3g |\n", cell.Label, eps, val, cell.Seconds)
 }
 
 func orDash(x float64) string {
