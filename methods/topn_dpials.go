@@ -6,6 +6,9 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
 	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/privacy/mechanism"
@@ -156,13 +159,68 @@ func (c *DPIALSConfig) stepSensitivity() mechanism.Sensitivity {
 	return mechanism.Sensitivity{Value: c.scales().Sensitivity(), Norm: mechanism.L2, Relation: mechanism.ReplaceOne, Unit: privacy.UnitUser}
 }
 
-// Train: counts → initial Gram and its eigenvectors → T × (users' own
-// solves → noised item statistics → item solves).
+// Train: plan → counts → initial Gram and its eigenvectors → T × (users'
+// own solves → noised item statistics → item solves) → the public model,
+// from which each user's list is computed on her side.
 func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
 	eng, cat, err := topnEngine("dp-ials", &c.Interactions, in, env)
 	if err != nil {
 		return nil, err
 	}
+	t, err := c.newTrainer(eng, cat.Len(), env)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.releaseCounts(ctx); err != nil {
+		return nil, err
+	}
+	if err := t.initialFactors(ctx); err != nil {
+		return nil, err
+	}
+	if err := t.runSteps(ctx); err != nil {
+		return nil, err
+	}
+	g, err := t.guarantee()
+	if err != nil {
+		return nil, err
+	}
+	return &release.Release{Public: t.model(cat), Guarantee: g, Report: release.Report{
+		"sigma_counts": t.sigmaCount, "sigma_init": t.sigmaInit, "sigma_steps": slices.Clone(t.sigmas),
+		"init_items": t.mInit, "init_rank": t.initRank, "covered_items": t.withFactors(), "step_items": len(t.covered), "steps": t.steps}}, nil
+}
+
+// dpialsTrainer is one dp-ials training as it goes: the plan (rank k,
+// catalogue n, the budget ρ and its split, the number of steps), the
+// releases' guarantees in order, and what the releases made public (the
+// noised counts, the item factors h and what the steps covered).
+type dpialsTrainer struct {
+	c   *DPIALSConfig
+	env Env
+	eng statistic.Engine
+
+	k, n                            int
+	rho, rhoCount, rhoInit, rhoStep float64
+	steps                           int
+	parts                           []privacy.Guarantee
+
+	counts     []float64
+	sigmaCount float64
+	order      []int   // the items by noised count
+	nbar       float64 // the users' mean number of items, from the noised counts
+
+	mInit, initRank int
+	sigmaInit       float64
+	h               []float64 // item factors, n × k
+	userRidge       float64   // a typical user's ridge (typicalRidge)
+	ridgeItems      float64   // how many of her items it weighs (DPIALSConfig.ridgeItems)
+
+	sens    mechanism.Sensitivity
+	covered []int // the items the steps' statistics cover
+	sigmas  []float64
+}
+
+// newTrainer plans the budget: ρ from (ε, δ) and the counts' share.
+func (c *DPIALSConfig) newTrainer(eng statistic.Engine, n int, env Env) (*dpialsTrainer, error) {
 	rho, err := accountant.RhoForApprox(env.Epsilon, env.Delta)
 	if err != nil {
 		return nil, err
@@ -170,233 +228,276 @@ func (c *DPIALSConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if err := c.scales().Check(); err != nil {
 		return nil, err
 	}
-	k, n := c.Rank, cat.Len()
-	rhoCount := math.Nextafter(c.CountShare*rho, 0)
-	var parts []privacy.Guarantee
+	return &dpialsTrainer{c: c, env: env, eng: eng, k: c.Rank, n: n, rho: rho,
+		rhoCount: math.Nextafter(c.CountShare*rho, 0), sens: c.stepSensitivity()}, nil
+}
 
-	// 1. Item counts.
-	counts, sigmaCount, part, err := releaseCappedCounts(ctx, eng, n, c.Cap, rhoCount, env)
+// releaseCounts releases the item counts (the first statistic) and plans
+// the rest of the budget from them and the public number of users: the
+// steps, the initial Gram's and each step's share.
+func (t *dpialsTrainer) releaseCounts(ctx context.Context) error {
+	counts, sigma, part, err := releaseCappedCounts(ctx, t.eng, t.n, t.c.Cap, t.rhoCount, t.env)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	parts = append(parts, part)
-	order := byCount(counts)
+	t.parts = append(t.parts, part)
+	t.counts, t.sigmaCount, t.order = counts, sigma, byCount(counts)
 	// The number of users is public (the relation replaces a user); an
 	// external engine knows it once it has summed the counts.
-	users := eng.Users()
+	users := t.eng.Users()
 	// The users' mean number of items n̄, read from the noised counts.
 	var total float64
 	for _, v := range counts {
 		total += max(v, 0)
 	}
-	nbar := max(1, total/float64(max(1, users)))
-	steps := c.Steps
-	if steps < 0 {
-		steps = planSteps(users, rho)
+	t.nbar = max(1, total/float64(max(1, users)))
+	t.steps = t.c.Steps
+	if t.steps < 0 {
+		t.steps = planSteps(users, t.rho)
 	}
-	rhoInit := math.Nextafter(rho-rhoCount, 0)
-	rhoStep := 0.0
-	if steps > 0 {
-		rhoInit = math.Nextafter(c.InitShare*rho, 0)
-		rhoStep = math.Nextafter((rho-rhoCount-rhoInit)/float64(steps), 0)
+	t.rhoInit = math.Nextafter(t.rho-t.rhoCount, 0)
+	if t.steps > 0 {
+		t.rhoInit = math.Nextafter(t.c.InitShare*t.rho, 0)
+		t.rhoStep = math.Nextafter((t.rho-t.rhoCount-t.rhoInit)/float64(t.steps), 0)
 	}
+	return nil
+}
 
-	// 2. The initial item factors: the top eigenvectors of dp-ease's
-	// noised Gram over the items with the largest noised counts.
-	mInit := (&DPEASEConfig{CoverScale: c.CoverScale, MaxItems: c.MaxInitItems}).covered(users, n, rhoInit)
+// initialFactors releases dp-ease's noised Gram over the items with the
+// largest noised counts (the second statistic) and takes its top
+// eigenvectors as the initial item factors (post-processing), scaled
+// against a typical user's ridge.
+func (t *dpialsTrainer) initialFactors(ctx context.Context) error {
+	c := t.c
+	users := t.eng.Users()
+	mInit := (&DPEASEConfig{CoverScale: c.CoverScale, MaxItems: c.MaxInitItems}).covered(users, t.n, t.rhoInit)
 	// Through the two aggregators a device can afford only so large a
 	// Gram: the covered items shrink to what she affords, as dp-ease's.
-	if mInit, err = affordable(eng, mInit, 2, func(m int) (statistic.Contribution, error) {
-		cols, err := topn.NewColumns(n, order[:m])
+	mInit, err := affordable(t.eng, mInit, 2, func(m int) (statistic.Contribution, error) {
+		cols, err := topn.NewColumns(t.n, t.order[:m])
 		if err != nil {
 			return nil, err
 		}
 		return sgram.NewGram(cols, nil, c.GramNorm)
-	}); err != nil {
-		return nil, err
-	}
-	initCols, err := topn.NewColumns(n, order[:mInit])
+	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	gram, sigmaInit, part, err := releaseGram(ctx, eng, initCols, nil, c.GramNorm, rhoInit, env)
+	initCols, err := topn.NewColumns(t.n, t.order[:mInit])
 	if err != nil {
-		return nil, err
+		return err
 	}
-	parts = append(parts, part)
-	edge := 2 * sigmaInit * math.Sqrt(float64(mInit))
-	src := env.Rand
+	gram, sigmaInit, part, err := releaseGram(ctx, t.eng, initCols, nil, c.GramNorm, t.rhoInit, t.env)
+	if err != nil {
+		return err
+	}
+	t.parts = append(t.parts, part)
+	t.mInit, t.sigmaInit = mInit, sigmaInit
+	if err := t.eigenFactors(gram); err != nil {
+		return err
+	}
+	t.userRidge = c.typicalRidge(t.nbar, t.n)
+	t.ridgeItems = c.ridgeItems(t.initRank)
+	scaleToRidge(t.h, t.k, t.userRidge/t.ridgeItems, t.counts)
+	return nil
+}
+
+// eigenFactors sets h to the released Gram's eigenvectors that clear
+// init-denoise × the noise's spectral edge, or, when none does and there
+// are steps, to random factors on the same items (public randomness, as
+// Chien et al.'s steps start); initRank is then −1.
+func (t *dpialsTrainer) eigenFactors(gram *mat.SymDense) error {
+	k, items := t.k, t.order[:t.mInit]
+	edge := 2 * t.sigmaInit * math.Sqrt(float64(t.mInit))
+	src := t.env.Rand
 	if src == nil {
-		src = noise.Seeded(env.Seed)
+		src = noise.Seeded(t.env.Seed)
 	}
-	spec, err := topn.DenoiseRank(gram, c.InitDenoise*edge, edge, k, src.Rand())
+	spec, err := topn.DenoiseRank(gram, t.c.InitDenoise*edge, edge, k, src.Rand())
 	if err != nil {
-		return nil, err
+		return err
 	}
-	h := make([]float64, n*k)
-	initRank := 0
+	t.h = make([]float64, t.n*k)
 	if spec != nil {
 		_, r := spec.Dims() // largest eigenvalue first
-		initRank = min(r, k)
-		for q, j := range order[:mInit] {
-			for e := range initRank {
-				h[j*k+e] = spec.At(q, e)
+		t.initRank = min(r, k)
+		for q, j := range items {
+			for e := range t.initRank {
+				t.h[j*k+e] = spec.At(q, e)
 			}
 		}
 	}
-	if initRank == 0 && steps > 0 {
-		// Nothing rose above the noise: the steps start, as Chien et al.'s
-		// do, from random factors on the same items (public randomness).
+	if t.initRank == 0 && t.steps > 0 {
 		r := src.Rand()
-		for _, j := range order[:mInit] {
+		for _, j := range items {
 			for e := range k {
-				h[j*k+e] = r.NormFloat64()
+				t.h[j*k+e] = r.NormFloat64()
 			}
 		}
-		initRank = -1
+		t.initRank = -1
 	}
-	userRidge := c.typicalRidge(nbar, n)
-	items := c.ridgeItems(initRank)
-	scaleToRidge(h, k, userRidge/items, counts)
+	return nil
+}
 
-	// 3. The steps.
-	sens := c.stepSensitivity()
+// runSteps runs the planned ALS steps over the items the steps cover; a
+// step that cannot learn anything ends them (unspent steps cost nothing:
+// the guarantee composes what ran).
+func (t *dpialsTrainer) runSteps(ctx context.Context) error {
 	sigmaStep := math.Inf(1)
-	if steps > 0 {
-		if sigmaStep, err = mechanism.GaussianSigma(rhoStep, sens.Value, 1); err != nil {
-			return nil, fmt.Errorf("calibrating the dp-ials steps: %w", err)
+	if t.steps > 0 {
+		var err error
+		if sigmaStep, err = mechanism.GaussianSigma(t.rhoStep, t.sens.Value, 1); err != nil {
+			return fmt.Errorf("calibrating the dp-ials steps: %w", err)
 		}
 	}
-	// An item's right-hand side sums about count_j/√n̄ clipped rows (n̄
-	// the users' mean number of items, read from the noised counts) against
-	// noise of norm σ√k: items below step-cover × σ√k·√n̄ users are left
-	// without factors.
-	coverMin := c.StepCover * sigmaStep * math.Sqrt(float64(k)*nbar)
-	var covered []int
-	for _, j := range order {
-		if counts[j] >= coverMin {
-			covered = append(covered, j)
-		}
-	}
-	cols, err := topn.NewColumns(n, covered)
+	t.covered = t.stepItems(sigmaStep)
+	cols, err := topn.NewColumns(t.n, t.covered)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	f := make([]float64, n)
-	for _, j := range covered {
-		f[j] = math.Pow(math.Max(counts[j], 1), c.WeightExp)
+	f := make([]float64, t.n)
+	for _, j := range t.covered {
+		f[j] = math.Pow(math.Max(t.counts[j], 1), t.c.WeightExp)
 	}
-	var sigmas []float64
 	stepsRun := 0
-	for t := range steps {
-		if len(covered) == 0 || initRank == 0 {
+	for s := range t.steps {
+		if len(t.covered) == 0 || t.initRank == 0 {
 			break // nothing to learn from: the counts alone rank
 		}
-		med := medianNorm(h, k)
+		med := medianNorm(t.h, t.k)
 		if !(med > 0) {
 			break
 		}
-		// Each user solves her own row against the public h, scales it by
-		// 1/Γ and clips it; the engine sums the parts.
-		gamma := c.RowClip / med
-		st, err := topn.NewStepStatistic(t+1, k, h, c.Alpha0, c.Lambda, c.Nu, gamma, cols, f, c.scales())
-		if err != nil {
-			return nil, err
+		if err := t.step(ctx, s+1, t.c.RowClip/med, cols, f); err != nil {
+			return err
 		}
-		lay := st.Layout()
-		stats, sigma, part, err := releaseStatRho(ctx, eng, st, rhoStep, env)
-		if err != nil {
-			return nil, err
-		}
-		parts = append(parts, part)
-		sigmas = append(sigmas, sigma)
-		// Post-processing of the release.
-		unit := c.GramScale
-		if unit == 0 {
-			unit = c.RHSScale
-		}
-		ridge := c.ItemLambda * 2 * sigma * math.Sqrt(float64(k)) / unit
-		next := make([]float64, n*k)
-		var prior []float64
-		if c.PriorRidge {
-			prior = h
-			copy(next, h)
-		}
-		if err := topn.SolveItems(ctx, stats, topn.ItemSolve{Layout: lay, Scales: c.scales(), Alpha: c.ItemAlpha,
-			Ridge: func(int) float64 { return ridge }, Gamma: gamma, Prior: prior, Workers: env.Workers}, cols, next); err != nil {
-			return nil, err
-		}
-		// The item factors' overall scale is arbitrary (the users' rows
-		// absorb it) but the users' ridge is not: keep it where the
-		// initial factors have it.
-		scaleToRidge(next, k, userRidge/items, counts)
-		h = next
 		stepsRun++
-		if env.Progress != nil {
-			env.Progress(t+1, steps)
-		}
-		if env.Log != nil {
-			env.Log.Debug("dp-ials", "step", t+1, "of", steps, "sigma", sigma, "covered", len(covered), "gamma", gamma)
-		}
 	}
-	if stepsRun < steps {
-		// Unspent steps cost nothing; the guarantee composes what ran.
-		steps = stepsRun
-	}
+	t.steps = min(t.steps, stepsRun)
+	return nil
+}
 
-	// 4. The public model: item factors, the counts as a tie-break and
-	// the items without factors after every item with factors.
-	active := make([]bool, n)
-	withFactors := 0
-	for j := range n {
-		for _, v := range h[j*k : j*k+k] {
-			if v != 0 {
-				active[j] = true
-				withFactors++
-				break
-			}
+// stepItems are the items whose noised count clears the steps' noise: an
+// item's right-hand side sums about count_j/√n̄ clipped rows (n̄ the users'
+// mean number of items, read from the noised counts) against noise of
+// norm σ√k, so items below step-cover × σ√k·√n̄ users are left without
+// factors.
+func (t *dpialsTrainer) stepItems(sigmaStep float64) []int {
+	coverMin := t.c.StepCover * sigmaStep * math.Sqrt(float64(t.k)*t.nbar)
+	var covered []int
+	for _, j := range t.order {
+		if t.counts[j] >= coverMin {
+			covered = append(covered, j)
 		}
 	}
-	bias := make([]float64, n)
-	top := 0.0
-	for _, v := range counts {
-		top = max(top, v)
+	return covered
+}
+
+// step is ALS step number s: each user solves her own row against the
+// public h, scales it by 1/Γ (gamma) and clips it; the engine sums the
+// parts and releases them once (a statistic), and the items are solved
+// from the release (post-processing).
+func (t *dpialsTrainer) step(ctx context.Context, s int, gamma float64, cols topn.Columns, f []float64) error {
+	c, k := t.c, t.k
+	st, err := topn.NewStepStatistic(s, k, t.h, c.Alpha0, c.Lambda, c.Nu, gamma, cols, f, c.scales())
+	if err != nil {
+		return err
 	}
-	for j := range n {
-		bias[j] = counts[j] * 1e-9
-		if c.PopWeight > 0 && top > 0 {
-			bias[j] = c.PopWeight * max(counts[j], 0) / top
-		}
-		if !active[j] {
-			bias[j] += topn.Uncovered
-		}
+	stats, sigma, part, err := releaseStatRho(ctx, t.eng, st, t.rhoStep, t.env)
+	if err != nil {
+		return err
 	}
+	t.parts = append(t.parts, part)
+	t.sigmas = append(t.sigmas, sigma)
+	unit := c.GramScale
+	if unit == 0 {
+		unit = c.RHSScale
+	}
+	ridge := c.ItemLambda * 2 * sigma * math.Sqrt(float64(k)) / unit
+	next := make([]float64, t.n*k)
+	var prior []float64
+	if c.PriorRidge {
+		prior = t.h
+		copy(next, t.h)
+	}
+	if err := topn.SolveItems(ctx, stats, topn.ItemSolve{Layout: st.Layout(), Scales: c.scales(), Alpha: c.ItemAlpha,
+		Ridge: func(int) float64 { return ridge }, Gamma: gamma, Prior: prior, Workers: t.env.Workers}, cols, next); err != nil {
+		return err
+	}
+	// The item factors' overall scale is arbitrary (the users' rows
+	// absorb it) but the users' ridge is not: keep it where the initial
+	// factors have it.
+	scaleToRidge(next, k, t.userRidge/t.ridgeItems, t.counts)
+	t.h = next
+	if t.env.Progress != nil {
+		t.env.Progress(s, t.steps)
+	}
+	if t.env.Log != nil {
+		t.env.Log.Debug("dp-ials", "step", s, "of", t.steps, "sigma", sigma, "covered", len(t.covered), "gamma", gamma)
+	}
+	return nil
+}
+
+// active reports the items with factors (a non-zero row of h).
+func (t *dpialsTrainer) active() []bool {
+	active := make([]bool, t.n)
+	for j := range t.n {
+		active[j] = slices.ContainsFunc(t.h[j*t.k:j*t.k+t.k], func(v float64) bool { return v != 0 })
+	}
+	return active
+}
+
+// withFactors is the number of items with factors.
+func (t *dpialsTrainer) withFactors() int {
+	return countTrue(t.active())
+}
+
+// guarantee composes the releases, with a note that says what each was.
+func (t *dpialsTrainer) guarantee() (privacy.Guarantee, error) {
+	c := t.c
 	gramText := fmt.Sprintf("r·Σ c_j T(w̃w̃ᵀ) (r = %g), ", c.GramScale)
 	if c.GramScale == 0 {
 		gramText = "(no per-item Gram: r = 0) "
 	}
 	stepText := "No ALS step (none asked for, or too few users for the budget when planned): the initial factors are the public model."
-	if steps > 0 {
+	if t.steps > 0 {
 		stepText = fmt.Sprintf("%d ALS step(s): each user solves her own row against the public item factors (never released), scales it by 1/Γ and clips it to norm 1, weighs her items with factors by c_j ∝ count_j^%g normalised to Σ c_j² ≤ 1, and the per-item sums %sand s·Σ c_j w̃ (s = %g) over %d items and g·Σ T(w̃w̃ᵀ) (g = %g) are released once per step (σ = %s, ℓ2 sensitivity %.4g); the items are solved from the released sums (post-processing).",
-			steps, c.WeightExp, gramText, c.RHSScale, len(covered), c.GlobalScale, fmtSigmas(sigmas), sens.Value)
+			t.steps, c.WeightExp, gramText, c.RHSScale, len(t.covered), c.GlobalScale, fmtSigmas(t.sigmas), t.sens.Value)
 	}
-	g, err := topnGuarantee(env, parts, fmt.Sprintf(
+	return topnGuarantee(t.env, t.parts, fmt.Sprintf(
 		"zCDP composition of %d Gaussian releases. Item counts (σ = %.4g, ℓ2 sensitivity %.4g). Item–item Gram over the %d items with the largest noised counts (σ = %.4g, ℓ2 sensitivity %.4g), whose top eigenvectors initialise the item factors. %s Each user's list is computed on her side from the public item factors and her own items (the iALS user step).",
-		len(parts), sigmaCount, (&statistic.Counts{Cap: c.Cap}).Sensitivity().Value, mInit, sigmaInit, sgram.GramSensitivity(c.GramNorm).Value, stepText))
-	if err != nil {
-		return nil, err
+		len(t.parts), t.sigmaCount, (&statistic.Counts{Cap: c.Cap}).Sensitivity().Value, t.mInit, t.sigmaInit, sgram.GramSensitivity(c.GramNorm).Value, stepText))
+}
+
+// model is the public model: the item factors, the counts as a tie-break
+// (or a popularity prior) and the items without factors after every item
+// with factors; each user's own part is her fold-in on her side.
+func (t *dpialsTrainer) model(cat *model.Catalogue) *model.Model {
+	c, k := t.c, t.k
+	active := t.active()
+	bias := make([]float64, t.n)
+	top := 0.0
+	for _, v := range t.counts {
+		top = max(top, v)
+	}
+	for j := range t.n {
+		bias[j] = t.counts[j] * 1e-9
+		if c.PopWeight > 0 && top > 0 {
+			bias[j] = c.PopWeight * max(t.counts[j], 0) / top
+		}
+		if !active[j] {
+			bias[j] += topn.Uncovered
+		}
 	}
 	m := topnModel("dp-ials", cat.IDs(), catTitles(cat), c.threshold())
-	m.Rank, m.V, m.ItemBias = k, h, bias
+	m.Rank, m.V, m.ItemBias = k, t.h, bias
 	topn.SetImplicitFoldIn(m, c.Alpha0, c.Lambda, c.Nu)
-	m.Params["rank"], m.Params["steps"], m.Params["init_items"], m.Params["init_rank"] = k, steps, mInit, initRank // −1: random
-	m.Params["covered_items"], m.Params["step_items"], m.Params["weight_exponent"] = withFactors, len(covered), c.WeightExp
-	m.Params["ridge_items"] = items
+	m.Params["rank"], m.Params["steps"], m.Params["init_items"], m.Params["init_rank"] = k, t.steps, t.mInit, t.initRank // −1: random
 	// covered_items: the items with factors (what a list can rank by a
 	// user's taste); step_items: those the steps' statistics cover.
-	return &release.Release{Public: m, Guarantee: g, Report: release.Report{
-		"sigma_counts": sigmaCount, "sigma_init": sigmaInit, "sigma_steps": slices.Clone(sigmas),
-		"init_items": mInit, "init_rank": initRank, "covered_items": withFactors, "step_items": len(covered), "steps": steps}}, nil
+	m.Params["covered_items"], m.Params["step_items"], m.Params["weight_exponent"] = t.withFactors(), len(t.covered), c.WeightExp
+	m.Params["ridge_items"] = t.ridgeItems
+	return m
 }
 
 // typicalRidge is the ridge of a user with the mean number of items n̄ in
