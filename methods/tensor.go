@@ -512,6 +512,39 @@ func (s tensorSpec) solver(env Env) completion.Config {
 // methods without a guarantee (cp, tucker, GP, OP) read the range from the
 // data, which their note says.
 func (s tensorSpec) train(ctx context.Context, in release.Input, env Env) (*release.Release, error) {
+	ti, err := s.prepare(in, env)
+	if err != nil {
+		return nil, err
+	}
+	cfg, train, scaling, err := s.configure(ti, env)
+	if err != nil {
+		return nil, err
+	}
+	m, info, err := completion.Train(ctx, train, cfg, env.Rand, env.Noise, env.Progress)
+	if err != nil {
+		return nil, err
+	}
+	g := s.guarantee(info.Guarantee, cfg, ti.notes, env)
+	f := &completion.File{Method: s.name(), Params: s.params(cfg, info, ti, env), Guarantee: g,
+		Users: in.Ratings.Users.Names(), Items: ti.items, Axis: ti.ax, ItemDay: s.opt.ItemDay, Lo: ti.lo, Hi: ti.hi, Model: m, Scaling: scaling}
+	return &release.Release{Public: f, Guarantee: g, Report: s.report(cfg, info, ti.ax)}, nil
+}
+
+// tensorInput is a tensor method's training tensor with its day axis and
+// item names, the value range [lo, hi] that clamps predictions and the
+// notes the guarantee carries about them.
+type tensorInput struct {
+	t      *tensor.Tensor
+	ax     tensor.DayAxis
+	items  []string
+	lo, hi float64
+	notes  []string
+}
+
+// prepare checks the input, builds the users × items × day tensor and
+// fixes the value range: the declared scale, or, for the methods without
+// a guarantee and no declared scale, the data's (with a note).
+func (s tensorSpec) prepare(in release.Input, env Env) (*tensorInput, error) {
 	data := in.Ratings
 	if data == nil || data.Len() == 0 {
 		return nil, fmt.Errorf("no training ratings")
@@ -519,12 +552,10 @@ func (s tensorSpec) train(ctx context.Context, in release.Input, env Env) (*rele
 	if s.mech == completion.DPSGD && s.cfg.CentreEps > 0 && !(s.cfg.CentreEps < env.Epsilon) {
 		return nil, fmt.Errorf("--centre-eps %g must be less than --epsilon %g (it is a part of the budget)", s.cfg.CentreEps, env.Epsilon)
 	}
-	private := s.mech != completion.NoMechanism
-	var lo, hi float64
-	var notes []string
+	ti := &tensorInput{}
 	switch {
 	case in.Declared.Scale != nil:
-		lo, hi = in.Declared.Scale.Min, in.Declared.Scale.Max
+		ti.lo, ti.hi = in.Declared.Scale.Min, in.Declared.Scale.Max
 	case s.mech == completion.IP:
 		if _, err := in.NeedScale(s.name() + " (IP's sensitivity is the width of the rating scale)"); err != nil {
 			return nil, err
@@ -534,47 +565,51 @@ func (s tensorSpec) train(ctx context.Context, in release.Input, env Env) (*rele
 			return nil, err
 		}
 	}
-	var (
-		t   *tensor.Tensor
-		ax  tensor.DayAxis
-		err error
-	)
+	var err error
 	if data.HasTime() {
-		t, ax, err = tensor.FromRatings(data)
+		ti.t, ti.ax, err = tensor.FromRatings(data)
 	} else {
-		t, ax, err = tensor.FromUntimed(data)
+		ti.t, ti.ax, err = tensor.FromUntimed(data)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("building the users × items × day tensor: %w", err)
 	}
-	items := data.Items.Names()
+	ti.items = data.Items.Names()
 	if s.opt.ItemDay {
-		if t, items, err = tensor.MergeItemDays(t, items); err != nil {
+		if ti.t, ti.items, err = tensor.MergeItemDays(ti.t, ti.items); err != nil {
 			return nil, err
 		}
 	}
 	if in.Declared.Scale == nil && s.mech != completion.IP && s.mech != completion.DPSGD {
 		// No guarantee covers these methods' models: the data's range
 		// clamps their predictions, and the note says so.
-		lo, hi = t.Range()
-		if !(lo < hi) {
-			hi = lo + 1
+		ti.lo, ti.hi = ti.t.Range()
+		if !(ti.lo < ti.hi) {
+			ti.hi = ti.lo + 1
 		}
-		notes = append(notes, fmt.Sprintf("The prediction range [%g, %g] was read from the training ratings; declare --scale MIN:MAX to use a public one.", lo, hi))
+		ti.notes = append(ti.notes, fmt.Sprintf("The prediction range [%g, %g] was read from the training ratings; declare --scale MIN:MAX to use a public one.", ti.lo, ti.hi))
 	}
+	return ti, nil
+}
+
+// configure is the solver's configuration for the budget and the value
+// range, and the tensor it trains on: bi-scaled when asked (with the
+// scaling, and the range then read from the scaled values).
+func (s tensorSpec) configure(ti *tensorInput, env Env) (completion.Config, *tensor.Tensor, *tensor.Scaling, error) {
 	cfg := s.solver(env)
-	cfg.Lo, cfg.Hi = lo, hi
+	cfg.Lo, cfg.Hi = ti.lo, ti.hi
 	var scaling *tensor.Scaling
-	train := t
+	train := ti.t
 	if s.opt.BiScale {
-		if train, scaling, err = tensor.BiScaleDays(t, s.opt.BiScaleIters); err != nil {
-			return nil, err
+		var err error
+		if train, scaling, err = tensor.BiScaleDays(ti.t, s.opt.BiScaleIters); err != nil {
+			return cfg, nil, nil, err
 		}
 		// The value range in the scaled space (IP's sensitivity, the
 		// centring's, DP-SGD's start of μ and automatic clip, the clamp
 		// of the validation predictions): there is no declared scale of
 		// the scaled values, so it is read from them; a private method
-		// has no guarantee anyway (below).
+		// has no guarantee anyway (guarantee).
 		cfg.Lo, cfg.Hi = train.Range()
 		if !(cfg.Lo < cfg.Hi) {
 			cfg.Hi = cfg.Lo + 1
@@ -586,12 +621,14 @@ func (s tensorSpec) train(ctx context.Context, in release.Input, env Env) (*rele
 			cfg.Clip = (cfg.Hi - cfg.Lo) / 4
 		}
 	}
-	m, info, err := completion.Train(ctx, train, cfg, env.Rand, env.Noise, env.Progress)
-	if err != nil {
-		return nil, err
-	}
-	g := info.Guarantee
-	if s.opt.BiScale && private {
+	return cfg, train, scaling, nil
+}
+
+// guarantee is the model file's guarantee: the solver's, none when a
+// private method bi-scaled (the scaling is computed from the raw ratings
+// without noise), with the notes appended.
+func (s tensorSpec) guarantee(g privacy.Guarantee, cfg completion.Config, notes []string, env Env) privacy.Guarantee {
+	if s.opt.BiScale && s.mech != completion.NoMechanism {
 		inner := g
 		why := "The per-day bi-scaling (--biscale: the mean of every day slice and the centre and scale of every user and item in it) is computed from the raw ratings and stored in the model without noise, and one rating changes the scaling of its whole slice row and column"
 		if s.mech == completion.IP || cfg.CentreEps > 0 || s.autoClip {
@@ -606,6 +643,11 @@ func (s tensorSpec) train(ctx context.Context, in release.Input, env Env) (*rele
 	if env.Noise != nil && env.Noise.Reproducible() && s.mech != completion.NoMechanism {
 		g.Reproducible = true // as methods.Train marks the release's; the file carries its own copy
 	}
+	return g
+}
+
+// params are the model file's hyper-parameters.
+func (s tensorSpec) params(cfg completion.Config, info *completion.Info, ti *tensorInput, env Env) map[string]any {
 	params := map[string]any{"rank": cfg.Rank, "passes": cfg.Passes, "lambda": info.Lambda, "init": cfg.InitScale,
 		"biscale": s.opt.BiScale, "item_day": s.opt.ItemDay, "seed": env.Seed, "biases": cfg.Biases}
 	if s.mech == completion.DPSGD || cfg.Solver == completion.SGD {
@@ -623,13 +665,13 @@ func (s tensorSpec) train(ctx context.Context, in release.Input, env Env) (*rele
 			params["starts"] = f.Starts
 		}
 	}
-	if hi > lo {
-		params["range"] = []float64{lo, hi}
+	if ti.hi > ti.lo {
+		params["range"] = []float64{ti.lo, ti.hi}
 	}
 	if s.opt.BiScale {
 		params["biscale_iters"] = s.opt.BiScaleIters
 	}
-	if private {
+	if s.mech != completion.NoMechanism {
 		params["epsilon"], params["delta"] = env.Epsilon, env.Delta
 	}
 	if s.kind == tensor.Tucker {
@@ -646,10 +688,12 @@ func (s tensorSpec) train(ctx context.Context, in release.Input, env Env) (*rele
 			params["centre_eps"] = cfg.CentreEps
 		}
 	}
-	f := &completion.File{Method: s.name(), Params: params, Guarantee: g,
-		Users: data.Users.Names(), Items: items, Axis: ax, ItemDay: s.opt.ItemDay, Lo: lo, Hi: hi, Model: m, Scaling: scaling}
-	// The report: hyper-parameters, public counts and noised values only
-	// (no training error, no share of clipped gradients).
+	return params
+}
+
+// report is the release's report: hyper-parameters, public counts and
+// noised values only (no training error, no share of clipped gradients).
+func (s tensorSpec) report(cfg completion.Config, info *completion.Info, ax tensor.DayAxis) release.Report {
 	rep := release.Report{"days": ax.Days, "updates": info.Updates}
 	if s.fit != nil { // chosen on the (IP: noisy) training ratings' validation split
 		rep["lambda"], rep["sweeps"] = info.Lambda, info.Sweeps
@@ -664,7 +708,7 @@ func (s tensorSpec) train(ctx context.Context, in release.Input, env Env) (*rele
 	if cfg.CentreEps > 0 {
 		rep["offset"] = info.Offset
 	}
-	return &release.Release{Public: f, Guarantee: g, Report: rep}, nil
+	return rep
 }
 
 // evaluateTensorFile scores a cp/tucker model on held-out timestamped
