@@ -57,138 +57,197 @@ type HeldOutReport struct {
 // compares the list with her targets (metrics.HeldOut). Targets the model
 // does not know count in |targets| (no list can find them).
 func EvaluateHeldOut(ctx context.Context, m *model.Model, history, targets *ratings.Matrix, opt HeldOutOptions) (*HeldOutReport, error) {
-	ks := opt.Ks
+	ks, maxK, err := heldOutCutoffs(opt.Ks)
+	if err != nil {
+		return nil, err
+	}
+	if m.NumItems() == 0 {
+		return nil, fmt.Errorf("the model has no items")
+	}
+	e := &heldOutEval{m: m, history: history, targets: targets, ks: ks, maxK: maxK,
+		pop: heldOutPopularity(m, history, opt.Popularity), bs: m.NewBatchScorer()}
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	parts := make([]*heldOutAcc, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		parts[w] = e.newAcc()
+		wg.Go(func() { e.run(ctx, parts[w], w, workers) })
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return e.report(parts)
+}
+
+// heldOutCutoffs are the cut-offs k (default 10, 20, 50, 100) and the
+// largest.
+func heldOutCutoffs(ks []int) ([]int, int, error) {
 	if len(ks) == 0 {
 		ks = []int{10, 20, 50, 100}
 	}
 	maxK := 0
 	for _, k := range ks {
 		if k <= 0 {
-			return nil, fmt.Errorf("cut-off k = %d must be ≥ 1", k)
+			return nil, 0, fmt.Errorf("cut-off k = %d must be ≥ 1", k)
 		}
 		maxK = max(maxK, k)
 	}
-	nItems := m.NumItems()
-	if nItems == 0 {
-		return nil, fmt.Errorf("the model has no items")
-	}
-	pop := make([]float64, nItems)
-	if opt.Popularity != nil {
-		for id, p := range opt.Popularity {
+	return ks, maxK, nil
+}
+
+// heldOutPopularity is each model item's popularity: from byID when set,
+// else the held-out users' own histories counted.
+func heldOutPopularity(m *model.Model, history *ratings.Matrix, byID map[string]float64) []float64 {
+	pop := make([]float64, m.NumItems())
+	if byID != nil {
+		for id, p := range byID {
 			if i, ok := m.ItemIndex(id); ok {
 				pop[i] = p
 			}
 		}
-	} else {
-		for i := range int32(history.NumItems()) {
-			if mi, ok := m.ItemIndex(history.Items.Name(i)); ok {
-				pop[mi] = float64(history.ItemCount(i))
-			}
+		return pop
+	}
+	for i := range int32(history.NumItems()) {
+		if mi, ok := m.ItemIndex(history.Items.Name(i)); ok {
+			pop[mi] = float64(history.ItemCount(i))
 		}
 	}
-	workers := opt.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
+	return pop
+}
+
+// heldOutEval is one held-out evaluation: the model, the users' histories
+// and targets, the cut-offs and the items' popularity.
+type heldOutEval struct {
+	m                *model.Model
+	history, targets *ratings.Matrix
+	ks               []int
+	maxK             int
+	pop              []float64
+	bs               *model.BatchScorer
+}
+
+// heldOutAcc is one worker's sums, per cut-off where a slice.
+type heldOutAcc struct {
+	recall, ndcg, pop []float64
+	rr                float64
+	users, skipped    int
+	seen              [][]bool // per k: items recommended
+	err               error
+}
+
+// heldOutUser is one held-out user folded in: her state, the items of her
+// history (not ranked) and her targets.
+type heldOutUser struct {
+	st     *model.UserState
+	skip   []int32
+	tItems []int32
+}
+
+func (e *heldOutEval) newAcc() *heldOutAcc {
+	nk, nItems := len(e.ks), e.m.NumItems()
+	a := &heldOutAcc{recall: make([]float64, nk), ndcg: make([]float64, nk), pop: make([]float64, nk), seen: make([][]bool, nk)}
+	for q := range a.seen {
+		a.seen[q] = make([]bool, nItems)
 	}
-	type acc struct {
-		recall, ndcg, pop []float64
-		rr                float64
-		users, skipped    int
-		seen              [][]bool // per k: items recommended
-		err               error
+	return a
+}
+
+// run scores worker w's share of the held-out users into a: blocks of
+// heldOutBlock users, scored together (model.BatchScorer).
+func (e *heldOutEval) run(ctx context.Context, a *heldOutAcc, w, workers int) {
+	bufs := make([][]float64, heldOutBlock)
+	for j := range bufs {
+		bufs[j] = make([]float64, e.m.NumItems())
 	}
-	parts := make([]acc, workers)
-	bs := m.NewBatchScorer()
-	var wg sync.WaitGroup
-	nU := targets.NumUsers()
-	for w := range workers {
-		a := &parts[w]
-		a.recall, a.ndcg, a.pop = make([]float64, len(ks)), make([]float64, len(ks)), make([]float64, len(ks))
-		a.seen = make([][]bool, len(ks))
-		for q := range ks {
-			a.seen[q] = make([]bool, nItems)
+	nU := e.targets.NumUsers()
+	for b := w; b*heldOutBlock < nU; b += workers {
+		if ctx.Err() != nil {
+			return
 		}
-		wg.Go(func() {
-			// Blocks of heldOutBlock users, scored together
-			// (model.BatchScorer).
-			bufs := make([][]float64, heldOutBlock)
-			for j := range bufs {
-				bufs[j] = make([]float64, nItems)
-			}
-			type user struct {
-				st     *model.UserState
-				skip   []int32
-				tItems []int32
-			}
-			for b := w; b*heldOutBlock < nU; b += workers {
-				if ctx.Err() != nil {
-					return
-				}
-				var users []user
-				for u := int32(b * heldOutBlock); int(u) < min((b+1)*heldOutBlock, nU); u++ {
-					tItems, _ := targets.UserRow(u)
-					if len(tItems) == 0 {
-						continue
-					}
-					id := targets.Users.Name(u)
-					hu, ok := history.Users.Lookup(id)
-					if !ok || history.UserCount(hu) == 0 {
-						a.skipped++
-						continue
-					}
-					hist, vals := history.UserRatings(hu)
-					st, err := m.FoldInUser(id, hist, vals)
-					if err != nil {
-						a.err = fmt.Errorf("user %q: %w", id, err)
-						return
-					}
-					skip := m.Indices(hist)
-					users = append(users, user{st, skip, tItems})
-				}
-				states := make([]*model.UserState, len(users))
-				for j, us := range users {
-					states[j] = us.st
-				}
-				bs.Scores(states, bufs[:len(users)])
-				for j, us := range users {
-					ranked := model.TopIndices(bufs[j], maxK, us.skip)
-					tg := make(map[int32]bool, len(us.tItems))
-					unknown := int32(-1)
-					for _, it := range us.tItems {
-						if i, ok := m.ItemIndex(targets.Items.Name(it)); ok {
-							tg[i] = true
-						} else {
-							tg[unknown] = true
-							unknown--
-						}
-					}
-					rec, ndcg, rr, ok := metrics.HeldOut(ranked, tg, ks)
-					if !ok {
-						continue
-					}
-					a.users++
-					a.rr += rr
-					for q, k := range ks {
-						a.recall[q] += rec[q]
-						a.ndcg[q] += ndcg[q]
-						top := ranked[:min(k, len(ranked))]
-						var p float64
-						for _, i := range top {
-							a.seen[q][i] = true
-							p += pop[i]
-						}
-						if len(top) > 0 {
-							a.pop[q] += p / float64(len(top))
-						}
-					}
-				}
-			}
-		})
+		users := e.foldIn(a, int32(b*heldOutBlock), int32(min((b+1)*heldOutBlock, nU)))
+		if a.err != nil {
+			return
+		}
+		states := make([]*model.UserState, len(users))
+		for j, us := range users {
+			states[j] = us.st
+		}
+		e.bs.Scores(states, bufs[:len(users)])
+		for j, us := range users {
+			e.score(a, bufs[j], us)
+		}
 	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
+}
+
+// foldIn folds in the users lo … hi−1 of targets that have targets, each
+// from her own history (as her device does); those without a history are
+// counted as skipped.
+func (e *heldOutEval) foldIn(a *heldOutAcc, lo, hi int32) []heldOutUser {
+	var users []heldOutUser
+	for u := lo; u < hi; u++ {
+		tItems, _ := e.targets.UserRow(u)
+		if len(tItems) == 0 {
+			continue
+		}
+		id := e.targets.Users.Name(u)
+		hu, ok := e.history.Users.Lookup(id)
+		if !ok || e.history.UserCount(hu) == 0 {
+			a.skipped++
+			continue
+		}
+		hist, vals := e.history.UserRatings(hu)
+		st, err := e.m.FoldInUser(id, hist, vals)
+		if err != nil {
+			a.err = fmt.Errorf("user %q: %w", id, err)
+			return nil
+		}
+		users = append(users, heldOutUser{st, e.m.Indices(hist), tItems})
 	}
+	return users
+}
+
+// score ranks one user's unseen items by her scores and adds her metrics
+// to a; targets the model does not know count as misses.
+func (e *heldOutEval) score(a *heldOutAcc, scores []float64, us heldOutUser) {
+	ranked := model.TopIndices(scores, e.maxK, us.skip)
+	tg := make(map[int32]bool, len(us.tItems))
+	unknown := int32(-1)
+	for _, it := range us.tItems {
+		if i, ok := e.m.ItemIndex(e.targets.Items.Name(it)); ok {
+			tg[i] = true
+		} else {
+			tg[unknown] = true
+			unknown--
+		}
+	}
+	rec, ndcg, rr, ok := metrics.HeldOut(ranked, tg, e.ks)
+	if !ok {
+		return
+	}
+	a.users++
+	a.rr += rr
+	for q, k := range e.ks {
+		a.recall[q] += rec[q]
+		a.ndcg[q] += ndcg[q]
+		top := ranked[:min(k, len(ranked))]
+		var p float64
+		for _, i := range top {
+			a.seen[q][i] = true
+			p += e.pop[i]
+		}
+		if len(top) > 0 {
+			a.pop[q] += p / float64(len(top))
+		}
+	}
+}
+
+// report merges the workers' sums (in worker order) into the means.
+func (e *heldOutEval) report(parts []*heldOutAcc) (*HeldOutReport, error) {
+	m, nItems := e.m, e.m.NumItems()
 	rep := &HeldOutReport{Method: m.Method, Recall: map[int]float64{}, NDCG: map[int]float64{},
 		Coverage: map[int]float64{}, Popularity: map[int]float64{}, Guarantee: m.Guarantee.String()}
 	var rr float64
@@ -205,7 +264,7 @@ func EvaluateHeldOut(ctx context.Context, m *model.Model, history, targets *rati
 	}
 	n := float64(rep.Users)
 	rep.MRR = rr / n
-	for q, k := range ks {
+	for q, k := range e.ks {
 		var rs, ns, ps float64
 		covered := make([]bool, nItems)
 		for _, a := range parts {
