@@ -485,6 +485,56 @@ func (d *drSolver) feasible(dst, x []float64, nb float64) float64 {
 // solve runs the splitting on term from the current state (zero on the
 // first call, the last call's s and singular subspace after).
 func (d *drSolver) solve(ctx context.Context, term drTerm, cfg drConfig) (*drResult, error) {
+	r := d.start(term, cfg)
+	for it := 0; ; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		e, err := r.evaluate()
+		if err != nil {
+			return nil, err
+		}
+		r.keepBest(it, e)
+		stop, err := r.stopping(it, e)
+		if err != nil {
+			return nil, err
+		}
+		if stop {
+			break
+		}
+		// Next point.
+		if d.aa != nil {
+			d.aa.step(d.s, d.g, cfg.relax)
+		} else {
+			floats.AddScaled(d.s, cfg.relax, d.g)
+		}
+	}
+	return r.result(), nil
+}
+
+// drRun is the state of one solve.
+type drRun struct {
+	d     *drSolver
+	term  drTerm
+	cfg   drConfig
+	res   *drResult
+	bestC float64 // the scale c of the best point
+	// rLast is the last accepted residual (Anderson's safeguard); trail
+	// the best objective per iteration (the stall test); prevBest and
+	// sinceCheck gate the dual bound's computation.
+	rLast, prevBest float64
+	trail           []float64
+	sinceCheck      int
+}
+
+// drEval is the map T evaluated at s: the residual ‖g‖ = ‖X − W‖, ‖W‖,
+// the nuclear iterate's triplets and an upper bound on its nuclear norm.
+type drEval struct {
+	r, wn, nb float64
+	t         triplets
+}
+
+func (d *drSolver) start(term drTerm, cfg drConfig) *drRun {
 	n := d.d1 * d.d2
 	if d.best == nil {
 		d.best = make([]float64, n)
@@ -495,149 +545,171 @@ func (d *drSolver) solve(ctx context.Context, term drTerm, cfg drConfig) (*drRes
 	if d.aa != nil {
 		d.aa.reset()
 	}
-	rho, gamma := cfg.rho, cfg.relax
+	return &drRun{d: d, term: term, cfg: cfg, res: &drResult{Objective: math.Inf(1), Dual: math.Inf(-1)},
+		bestC: 1, rLast: math.Inf(1), prevBest: math.Inf(1)}
+}
+
+// evaluate evaluates T at s; an accelerated point that did worse than the
+// last accepted one is replaced by the plain step from that point.
+func (r *drRun) evaluate() (drEval, error) {
+	d := r.d
+	e, err := r.eval()
+	if err != nil {
+		return e, err
+	}
+	if d.aa != nil && d.aa.extrapolated && e.r > r.rLast {
+		d.rejected++
+		d.aa.fallback(d.s)
+		if e, err = r.eval(); err != nil {
+			return e, err
+		}
+	}
+	r.rLast = e.r
+	return e, nil
+}
+
+// eval computes T at s: w, x and g = x − w.
+func (r *drRun) eval() (drEval, error) {
+	d := r.d
+	n := d.d1 * d.d2
 	s, w, x, g := d.s, d.w, d.x, d.g
-	res := &drResult{Objective: math.Inf(1), Dual: math.Inf(-1)}
-	bestC := 1.0
-	// eval computes T at s: w, x, g = x − w; returns ‖g‖, ‖w‖ and the
-	// nuclear iterate's triplets and nuclear-norm bound.
-	eval := func() (r, wn float64, t triplets, nb float64, err error) {
-		term.prox(w, s, rho)
-		for i := range n {
-			d.a[i] = 2*w[i] - s[i]
-		}
-		inside, t, err := d.nuc.nuclear(x, d.a)
-		if err != nil {
-			return 0, 0, triplets{}, 0, err
-		}
-		if inside {
-			// X = 2W − s, inside the ball by the projection's test; the
-			// bound used for X̂ must not rely on estimated singular
-			// values: ‖X‖_* ≤ √rank·‖X‖_F.
-			t = triplets{}
-			nb = math.Sqrt(float64(min(d.d1, d.d2))) * floats.Norm(x, 2)
-		} else {
-			nb = nucBound(t)
-		}
-		var r2, w2 float64
-		for i := range n {
-			e := x[i] - w[i]
-			g[i] = e
-			r2 += e * e
-			w2 += w[i] * w[i]
-		}
-		return math.Sqrt(r2), math.Sqrt(w2), t, nb, nil
+	r.term.prox(w, s, r.cfg.rho)
+	for i := range n {
+		d.a[i] = 2*w[i] - s[i]
 	}
-	var trail []float64
-	rLast := math.Inf(1)
-	prevBest, sinceCheck := math.Inf(1), 0
-	for it := 0; ; it++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		r, wn, t, nb, err := eval()
-		if err != nil {
-			return nil, err
-		}
-		if d.aa != nil && d.aa.extrapolated && r > rLast {
-			// The accelerated point did worse than the last accepted
-			// one: take the plain step from that point instead.
-			d.rejected++
-			d.aa.fallback(s)
-			if r, wn, t, nb, err = eval(); err != nil {
-				return nil, err
-			}
-		}
-		rLast = r
-		d.iterations++
-		res.Iterations = it + 1
-		// Primal: X̂ = c·clip(X).
-		c := d.feasible(d.a, x, nb)
-		f := term.value(d.a)
-		if f < res.Objective {
-			res.Objective = f
-			copy(d.best, d.a)
-			bestC = c
-			d.bestT = t
-			if t.U != nil {
-				d.bestT = triplets{U: t.U, S: slices.Clone(t.S), V: t.V}
-			}
-		}
-		if debugDR != nil {
-			debugDR("dr it %d f %.8g best %.8g r %.3g |w| %.3g c %.6f rank %d sweeps %d", it, f, res.Objective, r, wn, c, len(t.S), d.nuc.Sweeps)
-		}
-		if cfg.progress != nil {
-			cfg.progress(it+1, cfg.maxIter)
-		}
-		// Stopping.
-		scale := math.Max(1, math.Abs(res.Objective))
-		gated := prevBest-res.Objective < 5*cfg.gapTol*scale
-		prevBest = res.Objective
-		if gated {
-			sinceCheck++
-		}
-		if cfg.gapTol > 0 && ((gated && sinceCheck >= max(cfg.checkEvery, 1)) || it+1 >= cfg.maxIter) {
-			sinceCheck = 0
-			lb, err := d.dualBound(term, rho, false)
-			if err != nil {
-				return nil, err
-			}
-			if debugDR != nil {
-				debugDR("dr it %d dual estimate %.8g gap %.3g", it, lb, res.Objective-lb)
-			}
-			if res.Objective-lb <= cfg.gapTol*scale {
-				switch {
-				case !term.convex():
-					res.Stop = fmt.Sprintf("estimated duality gap %.3g ≤ %.3g·|f| (not a certificate: the loss is not convex)", res.Objective-lb, cfg.gapTol)
-				case min(d.d1, d.d2) > certifyDim:
-					res.Stop = fmt.Sprintf("estimated duality gap %.3g ≤ %.3g·|f| (not certified: the matrix is too large for the Gram certificate)", res.Objective-lb, cfg.gapTol)
-				default:
-					d.certChecks++
-					if lb, err = d.dualBound(term, rho, true); err != nil {
-						return nil, err
-					}
-					res.Dual = math.Max(res.Dual, lb)
-					if res.Objective-res.Dual <= cfg.gapTol*scale {
-						res.Certified = true
-						res.Stop = fmt.Sprintf("duality gap %.3g ≤ %.3g·|f|", res.Objective-res.Dual, cfg.gapTol)
-					}
-				}
-				if res.Stop != "" {
-					break
-				}
-			}
-		}
-		if cfg.resTol > 0 && r <= cfg.resTol*math.Max(1, wn) {
-			res.Stop = fmt.Sprintf("residual ‖X − W‖ %.3g ≤ %.3g·‖W‖", r, cfg.resTol)
-			break
-		}
-		if !term.convex() && cfg.stallWindow > 0 {
-			trail = append(trail, res.Objective)
-			if k := len(trail) - 1 - cfg.stallWindow; k >= 0 && trail[k]-res.Objective < cfg.stallTol*scale {
-				res.Stop = fmt.Sprintf("objective decreased by less than %.3g (relative) over %d iterations (non-convex loss: no certificate)", cfg.stallTol, cfg.stallWindow)
-				break
-			}
-		}
-		if it+1 >= cfg.maxIter {
-			res.Stop = "iteration limit"
-			break
-		}
-		// Next point.
-		if d.aa != nil {
-			d.aa.step(s, g, gamma)
-		} else {
-			floats.AddScaled(s, gamma, g)
+	inside, t, err := d.nuc.nuclear(x, d.a)
+	if err != nil {
+		return drEval{}, err
+	}
+	var nb float64
+	if inside {
+		// X = 2W − s, inside the ball by the projection's test; the
+		// bound used for X̂ must not rely on estimated singular
+		// values: ‖X‖_* ≤ √rank·‖X‖_F.
+		t = triplets{}
+		nb = math.Sqrt(float64(min(d.d1, d.d2))) * floats.Norm(x, 2)
+	} else {
+		nb = nucBound(t)
+	}
+	var r2, w2 float64
+	for i := range n {
+		e := x[i] - w[i]
+		g[i] = e
+		r2 += e * e
+		w2 += w[i] * w[i]
+	}
+	return drEval{r: math.Sqrt(r2), wn: math.Sqrt(w2), nb: nb, t: t}, nil
+}
+
+// keepBest evaluates the primal point X̂ = c·clip(X) of iteration it and
+// keeps it if it is the best so far.
+func (r *drRun) keepBest(it int, e drEval) {
+	d, res := r.d, r.res
+	d.iterations++
+	res.Iterations = it + 1
+	c := d.feasible(d.a, d.x, e.nb)
+	f := r.term.value(d.a)
+	if f < res.Objective {
+		res.Objective = f
+		copy(d.best, d.a)
+		r.bestC = c
+		d.bestT = e.t
+		if e.t.U != nil {
+			d.bestT = triplets{U: e.t.U, S: slices.Clone(e.t.S), V: e.t.V}
 		}
 	}
+	if debugDR != nil {
+		debugDR("dr it %d f %.8g best %.8g r %.3g |w| %.3g c %.6f rank %d sweeps %d", it, f, res.Objective, e.r, e.wn, c, len(e.t.S), d.nuc.Sweeps)
+	}
+	if r.cfg.progress != nil {
+		r.cfg.progress(it+1, r.cfg.maxIter)
+	}
+}
+
+// stopping applies the stopping rules after iteration it (setting
+// res.Stop): the duality gap, the residual, the stall of a non-convex
+// loss, the iteration limit.
+func (r *drRun) stopping(it int, e drEval) (bool, error) {
+	cfg, res := r.cfg, r.res
+	scale := math.Max(1, math.Abs(res.Objective))
+	gated := r.prevBest-res.Objective < 5*cfg.gapTol*scale
+	r.prevBest = res.Objective
+	if gated {
+		r.sinceCheck++
+	}
+	if cfg.gapTol > 0 && ((gated && r.sinceCheck >= max(cfg.checkEvery, 1)) || it+1 >= cfg.maxIter) {
+		r.sinceCheck = 0
+		if err := r.checkGap(it, scale); err != nil {
+			return false, err
+		}
+		if res.Stop != "" {
+			return true, nil
+		}
+	}
+	if cfg.resTol > 0 && e.r <= cfg.resTol*math.Max(1, e.wn) {
+		res.Stop = fmt.Sprintf("residual ‖X − W‖ %.3g ≤ %.3g·‖W‖", e.r, cfg.resTol)
+		return true, nil
+	}
+	if !r.term.convex() && cfg.stallWindow > 0 {
+		r.trail = append(r.trail, res.Objective)
+		if k := len(r.trail) - 1 - cfg.stallWindow; k >= 0 && r.trail[k]-res.Objective < cfg.stallTol*scale {
+			res.Stop = fmt.Sprintf("objective decreased by less than %.3g (relative) over %d iterations (non-convex loss: no certificate)", cfg.stallTol, cfg.stallWindow)
+			return true, nil
+		}
+	}
+	if it+1 >= cfg.maxIter {
+		res.Stop = "iteration limit"
+		return true, nil
+	}
+	return false, nil
+}
+
+// checkGap estimates the dual bound and, when the estimated gap is within
+// gapTol, certifies it where it can (setting res.Stop when the solver
+// stops).
+func (r *drRun) checkGap(it int, scale float64) error {
+	d, cfg, res := r.d, r.cfg, r.res
+	lb, err := d.dualBound(r.term, cfg.rho, false)
+	if err != nil {
+		return err
+	}
+	if debugDR != nil {
+		debugDR("dr it %d dual estimate %.8g gap %.3g", it, lb, res.Objective-lb)
+	}
+	if res.Objective-lb > cfg.gapTol*scale {
+		return nil
+	}
+	switch {
+	case !r.term.convex():
+		res.Stop = fmt.Sprintf("estimated duality gap %.3g ≤ %.3g·|f| (not a certificate: the loss is not convex)", res.Objective-lb, cfg.gapTol)
+	case min(d.d1, d.d2) > certifyDim:
+		res.Stop = fmt.Sprintf("estimated duality gap %.3g ≤ %.3g·|f| (not certified: the matrix is too large for the Gram certificate)", res.Objective-lb, cfg.gapTol)
+	default:
+		d.certChecks++
+		if lb, err = d.dualBound(r.term, cfg.rho, true); err != nil {
+			return err
+		}
+		res.Dual = math.Max(res.Dual, lb)
+		if res.Objective-res.Dual <= cfg.gapTol*scale {
+			res.Certified = true
+			res.Stop = fmt.Sprintf("duality gap %.3g ≤ %.3g·|f|", res.Objective-res.Dual, cfg.gapTol)
+		}
+	}
+	return nil
+}
+
+// result is the best point with its factors scaled by its c.
+func (r *drRun) result() *drResult {
+	d, res := r.d, r.res
 	res.X = d.best
 	if d.bestT.U != nil {
 		ft := &triplets{U: d.bestT.U, S: make([]float64, len(d.bestT.S)), V: d.bestT.V}
 		for i, v := range d.bestT.S {
-			ft.S[i] = bestC * v
+			ft.S[i] = r.bestC * v
 		}
 		res.Factors = ft
 	}
-	return res, nil
+	return res
 }
 
 // debugDR, when set (tests only), is told about each iteration.
