@@ -354,11 +354,77 @@ func gramTop(a *mat.Dense, tau float64) (t triplets, inside bool, ok bool) {
 // singular values above 1e-10·σ₁ (tau ignored).
 func gramTopK(a *mat.Dense, tau float64, keep int) (t triplets, inside bool, ok bool) {
 	d1, d2 := a.Dims()
-	m := min(d1, d2)
 	var wide mat.Matrix = a // m × n
 	if d1 > d2 {
 		wide = a.T()
 	}
+	tri := gramTridiagonal(wide)
+	lam, ok := tri.eigenvalues()
+	if !ok {
+		return triplets{}, false, false
+	}
+	m := tri.m
+	s := make([]float64, m) // descending singular values
+	for i := range m {
+		s[i] = math.Sqrt(math.Max(lam[m-1-i], 0))
+	}
+	k, done, inside := keptCount(s, tau, keep, d1, d2)
+	if done != nil {
+		return *done, inside, true
+	}
+	z, ok := tri.topVectors(lam, k)
+	if !ok {
+		return triplets{}, false, false
+	}
+	tri.backTransform(z)
+	w := otherSide(wide, z, s[:k])
+	sk := slices.Clone(s[:k])
+	if d1 <= d2 {
+		return triplets{U: z, S: sk, V: w}, false, true
+	}
+	return triplets{U: w, S: sk, V: z}, false, true
+}
+
+// keptCount returns how many of the singular values s (descending) gramTopK
+// keeps: with keep > 0 those among the keep largest above 1e-10·σ₁;
+// otherwise those above the soft threshold at tau, after setting the
+// values below 1e-7·σ₁ to 0. When no vectors are needed it returns the
+// result in done (inside: Σ σ_i ≤ tau).
+func keptCount(s []float64, tau float64, keep, d1, d2 int) (k int, done *triplets, inside bool) {
+	if keep > 0 {
+		for k < min(keep, len(s)) && s[k] > 1e-10*s[0] {
+			k++
+		}
+		if k == 0 {
+			return 0, &triplets{S: nil, U: mat.NewDense(d1, 1, nil), V: mat.NewDense(d2, 1, nil)}, false
+		}
+		return k, nil, false
+	}
+	for i := range s {
+		if s[i] <= 1e-7*s[0] {
+			s[i] = 0
+		}
+	}
+	if floats.Sum(s) <= tau {
+		return 0, &triplets{S: s}, true
+	}
+	_, k = softThreshold(s, tau)
+	return k, nil, false
+}
+
+// tridiag is the Gram matrix G = W Wᵀ of an m × n matrix W reduced to
+// tridiagonal form T = Qᵀ G Q (LAPACK's Dsytrd, lower): diagonal dg,
+// off-diagonal e, Q's reflectors in full (m × m) and tauR; dl, dd and du
+// are scratch for the tridiagonal solves.
+type tridiag struct {
+	m           int
+	full        []float64
+	dg, e, tauR []float64
+	dl, dd, du  []float64
+}
+
+func gramTridiagonal(wide mat.Matrix) *tridiag {
+	m, _ := wide.Dims()
 	g := mat.NewSymDense(m, nil)
 	g.SymOuterK(1, wide)
 	raw := g.RawSymmetric() // upper triangle, row-major
@@ -380,50 +446,47 @@ func gramTopK(a *mat.Dense, tau float64, keep int) (t triplets, inside bool, ok 
 	impl.Dsytrd(blas.Lower, m, full, lda, dg, e, tauR, work, -1)
 	work = make([]float64, max(int(work[0]), 1))
 	impl.Dsytrd(blas.Lower, m, full, lda, dg, e, tauR, work, len(work))
-	lam := slices.Clone(dg)
-	off := slices.Clone(e[:max(m-1, 0)])
-	if !impl.Dsterf(m, lam, off) { // ascending
-		return triplets{}, false, false
+	return &tridiag{m: m, full: full, dg: dg, e: e, tauR: tauR}
+}
+
+// eigenvalues returns T's eigenvalues in ascending order (Dsterf).
+func (tr *tridiag) eigenvalues() ([]float64, bool) {
+	lam := slices.Clone(tr.dg)
+	off := slices.Clone(tr.e[:max(tr.m-1, 0)])
+	if !lapack64Impl.Dsterf(tr.m, lam, off) {
+		return nil, false
 	}
-	s := make([]float64, m) // descending singular values
-	for i := range m {
-		s[i] = math.Sqrt(math.Max(lam[m-1-i], 0))
-	}
-	var k int
-	if keep > 0 {
-		for k < min(keep, m) && s[k] > 1e-10*s[0] {
-			k++
-		}
-		if k == 0 {
-			return triplets{S: nil, U: mat.NewDense(d1, 1, nil), V: mat.NewDense(d2, 1, nil)}, false, true
-		}
-	} else {
-		for i := range s {
-			if s[i] <= 1e-7*s[0] {
-				s[i] = 0
-			}
-		}
-		if floats.Sum(s) <= tau {
-			return triplets{S: s}, true, true
-		}
-		_, k = softThreshold(s, tau)
-	}
-	// Eigenvectors of T for the k largest eigenvalues.
-	var tnorm float64 // ‖T‖₁
-	for i := range m {
-		r := math.Abs(dg[i])
+	return lam, true
+}
+
+// norm1 is ‖T‖₁.
+func (tr *tridiag) norm1() float64 {
+	var tnorm float64
+	for i := range tr.m {
+		r := math.Abs(tr.dg[i])
 		if i > 0 {
-			r += math.Abs(e[i-1])
+			r += math.Abs(tr.e[i-1])
 		}
-		if i < m-1 {
-			r += math.Abs(e[i])
+		if i < tr.m-1 {
+			r += math.Abs(tr.e[i])
 		}
 		tnorm = math.Max(tnorm, r)
 	}
+	return tnorm
+}
+
+// machEps is the float64 machine epsilon.
+const machEps = 2.220446049250313e-16
+
+// topVectors returns the eigenvectors of T for its k largest eigenvalues
+// (lam ascending) by inverse iteration from deterministic start vectors,
+// reorthogonalised within clusters of close eigenvalues.
+func (tr *tridiag) topVectors(lam []float64, k int) (*mat.Dense, bool) {
+	m := tr.m
+	tnorm := tr.norm1()
 	z := mat.NewDense(m, k, nil)
-	eps := 2.220446049250313e-16
 	ortol := 1e-3 * tnorm
-	dl, dd, du := make([]float64, max(m-1, 1)), make([]float64, m), make([]float64, max(m-1, 1))
+	tr.dl, tr.dd, tr.du = make([]float64, max(m-1, 1)), make([]float64, m), make([]float64, max(m-1, 1))
 	x := make([]float64, m)
 	seed := uint64(1)
 	next := func() float64 { // deterministic start vectors (xorshift)
@@ -441,57 +504,76 @@ func gramTopK(a *mat.Dense, tau float64, keep int) (t triplets, inside bool, ok 
 		for i := range x {
 			x[i] = next()
 		}
-		shift := ev + 10*eps*tnorm
-		for it := 0; it < 3; it++ {
-			copy(dl, e[:max(m-1, 0)])
-			copy(du, e[:max(m-1, 0)])
-			for i := range m {
-				dd[i] = dg[i] - shift
-			}
-			if !impl.Dgtsv(m, 1, dl[:max(m-1, 0)], dd, du[:max(m-1, 0)], x, 1) {
-				// Exactly singular: move the shift and retry.
-				shift += 100 * eps * tnorm
-				it--
-				continue
-			}
-			// Orthogonalise against the cluster's earlier vectors (twice).
-			for range 2 {
-				for j := clusterStart; j < c; j++ {
-					col := z.ColView(j).(*mat.VecDense)
-					xv := mat.NewVecDense(m, x)
-					xv.AddScaledVec(xv, -mat.Dot(xv, col), col)
-				}
-			}
-			nrm := floats.Norm(x, 2)
-			if !(nrm > 0) || math.IsInf(nrm, 0) {
-				return triplets{}, false, false
-			}
-			floats.Scale(1/nrm, x)
+		if !tr.inverseIterate(x, ev+10*machEps*tnorm, tnorm, z.Slice(0, m, clusterStart, c+1).(*mat.Dense), c-clusterStart) {
+			return nil, false
 		}
 		z.SetCol(c, x)
 	}
-	// Back to G's eigenvectors: U = Q z, Q = diag(1, Q̃) with Q̃'s reflectors
-	// in full[1:, 0:m-1] (Dormtr's lower case).
-	if m > 1 {
-		zr := z.RawMatrix()
-		work = make([]float64, 1)
-		impl.Dormqr(blas.Left, blas.NoTrans, m-1, k, m-1, full[lda:], lda, tauR, zr.Data[zr.Stride:], zr.Stride, work, -1)
-		work = make([]float64, max(int(work[0]), 1))
-		impl.Dormqr(blas.Left, blas.NoTrans, m-1, k, m-1, full[lda:], lda, tauR, zr.Data[zr.Stride:], zr.Stride, work, len(work))
+	return z, true
+}
+
+// inverseIterate runs three steps of inverse iteration on x at shift,
+// orthogonalising x against the first prior columns of cluster (twice) as
+// LAPACK's Dstein does; it reports false on a non-finite vector.
+func (tr *tridiag) inverseIterate(x []float64, shift, tnorm float64, cluster *mat.Dense, prior int) bool {
+	m := tr.m
+	dl, dd, du := tr.dl, tr.dd, tr.du
+	for it := 0; it < 3; it++ {
+		copy(dl, tr.e[:max(m-1, 0)])
+		copy(du, tr.e[:max(m-1, 0)])
+		for i := range m {
+			dd[i] = tr.dg[i] - shift
+		}
+		if !lapack64Impl.Dgtsv(m, 1, dl[:max(m-1, 0)], dd, du[:max(m-1, 0)], x, 1) {
+			// Exactly singular: move the shift and retry.
+			shift += 100 * machEps * tnorm
+			it--
+			continue
+		}
+		// Orthogonalise against the cluster's earlier vectors (twice).
+		for range 2 {
+			for j := range prior {
+				col := cluster.ColView(j).(*mat.VecDense)
+				xv := mat.NewVecDense(m, x)
+				xv.AddScaledVec(xv, -mat.Dot(xv, col), col)
+			}
+		}
+		nrm := floats.Norm(x, 2)
+		if !(nrm > 0) || math.IsInf(nrm, 0) {
+			return false
+		}
+		floats.Scale(1/nrm, x)
 	}
-	// The other side: W = wideᵀ U diag(1/σ).
+	return true
+}
+
+// backTransform maps T's eigenvectors z to G's: U = Q z, Q = diag(1, Q̃)
+// with Q̃'s reflectors in full[1:, 0:m-1] (Dormtr's lower case).
+func (tr *tridiag) backTransform(z *mat.Dense) {
+	m, lda := tr.m, tr.m
+	if m <= 1 {
+		return
+	}
+	_, k := z.Dims()
+	zr := z.RawMatrix()
+	work := make([]float64, 1)
+	lapack64Impl.Dormqr(blas.Left, blas.NoTrans, m-1, k, m-1, tr.full[lda:], lda, tr.tauR, zr.Data[zr.Stride:], zr.Stride, work, -1)
+	work = make([]float64, max(int(work[0]), 1))
+	lapack64Impl.Dormqr(blas.Left, blas.NoTrans, m-1, k, m-1, tr.full[lda:], lda, tr.tauR, zr.Data[zr.Stride:], zr.Stride, work, len(work))
+}
+
+// otherSide returns the other side's singular vectors W = wideᵀ U
+// diag(1/σ) for the left vectors u of wide with singular values s.
+func otherSide(wide mat.Matrix, u *mat.Dense, s []float64) *mat.Dense {
 	_, n := wide.Dims()
+	k := len(s)
 	w := mat.NewDense(n, k, nil)
-	w.Mul(wide.T(), z)
+	w.Mul(wide.T(), u)
 	for j := range k {
 		inv := 1 / s[j]
 		for i := range n {
 			w.Set(i, j, w.At(i, j)*inv)
 		}
 	}
-	sk := slices.Clone(s[:k])
-	if d1 <= d2 {
-		return triplets{U: z, S: sk, V: w}, false, true
-	}
-	return triplets{U: w, S: sk, V: z}, false, true
+	return w
 }
