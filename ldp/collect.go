@@ -192,28 +192,55 @@ func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomiz
 		return st, fmt.Errorf("ldp: the catalogue lists no items")
 	}
 	st.Users, st.Items, st.Cells = int64(nu), int64(ni), int64(nu)*int64(ni)
-	check := func(n string) error {
-		if n == "" || strings.ContainsAny(n, "\t\r\n") || strings.HasPrefix(n, "#") {
-			return fmt.Errorf("ldp: identifier %q cannot be written as a TSV report", n)
-		}
-		return nil
+	remap, err := catalogueRemap(m, catalogue)
+	if err != nil {
+		return st, err
 	}
-	index := make(map[string]int32, ni)
+	h, err := writeCollectHeader(w, r, mean, nu, ni, src.Reproducible())
+	if err != nil {
+		return st, err
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	c := newCollector(m, r, mean, catalogue, remap, src, h.Units == "levels")
+	c.start(ctx, workers)
+	err = c.drain(w, &st)
+	c.wg.Wait()
+	if err != nil {
+		return st, err
+	}
+	st.Reported = st.Kept + st.Invented
+	return st, nil
+}
+
+// checkReportID refuses an identifier that cannot be written as a field
+// of a TSV report line.
+func checkReportID(n string) error {
+	if n == "" || strings.ContainsAny(n, "\t\r\n") || strings.HasPrefix(n, "#") {
+		return fmt.Errorf("ldp: identifier %q cannot be written as a TSV report", n)
+	}
+	return nil
+}
+
+// catalogueRemap checks the catalogue's and m's user IDs and maps each of
+// m's items to its catalogue index (−1 outside it).
+func catalogueRemap(m *ratings.Matrix, catalogue []string) ([]int32, error) {
+	index := make(map[string]int32, len(catalogue))
 	for j, n := range catalogue {
-		if err := check(n); err != nil {
-			return st, err
+		if err := checkReportID(n); err != nil {
+			return nil, err
 		}
 		if _, dup := index[n]; dup {
-			return st, fmt.Errorf("ldp: catalogue item %q listed twice", n)
+			return nil, fmt.Errorf("ldp: catalogue item %q listed twice", n)
 		}
 		index[n] = int32(j)
 	}
 	for _, n := range m.Users.Names() {
-		if err := check(n); err != nil {
-			return st, err
+		if err := checkReportID(n); err != nil {
+			return nil, err
 		}
 	}
-	// remap[i] is the catalogue index of m's item i, −1 outside it.
 	remap := make([]int32, m.NumItems())
 	for i, n := range m.Items.Names() {
 		j, ok := index[n]
@@ -222,141 +249,187 @@ func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomiz
 		}
 		remap[i] = j
 	}
+	return remap, nil
+}
+
+// writeCollectHeader writes the header of a collection by r (and mean)
+// from users clients over items catalogue items.
+func writeCollectHeader(w io.Writer, r Randomizer, mean *MeanReporter, users, items int, reproducible bool) (Header, error) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	h := Header{Mechanism: r.Mechanism(), Epsilon: r.Epsilon(), Units: r.Units(), Scale: r.Scale(),
-		Users: nu, Items: ni, Sampler: r.Sampler(), Reproducible: src.Reproducible()}
+		Users: users, Items: items, Sampler: r.Sampler(), Reproducible: reproducible}
 	if mean != nil {
 		h.MeanEpsilon = mean.Epsilon()
 	}
 	if err := h.Write(bw, r); err != nil {
-		return st, fmt.Errorf("ldp: writing header: %w", err)
+		return h, fmt.Errorf("ldp: writing header: %w", err)
 	}
-	// The blocks below are large (≈ 1 MB); they go straight to w after the
-	// header, without a second copy through bufio.
+	// The blocks of reports are large (≈ 1 MB); they go straight to w
+	// after the header, without a second copy through bufio.
 	if err := bw.Flush(); err != nil {
-		return st, fmt.Errorf("ldp: writing header: %w", err)
+		return h, fmt.Errorf("ldp: writing header: %w", err)
 	}
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	const block = 32
-	nblocks := (nu + block - 1) / block
-	type result struct {
-		buf                                    *[]byte
-		ratings, kept, removed, invented, outs int64
-		err                                    error
-	}
-	// Each block's result goes to its own 1-slot channel; the writer drains
-	// them in order, so output order (and seeded output) is deterministic.
-	slots := make([]chan result, nblocks)
-	for b := range slots {
-		slots[b] = make(chan result, 1)
-	}
+	return h, nil
+}
+
+// collectBlockUsers is how many clients' reports a block holds.
+const collectBlockUsers = 32
+
+// collectBlock is one block's reports (its lines in buf) and counts.
+type collectBlock struct {
+	buf                                    *[]byte
+	ratings, kept, removed, invented, outs int64
+	err                                    error
+}
+
+// collector randomizes the clients' reports in blocks of
+// collectBlockUsers, in parallel; each block's result goes to its own
+// 1-slot channel and drain writes them in order, so the output order (and
+// seeded output) is deterministic.
+type collector struct {
+	m         *ratings.Matrix
+	r         Randomizer
+	mean      *MeanReporter
+	catalogue []string
+	remap     []int32
+	levels    bool
 	// order[k] is the k-th user by ID: the output order, independent of
-	// the ratings (and of the order the ratings were read in).
-	order := make([]int32, nu)
-	for u := range order {
-		order[u] = int32(u)
-	}
-	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(m.Users.Name(a), m.Users.Name(b)) })
-	// srcs[k] is the stream of the k-th user in output order.
-	srcs := make([]*noise.Source, nu)
-	for k := range srcs {
-		srcs[k] = src.Split()
-	}
+	// the ratings (and of the order the ratings were read in); srcs[k]
+	// is her stream.
+	order []int32
+	srcs  []*noise.Source
+	slots []chan collectBlock
+	stop  chan struct{}
 	// Output buffers are recycled: at most workers + (blocks in flight)
 	// exist at a time, each grown once to a block's size.
-	var pool sync.Pool
-	next := make(chan int, nblocks)
-	for b := range nblocks {
+	pool sync.Pool
+	wg   sync.WaitGroup
+}
+
+func newCollector(m *ratings.Matrix, r Randomizer, mean *MeanReporter, catalogue []string, remap []int32, src *noise.Source, levels bool) *collector {
+	nu := m.NumUsers()
+	c := &collector{m: m, r: r, mean: mean, catalogue: catalogue, remap: remap, levels: levels,
+		order: make([]int32, nu), srcs: make([]*noise.Source, nu), stop: make(chan struct{})}
+	c.slots = make([]chan collectBlock, (nu+collectBlockUsers-1)/collectBlockUsers)
+	for b := range c.slots {
+		c.slots[b] = make(chan collectBlock, 1)
+	}
+	for u := range c.order {
+		c.order[u] = int32(u)
+	}
+	slices.SortFunc(c.order, func(a, b int32) int { return strings.Compare(m.Users.Name(a), m.Users.Name(b)) })
+	for k := range c.srcs {
+		c.srcs[k] = src.Split()
+	}
+	return c
+}
+
+// start starts workers goroutines over the blocks.
+func (c *collector) start(ctx context.Context, workers int) {
+	next := make(chan int, len(c.slots))
+	for b := range c.slots {
 		next <- b
 	}
 	close(next)
-	levels := h.Units == "levels"
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			in := make([]float64, ni)
-			out := make([]float64, ni)
-			for b := range next {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				var res result
-				if err := ctx.Err(); err != nil {
-					res.err = err
-					slots[b] <- res
-					continue
-				}
-				bp, _ := pool.Get().(*[]byte)
-				if bp == nil {
-					bp = new([]byte)
-				}
-				buf := (*bp)[:0]
-				for k := b * block; k < min(nu, (b+1)*block); k++ {
-					u := order[k]
-					for j := range in {
-						in[j] = Missing
-					}
-					its, vals := m.UserRow(u)
-					for k, it := range its {
-						if j := remap[it]; j >= 0 {
-							in[j] = float64(vals[k])
-							res.ratings++
-						} else {
-							res.outs++
-						}
-					}
-					if err := r.Randomize(srcs[k], in, out); err != nil {
-						res.err = fmt.Errorf("user %s: %w", m.Users.Name(u), err)
-						break
-					}
-					name := m.Users.Name(u)
-					if mean != nil {
-						// Drawn after the cells from her stream, so the
-						// cells are the same with or without it.
-						v, err := mean.Report(srcs[k], in)
-						if err != nil {
-							res.err = fmt.Errorf("user %s: %w", m.Users.Name(u), err)
-							break
-						}
-						buf = AppendMeanLine(buf, name, v)
-					}
-					srcs[k] = nil
-					for j, v := range out {
-						rated := !IsMissing(in[j])
-						if IsMissing(v) {
-							if rated {
-								res.removed++
-							}
-							continue
-						}
-						if rated {
-							res.kept++
-						} else {
-							res.invented++
-						}
-						buf = AppendReportLine(buf, name, catalogue[j], v, levels)
-					}
-				}
-				*bp = buf
-				res.buf = bp
-				slots[b] <- res
-			}
-		}()
+		c.wg.Add(1)
+		go c.work(ctx, next)
 	}
-	var firstErr error
-	for b := range nblocks {
-		res := <-slots[b]
-		if res.err != nil {
-			firstErr = res.err
-			close(stop)
+}
+
+func (c *collector) work(ctx context.Context, next <-chan int) {
+	defer c.wg.Done()
+	ni := len(c.catalogue)
+	in, out := make([]float64, ni), make([]float64, ni)
+	for b := range next {
+		select {
+		case <-c.stop:
+			return
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			c.slots[b] <- collectBlock{err: err}
+			continue
+		}
+		c.slots[b] <- c.block(b, in, out)
+	}
+}
+
+// block randomizes the reports of block b's clients (in and out are
+// scratch rows of the catalogue's length).
+func (c *collector) block(b int, in, out []float64) collectBlock {
+	var res collectBlock
+	bp, _ := c.pool.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	buf := (*bp)[:0]
+	for k := b * collectBlockUsers; k < min(len(c.order), (b+1)*collectBlockUsers); k++ {
+		if buf, res.err = c.client(k, buf, &res, in, out); res.err != nil {
 			break
+		}
+	}
+	*bp = buf
+	res.buf = bp
+	return res
+}
+
+// client randomizes the k-th client's vector over the catalogue from her
+// own stream, and her mean report after it, and appends her lines to buf.
+func (c *collector) client(k int, buf []byte, res *collectBlock, in, out []float64) ([]byte, error) {
+	u := c.order[k]
+	for j := range in {
+		in[j] = Missing
+	}
+	its, vals := c.m.UserRow(u)
+	for q, it := range its {
+		if j := c.remap[it]; j >= 0 {
+			in[j] = float64(vals[q])
+			res.ratings++
+		} else {
+			res.outs++
+		}
+	}
+	name := c.m.Users.Name(u)
+	if err := c.r.Randomize(c.srcs[k], in, out); err != nil {
+		return buf, fmt.Errorf("user %s: %w", name, err)
+	}
+	if c.mean != nil {
+		// Drawn after the cells from her stream, so the cells are the
+		// same with or without it.
+		v, err := c.mean.Report(c.srcs[k], in)
+		if err != nil {
+			return buf, fmt.Errorf("user %s: %w", name, err)
+		}
+		buf = AppendMeanLine(buf, name, v)
+	}
+	c.srcs[k] = nil
+	for j, v := range out {
+		rated := !IsMissing(in[j])
+		if IsMissing(v) {
+			if rated {
+				res.removed++
+			}
+			continue
+		}
+		if rated {
+			res.kept++
+		} else {
+			res.invented++
+		}
+		buf = AppendReportLine(buf, name, c.catalogue[j], v, c.levels)
+	}
+	return buf, nil
+}
+
+// drain writes the blocks to w in order and adds their counts to st; on
+// the first error it stops the workers.
+func (c *collector) drain(w io.Writer, st *CollectStats) error {
+	for b := range c.slots {
+		res := <-c.slots[b]
+		if res.err != nil {
+			close(c.stop)
+			return res.err
 		}
 		st.Ratings += res.ratings
 		st.Outside += res.outs
@@ -364,18 +437,12 @@ func CollectOver(ctx context.Context, w io.Writer, m *ratings.Matrix, r Randomiz
 		st.Removed += res.removed
 		st.Invented += res.invented
 		if _, err := w.Write(*res.buf); err != nil {
-			firstErr = fmt.Errorf("ldp: writing: %w", err)
-			close(stop)
-			break
+			close(c.stop)
+			return fmt.Errorf("ldp: writing: %w", err)
 		}
-		pool.Put(res.buf)
+		c.pool.Put(res.buf)
 	}
-	wg.Wait()
-	if firstErr != nil {
-		return st, firstErr
-	}
-	st.Reported = st.Kept + st.Invented
-	return st, nil
+	return nil
 }
 
 // Collect is CollectOver with the items m has ratings for as the
