@@ -71,6 +71,32 @@ type MMResult struct {
 // Steps 1, 2 and 4 read p and release through the plan's mechanisms;
 // steps 3 and 5 read each user's own row of o.Local (or p).
 func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, error) {
+	loc, err := o.check(p)
+	if err != nil {
+		return nil, err
+	}
+	t := &mmTrainer{p: p, loc: loc, o: o, pl: o.Plan, res: &MMResult{Sigmas: o.Plan.Sigmas()}}
+	if err := t.globalAverage(); err != nil {
+		return nil, err
+	}
+	if err := t.itemAverages(); err != nil {
+		return nil, err
+	}
+	t.userEffects()
+	cent := t.centre(p)
+	clean, err := t.cleansedCovariance(ctx, cent)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.localFits(ctx, clean, cent); err != nil {
+		return nil, err
+	}
+	return t.res, nil
+}
+
+// check validates the options and the plan against p, sets the damping
+// and ridge defaults, and returns the users' local rows (o.Local, or p).
+func (o *MMOptions) check(p *Problem) (*Problem, error) {
 	if o.Rank < 1 || o.Rank > p.N {
 		return nil, fmt.Errorf("jointdp: rank must lie in 1..%d, got %d", p.N, o.Rank)
 	}
@@ -108,13 +134,30 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 			return nil, fmt.Errorf("jointdp: MM parameters must be positive and finite")
 		}
 	}
-	res := &MMResult{Sigmas: pl.Sigmas()}
-	clamp := func(v float32) float64 { return min(max(float64(v), pl.Min), pl.Max) }
-	n := p.N
-	// 1. Global average of user means, each centred at the scale's
-	// midpoint (MMSensitivities: replacing a user moves the pair by at
-	// most max(Max − Min, ‖((Max − Min)/2, 1)‖)).
-	mid := (pl.Min + pl.Max) / 2
+	return loc, nil
+}
+
+// mmTrainer is one McSherry–Mironov training as it goes: the problem p
+// (read by the releases), the users' local rows loc, the options and
+// plan, and the model being built.
+type mmTrainer struct {
+	p, loc *Problem
+	o      MMOptions
+	pl     *MMPlan
+	res    *MMResult
+}
+
+// clamp clamps a rating to the declared scale.
+func (t *mmTrainer) clamp(v float32) float64 { return min(max(float64(v), t.pl.Min), t.pl.Max) }
+
+// mid is the scale's midpoint.
+func (t *mmTrainer) mid() float64 { return (t.pl.Min + t.pl.Max) / 2 }
+
+// globalAverage releases the global average of the users' means, each
+// centred at the scale's midpoint (MMSensitivities: replacing a user
+// moves the pair by at most max(Max − Min, ‖((Max − Min)/2, 1)‖)).
+func (t *mmTrainer) globalAverage() error {
+	p, pl := t.p, t.pl
 	var num, den float64
 	for i := range p.M {
 		_, v := p.Row(i)
@@ -123,80 +166,79 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 		den += c
 	}
 	nd := []float64{num, den}
-	if err := pl.Global.Instrumented(o.Instrument).Release(o.Noise, nd); err != nil {
-		return nil, fmt.Errorf("jointdp: MM global average: %w", err)
+	if err := pl.Global.Instrumented(t.o.Instrument).Release(t.o.Noise, nd); err != nil {
+		return fmt.Errorf("jointdp: MM global average: %w", err)
 	}
 	num, den = nd[0], nd[1]
-	G := mid
+	G := t.mid()
 	if den > 1 {
-		G = min(max(mid+num/den, pl.Min), pl.Max)
+		G = min(max(t.mid()+num/den, pl.Min), pl.Max)
 	}
-	res.GlobalAvg = G
-	// 2. Item averages, the sums centred at the scale's midpoint
-	// (MMSensitivities).
+	t.res.GlobalAvg = G
+	return nil
+}
+
+// itemAverages releases the item sums, centred at the scale's midpoint,
+// and counts (MMSensitivities) in one release, and damps them toward the
+// global average (post-processing).
+func (t *mmTrainer) itemAverages() error {
+	p, pl, n := t.p, t.pl, t.p.N
 	SC := make([]float64, 2*n) // item sums, then item counts: one release
 	S, C := SC[:n], SC[n:]
 	for i := range p.M {
 		items, v := p.Row(i)
 		mmItemPart(items, v, pl.Min, pl.Max, S, C)
 	}
-	if err := pl.Items.Instrumented(o.Instrument).Release(o.Noise, SC); err != nil {
-		return nil, fmt.Errorf("jointdp: MM item averages: %w", err)
+	if err := pl.Items.Instrumented(t.o.Instrument).Release(t.o.Noise, SC); err != nil {
+		return fmt.Errorf("jointdp: MM item averages: %w", err)
 	}
-	res.ItemAvg = make([]float64, n)
+	mid, G, damp := t.mid(), t.res.GlobalAvg, t.o.ItemDamping
+	t.res.ItemAvg = make([]float64, n)
 	for j := range n {
-		d := math.Max(C[j], 0) + o.ItemDamping
-		res.ItemAvg[j] = min(max(mid+(S[j]+o.ItemDamping*(G-mid))/d, pl.Min), pl.Max)
+		d := math.Max(C[j], 0) + damp
+		t.res.ItemAvg[j] = min(max(mid+(S[j]+damp*(G-mid))/d, pl.Min), pl.Max)
 	}
-	// 3. Local user effects (from each user's own row) and centred,
-	// clamped ratings.
-	res.UserEffect = make([]float64, p.M)
-	for i := range loc.M {
-		items, v := loc.Row(i)
+	return nil
+}
+
+// userEffects computes each user's damped effect from her own row (a
+// local step).
+func (t *mmTrainer) userEffects() {
+	t.res.UserEffect = make([]float64, t.p.M)
+	for i := range t.loc.M {
+		items, v := t.loc.Row(i)
 		var s float64
 		for q, it := range items {
-			s += clamp(v[q]) - res.ItemAvg[it]
+			s += t.clamp(v[q]) - t.res.ItemAvg[it]
 		}
-		res.UserEffect[i] = s / (float64(len(v)) + o.UserDamping)
+		t.res.UserEffect[i] = s / (float64(len(v)) + t.o.UserDamping)
 	}
-	centre := func(q *Problem) []float64 {
-		c := make([]float64, q.Len())
-		for i := range q.M {
-			items, v := q.Row(i)
-			a, e := q.Ptr[i], res.UserEffect[i]
-			for k, it := range items {
-				c[a+int64(k)] = min(max(clamp(v[k])-res.ItemAvg[it]-e, -pl.B), pl.B)
-			}
+}
+
+// centre is q's ratings centred by the item averages and the users'
+// effects and clamped to [−B, B], in q's entry order.
+func (t *mmTrainer) centre(q *Problem) []float64 {
+	c := make([]float64, q.Len())
+	for i := range q.M {
+		items, v := q.Row(i)
+		a, e := q.Ptr[i], t.res.UserEffect[i]
+		for k, it := range items {
+			c[a+int64(k)] = min(max(t.clamp(v[k])-t.res.ItemAvg[it]-e, -t.pl.B), t.pl.B)
 		}
-		return c
 	}
-	cent := centre(p)
-	// 4. Noisy weighted covariance and weights (two n × n sums).
-	ch := p.chunks(workers(o.Workers))
+	return c
+}
+
+// cleansedCovariance releases the weighted covariance Σ_i w_i r_iᵀr_i and
+// weights Σ_i w_i e_iᵀe_i (w_i = 1/|Ω_i|) of the centred ratings cent,
+// and cleanses them as Cov_jk/(Wgt_jk + damping) (post-processing).
+func (t *mmTrainer) cleansedCovariance(ctx context.Context, cent []float64) (*mat.SymDense, error) {
+	p, n := t.p, t.p.N
+	ch := p.chunks(workers(t.o.Workers))
 	cov := newAggregate(n, len(ch))
 	wgt := newAggregate(n, len(ch))
 	err := parallel(ctx, ch, func(w, lo, hi int) error {
-		cu, wu := cov.parts[w].upper, wgt.parts[w].upper
-		for i := lo; i < hi; i++ {
-			if i%4096 == 0 && ctx.Err() != nil {
-				return ctx.Err()
-			}
-			a, b := p.Ptr[i], p.Ptr[i+1]
-			if a == b {
-				continue
-			}
-			wi := 1 / float64(b-a)
-			for k := a; k < b; k++ {
-				rk := wi * cent[k]
-				base := int(p.Cols[k]) * n
-				for l := k; l < b; l++ {
-					c := base + int(p.Cols[l])
-					cu[c] += rk * cent[l]
-					wu[c] += wi
-				}
-			}
-		}
-		return nil
+		return mmCovPart(ctx, p, cent, lo, hi, cov.parts[w].upper, wgt.parts[w].upper)
 	})
 	if err != nil {
 		return nil, err
@@ -204,26 +246,59 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 	// One mechanism releases both triangles (it is calibrated for the
 	// 2·n(n+1)/2 coordinates of the pair and the pair's sensitivity):
 	// independent noise of the same σ on each, in two calls.
-	Cov, err := cov.release(o.Noise, pl.Cov.Instrumented(o.Instrument))
+	Cov, err := cov.release(t.o.Noise, t.pl.Cov.Instrumented(t.o.Instrument))
 	if err != nil {
 		return nil, err
 	}
-	Wgt, err := wgt.release(o.Noise, pl.Cov.Instrumented(o.Instrument))
+	Wgt, err := wgt.release(t.o.Noise, t.pl.Cov.Instrumented(t.o.Instrument))
 	if err != nil {
 		return nil, err
 	}
 	clean := mat.NewSymDense(n, nil)
 	for j := range n {
 		for k := j; k < n; k++ {
-			clean.SetSym(j, k, Cov.At(j, k)/(math.Max(Wgt.At(j, k), 0)+o.CovDamping))
+			clean.SetSym(j, k, Cov.At(j, k)/(math.Max(Wgt.At(j, k), 0)+t.o.CovDamping))
 		}
 	}
-	// 5. Eigenspace and local ridge fits.
-	_, Vr, err := topEigenDense(clean, o.Rank)
-	if err != nil {
-		return nil, err
+	return clean, nil
+}
+
+// mmCovPart adds the users lo … hi−1's parts of the covariance and the
+// weights to the upper triangles cu and wu (n × n, row-major).
+func mmCovPart(ctx context.Context, p *Problem, cent []float64, lo, hi int, cu, wu []float64) error {
+	n := p.N
+	for i := lo; i < hi; i++ {
+		if i%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		a, b := p.Ptr[i], p.Ptr[i+1]
+		if a == b {
+			continue
+		}
+		wi := 1 / float64(b-a)
+		for k := a; k < b; k++ {
+			rk := wi * cent[k]
+			base := int(p.Cols[k]) * n
+			for l := k; l < b; l++ {
+				c := base + int(p.Cols[l])
+				cu[c] += rk * cent[l]
+				wu[c] += wi
+			}
+		}
 	}
-	r := o.Rank
+	return nil
+}
+
+// localFits takes the cleansed covariance's top-Rank eigenspace V
+// (post-processing) and fits, locally for each user, her centred ratings
+// on the rows of V she rated (cent: p's centred ratings, reused when the
+// local rows are p's).
+func (t *mmTrainer) localFits(ctx context.Context, clean *mat.SymDense, cent []float64) error {
+	p, loc, n, r := t.p, t.loc, t.p.N, t.o.Rank
+	_, Vr, err := topEigenDense(clean, r)
+	if err != nil {
+		return err
+	}
 	f := Factors{M: p.M, N: n, Rank: r, U: make([]float64, p.M*r), V: make([]float64, n*r)}
 	for j := range n {
 		for c := range r {
@@ -232,9 +307,9 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 	}
 	lcent := cent
 	if loc != p {
-		lcent = centre(loc)
+		lcent = t.centre(loc)
 	}
-	err = parallel(ctx, loc.chunks(workers(o.Workers)), func(w, lo, hi int) error {
+	err = parallel(ctx, loc.chunks(workers(t.o.Workers)), func(w, lo, hi int) error {
 		fit := newMMFitter(r)
 		for i := lo; i < hi; i++ {
 			items, _ := loc.Row(i)
@@ -242,7 +317,7 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 				continue
 			}
 			a := loc.Ptr[i]
-			u, err := fit.fit(f.V, n, o.Ridge, items, lcent[a:a+int64(len(items))])
+			u, err := fit.fit(f.V, n, t.o.Ridge, items, lcent[a:a+int64(len(items))])
 			if err != nil {
 				return fmt.Errorf("jointdp: MM local fit for user %d: %w", i, err)
 			}
@@ -251,10 +326,10 @@ func McSherryMironov(ctx context.Context, p *Problem, o MMOptions) (*MMResult, e
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res.Factors = f
-	return res, nil
+	t.res.Factors = f
+	return nil
 }
 
 // mmGlobalPart is one user's part of MM's global release: her mean rating
