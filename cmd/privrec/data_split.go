@@ -82,94 +82,132 @@ type splitReport struct {
 }
 
 func runDataSplit(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("data split --data FILE (--holdout FRAC | --per-user K) --seed S --train OUT --test OUT [--json]\n       privrec data split --data FILE --users VAL,TEST [--positive T] [--min-positives N] [--target-frac F] --seed S --out DIR [--json]", dataSplitSynopsis, dataSplitExample)
-	var d dataFlags
-	d.add(fs)
-	holdout := fs.Float64("holdout", 0, "fraction of all ratings to hold out, in (0, 1)")
-	perUser := fs.Int("per-user", 0, "number of ratings to hold out per user (users with ≤ K ratings keep all)")
-	seed := fs.Uint64("seed", 0, "seed of the random choices (the split is reproducible for a seed)")
-	topItems := fs.Int("top-items", 0, "before splitting, keep only the N most-rated items (0: all)")
-	capXi := fs.Int("cap", 0, "before splitting, keep at most XI random ratings per user (0: no cap)")
-	trainPath := fs.String("train", "", "where to write the training ratings (TSV)")
-	testPath := fs.String("test", "", "where to write the held-out ratings (TSV)")
-	users := fs.String("users", "", "VAL,TEST: hold out VAL validation and TEST test users (strong generalisation; writes five files into --out)")
-	positive := fs.Float64("positive", 0, "with --users: ratings ≥ T are the interactions, others are dropped (default: all)")
-	minPos := fs.Int("min-positives", 5, "with --users: drop users with fewer interactions")
-	targetFrac := fs.Float64("target-frac", 0.2, "with --users: fraction of a held-out user's interactions that become targets")
-	outDir := fs.String("out", "", "with --users: directory for the five files (created if needed)")
-	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
-	if err := parse(fs, args, false); err != nil {
-		return err
-	}
-	set := setFlags(fs)
-	if set["users"] {
-		return runUserSplit(ctx, &d, set, userSplitArgs{users: *users, positive: *positive, minPos: *minPos,
-			frac: *targetFrac, seed: *seed, out: *outDir, json: *jsonOut}, out)
-	}
-	for _, f := range []string{"positive", "min-positives", "target-frac", "out"} {
-		if set[f] {
-			return usagef("--%s belongs to the held-out-users split: give --users VAL,TEST", f)
-		}
-	}
-	switch {
-	case set["holdout"] == set["per-user"]:
-		return usagef("give exactly one of --holdout and --per-user")
-	case set["holdout"] && !(*holdout > 0 && *holdout < 1):
-		return usagef("--holdout %v: want a fraction in (0, 1)", *holdout)
-	case set["per-user"] && *perUser < 1:
-		return usagef("--per-user %d: want K ≥ 1", *perUser)
-	case *topItems < 0:
-		return usagef("--top-items %d: want N ≥ 0", *topItems)
-	case *capXi < 0:
-		return usagef("--cap %d: want XI ≥ 0", *capXi)
-	case *trainPath == "" || *testPath == "":
-		return usagef("--train and --test are required")
-	case sameFile(*trainPath, *testPath):
-		return usagef("--train and --test name the same file")
-	case d.path != "" && (sameFile(d.path, *trainPath) || sameFile(d.path, *testPath)):
-		return usagef("--train and --test must differ from --data")
-	}
-	m, err := d.read()
+	a, err := parseDataSplitArgs(args)
 	if err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if a.set["users"] {
+		a.users.seed, a.users.json = a.seed, a.json
+		return runUserSplit(ctx, &a.d, a.set, a.users, out)
+	}
+	if err := checkDataSplitArgs(a); err != nil {
 		return err
 	}
-	rep := splitReport{In: d.path, Train: *trainPath, Test: *testPath, Seed: *seed, TopItems: *topItems, Cap: *capXi}
-	m = transform.TopItems(m, *topItems)
-	m = transform.CapPerUser(m, *capXi, *seed)
-	var train, test *ratings.Matrix
-	if set["holdout"] {
-		rep.Holdout = holdout
-		train, test = transform.HoldOut(m, *holdout, *seed)
-	} else {
-		rep.PerUser = perUser
-		train, test = transform.HoldOutPerUser(m, *perUser, *seed)
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	err = atomicfile.WriteAll(0o644,
-		atomicfile.File{Path: *trainPath, Write: func(w io.Writer) error { return ratingio.WriteTSV(w, train) }},
-		atomicfile.File{Path: *testPath, Write: func(w io.Writer) error { return ratingio.WriteTSV(w, test) }},
-	)
+	rep, err := splitRatings(ctx, a)
 	if err != nil {
 		return err
 	}
-	rep.Users, rep.Items, rep.Ratings = m.NumUsers(), m.NumItems(), m.Len()
-	rep.TrainRating, rep.TestRatings = train.Len(), test.Len()
-	for u := range int32(test.NumUsers()) {
-		if test.UserCount(u) > 0 {
-			rep.TestUsers++
-		}
-	}
-	if *jsonOut {
+	if a.json {
 		return writeJSON(out, rep)
 	}
 	fmt.Fprintf(out, "%d ratings (%d users × %d items) → %s: %d train, %s: %d test (%d users with test ratings)\n",
 		rep.Ratings, rep.Users, rep.Items, rep.Train, rep.TrainRating, rep.Test, rep.TestRatings, rep.TestUsers)
 	return nil
+}
+
+// dataSplitArgs is data split's command line: a --holdout or --per-user
+// split, or with --users the held-out-users split.
+type dataSplitArgs struct {
+	d                   dataFlags
+	holdout             float64
+	perUser             int
+	seed                uint64
+	topItems, capXi     int
+	trainPath, testPath string
+	users               userSplitArgs
+	json                bool
+	set                 map[string]bool // the flags given
+}
+
+func parseDataSplitArgs(args []string) (*dataSplitArgs, error) {
+	fs := newFlags("data split --data FILE (--holdout FRAC | --per-user K) --seed S --train OUT --test OUT [--json]\n       privrec data split --data FILE --users VAL,TEST [--positive T] [--min-positives N] [--target-frac F] --seed S --out DIR [--json]", dataSplitSynopsis, dataSplitExample)
+	a := &dataSplitArgs{}
+	a.d.add(fs)
+	fs.Float64Var(&a.holdout, "holdout", 0, "fraction of all ratings to hold out, in (0, 1)")
+	fs.IntVar(&a.perUser, "per-user", 0, "number of ratings to hold out per user (users with ≤ K ratings keep all)")
+	fs.Uint64Var(&a.seed, "seed", 0, "seed of the random choices (the split is reproducible for a seed)")
+	fs.IntVar(&a.topItems, "top-items", 0, "before splitting, keep only the N most-rated items (0: all)")
+	fs.IntVar(&a.capXi, "cap", 0, "before splitting, keep at most XI random ratings per user (0: no cap)")
+	fs.StringVar(&a.trainPath, "train", "", "where to write the training ratings (TSV)")
+	fs.StringVar(&a.testPath, "test", "", "where to write the held-out ratings (TSV)")
+	u := &a.users
+	fs.StringVar(&u.users, "users", "", "VAL,TEST: hold out VAL validation and TEST test users (strong generalisation; writes five files into --out)")
+	fs.Float64Var(&u.positive, "positive", 0, "with --users: ratings ≥ T are the interactions, others are dropped (default: all)")
+	fs.IntVar(&u.minPos, "min-positives", 5, "with --users: drop users with fewer interactions")
+	fs.Float64Var(&u.frac, "target-frac", 0.2, "with --users: fraction of a held-out user's interactions that become targets")
+	fs.StringVar(&u.out, "out", "", "with --users: directory for the five files (created if needed)")
+	fs.BoolVar(&a.json, "json", false, "print a JSON report on stdout")
+	if err := parse(fs, args, false); err != nil {
+		return nil, err
+	}
+	a.set = setFlags(fs)
+	return a, nil
+}
+
+// checkDataSplitArgs refuses a --holdout or --per-user split's flags out
+// of range or naming the same file twice.
+func checkDataSplitArgs(a *dataSplitArgs) error {
+	for _, f := range []string{"positive", "min-positives", "target-frac", "out"} {
+		if a.set[f] {
+			return usagef("--%s belongs to the held-out-users split: give --users VAL,TEST", f)
+		}
+	}
+	switch {
+	case a.set["holdout"] == a.set["per-user"]:
+		return usagef("give exactly one of --holdout and --per-user")
+	case a.set["holdout"] && !(a.holdout > 0 && a.holdout < 1):
+		return usagef("--holdout %v: want a fraction in (0, 1)", a.holdout)
+	case a.set["per-user"] && a.perUser < 1:
+		return usagef("--per-user %d: want K ≥ 1", a.perUser)
+	case a.topItems < 0:
+		return usagef("--top-items %d: want N ≥ 0", a.topItems)
+	case a.capXi < 0:
+		return usagef("--cap %d: want XI ≥ 0", a.capXi)
+	case a.trainPath == "" || a.testPath == "":
+		return usagef("--train and --test are required")
+	case sameFile(a.trainPath, a.testPath):
+		return usagef("--train and --test name the same file")
+	case a.d.path != "" && (sameFile(a.d.path, a.trainPath) || sameFile(a.d.path, a.testPath)):
+		return usagef("--train and --test must differ from --data")
+	}
+	return nil
+}
+
+// splitRatings reads the ratings, restricts them (--top-items, --cap),
+// splits them and writes both files, all or nothing.
+func splitRatings(ctx context.Context, a *dataSplitArgs) (*splitReport, error) {
+	m, err := a.d.read()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rep := &splitReport{In: a.d.path, Train: a.trainPath, Test: a.testPath, Seed: a.seed, TopItems: a.topItems, Cap: a.capXi}
+	m = transform.TopItems(m, a.topItems)
+	m = transform.CapPerUser(m, a.capXi, a.seed)
+	var train, test *ratings.Matrix
+	if a.set["holdout"] {
+		rep.Holdout = &a.holdout
+		train, test = transform.HoldOut(m, a.holdout, a.seed)
+	} else {
+		rep.PerUser = &a.perUser
+		train, test = transform.HoldOutPerUser(m, a.perUser, a.seed)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	err = atomicfile.WriteAll(0o644,
+		atomicfile.File{Path: a.trainPath, Write: func(w io.Writer) error { return ratingio.WriteTSV(w, train) }},
+		atomicfile.File{Path: a.testPath, Write: func(w io.Writer) error { return ratingio.WriteTSV(w, test) }},
+	)
+	if err != nil {
+		return nil, err
+	}
+	rep.Users, rep.Items, rep.Ratings = m.NumUsers(), m.NumItems(), m.Len()
+	rep.TrainRating, rep.TestRatings = train.Len(), test.Len()
+	rep.TestUsers = countUsers(test)
+	return rep, nil
 }
 
 // setFlags returns the names of the flags given on the command line.

@@ -28,8 +28,6 @@ func writeInteractions(t *testing.T, dir string, n int) string {
 	return p
 }
 
-var userSplitFiles = []string{splitTrainFile, splitValHistory, splitValTargets, splitTestHistory, splitTestTargets}
-
 func TestDataSplitUsers(t *testing.T) {
 	dir := t.TempDir()
 	in := writeInteractions(t, dir, 60)

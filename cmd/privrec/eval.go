@@ -8,14 +8,14 @@ import (
 	"github.com/privrec/privrec/methods"
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/ratingio"
+	"github.com/privrec/privrec/ratings"
 )
 
 func init() {
 	register(&command{name: "eval", summary: "score a model on held-out ratings (RMSE, MAE, accuracy, ARE, top-k) or held-out users (Recall@k, NDCG@k, MRR)", run: runEval})
 }
 
-func runEval(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("eval --model MODEL --data FILE [--truth FILE] [-k 10] [--json]\n       privrec eval --model MODEL --history FILE --targets FILE [-k 10,20,50,100] [--train FILE] [--popularity-from FILE] [--json]", `
+const evalSynopsis = `
 Score a saved model on held-out ratings, applying the transformations the
 model recorded (binarisation threshold, scaling, item restriction).
 Rating models report RMSE and MAE on the original scale; one-bit models
@@ -45,41 +45,85 @@ computed: a history rating of an item outside the model's catalogue (names
 FILE:LINE; --unknown-items skip ignores such ratings with a warning), an
 empty file, --positive above the model's declared scale, a held-out user
 who is one of the model's users or of --train FILE. --data may be given
-too: both reports are printed.`,
-		`  privrec eval --model ml100k.model --data u1.test --format movielens-100k --json
+too: both reports are printed.`
+
+const evalExample = `  privrec eval --model ml100k.model --data u1.test --format movielens-100k --json
   privrec eval --model ml100k.model --data u1.test --format movielens-100k \
       --worst-items 5 --items u.item
   privrec data split --data ratings.dat --users 600,600 --positive 4 --seed 1 --out split/
   privrec train --data split/train.tsv --method popularity --positive 4 --scale 1:5 \
       --items movies.dat --out pop.model
   privrec eval --model pop.model --history split/test-history.tsv \
-      --targets split/test-targets.tsv -k 20,100 --train split/train.tsv`)
-	var d dataFlags
-	d.add(fs)
-	modelPath := fs.String("model", "", "model file from privrec train")
-	truth := fs.String("truth", "", "full true matrix (synthetic data) for ARE")
-	kFlag := fs.String("k", "", "cut-off for precision@k, recall@k, NDCG@k with --data (default 10; 0: skip); a list for held-out users (default 10,20,50,100)")
-	history := fs.String("history", "", "held-out users' own ratings, each user scored from hers (with --targets)")
-	targets := fs.String("targets", "", "held-out users' target items (with --history)")
-	trainPath := fs.String("train", "", "with --history: the training file, to check no held-out user is in it")
-	popFrom := fs.String("popularity-from", "", "with --history: count each item's interactions in this file for popularity@k (default: --train, else the histories)")
-	positive := fs.Float64("positive", 0, "with --history: targets ≥ T are interactions (default: the model's rule, else all)")
-	unknownItems := fs.String("unknown-items", "error", "with --history: a history rating of an item outside the model's catalogue is an error, or skip (ignored, with a warning)")
-	relevant := fs.Float64("relevant", 0, "rating at or above which a held-out item is relevant (0: the held-out ratings' mean)")
-	states := fs.String("user-state", "", "directory of the users' own states (models that hold no users: joint DP)")
-	worst := fs.Int("worst-items", 0, "list the N items with the highest held-out RMSE, with titles (0: none)")
-	minRatings := fs.Int("min-ratings", 10, "held-out ratings an item needs to be listed by --worst-items")
-	itemsPath := fs.String("items", "", "catalogue with item titles (u.item, movies.dat, ID<TAB>title) for --worst-items")
-	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
-	if err := parse(fs, args, false); err != nil {
+      --targets split/test-targets.tsv -k 20,100 --train split/train.tsv`
+
+func runEval(ctx context.Context, args []string, out io.Writer) error {
+	a, err := parseEvalArgs(args)
+	if err != nil {
 		return err
 	}
-	if *modelPath == "" {
-		return usagef("--model is required")
+	if a.d.path != "" || a.heldOut == nil {
+		return runEvalRatings(ctx, &a.d, a.ratings, a.heldOut, out)
+	}
+	return runEvalHeldOut(ctx, &a.d, *a.heldOut, a.ratings.json, out)
+}
+
+// evalArgs is eval's command line: the --data evaluation's settings and,
+// with --history and --targets, the held-out users'.
+type evalArgs struct {
+	d       dataFlags
+	ratings evalRatingsArgs
+	heldOut *heldOutArgs
+}
+
+// parseEvalArgs reads eval's flags and refuses a combination that belongs
+// to neither protocol.
+func parseEvalArgs(args []string) (*evalArgs, error) {
+	a := &evalArgs{}
+	fs := newFlags("eval --model MODEL --data FILE [--truth FILE] [-k 10] [--json]\n       privrec eval --model MODEL --history FILE --targets FILE [-k 10,20,50,100] [--train FILE] [--popularity-from FILE] [--json]", evalSynopsis, evalExample)
+	a.d.add(fs)
+	r := &a.ratings
+	fs.StringVar(&r.modelPath, "model", "", "model file from privrec train")
+	fs.StringVar(&r.truth, "truth", "", "full true matrix (synthetic data) for ARE")
+	kFlag := fs.String("k", "", "cut-off for precision@k, recall@k, NDCG@k with --data (default 10; 0: skip); a list for held-out users (default 10,20,50,100)")
+	var ho heldOutArgs
+	fs.StringVar(&ho.history, "history", "", "held-out users' own ratings, each user scored from hers (with --targets)")
+	fs.StringVar(&ho.targets, "targets", "", "held-out users' target items (with --history)")
+	fs.StringVar(&ho.train, "train", "", "with --history: the training file, to check no held-out user is in it")
+	fs.StringVar(&ho.popularityFrom, "popularity-from", "", "with --history: count each item's interactions in this file for popularity@k (default: --train, else the histories)")
+	positive := fs.Float64("positive", 0, "with --history: targets ≥ T are interactions (default: the model's rule, else all)")
+	fs.StringVar(&ho.unknownItems, "unknown-items", "error", "with --history: a history rating of an item outside the model's catalogue is an error, or skip (ignored, with a warning)")
+	fs.Float64Var(&r.relevant, "relevant", 0, "rating at or above which a held-out item is relevant (0: the held-out ratings' mean)")
+	fs.StringVar(&r.states, "user-state", "", "directory of the users' own states (models that hold no users: joint DP)")
+	fs.IntVar(&r.worst, "worst-items", 0, "list the N items with the highest held-out RMSE, with titles (0: none)")
+	fs.IntVar(&r.minRatings, "min-ratings", 10, "held-out ratings an item needs to be listed by --worst-items")
+	fs.StringVar(&r.itemsPath, "items", "", "catalogue with item titles (u.item, movies.dat, ID<TAB>title) for --worst-items")
+	fs.BoolVar(&r.json, "json", false, "print a JSON report on stdout")
+	if err := parse(fs, args, false); err != nil {
+		return nil, err
+	}
+	if r.modelPath == "" {
+		return nil, usagef("--model is required")
 	}
 	set := setFlags(fs)
-	heldOut := *history != "" || *targets != ""
-	if heldOut && (*history == "" || *targets == "") {
+	heldOut := ho.history != "" || ho.targets != ""
+	if err := checkEvalProtocol(set, heldOut, ho); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.k, ho.ks, err = evalCutoffs(*kFlag, heldOut, a.d.path); err != nil {
+		return nil, err
+	}
+	if heldOut {
+		ho.modelPath, ho.positive = r.modelPath, optFloat(set["positive"], *positive)
+		a.heldOut = &ho
+	}
+	return a, nil
+}
+
+// checkEvalProtocol refuses --history without --targets (or the reverse),
+// a held-out-users flag without them, and an unknown --unknown-items.
+func checkEvalProtocol(set map[string]bool, heldOut bool, ho heldOutArgs) error {
+	if heldOut && (ho.history == "" || ho.targets == "") {
 		return usagef("--history and --targets go together: each user of --targets is scored from her ratings in --history")
 	}
 	if !heldOut {
@@ -89,38 +133,38 @@ too: both reports are printed.`,
 			}
 		}
 	}
-	if *unknownItems != "error" && *unknownItems != "skip" {
-		return usagef("--unknown-items %q: want error or skip", *unknownItems)
+	if ho.unknownItems != "error" && ho.unknownItems != "skip" {
+		return usagef("--unknown-items %q: want error or skip", ho.unknownItems)
 	}
-	k, ks := 10, defaultHeldOutKs
+	return nil
+}
+
+// evalCutoffs reads -k: the --data cut-off k (0: no top-k metrics) and the
+// held-out users' list ks.
+func evalCutoffs(kFlag string, heldOut bool, dataPath string) (k int, ks []int, err error) {
 	switch {
-	case *kFlag == "":
-	case *kFlag == "0" && !heldOut:
-		k = 0 // --data without top-k metrics
-	default:
-		parsed, err := parseKs(*kFlag)
-		if err != nil {
-			return usagef("%v", err)
-		}
-		if d.path != "" && len(parsed) > 1 {
-			return usagef("-k %s: the --data metrics take one cut-off", *kFlag)
-		}
-		k, ks = parsed[0], parsed
+	case kFlag == "":
+		return 10, defaultHeldOutKs, nil
+	case kFlag == "0" && !heldOut:
+		return 0, defaultHeldOutKs, nil // --data without top-k metrics
 	}
-	var ho *heldOutArgs
-	if heldOut {
-		ho = &heldOutArgs{modelPath: *modelPath, history: *history, targets: *targets, train: *trainPath,
-			popularityFrom: *popFrom, ks: ks, positive: optFloat(set["positive"], *positive), unknownItems: *unknownItems}
+	parsed, err := parseKs(kFlag)
+	if err != nil {
+		return 0, nil, usagef("%v", err)
 	}
-	if d.path != "" || !heldOut {
-		return runEvalRatings(ctx, &d, evalRatingsArgs{modelPath: *modelPath, truth: *truth, k: k, relevant: *relevant, states: *states,
-			worst: *worst, minRatings: *minRatings, itemsPath: *itemsPath, json: *jsonOut}, ho, out)
+	if dataPath != "" && len(parsed) > 1 {
+		return 0, nil, usagef("-k %s: the --data metrics take one cut-off", kFlag)
 	}
-	res, err := evalHeldOut(ctx, &d, *ho)
+	return parsed[0], parsed, nil
+}
+
+// runEvalHeldOut is the held-out users' evaluation alone.
+func runEvalHeldOut(ctx context.Context, d *dataFlags, ho heldOutArgs, jsonOut bool, out io.Writer) error {
+	res, err := evalHeldOut(ctx, d, ho)
 	if err != nil {
 		return err
 	}
-	if *jsonOut {
+	if jsonOut {
 		return writeJSON(out, res)
 	}
 	printHeldOut(out, res)
@@ -150,46 +194,9 @@ func runEvalRatings(ctx context.Context, d *dataFlags, a evalRatingsArgs, ho *he
 	if err != nil {
 		return err
 	}
-	if a.worst < 0 || a.minRatings < 1 {
-		return usagef("--worst-items must be ≥ 0 and --min-ratings ≥ 1")
-	}
-	opt := methods.EvalOptions{K: a.k, Relevant: a.relevant, WorstItems: a.worst, MinItemRatings: a.minRatings}
-	if a.itemsPath != "" {
-		c, err := model.LoadCatalogue(a.itemsPath)
-		if err != nil {
-			return usagef("--items: %v", err)
-		}
-		if titles := c.Titles(); titles != nil {
-			opt.Titles = make(map[string]string, len(titles))
-			for k, id := range c.IDs() {
-				opt.Titles[id] = titles[k]
-			}
-		}
-	}
-	if a.states != "" {
-		if opt.States, err = model.LoadUserStates(a.states); err != nil {
-			return err
-		}
-		if kind, _ := model.PeekKind(a.modelPath); kind == model.KindLowRank {
-			m, err := model.Load(a.modelPath)
-			if err != nil {
-				return err
-			}
-			if err := fitStates(opt.States, m, a.modelPath, a.states); err != nil {
-				return err
-			}
-		}
-	}
-	if a.truth != "" {
-		o, err := d.options()
-		if err != nil {
-			return err
-		}
-		o.Format = "auto"
-		o.HasScale = false
-		if opt.Truth, err = ratingio.ReadFile(a.truth, o); err != nil {
-			return fmt.Errorf("reading truth: %w", err)
-		}
+	opt, err := evalOptions(d, a)
+	if err != nil {
+		return err
 	}
 	rep, err := methods.EvaluateFile(ctx, a.modelPath, test, opt)
 	if err != nil {
@@ -207,6 +214,94 @@ func runEvalRatings(ctx context.Context, d *dataFlags, a evalRatingsArgs, ho *he
 		}
 		return writeJSON(out, rep)
 	}
+	printEvalReport(out, rep, a)
+	if ho2 != nil {
+		printHeldOut(out, ho2)
+	}
+	fmt.Fprintf(out, "Guarantee: %s\n", rep.Guarantee)
+	return nil
+}
+
+// evalOptions is the --data evaluation's options: the cut-offs, the
+// titles of --items, the users' states of --user-state and the truth.
+func evalOptions(d *dataFlags, a evalRatingsArgs) (methods.EvalOptions, error) {
+	if a.worst < 0 || a.minRatings < 1 {
+		return methods.EvalOptions{}, usagef("--worst-items must be ≥ 0 and --min-ratings ≥ 1")
+	}
+	opt := methods.EvalOptions{K: a.k, Relevant: a.relevant, WorstItems: a.worst, MinItemRatings: a.minRatings}
+	var err error
+	if a.itemsPath != "" {
+		if opt.Titles, err = catalogueTitles(a.itemsPath); err != nil {
+			return opt, err
+		}
+	}
+	if a.states != "" {
+		if opt.States, err = loadEvalStates(a.modelPath, a.states); err != nil {
+			return opt, err
+		}
+	}
+	if a.truth != "" {
+		if opt.Truth, err = readTruth(d, a.truth); err != nil {
+			return opt, err
+		}
+	}
+	return opt, nil
+}
+
+// catalogueTitles is the titles of the catalogue at path by item ID (nil
+// when it has none).
+func catalogueTitles(path string) (map[string]string, error) {
+	c, err := model.LoadCatalogue(path)
+	if err != nil {
+		return nil, usagef("--items: %v", err)
+	}
+	titles := c.Titles()
+	if titles == nil {
+		return nil, nil
+	}
+	byID := make(map[string]string, len(titles))
+	for k, id := range c.IDs() {
+		byID[id] = titles[k]
+	}
+	return byID, nil
+}
+
+// loadEvalStates loads the users' states of dir, checked against a
+// low-rank model.
+func loadEvalStates(modelPath, dir string) (*model.UserStates, error) {
+	states, err := model.LoadUserStates(dir)
+	if err != nil {
+		return nil, err
+	}
+	if kind, _ := model.PeekKind(modelPath); kind == model.KindLowRank {
+		m, err := model.Load(modelPath)
+		if err != nil {
+			return nil, err
+		}
+		if err := fitStates(states, m, modelPath, dir); err != nil {
+			return nil, err
+		}
+	}
+	return states, nil
+}
+
+// readTruth reads the full true matrix (any format, no declared scale).
+func readTruth(d *dataFlags, path string) (*ratings.Matrix, error) {
+	o, err := d.options()
+	if err != nil {
+		return nil, err
+	}
+	o.Format = "auto"
+	o.HasScale = false
+	m, err := ratingio.ReadFile(path, o)
+	if err != nil {
+		return nil, fmt.Errorf("reading truth: %w", err)
+	}
+	return m, nil
+}
+
+// printEvalReport prints the --data evaluation's metrics and worst items.
+func printEvalReport(out io.Writer, rep *methods.Report, a evalRatingsArgs) {
 	fmt.Fprintf(out, "%s on %d held-out ratings", rep.Method, rep.N)
 	if rep.Dropped > 0 {
 		fmt.Fprintf(out, " (%d of unknown users or items skipped)", rep.Dropped)
@@ -227,22 +322,23 @@ func runEvalRatings(ctx context.Context, d *dataFlags, a evalRatingsArgs, ho *he
 		show(fmt.Sprintf("NDCG@%d", rep.K), rep.NDCG)
 	}
 	if a.worst > 0 {
-		if len(rep.Items) == 0 {
-			fmt.Fprintf(out, "No item has %d held-out ratings (or the model predicts signs): no worst items.\n", a.minRatings)
+		printWorstItems(out, rep.Items, a.minRatings)
+	}
+}
+
+// printWorstItems prints --worst-items' list, titled where a title is
+// known.
+func printWorstItems(out io.Writer, items []methods.ItemScore, minRatings int) {
+	if len(items) == 0 {
+		fmt.Fprintf(out, "No item has %d held-out ratings (or the model predicts signs): no worst items.\n", minRatings)
+	} else {
+		fmt.Fprintf(out, "Worst %d items by held-out RMSE (items with ≥ %d held-out ratings):\n", len(items), minRatings)
+	}
+	for i, it := range items {
+		if it.Title != "" {
+			fmt.Fprintf(out, "%3d. %-40s (item %s)  RMSE %.4f over %d\n", i+1, it.Title, it.Item, it.RMSE, it.N)
 		} else {
-			fmt.Fprintf(out, "Worst %d items by held-out RMSE (items with ≥ %d held-out ratings):\n", len(rep.Items), a.minRatings)
-		}
-		for i, it := range rep.Items {
-			if it.Title != "" {
-				fmt.Fprintf(out, "%3d. %-40s (item %s)  RMSE %.4f over %d\n", i+1, it.Title, it.Item, it.RMSE, it.N)
-			} else {
-				fmt.Fprintf(out, "%3d. item %-12s RMSE %.4f over %d\n", i+1, it.Item, it.RMSE, it.N)
-			}
+			fmt.Fprintf(out, "%3d. item %-12s RMSE %.4f over %d\n", i+1, it.Item, it.RMSE, it.N)
 		}
 	}
-	if ho2 != nil {
-		printHeldOut(out, ho2)
-	}
-	fmt.Fprintf(out, "Guarantee: %s\n", rep.Guarantee)
-	return nil
 }
