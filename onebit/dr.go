@@ -82,11 +82,10 @@ type lossTerm struct {
 func newLossTerm(p *Problem, link Link, lin []float64, alpha float64) *lossTerm {
 	m := len(p.Y)
 	order := make([]int32, m)
-	flat := make([]int, m)
 	for k := range m {
 		order[k] = int32(k)
-		flat[k] = int(p.Rows[k])*p.D2 + int(p.Cols[k])
 	}
+	flat := flatIndex(p)
 	slices.SortStableFunc(order, func(a, b int32) int { return flat[a] - flat[b] })
 	t := &lossTerm{p: p, link: link, lin: lin, alpha: alpha, obs: order}
 	for k, o := range order {

@@ -261,12 +261,9 @@ func newSPG(p *Problem, opt Options) (*spg, error) {
 	}
 	pr.FullSVD = opt.FullSVD
 	n, m := p.D1*p.D2, len(p.Y)
-	s := &spg{p: p, opt: opt, pr: pr, idx: make([]int, m), n: n, m: m,
+	s := &spg{p: p, opt: opt, pr: pr, idx: flatIndex(p), n: n, m: m,
 		x: make([]float64, n), z: make([]float64, n), xo: make([]float64, m), xn: make([]float64, m),
 		g: make([]float64, m), gn: make([]float64, m), alpha: 1, trust: math.Inf(1)}
-	for k := range m {
-		s.idx[k] = int(p.Rows[k])*p.D2 + int(p.Cols[k])
-	}
 	s.f = objective(p, opt.Link, opt.Linear, s.xo, s.g)
 	s.history, s.trail = []float64{s.f}, []float64{s.f}
 	s.sol = &Solution{X: s.x, Gap: math.Inf(1)}
@@ -490,6 +487,47 @@ func (s *spg) converged(fOld float64) string {
 // dr.go on ½‖X − Z‖² plus the box, warm-started from the previous
 // projection's state; with α = ∞ it is a single nuclear projection.
 func solveNoisy(ctx context.Context, p *Problem, opt Options, pr *Projector, idx []int) (*Solution, error) {
+	s, err := newNoisy(p, opt, pr, idx)
+	if err != nil {
+		return nil, err
+	}
+	for it := range opt.MaxIter {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := s.step(ctx, it); err != nil {
+			return nil, err
+		}
+		if opt.Progress != nil {
+			opt.Progress(it+1, opt.MaxIter)
+		}
+	}
+	return s.solution(), nil
+}
+
+// noisy is the state of gradient perturbation's loop; xoPrev and gPrev
+// are the last iterate on Ω and its perturbed gradient, sts the squared
+// length of the last step (the spectral step's inputs).
+type noisy struct {
+	p       *Problem
+	opt     Options
+	pr      *Projector
+	dr      *drSolver
+	idx     []int
+	n, m    int
+	x, z    []float64
+	xo, g   []float64
+	xoPrev  []float64
+	gPrev   []float64
+	alpha   float64
+	sts     float64
+	factors *triplets
+	sol     *Solution
+}
+
+// newNoisy sets up the loop; with pr nil it builds the DR solver's
+// projector (and, for a finite α, the splitting).
+func newNoisy(p *Problem, opt Options, pr *Projector, idx []int) (*noisy, error) {
 	n, m := p.D1*p.D2, len(p.Y)
 	var dr *drSolver
 	if pr == nil {
@@ -498,92 +536,99 @@ func solveNoisy(ctx context.Context, p *Problem, opt Options, pr *Projector, idx
 			return nil, err
 		}
 		pr.FullSVD = opt.FullSVD
-		idx = make([]int, m)
-		for k := range m {
-			idx[k] = int(p.Rows[k])*p.D2 + int(p.Cols[k])
-		}
+		idx = flatIndex(p)
 		if !math.IsInf(opt.Alpha, 1) {
 			if dr, err = newDRSolver(p.D1, p.D2, opt.Tau, opt.Alpha, opt.Rand, opt.FullSVD); err != nil {
 				return nil, err
 			}
 		}
 	}
-	x := make([]float64, n)
-	z := make([]float64, n)
-	xo := make([]float64, m)
-	xoPrev := make([]float64, m)
-	g := make([]float64, m)
-	gPrev := make([]float64, m)
-	sol := &Solution{}
-	alpha := 1.0
-	var sts float64
-	var factors *triplets
-	for it := range opt.MaxIter {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		objective(p, opt.Link, opt.Linear, xo, g)
-		if err := opt.Gradient(it, g); err != nil {
-			return nil, err
-		}
-		if it > 0 {
-			var sty float64
-			for k := range m {
-				sty += (xo[k] - xoPrev[k]) * (g[k] - gPrev[k])
-			}
-			alpha = bbStep(sts, sty)
-		}
-		copy(z, x)
-		for k := range m {
-			z[idx[k]] -= alpha * g[k]
-		}
-		var tr triplets
-		scale := 1.0
-		if dr != nil {
-			res, err := dr.solve(ctx, &projTerm{z: z, alpha: opt.Alpha}, projectionConfig(opt))
-			if err != nil {
-				return nil, err
-			}
-			copy(z, res.X)
-			if res.Factors != nil {
-				tr = *res.Factors
-			}
-		} else {
-			var err error
-			if tr, scale, err = pr.Project(z, z); err != nil {
-				return nil, err
-			}
-		}
-		sts = 0
-		var dInf float64
-		for i := range n {
-			d := z[i] - x[i]
-			sts += d * d
-			dInf = math.Max(dInf, math.Abs(d))
-		}
-		copy(xoPrev, xo)
-		copy(gPrev, g)
-		x, z = z, x
-		for k := range m {
-			xo[k] = x[idx[k]]
-		}
-		factors = lowRankOf(tr, scale)
-		sol.Iterations = it + 1
-		sol.ProjStep = dInf
-		if opt.Progress != nil {
-			opt.Progress(it+1, opt.MaxIter)
-		}
+	return &noisy{p: p, opt: opt, pr: pr, dr: dr, idx: idx, n: n, m: m,
+		x: make([]float64, n), z: make([]float64, n), xo: make([]float64, m), xoPrev: make([]float64, m),
+		g: make([]float64, m), gPrev: make([]float64, m), alpha: 1, sol: &Solution{}}, nil
+}
+
+// flatIndex is the flat (row-major) index of each observation.
+func flatIndex(p *Problem) []int {
+	idx := make([]int, len(p.Y))
+	for k := range idx {
+		idx[k] = int(p.Rows[k])*p.D2 + int(p.Cols[k])
 	}
+	return idx
+}
+
+// step is iteration it: the perturbed gradient (opt.Gradient, the
+// release), then post-processing — the spectral step, the projection
+// and the move.
+func (s *noisy) step(ctx context.Context, it int) error {
+	objective(s.p, s.opt.Link, s.opt.Linear, s.xo, s.g)
+	if err := s.opt.Gradient(it, s.g); err != nil {
+		return err
+	}
+	if it > 0 {
+		var sty float64
+		for k := range s.m {
+			sty += (s.xo[k] - s.xoPrev[k]) * (s.g[k] - s.gPrev[k])
+		}
+		s.alpha = bbStep(s.sts, sty)
+	}
+	copy(s.z, s.x)
+	for k := range s.m {
+		s.z[s.idx[k]] -= s.alpha * s.g[k]
+	}
+	tr, scale, err := s.project(ctx)
+	if err != nil {
+		return err
+	}
+	s.sts = 0
+	var dInf float64
+	for i := range s.n {
+		d := s.z[i] - s.x[i]
+		s.sts += d * d
+		dInf = math.Max(dInf, math.Abs(d))
+	}
+	copy(s.xoPrev, s.xo)
+	copy(s.gPrev, s.g)
+	s.x, s.z = s.z, s.x
+	for k := range s.m {
+		s.xo[k] = s.x[s.idx[k]]
+	}
+	s.factors = lowRankOf(tr, scale)
+	s.sol.Iterations = it + 1
+	s.sol.ProjStep = dInf
+	return nil
+}
+
+// project replaces z by its projection onto C: by the splitting when
+// there is one, else by the projector.
+func (s *noisy) project(ctx context.Context) (triplets, float64, error) {
+	if s.dr == nil {
+		return s.pr.Project(s.z, s.z)
+	}
+	res, err := s.dr.solve(ctx, &projTerm{z: s.z, alpha: s.opt.Alpha}, projectionConfig(s.opt))
+	if err != nil {
+		return triplets{}, 0, err
+	}
+	copy(s.z, res.X)
+	var tr triplets
+	if res.Factors != nil {
+		tr = *res.Factors
+	}
+	return tr, 1, nil
+}
+
+func (s *noisy) solution() *Solution {
+	sol, pr := s.sol, s.pr
 	sol.Stop = "fixed number of iterations (gradient perturbation)"
-	sol.X = x
-	sol.Factors = factors
+	sol.X = s.x
+	sol.Factors = s.factors
 	sol.Objective = math.NaN() // not computed: it would be an un-noised statistic
 	sol.Projections, sol.Sweeps, sol.DykstraIters, sol.Fallbacks = pr.NuclearProjections, pr.Sweeps, pr.DykstraIters, pr.Fallbacks
-	if dr != nil {
-		sol.Projections, sol.Sweeps, sol.Fallbacks = dr.nuc.NuclearProjections, dr.nuc.Sweeps, dr.nuc.Fallbacks
+	if s.dr != nil {
+		sol.Projections, sol.Sweeps, sol.Fallbacks = s.dr.nuc.NuclearProjections, s.dr.nuc.Sweeps, s.dr.nuc.Fallbacks
 	}
 	sol.Gap = math.Inf(1)
-	return sol, nil
+	return sol
 }
 
 // bbStep is the Barzilai–Borwein step sᵀs/sᵀy, reset to 1 when the
