@@ -17,11 +17,8 @@ func init() {
 	register(&command{name: "audit", summary: "empirically check a privacy mechanism: lower bound on ε from samples", run: runAudit})
 }
 
-func runAudit(ctx context.Context, args []string, out io.Writer) error {
-	if name := methodFromArgs(args); name != "" {
-		return runAuditMethod(ctx, name, args, out)
-	}
-	fs := newFlags("audit --mechanism NAME --epsilon E [--delta D] [--samples N] [--json]\n       privrec audit --method NAME|all [--epsilon E] [method flags] [--json]", `
+// auditSynopsis is privrec audit's help text.
+var auditSynopsis = `
 Two audits. --method NAME (or all) audits a whole training method: it is
 trained many times on neighbouring data sets and its release is checked
 for un-noised facts, canary IDs and privacy loss beyond its claim; see
@@ -37,7 +34,7 @@ events at the stated confidence, so a bound above the claim is a violation
 (exit status 1) with false-alarm probability at most 1 − confidence.
 A lower bound can only show a mechanism is broken, never prove it private.
 
-Mechanisms: `+strings.Join(audit.Names, ", ")+`. --delta applies to gaussian only.
+Mechanisms: ` + strings.Join(audit.Names, ", ") + `. --delta applies to gaussian only.
 --noise-factor 0.9 builds the mechanism with 10 % too little noise (for ε/0.9)
 while still claiming ε: the audit catches it at ε = 1 with the default
 sample counts and confidence 0.95 (measured bounds, seed 1; correct vs 0.9×):
@@ -49,84 +46,124 @@ can exceed (ε, δ) lie beyond 3.5σ and a 10 % under-noised Gaussian exceeds
 the claim there by only ≈ 3·10⁻⁵ in probability; its events are set where
 the privacy loss of the claimed mechanism is 0.80ε … ε. For l2laplace the
 statistic audited is ‖y‖₂ − ‖y − e₁‖₂ (the privacy loss over ε) of the whole
-output vector, not a single coordinate.`,
-		`  privrec audit --method dp-bias --epsilon 1
+output vector, not a single coordinate.`
+
+const auditExample = `  privrec audit --method dp-bias --epsilon 1
   privrec audit --mechanism laplace --epsilon 1 --samples 1000000
   privrec audit --mechanism gaussian --epsilon 1 --delta 1e-5 --json
   privrec audit --mechanism laplace --epsilon 1 --noise-factor 0.9   # exits 1
-  privrec audit --mechanism gaussian --epsilon 1 --noise-factor 0.9  # exits 1 (≈ 15 s)`)
-	name := fs.String("mechanism", "", "mechanism to audit: "+strings.Join(audit.Names, ", "))
-	fs.String("method", "", "audit a whole training method instead, or all of them (privrec audit --method NAME --help)")
-	eps := fs.Float64("epsilon", 1, "claimed ε")
-	delta := fs.Float64("delta", 0, "claimed δ (gaussian; default 1e-5 there)")
-	samples := fs.Int("samples", 0, "samples per input (0: the mechanism's default, 10^6; gaussian 6·10^7)")
-	conf := fs.Float64("confidence", 0.95, "confidence of the lower bound")
-	values := fs.Int("values", 5, "krr: number of rating values d (plus missing)")
-	dim := fs.Int("dim", 2, "l2laplace: vector dimension")
-	factor := fs.Float64("noise-factor", 1, "scale the noise by this factor (<1 under-noises; for demonstrating a violation)")
-	bounded := fs.Bool("bounded-time", false, "modlaplace: use the bounded-time (client-side) sampler")
-	seed := fs.Uint64("seed", 0, "use a seeded, reproducible stream (0: crypto/rand)")
-	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
-	if err := parse(fs, args, false); err != nil {
-		return err
+  privrec audit --mechanism gaussian --epsilon 1 --noise-factor 0.9  # exits 1 (≈ 15 s)`
+
+func runAudit(ctx context.Context, args []string, out io.Writer) error {
+	if name := methodFromArgs(args); name != "" {
+		return runAuditMethod(ctx, name, args, out)
 	}
-	if *name == "" {
-		return usagef("--mechanism is required (one of %s), or --method NAME", strings.Join(audit.Names, ", "))
-	}
-	if err := checkEpsDelta(*eps, *delta); err != nil {
-		return err
-	}
-	if *samples != 0 && (*samples < 1000 || *samples > 100_000_000) {
-		return usagef("--samples %d must be between 1000 and 10^8 (or 0 for the default)", *samples)
-	}
-	if !(*conf > 0 && *conf < 1) {
-		return usagef("--confidence %v must be between 0 and 1", *conf)
-	}
-	if *name == "gaussian" && *delta == 0 {
-		*delta = 1e-5
-	}
-	spec, err := audit.For(*name, *eps, *delta, audit.Options{Values: *values, Dim: *dim, NoiseFactor: *factor, BoundedTime: *bounded})
+	a, err := parseMechanismAuditArgs(args)
 	if err != nil {
-		return usagef("%v", err)
+		return err
 	}
-	n := *samples
+	spec, n, err := mechanismAuditSpec(a)
+	if err != nil {
+		return err
+	}
+	src := noise.Secure()
+	if a.seed != 0 {
+		src = noise.Seeded(a.seed)
+	}
+	r, err := audit.Run(ctx, spec, n, a.conf, src)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		if err := writeJSON(out, r); err != nil {
+			return err
+		}
+	} else {
+		printMechanismAudit(out, r)
+	}
+	if r.Violation {
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+// mechanismAuditArgs is privrec audit --mechanism's command line.
+type mechanismAuditArgs struct {
+	name                     string
+	eps, delta, conf, factor float64
+	samples, values, dim     int
+	bounded, json            bool
+	seed                     uint64
+}
+
+func parseMechanismAuditArgs(args []string) (*mechanismAuditArgs, error) {
+	fs := newFlags("audit --mechanism NAME --epsilon E [--delta D] [--samples N] [--json]\n       privrec audit --method NAME|all [--epsilon E] [method flags] [--json]", auditSynopsis, auditExample)
+	a := &mechanismAuditArgs{}
+	fs.StringVar(&a.name, "mechanism", "", "mechanism to audit: "+strings.Join(audit.Names, ", "))
+	fs.String("method", "", "audit a whole training method instead, or all of them (privrec audit --method NAME --help)")
+	fs.Float64Var(&a.eps, "epsilon", 1, "claimed ε")
+	fs.Float64Var(&a.delta, "delta", 0, "claimed δ (gaussian; default 1e-5 there)")
+	fs.IntVar(&a.samples, "samples", 0, "samples per input (0: the mechanism's default, 10^6; gaussian 6·10^7)")
+	fs.Float64Var(&a.conf, "confidence", 0.95, "confidence of the lower bound")
+	fs.IntVar(&a.values, "values", 5, "krr: number of rating values d (plus missing)")
+	fs.IntVar(&a.dim, "dim", 2, "l2laplace: vector dimension")
+	fs.Float64Var(&a.factor, "noise-factor", 1, "scale the noise by this factor (<1 under-noises; for demonstrating a violation)")
+	fs.BoolVar(&a.bounded, "bounded-time", false, "modlaplace: use the bounded-time (client-side) sampler")
+	fs.Uint64Var(&a.seed, "seed", 0, "use a seeded, reproducible stream (0: crypto/rand)")
+	fs.BoolVar(&a.json, "json", false, "print a JSON report on stdout")
+	if err := parse(fs, args, false); err != nil {
+		return nil, err
+	}
+	if a.name == "" {
+		return nil, usagef("--mechanism is required (one of %s), or --method NAME", strings.Join(audit.Names, ", "))
+	}
+	if err := checkEpsDelta(a.eps, a.delta); err != nil {
+		return nil, err
+	}
+	if a.samples != 0 && (a.samples < 1000 || a.samples > 100_000_000) {
+		return nil, usagef("--samples %d must be between 1000 and 10^8 (or 0 for the default)", a.samples)
+	}
+	if !(a.conf > 0 && a.conf < 1) {
+		return nil, usagef("--confidence %v must be between 0 and 1", a.conf)
+	}
+	if a.name == "gaussian" && a.delta == 0 {
+		a.delta = 1e-5
+	}
+	return a, nil
+}
+
+// mechanismAuditSpec is the audited mechanism and its samples per input
+// (--samples, else the mechanism's default, else audit.DefaultSamples).
+func mechanismAuditSpec(a *mechanismAuditArgs) (audit.Spec, int, error) {
+	spec, err := audit.For(a.name, a.eps, a.delta, audit.Options{Values: a.values, Dim: a.dim, NoiseFactor: a.factor, BoundedTime: a.bounded})
+	if err != nil {
+		return spec, 0, usagef("%v", err)
+	}
+	n := a.samples
 	if n == 0 {
 		n = spec.Samples
 	}
 	if n == 0 {
 		n = audit.DefaultSamples
 	}
-	src := noise.Secure()
-	if *seed != 0 {
-		src = noise.Seeded(*seed)
-	}
-	r, err := audit.Run(ctx, spec, n, *conf, src)
-	if err != nil {
-		return err
-	}
-	if *jsonOut {
-		if err := writeJSON(out, r); err != nil {
-			return err
-		}
-	} else {
-		verdict := "no violation"
-		if r.Violation {
-			verdict = "VIOLATION: the mechanism leaks more than it claims"
-		}
-		fmt.Fprintf(out, "mechanism           %s\n", r.Mechanism)
-		fmt.Fprintf(out, "claimed ε           %g", r.ClaimedEpsilon)
-		if r.Delta > 0 {
-			fmt.Fprintf(out, " (δ = %g)", r.Delta)
-		}
-		fmt.Fprintf(out, "\nε lower bound       %.4f (%.0f%% confidence, %d samples per input)\n", r.EpsilonLowerBound, 100*r.Confidence, r.Samples)
-		fmt.Fprintf(out, "point estimate      %.4f on event %s\n", r.EpsilonEstimate, r.Event)
-		fmt.Fprintf(out, "time                %.2f s\n", r.Seconds)
-		fmt.Fprintf(out, "verdict             %s\n", verdict)
-	}
+	return spec, n, nil
+}
+
+// printMechanismAudit prints a mechanism audit's bound and verdict.
+func printMechanismAudit(out io.Writer, r audit.Result) {
+	verdict := "no violation"
 	if r.Violation {
-		return exitError{code: 1}
+		verdict = "VIOLATION: the mechanism leaks more than it claims"
 	}
-	return nil
+	fmt.Fprintf(out, "mechanism           %s\n", r.Mechanism)
+	fmt.Fprintf(out, "claimed ε           %g", r.ClaimedEpsilon)
+	if r.Delta > 0 {
+		fmt.Fprintf(out, " (δ = %g)", r.Delta)
+	}
+	fmt.Fprintf(out, "\nε lower bound       %.4f (%.0f%% confidence, %d samples per input)\n", r.EpsilonLowerBound, 100*r.Confidence, r.Samples)
+	fmt.Fprintf(out, "point estimate      %.4f on event %s\n", r.EpsilonEstimate, r.Event)
+	fmt.Fprintf(out, "time                %.2f s\n", r.Seconds)
+	fmt.Fprintf(out, "verdict             %s\n", verdict)
 }
 
 // The whole-method audit's tiers: the default (the short tier of

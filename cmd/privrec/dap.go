@@ -446,87 +446,140 @@ func firstUsers(m *ratings.Matrix, n int) (*ratings.Matrix, error) {
 // same split and evaluates both on the held-out ratings.
 func simulateMethod(ctx context.Context, name string, params map[string]any, train, test *ratings.Matrix, decl release.Declared,
 	eps, delta float64, seed uint64, f *fleet.Fleet, engine func(statistic.RowPlan) statistic.Engine) (*simResult, error) {
-	res := &simResult{Method: name, Seed: seed}
 	cfg, err := methods.Configure(name, params)
 	if err != nil {
 		return nil, err
 	}
-	env := methods.Env{Epsilon: eps, Delta: delta, Seed: seed, Rand: noise.Seeded(seed), Noise: noise.Seeded(seed ^ 0x6e6f697365)}
-	t0 := time.Now()
-	rel, err := methods.Train(ctx, name, cfg, release.Input{Ratings: train, Declared: decl}, env)
-	if err != nil {
-		return nil, fmt.Errorf("central: %w", err)
-	}
-	res.Central.Seconds = time.Since(t0).Seconds()
-	res.CoveredCentral = coveredItems(rel)
-	if res.Central.RMSE, res.Central.Recall, err = evalRelease(ctx, rel.Model(), rel.PerUser, train, test); err != nil {
-		return nil, fmt.Errorf("central: %w", err)
-	}
-	rho, err := accountant.RhoForApprox(eps, delta)
+	j := simJob{name: name, params: params, cfg: cfg, train: train, test: test, decl: decl, eps: eps, delta: delta, seed: seed,
+		env: methods.Env{Epsilon: eps, Delta: delta, Seed: seed, Rand: noise.Seeded(seed), Noise: noise.Seeded(seed ^ 0x6e6f697365)}}
+	res := &simResult{Method: name, Seed: seed}
+	perUser, err := j.central(ctx, res)
 	if err != nil {
 		return nil, err
 	}
-	halfEps, err := accountant.ZCDPToApprox(rho/2, delta)
-	if err != nil {
+	if err := j.centralHalfRho(ctx, res); err != nil {
 		return nil, err
-	}
-	henv := env
-	henv.Epsilon, henv.Noise = halfEps, noise.Seeded(seed^0x68616c66)
-	hrel, err := methods.Train(ctx, name, cfg, release.Input{Ratings: train, Declared: decl}, henv)
-	if err != nil {
-		return nil, fmt.Errorf("central at ρ/2: %w", err)
-	}
-	if res.CentralHalfRho.RMSE, res.CentralHalfRho.Recall, err = evalRelease(ctx, hrel.Model(), hrel.PerUser, train, test); err != nil {
-		return nil, fmt.Errorf("central at ρ/2: %w", err)
 	}
 	if engine == nil {
 		res.DAP = simMetrics{RMSE: jsonFloat(math.NaN()), Recall: jsonFloat(math.NaN())} // not run
 		return res, nil
 	}
+	if err := j.throughAggregators(ctx, res, f, engine, perUser); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// simJob is one method at one seed of dap simulate: the central release
+// and the release through the aggregators, from the same settings.
+type simJob struct {
+	name        string
+	params      map[string]any
+	cfg         methods.Config
+	train, test *ratings.Matrix
+	decl        release.Declared
+	eps, delta  float64
+	seed        uint64
+	env         methods.Env // the central release's
+}
+
+// central trains and scores the central release at ε; perUser reports
+// whether it keeps a per-user part (then each device computes hers).
+func (j simJob) central(ctx context.Context, res *simResult) (perUser bool, err error) {
+	t0 := time.Now()
+	rel, err := methods.Train(ctx, j.name, j.cfg, release.Input{Ratings: j.train, Declared: j.decl}, j.env)
+	if err != nil {
+		return false, fmt.Errorf("central: %w", err)
+	}
+	res.Central.Seconds = time.Since(t0).Seconds()
+	res.CoveredCentral = coveredItems(rel)
+	if res.Central.RMSE, res.Central.Recall, err = evalRelease(ctx, rel.Model(), rel.PerUser, j.train, j.test); err != nil {
+		return false, fmt.Errorf("central: %w", err)
+	}
+	return rel.PerUser != nil, nil
+}
+
+// centralHalfRho trains and scores the central release at half its ρ
+// (the noise of one aggregator's each-alone share), with its own noise.
+func (j simJob) centralHalfRho(ctx context.Context, res *simResult) error {
+	rho, err := accountant.RhoForApprox(j.eps, j.delta)
+	if err != nil {
+		return err
+	}
+	halfEps, err := accountant.ZCDPToApprox(rho/2, j.delta)
+	if err != nil {
+		return err
+	}
+	henv := j.env
+	henv.Epsilon, henv.Noise = halfEps, noise.Seeded(j.seed^0x68616c66)
+	hrel, err := methods.Train(ctx, j.name, j.cfg, release.Input{Ratings: j.train, Declared: j.decl}, henv)
+	if err != nil {
+		return fmt.Errorf("central at ρ/2: %w", err)
+	}
+	if res.CentralHalfRho.RMSE, res.CentralHalfRho.Recall, err = evalRelease(ctx, hrel.Model(), hrel.PerUser, j.train, j.test); err != nil {
+		return fmt.Errorf("central at ρ/2: %w", err)
+	}
+	return nil
+}
+
+// throughAggregators trains the method with its statistics released by
+// engine (the aggregators), publishes the recipe devices build the model
+// from (with a fleet), and scores it with each device's own part.
+func (j simJob) throughAggregators(ctx context.Context, res *simResult, f *fleet.Fleet, engine func(statistic.RowPlan) statistic.Engine, perUser bool) error {
 	var eng statistic.Engine
+	env := j.env
 	// The aggregators' run gets its own post-processing randomness from
 	// the seed, which its published recipe states (a device rebuilding
 	// the model draws the same).
-	env.Rand = noise.Seeded(seed)
+	env.Rand = noise.Seeded(j.seed)
 	env.Engine = func(plan statistic.RowPlan) (statistic.Engine, error) {
 		eng = engine(plan)
 		return eng, nil
 	}
-	t0 = time.Now()
-	drel, err := methods.Train(ctx, name, cfg, release.Input{Declared: decl}, env)
+	t0 := time.Now()
+	drel, err := methods.Train(ctx, j.name, j.cfg, release.Input{Declared: j.decl}, env)
 	if err != nil {
-		return nil, fmt.Errorf("through the aggregators: %w", err)
+		return fmt.Errorf("through the aggregators: %w", err)
 	}
 	res.DAP.Seconds = time.Since(t0).Seconds()
 	if fe, ok := eng.(*fleet.Engine); ok {
-		res.Tasks = fe.Stats
-		if f != nil && drel.Model() != nil {
-			// What a device needs to build the model from the releases
-			// (the browser's recommendations; privrec dap recommend).
-			rec := fe.Recipe(fe.Prefix, name, params, eps, delta, seed, [2]float64{decl.Scale.Min, decl.Scale.Max})
-			if err := f.PublishModel(ctx, rec); err != nil {
-				return nil, err
-			}
-			res.Model = rec.Name
+		if err := j.publish(ctx, res, f, fe, drel); err != nil {
+			return err
 		}
 	}
 	res.Guarantee = drel.Guarantee.String()
 	res.CoveredDAP = coveredItems(drel)
 	var states *model.UserStates
-	if rel.PerUser != nil {
+	if perUser {
 		// Each device computes her own state from the public model and her
 		// own ratings.
-		if states, err = deviceStates(ctx, drel.Model(), train, name); err != nil {
-			return nil, err
+		if states, err = deviceStates(ctx, drel.Model(), j.train, j.name); err != nil {
+			return err
 		}
 	}
-	if res.DAP.RMSE, res.DAP.Recall, err = evalRelease(ctx, drel.Model(), states, train, test); err != nil {
-		return nil, fmt.Errorf("through the aggregators: %w", err)
+	if res.DAP.RMSE, res.DAP.Recall, err = evalRelease(ctx, drel.Model(), states, j.train, j.test); err != nil {
+		return fmt.Errorf("through the aggregators: %w", err)
 	}
 	if f != nil {
 		res.DeviceRho = f.Ledger(0).SpentRho()
 	}
-	return res, nil
+	return nil
+}
+
+// publish records the fleet's task statistics and, with a fleet and a
+// model, publishes what a device needs to build the model from the
+// releases (the browser's recommendations; privrec dap recommend).
+func (j simJob) publish(ctx context.Context, res *simResult, f *fleet.Fleet, fe *fleet.Engine, drel *release.Release) error {
+	res.Tasks = fe.Stats
+	if f == nil || drel.Model() == nil {
+		return nil
+	}
+	rec := fe.Recipe(fe.Prefix, j.name, j.params, j.eps, j.delta, j.seed, [2]float64{j.decl.Scale.Min, j.decl.Scale.Max})
+	if err := f.PublishModel(ctx, rec); err != nil {
+		return err
+	}
+	res.Model = rec.Name
+	return nil
 }
 
 // coveredItems is the items of the item–item Gram a release reports

@@ -12,6 +12,7 @@ import (
 	"github.com/privrec/privrec/dap"
 	"github.com/privrec/privrec/dap/devicemodel"
 	"github.com/privrec/privrec/methods"
+	"github.com/privrec/privrec/model"
 )
 
 const dapTaskCreateSynopsis = `
@@ -40,61 +41,15 @@ every device that contributes to it its ρ; the method's whole release is
 (ε, δ)-DP per user (replace-one), as the central release states.`
 
 func runDAPTaskCreate(ctx context.Context, args []string, out io.Writer) error {
-	example := `  privrec dap task create --leader http://127.0.0.1:8090 --admin-token-file admin.token \
-      --method dp-popularity --name pop --items items.txt --scale 1:5 --epsilon 1 --devices 1000`
-	fs := newFlags("dap task create --leader URL --admin-token-file FILE --method M --name NAME --items FILE --scale MIN:MAX --devices N", dapTaskCreateSynopsis, example)
-	leader := fs.String("leader", "", "the leader's base URL")
-	adminFile := fs.String("admin-token-file", "", "the leader's admin token")
-	method := fs.String("method", "", "a method that releases its statistics through an engine (dp-popularity, dp-bias, dp-ease, dpals, …)")
-	name := fs.String("name", "", "the model's name (1–64 of A–Z a–z 0–9 _ . -); its tasks are NAME-1-KIND, NAME-2-KIND, …")
-	items := fs.String("items", "", "the declared catalogue (one item ID per line, an optional title after a tab)")
-	scaleFlag := fs.String("scale", "", "the declared rating scale MIN:MAX")
-	eps := fs.Float64("epsilon", 1, "ε of the method's whole release (per user, replace-one)")
-	delta := fs.Float64("delta", 1e-6, "δ of the method's whole release")
-	devices := fs.Int("devices", 0, "the number of devices the release is planned for (public; the methods' plans read it)")
-	seed := fs.Uint64("seed", 1, "the seed of the method's public post-processing randomness (published in the recipe)")
-	params := fs.String("params", "", "method parameters, KEY=VALUE comma-separated (e.g. max_items=60)")
-	lf := addLatticeFlags(fs)
-	jsonOut := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args, false); err != nil {
-		return err
-	}
-	switch {
-	case *leader == "" || *method == "" || *name == "" || *items == "" || *scaleFlag == "":
-		return usagef("--leader, --method, --name, --items and --scale are required")
-	case *devices < 1:
-		return usagef("--devices %d: the number of devices the release is planned for must be at least 1", *devices)
-	}
-	m, err := methods.Lookup(*method)
-	if err != nil {
-		return usagef("--method: %v", err)
-	}
-	if !m.Engine {
-		return usagef("--method %s does not release its statistics through an engine: it cannot run through the aggregators", *method)
-	}
-	lat, err := lf.lattice()
+	a, err := parseTaskCreateArgs(args)
 	if err != nil {
 		return err
 	}
-	sc, cat, err := loadDeclared(*scaleFlag, *items)
+	rec, cat, admin, err := taskCreateRecipe(a)
 	if err != nil {
 		return err
 	}
-	mp, err := parseMethodParams(prefixParams(*method, *params))
-	if err != nil {
-		return err
-	}
-	admin, err := readTokenFile(*adminFile, "--admin-token-file")
-	if err != nil {
-		return err
-	}
-	rec := dap.Recipe{Name: *name, Method: *method, Params: mp[*method], Epsilon: *eps, Delta: *delta, Seed: *seed, Devices: *devices,
-		Scale: [2]float64{sc.Min, sc.Max}, Lattice: lat,
-		Tasks: []string{"placeholder"}}
-	if err := rec.Validate(); err != nil {
-		return usagef("%v", err)
-	}
-	c := &dap.Client{Leader: *leader}
+	c := &dap.Client{Leader: a.leader}
 	created := false
 	get := func(ctx context.Context, want dap.Task) (*dap.Release, error) {
 		rel, made, err := releaseOrCreate(ctx, c, admin, want)
@@ -105,21 +60,9 @@ func runDAPTaskCreate(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	res := map[string]any{"model": *name, "method": *method, "tasks": taskSummaries(tasks)}
+	res := map[string]any{"model": a.name, "method": a.method, "tasks": taskSummaries(tasks)}
 	if pending != nil {
-		res["open_task"] = pending.ID
-		res["created"] = created
-		if *jsonOut {
-			return writeJSON(out, res)
-		}
-		verb := "is open"
-		if created {
-			verb = "created"
-		}
-		fmt.Fprintf(out, "task %s %s: %s, %d coordinates × %d bits, ρ %.4g per contributing user, σ %d per aggregator (round %d of %s)\n",
-			pending.ID, verb, pending.Statistic, pending.Dimension, pending.Bits, pending.Rho, pending.Sigma, len(tasks), *method)
-		fmt.Fprintf(out, "next: devices contribute (privrec dap contribute --task %s …), then privrec dap collect --task %s, then run this command again\n", pending.ID, pending.ID)
-		return nil
+		return printOpenTask(out, res, pending, created, len(tasks), a)
 	}
 	rec.Tasks = make([]string, len(tasks))
 	for i, t := range tasks {
@@ -130,7 +73,7 @@ func runDAPTaskCreate(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	res["published"] = published
-	if *jsonOut {
+	if a.json {
 		return writeJSON(out, res)
 	}
 	state := "published"
@@ -138,7 +81,101 @@ func runDAPTaskCreate(ctx context.Context, args []string, out io.Writer) error {
 		state = "was published already"
 	}
 	fmt.Fprintf(out, "all %d task(s) of %s are released; model %s %s: devices build it from the releases themselves (privrec dap recommend --model %s)\n",
-		len(tasks), *method, *name, state, *name)
+		len(tasks), a.method, a.name, state, a.name)
+	return nil
+}
+
+// taskCreateArgs is dap task create's command line.
+type taskCreateArgs struct {
+	leader, adminFile, method, name, items, scale, params string
+	eps, delta                                            float64
+	devices                                               int
+	seed                                                  uint64
+	lattice                                               *latticeFlags
+	json                                                  bool
+}
+
+func parseTaskCreateArgs(args []string) (*taskCreateArgs, error) {
+	example := `  privrec dap task create --leader http://127.0.0.1:8090 --admin-token-file admin.token \
+      --method dp-popularity --name pop --items items.txt --scale 1:5 --epsilon 1 --devices 1000`
+	fs := newFlags("dap task create --leader URL --admin-token-file FILE --method M --name NAME --items FILE --scale MIN:MAX --devices N", dapTaskCreateSynopsis, example)
+	a := &taskCreateArgs{}
+	fs.StringVar(&a.leader, "leader", "", "the leader's base URL")
+	fs.StringVar(&a.adminFile, "admin-token-file", "", "the leader's admin token")
+	fs.StringVar(&a.method, "method", "", "a method that releases its statistics through an engine (dp-popularity, dp-bias, dp-ease, dpals, …)")
+	fs.StringVar(&a.name, "name", "", "the model's name (1–64 of A–Z a–z 0–9 _ . -); its tasks are NAME-1-KIND, NAME-2-KIND, …")
+	fs.StringVar(&a.items, "items", "", "the declared catalogue (one item ID per line, an optional title after a tab)")
+	fs.StringVar(&a.scale, "scale", "", "the declared rating scale MIN:MAX")
+	fs.Float64Var(&a.eps, "epsilon", 1, "ε of the method's whole release (per user, replace-one)")
+	fs.Float64Var(&a.delta, "delta", 1e-6, "δ of the method's whole release")
+	fs.IntVar(&a.devices, "devices", 0, "the number of devices the release is planned for (public; the methods' plans read it)")
+	fs.Uint64Var(&a.seed, "seed", 1, "the seed of the method's public post-processing randomness (published in the recipe)")
+	fs.StringVar(&a.params, "params", "", "method parameters, KEY=VALUE comma-separated (e.g. max_items=60)")
+	a.lattice = addLatticeFlags(fs)
+	fs.BoolVar(&a.json, "json", false, "print JSON")
+	if err := parse(fs, args, false); err != nil {
+		return nil, err
+	}
+	switch {
+	case a.leader == "" || a.method == "" || a.name == "" || a.items == "" || a.scale == "":
+		return nil, usagef("--leader, --method, --name, --items and --scale are required")
+	case a.devices < 1:
+		return nil, usagef("--devices %d: the number of devices the release is planned for must be at least 1", a.devices)
+	}
+	return a, nil
+}
+
+// taskCreateRecipe is the model's recipe (its tasks still to come) built
+// from the method's public plan and the declared facts, the declared
+// catalogue and the admin token; a method without an engine is refused.
+func taskCreateRecipe(a *taskCreateArgs) (dap.Recipe, *model.Catalogue, string, error) {
+	m, err := methods.Lookup(a.method)
+	if err != nil {
+		return dap.Recipe{}, nil, "", usagef("--method: %v", err)
+	}
+	if !m.Engine {
+		return dap.Recipe{}, nil, "", usagef("--method %s does not release its statistics through an engine: it cannot run through the aggregators", a.method)
+	}
+	lat, err := a.lattice.lattice()
+	if err != nil {
+		return dap.Recipe{}, nil, "", err
+	}
+	sc, cat, err := loadDeclared(a.scale, a.items)
+	if err != nil {
+		return dap.Recipe{}, nil, "", err
+	}
+	mp, err := parseMethodParams(prefixParams(a.method, a.params))
+	if err != nil {
+		return dap.Recipe{}, nil, "", err
+	}
+	admin, err := readTokenFile(a.adminFile, "--admin-token-file")
+	if err != nil {
+		return dap.Recipe{}, nil, "", err
+	}
+	rec := dap.Recipe{Name: a.name, Method: a.method, Params: mp[a.method], Epsilon: a.eps, Delta: a.delta, Seed: a.seed, Devices: a.devices,
+		Scale: [2]float64{sc.Min, sc.Max}, Lattice: lat,
+		Tasks: []string{"placeholder"}}
+	if err := rec.Validate(); err != nil {
+		return dap.Recipe{}, nil, "", usagef("%v", err)
+	}
+	return rec, cat, admin, nil
+}
+
+// printOpenTask reports the task devices contribute to next (created now,
+// or open already) and what to do then.
+func printOpenTask(out io.Writer, res map[string]any, pending *dap.Task, created bool, round int, a *taskCreateArgs) error {
+	res["open_task"] = pending.ID
+	res["created"] = created
+	if a.json {
+		return writeJSON(out, res)
+	}
+	verb := "is open"
+	if created {
+		verb = "created"
+	}
+	fmt.Fprintf(out, "task %s %s: %s, %d coordinates × %d bits, ρ %.4g per contributing user, σ %d per aggregator (round %d of %s)\n",
+		pending.ID, verb, pending.Statistic, pending.Dimension, pending.Bits, pending.Rho, pending.Sigma, round, a.method)
+	fmt.Fprintf(out, "next: devices contribute (privrec dap contribute --task %s …), then privrec dap collect --task %s, then run this command again\n", pending.ID, pending.ID)
 	return nil
 }
 

@@ -189,56 +189,18 @@ func benchOnce(ctx context.Context, a benchArgs) (benchRun, string, error) {
 	if url == "" {
 		url = "sqlite:" + filepath.Join(dir, "bench.db")
 	}
-	var cat strings.Builder
-	for j := range a.items {
-		fmt.Fprintf(&cat, "item%d\n", j+1)
-	}
-	itemsFile, tokFile, addrFile := filepath.Join(dir, "items.txt"), filepath.Join(dir, "admin.token"), filepath.Join(dir, "addr")
-	var tb [24]byte
-	rand.Read(tb[:])
-	admin := hex.EncodeToString(tb[:])
-	if err := errors.Join(os.WriteFile(itemsFile, []byte(cat.String()), 0o644), os.WriteFile(tokFile, []byte(admin), 0o600)); err != nil {
-		return benchRun{}, "", err
-	}
-	exe, pre, err := serverCommand()
+	admin, err := writeBenchFiles(dir, a.items)
 	if err != nil {
 		return benchRun{}, "", err
 	}
-	// ε = 1 per report and a budget no run exhausts: the ledger is
-	// checked and debited on every report, never refuses; rate limits
-	// out of the way.
-	cmd := exec.CommandContext(ctx, exe, append(pre, "serve", "--create", "--db", url, "--listen", "127.0.0.1:0", "--addr-file", addrFile,
-		"--items", itemsFile, "--mechanism", a.mech, "--scale", "1:5", "--epsilon", "1", "--budget", "1e8",
-		"--rate", "1e9", "--burst", "1000000000", "--enroll-rate", "1e9", "--enroll-burst", "1000000000",
-		"--writers", strconv.Itoa(a.writers), "--admin-token-file", tokFile, "--web=false", "--log-level", "warn")...)
-	var serverErr strings.Builder
-	cmd.Stderr = &serverErr
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	if err := cmd.Start(); err != nil {
-		return benchRun{}, "", fmt.Errorf("starting the server: %w", err)
+	srv, err := startBenchServer(ctx, dir, url, a)
+	if err != nil {
+		return benchRun{}, "", err
 	}
-	stopped := false
-	stop := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		cmd.Process.Signal(syscall.SIGTERM)
-		if err := cmd.Wait(); err != nil {
-			return fmt.Errorf("the server: %w: %s", err, serverErr.String())
-		}
-		return nil
-	}
-	defer stop()
-	var addr string
-	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
-			addr = strings.TrimSpace(string(b))
-			break
-		}
-		if time.Since(start) > 30*time.Second {
-			return benchRun{}, "", fmt.Errorf("the server did not start: %s", serverErr.String())
-		}
+	defer srv.stop()
+	addr, err := srv.addr(filepath.Join(dir, "addr"))
+	if err != nil {
+		return benchRun{}, "", err
 	}
 	tr := &http.Transport{MaxIdleConns: a.clients, MaxIdleConnsPerHost: a.clients, IdleConnTimeout: time.Minute}
 	defer tr.CloseIdleConnections()
@@ -247,13 +209,89 @@ func benchOnce(ctx context.Context, a benchArgs) (benchRun, string, error) {
 	if err != nil {
 		return benchRun{}, "", err
 	}
-	if err := stop(); err != nil {
+	if err := srv.stop(); err != nil {
 		return benchRun{}, "", err
 	}
 	r := benchRun{Result: res}
-	if u, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && res.StoredReports > 0 {
+	if u, ok := srv.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && res.StoredReports > 0 {
 		r.ServerCPUPerReportUs = float64(u.Utime.Nano()+u.Stime.Nano()) / 1e3 / float64(res.StoredReports)
 	}
+	return checkBenchStore(ctx, url, r)
+}
+
+// writeBenchFiles writes the run's catalogue (item1 … itemN) and a fresh
+// admin token into dir and returns the token.
+func writeBenchFiles(dir string, items int) (string, error) {
+	var cat strings.Builder
+	for j := range items {
+		fmt.Fprintf(&cat, "item%d\n", j+1)
+	}
+	var tb [24]byte
+	rand.Read(tb[:])
+	admin := hex.EncodeToString(tb[:])
+	err := errors.Join(os.WriteFile(filepath.Join(dir, "items.txt"), []byte(cat.String()), 0o644), os.WriteFile(filepath.Join(dir, "admin.token"), []byte(admin), 0o600))
+	return admin, err
+}
+
+// benchServer is the privrec serve process of one bench run.
+type benchServer struct {
+	cmd     *exec.Cmd
+	stderr  *strings.Builder
+	stopped bool
+}
+
+// startBenchServer starts privrec serve on a new collection at url with
+// the files of dir, on a loopback port it writes into dir/addr.
+func startBenchServer(ctx context.Context, dir, url string, a benchArgs) (*benchServer, error) {
+	exe, pre, err := serverCommand()
+	if err != nil {
+		return nil, err
+	}
+	// ε = 1 per report and a budget no run exhausts: the ledger is
+	// checked and debited on every report, never refuses; rate limits
+	// out of the way.
+	cmd := exec.CommandContext(ctx, exe, append(pre, "serve", "--create", "--db", url, "--listen", "127.0.0.1:0", "--addr-file", filepath.Join(dir, "addr"),
+		"--items", filepath.Join(dir, "items.txt"), "--mechanism", a.mech, "--scale", "1:5", "--epsilon", "1", "--budget", "1e8",
+		"--rate", "1e9", "--burst", "1000000000", "--enroll-rate", "1e9", "--enroll-burst", "1000000000",
+		"--writers", strconv.Itoa(a.writers), "--admin-token-file", filepath.Join(dir, "admin.token"), "--web=false", "--log-level", "warn")...)
+	s := &benchServer{cmd: cmd, stderr: &strings.Builder{}}
+	cmd.Stderr = s.stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the server: %w", err)
+	}
+	return s, nil
+}
+
+// addr waits (up to 30 s) for the server to write its address to file.
+func (s *benchServer) addr(file string) (string, error) {
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(file); err == nil && len(b) > 0 {
+			return strings.TrimSpace(string(b)), nil
+		}
+		if time.Since(start) > 30*time.Second {
+			return "", fmt.Errorf("the server did not start: %s", s.stderr.String())
+		}
+	}
+}
+
+// stop sends the server SIGTERM and waits for it to exit (once).
+func (s *benchServer) stop() error {
+	if s.stopped {
+		return nil
+	}
+	s.stopped = true
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if err := s.cmd.Wait(); err != nil {
+		return fmt.Errorf("the server: %w: %s", err, s.stderr.String())
+	}
+	return nil
+}
+
+// checkBenchStore completes r from the database after the run: the
+// reports stored and whether every ledger is exact; it returns the
+// store's kind.
+func checkBenchStore(ctx context.Context, url string, r benchRun) (benchRun, string, error) {
 	st, err := store.Open(ctx, url)
 	if err != nil {
 		return r, "", err

@@ -39,21 +39,15 @@ func recommendAll(ctx context.Context, m *model.Model, r *ratings.Matrix, k int,
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	nU := r.NumUsers()
-	nChunks := (nU + batchChunk - 1) / batchChunk
+	nChunks := (r.NumUsers() + batchChunk - 1) / batchChunk
 	bs := m.NewBatchScorer()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type result struct {
-		buf   []byte
-		users int
-		err   error
-	}
 	// results[c] receives chunk c's output; the writer reads them in order.
 	// tokens bounds the chunks scored but not yet written.
-	results := make([]chan result, nChunks)
+	results := make([]chan chunkResult, nChunks)
 	for c := range results {
-		results[c] = make(chan result, 1)
+		results[c] = make(chan chunkResult, 1)
 	}
 	tokens := make(chan struct{}, 2*workers)
 	next := make(chan int)
@@ -66,39 +60,62 @@ func recommendAll(ctx context.Context, m *model.Model, r *ratings.Matrix, k int,
 			}
 			for c := range next {
 				buf, n, err := recommendChunk(m, bs, r, c, k, titles, jsonOut, scores)
-				results[c] <- result{buf, n, err}
+				results[c] <- chunkResult{buf, n, err}
 			}
 		})
 	}
-	go func() {
-		defer close(next)
-		for c := range nChunks {
-			select {
-			case tokens <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case next <- c:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	go feedChunks(ctx, nChunks, tokens, next)
 	bw := bufio.NewWriterSize(out, 1<<16)
 	if !jsonOut {
 		bw.WriteString("user\trank\titem\tscore\ttitle\n")
 	}
-	for c := range nChunks {
-		var res result
+	users, err = writeChunks(ctx, cancel, results, tokens, bw)
+	wg.Wait()
+	if err != nil {
+		return users, err
+	}
+	if ferr := bw.Flush(); ferr != nil {
+		return users, fmt.Errorf("writing recommendations: %w", ferr)
+	}
+	return users, nil
+}
+
+// chunkResult is one chunk's output lines and users, or its error.
+type chunkResult struct {
+	buf   []byte
+	users int
+	err   error
+}
+
+// feedChunks hands the chunks 0 … n−1 to the workers in order, each once
+// a token is free, and closes next; it stops when ctx is done.
+func feedChunks(ctx context.Context, n int, tokens chan<- struct{}, next chan<- int) {
+	defer close(next)
+	for c := range n {
+		select {
+		case tokens <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case next <- c:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// writeChunks writes the chunks' outputs in order, freeing a token after
+// each; on the first error (a chunk's, the context's or the writer's) it
+// cancels the workers and returns it.
+func writeChunks(ctx context.Context, cancel context.CancelFunc, results []chan chunkResult, tokens <-chan struct{}, bw *bufio.Writer) (users int, err error) {
+	for c := range results {
+		var res chunkResult
 		select {
 		case res = <-results[c]:
 		case <-ctx.Done():
 		}
-		if err == nil {
-			err = ctx.Err()
-		}
-		if err == nil {
+		if err = ctx.Err(); err == nil {
 			err = res.err
 		}
 		if err == nil {
@@ -108,17 +125,10 @@ func recommendAll(ctx context.Context, m *model.Model, r *ratings.Matrix, k int,
 		}
 		if err != nil {
 			cancel()
-			break
+			return users, err
 		}
 		users += res.users
 		<-tokens
-	}
-	wg.Wait()
-	if err != nil {
-		return users, err
-	}
-	if ferr := bw.Flush(); ferr != nil {
-		return users, fmt.Errorf("writing recommendations: %w", ferr)
 	}
 	return users, nil
 }
