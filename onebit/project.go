@@ -236,16 +236,33 @@ func (pr *Projector) nuclear(dst, z []float64) (bool, triplets, error) {
 		}
 		return pr.shrink(dst, z, t)
 	case m <= exactDim:
-		t, inside, ok := gramTop(a, pr.Tau)
-		if !ok {
-			return false, triplets{}, errNonFinite
-		}
-		if inside {
-			copy(dst, z)
-			return true, triplets{}, nil
-		}
-		return pr.shrink(dst, z, t)
+		return pr.exact(dst, z, a, false)
 	}
+	return pr.subspace(dst, z, a, fro2)
+}
+
+// exact projects with the exact spectrum from the Gram matrix (gramTop);
+// with warm its right vectors start the next subspace iteration.
+func (pr *Projector) exact(dst, z []float64, a *mat.Dense, warm bool) (bool, triplets, error) {
+	t, inside, ok := gramTop(a, pr.Tau)
+	if !ok {
+		return false, triplets{}, errNonFinite
+	}
+	if inside {
+		copy(dst, z)
+		return true, triplets{}, nil
+	}
+	if warm {
+		pr.warm, pr.warmS = t.V, t.S
+	}
+	return pr.shrink(dst, z, t)
+}
+
+// subspace projects with the top triplets from a block subspace
+// iteration, doubling the block until the kept values fit in it (fro2 is
+// ‖z‖²_F).
+func (pr *Projector) subspace(dst, z []float64, a *mat.Dense, fro2 float64) (bool, triplets, error) {
+	m := min(pr.D1, pr.D2)
 	margin := pr.BlockMargin
 	if margin <= 0 {
 		margin = max(16, pr.rank/4)
@@ -263,29 +280,9 @@ func (pr *Projector) nuclear(dst, z []float64) (bool, triplets, error) {
 			// No start vectors (first call) or a block too large: the
 			// exact spectrum is cheaper than many sweeps.
 			pr.Fallbacks++
-			t, inside, ok := gramTop(a, pr.Tau)
-			if !ok {
-				return false, triplets{}, errNonFinite
-			}
-			if inside {
-				copy(dst, z)
-				return true, triplets{}, nil
-			}
-			pr.warm, pr.warmS = t.V, t.S
-			return pr.shrink(dst, z, t)
+			return pr.exact(dst, z, a, true)
 		}
-		var op blockOp = denseOp{a}
-		if pr.Single {
-			o32 := newDense32Op(z, pr.D1, pr.D2, pr.buf32)
-			pr.buf32 = o32.a
-			op = o32
-		}
-		if pr.SparseInput {
-			if sp, ok := newSparseOp(z, pr.D1, pr.D2, len(z)/16); ok {
-				op = sp
-			}
-		}
-		t, sweeps, ok := subspaceSVD(op, b, pr.Tau, pr.SweepTol, sweepsMax, pr.warm, pr.warmS, pr.rnd)
+		t, sweeps, ok := subspaceSVD(pr.blockOp(z, a), b, pr.Tau, pr.SweepTol, sweepsMax, pr.warm, pr.warmS, pr.rnd)
 		pr.Sweeps += sweeps
 		if debugProj != nil {
 			_, k := softThreshold(t.S, pr.Tau)
@@ -313,6 +310,24 @@ func (pr *Projector) nuclear(dst, z []float64) (bool, triplets, error) {
 		}
 		b *= 2
 	}
+}
+
+// blockOp is z (the dense a) as the subspace iteration multiplies it: in
+// single precision with Single, in compressed rows with SparseInput when
+// at most 1/16 of it is non-zero.
+func (pr *Projector) blockOp(z []float64, a *mat.Dense) blockOp {
+	var op blockOp = denseOp{a}
+	if pr.Single {
+		o32 := newDense32Op(z, pr.D1, pr.D2, pr.buf32)
+		pr.buf32 = o32.a
+		op = o32
+	}
+	if pr.SparseInput {
+		if sp, ok := newSparseOp(z, pr.D1, pr.D2, len(z)/16); ok {
+			op = sp
+		}
+	}
+	return op
 }
 
 // shrink soft-thresholds the singular values of t at the θ that brings
