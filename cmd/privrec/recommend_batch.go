@@ -136,28 +136,9 @@ func writeChunks(ctx context.Context, cancel context.CancelFunc, results []chan 
 // recommendChunk scores users [c·batchChunk, (c+1)·batchChunk) of r;
 // scores holds batchChunk rows of NumItems.
 func recommendChunk(m *model.Model, bs *model.BatchScorer, r *ratings.Matrix, c, k int, titles map[string]string, jsonOut bool, scores [][]float64) ([]byte, int, error) {
-	type user struct {
-		id   string
-		st   *model.UserState
-		skip []int32
-	}
-	var users []user
-	for u := int32(c * batchChunk); int(u) < min((c+1)*batchChunk, r.NumUsers()); u++ {
-		if r.UserCount(u) == 0 {
-			continue
-		}
-		id := r.Users.Name(u)
-		items, vals := r.UserRatings(u)
-		st, err := m.FoldInUser(id, items, vals)
-		if err != nil {
-			return nil, 0, fmt.Errorf("user %q: %w", id, err)
-		}
-		skip := m.Indices(items)
-		users = append(users, user{id, st, skip})
-	}
-	states := make([]*model.UserState, len(users))
-	for j, u := range users {
-		states[j] = u.st
+	users, states, err := foldInChunk(m, r, c)
+	if err != nil {
+		return nil, 0, err
 	}
 	// All the chunk's users at once (model.BatchScorer: a large item–item
 	// model is read contiguously, not row by scattered row).
@@ -165,17 +146,7 @@ func recommendChunk(m *model.Model, bs *model.BatchScorer, r *ratings.Matrix, c,
 	var buf []byte
 	for j, u := range users {
 		predictFromScores(m, scores[j])
-		top := model.TopIndices(scores[j], k, u.skip)
-		recs := make([]model.Recommendation, len(top))
-		for q, i := range top {
-			recs[q] = model.Recommendation{Item: m.Items[i], Score: scores[j][i]}
-			if m.Titles != nil {
-				recs[q].Title = m.Titles[i]
-			}
-			if recs[q].Title == "" && titles != nil {
-				recs[q].Title = titles[recs[q].Item]
-			}
-		}
+		recs := topRecommendations(m, scores[j], k, u.skip, titles)
 		if jsonOut {
 			b, err := json.Marshal(batchRec{User: u.id, Recommendations: recs})
 			if err != nil {
@@ -184,20 +155,72 @@ func recommendChunk(m *model.Model, bs *model.BatchScorer, r *ratings.Matrix, c,
 			buf = append(append(buf, b...), '\n')
 			continue
 		}
-		for q, rec := range recs {
-			buf = append(buf, u.id...)
-			buf = append(buf, '\t')
-			buf = strconv.AppendInt(buf, int64(q+1), 10)
-			buf = append(buf, '\t')
-			buf = append(buf, rec.Item...)
-			buf = append(buf, '\t')
-			buf = strconv.AppendFloat(buf, rec.Score, 'g', 6, 64)
-			buf = append(buf, '\t')
-			buf = append(buf, tsvField(rec.Title)...)
-			buf = append(buf, '\n')
-		}
+		buf = appendRecsTSV(buf, u.id, recs)
 	}
 	return buf, len(users), nil
+}
+
+// chunkUser is a user of a chunk: her ID and the items she rated (left
+// out of her list).
+type chunkUser struct {
+	id   string
+	skip []int32
+}
+
+// foldInChunk is chunk c's users with ratings and their states, each
+// folded in from her own ratings in r.
+func foldInChunk(m *model.Model, r *ratings.Matrix, c int) ([]chunkUser, []*model.UserState, error) {
+	var users []chunkUser
+	var states []*model.UserState
+	for u := int32(c * batchChunk); int(u) < min((c+1)*batchChunk, r.NumUsers()); u++ {
+		if r.UserCount(u) == 0 {
+			continue
+		}
+		id := r.Users.Name(u)
+		items, vals := r.UserRatings(u)
+		st, err := m.FoldInUser(id, items, vals)
+		if err != nil {
+			return nil, nil, fmt.Errorf("user %q: %w", id, err)
+		}
+		users = append(users, chunkUser{id, m.Indices(items)})
+		states = append(states, st)
+	}
+	return users, states, nil
+}
+
+// topRecommendations is the k best items of scores outside skip, titled
+// by the model's catalogue, else by titles.
+func topRecommendations(m *model.Model, scores []float64, k int, skip []int32, titles map[string]string) []model.Recommendation {
+	top := model.TopIndices(scores, k, skip)
+	recs := make([]model.Recommendation, len(top))
+	for q, i := range top {
+		recs[q] = model.Recommendation{Item: m.Items[i], Score: scores[i]}
+		if m.Titles != nil {
+			recs[q].Title = m.Titles[i]
+		}
+		if recs[q].Title == "" && titles != nil {
+			recs[q].Title = titles[recs[q].Item]
+		}
+	}
+	return recs
+}
+
+// appendRecsTSV appends a user's list as "user rank item score title"
+// lines.
+func appendRecsTSV(buf []byte, user string, recs []model.Recommendation) []byte {
+	for q, rec := range recs {
+		buf = append(buf, user...)
+		buf = append(buf, '\t')
+		buf = strconv.AppendInt(buf, int64(q+1), 10)
+		buf = append(buf, '\t')
+		buf = append(buf, rec.Item...)
+		buf = append(buf, '\t')
+		buf = strconv.AppendFloat(buf, rec.Score, 'g', 6, 64)
+		buf = append(buf, '\t')
+		buf = append(buf, tsvField(rec.Title)...)
+		buf = append(buf, '\n')
+	}
+	return buf
 }
 
 // predictFromScores turns a user's scores (Scores) into the model's
