@@ -37,114 +37,174 @@ func newSweeper(t *tensor.Tensor, cfg Config, cal *calibration, m *Model, rnd *n
 // with Starts > 1 the search is repeated from every initial model. Every
 // candidate of a start and the refit begin from the same initial model.
 func fit(ctx context.Context, t *tensor.Tensor, cfg Config, cal *calibration, rnd *noise.Source, info *Info, progress func(done, total int)) (*Model, error) {
-	grid := cfg.LambdaGrid
-	if len(grid) == 0 {
-		grid = []float64{cfg.Lambda}
+	f := newFitter(t, cfg, cal, rnd, progress)
+	if cfg.Validation > 0 {
+		if err := f.search(ctx); err != nil {
+			return nil, err
+		}
+	}
+	m, err := f.refit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	info.Lambda, info.Sweeps = f.best.Lambda, f.sweeps
+	info.Updates = f.sweeps * t.Len()
+	return m, nil
+}
+
+// fitter is fit's state: the plan (candidates, starts, progress total)
+// and the best setting found so far (λ, start, number of sweeps and its
+// validation RMSE).
+type fitter struct {
+	t        *tensor.Tensor
+	cfg      Config
+	cal      *calibration
+	rnd      *noise.Source
+	grid     []float64
+	initSeed uint64
+	starts   int
+	progress func(done, total int)
+
+	total, done int
+
+	best      Config
+	bestStart int
+	sweeps    int
+	bestRMSE  float64
+}
+
+func newFitter(t *tensor.Tensor, cfg Config, cal *calibration, rnd *noise.Source, progress func(done, total int)) *fitter {
+	f := &fitter{t: t, cfg: cfg, cal: cal, rnd: rnd, grid: cfg.LambdaGrid, starts: 1, progress: progress,
+		best: cfg, sweeps: cfg.Passes, bestRMSE: math.Inf(1)}
+	if len(f.grid) == 0 {
+		f.grid = []float64{cfg.Lambda}
 	}
 	// Without validation the initial model is drawn from rnd itself, as
 	// the seed-era solver drew it, so that the seed's settings give the
 	// same model as before; with it every start has its own seed.
-	var initSeed uint64
 	if cfg.Validation > 0 {
-		initSeed = rnd.Uint64()
+		f.initSeed = rnd.Uint64()
 	}
-	starts := 1
 	if cfg.Validation > 0 && cfg.solver() == ALS {
-		starts = max(cfg.Starts, 1)
+		f.starts = max(cfg.Starts, 1)
 	}
-	start := func(c Config, st int) *Model {
-		src := rnd
-		if cfg.Validation > 0 {
-			src = noise.Seeded(initSeed + uint64(st))
-		}
-		m := initModel(c, t.Dims, src)
-		if c.solver() == ALS && st == 0 {
-			flatDays(m)
-		}
-		return m
-	}
-	total := cfg.Passes
+	f.total = cfg.Passes
 	if cfg.Validation > 0 {
-		total += starts * len(grid) * cfg.Passes
+		f.total += f.starts * len(f.grid) * cfg.Passes
 	}
-	done := 0
-	tick := func() {
-		done++
-		if progress != nil {
-			progress(min(done, total), total)
+	f.best.Lambda = f.grid[0]
+	return f
+}
+
+// initial is start st's initial model for c.
+func (f *fitter) initial(c Config, st int) *Model {
+	src := f.rnd
+	if f.cfg.Validation > 0 {
+		src = noise.Seeded(f.initSeed + uint64(st))
+	}
+	m := initModel(c, f.t.Dims, src)
+	if c.solver() == ALS && st == 0 {
+		flatDays(m)
+	}
+	return m
+}
+
+func (f *fitter) tick() {
+	f.done++
+	if f.progress != nil {
+		f.progress(min(f.done, f.total), f.total)
+	}
+}
+
+// search holds out the validation share and tries the candidates from
+// every start.
+func (f *fitter) search(ctx context.Context) error {
+	n := f.t.Len()
+	nVal := min(max(int(math.Round(f.cfg.Validation*float64(n))), 1), n-1)
+	perm := f.rnd.Perm(n)
+	val, train := f.t.Subset(perm[:nVal]), f.t.Subset(perm[nVal:])
+	patience := f.cfg.Patience
+	if patience == 0 {
+		patience = 3
+	}
+	for st := range f.starts {
+		if err := f.searchStart(ctx, st, train, val, patience); err != nil {
+			return err
 		}
 	}
-	best, bestStart := cfg, 0
-	best.Lambda = grid[0]
-	sweeps := cfg.Passes
-	if cfg.Validation > 0 {
-		n := t.Len()
-		nVal := min(max(int(math.Round(cfg.Validation*float64(n))), 1), n-1)
-		perm := rnd.Perm(n)
-		val, train := t.Subset(perm[:nVal]), t.Subset(perm[nVal:])
-		patience := cfg.Patience
-		if patience == 0 {
-			patience = 3
+	return nil
+}
+
+// searchStart tries the candidates from start st: once a candidate after
+// the first has improved on the start's best, it stops after two in a
+// row that do not.
+func (f *fitter) searchStart(ctx context.Context, st int, train, val *tensor.Tensor, patience int) error {
+	worse, improved, startBest := 0, false, math.Inf(1)
+	for g, lam := range f.grid {
+		if improved && worse == 2 {
+			break
 		}
-		bestRMSE := math.Inf(1)
-		for st := range starts {
-			// per start: once a candidate after the first has improved on
-			// the start's best, stop after two in a row that do not
-			worse, improved, startBest := 0, false, math.Inf(1)
-			for g, lam := range grid {
-				if improved && worse == 2 {
-					break
-				}
-				c := cfg
-				c.Lambda = lam
-				m := start(c, st)
-				s := newSweeper(train, c, cal, m, rnd)
-				// patience counts sweeps without improving this candidate's
-				// own best (by a part in 10⁴)
-				since, own := 0, math.Inf(1)
-				for sweep := 1; sweep <= cfg.Passes && since < patience; sweep++ {
-					if err := s.sweep(ctx); err != nil {
-						return nil, err
-					}
-					tick()
-					r := rmseClamped(m, val, cfg.Lo, cfg.Hi)
-					if math.IsNaN(r) {
-						break
-					}
-					if r < own*(1-1e-4) {
-						own, since = r, 0
-					} else {
-						since++
-					}
-					if r < bestRMSE*(1-1e-4) {
-						bestRMSE, best, bestStart, sweeps = r, c, st, sweep
-					}
-				}
-				if own < startBest*(1-1e-4) {
-					startBest, worse = own, 0
-					improved = improved || g > 0
-				} else {
-					worse++
-				}
-				done = (st*len(grid) + g + 1) * cfg.Passes // a candidate stopped early counts in full
-			}
+		own, err := f.candidate(ctx, st, lam, train, val, patience)
+		if err != nil {
+			return err
+		}
+		if own < startBest*(1-1e-4) {
+			startBest, worse = own, 0
+			improved = improved || g > 0
+		} else {
+			worse++
+		}
+		f.done = (st*len(f.grid) + g + 1) * f.cfg.Passes // a candidate stopped early counts in full
+	}
+	return nil
+}
+
+// candidate fits λ = lam from start st on train sweep by sweep until the
+// validation RMSE has not improved on its own best (by a part in 10⁴)
+// for patience sweeps, keeping the overall best; it returns its own best.
+func (f *fitter) candidate(ctx context.Context, st int, lam float64, train, val *tensor.Tensor, patience int) (float64, error) {
+	cfg := f.cfg
+	c := cfg
+	c.Lambda = lam
+	m := f.initial(c, st)
+	s := newSweeper(train, c, f.cal, m, f.rnd)
+	since, own := 0, math.Inf(1)
+	for sweep := 1; sweep <= cfg.Passes && since < patience; sweep++ {
+		if err := s.sweep(ctx); err != nil {
+			return 0, err
+		}
+		f.tick()
+		r := rmseClamped(m, val, cfg.Lo, cfg.Hi)
+		if math.IsNaN(r) {
+			break
+		}
+		if r < own*(1-1e-4) {
+			own, since = r, 0
+		} else {
+			since++
+		}
+		if r < f.bestRMSE*(1-1e-4) {
+			f.bestRMSE, f.best, f.bestStart, f.sweeps = r, c, st, sweep
 		}
 	}
-	m := start(best, bestStart)
-	s := newSweeper(t, best, cal, m, rnd)
-	for range sweeps {
+	return own, nil
+}
+
+// refit fits the best setting on all of t for the best number of sweeps.
+func (f *fitter) refit(ctx context.Context) (*Model, error) {
+	m := f.initial(f.best, f.bestStart)
+	s := newSweeper(f.t, f.best, f.cal, m, f.rnd)
+	for range f.sweeps {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if err := s.sweep(ctx); err != nil {
 			return nil, err
 		}
-		tick()
+		f.tick()
 	}
-	if progress != nil {
-		progress(total, total)
+	if f.progress != nil {
+		f.progress(f.total, f.total)
 	}
-	info.Lambda, info.Sweeps = best.Lambda, sweeps
-	info.Updates = sweeps * t.Len()
 	return m, nil
 }
