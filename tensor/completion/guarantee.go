@@ -151,108 +151,134 @@ func (c Config) Guarantee(t *tensor.Tensor) (privacy.Guarantee, error) {
 	return c.guarantee(cal, t)
 }
 
+// neighboursText states the neighbouring relation in every guarantee's
+// note.
+const neighboursText = "Neighbouring data differ in the value of one rating; which (user, item, day) positions are rated — including each rating's timestamp, from which the day axis is built — is treated as public."
+
 func (c Config) guarantee(cal *calibration, t *tensor.Tensor) (privacy.Guarantee, error) {
-	const who = "Neighbouring data differ in the value of one rating; which (user, item, day) positions are rated — including each rating's timestamp, from which the day axis is built — is treated as public."
-	nTrain := t.Len()
-	wrap := func(err error) (privacy.Guarantee, error) {
-		return privacy.Guarantee{}, fmt.Errorf("completion: composing the %s guarantee: %w", c.Mechanism, err)
-	}
 	switch c.Mechanism {
 	case IP:
-		g := cal.ip.Guarantee()
-		g.Relation = privacy.RelationRatingValue
-		g.Note = fmt.Sprintf("Input perturbation: every training value is clamped to [%g, %g] and released with Laplace noise of scale %.4g (ε = %g per rating); the model is post-processing. %s %s",
-			c.Lo, c.Hi, cal.ip.Scale(), c.Epsilon, who, g.Note)
-		return g, nil
+		return c.guaranteeIP(cal), nil
 	case GP:
-		step := cal.gp.Guarantee().Epsilon
-		// Every noisy step can differ between neighbours (the un-noised A, B
-		// carry the change into later gradients), each is ε-DP with the
-		// clip: basic composition over one pass's steps, then over passes.
-		perPass, err := accountant.BasicComposition(repeat(step, nTrain)...)
-		if err != nil {
-			return wrap(err)
-		}
-		all, err := accountant.BasicComposition(repeat(perPass, c.Passes)...)
-		if err != nil {
-			return wrap(err)
-		}
-		// The seed's reading: the changed rating is visited once per pass.
-		visits, err := accountant.BasicComposition(repeat(step, c.Passes)...)
-		if err != nil {
-			return wrap(err)
-		}
-		return privacy.Guarantee{Epsilon: math.Inf(1), Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.None,
-			ClaimedEpsilon: c.Epsilon,
-			Note: fmt.Sprintf("Gradient perturbation as seed 004 calibrates it: only C's gradient rows are clipped (m = %g) and noised (ℓ2 Laplace, Δ = 2m, per-step ε = %g); "+
-				"the released A, B%s are computed without noise, so the model as a whole has no DP guarantee. "+
-				"C alone: the seed claims ε = %g for the whole run, independent of the number of passes; that proof does not compose the %d passes. "+
-				"Each pass visits the changed rating once, so counting passes gives ε = %.6g — but the un-noised A and B carry the change into every later step, "+
-				"so what can be proven for C alone is basic composition over all %d passes × %d noisy steps, ε = %.6g. %s",
-				c.Clip, step, coreText(c), c.Epsilon, c.Passes, visits, c.Passes, nTrain, all, who)}, nil
+		return c.guaranteeGP(cal, t)
 	case OP:
-		// Row k of C is moved by the τ visits of each of the n_k entries of
-		// slice k, by at most 2Lη each: sensitivity n_k·Δ, so n_k·ε; the
-		// rows are composed.
-		counts := make([]int, t.Dims[2])
-		for _, k := range t.K {
-			counts[k]++
-		}
-		var rows []float64
-		for _, n := range counts {
-			if n == 0 {
-				continue
-			}
-			g, err := cal.op.GuaranteeFor(n)
-			if err != nil {
-				return wrap(err)
-			}
-			rows = append(rows, g.Epsilon)
-		}
-		all, err := accountant.BasicComposition(rows...)
-		if err != nil {
-			return wrap(err)
-		}
-		return privacy.Guarantee{Epsilon: math.Inf(1), Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.None,
-			ClaimedEpsilon: c.Epsilon,
-			Note: fmt.Sprintf("Output perturbation as seed 004 calibrates it: ℓ2 Laplace noise with Δ = 2τLη = %g is added to the rows of C only; "+
-				"the released A, B%s carry no noise, so the model as a whole has no DP guarantee. "+
-				"C alone: the seed claims ε = %g from Wu et al.'s bound for convex permutation SGD, which does not apply (the tensor objective is not convex and C's updates depend on A and B, trained on the same data). "+
-				"What can be proven with C's gradient rows clipped to L = %g: each of the %d training entries moves its row of C by at most 2Lη per visit, so row k is (n_k·ε)-DP and C alone, composed over its rows, is ε = %.6g. %s",
-				OPSensitivity(c), coreText(c), c.Epsilon, c.Clip, nTrain, all, who)}, nil
+		return c.guaranteeOP(cal, t)
 	case DPSGD:
-		rho, err := accountant.ZCDPCompose(repeat(cal.sgdPassRho, c.Passes)...)
-		if err != nil {
-			return wrap(err)
-		}
-		eps, err := accountant.ZCDPToApprox(rho, c.Delta)
-		if err != nil {
-			return wrap(err)
-		}
-		what := "all parameters"
-		if c.Biases {
-			what = "all parameters (factors" + coreText(c) + ", the global mean and the user, item and day biases)"
-		}
-		step := ""
-		if c.Precondition {
-			step = " Each step divides a parameter's noisy sum by its curvature Σ(∂x̂/∂θ)² plus the ridge, computed from the rated positions and the already released parameters: post-processing."
-		}
-		g := privacy.Guarantee{Epsilon: eps, Delta: c.Delta, Rho: rho, Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.Proven,
-			Note: fmt.Sprintf("DP-SGD over %s: each entry's gradient clipped to %g (Δ = %g between neighbours), lattice Gaussian noise σ = %.4g on every parameter per batch, "+
-				"%d passes of disjoint batches, ρ = %.4g per pass, composed ρ = %.4g zCDP, (ε, δ) by the tight conversion.%s",
-				what, c.Clip, 2*c.Clip, cal.sgd.Sigma(), c.Passes, cal.sgdPassRho, rho, step)}
-		if cal.centre != nil {
-			cg := cal.centre.Guarantee()
-			if g, err = accountant.Compose(c.Delta, cg, g); err != nil {
-				return wrap(err)
-			}
-			g.Note = fmt.Sprintf("Centred DP-SGD: the training values are centred on their mean, released privately (sum of the values clamped to [%g, %g], Laplace noise for ε = %g, divided by the public count); then %s", c.Lo, c.Hi, cg.Epsilon, g.Note)
-		}
-		g.Relation = privacy.RelationRatingValue
-		g.Note += " " + who
-		return g, nil
+		return c.guaranteeDPSGD(cal)
 	}
 	return privacy.NoPrivacy(privacy.UnitEntry, "Non-private tensor completion: the factors are fitted to the raw ratings without noise."), nil
+}
+
+func (c Config) composeErr(err error) (privacy.Guarantee, error) {
+	return privacy.Guarantee{}, fmt.Errorf("completion: composing the %s guarantee: %w", c.Mechanism, err)
+}
+
+// guaranteeIP: ε-DP per rating value, proven.
+func (c Config) guaranteeIP(cal *calibration) privacy.Guarantee {
+	g := cal.ip.Guarantee()
+	g.Relation = privacy.RelationRatingValue
+	g.Note = fmt.Sprintf("Input perturbation: every training value is clamped to [%g, %g] and released with Laplace noise of scale %.4g (ε = %g per rating); the model is post-processing. %s %s",
+		c.Lo, c.Hi, cal.ip.Scale(), c.Epsilon, neighboursText, g.Note)
+	return g
+}
+
+// guaranteeGP: none for the model; C alone as the seed claims it and as
+// it can be proven.
+func (c Config) guaranteeGP(cal *calibration, t *tensor.Tensor) (privacy.Guarantee, error) {
+	step := cal.gp.Guarantee().Epsilon
+	// Every noisy step can differ between neighbours (the un-noised A, B
+	// carry the change into later gradients), each is ε-DP with the
+	// clip: basic composition over one pass's steps, then over passes.
+	perPass, err := accountant.BasicComposition(repeat(step, t.Len())...)
+	if err != nil {
+		return c.composeErr(err)
+	}
+	all, err := accountant.BasicComposition(repeat(perPass, c.Passes)...)
+	if err != nil {
+		return c.composeErr(err)
+	}
+	// The seed's reading: the changed rating is visited once per pass.
+	visits, err := accountant.BasicComposition(repeat(step, c.Passes)...)
+	if err != nil {
+		return c.composeErr(err)
+	}
+	return privacy.Guarantee{Epsilon: math.Inf(1), Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.None,
+		ClaimedEpsilon: c.Epsilon,
+		Note: fmt.Sprintf("Gradient perturbation as seed 004 calibrates it: only C's gradient rows are clipped (m = %g) and noised (ℓ2 Laplace, Δ = 2m, per-step ε = %g); "+
+			"the released A, B%s are computed without noise, so the model as a whole has no DP guarantee. "+
+			"C alone: the seed claims ε = %g for the whole run, independent of the number of passes; that proof does not compose the %d passes. "+
+			"Each pass visits the changed rating once, so counting passes gives ε = %.6g — but the un-noised A and B carry the change into every later step, "+
+			"so what can be proven for C alone is basic composition over all %d passes × %d noisy steps, ε = %.6g. %s",
+			c.Clip, step, coreText(c), c.Epsilon, c.Passes, visits, c.Passes, t.Len(), all, neighboursText)}, nil
+}
+
+// guaranteeOP: none for the model; C alone as the seed claims it and as
+// it can be proven.
+func (c Config) guaranteeOP(cal *calibration, t *tensor.Tensor) (privacy.Guarantee, error) {
+	// Row k of C is moved by the τ visits of each of the n_k entries of
+	// slice k, by at most 2Lη each: sensitivity n_k·Δ, so n_k·ε; the
+	// rows are composed.
+	counts := make([]int, t.Dims[2])
+	for _, k := range t.K {
+		counts[k]++
+	}
+	var rows []float64
+	for _, n := range counts {
+		if n == 0 {
+			continue
+		}
+		g, err := cal.op.GuaranteeFor(n)
+		if err != nil {
+			return c.composeErr(err)
+		}
+		rows = append(rows, g.Epsilon)
+	}
+	all, err := accountant.BasicComposition(rows...)
+	if err != nil {
+		return c.composeErr(err)
+	}
+	return privacy.Guarantee{Epsilon: math.Inf(1), Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.None,
+		ClaimedEpsilon: c.Epsilon,
+		Note: fmt.Sprintf("Output perturbation as seed 004 calibrates it: ℓ2 Laplace noise with Δ = 2τLη = %g is added to the rows of C only; "+
+			"the released A, B%s carry no noise, so the model as a whole has no DP guarantee. "+
+			"C alone: the seed claims ε = %g from Wu et al.'s bound for convex permutation SGD, which does not apply (the tensor objective is not convex and C's updates depend on A and B, trained on the same data). "+
+			"What can be proven with C's gradient rows clipped to L = %g: each of the %d training entries moves its row of C by at most 2Lη per visit, so row k is (n_k·ε)-DP and C alone, composed over its rows, is ε = %.6g. %s",
+			OPSensitivity(c), coreText(c), c.Epsilon, c.Clip, t.Len(), all, neighboursText)}, nil
+}
+
+// guaranteeDPSGD: ρ-zCDP over the passes (and the centring's ε when
+// centred), (ε, δ) by the tight conversion, proven.
+func (c Config) guaranteeDPSGD(cal *calibration) (privacy.Guarantee, error) {
+	rho, err := accountant.ZCDPCompose(repeat(cal.sgdPassRho, c.Passes)...)
+	if err != nil {
+		return c.composeErr(err)
+	}
+	eps, err := accountant.ZCDPToApprox(rho, c.Delta)
+	if err != nil {
+		return c.composeErr(err)
+	}
+	what := "all parameters"
+	if c.Biases {
+		what = "all parameters (factors" + coreText(c) + ", the global mean and the user, item and day biases)"
+	}
+	step := ""
+	if c.Precondition {
+		step = " Each step divides a parameter's noisy sum by its curvature Σ(∂x̂/∂θ)² plus the ridge, computed from the rated positions and the already released parameters: post-processing."
+	}
+	g := privacy.Guarantee{Epsilon: eps, Delta: c.Delta, Rho: rho, Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.Proven,
+		Note: fmt.Sprintf("DP-SGD over %s: each entry's gradient clipped to %g (Δ = %g between neighbours), lattice Gaussian noise σ = %.4g on every parameter per batch, "+
+			"%d passes of disjoint batches, ρ = %.4g per pass, composed ρ = %.4g zCDP, (ε, δ) by the tight conversion.%s",
+			what, c.Clip, 2*c.Clip, cal.sgd.Sigma(), c.Passes, cal.sgdPassRho, rho, step)}
+	if cal.centre != nil {
+		cg := cal.centre.Guarantee()
+		if g, err = accountant.Compose(c.Delta, cg, g); err != nil {
+			return c.composeErr(err)
+		}
+		g.Note = fmt.Sprintf("Centred DP-SGD: the training values are centred on their mean, released privately (sum of the values clamped to [%g, %g], Laplace noise for ε = %g, divided by the public count); then %s", c.Lo, c.Hi, cg.Epsilon, g.Note)
+	}
+	g.Relation = privacy.RelationRatingValue
+	g.Note += " " + neighboursText
+	return g, nil
 }
 
 func coreText(c Config) string {
