@@ -240,60 +240,76 @@ const auditMethodExample = `  privrec audit --method dp-bias --json
   privrec audit --method dpsvd --epsilon 2 --rank 2 --runs 20 --samples 1000`
 
 func runAuditMethod(ctx context.Context, name string, args []string, out io.Writer) error {
-	matrix := slices.Contains(args, "--matrix") || slices.Contains(args, "-matrix")
-	all := name == "all" || matrix
+	a, err := parseMethodAuditArgs(name, args)
+	if err != nil {
+		return err
+	}
+	if err := checkAuditOptions(a.opts); err != nil {
+		return err
+	}
+	if err := checkAuditFault(a.opts.Fault, name, a.matrix || a.all); err != nil {
+		return err
+	}
+	if a.matrix {
+		names, eps, err := matrixArgs(name, a.epsList)
+		if err != nil {
+			return err
+		}
+		return runAuditMatrix(ctx, names, eps, a.opts, a.json, out)
+	}
+	if a.all {
+		return runAuditAll(ctx, a.opts, a.json, out)
+	}
+	return runAuditOne(ctx, name, a.cfg, a.opts, a.json, out)
+}
+
+// methodAuditArgs is privrec audit --method's command line: one method
+// with its config, all of them, or the matrix.
+type methodAuditArgs struct {
+	matrix, all, json bool
+	cfg               methods.Config // one method's
+	opts              methods.AuditOptions
+	epsList           string
+}
+
+func parseMethodAuditArgs(name string, args []string) (*methodAuditArgs, error) {
+	a := &methodAuditArgs{matrix: slices.Contains(args, "--matrix") || slices.Contains(args, "-matrix")}
+	a.all = name == "all" || a.matrix
 	var meth *methods.Method
-	if !all {
+	if !a.all {
 		var err error
 		if meth, err = methods.Lookup(name); err != nil {
-			return usagef("%v", err)
+			return nil, usagef("%v", err)
 		}
 	}
 	fs := newFlags("audit --method NAME|all [--epsilon E] [--delta D] [--noise-factor F] [--full] [--runs N] [--samples N] [method flags] [--json]", auditMethodSynopsis, auditMethodExample)
 	fs.String("method", "", "method to audit, or all (every private method, with its defaults); with --matrix, all or a comma-separated list")
-	eps := fs.Float64("epsilon", 0, "ε the method is trained with (0: 1 for pure-ε methods, 6 for zCDP ones)")
-	delta := fs.Float64("delta", 1e-5, "δ the method is trained with ((ε, δ) methods)")
-	factor := fs.Float64("noise-factor", 1, "multiply every privacy-noise draw's scale by this while the guarantee claims the budget (<1 under-noises: the audit must catch it)")
-	sfactor := fs.Float64("sensitivity-factor", 1, "calibrate every release for this fraction of its sensitivity while the guarantee claims the budget (<1 understates it: the audit, which derives the sensitivity from a neighbouring pair, must catch it)")
+	o := &a.opts
+	fs.Float64Var(&o.Epsilon, "epsilon", 0, "ε the method is trained with (0: 1 for pure-ε methods, 6 for zCDP ones)")
+	fs.Float64Var(&o.Delta, "delta", 1e-5, "δ the method is trained with ((ε, δ) methods)")
+	fs.Float64Var(&o.NoiseFactor, "noise-factor", 1, "multiply every privacy-noise draw's scale by this while the guarantee claims the budget (<1 under-noises: the audit must catch it)")
+	fs.Float64Var(&o.SensitivityFactor, "sensitivity-factor", 1, "calibrate every release for this fraction of its sensitivity while the guarantee claims the budget (<1 understates it: the audit, which derives the sensitivity from a neighbouring pair, must catch it)")
 	fault := fs.String("fault", "", "remove one safeguard of the method while it claims its budget (gram-unnormalised: dp-ease's and dp-ials' per-user Gram normalisation); the audit must catch it")
 	full := fs.Bool("full", false, "the full tier: 6000 trainings per side and bound, 32 comparison runs, confidence 1 − 10⁻⁶")
-	runs := fs.Int("runs", 0, "trainings per side for the field comparison (0: 16; --full 32)")
-	samples := fs.Int("samples", 0, "trainings per side for each ε lower bound (0: the tier's, 1200 or 6000; -1: skip the bounds)")
-	conf := fs.Float64("confidence", 0, "confidence of each lower bound (0: 0.95; --full 1 − 10⁻⁶)")
-	seed := fs.Uint64("seed", 0, "seed of the audit's randomness (0: random)")
-	jsonOut := fs.Bool("json", false, "print a JSON report on stdout")
+	fs.IntVar(&o.Runs, "runs", 0, "trainings per side for the field comparison (0: 16; --full 32)")
+	fs.IntVar(&o.Samples, "samples", 0, "trainings per side for each ε lower bound (0: the tier's, 1200 or 6000; -1: skip the bounds)")
+	fs.Float64Var(&o.Confidence, "confidence", 0, "confidence of each lower bound (0: 0.95; --full 1 − 10⁻⁶)")
+	fs.Uint64Var(&o.Seed, "seed", 0, "seed of the audit's randomness (0: random)")
+	fs.BoolVar(&a.json, "json", false, "print a JSON report on stdout")
 	fs.Bool("matrix", false, "audit every method named (--method all or a comma-separated list) at every --epsilons value, unmodified, with --noise-factor 0.5 and with --sensitivity-factor 0.5: a table of verdicts and seconds (exit 1 unless every unmodified audit passes and every manipulated one is caught)")
-	epsList := fs.String("epsilons", "0.5,1,4,8", "with --matrix: the ε values audited")
-	var cfg methods.Config
-	if !all {
-		cfg = meth.New()
-		if err := bindConfig(fs, cfg); err != nil {
-			return err
+	fs.StringVar(&a.epsList, "epsilons", "0.5,1,4,8", "with --matrix: the ε values audited")
+	if !a.all {
+		a.cfg = meth.New()
+		if err := bindConfig(fs, a.cfg); err != nil {
+			return nil, err
 		}
 	}
 	if err := parse(fs, args, false); err != nil {
-		return err
+		return nil, err
 	}
-	auditTierDefaults(runs, samples, conf, *full)
-	opts := methods.AuditOptions{Epsilon: *eps, Delta: *delta, Runs: *runs, Samples: *samples,
-		Confidence: *conf, Seed: *seed, NoiseFactor: *factor, SensitivityFactor: *sfactor, Fault: methods.AuditFault(*fault)}
-	if err := checkAuditOptions(opts); err != nil {
-		return err
-	}
-	if err := checkAuditFault(opts.Fault, name, matrix || all); err != nil {
-		return err
-	}
-	if matrix {
-		names, eps, err := matrixArgs(name, *epsList)
-		if err != nil {
-			return err
-		}
-		return runAuditMatrix(ctx, names, eps, opts, *jsonOut, out)
-	}
-	if all {
-		return runAuditAll(ctx, opts, *jsonOut, out)
-	}
-	return runAuditOne(ctx, name, cfg, opts, *jsonOut, out)
+	auditTierDefaults(&o.Runs, &o.Samples, &o.Confidence, *full)
+	o.Fault = methods.AuditFault(*fault)
+	return a, nil
 }
 
 // runAuditOne audits method name with its config and prints the report

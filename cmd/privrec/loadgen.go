@@ -108,33 +108,66 @@ func median(xs []float64) float64 {
 }
 
 func runServeBench(ctx context.Context, args []string, out io.Writer) error {
+	a, runs, jsonOut, err := parseServeBenchArgs(args)
+	if err != nil {
+		return err
+	}
+	sum, err := serveBenchRuns(ctx, a, runs, jsonOut, out)
+	if err != nil {
+		return err
+	}
+	if jsonOut {
+		if err := writeJSON(out, sum); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(out, "%s, %d clients, median of %d runs: %.0f reports/s, p50 %.1f ms, p99 %.1f ms, CPU per report %.0f µs server + %.0f µs generator; ledgers %s; acknowledged reports all stored: %v\n",
+			sum.DB, a.clients, runs, sum.MedianPerSecond, sum.MedianP50ms, sum.MedianP99ms, sum.MedianServerCPUus, sum.MedianGeneratorCPUus,
+			map[bool]string{true: "exact", false: "INCONSISTENT"}[sum.AllLedgersExact], sum.NothingAckedLost)
+	}
+	if !sum.AllLedgersExact || !sum.NothingAckedLost {
+		return errors.New("serve bench: the database does not hold what was acknowledged")
+	}
+	return nil
+}
+
+// parseServeBenchArgs reads serve bench's flags: each run's settings, the
+// number of runs and --json.
+func parseServeBenchArgs(args []string) (a benchArgs, runs int, jsonOut bool, err error) {
 	fs := newFlags("serve bench [--runs 3] [--clients 64] [--duration 10s] [--items 40] [--db URL] [--json]",
 		"Load benchmark with the generator and the server in separate processes: each run creates a fresh collection (an SQLite file in a temporary directory unless --db), starts `privrec serve` on it as a child process on a loopback port, drives it with the load generator of `privrec loadgen` from this process, stops the server with SIGTERM, then checks the database holds every acknowledged report and every ledger is exact. Prints each run and the medians of reports/s and latency percentiles.",
 		"  privrec serve bench --runs 3 --clients 64 --duration 10s --json\n  privrec serve bench --runs 1 --db postgres://privrec:privrec@127.0.0.1/privrec_bench --json")
-	db := fs.String("db", "", "database URL of an empty database (default: an SQLite file in a temporary directory per run; with --db, --runs must be 1)")
-	runs := fs.Int("runs", 3, "runs; the medians are reported")
-	clients := fs.Int("clients", 64, "concurrent clients")
-	dur := fs.Duration("duration", 10*time.Second, "measured duration of each run")
-	warm := fs.Duration("warmup", 2*time.Second, "warm-up before measuring")
-	items := fs.Int("items", 40, "catalogue size (every report covers it all)")
-	mech := fs.String("mechanism", "rr", "rr or laplace")
-	writers := fs.Int("writers", 0, "concurrent write transactions (PostgreSQL only; 0: 1)")
-	jsonOut := fs.Bool("json", false, "print JSON")
+	fs.StringVar(&a.db, "db", "", "database URL of an empty database (default: an SQLite file in a temporary directory per run; with --db, --runs must be 1)")
+	fs.IntVar(&runs, "runs", 3, "runs; the medians are reported")
+	fs.IntVar(&a.clients, "clients", 64, "concurrent clients")
+	fs.DurationVar(&a.dur, "duration", 10*time.Second, "measured duration of each run")
+	fs.DurationVar(&a.warm, "warmup", 2*time.Second, "warm-up before measuring")
+	fs.IntVar(&a.items, "items", 40, "catalogue size (every report covers it all)")
+	fs.StringVar(&a.mech, "mechanism", "rr", "rr or laplace")
+	fs.IntVar(&a.writers, "writers", 0, "concurrent write transactions (PostgreSQL only; 0: 1)")
+	fs.BoolVar(&jsonOut, "json", false, "print JSON")
 	if err := parse(fs, args, false); err != nil {
-		return err
+		return a, 0, false, err
 	}
-	if *runs < 1 || *clients < 1 || *items < 1 || *dur <= 0 {
-		return usagef("--runs, --clients, --items and --duration must be positive")
+	if runs < 1 || a.clients < 1 || a.items < 1 || a.dur <= 0 {
+		return a, 0, false, usagef("--runs, --clients, --items and --duration must be positive")
 	}
-	if *db != "" && *runs != 1 {
-		return usagef("with --db every run needs an empty database: use --runs 1")
+	if a.db != "" && runs != 1 {
+		return a, 0, false, usagef("with --db every run needs an empty database: use --runs 1")
 	}
-	sum := benchSummary{Runs: make([]benchRun, 0, *runs), AllLedgersExact: true, NothingAckedLost: true, GeneratorSeparated: true}
+	return a, runs, jsonOut, nil
+}
+
+// serveBenchRuns makes the runs (each printed as it ends, without
+// jsonOut) and summarises them: the medians and whether every database
+// held what was acknowledged.
+func serveBenchRuns(ctx context.Context, a benchArgs, runs int, jsonOut bool, out io.Writer) (benchSummary, error) {
+	sum := benchSummary{Runs: make([]benchRun, 0, runs), AllLedgersExact: true, NothingAckedLost: true, GeneratorSeparated: true}
 	var rates, p99s, p50s, srvCPU, genCPU []float64
-	for k := range *runs {
-		r, kind, err := benchOnce(ctx, benchArgs{db: *db, clients: *clients, dur: *dur, warm: *warm, items: *items, mech: *mech, writers: *writers})
+	for k := range runs {
+		r, kind, err := benchOnce(ctx, a)
 		if err != nil {
-			return fmt.Errorf("serve bench, run %d: %w", k+1, err)
+			return sum, fmt.Errorf("serve bench, run %d: %w", k+1, err)
 		}
 		sum.DB = kind
 		sum.Runs = append(sum.Runs, r)
@@ -142,26 +175,14 @@ func runServeBench(ctx context.Context, args []string, out io.Writer) error {
 		sum.NothingAckedLost = sum.NothingAckedLost && r.StoredReports >= r.Acknowledged
 		rates, p99s, p50s = append(rates, r.PerSecond), append(p99s, r.P99ms), append(p50s, r.P50ms)
 		srvCPU, genCPU = append(srvCPU, r.ServerCPUPerReportUs), append(genCPU, r.GeneratorCPUPerReportUs)
-		if !*jsonOut {
+		if !jsonOut {
 			fmt.Fprintf(out, "run %d: ", k+1)
 			loadgenPrint(out, false, r.Result)
 		}
 	}
 	sum.MedianPerSecond, sum.MedianP99ms, sum.MedianP50ms = median(rates), median(p99s), median(p50s)
 	sum.MedianServerCPUus, sum.MedianGeneratorCPUus = median(srvCPU), median(genCPU)
-	if *jsonOut {
-		if err := writeJSON(out, sum); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(out, "%s, %d clients, median of %d runs: %.0f reports/s, p50 %.1f ms, p99 %.1f ms, CPU per report %.0f µs server + %.0f µs generator; ledgers %s; acknowledged reports all stored: %v\n",
-			sum.DB, *clients, *runs, sum.MedianPerSecond, sum.MedianP50ms, sum.MedianP99ms, sum.MedianServerCPUus, sum.MedianGeneratorCPUus,
-			map[bool]string{true: "exact", false: "INCONSISTENT"}[sum.AllLedgersExact], sum.NothingAckedLost)
-	}
-	if !sum.AllLedgersExact || !sum.NothingAckedLost {
-		return errors.New("serve bench: the database does not hold what was acknowledged")
-	}
-	return nil
+	return sum, nil
 }
 
 type benchArgs struct {
