@@ -35,7 +35,8 @@ func init() {
 		Name:    "ials",
 		Summary: "top-N: implicit ALS with Rendle et al.'s regularisation, conjugate-gradient solves (non-private)",
 		New: func() Config {
-			return &IALSConfig{Rank: 128, Alpha0: 0.2, LambdaNorm: IALSLambdaNorm, Nu: 1, EpochWork: IALSEpochWork, CGSteps: 3, InitScale: 0.1}
+			return &IALSConfig{Rank: 128, Alpha0: 0.2, LambdaNorm: IALSLambdaNorm, Nu: 1, EpochWork: IALSEpochWork, CGSteps: 3, InitScale: 0.1,
+				WarmShare: IALSWarmShare, WarmEpochs: IALSWarmEpochs}
 		},
 	})
 }
@@ -261,10 +262,16 @@ func coveredModel(name string, ids, titles []string, order []int, m int, rows *m
 // λ = 0.0054 (α₀ = 0.2) and 0.0011 (α₀ = 1), where λ = 0.001 (α₀ = 1) was
 // the best measured. The epochs are as many as fit IALSEpochWork
 // multiply–adds (×10⁹) of row solves, within [2, 16]: 16 up to ≈ 150 000
-// Netflix-shaped users, 5 at 480 000 (≈ 130 CPU-seconds an epoch there).
+// Netflix-shaped users (≈ 130 CPU-seconds an epoch at 480 000). Where the
+// budget falls short of 16 full epochs, the plan first spends
+// IALSWarmEpochs epochs on a sample of IALSWarmShare of the users (their
+// work counted in the budget) and the rest on full epochs: 8 sample
+// epochs and 4 full ones at 480 000 users.
 const (
 	IALSLambdaNorm = 0.014
 	IALSEpochWork  = 900
+	IALSWarmShare  = 0.125
+	IALSWarmEpochs = 8
 )
 
 // ialsMinEpochs and ialsMaxEpochs bound the planned epochs.
@@ -282,6 +289,8 @@ type IALSConfig struct {
 	EpochWork  float64 `json:"epoch_work" flag:"epoch-work" help:"with --epochs 0, the budget of the row solves in 10⁹ multiply–adds (an epoch costs about (cg-steps + 2)·rank·((users + items)·rank + 4·interactions)): the epochs fall as the population grows"`
 	CGSteps    int     `json:"cg_steps" flag:"cg-steps" help:"conjugate-gradient steps per row and half-epoch, warm-started"`
 	InitScale  float64 `json:"init_scale" flag:"init-scale" help:"standard deviation of the initial item factors, times 1/√rank"`
+	WarmShare  float64 `json:"warm_share" flag:"warm-share" help:"with --epochs 0, when --epoch-work affords fewer than 16 full epochs, the first --warm-epochs epochs fit only this share of the users (a seeded sample; their work counted in the budget); 0: never"`
+	WarmEpochs int     `json:"warm_epochs" flag:"warm-epochs" help:"the warm-start epochs on the --warm-share sample, when the plan uses one"`
 }
 
 // Validate checks the settings.
@@ -303,6 +312,9 @@ func (c *IALSConfig) Validate() error {
 	if c.Epochs < 0 || (c.Epochs == 0 && c.EpochWork == 0) {
 		return fmt.Errorf("--epochs %d must be ≥ 1, or 0 with --epoch-work > 0 (planned)", c.Epochs)
 	}
+	if !(c.WarmShare >= 0 && c.WarmShare < 1) || c.WarmEpochs < 0 {
+		return fmt.Errorf("--warm-share %g must be in [0, 1) and --warm-epochs %d ≥ 0", c.WarmShare, c.WarmEpochs)
+	}
 	o := c.options(nil, ialsPlan{lambda: 1, epochs: 1})
 	return o.Check()
 }
@@ -312,7 +324,7 @@ func (c *IALSConfig) Validate() error {
 type ialsPlan struct {
 	users, items, interactions int
 	lambda, threshold          float64
-	epochs                     int
+	epochs, warmEpochs         int
 }
 
 // plan fills in λ (topn.IALSLambda at --lambda-norm) and the epochs (as
@@ -325,13 +337,29 @@ func (c *IALSConfig) plan(users, items, interactions int) ialsPlan {
 	}
 	p.threshold = topn.IALSThreshold(p.users, p.items, p.interactions, c.Alpha0, p.lambda)
 	if p.epochs == 0 {
-		p.epochs = topn.IALSEpochs(p.users, p.items, p.interactions, c.Rank, c.CGSteps, c.EpochWork*1e9, ialsMinEpochs, ialsMaxEpochs)
+		p.epochs, p.warmEpochs = c.planEpochs(users, items, interactions)
 	}
 	return p
 }
 
+// planEpochs is as many full epochs as fit --epoch-work; where that is
+// fewer than the most, the warm-start epochs on the --warm-share sample
+// come first and the full epochs get the budget they leave.
+func (c *IALSConfig) planEpochs(users, items, interactions int) (epochs, warm int) {
+	budget := c.EpochWork * 1e9
+	epochs = topn.IALSEpochs(users, items, interactions, c.Rank, c.CGSteps, budget, ialsMinEpochs, ialsMaxEpochs)
+	if epochs == ialsMaxEpochs || c.WarmShare == 0 || c.WarmEpochs == 0 {
+		return epochs, 0
+	}
+	budget -= topn.IALSWarmWork(users, items, interactions, c.Rank, c.CGSteps, c.WarmShare, c.WarmEpochs)
+	return topn.IALSEpochs(users, items, interactions, c.Rank, c.CGSteps, budget, ialsMinEpochs, ialsMaxEpochs), c.WarmEpochs
+}
+
 func (c *IALSConfig) options(env *Env, p ialsPlan) topn.IALSOptions {
 	o := topn.IALSOptions{Rank: c.Rank, Alpha0: c.Alpha0, Lambda: p.lambda, Nu: c.Nu, Epochs: p.epochs, CGSteps: c.CGSteps, InitScale: c.InitScale}
+	if p.warmEpochs > 0 {
+		o.WarmShare, o.WarmEpochs = c.WarmShare, p.warmEpochs
+	}
 	if env != nil {
 		o.Rand, o.Workers, o.Progress = env.Rand.Rand(), env.Workers, env.Progress
 	}
@@ -352,9 +380,10 @@ func (c *IALSConfig) Train(ctx context.Context, in release.Input, env Env) (*rel
 	}
 	m := topnModel("ials", ids, titles, c.threshold())
 	m.Rank, m.V = c.Rank, h
-	m.Params = map[string]any{"rank": c.Rank, "alpha0": c.Alpha0, "lambda": p.lambda, "lambda_norm": c.LambdaNorm, "nu": c.Nu, "epochs": p.epochs, "cg_steps": c.CGSteps}
+	m.Params = map[string]any{"rank": c.Rank, "alpha0": c.Alpha0, "lambda": p.lambda, "lambda_norm": c.LambdaNorm, "nu": c.Nu, "epochs": p.epochs, "cg_steps": c.CGSteps,
+		"warm_epochs": p.warmEpochs, "warm_share": c.WarmShare}
 	topn.SetImplicitFoldIn(m, c.Alpha0, p.lambda, c.Nu)
 	return &release.Release{Public: m, Guarantee: nonPrivate("ials"),
 		Report: release.Report{"items": x.NumItems, "users": x.NumUsers, "interactions": x.Len(), "rank": c.Rank, "alpha0": c.Alpha0,
-			"lambda": p.lambda, "threshold": p.threshold, "epochs": p.epochs}}, nil
+			"lambda": p.lambda, "threshold": p.threshold, "epochs": p.epochs, "warm_epochs": p.warmEpochs, "warm_share": c.WarmShare}}, nil
 }

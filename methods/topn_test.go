@@ -13,6 +13,7 @@ import (
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/ratings"
 	"github.com/privrec/privrec/release"
+	"github.com/privrec/privrec/topn"
 	"github.com/privrec/privrec/transform"
 )
 
@@ -156,6 +157,7 @@ func TestTopNBadInput(t *testing.T) {
 		{"ials", map[string]any{"rank": 0}, full, "rank"},
 		{"ials", map[string]any{"lambda_norm": -1.0}, full, "--lambda-norm"},
 		{"ials", map[string]any{"epochs": 0, "epoch_work": 0.0}, full, "--epochs"},
+		{"ials", map[string]any{"warm_share": 1.0}, full, "--warm-share"},
 		{"dp-ease", map[string]any{"count_share": 1.0}, full, "--count-share"},
 		{"dp-popularity", map[string]any{"cap": 0.5}, full, "--cap"},
 		{"dp-ease", map[string]any{"lambda_diag": 4.0}, full, "--lambda-diag-max 3 must be finite and ≥ --lambda-diag 4"},
@@ -222,8 +224,9 @@ func TestDPEASERidge(t *testing.T) {
 // TestIALSPlanAtTwoScales: the default ials plan on MovieLens-1M's
 // training shape is its validation-best λ = 0.01 (within 1 %) and 16
 // epochs; on the 469 255-user Netflix-shaped population it is λ ≈ 0.0054
-// (the same as at 42 582 users: the same density) and 5 epochs. Given
-// settings are kept as they are.
+// (the same as at 42 582 users: the same density), and the budget that
+// does not reach 16 full epochs goes to 8 warm-start epochs on an eighth
+// of the users and 4 full ones. Given settings are kept as they are.
 func TestIALSPlanAtTwoScales(t *testing.T) {
 	c, err := Configure("ials", nil)
 	if err != nil {
@@ -234,20 +237,30 @@ func TestIALSPlanAtTwoScales(t *testing.T) {
 		name                       string
 		users, items, interactions int
 		lambda                     float64
-		epochs                     int
+		epochs, warm               int
 	}{
-		{"MovieLens-1M", 4_834, 3_706, 457_763, 0.01, 16},
-		{"Netflix-shaped 42 582", 42_582, 17_770, 4_759_913, 0.0054, 16},
-		{"Netflix-shaped 469 255", 469_255, 17_770, 52_491_391, 0.0054, 5},
+		{"MovieLens-1M", 4_834, 3_706, 457_763, 0.01, 16, 0},
+		{"Netflix-shaped 42 582", 42_582, 17_770, 4_759_913, 0.0054, 16, 0},
+		{"Netflix-shaped 469 255", 469_255, 17_770, 52_491_391, 0.0054, 4, 8},
 	} {
 		p := cfg.plan(tc.users, tc.items, tc.interactions)
-		if math.Abs(p.lambda-tc.lambda) > 0.01*tc.lambda || p.epochs != tc.epochs {
-			t.Errorf("%s: λ = %.5f, %d epochs; want λ = %g (±1 %%), %d epochs", tc.name, p.lambda, p.epochs, tc.lambda, tc.epochs)
+		if math.Abs(p.lambda-tc.lambda) > 0.01*tc.lambda || p.epochs != tc.epochs || p.warmEpochs != tc.warm {
+			t.Errorf("%s: λ = %.5f, %d + %d warm epochs; want λ = %g (±1 %%), %d + %d", tc.name, p.lambda, p.epochs, p.warmEpochs, tc.lambda, tc.epochs, tc.warm)
 		}
+		work := float64(p.epochs)*topn.IALSEpochWork(tc.users, tc.items, tc.interactions, cfg.Rank, cfg.CGSteps) +
+			topn.IALSWarmWork(tc.users, tc.items, tc.interactions, cfg.Rank, cfg.CGSteps, cfg.WarmShare, p.warmEpochs)
+		if p.epochs < 16 && work > cfg.EpochWork*1e9 {
+			t.Errorf("%s: the plan's work %.3g exceeds the budget %.3g", tc.name, work, cfg.EpochWork*1e9)
+		}
+	}
+	cold := *cfg
+	cold.WarmShare = 0
+	if p := cold.plan(469_255, 17_770, 52_491_391); p.epochs != 5 || p.warmEpochs != 0 {
+		t.Errorf("--warm-share 0: %d + %d warm epochs, want 5 + 0", p.epochs, p.warmEpochs)
 	}
 	given := *cfg
 	given.Lambda, given.Epochs = 0.03, 7
-	if p := given.plan(469_255, 17_770, 52_491_391); p.lambda != 0.03 || p.epochs != 7 {
+	if p := given.plan(469_255, 17_770, 52_491_391); p.lambda != 0.03 || p.epochs != 7 || p.warmEpochs != 0 {
 		t.Errorf("--lambda 0.03 --epochs 7 planned as λ = %g, %d epochs", p.lambda, p.epochs)
 	}
 }

@@ -2,6 +2,7 @@ package topn
 
 import (
 	"context"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,20 @@ func (x *Interactions) Counts() []float64 {
 		c[j]++
 	}
 	return c
+}
+
+// SampleUsers keeps each user with probability share (drawn from rng, in
+// user order): the sampled users' rows, renumbered, on the same items.
+func (x *Interactions) SampleUsers(share float64, rng *rand.Rand) *Interactions {
+	s := &Interactions{NumItems: x.NumItems, Ptr: []int64{0}}
+	for u := range x.NumUsers {
+		if rng.Float64() < share {
+			s.Idx = append(s.Idx, x.Row(u)...)
+			s.Ptr = append(s.Ptr, int64(len(s.Idx)))
+			s.NumUsers++
+		}
+	}
+	return s
 }
 
 // Transpose is the items × users view.

@@ -28,8 +28,16 @@ type IALSOptions struct {
 	// InitScale is the standard deviation of the initial item factors
 	// (times 1/√Rank).
 	InitScale float64
-	Rand      *rand.Rand
-	Workers   int
+	// WarmShare and WarmEpochs, when both set, start the factors with
+	// WarmEpochs epochs on a sample of the users (each kept with
+	// probability WarmShare, drawn from Rand) before the Epochs on all:
+	// the sample's epochs cost about WarmShare of a full one each and take
+	// the item factors from random to the sample's fit, so the full epochs
+	// refine a subspace instead of growing one (see IALSWarmWork).
+	WarmShare  float64
+	WarmEpochs int
+	Rand       *rand.Rand
+	Workers    int
 	// Progress, when set, is told each finished epoch.
 	Progress func(done, total int)
 }
@@ -49,6 +57,8 @@ func (o *IALSOptions) Check() error {
 		return fmt.Errorf("ials: epochs and CG steps must be ≥ 1")
 	case !(o.InitScale > 0) || math.IsInf(o.InitScale, 0):
 		return fmt.Errorf("ials: the initial scale %g must be finite and > 0", o.InitScale)
+	case o.WarmEpochs < 0 || (o.WarmEpochs > 0 && !(o.WarmShare > 0 && o.WarmShare < 1)):
+		return fmt.Errorf("ials: warm-start epochs %d must be ≥ 0, and need a user share in (0, 1) (got %g)", o.WarmEpochs, o.WarmShare)
 	}
 	return nil
 }
@@ -66,24 +76,43 @@ func IALS(ctx context.Context, x *Interactions, o IALSOptions) (W, H []float64, 
 	}
 	k := o.Rank
 	h := make([]float32, x.NumItems*k)
-	w := make([]float32, x.NumUsers*k)
 	sd := o.InitScale / math.Sqrt(float64(k))
 	for i := range h {
 		h[i] = float32(o.Rand.NormFloat64() * sd)
 	}
-	xt := x.Transpose()
-	for e := range o.Epochs {
-		if err := HalfStep(ctx, x, h, w, k, o.Alpha0, RegFor(o.Lambda, o.Nu, o.Alpha0, x.NumItems), o.CGSteps, o.Workers); err != nil {
-			return nil, nil, err
-		}
-		if err := HalfStep(ctx, xt, w, h, k, o.Alpha0, RegFor(o.Lambda, o.Nu, o.Alpha0, x.NumUsers), o.CGSteps, o.Workers); err != nil {
-			return nil, nil, err
-		}
+	total := o.WarmEpochs + o.Epochs
+	progress := func(done int) {
 		if o.Progress != nil {
-			o.Progress(e+1, o.Epochs)
+			o.Progress(done, total)
 		}
 	}
+	if o.WarmEpochs > 0 {
+		s := x.SampleUsers(o.WarmShare, o.Rand)
+		if err := alternate(ctx, s, h, make([]float32, s.NumUsers*k), o, o.WarmEpochs, progress); err != nil {
+			return nil, nil, err
+		}
+	}
+	w := make([]float32, x.NumUsers*k)
+	if err := alternate(ctx, x, h, w, o, o.Epochs, func(done int) { progress(o.WarmEpochs + done) }); err != nil {
+		return nil, nil, err
+	}
 	return widen(w), widen(h), nil
+}
+
+// alternate runs epochs of alternating half-steps on x (users, then
+// items) from the item factors h and the user factors w.
+func alternate(ctx context.Context, x *Interactions, h, w []float32, o IALSOptions, epochs int, done func(int)) error {
+	xt := x.Transpose()
+	for e := range epochs {
+		if err := HalfStep(ctx, x, h, w, o.Rank, o.Alpha0, RegFor(o.Lambda, o.Nu, o.Alpha0, x.NumItems), o.CGSteps, o.Workers); err != nil {
+			return err
+		}
+		if err := HalfStep(ctx, xt, w, h, o.Rank, o.Alpha0, RegFor(o.Lambda, o.Nu, o.Alpha0, x.NumUsers), o.CGSteps, o.Workers); err != nil {
+			return err
+		}
+		done(e + 1)
+	}
+	return nil
 }
 
 func widen(f []float32) []float64 {
@@ -313,4 +342,12 @@ func IALSEpochs(users, items, interactions, rank, cgSteps int, budget float64, l
 		return hi
 	}
 	return max(lo, int(e))
+}
+
+// IALSWarmWork is the multiply–adds of epochs warm-start epochs on a
+// share of the users (IALSOptions.WarmShare): IALSEpochWork at the
+// sample's expected size.
+func IALSWarmWork(users, items, interactions, rank, cgSteps int, share float64, epochs int) float64 {
+	n, nnz := int(share*float64(users)), int(share*float64(interactions))
+	return float64(epochs) * IALSEpochWork(n, items, nnz, rank, cgSteps)
 }

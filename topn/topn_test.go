@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -211,13 +212,37 @@ func TestDenoiseFindsPlantedRank(t *testing.T) {
 // TestIALSRecoversGroups: on planted groups, iALS lists for held-out
 // users hit their group's block far more than popularity can (each block
 // is equally popular, so popularity's expected hit rate is the block's
-// share, 1/4). Fixed seeds; the margin is wide.
+// share, 1/4) — from random factors, and after a warm start on a quarter
+// of the users followed by a single full epoch. Fixed seeds; the margin
+// is wide.
 func TestIALSRecoversGroups(t *testing.T) {
 	x := planted(400, 4, 10, 0.5, 0.02, 5)
-	_, h, err := IALS(context.Background(), x, IALSOptions{Rank: 8, Alpha0: 0.2, Lambda: 0.01, Nu: 1, Epochs: 8, CGSteps: 3, InitScale: 0.1, Rand: rand.New(rand.NewPCG(1, 1))})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name         string
+		epochs, warm int
+		share        float64
+	}{{"cold", 8, 0, 0}, {"warm", 1, 6, 0.25}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var epochs []int
+			o := IALSOptions{Rank: 8, Alpha0: 0.2, Lambda: 0.01, Nu: 1, Epochs: tc.epochs, CGSteps: 3, InitScale: 0.1, Rand: rand.New(rand.NewPCG(1, 1)),
+				WarmShare: tc.share, WarmEpochs: tc.warm, Progress: func(done, total int) { epochs = append(epochs, done, total) }}
+			_, h, err := IALS(context.Background(), x, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := tc.epochs + tc.warm; len(epochs) != 2*n || epochs[2*n-2] != n || epochs[2*n-1] != n {
+				t.Errorf("progress %v, want 1…%d of %d", epochs, n, n)
+			}
+			checkGroups(t, x, h)
+		})
 	}
+}
+
+// checkGroups folds in each of the first 100 users' first three items
+// by the exact user step and checks her best unseen item is in her block
+// for at least 80 % of them.
+func checkGroups(t *testing.T, x *Interactions, h []float64) {
+	t.Helper()
 	// Fold in each user's first three items by the exact user step and
 	// check her best unseen item is in her block.
 	hits, total := 0, 0
@@ -252,6 +277,30 @@ func TestIALSRecoversGroups(t *testing.T) {
 	}
 	if float64(hits) < 0.8*float64(total) {
 		t.Errorf("iALS: %d of %d best items in the user's block, want ≥ 80%% (popularity: 25%%)", hits, total)
+	}
+}
+
+// TestSampleUsers: the sample keeps whole rows, in order, about share of
+// them; the same seed gives the same sample.
+func TestSampleUsers(t *testing.T) {
+	x := planted(2000, 4, 10, 0.5, 0.02, 7)
+	s := x.SampleUsers(0.25, rand.New(rand.NewPCG(3, 3)))
+	if s.NumUsers < 400 || s.NumUsers > 600 || s.NumItems != x.NumItems {
+		t.Fatalf("sampled %d of 2000 users (%d items), want ≈ 500 on %d", s.NumUsers, s.NumItems, x.NumItems)
+	}
+	again := x.SampleUsers(0.25, rand.New(rand.NewPCG(3, 3)))
+	if !slices.Equal(s.Ptr, again.Ptr) || !slices.Equal(s.Idx, again.Idx) {
+		t.Error("the same seed sampled different users")
+	}
+	u := 0
+	for r := range s.NumUsers {
+		for u < x.NumUsers && !slices.Equal(x.Row(u), s.Row(r)) {
+			u++
+		}
+		if u == x.NumUsers {
+			t.Fatalf("sampled row %d is no row of x in order", r)
+		}
+		u++
 	}
 }
 
