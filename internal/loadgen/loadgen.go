@@ -97,7 +97,9 @@ func loadAverage() (float64, bool) {
 	return x, err == nil
 }
 
-// Run drives the server for Warmup + Duration.
+// Run drives the server for Warmup + Duration: set-up (configuration,
+// device, enrolled clients, their ratings) → clients submitting while the
+// window is measured → latency quantiles → the server's own counters.
 func Run(ctx context.Context, o Options) (Result, error) {
 	if o.Clients < 1 || o.Duration <= 0 || o.Warmup < 0 {
 		return Result{}, errors.New("loadgen: clients and duration must be positive, warm-up not negative")
@@ -108,128 +110,198 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		defer tr.CloseIdleConnections()
 		hc = &http.Client{Transport: tr, Timeout: time.Minute}
 	}
+	r, err := newRun(ctx, o, hc)
+	if err != nil {
+		return Result{}, err
+	}
+	w := r.drive(ctx)
+	if len(r.lat) == 0 {
+		return Result{}, fmt.Errorf("loadgen: no report was acknowledged (%d errors)", r.errs)
+	}
+	res := r.result(w)
+	if o.AdminToken != "" {
+		if err := r.serverCounters(ctx, w, &res); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// run is one load-generation run: its set-up and the clients' tallies.
+type run struct {
+	o       Options
+	hc      *http.Client
+	cfg     *api.Config
+	dev     *client.Device
+	clients []*client.Client
+	ratings []client.Ratings // each client's own, fixed
+
+	warmEnd, end time.Time
+
+	mu    sync.Mutex // guards the tallies below
+	lat   []time.Duration
+	acked int64
+	errs  int64
+}
+
+// newRun reads the server's configuration, enrols the clients and gives
+// each its ratings.
+func newRun(ctx context.Context, o Options, hc *http.Client) (*run, error) {
 	anon := client.New(o.Server, "")
 	anon.HTTP = hc
 	cfg, err := anon.Config(ctx)
 	if err != nil {
-		return Result{}, fmt.Errorf("loadgen: reading the configuration: %w", err)
+		return nil, fmt.Errorf("loadgen: reading the configuration: %w", err)
 	}
 	if cfg.Mode != api.ModeLocal {
-		return Result{}, fmt.Errorf("loadgen: the server collects in %s mode; the generator sends local-mode reports", cfg.Mode)
+		return nil, fmt.Errorf("loadgen: the server collects in %s mode; the generator sends local-mode reports", cfg.Mode)
 	}
 	dev, err := client.NewDevice(cfg)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	clients := make([]*client.Client, o.Clients)
-	for k := range clients {
+	r := &run{o: o, hc: hc, cfg: cfg, dev: dev, clients: make([]*client.Client, o.Clients)}
+	for k := range r.clients {
 		c := client.New(o.Server, "")
 		c.HTTP = hc
 		if _, err := c.Enroll(ctx); err != nil {
-			return Result{}, fmt.Errorf("loadgen: enrolling client %d: %w", k, err)
+			return nil, fmt.Errorf("loadgen: enrolling client %d: %w", k, err)
 		}
-		clients[k] = c
+		r.clients[k] = c
 	}
-	// Each client's own ratings: a third of the catalogue, fixed.
-	ratings := make([]client.Ratings, o.Clients)
+	r.ratings = clientRatings(o.Clients, cfg)
+	return r, nil
+}
+
+// clientRatings gives each of n clients a third of the catalogue, rated
+// 1..5, from a fixed seed.
+func clientRatings(n int, cfg *api.Config) []client.Ratings {
+	out := make([]client.Ratings, n)
 	src := noise.Seeded(1)
-	for k := range ratings {
-		ratings[k] = client.Ratings{}
+	for k := range out {
+		out[k] = client.Ratings{}
 		for _, it := range cfg.Items {
 			if src.Float64() < 1.0/3 {
-				ratings[k][it.ID] = float64(1 + src.IntN(5))
+				out[k][it.ID] = float64(1 + src.IntN(5))
 			}
 		}
 	}
-	var (
-		mu    sync.Mutex
-		lat   []time.Duration
-		acked int64
-		errs  int64
-	)
+	return out
+}
+
+// window is what was measured around the window: this process's CPU
+// time, the load average at both ends and the server's commit counters.
+type window struct {
+	cpu          time.Duration
+	load0, load1 float64
+	loadOK       bool
+	m0, m1       counters
+	merr         error
+}
+
+// drive runs the clients for Warmup + Duration and measures the window.
+func (r *run) drive(ctx context.Context) window {
 	start := time.Now()
-	warmEnd := start.Add(o.Warmup)
-	end := warmEnd.Add(o.Duration)
+	r.warmEnd = start.Add(r.o.Warmup)
+	r.end = r.warmEnd.Add(r.o.Duration)
 	var wg sync.WaitGroup
-	for k, c := range clients {
+	for k := range r.clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sub := newSubmitter(o.Server, c)
-			defer sub.close()
-			src := noise.Secure()
-			var mine []time.Duration
-			var n, e int64
-			for seq := 0; ; seq++ {
-				if time.Now().After(end) || ctx.Err() != nil {
-					break
-				}
-				rep, _, err := dev.Randomize(ratings[k], src, "c"+strconv.Itoa(k)+"-"+strconv.Itoa(seq))
-				if err != nil {
-					e++
-					continue
-				}
-				t0 := time.Now()
-				err = sub.submit(ctx, rep)
-				d := time.Since(t0)
-				switch {
-				case t0.Before(warmEnd):
-				case err != nil:
-					e++
-				case t0.Add(d).After(end): // acknowledged after the window
-				default:
-					n++
-					mine = append(mine, d)
-				}
-			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			acked += n
-			errs += e
-			mu.Unlock()
+			r.client(ctx, k)
 		}()
 	}
-	time.Sleep(time.Until(warmEnd))
-	m0, merr := commitCounters(ctx, hc, o)
+	var w window
+	time.Sleep(time.Until(r.warmEnd))
+	m0, merr := commitCounters(ctx, r.hc, r.o)
 	cpu0 := cpuTime()
 	load0, ok0 := loadAverage()
-	time.Sleep(time.Until(end))
-	cpu := cpuTime() - cpu0
+	time.Sleep(time.Until(r.end))
+	w.cpu = cpuTime() - cpu0
 	load1, ok1 := loadAverage()
-	m1, merr1 := commitCounters(ctx, hc, o)
+	m1, merr1 := commitCounters(ctx, r.hc, r.o)
 	wg.Wait()
-	if len(lat) == 0 {
-		return Result{}, fmt.Errorf("loadgen: no report was acknowledged (%d errors)", errs)
+	w.load0, w.load1, w.loadOK = load0, load1, ok0 && ok1
+	w.m0, w.m1, w.merr = m0, m1, errors.Join(merr, merr1)
+	return w
+}
+
+// client is client k's loop: randomize, submit, time the acknowledgement
+// (counted only inside the window), until the end or cancellation.
+func (r *run) client(ctx context.Context, k int) {
+	sub := newSubmitter(r.o.Server, r.clients[k])
+	defer sub.close()
+	src := noise.Secure()
+	var mine []time.Duration
+	var n, e int64
+	for seq := 0; ; seq++ {
+		if time.Now().After(r.end) || ctx.Err() != nil {
+			break
+		}
+		rep, _, err := r.dev.Randomize(r.ratings[k], src, "c"+strconv.Itoa(k)+"-"+strconv.Itoa(seq))
+		if err != nil {
+			e++
+			continue
+		}
+		t0 := time.Now()
+		err = sub.submit(ctx, rep)
+		d := time.Since(t0)
+		switch {
+		case t0.Before(r.warmEnd):
+		case err != nil:
+			e++
+		case t0.Add(d).After(r.end): // acknowledged after the window
+		default:
+			n++
+			mine = append(mine, d)
+		}
 	}
+	r.mu.Lock()
+	r.lat = append(r.lat, mine...)
+	r.acked += n
+	r.errs += e
+	r.mu.Unlock()
+}
+
+// result summarises the tallies: throughput, latency quantiles and CPU
+// per report.
+func (r *run) result(w window) Result {
+	lat := r.lat
 	slices.Sort(lat)
 	q := func(p float64) float64 {
 		i := min(len(lat)-1, int(p*float64(len(lat))))
 		return float64(lat[i].Microseconds()) / 1000
 	}
-	res := Result{Clients: o.Clients, Items: len(cfg.Items), Mechanism: cfg.Mechanism, Seconds: o.Duration.Seconds(),
-		Acknowledged: acked, PerSecond: float64(acked) / o.Duration.Seconds(),
-		P50ms: q(0.50), P90ms: q(0.90), P99ms: q(0.99), MaxMs: float64(lat[len(lat)-1].Microseconds()) / 1000, Errors: errs,
-		GeneratorCPUPerReportUs: float64(cpu.Microseconds()) / float64(acked)}
-	if ok0 && ok1 {
-		res.LoadAverage = []float64{load0, load1}
+	secs := r.o.Duration.Seconds()
+	res := Result{Clients: r.o.Clients, Items: len(r.cfg.Items), Mechanism: r.cfg.Mechanism, Seconds: secs,
+		Acknowledged: r.acked, PerSecond: float64(r.acked) / secs,
+		P50ms: q(0.50), P90ms: q(0.90), P99ms: q(0.99), MaxMs: float64(lat[len(lat)-1].Microseconds()) / 1000, Errors: r.errs,
+		GeneratorCPUPerReportUs: float64(w.cpu.Microseconds()) / float64(r.acked)}
+	if w.loadOK {
+		res.LoadAverage = []float64{w.load0, w.load1}
 	}
-	if o.AdminToken != "" {
-		if err := errors.Join(merr, merr1); err != nil {
-			return res, err
-		}
-		res.Commits = int64(m1.count - m0.count)
-		if res.Commits > 0 {
-			res.MeanBatch = (m1.sum - m0.sum) / float64(res.Commits)
-		}
-		admin := client.New(o.Server, o.AdminToken)
-		admin.HTTP = hc
-		st, err := admin.Stats(ctx)
-		if err != nil {
-			return res, fmt.Errorf("loadgen: reading the server's stats: %w", err)
-		}
-		res.StoredReports = st.Reports
+	return res
+}
+
+// serverCounters adds the server's group commits in the window and its
+// stored report count (with AdminToken).
+func (r *run) serverCounters(ctx context.Context, w window, res *Result) error {
+	if w.merr != nil {
+		return w.merr
 	}
-	return res, nil
+	res.Commits = int64(w.m1.count - w.m0.count)
+	if res.Commits > 0 {
+		res.MeanBatch = (w.m1.sum - w.m0.sum) / float64(res.Commits)
+	}
+	admin := client.New(r.o.Server, r.o.AdminToken)
+	admin.HTTP = r.hc
+	st, err := admin.Stats(ctx)
+	if err != nil {
+		return fmt.Errorf("loadgen: reading the server's stats: %w", err)
+	}
+	res.StoredReports = st.Reports
+	return nil
 }
 
 // counters are the server's group-commit histogram totals.
