@@ -164,89 +164,104 @@ type Stats struct {
 
 // Run creates task t at the aggregators, has devices 0…n−1 contribute
 // (contribute(u) is device u's contribution, from her own data),
-// aggregates and collects; it returns the release.
+// aggregates and collects; it returns the release. It reads as task →
+// uploads (with the administrator aggregating alongside) → the last
+// aggregation → collection.
 func (f *Fleet) Run(ctx context.Context, t dap.Task, n int, contribute func(u int) []float64) (*server.Release, Stats, error) {
-	st := Stats{Task: t.ID, Devices: n}
+	r := &taskRun{f: f, st: Stats{Task: t.ID, Devices: n}}
+	if err := r.prepare(ctx, t); err != nil {
+		return nil, r.st, err
+	}
+	start := time.Now()
+	if err := r.uploadAll(ctx, n, contribute); err != nil {
+		return nil, r.st, err
+	}
+	r.st.UploadSeconds = time.Since(start).Seconds()
+	r.st.DeviceSeconds = float64(r.devNanos.Load()) / 1e9 / float64(n)
+	r.st.ReportBytes = int(r.bytes.Load() / int64(n))
+	start = time.Now()
+	if err := r.aggregate(ctx); err != nil {
+		return nil, r.st, err
+	}
+	r.st.AggregateAfterUploadSeconds = time.Since(start).Seconds()
+	r.st.AggregateSeconds = float64(r.aggNanos.Load()) / 1e9
+	r.st.ReportsPerSecond = float64(r.st.Accepted+r.st.Rejected) / r.st.AggregateSeconds
+	start = time.Now()
+	var rel server.Release
+	if err := f.cli.Do(ctx, http.MethodPost, f.Leader, "/dap/v1/admin/tasks/"+r.id+"/collect", f.AdminToken, nil, &rel); err != nil {
+		return nil, r.st, err
+	}
+	r.st.CollectSeconds = time.Since(start).Seconds()
+	return &rel, r.st, nil
+}
+
+// taskRun is one task's run: what the devices read from the aggregators
+// and the costs measured.
+type taskRun struct {
+	f                  *Fleet
+	id                 string      // the task's ID as the leader created it
+	pub                dap.Task    // the task as the leader publishes it
+	derived            dap.Derived // the privacy parameters each device derives
+	lk, hk             kem.PublicKey
+	st                 Stats
+	devNanos, bytes    atomic.Int64
+	uploaded, aggNanos atomic.Int64
+}
+
+// prepare creates the task and reads what every device reads: the
+// aggregators' public keys and the published task, from whose plan each
+// device derives her privacy parameters (dap.Derive) before her ledger
+// pays what she derived. The simulated devices are identical, so one
+// derivation serves them all; their users accept the noise mode the
+// experiment chose (a split-noise run models users who opted in).
+func (r *taskRun) prepare(ctx context.Context, t dap.Task) error {
+	f := r.f
 	if err := f.cli.Do(ctx, http.MethodPost, f.Leader, "/dap/v1/admin/tasks", f.AdminToken, t, &t); err != nil {
-		return nil, st, err
+		return err
 	}
-	var lk, hk kem.PublicKey
+	r.id = t.ID
 	var err error
-	if lk, err = f.cli.PublicKey(ctx, f.Leader); err != nil {
-		return nil, st, err
+	if r.lk, err = f.cli.PublicKey(ctx, f.Leader); err != nil {
+		return err
 	}
-	if hk, err = f.cli.PublicKey(ctx, f.Helper); err != nil {
-		return nil, st, err
+	if r.hk, err = f.cli.PublicKey(ctx, f.Helper); err != nil {
+		return err
 	}
-	// Each device reads the task from the leader and derives its privacy
-	// parameters from its plan (dap.Derive) before her ledger pays what
-	// she derived. The simulated devices are identical, so one derivation
-	// serves them all; their users accept the noise mode the experiment
-	// chose (a split-noise run models users who opted in).
-	pub, err := f.cli.Task(ctx, t.ID)
-	if err != nil {
-		return nil, st, err
+	if r.pub, err = f.cli.Task(ctx, r.id); err != nil {
+		return err
 	}
-	derived, err := dap.Consent{SplitNoise: true}.Check(pub)
-	if err != nil {
-		return nil, st, err
+	r.derived, err = dap.Consent{SplitNoise: true}.Check(r.pub)
+	return err
+}
+
+// aggregate has the leader verify and aggregate the reports uploaded so
+// far (with the helper).
+func (r *taskRun) aggregate(ctx context.Context) error {
+	f := r.f
+	t0 := time.Now()
+	var ar server.AggregateResult
+	if err := f.cli.Do(ctx, http.MethodPost, f.Leader, "/dap/v1/admin/tasks/"+r.id+"/aggregate", f.AdminToken, nil, &ar); err != nil {
+		return err
 	}
-	var devNanos, bytes, uploaded atomic.Int64
-	var aggNanos atomic.Int64
-	aggregate := func() error {
-		t0 := time.Now()
-		var ar server.AggregateResult
-		if err := f.cli.Do(ctx, http.MethodPost, f.Leader, "/dap/v1/admin/tasks/"+t.ID+"/aggregate", f.AdminToken, nil, &ar); err != nil {
-			return err
-		}
-		aggNanos.Add(int64(time.Since(t0)))
-		st.AggregateCalls++
-		st.Accepted += ar.Accepted
-		st.Rejected += ar.Rejected
-		return nil
-	}
-	// The administrator's aggregation while the devices upload (one call
-	// at a time; it stops when the uploads end). Each upload pokes it.
+	r.aggNanos.Add(int64(time.Since(t0)))
+	r.st.AggregateCalls++
+	r.st.Accepted += ar.Accepted
+	r.st.Rejected += ar.Rejected
+	return nil
+}
+
+// uploadAll has every device contribute and upload, while the
+// administrator aggregates alongside (one call at a time, poked by each
+// upload, stopping when the uploads end).
+func (r *taskRun) uploadAll(ctx context.Context, n int, contribute func(u int) []float64) error {
 	poke := make(chan struct{}, 1)
 	uploadsDone := make(chan struct{})
 	aggDone := make(chan error, 1)
-	go func() {
-		var err error
-		for done := int64(0); f.AggregateEvery > 0 && err == nil; {
-			select {
-			case <-uploadsDone:
-				aggDone <- nil
-				return
-			case <-poke:
-			}
-			if n := uploaded.Load(); n-done >= int64(f.AggregateEvery) {
-				done = n
-				err = aggregate()
-			}
-		}
-		<-uploadsDone
-		aggDone <- err
-	}()
-	start := time.Now()
-	err = f.each(ctx, n, func(u int) error {
-		t0 := time.Now()
-		q, err := pub.Quantize(contribute(u))
-		if err != nil {
+	go func() { aggDone <- r.aggregateAlongside(ctx, poke, uploadsDone) }()
+	err := r.f.each(ctx, n, func(u int) error {
+		if err := r.device(ctx, u, contribute); err != nil {
 			return err
 		}
-		r, err := pub.Shard(q, lk, hk)
-		if err != nil {
-			return err
-		}
-		devNanos.Add(int64(time.Since(t0)))
-		bytes.Add(int64(r.Size()))
-		if err := f.ledgers[u].Charge(derived); err != nil {
-			return err
-		}
-		if err := f.upload(ctx, f.tokens[u], r); err != nil {
-			return err
-		}
-		uploaded.Add(1)
 		select {
 		case poke <- struct{}{}:
 		default:
@@ -257,24 +272,48 @@ func (f *Fleet) Run(ctx context.Context, t dap.Task, n int, contribute func(u in
 	if aerr := <-aggDone; err == nil {
 		err = aerr
 	}
+	return err
+}
+
+// aggregateAlongside aggregates each time AggregateEvery more reports
+// have been uploaded, until the uploads end.
+func (r *taskRun) aggregateAlongside(ctx context.Context, poke, uploadsDone <-chan struct{}) error {
+	var err error
+	for done := int64(0); r.f.AggregateEvery > 0 && err == nil; {
+		select {
+		case <-uploadsDone:
+			return nil
+		case <-poke:
+		}
+		if n := r.uploaded.Load(); n-done >= int64(r.f.AggregateEvery) {
+			done = n
+			err = r.aggregate(ctx)
+		}
+	}
+	<-uploadsDone
+	return err
+}
+
+// device is device u's part: compute, quantize, shard and seal her contribution,
+// charge her ledger, upload.
+func (r *taskRun) device(ctx context.Context, u int, contribute func(u int) []float64) error {
+	t0 := time.Now()
+	q, err := r.pub.Quantize(contribute(u))
 	if err != nil {
-		return nil, st, err
+		return err
 	}
-	st.UploadSeconds = time.Since(start).Seconds()
-	st.DeviceSeconds = float64(devNanos.Load()) / 1e9 / float64(n)
-	st.ReportBytes = int(bytes.Load() / int64(n))
-	start = time.Now()
-	if err := aggregate(); err != nil {
-		return nil, st, err
+	rep, err := r.pub.Shard(q, r.lk, r.hk)
+	if err != nil {
+		return err
 	}
-	st.AggregateAfterUploadSeconds = time.Since(start).Seconds()
-	st.AggregateSeconds = float64(aggNanos.Load()) / 1e9
-	st.ReportsPerSecond = float64(st.Accepted+st.Rejected) / st.AggregateSeconds
-	start = time.Now()
-	var rel server.Release
-	if err := f.cli.Do(ctx, http.MethodPost, f.Leader, "/dap/v1/admin/tasks/"+t.ID+"/collect", f.AdminToken, nil, &rel); err != nil {
-		return nil, st, err
+	r.devNanos.Add(int64(time.Since(t0)))
+	r.bytes.Add(int64(rep.Size()))
+	if err := r.f.ledgers[u].Charge(r.derived); err != nil {
+		return err
 	}
-	st.CollectSeconds = time.Since(start).Seconds()
-	return &rel, st, nil
+	if err := r.f.upload(ctx, r.f.tokens[u], rep); err != nil {
+		return err
+	}
+	r.uploaded.Add(1)
+	return nil
 }
