@@ -65,108 +65,149 @@ func For(name string, eps, delta float64, o Options) (Spec, error) {
 	if o.Dim == 0 {
 		o.Dim = 2
 	}
-	built := eps / o.NoiseFactor
 	if name != "gaussian" && delta != 0 {
 		return Spec{}, fmt.Errorf("%s is a pure-ε mechanism: δ must be 0", name)
+	}
+	build, ok := specBuilders[name]
+	if !ok {
+		return Spec{}, fmt.Errorf("unknown mechanism %q (known: %v)", name, Names)
 	}
 	l1 := mechanism.Sensitivity{Value: 1, Norm: mechanism.L1, Relation: mechanism.ReplaceOne, Unit: privacy.UnitEntry}
 	l2 := l1
 	l2.Norm = mechanism.L2
+	in := instance{eps: eps, built: eps / o.NoiseFactor, delta: delta, o: o, l1: l1, l2: l2}
 	spec := Spec{Mechanism: name, ClaimedEpsilon: eps, Delta: delta}
-	switch name {
-	case "laplace":
-		m, err := mechanism.NewLaplace(built, l1, 1)
-		if err != nil {
-			return Spec{}, err
-		}
-		b := m.Scale()
-		m = m.Instrumented(o.Instrument)
-		spec.Sample = func(src *noise.Source, side int) float64 {
-			return release1(src, m, side)
-		}
-		spec.Events = tails(0, 1, b)
-	case "gaussian":
-		claimed, err := mechanism.NewGaussian(eps, delta, l2, 1, mechanism.CalibrateAnalytic)
-		if err != nil {
-			return Spec{}, err
-		}
-		m, err := mechanism.NewGaussian(built, delta, l2, 1, mechanism.CalibrateAnalytic)
-		if err != nil {
-			return Spec{}, err
-		}
-		m = m.Instrumented(o.Instrument)
-		spec.Sample = func(src *noise.Source, side int) float64 {
-			return release1(src, m, side)
-		}
-		spec.Events = gaussianLossEvents(0, 1, claimed.Sigma(), eps)
-		spec.Samples = GaussianSamples
-	case "rr":
-		m, err := mechanism.NewRandomizedResponse(built)
-		if err != nil {
-			return Spec{}, err
-		}
-		spec.Sample = func(src *noise.Source, side int) float64 {
-			if m.Randomize(src, side == 0) {
-				return 1
-			}
-			return 0
-		}
-		spec.Events = []Event{{Kind: Equals, T: 1}, {Kind: Equals, T: 0}}
-	case "krr":
-		m, err := mechanism.NewKaryRR(built, o.Values)
-		if err != nil {
-			return Spec{}, err
-		}
-		spec.Sample = func(src *noise.Source, side int) float64 {
-			v, err := m.Randomize(src, side) // missing (0) vs rating 1
-			if err != nil {
-				return math.Inf(1) // unreachable: 0 and 1 are valid
-			}
-			return float64(v)
-		}
-		for v := range o.Values + 1 {
-			spec.Events = append(spec.Events, Event{Kind: Equals, T: float64(v)})
-		}
-	case "modlaplace":
-		m, err := mechanism.NewModifiedLaplace(built)
-		if err != nil {
-			return Spec{}, err
-		}
-		if o.BoundedTime {
-			m = m.BoundedTime()
-		}
-		b := m.Scale()
-		spec.Sample = func(src *noise.Source, side int) float64 {
-			y, ok, err := m.Randomize(src, float64(2*side-1), true) // −1 vs +1
-			if err != nil || !ok {
-				return math.NaN()
-			}
-			return y
-		}
-		spec.Events = append(tails(-1, 1, b/2), Event{Kind: IsMissing})
-	case "l2laplace":
-		m, err := mechanism.NewL2Laplace(built, l2, o.Dim)
-		if err != nil {
-			return Spec{}, err
-		}
-		m = m.Instrumented(o.Instrument)
-		dim := o.Dim
-		spec.Statistic = "‖y‖₂ − ‖y − e₁‖₂"
-		spec.Sample = func(src *noise.Source, side int) float64 {
-			x := make([]float64, dim) // per call: the two sides run concurrently
-			x[0] = float64(side)
-			if err := m.Release(src, x); err != nil {
-				return math.NaN()
-			}
-			return l2LaplaceStatistic(x)
-		}
-		for _, t := range l2LaplaceThresholds {
-			spec.Events = append(spec.Events, Event{Kind: AtLeast, T: t}, Event{Kind: AtMost, T: -t})
-		}
-	default:
-		return Spec{}, fmt.Errorf("unknown mechanism %q (known: %v)", name, Names)
+	if err := build(in, &spec); err != nil {
+		return Spec{}, err
 	}
 	return spec, nil
+}
+
+// instance is what a spec builder calibrates: the claimed ε (and δ), the ε
+// the mechanism is built for (ε/NoiseFactor), the options and the ℓ1 and
+// ℓ2 sensitivities (1, replace-one, one entry).
+type instance struct {
+	eps, built, delta float64
+	o                 Options
+	l1, l2            mechanism.Sensitivity
+}
+
+// specBuilders set the Sample and Events (and Samples, Statistic where
+// they differ) of each mechanism in Names.
+var specBuilders = map[string]func(instance, *Spec) error{
+	"laplace":    laplaceSpec,
+	"gaussian":   gaussianSpec,
+	"rr":         rrSpec,
+	"krr":        krrSpec,
+	"modlaplace": modLaplaceSpec,
+	"l2laplace":  l2LaplaceSpec,
+}
+
+func laplaceSpec(in instance, spec *Spec) error {
+	m, err := mechanism.NewLaplace(in.built, in.l1, 1)
+	if err != nil {
+		return err
+	}
+	b := m.Scale()
+	m = m.Instrumented(in.o.Instrument)
+	spec.Sample = func(src *noise.Source, side int) float64 {
+		return release1(src, m, side)
+	}
+	spec.Events = tails(0, 1, b)
+	return nil
+}
+
+func gaussianSpec(in instance, spec *Spec) error {
+	claimed, err := mechanism.NewGaussian(in.eps, in.delta, in.l2, 1, mechanism.CalibrateAnalytic)
+	if err != nil {
+		return err
+	}
+	m, err := mechanism.NewGaussian(in.built, in.delta, in.l2, 1, mechanism.CalibrateAnalytic)
+	if err != nil {
+		return err
+	}
+	m = m.Instrumented(in.o.Instrument)
+	spec.Sample = func(src *noise.Source, side int) float64 {
+		return release1(src, m, side)
+	}
+	spec.Events = gaussianLossEvents(0, 1, claimed.Sigma(), in.eps)
+	spec.Samples = GaussianSamples
+	return nil
+}
+
+func rrSpec(in instance, spec *Spec) error {
+	m, err := mechanism.NewRandomizedResponse(in.built)
+	if err != nil {
+		return err
+	}
+	spec.Sample = func(src *noise.Source, side int) float64 {
+		if m.Randomize(src, side == 0) {
+			return 1
+		}
+		return 0
+	}
+	spec.Events = []Event{{Kind: Equals, T: 1}, {Kind: Equals, T: 0}}
+	return nil
+}
+
+func krrSpec(in instance, spec *Spec) error {
+	m, err := mechanism.NewKaryRR(in.built, in.o.Values)
+	if err != nil {
+		return err
+	}
+	spec.Sample = func(src *noise.Source, side int) float64 {
+		v, err := m.Randomize(src, side) // missing (0) vs rating 1
+		if err != nil {
+			return math.Inf(1) // unreachable: 0 and 1 are valid
+		}
+		return float64(v)
+	}
+	for v := range in.o.Values + 1 {
+		spec.Events = append(spec.Events, Event{Kind: Equals, T: float64(v)})
+	}
+	return nil
+}
+
+func modLaplaceSpec(in instance, spec *Spec) error {
+	m, err := mechanism.NewModifiedLaplace(in.built)
+	if err != nil {
+		return err
+	}
+	if in.o.BoundedTime {
+		m = m.BoundedTime()
+	}
+	b := m.Scale()
+	spec.Sample = func(src *noise.Source, side int) float64 {
+		y, ok, err := m.Randomize(src, float64(2*side-1), true) // −1 vs +1
+		if err != nil || !ok {
+			return math.NaN()
+		}
+		return y
+	}
+	spec.Events = append(tails(-1, 1, b/2), Event{Kind: IsMissing})
+	return nil
+}
+
+func l2LaplaceSpec(in instance, spec *Spec) error {
+	m, err := mechanism.NewL2Laplace(in.built, in.l2, in.o.Dim)
+	if err != nil {
+		return err
+	}
+	m = m.Instrumented(in.o.Instrument)
+	dim := in.o.Dim
+	spec.Statistic = "‖y‖₂ − ‖y − e₁‖₂"
+	spec.Sample = func(src *noise.Source, side int) float64 {
+		x := make([]float64, dim) // per call: the two sides run concurrently
+		x[0] = float64(side)
+		if err := m.Release(src, x); err != nil {
+			return math.NaN()
+		}
+		return l2LaplaceStatistic(x)
+	}
+	for _, t := range l2LaplaceThresholds {
+		spec.Events = append(spec.Events, Event{Kind: AtLeast, T: t}, Event{Kind: AtMost, T: -t})
+	}
+	return nil
 }
 
 // release1 is the mechanism's own Release — the code path every release
