@@ -228,15 +228,37 @@ func (m *Model) FoldInIndexed(user string, items []string, at []int32, values []
 		return nil, fmt.Errorf("model: %d items, %d indices and %d values", len(items), len(at), len(values))
 	}
 	st := &UserState{User: user, Row: make([]float64, m.Rank), Seen: slices.Clone(items)}
-	var idx []int32
-	var res []float64
+	idx, res, err := m.foldResiduals(items, at, values)
+	if err != nil {
+		return nil, err
+	}
+	if len(idx) == 0 {
+		return st, nil
+	}
+	if m.Transform.UserCentred {
+		st.Bias = centre(res, m.UserDamping)
+	}
+	if m.Rank == 0 {
+		return st, nil
+	}
+	if err := m.foldRow(idx, res, st.Row); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// foldResiduals returns the catalogue items among the user's ratings and
+// their residuals after the model's transform, offset and item bias
+// (items off the catalogue and, with a positive threshold,
+// non-interactions are left out).
+func (m *Model) foldResiduals(items []string, at []int32, values []float64) (idx []int32, res []float64, err error) {
 	for k, i := range at {
 		if i < 0 || int(i) >= len(m.Items) {
 			continue
 		}
 		v := values[k]
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("model: rating of item %q is not finite", items[k])
+			return nil, nil, fmt.Errorf("model: rating of item %q is not finite", items[k])
 		}
 		if p := m.Transform.Positive; p != nil && v < *p {
 			continue // not an interaction; still left out of her list (Seen)
@@ -256,84 +278,95 @@ func (m *Model) FoldInIndexed(user string, items []string, at []int32, values []
 		}
 		idx, res = append(idx, i), append(res, v)
 	}
-	if len(idx) == 0 {
-		return st, nil
+	return idx, res, nil
+}
+
+// centre subtracts the damped mean of res from each and returns it.
+func centre(res []float64, damping float64) float64 {
+	var mean float64
+	for _, r := range res {
+		mean += r
 	}
-	if m.Transform.UserCentred {
-		var mean float64
-		for _, r := range res {
-			mean += r
-		}
-		mean /= float64(len(res)) + m.UserDamping
-		st.Bias = mean
-		for k := range res {
-			res[k] -= mean
-		}
+	mean /= float64(len(res)) + damping
+	for k := range res {
+		res[k] -= mean
 	}
-	r := m.Rank
-	if r == 0 {
-		return st, nil
-	}
-	switch m.FoldIn {
-	case FoldRidge, FoldProject, "":
-	default:
-		f, ok := foldRules[m.FoldIn]
-		if !ok {
-			return nil, fmt.Errorf("model: unknown fold-in rule %q (the package defining it is not linked in)", m.FoldIn)
-		}
-		row, err := f(m, idx, res)
-		if err != nil {
-			return nil, fmt.Errorf("model: fold-in: %w", err)
-		}
-		if len(row) != r {
-			return nil, fmt.Errorf("model: fold-in rule %q returned %d values for rank %d", m.FoldIn, len(row), r)
-		}
-		copy(st.Row, row)
-		return st, nil
-	}
+	return mean
+}
+
+// foldRow computes the user's factor row from her residuals with the
+// model's fold-in rule.
+func (m *Model) foldRow(idx []int32, res, row []float64) error {
 	switch m.FoldIn {
 	case FoldProject:
-		s := float64(len(m.Items)) / float64(len(idx))
-		for k, i := range idx {
-			v := m.V[int(i)*r : int(i)*r+r]
-			for c := range r {
-				st.Row[c] += s * res[k] * v[c]
-			}
-		}
-	default:
-		lam := m.FoldLambda
-		if !(lam > 0) {
-			lam = 1e-3
-		}
-		a := mat.NewSymDense(r, nil)
-		b := mat.NewVecDense(r, nil)
-		// The upper triangle and the right-hand side through their raw
-		// storage: At/SetSym per entry cost more than the arithmetic at
-		// the ranks of dpals' public features (37).
-		ad, bd := a.RawSymmetric(), b.RawVector().Data
-		for k, i := range idx {
-			v := m.V[int(i)*r : int(i)*r+r]
-			for p, vp := range v {
-				bd[p] += res[k] * vp
-				row := ad.Data[p*ad.Stride : p*ad.Stride+r]
-				for q := p; q < r; q++ {
-					row[q] += vp * v[q]
-				}
-			}
-		}
-		for p := range r {
-			ad.Data[p*ad.Stride+p] += lam
-		}
-		var ch mat.Cholesky
-		if !ch.Factorize(a) {
-			return nil, fmt.Errorf("model: fold-in system is not positive definite")
-		}
-		x := mat.NewVecDense(r, st.Row)
-		if err := ch.SolveVecTo(x, b); err != nil {
-			return nil, fmt.Errorf("model: fold-in: %w", err)
+		m.foldProject(idx, res, row)
+		return nil
+	case FoldRidge, "":
+		return m.foldRidge(idx, res, row)
+	}
+	f, ok := foldRules[m.FoldIn]
+	if !ok {
+		return fmt.Errorf("model: unknown fold-in rule %q (the package defining it is not linked in)", m.FoldIn)
+	}
+	out, err := f(m, idx, res)
+	if err != nil {
+		return fmt.Errorf("model: fold-in: %w", err)
+	}
+	if len(out) != m.Rank {
+		return fmt.Errorf("model: fold-in rule %q returned %d values for rank %d", m.FoldIn, len(out), m.Rank)
+	}
+	copy(row, out)
+	return nil
+}
+
+// foldProject projects the residuals on the item factors, scaled by
+// catalogue size over the number of ratings.
+func (m *Model) foldProject(idx []int32, res, row []float64) {
+	r := m.Rank
+	s := float64(len(m.Items)) / float64(len(idx))
+	for k, i := range idx {
+		v := m.V[int(i)*r : int(i)*r+r]
+		for c := range r {
+			row[c] += s * res[k] * v[c]
 		}
 	}
-	return st, nil
+}
+
+// foldRidge solves the ridge regression of the residuals on the item
+// factors (λ = FoldLambda, default 10⁻³) by Cholesky.
+func (m *Model) foldRidge(idx []int32, res, row []float64) error {
+	r := m.Rank
+	lam := m.FoldLambda
+	if !(lam > 0) {
+		lam = 1e-3
+	}
+	a := mat.NewSymDense(r, nil)
+	b := mat.NewVecDense(r, nil)
+	// The upper triangle and the right-hand side through their raw
+	// storage: At/SetSym per entry cost more than the arithmetic at
+	// the ranks of dpals' public features (37).
+	ad, bd := a.RawSymmetric(), b.RawVector().Data
+	for k, i := range idx {
+		v := m.V[int(i)*r : int(i)*r+r]
+		for p, vp := range v {
+			bd[p] += res[k] * vp
+			arow := ad.Data[p*ad.Stride : p*ad.Stride+r]
+			for q := p; q < r; q++ {
+				arow[q] += vp * v[q]
+			}
+		}
+	}
+	for p := range r {
+		ad.Data[p*ad.Stride+p] += lam
+	}
+	var ch mat.Cholesky
+	if !ch.Factorize(a) {
+		return fmt.Errorf("model: fold-in system is not positive definite")
+	}
+	if err := ch.SolveVecTo(mat.NewVecDense(r, row), b); err != nil {
+		return fmt.Errorf("model: fold-in: %w", err)
+	}
+	return nil
 }
 
 // FoldRule computes a user's row from the public model and her own
