@@ -160,7 +160,7 @@ func (s *Server) trainRelease(ctx context.Context, req api.ReleaseRequest, param
 	if s.cfg.Mode == api.ModeLocal {
 		tr.rel, tr.nrep, tr.maxSeq, e = s.trainLocal(ctx, req, params, env)
 	} else {
-		tr.rel, tr.nrep, tr.maxSeq, tr.charges, tr.states, tr.skipped, e = s.trainCentral(ctx, req, params, env, created)
+		e = s.trainCentral(ctx, req, params, env, created, tr)
 	}
 	if e != nil {
 		return nil, e
@@ -716,103 +716,35 @@ func (s *Server) periodStart(t time.Time) int64 {
 	return ms - ms%p
 }
 
-func (s *Server) trainCentral(ctx context.Context, req api.ReleaseRequest, params map[string]any, env methods.Env, created time.Time) (*release.Release, int64, int64, []store.Charge, []store.UserState, int, *api.Error) {
-	fail := func(e *api.Error) (*release.Release, int64, int64, []store.Charge, []store.UserState, int, *api.Error) {
-		return nil, 0, 0, nil, nil, 0, e
-	}
-	meth, err := methods.Lookup(req.Method)
-	if err != nil {
-		return fail(api.BadRequest(api.CodeInvalidValue, "method", "%v", err))
-	}
-	if !meth.Private {
-		return fail(api.BadRequest(api.CodeInvalidValue, "method", "%s is not private: its release could not be charged to any budget", req.Method))
-	}
-	if meth.New == nil {
-		return fail(api.BadRequest(api.CodeInvalidValue, "method", "%s has no typed configuration yet (it cannot state a release's guarantee)", req.Method))
-	}
-	if !(req.Epsilon > 0) {
-		return fail(api.BadRequest(api.CodeBadEpsilon, "epsilon", "a central release needs its ε (> 0), got %g", req.Epsilon))
-	}
-	cfg, err := methods.Configure(req.Method, params)
-	if err != nil {
-		return fail(api.BadRequest(api.CodeInvalidValue, "params", "%v", err))
-	}
-	if err := cfg.Validate(); err != nil {
-		return fail(api.BadRequest(api.CodeInvalidValue, "params", "%s: %v", req.Method, err))
+// trainCentral trains a central release as configuration → the users'
+// latest ratings, their spending, the catalogue → training settled on the
+// users who can pay → each covered user's charge and state, into tr.
+func (s *Server) trainCentral(ctx context.Context, req api.ReleaseRequest, params map[string]any, env methods.Env, created time.Time, tr *trained) *api.Error {
+	cfg, e := centralMethodConfig(req, params)
+	if e != nil {
+		return e
 	}
 	users, rows, n, last, err := centralRows(ctx, s.st, s.cfg)
 	if err != nil {
-		return fail(s.fail("reading the ratings", err))
+		return s.fail("reading the ratings", err)
 	}
 	if len(users) == 0 {
-		return fail(&api.Error{Status: http.StatusConflict, Code: api.CodeTrainFailed, Message: "no ratings yet: nothing to train on"})
+		return &api.Error{Status: http.StatusConflict, Code: api.CodeTrainFailed, Message: "no ratings yet: nothing to train on"}
 	}
 	// Who can pay: each user's spending (this period's with a per-period
 	// budget) is a function of the public release history.
 	spent, err := s.st.SpentSince(ctx, s.periodStart(created))
 	if err != nil {
-		return fail(s.fail("reading the ledgers", err))
+		return s.fail("reading the ledgers", err)
 	}
 	cat, err := Catalogue(s.cfg)
 	if err != nil {
-		return fail(s.fail("building the catalogue", err))
+		return s.fail("building the catalogue", err)
 	}
-	scale := release.Scale{Min: s.cfg.Scale.Min, Max: s.cfg.Scale.Max}
-	// The release's cost is a function of its guarantee, which only
-	// training states; with the skip policy the users who cannot pay are
-	// left out and the method trained again on the others (nothing of a
-	// discarded training is published). A user-level release costs every
-	// user the same, so this settles in at most a few rounds.
-	var (
-		rel     *release.Release
-		nano    int64
-		cover   = users
-		skipped int
-	)
-	for round := 0; ; round++ {
-		if d := deltaCap(s.cfg.MaxDelta, len(cover)); req.Delta > d {
-			return fail(api.BadRequest(api.CodeOutOfRange, "delta", "delta = %g is above the server's policy δ ≤ %g (1/(10·population) for the %d users the release covers, or --max-delta): a large δ makes a small ε meaningless; nothing was published or charged", req.Delta, d, len(cover)))
-		}
-		data, err := centralMatrix(s.cfg, cover, rows)
-		if err != nil {
-			return fail(s.fail("reading the ratings", err))
-		}
-		if data == nil {
-			return fail(&api.Error{Status: http.StatusConflict, Code: api.CodeTrainFailed, Message: "no ratings yet among the users the release could cover: nothing to train on"})
-		}
-		in := release.Input{Ratings: data, Declared: release.Declared{Scale: &scale, Catalogue: cat, Population: len(cover)}}
-		rel, err = methods.Train(ctx, req.Method, cfg, in, env)
-		if err != nil {
-			return fail(&api.Error{Status: http.StatusBadRequest, Code: api.CodeTrainFailed, Field: "params", Message: err.Error()})
-		}
-		rho, err := chargeFor(rel.Guarantee, deltaCap(s.cfg.MaxDelta, len(cover)))
-		if err != nil {
-			return fail(api.BadRequest(api.CodeInvalidValue, "method", "%s cannot be published in central mode: %v", req.Method, err))
-		}
-		if nano, err = ledgerCharge(rho); err != nil {
-			return fail(api.BadRequest(api.CodeBadEpsilon, "epsilon", "%v", err))
-		}
-		if s.cfg.Exhausted != api.ExhaustedSkip {
-			break
-		}
-		keep := make([]string, 0, len(cover))
-		for _, u := range cover {
-			if spent[u]+nano <= s.budget {
-				keep = append(keep, u)
-			}
-		}
-		if len(keep) == len(cover) {
-			break
-		}
-		if len(keep) == 0 {
-			return fail(&api.Error{Status: http.StatusForbidden, Code: api.CodeBudgetExceeded, Field: "epsilon",
-				Message: fmt.Sprintf("privacy budget exceeded: the release costs each user ρ = %g, and no user who sent ratings has that much budget left%s; nothing was published or charged", store.Eps(nano), s.periodText())})
-		}
-		if round >= 4 {
-			return fail(&api.Error{Status: http.StatusConflict, Code: api.CodeTrainFailed, Message: "the release's cost did not settle when users who cannot pay were left out; nothing was published or charged"})
-		}
-		skipped += len(cover) - len(keep)
-		cover = keep
+	c := &centralTraining{s: s, req: req, cfg: cfg, env: env, rows: rows, spent: spent, cat: cat}
+	rel, nano, cover, skipped, e := c.settle(ctx, users)
+	if e != nil {
+		return e
 	}
 	charges := make([]store.Charge, len(cover))
 	for k, u := range cover {
@@ -821,10 +753,120 @@ func (s *Server) trainCentral(ctx context.Context, req api.ReleaseRequest, param
 	var states []store.UserState
 	if rel.PerUser != nil {
 		if states, err = encodeStates(rel.PerUser); err != nil {
-			return fail(s.fail("encoding user states", err))
+			return s.fail("encoding user states", err)
 		}
 	}
-	return rel, n, last, charges, states, skipped, nil
+	tr.rel, tr.nrep, tr.maxSeq, tr.charges, tr.states, tr.skipped = rel, n, last, charges, states, skipped
+	return nil
+}
+
+// centralMethodConfig checks that the method can be published in central
+// mode and returns its validated configuration.
+func centralMethodConfig(req api.ReleaseRequest, params map[string]any) (methods.Config, *api.Error) {
+	meth, err := methods.Lookup(req.Method)
+	if err != nil {
+		return nil, api.BadRequest(api.CodeInvalidValue, "method", "%v", err)
+	}
+	if !meth.Private {
+		return nil, api.BadRequest(api.CodeInvalidValue, "method", "%s is not private: its release could not be charged to any budget", req.Method)
+	}
+	if meth.New == nil {
+		return nil, api.BadRequest(api.CodeInvalidValue, "method", "%s has no typed configuration yet (it cannot state a release's guarantee)", req.Method)
+	}
+	if !(req.Epsilon > 0) {
+		return nil, api.BadRequest(api.CodeBadEpsilon, "epsilon", "a central release needs its ε (> 0), got %g", req.Epsilon)
+	}
+	cfg, err := methods.Configure(req.Method, params)
+	if err != nil {
+		return nil, api.BadRequest(api.CodeInvalidValue, "params", "%v", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, api.BadRequest(api.CodeInvalidValue, "params", "%s: %v", req.Method, err)
+	}
+	return cfg, nil
+}
+
+// centralTraining is a central release being trained: the request, the
+// method's configuration, the users' latest ratings, what each has spent
+// and the declared catalogue.
+type centralTraining struct {
+	s     *Server
+	req   api.ReleaseRequest
+	cfg   methods.Config
+	env   methods.Env
+	rows  map[string]map[int]float64
+	spent map[string]int64
+	cat   *model.Catalogue
+}
+
+// settle trains on the users in cover and prices the release. The cost is
+// a function of its guarantee, which only training states; with the skip
+// policy the users who cannot pay are left out and the method trained
+// again on the others (nothing of a discarded training is published). A
+// user-level release costs every user the same, so this settles in at
+// most a few rounds. It returns the release, its cost per user, the users
+// it covers and how many were left out.
+func (c *centralTraining) settle(ctx context.Context, cover []string) (*release.Release, int64, []string, int, *api.Error) {
+	skipped := 0
+	for round := 0; ; round++ {
+		rel, nano, e := c.train(ctx, cover)
+		if e != nil {
+			return nil, 0, nil, 0, e
+		}
+		if c.s.cfg.Exhausted != api.ExhaustedSkip {
+			return rel, nano, cover, skipped, nil
+		}
+		keep := make([]string, 0, len(cover))
+		for _, u := range cover {
+			if c.spent[u]+nano <= c.s.budget {
+				keep = append(keep, u)
+			}
+		}
+		if len(keep) == len(cover) {
+			return rel, nano, cover, skipped, nil
+		}
+		if len(keep) == 0 {
+			return nil, 0, nil, 0, &api.Error{Status: http.StatusForbidden, Code: api.CodeBudgetExceeded, Field: "epsilon",
+				Message: fmt.Sprintf("privacy budget exceeded: the release costs each user ρ = %g, and no user who sent ratings has that much budget left%s; nothing was published or charged", store.Eps(nano), c.s.periodText())}
+		}
+		if round >= 4 {
+			return nil, 0, nil, 0, &api.Error{Status: http.StatusConflict, Code: api.CodeTrainFailed, Message: "the release's cost did not settle when users who cannot pay were left out; nothing was published or charged"}
+		}
+		skipped += len(cover) - len(keep)
+		cover = keep
+	}
+}
+
+// train trains the method on the ratings of the users in cover (δ within
+// the server's policy for that population) and returns the release and
+// what it charges each of them.
+func (c *centralTraining) train(ctx context.Context, cover []string) (*release.Release, int64, *api.Error) {
+	s, req := c.s, c.req
+	if d := deltaCap(s.cfg.MaxDelta, len(cover)); req.Delta > d {
+		return nil, 0, api.BadRequest(api.CodeOutOfRange, "delta", "delta = %g is above the server's policy δ ≤ %g (1/(10·population) for the %d users the release covers, or --max-delta): a large δ makes a small ε meaningless; nothing was published or charged", req.Delta, d, len(cover))
+	}
+	data, err := centralMatrix(s.cfg, cover, c.rows)
+	if err != nil {
+		return nil, 0, s.fail("reading the ratings", err)
+	}
+	if data == nil {
+		return nil, 0, &api.Error{Status: http.StatusConflict, Code: api.CodeTrainFailed, Message: "no ratings yet among the users the release could cover: nothing to train on"}
+	}
+	scale := release.Scale{Min: s.cfg.Scale.Min, Max: s.cfg.Scale.Max}
+	in := release.Input{Ratings: data, Declared: release.Declared{Scale: &scale, Catalogue: c.cat, Population: len(cover)}}
+	rel, err := methods.Train(ctx, req.Method, c.cfg, in, c.env)
+	if err != nil {
+		return nil, 0, &api.Error{Status: http.StatusBadRequest, Code: api.CodeTrainFailed, Field: "params", Message: err.Error()}
+	}
+	rho, err := chargeFor(rel.Guarantee, deltaCap(s.cfg.MaxDelta, len(cover)))
+	if err != nil {
+		return nil, 0, api.BadRequest(api.CodeInvalidValue, "method", "%s cannot be published in central mode: %v", req.Method, err)
+	}
+	nano, err := ledgerCharge(rho)
+	if err != nil {
+		return nil, 0, api.BadRequest(api.CodeBadEpsilon, "epsilon", "%v", err)
+	}
+	return rel, nano, nil
 }
 
 // releaseDoc returns the JSON document of a published release (cached:
