@@ -203,26 +203,36 @@ func Paper(kind tensor.Kind) Config {
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
+	if err := c.validateSolver(); err != nil {
+		return err
+	}
+	if err := c.validateMechanismSolver(); err != nil {
+		return err
+	}
+	return c.validatePrivacy()
+}
+
+// validateSolver checks the model and solver settings.
+func (c *Config) validateSolver() error {
 	if _, err := tensor.ParseKind(string(c.Kind)); err != nil {
 		return err
 	}
-	bad := func(name string, v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) || v < 0 }
 	switch {
 	case c.Rank <= 0 || c.Rank > 64:
 		return fmt.Errorf("completion: rank %d not in 1..64", c.Rank)
 	case c.Passes <= 0:
 		return fmt.Errorf("completion: passes %d must be positive", c.Passes)
-	case bad("lr", c.LR) || c.LR == 0:
+	case notNonNegative(c.LR) || c.LR == 0:
 		return fmt.Errorf("completion: learning rate %v must be positive and finite", c.LR)
-	case bad("lambda", c.Lambda) || bad("lambda-g", c.LambdaG):
+	case notNonNegative(c.Lambda) || notNonNegative(c.LambdaG):
 		return fmt.Errorf("completion: regularisation λ = %v, λ_g = %v must be ≥ 0 and finite", c.Lambda, c.LambdaG)
-	case bad("init", c.InitScale) || c.InitScale == 0:
+	case notNonNegative(c.InitScale) || c.InitScale == 0:
 		return fmt.Errorf("completion: init scale %v must be positive", c.InitScale)
 	case c.Workers < 0 || c.Workers > 2:
 		return fmt.Errorf("completion: workers %d not in 0..2", c.Workers)
 	case c.Solver != "" && c.Solver != ALS && c.Solver != SGD:
 		return fmt.Errorf("completion: unknown solver %q (want als or sgd)", c.Solver)
-	case bad("bias damping", c.BiasDamping):
+	case notNonNegative(c.BiasDamping):
 		return fmt.Errorf("completion: bias damping %v must be ≥ 0 and finite", c.BiasDamping)
 	case !(c.Validation >= 0 && c.Validation <= 0.5):
 		return fmt.Errorf("completion: validation fraction %v not in [0, 0.5]", c.Validation)
@@ -232,10 +242,16 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("completion: choosing λ from %d candidates needs a validation fraction > 0", len(c.LambdaGrid))
 	}
 	for _, l := range c.LambdaGrid {
-		if bad("lambda", l) {
+		if notNonNegative(l) {
 			return fmt.Errorf("completion: candidate λ = %v must be ≥ 0 and finite", l)
 		}
 	}
+	return nil
+}
+
+// validateMechanismSolver checks that the solver settings suit the
+// mechanism.
+func (c *Config) validateMechanismSolver() error {
 	if c.Mechanism != DPSGD && c.solver() == SGD && c.Biases {
 		return fmt.Errorf("completion: biases need the ALS solver (or DP-SGD); the SGD solver is the seed's, without biases")
 	}
@@ -252,6 +268,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("completion: DP-SGD cannot choose λ or stop on held-out private ratings without spending privacy; set validation 0 and one λ")
 		}
 	}
+	return nil
+}
+
+// validatePrivacy checks a private mechanism's settings.
+func (c *Config) validatePrivacy() error {
 	switch c.Mechanism {
 	case NoMechanism:
 		return nil
@@ -264,11 +285,11 @@ func (c *Config) Validate() error {
 	}
 	switch c.Mechanism {
 	case IP:
-		if math.IsNaN(c.Lo) || math.IsNaN(c.Hi) || math.IsInf(c.Lo, 0) || math.IsInf(c.Hi, 0) || !(c.Lo < c.Hi) {
+		if !finiteRange(c.Lo, c.Hi) {
 			return fmt.Errorf("completion: IP needs a finite value range Lo < Hi, got [%v, %v]", c.Lo, c.Hi)
 		}
 	case GP, OP, DPSGD:
-		if bad("clip", c.Clip) || c.Clip == 0 {
+		if notNonNegative(c.Clip) || c.Clip == 0 {
 			return fmt.Errorf("completion: clip %v must be positive and finite", c.Clip)
 		}
 	}
@@ -285,11 +306,19 @@ func (c *Config) Validate() error {
 		if !(c.CentreEps > 0 && c.CentreEps < c.Epsilon) {
 			return fmt.Errorf("completion: centre ε = %v must be in (0, ε = %v)", c.CentreEps, c.Epsilon)
 		}
-		if math.IsNaN(c.Lo) || math.IsNaN(c.Hi) || math.IsInf(c.Lo, 0) || math.IsInf(c.Hi, 0) || !(c.Lo < c.Hi) {
+		if !finiteRange(c.Lo, c.Hi) {
 			return fmt.Errorf("completion: private centring needs a finite value range Lo < Hi, got [%v, %v]", c.Lo, c.Hi)
 		}
 	}
 	return nil
+}
+
+// notNonNegative reports a setting that is not a finite number ≥ 0.
+func notNonNegative(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) || v < 0 }
+
+// finiteRange reports whether [lo, hi] is a finite range with lo < hi.
+func finiteRange(lo, hi float64) bool {
+	return !math.IsNaN(lo) && !math.IsNaN(hi) && !math.IsInf(lo, 0) && !math.IsInf(hi, 0) && lo < hi
 }
 
 // Model is a fitted CP or Tucker model: factor matrices A (n1 × d),
