@@ -46,6 +46,48 @@ type triplets struct {
 func subspaceSVD(a blockOp, b int, tau, tol float64, maxSweeps int, start *mat.Dense, startS []float64, rnd func() float64) (triplets, int, bool) {
 	d1, d2 := a.Dims()
 	b = min(b, d1, d2)
+	it := newSubspaceIter(a, b, rnd)
+	v := startBlock(start, d2, b, rnd)
+	prev := make([]float64, b)
+	havePrev := copy(prev, startS) == b
+	var t triplets
+	sweeps := 0
+	for sweeps < maxSweeps {
+		sweeps++
+		var ok bool
+		if t, ok = it.sweep(v); !ok {
+			return triplets{}, sweeps, false
+		}
+		v = t.V
+		_, k := softThreshold(t.S, tau)
+		if k == b {
+			// Every Ritz value is above the threshold: the block is too
+			// small, which more sweeps cannot fix (the caller grows it).
+			break
+		}
+		conv := (sweeps > 1 || havePrev) && settled(t.S, prev, min(k+1, b), tol)
+		copy(prev, t.S)
+		if conv {
+			break
+		}
+	}
+	return t, sweeps, true
+}
+
+// settled reports whether the first k values of s moved by at most
+// tol·s₀ from prev.
+func settled(s, prev []float64, k int, tol float64) bool {
+	for i := range k {
+		if math.Abs(s[i]-prev[i]) > tol*math.Max(s[0], 1e-300) {
+			return false
+		}
+	}
+	return true
+}
+
+// startBlock is the d2 × b start block: start's first columns (when it
+// has d2 rows), the rest random from rnd.
+func startBlock(start *mat.Dense, d2, b int, rnd func() float64) *mat.Dense {
 	v := mat.NewDense(d2, b, nil)
 	nStart := 0
 	if start != nil {
@@ -59,76 +101,69 @@ func subspaceSVD(a blockOp, b int, tau, tol float64, maxSweeps int, start *mat.D
 			v.Set(i, j, rnd()-0.5)
 		}
 	}
-	q := mat.NewDense(d1, b, nil)
-	bm := mat.NewDense(d2, b, nil)
-	h := mat.NewSymDense(b, nil)
-	var es mat.EigenSym
-	var ev mat.Dense
-	rev := mat.NewDense(b, b, nil)
-	prev := make([]float64, b)
-	havePrev := copy(prev, startS) == b
-	s := make([]float64, b)
-	var t triplets
-	sweeps := 0
-	for sweeps < maxSweeps {
-		sweeps++
-		a.mulTo(q, v)
-		orthonormalize(q)
-		a.mulTTo(bm, q) // B = Aᵀ Q, d2 × b
-		h.SymOuterK(1, bm.T())
-		if !es.Factorize(h, true) {
-			return triplets{}, sweeps, false
-		}
-		lam := es.Values(nil) // ascending
-		es.VectorsTo(&ev)
-		for j := range b {
-			s[j] = math.Sqrt(math.Max(lam[b-1-j], 0))
-			for i := range b {
-				rev.Set(i, j, ev.At(i, b-1-j))
-			}
-		}
-		// Left vectors U = Q R; right V = B R Σ⁻¹, whose columns are
-		// orthonormal to rounding (BᵀB R = R Λ) where σ is not tiny; the
-		// others only seed the next sweep, so they are replaced by random
-		// vectors.
-		u := mat.NewDense(d1, b, nil)
-		u.Mul(q, rev)
-		vn := mat.NewDense(d2, b, nil)
-		vn.Mul(bm, rev)
-		for j := range b {
-			if s[j] > 1e-7*s[0] {
-				inv := 1 / s[j]
-				for i := range d2 {
-					vn.Set(i, j, vn.At(i, j)*inv)
-				}
-			} else {
-				for i := range d2 {
-					vn.Set(i, j, rnd()-0.5)
-				}
-			}
-		}
-		v = vn
-		t = triplets{U: u, S: append([]float64(nil), s...), V: vn}
-		_, k := softThreshold(s, tau)
-		if k == b {
-			// Every Ritz value is above the threshold: the block is too
-			// small, which more sweeps cannot fix (the caller grows it).
-			break
-		}
-		k = min(k+1, b)
-		conv := sweeps > 1 || havePrev
-		for i := range k {
-			if math.Abs(s[i]-prev[i]) > tol*math.Max(s[0], 1e-300) {
-				conv = false
-				break
-			}
-		}
-		copy(prev, s)
-		if conv {
-			break
+	return v
+}
+
+// subspaceIter holds a subspace iteration's operator and scratch.
+type subspaceIter struct {
+	a      blockOp
+	b      int
+	q, bm  *mat.Dense // A V (orthonormalised), Aᵀ Q
+	h      *mat.SymDense
+	es     mat.EigenSym
+	ev     mat.Dense
+	rev    *mat.Dense
+	s      []float64
+	rnd    func() float64
+	d1, d2 int
+}
+
+func newSubspaceIter(a blockOp, b int, rnd func() float64) *subspaceIter {
+	d1, d2 := a.Dims()
+	return &subspaceIter{a: a, b: b, q: mat.NewDense(d1, b, nil), bm: mat.NewDense(d2, b, nil), h: mat.NewSymDense(b, nil),
+		rev: mat.NewDense(b, b, nil), s: make([]float64, b), rnd: rnd, d1: d1, d2: d2}
+}
+
+// sweep is one sweep from the block v: W = A V, Q = orth(W), B = Aᵀ Q,
+// and the Ritz triplets from the eigenproblem of BᵀB.
+func (it *subspaceIter) sweep(v *mat.Dense) (triplets, bool) {
+	b, s := it.b, it.s
+	it.a.mulTo(it.q, v)
+	orthonormalize(it.q)
+	it.a.mulTTo(it.bm, it.q) // B = Aᵀ Q, d2 × b
+	it.h.SymOuterK(1, it.bm.T())
+	if !it.es.Factorize(it.h, true) {
+		return triplets{}, false
+	}
+	lam := it.es.Values(nil) // ascending
+	it.es.VectorsTo(&it.ev)
+	for j := range b {
+		s[j] = math.Sqrt(math.Max(lam[b-1-j], 0))
+		for i := range b {
+			it.rev.Set(i, j, it.ev.At(i, b-1-j))
 		}
 	}
-	return t, sweeps, true
+	// Left vectors U = Q R; right V = B R Σ⁻¹, whose columns are
+	// orthonormal to rounding (BᵀB R = R Λ) where σ is not tiny; the
+	// others only seed the next sweep, so they are replaced by random
+	// vectors.
+	u := mat.NewDense(it.d1, b, nil)
+	u.Mul(it.q, it.rev)
+	vn := mat.NewDense(it.d2, b, nil)
+	vn.Mul(it.bm, it.rev)
+	for j := range b {
+		if s[j] > 1e-7*s[0] {
+			inv := 1 / s[j]
+			for i := range it.d2 {
+				vn.Set(i, j, vn.At(i, j)*inv)
+			}
+		} else {
+			for i := range it.d2 {
+				vn.Set(i, j, it.rnd()-0.5)
+			}
+		}
+	}
+	return triplets{U: u, S: append([]float64(nil), s...), V: vn}, true
 }
 
 // blockOp is a matrix seen through its products with dense blocks.
