@@ -424,22 +424,9 @@ func Train(ctx context.Context, t *tensor.Tensor, cfg Config, rnd, nz *noise.Sou
 		info.Sensitivity, info.NoiseScale = cfg.Hi-cfg.Lo, cal.ip.Scale()
 	}
 	if cfg.Mechanism == DPSGD {
-		train := data
-		if cfg.Precondition {
-			flatDays(m)
-		}
-		if cfg.Biases && cfg.Lo < cfg.Hi {
-			m.Offset = (cfg.Lo + cfg.Hi) / 2 // μ starts mid-scale (a declared fact)
-		}
-		if cal.centre != nil {
-			var centred *tensor.Tensor
-			if centred, m.Offset, err = centre(data, cfg.Lo, cfg.Hi, cal.centre, nz); err != nil {
-				return nil, nil, err
-			}
-			info.Offset = m.Offset
-			if !cfg.Biases { // with biases μ is a parameter, started at the private mean
-				train = centred
-			}
+		var train *tensor.Tensor
+		if train, err = startDPSGD(data, cfg, cal, m, nz, info); err != nil {
+			return nil, nil, err
 		}
 		err = trainDPSGD(ctx, train, cfg, cal, m, rnd, nz, info, progress)
 	} else if cfg.Mechanism == GP || cfg.Mechanism == OP {
@@ -457,12 +444,8 @@ func Train(ctx context.Context, t *tensor.Tensor, cfg Config, rnd, nz *noise.Sou
 			return nil, nil, err
 		}
 	}
-	for _, f := range [][]float64{m.A, m.B, m.C, m.G, m.BA, m.BB, m.BC, {m.Offset}} {
-		for _, v := range f {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, nil, errDiverged(cfg)
-			}
-		}
+	if !m.finite() {
+		return nil, nil, errDiverged(cfg)
 	}
 	if info.Guarantee, err = cfg.guarantee(cal, t); err != nil {
 		return nil, nil, err
@@ -471,6 +454,44 @@ func Train(ctx context.Context, t *tensor.Tensor, cfg Config, rnd, nz *noise.Sou
 		info.Rho = info.Guarantee.Rho
 	}
 	return m, info, nil
+}
+
+// startDPSGD sets DP-SGD's starting point: flat day rows when
+// preconditioned, μ mid-scale (a declared fact) or, with private
+// centring, the privately released mean. It returns the tensor to train
+// on: the centred one when centring without biases (with biases μ is a
+// parameter, started at the private mean).
+func startDPSGD(data *tensor.Tensor, cfg Config, cal *calibration, m *Model, nz *noise.Source, info *Info) (*tensor.Tensor, error) {
+	if cfg.Precondition {
+		flatDays(m)
+	}
+	if cfg.Biases && cfg.Lo < cfg.Hi {
+		m.Offset = (cfg.Lo + cfg.Hi) / 2
+	}
+	if cal.centre == nil {
+		return data, nil
+	}
+	centred, offset, err := centre(data, cfg.Lo, cfg.Hi, cal.centre, nz)
+	if err != nil {
+		return nil, err
+	}
+	m.Offset, info.Offset = offset, offset
+	if !cfg.Biases {
+		return centred, nil
+	}
+	return data, nil
+}
+
+// finite reports whether every parameter of m is finite.
+func (m *Model) finite() bool {
+	for _, f := range [][]float64{m.A, m.B, m.C, m.G, m.BA, m.BB, m.BC, {m.Offset}} {
+		for _, v := range f {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // errDiverged is the error of a run whose parameters became non-finite.
