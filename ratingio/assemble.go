@@ -94,14 +94,49 @@ const maxIndex = 1<<31 - 2
 // interning, a counting sort into the user-major layout, parallel per-row
 // sorting with the duplicate policy, and the item-major view.
 func assemble(ctx context.Context, name string, chunks []*chunk, hasTime bool, dups ratings.DupPolicy) (*ratings.Matrix, error) {
-	n := 0
+	users, items, n, err := internKeys(name, chunks)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rs := scatterByUser(chunks, len(users.names), n, hasTime)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	newLen, dup := sortRows(rs, dups)
+	if dup.user >= 0 {
+		return nil, duplicateError(name, chunks, users, items, dup)
+	}
+	if newLen != nil { // merged duplicates: close the gaps
+		rs.compact(newLen)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return rs.matrix(name, users, items)
+}
+
+// csrRows is the user-major layout being built: row offsets, item indices,
+// values and optional timestamps.
+type csrRows struct {
+	ptr []int64
+	col []int32
+	val []float32
+	t   []int64 // nil without timestamps
+}
+
+// internKeys is pass 1 (sequential, in file order): every chunk's keys
+// become dense user and item indices, in place. It returns the interners
+// and the number of ratings.
+func internKeys(name string, chunks []*chunk) (users, items *interner, n int, err error) {
 	var maxU, maxI key
 	for _, c := range chunks {
 		n += c.user.len()
 		maxU, maxI = max(maxU, c.maxU), max(maxI, c.maxI)
 	}
-	users, items := newInterner(maxU, n), newInterner(maxI, n)
-	// Pass 1 (sequential, in file order): keys → dense indices, in place.
+	users, items = newInterner(maxU, n), newInterner(maxI, n)
 	var carry struct {
 		l   *local
 		key key
@@ -113,7 +148,7 @@ func assemble(ctx context.Context, name string, chunks []*chunk, hasTime bool, d
 		for r, k := range c.item {
 			if k == unresolvedKey { // netflix: the movie line is in an earlier chunk
 				if !carry.ok {
-					return nil, &ParseError{File: name, Line: c.firstLine + int64(c.line.at(r)), Reason: "rating line before any \"MovieID:\" line"}
+					return nil, nil, 0, &ParseError{File: name, Line: c.firstLine + int64(c.line.at(r)), Reason: "rating line before any \"MovieID:\" line"}
 				}
 				c.item[r] = key(carry.l.key(items, carry.key))
 				continue
@@ -124,78 +159,77 @@ func assemble(ctx context.Context, name string, chunks []*chunk, hasTime bool, d
 			carry.l, carry.key, carry.ok = li, c.curItem, true
 		}
 		if len(users.names) > maxIndex || len(items.names) > maxIndex {
-			return nil, &ParseError{File: name, Reason: "more than 2^31-2 distinct users or items"}
+			return nil, nil, 0, &ParseError{File: name, Reason: "more than 2^31-2 distinct users or items"}
 		}
 	}
-	nU, nI := len(users.names), len(items.names)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	return users, items, n, nil
+}
 
-	// Pass 2: counting sort by user, keeping file order within a user.
-	rowPtr := make([]int64, nU+1)
+// scatterByUser is pass 2: a counting sort of the n ratings by user,
+// keeping file order within a user; it releases each chunk's columns as
+// it goes.
+func scatterByUser(chunks []*chunk, nU, n int, hasTime bool) csrRows {
+	rs := csrRows{ptr: make([]int64, nU+1), col: make([]int32, n), val: make([]float32, n)}
 	for _, c := range chunks {
-		c.user.spans(func(from, to int, u key) { rowPtr[u+1] += int64(to - from) })
+		c.user.spans(func(from, to int, u key) { rs.ptr[u+1] += int64(to - from) })
 	}
 	for u := range nU {
-		rowPtr[u+1] += rowPtr[u]
+		rs.ptr[u+1] += rs.ptr[u]
 	}
-	rowCol := make([]int32, n)
-	rowVal := make([]float32, n)
-	var rowT []int64
 	if hasTime {
-		rowT = make([]int64, n)
+		rs.t = make([]int64, n)
 	}
-	next := slices.Clone(rowPtr[:nU])
+	next := slices.Clone(rs.ptr[:nU])
 	rel := newReleaser(chunks)
 	for _, c := range chunks {
 		c.user.spans(func(from, to int, u key) {
 			p := next[u]
 			next[u] += int64(to - from)
 			for r, it := range c.item[from:to] {
-				rowCol[p+int64(r)] = int32(it)
+				rs.col[p+int64(r)] = int32(it)
 			}
-			copy(rowVal[p:], c.val[from:to])
+			copy(rs.val[p:], c.val[from:to])
 			if hasTime {
-				copy(rowT[p:], c.t[from:to])
+				copy(rs.t[p:], c.t[from:to])
 			}
 		})
 		rel.done(c) // keeps user and line for error positions
 	}
 	rel.flush()
-	next = nil
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	return rs
+}
 
-	// Pass 3: sort each row by item (stable), merge or reject duplicates.
-	newLen, dup := sortRows(rowPtr, rowCol, rowVal, rowT, dups)
-	if dup.user >= 0 {
-		first, second := recordLine(chunks, dup.user, dup.p1), recordLine(chunks, dup.user, dup.p2)
-		de := &ratings.DuplicateError{User: users.names[dup.user], Item: items.names[dup.item], First: first, Second: second}
-		return nil, &ParseError{File: name, Line: second, Reason: de.Error(), Err: de}
-	}
-	if newLen != nil { // merged duplicates: close the gaps
-		w := int64(0)
-		for u := range nU {
-			a, l := rowPtr[u], newLen[u]
-			copy(rowCol[w:], rowCol[a:a+l])
-			copy(rowVal[w:], rowVal[a:a+l])
-			if hasTime {
-				copy(rowT[w:], rowT[a:a+l])
-			}
-			rowPtr[u] = w
-			w += l
+// duplicateError reports a rejected duplicate at the lines of both ratings.
+func duplicateError(name string, chunks []*chunk, users, items *interner, dup dupAt) error {
+	first, second := recordLine(chunks, dup.user, dup.p1), recordLine(chunks, dup.user, dup.p2)
+	de := &ratings.DuplicateError{User: users.names[dup.user], Item: items.names[dup.item], First: first, Second: second}
+	return &ParseError{File: name, Line: second, Reason: de.Error(), Err: de}
+}
+
+// compact closes the gaps merged duplicates left: row u keeps its first
+// newLen[u] entries.
+func (rs *csrRows) compact(newLen []int64) {
+	nU := len(rs.ptr) - 1
+	w := int64(0)
+	for u := range nU {
+		a, l := rs.ptr[u], newLen[u]
+		copy(rs.col[w:], rs.col[a:a+l])
+		copy(rs.val[w:], rs.val[a:a+l])
+		if rs.t != nil {
+			copy(rs.t[w:], rs.t[a:a+l])
 		}
-		rowPtr[nU] = w
-		rowCol, rowVal = slices.Clip(rowCol[:w]), slices.Clip(rowVal[:w])
-		if hasTime {
-			rowT = slices.Clip(rowT[:w])
-		}
+		rs.ptr[u] = w
+		w += l
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	rs.ptr[nU] = w
+	rs.col, rs.val = slices.Clip(rs.col[:w]), slices.Clip(rs.val[:w])
+	if rs.t != nil {
+		rs.t = slices.Clip(rs.t[:w])
 	}
+}
+
+// matrix builds the Matrix with the interned names.
+func (rs *csrRows) matrix(name string, users, items *interner) (*ratings.Matrix, error) {
 	uIDs, err := ratings.IDsFrom(users.names)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -204,7 +238,7 @@ func assemble(ctx context.Context, name string, chunks []*chunk, hasTime bool, d
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	m, err := ratings.FromCSR(uIDs, iIDs, nI, rowPtr, rowCol, rowVal, rowT)
+	m, err := ratings.FromCSR(uIDs, iIDs, len(items.names), rs.ptr, rs.col, rs.val, rs.t)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -241,130 +275,189 @@ type dupAt struct {
 // using both cores. With DupError it reports the first duplicate (lowest
 // user index); otherwise it merges duplicates at the front of each row and
 // returns the new row lengths (nil if nothing was merged).
-func sortRows(rowPtr []int64, rowCol []int32, rowVal []float32, rowT []int64, dups ratings.DupPolicy) ([]int64, dupAt) {
-	nU := len(rowPtr) - 1
+func sortRows(rs csrRows, dups ratings.DupPolicy) ([]int64, dupAt) {
+	nU := len(rs.ptr) - 1
 	workers := min(runtime.GOMAXPROCS(0), max(1, nU/1024))
 	var newLen []int64
 	if dups != ratings.DupError {
 		newLen = make([]int64, nU)
 	}
-	found := make([]dupAt, workers)
-	merged := make([]bool, workers)
+	sorters := make([]rowSorter, workers)
 	var wg sync.WaitGroup
-	n := rowPtr[nU]
 	lo := 0
 	for w := range workers {
-		// Balance by ratings, not users.
-		hi := nU
-		if w < workers-1 {
-			target := n * int64(w+1) / int64(workers)
-			hi, _ = slices.BinarySearch(rowPtr, target)
-			hi = max(hi, lo)
-		}
+		hi := rs.split(lo, w, workers)
+		sorters[w] = rowSorter{rs: rs, dups: dups, newLen: newLen, found: dupAt{user: -1}}
 		wg.Add(1)
-		go func(w, lo, hi int) {
+		go func(s *rowSorter, lo, hi int) {
 			defer wg.Done()
-			found[w] = dupAt{user: -1}
-			var keys, tmpKeys []uint64
-			var tv []float32
-			var tt []int64
-			for u := lo; u < hi; u++ {
-				a, b := rowPtr[u], rowPtr[u+1]
-				cols := rowCol[a:b]
-				sorted, distinct := true, true
-				for k := 1; k < len(cols); k++ {
-					if cols[k] <= cols[k-1] {
-						if cols[k] < cols[k-1] {
-							sorted = false
-							break
-						}
-						distinct = false
-					}
-				}
-				if sorted && distinct {
-					if newLen != nil {
-						newLen[u] = b - a
-					}
-					continue
-				}
-				if !sorted {
-					keys = keys[:0]
-					maxItem := int32(0)
-					for k, c := range cols {
-						keys = append(keys, uint64(c)<<32|uint64(k))
-						maxItem = max(maxItem, c)
-					}
-					if len(keys) >= 64 {
-						tmpKeys = slices.Grow(tmpKeys[:0], len(keys))[:len(keys)]
-						if out := radixByItem(keys, tmpKeys, maxItem); &out[0] != &keys[0] {
-							keys, tmpKeys = out, keys // keep the two buffers distinct
-						}
-					} else {
-						slices.Sort(keys)
-					}
-					tv = append(tv[:0], rowVal[a:b]...)
-					if rowT != nil {
-						tt = append(tt[:0], rowT[a:b]...)
-					}
-					for k, key := range keys {
-						cols[k] = int32(key >> 32)
-						rowVal[a+int64(k)] = tv[uint32(key)]
-						if rowT != nil {
-							rowT[a+int64(k)] = tt[uint32(key)]
-						}
-					}
-				}
-				// Duplicates are now adjacent, in file order.
-				if dups == ratings.DupError {
-					for k := 1; k < len(cols); k++ {
-						if cols[k] == cols[k-1] {
-							if found[w].user < 0 {
-								p1, p2 := int64(k-1), int64(k)
-								if !sorted {
-									p1, p2 = int64(uint32(keys[k-1])), int64(uint32(keys[k]))
-								}
-								found[w] = dupAt{user: int32(u), item: cols[k], p1: p1, p2: p2}
-							}
-							return
-						}
-					}
-					continue
-				}
-				merged[w] = true
-				out := a
-				for k := a; k < b; {
-					e := k + 1
-					sum := float64(rowVal[k])
-					for e < b && rowCol[e] == rowCol[k] {
-						sum += float64(rowVal[e])
-						e++
-					}
-					rowCol[out] = rowCol[k]
-					rowVal[out] = rowVal[e-1]
-					if dups == ratings.DupMean && e-k > 1 {
-						rowVal[out] = float32(sum / float64(e-k))
-					}
-					if rowT != nil {
-						rowT[out] = rowT[e-1]
-					}
-					out++
-					k = e
-				}
-				newLen[u] = out - a
-			}
-		}(w, lo, hi)
+			s.sortRange(lo, hi)
+		}(&sorters[w], lo, hi)
 		lo = hi
 	}
 	wg.Wait()
-	for _, d := range found {
-		if d.user >= 0 {
-			return nil, d
+	merged := false
+	for _, s := range sorters {
+		if s.found.user >= 0 {
+			return nil, s.found
 		}
+		merged = merged || s.merged
 	}
-	if !slices.Contains(merged, true) {
+	if !merged {
 		newLen = nil
 	}
 	return newLen, dupAt{user: -1}
+}
+
+// split returns the end of worker w's rows (of workers, starting at lo),
+// balanced by ratings, not users.
+func (rs csrRows) split(lo, w, workers int) int {
+	nU := len(rs.ptr) - 1
+	if w == workers-1 {
+		return nU
+	}
+	target := rs.ptr[nU] * int64(w+1) / int64(workers)
+	hi, _ := slices.BinarySearch(rs.ptr, target)
+	return max(hi, lo)
+}
+
+// rowSorter sorts one worker's rows, with its own scratch buffers.
+type rowSorter struct {
+	rs      csrRows
+	dups    ratings.DupPolicy
+	newLen  []int64 // shared; each worker writes its own rows
+	found   dupAt   // the first duplicate (DupError), user -1 if none
+	merged  bool
+	keys    []uint64 // item<<32 | position, the sort keys of a row
+	tmpKeys []uint64
+	tv      []float32
+	tt      []int64
+}
+
+// sortRange sorts rows lo..hi-1, stopping at the first duplicate with
+// DupError.
+func (s *rowSorter) sortRange(lo, hi int) {
+	rs := s.rs
+	for u := lo; u < hi; u++ {
+		a, b := rs.ptr[u], rs.ptr[u+1]
+		cols := rs.col[a:b]
+		sorted, distinct := scanRow(cols)
+		if sorted && distinct {
+			if s.newLen != nil {
+				s.newLen[u] = b - a
+			}
+			continue
+		}
+		if !sorted {
+			s.sortRow(a, b)
+		}
+		// Duplicates are now adjacent, in file order.
+		if s.dups == ratings.DupError {
+			if s.findDup(u, cols, sorted) {
+				return
+			}
+			continue
+		}
+		s.merged = true
+		s.newLen[u] = s.mergeRow(a, b) - a
+	}
+}
+
+// scanRow tells whether cols is non-decreasing and whether it is strictly
+// increasing.
+func scanRow(cols []int32) (sorted, distinct bool) {
+	sorted, distinct = true, true
+	for k := 1; k < len(cols); k++ {
+		if cols[k] <= cols[k-1] {
+			if cols[k] < cols[k-1] {
+				return false, distinct
+			}
+			distinct = false
+		}
+	}
+	return sorted, distinct
+}
+
+// sortRow sorts the row a..b by item, stably, leaving its sort keys (with
+// the file positions) in s.keys.
+func (s *rowSorter) sortRow(a, b int64) {
+	rs, keys, tmpKeys := s.rs, s.keys[:0], s.tmpKeys
+	cols := rs.col[a:b]
+	maxItem := int32(0)
+	for k, c := range cols {
+		keys = append(keys, uint64(c)<<32|uint64(k))
+		maxItem = max(maxItem, c)
+	}
+	if len(keys) >= 64 {
+		tmpKeys = slices.Grow(tmpKeys[:0], len(keys))[:len(keys)]
+		if out := radixByItem(keys, tmpKeys, maxItem); &out[0] != &keys[0] {
+			keys, tmpKeys = out, keys // keep the two buffers distinct
+		}
+	} else {
+		slices.Sort(keys)
+	}
+	tv := append(s.tv[:0], rs.val[a:b]...)
+	var tt []int64
+	if rs.t != nil {
+		tt = append(s.tt[:0], rs.t[a:b]...)
+	}
+	for k, key := range keys {
+		cols[k] = int32(key >> 32)
+		rs.val[a+int64(k)] = tv[uint32(key)]
+		if rs.t != nil {
+			rs.t[a+int64(k)] = tt[uint32(key)]
+		}
+	}
+	s.keys, s.tmpKeys, s.tv = keys, tmpKeys, tv
+	if tt != nil {
+		s.tt = tt
+	}
+}
+
+// findDup records the first duplicate of row u (sorted tells whether the
+// row was already in order, else s.keys holds its file positions) and
+// reports whether there was one.
+func (s *rowSorter) findDup(u int, cols []int32, sorted bool) bool {
+	for k := 1; k < len(cols); k++ {
+		if cols[k] == cols[k-1] {
+			if s.found.user < 0 {
+				p1, p2 := int64(k-1), int64(k)
+				if !sorted {
+					p1, p2 = int64(uint32(s.keys[k-1])), int64(uint32(s.keys[k]))
+				}
+				s.found = dupAt{user: int32(u), item: cols[k], p1: p1, p2: p2}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// mergeRow merges runs of equal items in the sorted row a..b at its front
+// (the last value, or the mean with DupMean; the last timestamp) and
+// returns the end of the merged row.
+func (s *rowSorter) mergeRow(a, b int64) int64 {
+	rs := s.rs
+	out := a
+	for k := a; k < b; {
+		e := k + 1
+		sum := float64(rs.val[k])
+		for e < b && rs.col[e] == rs.col[k] {
+			sum += float64(rs.val[e])
+			e++
+		}
+		rs.col[out] = rs.col[k]
+		rs.val[out] = rs.val[e-1]
+		if s.dups == ratings.DupMean && e-k > 1 {
+			rs.val[out] = float32(sum / float64(e-k))
+		}
+		if rs.t != nil {
+			rs.t[out] = rs.t[e-1]
+		}
+		out++
+		k = e
+	}
+	return out
 }
 
 // radixByItem sorts keys (item<<32 | position, positions increasing) by

@@ -219,191 +219,280 @@ type section struct {
 // readBinary reads the binary format from r. size is the stream's length
 // in bytes, or -1 if unknown; ra, when not nil, reads the same file at
 // absolute offsets (base is the offset of the stream's start), so the
-// arrays can be read and checksummed on all cores.
+// arrays can be read and checksummed on all cores. It reads as header →
+// names → arrays → checksums → values → matrix.
 func readBinary(ctx context.Context, r io.Reader, ra io.ReaderAt, base int64, name string, opt Options, size int64) (*ratings.Matrix, error) {
-	bad := func(format string, a ...any) error {
-		return &ParseError{File: name, Reason: "binary ratings file: " + fmt.Sprintf(format, a...)}
+	br := &binReader{name: name, r: r, cr: &crcReader{r: r, h: crc32.New(castagnoli)}, known: size >= 0}
+	h, err := br.header(size)
+	if err != nil {
+		return nil, err
 	}
-	// badRead reports a failed read: damaged gzip data as the decompressor
-	// stream reported it (already a *ParseError), anything else as bad()
-	// wrapping err.
-	badRead := func(err error, format string, a ...any) error {
-		var pe *ParseError
-		if errors.As(err, &pe) {
-			return pe
-		}
-		return &ParseError{File: name, Reason: "binary ratings file: " + fmt.Sprintf(format, a...), Err: err}
+	uNames, iNames, err := br.names(h)
+	if err != nil {
+		return nil, err
 	}
-	cr := &crcReader{r: r, h: crc32.New(castagnoli)}
-	var h [headerSize]byte
-	if _, err := io.ReadFull(cr, h[:]); err != nil {
-		return nil, badRead(err, "truncated header: %v", err)
+	headSum := br.cr.h.Sum32()
+	var a binArrays
+	if br.known && ra != nil {
+		err = br.arraysAt(ctx, ra, base, h, &a)
+	} else {
+		err = br.arraysStream(ctx, h, &a)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := br.checksums(headSum, &a); err != nil {
+		return nil, err
+	}
+	if err := br.checkValues(a.rowVal, opt); err != nil {
+		return nil, err
+	}
+	return br.matrix(h, uNames, iNames, &a)
+}
+
+// binReader is the state of one binary read: where errors point, the
+// stream (raw and checksummed) and whether its length is known.
+type binReader struct {
+	name  string
+	r     io.Reader
+	cr    *crcReader
+	known bool
+}
+
+// bad reports a malformed file.
+func (br *binReader) bad(format string, a ...any) error {
+	return &ParseError{File: br.name, Reason: "binary ratings file: " + fmt.Sprintf(format, a...)}
+}
+
+// badRead reports a failed read: damaged gzip data as the decompressor
+// stream reported it (already a *ParseError), anything else as bad()
+// wrapping err.
+func (br *binReader) badRead(err error, format string, a ...any) error {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return &ParseError{File: br.name, Reason: "binary ratings file: " + fmt.Sprintf(format, a...), Err: err}
+}
+
+// binHeader is the decoded, checked 64-byte header.
+type binHeader struct {
+	hasTime, hasCols bool
+	nU, nI, nnz      uint64
+	uLen, iLen       uint64 // bytes of user and item names
+	headLen          uint64 // header, names and padding
+	nSections        uint64
+}
+
+// header reads and checks the header; size, when known, must be the
+// length the header implies.
+func (br *binReader) header(size int64) (binHeader, error) {
+	var raw [headerSize]byte
+	if _, err := io.ReadFull(br.cr, raw[:]); err != nil {
+		return binHeader{}, br.badRead(err, "truncated header: %v", err)
 	}
 	le := binary.LittleEndian
-	if v := le.Uint32(h[8:]); v != binaryVersion {
-		return nil, bad("version %d; this privrec reads version %d", v, binaryVersion)
+	if v := le.Uint32(raw[8:]); v != binaryVersion {
+		return binHeader{}, br.bad("version %d; this privrec reads version %d", v, binaryVersion)
 	}
-	if le.Uint64(h[56:]) != 0 {
-		return nil, bad("reserved header bytes are not zero")
+	if le.Uint64(raw[56:]) != 0 {
+		return binHeader{}, br.bad("reserved header bytes are not zero")
 	}
-	flags := le.Uint32(h[12:])
+	flags := le.Uint32(raw[12:])
 	if flags&^(flagTime|flagColumns) != 0 {
-		return nil, bad("unknown flags %#x", flags)
+		return binHeader{}, br.bad("unknown flags %#x", flags)
 	}
-	hasTime, hasCols := flags&flagTime != 0, flags&flagColumns != 0
-	nU, nI, nnz := le.Uint64(h[16:]), le.Uint64(h[24:]), le.Uint64(h[32:])
-	uLen, iLen := le.Uint64(h[40:]), le.Uint64(h[48:])
+	h := binHeader{
+		hasTime: flags&flagTime != 0, hasCols: flags&flagColumns != 0,
+		nU: le.Uint64(raw[16:]), nI: le.Uint64(raw[24:]), nnz: le.Uint64(raw[32:]),
+		uLen: le.Uint64(raw[40:]), iLen: le.Uint64(raw[48:]),
+	}
 	const limit = 1 << 40
-	if nU > maxIndex || nI > maxIndex || nnz > limit || uLen > limit || iLen > limit {
-		return nil, bad("implausible header (users %d, items %d, ratings %d)", nU, nI, nnz)
+	if h.nU > maxIndex || h.nI > maxIndex || h.nnz > limit || h.uLen > limit || h.iLen > limit {
+		return binHeader{}, br.bad("implausible header (users %d, items %d, ratings %d)", h.nU, h.nI, h.nnz)
 	}
-	names := uLen + iLen
-	headLen := headerSize + names + uint64(pad8(int(names%8)))
-	nSections := uint64(3)
-	arrays := 8*(nU+1) + 8*nnz
-	if hasTime {
-		nSections++
-		arrays += 8 * nnz
+	want := h.layout()
+	if br.known && uint64(size) != want {
+		return binHeader{}, br.bad("the header implies %d bytes but the file has %d (truncated or corrupt)", want, size)
 	}
-	if hasCols {
-		nSections += 3
-		arrays += 8*(nI+1) + 8*nnz
-	}
-	want := headLen + arrays + 4*(1+nSections)
-	known := size >= 0
-	if known && uint64(size) != want {
-		return nil, bad("the header implies %d bytes but the file has %d (truncated or corrupt)", want, size)
-	}
-	uNames, err := readNames(cr, uLen, nU, known)
-	if err != nil {
-		return nil, badRead(err, "user names: %v", err)
-	}
-	iNames, err := readNames(cr, iLen, nI, known)
-	if err != nil {
-		return nil, badRead(err, "item names: %v", err)
-	}
-	if _, err := io.ReadFull(cr, make([]byte, pad8(int(names%8)))); err != nil {
-		return nil, badRead(err, "truncated: %v", err)
-	}
-	headSum := cr.h.Sum32()
+	return h, nil
+}
 
-	var (
-		rowPtr, rowT, colPtr []int64
-		rowCol, colRow       []int32
-		rowVal, colVal       []float32
-		secs                 []*section
-		trailer              = make([]byte, 4*(1+nSections))
-	)
-	if known && ra != nil {
-		// Random access: allocate once, read every array on its own core.
-		rowPtr, rowCol, rowVal = make([]int64, nU+1), make([]int32, nnz), make([]float32, nnz)
-		add := func(what string, b []byte, size int) { secs = append(secs, &section{what: what, b: b, size: size}) }
-		add("row offsets", bytesOf(rowPtr), 8)
-		add("item indices", bytesOf(rowCol), 4)
-		add("values", bytesOf(rowVal), 4)
-		if hasTime {
-			rowT = make([]int64, nnz)
-			add("timestamps", bytesOf(rowT), 8)
+// layout sets headLen and nSections and returns the file length the
+// header implies.
+func (h *binHeader) layout() uint64 {
+	names := h.uLen + h.iLen
+	h.headLen = headerSize + names + uint64(pad8(int(names%8)))
+	h.nSections = 3
+	arrays := 8*(h.nU+1) + 8*h.nnz
+	if h.hasTime {
+		h.nSections++
+		arrays += 8 * h.nnz
+	}
+	if h.hasCols {
+		h.nSections += 3
+		arrays += 8*(h.nI+1) + 8*h.nnz
+	}
+	return h.headLen + arrays + 4*(1+h.nSections)
+}
+
+// names reads the user and item names and the padding after them.
+func (br *binReader) names(h binHeader) (uNames, iNames []string, err error) {
+	uNames, err = readNames(br.cr, h.uLen, h.nU, br.known)
+	if err != nil {
+		return nil, nil, br.badRead(err, "user names: %v", err)
+	}
+	iNames, err = readNames(br.cr, h.iLen, h.nI, br.known)
+	if err != nil {
+		return nil, nil, br.badRead(err, "item names: %v", err)
+	}
+	if _, err := io.ReadFull(br.cr, make([]byte, pad8(int((h.uLen+h.iLen)%8)))); err != nil {
+		return nil, nil, br.badRead(err, "truncated: %v", err)
+	}
+	return uNames, iNames, nil
+}
+
+// binArrays are the arrays of a binary file, their sections (in file
+// order, each with its checksum) and the trailer of stored checksums.
+type binArrays struct {
+	rowPtr, rowT, colPtr []int64
+	rowCol, colRow       []int32
+	rowVal, colVal       []float32
+	secs                 []*section
+	trailer              []byte
+}
+
+// arraysAt allocates every array once and reads each on its own core.
+func (br *binReader) arraysAt(ctx context.Context, ra io.ReaderAt, base int64, h binHeader, a *binArrays) error {
+	a.trailer = make([]byte, 4*(1+h.nSections))
+	a.rowPtr, a.rowCol, a.rowVal = make([]int64, h.nU+1), make([]int32, h.nnz), make([]float32, h.nnz)
+	add := func(what string, b []byte, size int) { a.secs = append(a.secs, &section{what: what, b: b, size: size}) }
+	add("row offsets", bytesOf(a.rowPtr), 8)
+	add("item indices", bytesOf(a.rowCol), 4)
+	add("values", bytesOf(a.rowVal), 4)
+	if h.hasTime {
+		a.rowT = make([]int64, h.nnz)
+		add("timestamps", bytesOf(a.rowT), 8)
+	}
+	if h.hasCols {
+		a.colPtr, a.colRow, a.colVal = make([]int64, h.nI+1), make([]int32, h.nnz), make([]float32, h.nnz)
+		add("column offsets", bytesOf(a.colPtr), 8)
+		add("user indices", bytesOf(a.colRow), 4)
+		add("column values", bytesOf(a.colVal), 4)
+	}
+	off := base + int64(h.headLen)
+	for _, s := range a.secs {
+		s.off = off
+		off += int64(len(s.b))
+	}
+	if err := readSections(ctx, ra, a.secs); err != nil {
+		return wrapCtx(err, br.bad("%v", err))
+	}
+	if _, err := ra.ReadAt(a.trailer, off); err != nil {
+		return br.bad("missing checksums: %v", err)
+	}
+	return nil
+}
+
+// arraysStream reads one array after the other, each with its own
+// checksum, then the trailer, and checks that nothing follows.
+func (br *binReader) arraysStream(ctx context.Context, h binHeader, a *binArrays) error {
+	a.trailer = make([]byte, 4*(1+h.nSections))
+	type step struct {
+		what string
+		read func() error
+	}
+	cr, known := br.cr, br.known
+	steps := []step{
+		{"row offsets", func() (err error) { a.rowPtr, err = readArray[int64](ctx, cr, h.nU+1, known); return }},
+		{"item indices", func() (err error) { a.rowCol, err = readArray[int32](ctx, cr, h.nnz, known); return }},
+		{"values", func() (err error) { a.rowVal, err = readArray[float32](ctx, cr, h.nnz, known); return }},
+	}
+	if h.hasTime {
+		steps = append(steps, step{"timestamps", func() (err error) { a.rowT, err = readArray[int64](ctx, cr, h.nnz, known); return }})
+	}
+	if h.hasCols {
+		steps = append(steps, []step{
+			{"column offsets", func() (err error) { a.colPtr, err = readArray[int64](ctx, cr, h.nI+1, known); return }},
+			{"user indices", func() (err error) { a.colRow, err = readArray[int32](ctx, cr, h.nnz, known); return }},
+			{"column values", func() (err error) { a.colVal, err = readArray[float32](ctx, cr, h.nnz, known); return }},
+		}...)
+	}
+	for _, st := range steps {
+		cr.h.Reset()
+		if err := st.read(); err != nil {
+			return wrapCtx(err, br.badRead(err, "%s: %v", st.what, err))
 		}
-		if hasCols {
-			colPtr, colRow, colVal = make([]int64, nI+1), make([]int32, nnz), make([]float32, nnz)
-			add("column offsets", bytesOf(colPtr), 8)
-			add("user indices", bytesOf(colRow), 4)
-			add("column values", bytesOf(colVal), 4)
-		}
-		off := base + int64(headLen)
-		for _, s := range secs {
-			s.off = off
-			off += int64(len(s.b))
-		}
-		if err := readSections(ctx, ra, secs); err != nil {
-			return nil, wrapCtx(err, bad("%v", err))
-		}
-		if _, err := ra.ReadAt(trailer, off); err != nil {
-			return nil, bad("missing checksums: %v", err)
-		}
-	} else {
-		// A stream: one array after the other, each with its own checksum.
-		type step struct {
-			what string
-			read func() error
-		}
-		next := func(what string, read func() error) error {
-			cr.h.Reset()
-			if err := read(); err != nil {
-				return wrapCtx(err, badRead(err, "%s: %v", what, err))
-			}
-			secs = append(secs, &section{what: what, sum: cr.h.Sum32()})
-			return nil
-		}
-		steps := []step{
-			{"row offsets", func() (err error) { rowPtr, err = readArray[int64](ctx, cr, nU+1, known); return }},
-			{"item indices", func() (err error) { rowCol, err = readArray[int32](ctx, cr, nnz, known); return }},
-			{"values", func() (err error) { rowVal, err = readArray[float32](ctx, cr, nnz, known); return }},
-		}
-		if hasTime {
-			steps = append(steps, step{"timestamps", func() (err error) { rowT, err = readArray[int64](ctx, cr, nnz, known); return }})
-		}
-		if hasCols {
-			steps = append(steps, []step{
-				{"column offsets", func() (err error) { colPtr, err = readArray[int64](ctx, cr, nI+1, known); return }},
-				{"user indices", func() (err error) { colRow, err = readArray[int32](ctx, cr, nnz, known); return }},
-				{"column values", func() (err error) { colVal, err = readArray[float32](ctx, cr, nnz, known); return }},
-			}...)
-		}
-		for _, st := range steps {
-			if err := next(st.what, st.read); err != nil {
-				return nil, err
-			}
-		}
-		if _, err := io.ReadFull(r, trailer); err != nil {
-			return nil, badRead(err, "missing checksums: %v", err)
-		}
-		// Reading on to the end also lets a gzip stream check its own
-		// checksum and length.
-		if n, err := r.Read(trailer[:1]); n != 0 {
-			return nil, bad("trailing data after the checksums")
-		} else if err != nil && !errors.Is(err, io.EOF) {
-			return nil, badRead(err, "after the checksums: %v", err)
+		a.secs = append(a.secs, &section{what: st.what, sum: cr.h.Sum32()})
+	}
+	return br.trailer(a.trailer)
+}
+
+// trailer reads the stored checksums and reads on to the end, which also
+// lets a gzip stream check its own checksum and length.
+func (br *binReader) trailer(trailer []byte) error {
+	if _, err := io.ReadFull(br.r, trailer); err != nil {
+		return br.badRead(err, "missing checksums: %v", err)
+	}
+	if n, err := br.r.Read(trailer[:1]); n != 0 {
+		return br.bad("trailing data after the checksums")
+	} else if err != nil && !errors.Is(err, io.EOF) {
+		return br.badRead(err, "after the checksums: %v", err)
+	}
+	return nil
+}
+
+// checksums compares the computed checksums with the stored ones.
+func (br *binReader) checksums(headSum uint32, a *binArrays) error {
+	le := binary.LittleEndian
+	if le.Uint32(a.trailer) != headSum {
+		return br.bad("checksum mismatch in the header or names (corrupt file)")
+	}
+	for k, s := range a.secs {
+		if le.Uint32(a.trailer[4*(k+1):]) != s.sum {
+			return br.bad("checksum mismatch in the %s (corrupt file)", s.what)
 		}
 	}
-	if le.Uint32(trailer) != headSum {
-		return nil, bad("checksum mismatch in the header or names (corrupt file)")
-	}
-	for k, s := range secs {
-		if le.Uint32(trailer[4*(k+1):]) != s.sum {
-			return nil, bad("checksum mismatch in the %s (corrupt file)", s.what)
-		}
-	}
+	return nil
+}
+
+// checkValues refuses NaN, ±Inf and, with a declared scale, values off it.
+func (br *binReader) checkValues(vals []float32, opt Options) error {
 	lo, hi := float32(math.Inf(-1)), float32(math.Inf(1))
 	if opt.HasScale {
 		lo, hi = float32(opt.Min), float32(opt.Max)
 	}
-	for k, v := range rowVal {
+	for k, v := range vals {
 		if math.Float32bits(v)&0x7f800000 == 0x7f800000 || v < lo || v > hi { // NaN or ±Inf, or off the scale
 			f := float64(v)
 			if math.IsNaN(f) || math.IsInf(f, 0) {
-				return nil, bad("rating %d is %v", k, v)
+				return br.bad("rating %d is %v", k, v)
 			}
-			return nil, bad("rating %d (%v) is outside the declared scale %v:%v", k, v, opt.Min, opt.Max)
+			return br.bad("rating %d (%v) is outside the declared scale %v:%v", k, v, opt.Min, opt.Max)
 		}
 	}
+	return nil
+}
+
+// matrix builds the matrix from the names and arrays (ratings checks the
+// arrays' consistency).
+func (br *binReader) matrix(h binHeader, uNames, iNames []string, a *binArrays) (*ratings.Matrix, error) {
 	users, err := ratings.IDsFrom(uNames)
 	if err != nil {
-		return nil, bad("%v", err)
+		return nil, br.bad("%v", err)
 	}
 	items, err := ratings.IDsFrom(iNames)
 	if err != nil {
-		return nil, bad("%v", err)
+		return nil, br.bad("%v", err)
 	}
 	var m *ratings.Matrix
-	if hasCols {
-		m, err = ratings.FromViews(users, items, rowPtr, rowCol, rowVal, rowT, colPtr, colRow, colVal)
+	if h.hasCols {
+		m, err = ratings.FromViews(users, items, a.rowPtr, a.rowCol, a.rowVal, a.rowT, a.colPtr, a.colRow, a.colVal)
 	} else {
-		m, err = ratings.FromCSR(users, items, int(nI), rowPtr, rowCol, rowVal, rowT)
+		m, err = ratings.FromCSR(users, items, int(h.nI), a.rowPtr, a.rowCol, a.rowVal, a.rowT)
 	}
 	if err != nil {
-		return nil, bad("%v", err)
+		return nil, br.bad("%v", err)
 	}
 	return m, nil
 }

@@ -144,6 +144,14 @@ func (s *spec) parse(c *chunk) {
 
 var bom = []byte("\xef\xbb\xbf")
 
+// record appends one rating (the caller appends its time, if any).
+func (c *chunk) record(u, it key, v float32, rel int32) {
+	c.user.add(u)
+	c.item = append(c.item, it)
+	c.val = append(c.val, v)
+	c.line.add(rel)
+}
+
 func (s *spec) fieldCount(n int) *lineError {
 	return errField(0, "", "wrong field count: want %d fields separated by %q, found %d", s.nf, s.sep, n)
 }
@@ -176,10 +184,7 @@ func (s *spec) triple(c *chunk, line []byte, rel int32) *lineError {
 		}
 		c.t = append(c.t, ts)
 	}
-	c.user.add(u)
-	c.item = append(c.item, it)
-	c.val = append(c.val, v)
-	c.line.add(rel)
+	c.record(u, it, v, rel)
 	return nil
 }
 
@@ -215,11 +220,8 @@ func (s *spec) netflix(c *chunk, line []byte, rel int32) *lineError {
 	if !ok {
 		return errField(3, "time", "%s is not a date YYYY-MM-DD", quoteField(f[2]))
 	}
-	c.user.add(u)
-	c.item = append(c.item, item)
-	c.val = append(c.val, v)
 	c.t = append(c.t, ts)
-	c.line.add(rel)
+	c.record(u, item, v, rel)
 	return nil
 }
 
@@ -261,10 +263,7 @@ func (s *spec) jester(c *chunk, line []byte, rel int32) *lineError {
 		if it > c.maxI {
 			c.maxI = it
 		}
-		c.user.add(u)
-		c.item = append(c.item, it)
-		c.val = append(c.val, v)
-		c.line.add(rel)
+		c.record(u, it, v, rel)
 		n++
 	}
 	if n != count {
@@ -281,45 +280,89 @@ func (s *spec) jester(c *chunk, line []byte, rel int32) *lineError {
 // general path then parses the line (and reports its errors), so both
 // paths give identical results.
 func (s *spec) fastTriple(c *chunk, line []byte, rel int32) bool {
-	sep := s.sep[0]
-	wide := len(s.sep) == 2
-	p := 0
-	id := func() (key, bool) {
-		start := p
-		var v uint64
-		for p < len(line) && p-start <= 10 {
-			d := line[p] - '0'
-			if d > 9 {
-				break
-			}
-			v = v*10 + uint64(d)
-			p++
-		}
-		n := p - start
-		return key(v), n > 0 && n <= 10 && v < uint64(strKey) && (line[start] != '0' || n == 1)
+	sep, wide := s.sep[0], len(s.sep) == 2
+	u, p, ok := fastID(line, 0)
+	if !ok {
+		return false
 	}
-	skipSep := func() bool {
+	if p, ok = fastSep(line, p, sep, wide); !ok {
+		return false
+	}
+	it, p, ok := fastID(line, p)
+	if !ok {
+		return false
+	}
+	if p, ok = fastSep(line, p, sep, wide); !ok {
+		return false
+	}
+	v, p, ok := fastRating(line, p)
+	if !ok || s.hasScale && (v < s.lo || v > s.hi) {
+		return false
+	}
+	var ts int64
+	if s.hasTime {
+		if p, ok = fastSep(line, p, sep, wide); !ok {
+			return false
+		}
+		if ts, p, ok = fastTime(line, p); !ok {
+			return false
+		}
+	}
+	if p != len(line) {
+		return false
+	}
+	if u > c.maxU {
+		c.maxU = u
+	}
+	if it > c.maxI {
+		c.maxI = it
+	}
+	if s.hasTime {
+		c.t = append(c.t, ts)
+	}
+	// c.record, by hand: the call costs the hot path ≈ 3 % of its work.
+	c.user.add(u)
+	c.item, c.val = append(c.item, it), append(c.val, v)
+	c.line.add(rel)
+	return true
+}
+
+// fastID reads, from line[p:], a canonical integer identifier below 2^31
+// (1 to 10 digits, no leading zero) and returns the position after it.
+func fastID(line []byte, p int) (key, int, bool) {
+	start := p
+	var v uint64
+	for p < len(line) && p-start <= 10 {
+		d := line[p] - '0'
+		if d > 9 {
+			break
+		}
+		v = v*10 + uint64(d)
+		p++
+	}
+	n := p - start
+	return key(v), p, n > 0 && n <= 10 && v < uint64(strKey) && (line[start] != '0' || n == 1)
+}
+
+// fastSep reads the separator (one byte, or the byte twice when wide) at
+// line[p].
+func fastSep(line []byte, p int, sep byte, wide bool) (int, bool) {
+	if p < len(line) && line[p] == sep {
+		p++
+		if !wide {
+			return p, true
+		}
 		if p < len(line) && line[p] == sep {
-			p++
-			if !wide {
-				return true
-			}
-			if p < len(line) && line[p] == sep {
-				p++
-				return true
-			}
+			return p + 1, true
 		}
-		return false
 	}
-	u, ok := id()
-	if !ok || !skipSep() {
-		return false
-	}
-	it, ok := id()
-	if !ok || !skipSep() {
-		return false
-	}
-	// rating
+	return p, false
+}
+
+// fastRating reads [-]digits[.digits] with at most 7 significant digits
+// and 10 decimals, where one float32 division is exact (Clinger's fast
+// path).
+func fastRating(line []byte, p int) (float32, int, bool) {
 	neg := false
 	if p < len(line) && line[p] == '-' {
 		neg = true
@@ -342,11 +385,11 @@ func (s *spec) fastTriple(c *chunk, line []byte, rel int32) bool {
 		}
 		p++
 		if nd > 7 || frac > 10 {
-			return false
+			return 0, p, false
 		}
 	}
 	if nd == 0 || frac == 0 {
-		return false
+		return 0, p, false
 	}
 	v := float32(m)
 	if frac > 0 {
@@ -355,50 +398,31 @@ func (s *spec) fastTriple(c *chunk, line []byte, rel int32) bool {
 	if neg {
 		v = -v
 	}
-	if s.hasScale && (v < s.lo || v > s.hi) {
-		return false
+	return v, p, true
+}
+
+// fastTime reads [-]digits, at most 18 digits.
+func fastTime(line []byte, p int) (int64, int, bool) {
+	neg := false
+	if p < len(line) && line[p] == '-' {
+		neg = true
+		p++
 	}
+	start := p
 	var ts int64
-	if s.hasTime {
-		if !skipSep() {
-			return false
+	for _, ch := range line[p:min(len(line), p+18)] {
+		d := ch - '0'
+		if d > 9 {
+			break
 		}
-		tneg := false
-		if p < len(line) && line[p] == '-' {
-			tneg = true
-			p++
-		}
-		start := p
-		for p < len(line) && p-start < 18 {
-			d := line[p] - '0'
-			if d > 9 {
-				break
-			}
-			ts = ts*10 + int64(d)
-			p++
-		}
-		if p == start {
-			return false
-		}
-		if tneg {
-			ts = -ts
-		}
+		ts = ts*10 + int64(d)
+		p++
 	}
-	if p != len(line) {
-		return false
+	if p == start {
+		return 0, p, false
 	}
-	if key(u) > c.maxU {
-		c.maxU = u
+	if neg {
+		ts = -ts
 	}
-	if it > c.maxI {
-		c.maxI = it
-	}
-	if s.hasTime {
-		c.t = append(c.t, ts)
-	}
-	c.user.add(u)
-	c.item = append(c.item, it)
-	c.val = append(c.val, v)
-	c.line.add(rel)
-	return true
+	return ts, p, true
 }

@@ -163,85 +163,20 @@ func firstLine(data []byte) (line []byte, no int64, ok bool) {
 	return nil, 0, false
 }
 
+// readText reads text as first block (the format settled by its first
+// line) → blocks parsed on all cores → the first bad line in file order,
+// else the matrix assembled from the parsed blocks.
 func readText(ctx context.Context, r io.Reader, name string, opt Options) (*ratings.Matrix, error) {
 	bl := &blocks{r: r}
-	first, err := bl.next()
+	first, line1, no1, err := firstBlock(bl, name)
 	if err != nil {
-		return nil, readError(name, err)
-	}
-	// The first block must hold the first non-blank line whole.
-	for {
-		if _, _, ok := firstLine(first); ok || bl.eof {
-			break
-		}
-		more, err := bl.next()
-		if err != nil {
-			return nil, readError(name, err)
-		}
-		first = append(first, more...)
-	}
-	line1, no1, ok := firstLine(first)
-	if !ok {
-		return nil, &ParseError{File: name, Reason: "empty file: no ratings"}
+		return nil, err
 	}
 	s, err := newSpec(&opt, name, line1, no1)
 	if err != nil {
 		return nil, teach(err, &opt, nil, name, line1, no1)
 	}
-
-	workers := runtime.GOMAXPROCS(0)
-	bl.free = make(chan []byte, workers+2)
-	work := make(chan *chunk, workers)
-	var stopAt atomic.Int64 // lowest chunk index with an error
-	stopAt.Store(1<<62 - 1)
-	var wg sync.WaitGroup
-	for range workers {
-		go func() {
-			for c := range work {
-				if int64(c.idx) < stopAt.Load() {
-					s.parse(c)
-					if c.err != nil {
-						for {
-							cur := stopAt.Load()
-							if int64(c.idx) >= cur || stopAt.CompareAndSwap(cur, int64(c.idx)) {
-								break
-							}
-						}
-					}
-				}
-				if !c.first {
-					select {
-					case bl.free <- c.data:
-					default:
-					}
-				}
-				c.data = nil
-				wg.Done()
-			}
-		}()
-	}
-	var chunks []*chunk
-	line := int64(1)
-	data := first
-	for data != nil {
-		if err := ctx.Err(); err != nil {
-			break
-		}
-		if int64(len(chunks)) > stopAt.Load() {
-			break
-		}
-		c := &chunk{idx: len(chunks), data: data, firstLine: line, first: len(chunks) == 0}
-		line += int64(bytes.Count(data, []byte{'\n'}))
-		chunks = append(chunks, c)
-		wg.Add(1)
-		work <- c
-		data, err = bl.next()
-		if err != nil {
-			break
-		}
-	}
-	close(work)
-	wg.Wait()
+	chunks, readErr := parseBlocks(ctx, bl, s, first)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -256,8 +191,8 @@ func readText(ctx context.Context, r io.Reader, name string, opt Options) (*rati
 		}
 		n += c.user.len()
 	}
-	if err != nil {
-		return nil, readError(name, err)
+	if readErr != nil {
+		return nil, readError(name, readErr)
 	}
 	if n == 0 {
 		reason := "empty file: no ratings"
@@ -267,6 +202,108 @@ func readText(ctx context.Context, r io.Reader, name string, opt Options) (*rati
 		return nil, &ParseError{File: name, Reason: reason}
 	}
 	return assemble(ctx, name, chunks, s.hasTime, opt.Duplicates)
+}
+
+// firstBlock reads the first block, extended until it holds the first
+// non-blank line whole, and returns that line and its number.
+func firstBlock(bl *blocks, name string) (first, line1 []byte, no1 int64, err error) {
+	first, err = bl.next()
+	if err != nil {
+		return nil, nil, 0, readError(name, err)
+	}
+	for {
+		if _, _, ok := firstLine(first); ok || bl.eof {
+			break
+		}
+		more, err := bl.next()
+		if err != nil {
+			return nil, nil, 0, readError(name, err)
+		}
+		first = append(first, more...)
+	}
+	line1, no1, ok := firstLine(first)
+	if !ok {
+		return nil, nil, 0, &ParseError{File: name, Reason: "empty file: no ratings"}
+	}
+	return first, line1, no1, nil
+}
+
+// blockParser parses blocks on all cores; once a block has a bad line,
+// later blocks are neither parsed nor read.
+type blockParser struct {
+	s      *spec
+	bl     *blocks
+	work   chan *chunk
+	stopAt atomic.Int64 // lowest chunk index with an error
+	wg     sync.WaitGroup
+}
+
+// parseBlocks parses first and the blocks after it; it returns the
+// chunks in file order and the error that stopped reading, if any.
+func parseBlocks(ctx context.Context, bl *blocks, s *spec, first []byte) ([]*chunk, error) {
+	workers := runtime.GOMAXPROCS(0)
+	bl.free = make(chan []byte, workers+2)
+	p := &blockParser{s: s, bl: bl, work: make(chan *chunk, workers)}
+	p.stopAt.Store(1<<62 - 1)
+	for range workers {
+		go p.worker()
+	}
+	chunks, err := p.feed(ctx, first)
+	close(p.work)
+	p.wg.Wait()
+	return chunks, err
+}
+
+// worker parses chunks and recycles their blocks.
+func (p *blockParser) worker() {
+	for c := range p.work {
+		if int64(c.idx) < p.stopAt.Load() {
+			p.s.parse(c)
+			if c.err != nil {
+				p.stop(int64(c.idx))
+			}
+		}
+		if !c.first {
+			select {
+			case p.bl.free <- c.data:
+			default:
+			}
+		}
+		c.data = nil
+		p.wg.Done()
+	}
+}
+
+// stop lowers stopAt to idx.
+func (p *blockParser) stop(idx int64) {
+	for {
+		cur := p.stopAt.Load()
+		if idx >= cur || p.stopAt.CompareAndSwap(cur, idx) {
+			return
+		}
+	}
+}
+
+// feed hands the blocks to the workers until the input ends, the context
+// is cancelled, a block is known bad or reading fails.
+func (p *blockParser) feed(ctx context.Context, data []byte) ([]*chunk, error) {
+	var chunks []*chunk
+	line := int64(1)
+	for data != nil {
+		if ctx.Err() != nil || int64(len(chunks)) > p.stopAt.Load() {
+			break
+		}
+		c := &chunk{idx: len(chunks), data: data, firstLine: line, first: len(chunks) == 0}
+		line += int64(bytes.Count(data, []byte{'\n'}))
+		chunks = append(chunks, c)
+		p.wg.Add(1)
+		p.work <- c
+		var err error
+		if data, err = p.bl.next(); err != nil {
+			return chunks, err
+		}
+	}
+	return chunks, nil
 }
 
 // Detect names the format of a file as ReadFile with Format "auto" would:
