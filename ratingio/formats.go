@@ -90,24 +90,9 @@ func detect(name string, first []byte) (string, error) {
 // newSpec resolves the format for a text file whose first non-blank line
 // (BOM and CR removed) is first, at line number firstLine.
 func newSpec(opt *Options, name string, first []byte, firstLine int64) (*spec, error) {
-	format := opt.Format
-	if format == "" || format == "auto" {
-		f, err := detect(name, first)
-		if err != nil {
-			return nil, err
-		}
-		format = f
-		if opt.Cols != "" { // --cols asks for the generic reader of the same separator
-			switch format {
-			case "movielens-100k":
-				format = "tsv"
-			case "movielens-csv", "uci-rc":
-				format = "csv"
-			}
-		}
-	}
-	if opt.Cols != "" && format != "tsv" && format != "csv" {
-		return nil, fmt.Errorf("%s: --cols applies to the tsv and csv formats, not %s", name, format)
+	format, err := specFormat(opt, name, first)
+	if err != nil {
+		return nil, err
 	}
 	s := &spec{format: format, user: 0, item: 1, rating: 2, time: -1, hasScale: opt.HasScale, lo: float32(opt.Min), hi: float32(opt.Max)}
 	perr := func(format string, a ...any) error {
@@ -119,42 +104,9 @@ func newSpec(opt *Options, name string, first []byte, firstLine int64) (*spec, e
 	case "movielens":
 		s.sep, s.nf, s.time = []byte("::"), 4, 3
 	case "movielens-csv":
-		s.sep, s.header = []byte(","), true
-		h := fieldsOf(first, s.sep)
-		var ok bool
-		if s.user, ok = h["userId"]; !ok {
-			return nil, perr("movielens-csv needs the header line userId,movieId,rating,timestamp; found %s", quoteField(first))
-		}
-		if s.item, ok = h["movieId"]; !ok {
-			return nil, perr("movielens-csv header has no movieId column: %s", quoteField(first))
-		}
-		if s.rating, ok = h["rating"]; !ok {
-			return nil, perr("movielens-csv header has no rating column: %s", quoteField(first))
-		}
-		if s.time, ok = h["timestamp"]; !ok {
-			s.time = -1
-		}
-		s.nf = len(split(first, s.sep, nil))
+		err = s.movielensCSV(first, perr)
 	case "uci-rc":
-		s.sep, s.header = []byte(","), true
-		col := opt.Column
-		switch col {
-		case "", "rating":
-			col = "rating"
-		case "food", "service":
-			col += "_rating"
-		default:
-			return nil, fmt.Errorf("%s: uci-rc column %q: want rating, food or service", name, opt.Column)
-		}
-		h := fieldsOf(first, s.sep)
-		var ok1, ok2, ok3 bool
-		s.user, ok1 = h["userID"]
-		s.item, ok2 = h["placeID"]
-		s.rating, ok3 = h[col]
-		if !ok1 || !ok2 || !ok3 {
-			return nil, perr("uci-rc needs a header naming userID, placeID and %s (like userID,placeID,rating,food_rating,service_rating); found %s", col, quoteField(first))
-		}
-		s.nf = len(split(first, s.sep, nil))
+		err = s.uciRC(opt.Column, name, first, perr)
 	case "netflix":
 		s.kind, s.sep, s.nf, s.user, s.item, s.rating, s.time, s.dateTime = kindNetflix, []byte(","), 3, 0, -1, 1, 2, true
 	case "jester-wide":
@@ -168,18 +120,90 @@ func newSpec(opt *Options, name string, first []byte, firstLine int64) (*spec, e
 		if format == "csv" {
 			s.sep = []byte(",")
 		}
-		if err := s.columns(opt.Cols, first, perr); err != nil {
-			return nil, err
-		}
+		err = s.columns(opt.Cols, first, perr)
 	case "binary":
 		return nil, perr("not a privrec binary ratings file (bad magic)")
 	default:
 		return nil, fmt.Errorf("unknown format %q (want auto or one of %s)", format, strings.Join(Formats, ", "))
 	}
+	if err != nil {
+		return nil, err
+	}
 	s.hasTime = s.time >= 0
 	s.fast = fastPath && s.kind == kindTriples && s.user == 0 && s.item == 1 && s.rating == 2 &&
 		((s.nf == 3 && s.time < 0) || (s.nf == 4 && s.time == 3)) && (len(s.sep) == 1 || string(s.sep) == "::")
 	return s, nil
+}
+
+// specFormat is the format asked for, or detected from the file name and
+// first line (with --cols, the generic reader of the same separator).
+func specFormat(opt *Options, name string, first []byte) (string, error) {
+	format := opt.Format
+	if format == "" || format == "auto" {
+		f, err := detect(name, first)
+		if err != nil {
+			return "", err
+		}
+		format = f
+		if opt.Cols != "" { // --cols asks for the generic reader of the same separator
+			switch format {
+			case "movielens-100k":
+				format = "tsv"
+			case "movielens-csv", "uci-rc":
+				format = "csv"
+			}
+		}
+	}
+	if opt.Cols != "" && format != "tsv" && format != "csv" {
+		return "", fmt.Errorf("%s: --cols applies to the tsv and csv formats, not %s", name, format)
+	}
+	return format, nil
+}
+
+// movielensCSV places the columns of MovieLens' ratings.csv by its header.
+func (s *spec) movielensCSV(first []byte, perr func(string, ...any) error) error {
+	s.sep, s.header = []byte(","), true
+	h := fieldsOf(first, s.sep)
+	var ok bool
+	if s.user, ok = h["userId"]; !ok {
+		return perr("movielens-csv needs the header line userId,movieId,rating,timestamp; found %s", quoteField(first))
+	}
+	if s.item, ok = h["movieId"]; !ok {
+		return perr("movielens-csv header has no movieId column: %s", quoteField(first))
+	}
+	if s.rating, ok = h["rating"]; !ok {
+		return perr("movielens-csv header has no rating column: %s", quoteField(first))
+	}
+	if s.time, ok = h["timestamp"]; !ok {
+		s.time = -1
+	}
+	s.nf = len(split(first, s.sep, nil))
+	return nil
+}
+
+// uciRC places the columns of the UCI restaurant ratings by its header;
+// column picks the overall, food or service rating.
+func (s *spec) uciRC(column, name string, first []byte, perr func(string, ...any) error) error {
+	s.sep, s.header = []byte(","), true
+	col := column
+	switch col {
+	case "", "rating":
+		col = "rating"
+	case "food", "service":
+		col += "_rating"
+	default:
+		return fmt.Errorf("%s: uci-rc column %q: want rating, food or service", name, column)
+	}
+	h := fieldsOf(first, s.sep)
+	var ok1, ok2, ok3 bool
+	s.user, ok1 = h["userID"]
+	s.item, ok2 = h["placeID"]
+	s.rating, ok3 = h[col]
+	if !ok1 || !ok2 || !ok3 {
+		return perr("uci-rc needs a header naming userID, placeID and %s (like userID,placeID,rating,food_rating,service_rating); found %s", col, quoteField(first))
+	}
+	s.nf = len(split(first, s.sep, nil))
+	return nil
 }
 
 // columns sets up a generic tsv/csv layout from --cols and the first line.
