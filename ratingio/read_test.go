@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -254,7 +255,10 @@ func TestCancel(t *testing.T) {
 func TestSameAsBuilder(t *testing.T) {
 	// Short rows (comparison sort) and long rows (radix sort), both with
 	// duplicates, string and integer IDs.
-	for _, shape := range []struct{ users, items, lines int }{{300, 200, 5000}, {20, 3000, 20000}} {
+	// Three workers sort the rows of the 5000-user shape (sortRows splits
+	// by ratings from 1024 users per worker).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+	for _, shape := range []struct{ users, items, lines int }{{300, 200, 5000}, {20, 3000, 20000}, {5000, 300, 20000}} {
 		var b strings.Builder
 		ref := ratings.NewBuilder(ratings.DupMean)
 		r := uint64(12345)
@@ -287,6 +291,26 @@ func TestSameAsBuilder(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFirstDuplicateAcrossWorkers checks that, with rows sorted by several
+// workers, the duplicate reported is the one of the lowest user index
+// whichever worker finds it first.
+func TestFirstDuplicateAcrossWorkers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+	var b strings.Builder
+	for u := range 5000 {
+		b.WriteString(itoa(u) + "\t1\t3\n")
+	}
+	b.WriteString("4500\t1\t4\n100\t1\t2\n") // lines 5001 and 5002
+	_, err := ReadFile(writeFile(t, "d.tsv", b.String()), Options{})
+	var de *ratings.DuplicateError
+	if !errors.As(err, &de) {
+		t.Fatalf("got %v, want a *ratings.DuplicateError", err)
+	}
+	if de.User != "100" || de.Item != "1" || de.First != 101 || de.Second != 5002 {
+		t.Fatalf("got %+v, want user 100, item 1, lines 101 and 5002", de)
 	}
 }
 
