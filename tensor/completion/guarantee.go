@@ -182,6 +182,14 @@ func (c Config) guaranteeIP(cal *calibration) privacy.Guarantee {
 	return g
 }
 
+// seedOnly is GP's and OP's guarantee: none for the model (A, B and the
+// core are released without noise), with the seed's claimed ε recorded and
+// note stating what C alone has.
+func (c Config) seedOnly(note string) privacy.Guarantee {
+	return privacy.Guarantee{Epsilon: math.Inf(1), Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.None,
+		ClaimedEpsilon: c.Epsilon, Note: note}
+}
+
 // guaranteeGP: none for the model; C alone as the seed claims it and as
 // it can be proven.
 func (c Config) guaranteeGP(cal *calibration, t *tensor.Tensor) (privacy.Guarantee, error) {
@@ -202,14 +210,12 @@ func (c Config) guaranteeGP(cal *calibration, t *tensor.Tensor) (privacy.Guarant
 	if err != nil {
 		return c.composeErr(err)
 	}
-	return privacy.Guarantee{Epsilon: math.Inf(1), Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.None,
-		ClaimedEpsilon: c.Epsilon,
-		Note: fmt.Sprintf("Gradient perturbation as seed 004 calibrates it: only C's gradient rows are clipped (m = %g) and noised (ℓ2 Laplace, Δ = 2m, per-step ε = %g); "+
-			"the released A, B%s are computed without noise, so the model as a whole has no DP guarantee. "+
-			"C alone: the seed claims ε = %g for the whole run, independent of the number of passes; that proof does not compose the %d passes. "+
-			"Each pass visits the changed rating once, so counting passes gives ε = %.6g — but the un-noised A and B carry the change into every later step, "+
-			"so what can be proven for C alone is basic composition over all %d passes × %d noisy steps, ε = %.6g. %s",
-			c.Clip, step, coreText(c), c.Epsilon, c.Passes, visits, c.Passes, t.Len(), all, neighboursText)}, nil
+	return c.seedOnly(fmt.Sprintf("Gradient perturbation as seed 004 calibrates it: only C's gradient rows are clipped (m = %g) and noised (ℓ2 Laplace, Δ = 2m, per-step ε = %g); "+
+		"the released A, B%s are computed without noise, so the model as a whole has no DP guarantee. "+
+		"C alone: the seed claims ε = %g for the whole run, independent of the number of passes; that proof does not compose the %d passes. "+
+		"Each pass visits the changed rating once, so counting passes gives ε = %.6g — but the un-noised A and B carry the change into every later step, "+
+		"so what can be proven for C alone is basic composition over all %d passes × %d noisy steps, ε = %.6g. %s",
+		c.Clip, step, coreText(c), c.Epsilon, c.Passes, visits, c.Passes, t.Len(), all, neighboursText)), nil
 }
 
 // guaranteeOP: none for the model; C alone as the seed claims it and as
@@ -237,13 +243,11 @@ func (c Config) guaranteeOP(cal *calibration, t *tensor.Tensor) (privacy.Guarant
 	if err != nil {
 		return c.composeErr(err)
 	}
-	return privacy.Guarantee{Epsilon: math.Inf(1), Unit: privacy.UnitEntry, Notion: privacy.Central, Status: privacy.None,
-		ClaimedEpsilon: c.Epsilon,
-		Note: fmt.Sprintf("Output perturbation as seed 004 calibrates it: ℓ2 Laplace noise with Δ = 2τLη = %g is added to the rows of C only; "+
-			"the released A, B%s carry no noise, so the model as a whole has no DP guarantee. "+
-			"C alone: the seed claims ε = %g from Wu et al.'s bound for convex permutation SGD, which does not apply (the tensor objective is not convex and C's updates depend on A and B, trained on the same data). "+
-			"What can be proven with C's gradient rows clipped to L = %g: each of the %d training entries moves its row of C by at most 2Lη per visit, so row k is (n_k·ε)-DP and C alone, composed over its rows, is ε = %.6g. %s",
-			OPSensitivity(c), coreText(c), c.Epsilon, c.Clip, t.Len(), all, neighboursText)}, nil
+	return c.seedOnly(fmt.Sprintf("Output perturbation as seed 004 calibrates it: ℓ2 Laplace noise with Δ = 2τLη = %g is added to the rows of C only; "+
+		"the released A, B%s carry no noise, so the model as a whole has no DP guarantee. "+
+		"C alone: the seed claims ε = %g from Wu et al.'s bound for convex permutation SGD, which does not apply (the tensor objective is not convex and C's updates depend on A and B, trained on the same data). "+
+		"What can be proven with C's gradient rows clipped to L = %g: each of the %d training entries moves its row of C by at most 2Lη per visit, so row k is (n_k·ε)-DP and C alone, composed over its rows, is ε = %.6g. %s",
+		OPSensitivity(c), coreText(c), c.Epsilon, c.Clip, t.Len(), all, neighboursText)), nil
 }
 
 // guaranteeDPSGD: ρ-zCDP over the passes (and the centring's ε when
