@@ -324,6 +324,7 @@ func (c *IALSConfig) Validate() error {
 type ialsPlan struct {
 	users, items, interactions int
 	lambda, threshold          float64
+	warmShare                  float64 // the users' share in the warm start; 0 when there is none
 	epochs, warmEpochs         int
 }
 
@@ -338,6 +339,9 @@ func (c *IALSConfig) plan(users, items, interactions int) ialsPlan {
 	p.threshold = topn.IALSThreshold(p.users, p.items, p.interactions, c.Alpha0, p.lambda)
 	if p.epochs == 0 {
 		p.epochs, p.warmEpochs = c.planEpochs(users, items, interactions)
+	}
+	if p.warmEpochs > 0 {
+		p.warmShare = c.WarmShare
 	}
 	return p
 }
@@ -358,7 +362,7 @@ func (c *IALSConfig) planEpochs(users, items, interactions int) (epochs, warm in
 func (c *IALSConfig) options(env *Env, p ialsPlan) topn.IALSOptions {
 	o := topn.IALSOptions{Rank: c.Rank, Alpha0: c.Alpha0, Lambda: p.lambda, Nu: c.Nu, Epochs: p.epochs, CGSteps: c.CGSteps, InitScale: c.InitScale}
 	if p.warmEpochs > 0 {
-		o.WarmShare, o.WarmEpochs = c.WarmShare, p.warmEpochs
+		o.WarmShare, o.WarmEpochs = p.warmShare, p.warmEpochs
 	}
 	if env != nil {
 		o.Rand, o.Workers, o.Progress = env.Rand.Rand(), env.Workers, env.Progress
@@ -381,9 +385,9 @@ func (c *IALSConfig) Train(ctx context.Context, in release.Input, env Env) (*rel
 	m := topnModel("ials", ids, titles, c.threshold())
 	m.Rank, m.V = c.Rank, h
 	m.Params = map[string]any{"rank": c.Rank, "alpha0": c.Alpha0, "lambda": p.lambda, "lambda_norm": c.LambdaNorm, "nu": c.Nu, "epochs": p.epochs, "cg_steps": c.CGSteps,
-		"warm_epochs": p.warmEpochs, "warm_share": c.WarmShare}
+		"warm_epochs": p.warmEpochs, "warm_share": p.warmShare}
 	topn.SetImplicitFoldIn(m, c.Alpha0, p.lambda, c.Nu)
 	return &release.Release{Public: m, Guarantee: nonPrivate("ials"),
 		Report: release.Report{"items": x.NumItems, "users": x.NumUsers, "interactions": x.Len(), "rank": c.Rank, "alpha0": c.Alpha0,
-			"lambda": p.lambda, "threshold": p.threshold, "epochs": p.epochs, "warm_epochs": p.warmEpochs, "warm_share": c.WarmShare}}, nil
+			"lambda": p.lambda, "threshold": p.threshold, "epochs": p.epochs, "warm_epochs": p.warmEpochs, "warm_share": p.warmShare}}, nil
 }

@@ -247,6 +247,10 @@ func TestIALSPlanAtTwoScales(t *testing.T) {
 		if math.Abs(p.lambda-tc.lambda) > 0.01*tc.lambda || p.epochs != tc.epochs || p.warmEpochs != tc.warm {
 			t.Errorf("%s: λ = %.5f, %d + %d warm epochs; want λ = %g (±1 %%), %d + %d", tc.name, p.lambda, p.epochs, p.warmEpochs, tc.lambda, tc.epochs, tc.warm)
 		}
+		// The report's warm_share is the plan's: the configured share only where a warm start runs.
+		if wantShare := map[bool]float64{true: cfg.WarmShare, false: 0}[tc.warm > 0]; p.warmShare != wantShare {
+			t.Errorf("%s: warm share %g with %d warm epochs, want %g", tc.name, p.warmShare, tc.warm, wantShare)
+		}
 		work := float64(p.epochs)*topn.IALSEpochWork(tc.users, tc.items, tc.interactions, cfg.Rank, cfg.CGSteps) +
 			topn.IALSWarmWork(tc.users, tc.items, tc.interactions, cfg.Rank, cfg.CGSteps, cfg.WarmShare, p.warmEpochs)
 		if p.epochs < 16 && work > cfg.EpochWork*1e9 {
