@@ -62,6 +62,12 @@ type TopNSpec struct {
 	// (one ID per line with an optional title, or MovieLens' u.item or
 	// movies.dat), both relative to the data directory.
 	Path, Format, Items string
+	// Features, when set, names PUBLIC item features (relative to the
+	// data directory; the forms topn.ReadItemFeatures reads) that the
+	// methods with an "item_features" parameter get; FeatureIDs, when
+	// set, is a two-column table (with a header line) from the
+	// catalogue's item IDs to the IDs the features file uses.
+	Features, FeatureIDs string
 	// Scale is the declared rating scale.
 	Scale release.Scale
 	// Positive: ratings ≥ Positive are interactions; MinPositives: users
@@ -248,6 +254,9 @@ type topNData struct {
 	decl       release.Declared
 	popularity map[string]float64
 	summary    string
+	// features is the public item-features file in the catalogue's IDs
+	// ("" without Features).
+	features string
 }
 
 func (s *TopNSpec) prepare(dataDir string) (*topNData, error) {
@@ -284,6 +293,9 @@ func (s *TopNSpec) prepare(dataDir string) (*topNData, error) {
 		"%d training users (%d ratings, %d interactions), %d validation and %d test users (%d and %d targets); catalogue of %d items (%s)",
 		all.Len(), all.NumUsers(), all.NumItems(), pos.Len(), s.Positive, nTrain+s.Val+s.Test, s.MinPositives,
 		nTrain, train.Len(), split.Train.Len(), s.Val, s.Test, split.ValTargets.Len(), split.TestTargets.Len(), cat.Len(), s.Items)
+	if s.Features != "" {
+		d.summary += fmt.Sprintf("; public item features %s", s.Features)
+	}
 	return d, nil
 }
 
@@ -343,6 +355,9 @@ func RunTopN(ctx context.Context, s TopNSpec, dataDir, out string) error {
 	}
 	d, err := s.prepare(dataDir)
 	if err != nil {
+		return err
+	}
+	if d.features, err = s.featuresFile(dataDir, out); err != nil {
 		return err
 	}
 	s.Log.Info("top-N split", "reproduction", s.Name, "data", d.summary, "runs left", rec.total-rec.finished)
@@ -500,6 +515,9 @@ func (s *TopNSpec) runOne(ctx context.Context, d *topNData, m TopNMethod, r *top
 	}
 	if _, set := params["positive"]; !set && methods.HasParam(reg.New(), "positive") {
 		params["positive"] = s.Positive
+	}
+	if _, set := params["item_features"]; !set && d.features != "" && methods.HasParam(reg.New(), "item_features") {
+		params["item_features"] = d.features
 	}
 	cfg, err := methods.Configure(m.Method, params)
 	if err != nil {
@@ -950,10 +968,16 @@ func topNReproOf(name string, spec func(paper bool) TopNSpec) *Reproduction {
 	}
 	s := spec(false)
 	path, items, title := s.Path, s.Items, s.Title
+	files := []string{path, items}
+	for _, f := range []string{s.Features, s.FeatureIDs} {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
 	return &Reproduction{
 		Name: name, Paper: "issue 22 (recommendations, not rating predictions); Liang et al., WWW 2018 (protocol)",
 		Summary: title + ": Recall@20 and NDCG@100 of " + strings.Join(names, ", ") + " vs ε (held-out users; validation and test tables)",
-		files:   []string{path, items},
+		files:   files,
 		measure: func(ctx context.Context, paper bool, dataDir, out string, opts MeasureOptions) error {
 			s := spec(paper)
 			s.Only = opts.Only
@@ -964,7 +988,14 @@ func topNReproOf(name string, spec func(paper bool) TopNSpec) *Reproduction {
 }
 
 func init() {
-	addRepro(topNRepro("topn-ml1m", "Top-N on MovieLens-1M (600 + 600 held-out users)", "ml-1m/ratings.tsv", "tsv", "ml-1m/items.tsv", 600, 600))
+	// MovieLens-1M's catalogue is public with its genres and release years
+	// (movies.dat): dp-features uses them, the others do not.
+	addRepro(topNReproWith("topn-ml1m", "Top-N on MovieLens-1M (600 + 600 held-out users)", "ml-1m/ratings.tsv", "tsv", "ml-1m/items.tsv", 600, 600, func(s *TopNSpec) {
+		s.Features, s.FeatureIDs = "ml-1m/movies.dat", "ml-1m/item_index_to_movieid.tsv"
+		s.Methods = append(slices.Clone(topNMethods), TopNMethod{Method: "dp-features"})
+	}))
+	dataHints["movies.dat"] = "MovieLens 1M's movies.dat (ID::TITLE::GENRES, from ml-1m.zip at https://grouplens.org/datasets/movielens/1m/) as DATA-DIR/ml-1m/movies.dat: the public genres and release years"
+	dataHints["item_index_to_movieid.tsv"] = "the map from the ratings' item numbers to MovieLens' MovieIDs as DATA-DIR/ml-1m/item_index_to_movieid.tsv (header item_index<TAB>movie_id; the i-th smallest rated MovieID is item i)"
 	addRepro(topNRepro("topn-ml100k", "Top-N on MovieLens-100K (50 + 50 held-out users)", "ml-100k/u.data", "movielens-100k", "ml-100k/u.item", 50, 50))
 	// Issue 39: the top-N methods across populations.
 	for _, n := range netflixSizes {
