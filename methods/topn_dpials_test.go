@@ -8,6 +8,7 @@ import (
 
 	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy"
+	"github.com/privrec/privrec/privacy/accountant"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/synth"
@@ -253,5 +254,44 @@ func TestDPIALSHonoursNoiseFactor(t *testing.T) {
 	}
 	if d := maxDiff(train(1, 1), train(2, 1)); d < 1e-2 {
 		t.Errorf("with full noise two noise streams differ by only %g", d)
+	}
+}
+
+// TestDPIALSPlanAtTwoScales: the most factors dp-ials' plan allows grows
+// with the covered items of its initial Gram, which grow with N·√ρ: on
+// MovieLens-1M (6 040 users) it is 64 and 81 at ε = 1 and 8 (where 10
+// and 31 eigenpairs clear the noise), on Jester-1's 100 jokes 64, and
+// on the 469 255-user Netflix-shaped population's 2 000 covered items it
+// is 250 at every ε (where rank 64 bound at every ε, issue 39). A smaller
+// --rank is kept as given.
+func TestDPIALSPlanAtTwoScales(t *testing.T) {
+	c := DefaultDPIALS()
+	for _, tc := range []struct {
+		name         string
+		users, items int
+		eps          float64
+		m, rankCap   int
+	}{
+		{"MovieLens-1M ε = 1", 6_040, 3_706, 1, 186, 64},
+		{"MovieLens-1M ε = 8", 6_040, 3_706, 8, 651, 81},
+		{"Jester-1 ε = 8", 43_109, 100, 8, 100, 64},
+		{"Netflix-shaped 42 582 ε = 1", 42_582, 17_770, 1, 683, 85},
+		{"Netflix-shaped 469 255 ε = 0.5", 469_255, 17_770, 0.5, 2_000, 250},
+		{"Netflix-shaped 469 255 ε = 8", 469_255, 17_770, 8, 2_000, 250},
+	} {
+		rho, err := accountant.RhoForApprox(tc.eps, 1e-6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rhoInit := math.Nextafter(rho-math.Nextafter(c.CountShare*rho, 0), 0)
+		m := (&DPEASEConfig{CoverScale: c.CoverScale, MaxItems: c.MaxInitItems}).covered(tc.users, tc.items, rhoInit)
+		if k := c.planRank(m); m != tc.m || k != tc.rankCap {
+			t.Errorf("%s: %d covered items, rank cap %d; want %d, %d", tc.name, m, k, tc.m, tc.rankCap)
+		}
+	}
+	given := *c
+	given.Rank = 32
+	if k := given.planRank(2000); k != 32 {
+		t.Errorf("--rank 32: rank cap %d", k)
 	}
 }
