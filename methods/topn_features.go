@@ -68,11 +68,38 @@ func (c *DPFeaturesConfig) Train(ctx context.Context, in release.Input, env Env)
 	if err != nil {
 		return nil, err
 	}
-	feats, skipped, err := c.features(cat)
+	rho, err := accountant.RhoForApprox(env.Epsilon, env.Delta)
 	if err != nil {
 		return nil, err
 	}
-	rho, err := accountant.RhoForApprox(env.Epsilon, env.Delta)
+	f, err := c.release(ctx, eng, cat, rho, env)
+	if err != nil {
+		return nil, err
+	}
+	g, err := topnGuarantee(env, []privacy.Guarantee{f.part}, f.note()+" Each user's profile is computed on her side.")
+	if err != nil {
+		return nil, err
+	}
+	m := topnModel("dp-features", cat.IDs(), catTitles(cat), c.threshold())
+	m.Rank, m.V, m.ItemBias, m.FoldIn = 2*f.feats.Len(), f.v, f.bias, topn.FoldFeatureProfile
+	m.Params = map[string]any{"cap": c.Cap, "ridge": c.Ridge, "features": f.feats.Len()}
+	return &release.Release{Public: m, Guarantee: g, Report: f.report(release.Report{"sigma": f.sigma, "items": cat.Len()})}, nil
+}
+
+// featureRelease is the feature model's release and post-processing.
+type featureRelease struct {
+	cap     float64
+	feats   *topn.ItemFeatures
+	skipped int
+	sigma   float64
+	part    privacy.Guarantee
+	v, bias []float64 // topn.FeaturePopularity's, in catalogue order
+}
+
+// release reads the public features (plan), releases the capped counts
+// with budget rho and matches them to the features.
+func (c *DPFeaturesConfig) release(ctx context.Context, eng statistic.Engine, cat *model.Catalogue, rho float64, env Env) (*featureRelease, error) {
+	feats, skipped, err := c.features(cat)
 	if err != nil {
 		return nil, err
 	}
@@ -84,18 +111,19 @@ func (c *DPFeaturesConfig) Train(ctx context.Context, in release.Input, env Env)
 	if err != nil {
 		return nil, err
 	}
-	g, err := topnGuarantee(env, []privacy.Guarantee{part}, fmt.Sprintf(
-		"One Gaussian release (σ = %.4g) of the item counts: a user with n interactions on the declared catalogue adds min(1, √(%g/n)) to each of her items (ℓ2 sensitivity %.4g under replacement). The %d item features are declared public; the feature match is post-processing and each user's profile is computed on her side.",
-		sigma, c.Cap, (&statistic.Counts{Cap: c.Cap}).Sensitivity().Value, feats.Len()))
-	if err != nil {
-		return nil, err
-	}
-	m := topnModel("dp-features", cat.IDs(), catTitles(cat), c.threshold())
-	m.Rank, m.V, m.ItemBias, m.FoldIn = 2*feats.Len(), v, bias, topn.FoldFeatureProfile
-	m.Params = map[string]any{"cap": c.Cap, "ridge": c.Ridge, "features": feats.Len()}
-	return &release.Release{Public: m, Guarantee: g, Report: release.Report{
-		"sigma": sigma, "items": cat.Len(), "features": feats.Len(),
-		"public_features": featureSummary(feats), "feature_lines_skipped": skipped}}, nil
+	return &featureRelease{cap: c.Cap, feats: feats, skipped: skipped, sigma: sigma, part: part, v: v, bias: bias}, nil
+}
+
+// note states the release for the guarantee.
+func (f *featureRelease) note() string {
+	return fmt.Sprintf("One Gaussian release (σ = %.4g) of the item counts: a user with n interactions on the declared catalogue adds min(1, √(%g/n)) to each of her items (ℓ2 sensitivity %.4g under replacement). The %d item features are declared public; the feature match is post-processing.",
+		f.sigma, f.cap, (&statistic.Counts{Cap: f.cap}).Sensitivity().Value, f.feats.Len())
+}
+
+// report adds the features to r.
+func (f *featureRelease) report(r release.Report) release.Report {
+	r["features"], r["public_features"], r["feature_lines_skipped"] = f.feats.Len(), featureSummary(f.feats), f.skipped
+	return r
 }
 
 // features reads the declared public item features (the intercept only

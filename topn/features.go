@@ -161,28 +161,90 @@ func (f *ItemFeatures) unit(j int) (idx []int32, w float64) {
 // of j is p·(item j's weights).
 const FoldFeatureProfile model.FoldIn = "feature-profile"
 
-func init() { model.RegisterFoldIn(FoldFeatureProfile, foldFeatureProfile) }
+// FoldEASEFeatures: a hybrid's V holds, for item j, an EASE part (the
+// first r = params "ease_rank" columns, fold-in ease-lowrank's V_j; zero
+// for the items the Gram does not cover), then a feature model's weights
+// and f_j (d columns each, as FoldFeatureProfile's). Her row is her EASE
+// row Σ_{i ∈ her items} Z_i, then her unit profile p scaled by
+// β·n/Σ_j max(p·w_j, 0) (β = params "feature_weight", n her items): the
+// feature model's scores summed over the catalogue equal her number of
+// items, the scale of EASE's, which predicts her indicator.
+const FoldEASEFeatures model.FoldIn = "ease-features"
+
+func init() {
+	model.RegisterFoldIn(FoldFeatureProfile, foldFeatureProfile)
+	model.RegisterFoldIn(FoldEASEFeatures, foldEASEFeatures)
+}
 
 func foldFeatureProfile(m *model.Model, items []int32, _ []float64) ([]float64, error) {
 	if m.Rank%2 != 0 {
 		return nil, fmt.Errorf("fold-in %s: rank %d is odd", FoldFeatureProfile, m.Rank)
 	}
-	d := m.Rank / 2
 	row := make([]float64, m.Rank)
+	featureProfile(m, items, 0, m.Rank/2, row)
+	return row, nil
+}
+
+// featureProfile writes into row[off:off+d] her unit profile, the sum of
+// the f_i stored in V's columns off+d … off+2d−1 of her items.
+func featureProfile(m *model.Model, items []int32, off, d int, row []float64) {
+	p := row[off : off+d]
 	for _, i := range items {
-		f := m.V[int(i)*m.Rank+d : int(i)*m.Rank+m.Rank]
+		f := m.V[int(i)*m.Rank+off+d : int(i)*m.Rank+off+2*d]
 		for k, x := range f {
-			row[k] += x
+			p[k] += x
 		}
 	}
 	var s float64
-	for _, x := range row[:d] {
+	for _, x := range p {
 		s += x * x
 	}
 	if s > 0 {
-		for k := range row[:d] {
-			row[k] /= math.Sqrt(s)
+		for k := range p {
+			p[k] /= math.Sqrt(s)
 		}
+	}
+}
+
+func foldEASEFeatures(m *model.Model, items []int32, _ []float64) ([]float64, error) {
+	rf, err := param(m, "ease_rank")
+	if err != nil {
+		return nil, err
+	}
+	beta, err := param(m, "feature_weight")
+	if err != nil {
+		return nil, err
+	}
+	r := int(rf)
+	if r < 0 || r > m.Rank || (m.Rank-r)%2 != 0 {
+		return nil, fmt.Errorf("fold-in %s: ease rank %d does not fit rank %d", FoldEASEFeatures, r, m.Rank)
+	}
+	d := (m.Rank - r) / 2
+	row := make([]float64, m.Rank)
+	z := make([]float64, r)
+	for _, i := range items {
+		ZFromV(m.V[int(i)*m.Rank:int(i)*m.Rank+r], z)
+		for k, x := range z {
+			row[k] += x
+		}
+	}
+	featureProfile(m, items, r, d, row)
+	p := row[r : r+d]
+	var total float64
+	for j := range m.NumItems() {
+		w := m.V[j*m.Rank+r : j*m.Rank+r+d]
+		var s float64
+		for k, x := range p {
+			s += x * w[k]
+		}
+		total += max(s, 0)
+	}
+	scale := 0.0
+	if total > 0 {
+		scale = beta * float64(len(items)) / total
+	}
+	for k := range p {
+		p[k] *= scale
 	}
 	return row, nil
 }

@@ -125,3 +125,58 @@ func TestFeaturePopularityMatchesProfile(t *testing.T) {
 		t.Errorf("intercept only: scores %v, want the order of the counts %v", s, counts)
 	}
 }
+
+// TestFoldEASEFeatures: her row is her EASE row (Σ Z_i over her covered
+// items) beside her profile scaled so that her positive feature scores
+// sum to feature_weight × her number of items.
+func TestFoldEASEFeatures(t *testing.T) {
+	ids := []string{"a1", "a2", "b1", "b2"}
+	f, _, err := ReadItemFeatures(strings.NewReader("a1\ta\na2\ta\nb1\tb\nb2\tb\n"), "f", ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fv, bias, err := FeaturePopularity([]float64{10, 8, 11, 9}, f, 0.1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.Len()
+	const r = 1
+	ease := []float64{0.5, 0.2, 0, 0} // a1, a2 covered; b1, b2 not
+	rank := r + 2*d
+	v := make([]float64, len(ids)*rank)
+	for j := range ids {
+		v[j*rank] = ease[j]
+		copy(v[j*rank+r:(j+1)*rank], fv[j*2*d:(j+1)*2*d])
+	}
+	m := &model.Model{Rank: rank, V: v, ItemBias: bias, Items: ids, FoldIn: FoldEASEFeatures,
+		Params: map[string]any{"ease_rank": float64(r), "feature_weight": 0.5}}
+	row, err := foldEASEFeatures(m, []int32{0, 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := make([]float64, 1)
+	ZFromV(ease[:1], z)
+	if row[0] != z[0] {
+		t.Errorf("EASE part %g, want Z of a1 %g", row[0], z[0])
+	}
+	var total float64
+	for j := range ids {
+		var s float64
+		for k := r; k < r+d; k++ {
+			s += row[k] * v[j*rank+k]
+		}
+		total += max(s, 0)
+	}
+	if want := 0.5 * 2; total < want*(1-1e-12) || total > want*(1+1e-12) {
+		t.Errorf("feature scores sum to %g, want %g", total, want)
+	}
+	for k := r + d; k < rank; k++ {
+		if row[k] != 0 {
+			t.Fatalf("row[%d] = %g: the feature columns must not score", k, row[k])
+		}
+	}
+	m.Params = nil
+	if _, err := foldEASEFeatures(m, []int32{0}, nil); err == nil {
+		t.Error("a model without ease_rank folded in")
+	}
+}
