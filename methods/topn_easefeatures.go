@@ -21,7 +21,7 @@ import (
 func init() {
 	Register(&Method{
 		Name:    "dp-ease-features",
-		Summary: "private top-N: dp-ease plus the public-feature model of dp-features (--item-features), the items outside the Gram ranked by the features",
+		Summary: "private top-N: dp-ease plus dp-features' model of the catalogue's declared public item features (--item-features), the items outside the Gram ranked by the features",
 		Private: true,
 		Needs:   []string{"items"},
 		New:     func() Config { return NewDPEASEFeaturesDefaults() },
@@ -44,7 +44,6 @@ type DPEASEFeaturesConfig struct {
 	FeatureWeight float64 `json:"feature_weight" flag:"feature-weight" help:"weight of the feature model's scores, scaled to sum over the catalogue to the user's number of items (EASE's scale)"`
 	FeatureCap    float64 `json:"feature_cap" flag:"feature-cap" help:"weight cap of the feature model's counts (see dp-features' --cap)"`
 	FeatureRidge  float64 `json:"feature_ridge" flag:"feature-ridge" help:"ridge of the feature match (see dp-features' --ridge)"`
-	ItemFeatures  string  `json:"item_features,omitempty" flag:"item-features" help:"PUBLIC item features: ITEM<TAB>FEATURE[,FEATURE…] per line, or MovieLens' movies.dat (genres and 5-year release bins)"`
 }
 
 // Validate checks the settings.
@@ -63,7 +62,7 @@ func (c *DPEASEFeaturesConfig) Validate() error {
 
 // features is the feature model's configuration.
 func (c *DPEASEFeaturesConfig) features() *DPFeaturesConfig {
-	return &DPFeaturesConfig{Interactions: c.Interactions, Cap: c.FeatureCap, Ridge: c.FeatureRidge, ItemFeatures: c.ItemFeatures}
+	return &DPFeaturesConfig{Interactions: c.Interactions, Cap: c.FeatureCap, Ridge: c.FeatureRidge}
 }
 
 // Train: dp-ease with its share of ρ, then the feature model's counts
@@ -90,7 +89,7 @@ func (c *DPEASEFeaturesConfig) Train(ctx context.Context, in release.Input, env 
 	if err != nil {
 		return nil, err
 	}
-	f, err := c.features().release(ctx, eng, cat, rhoF, env)
+	f, err := c.features().release(ctx, eng, cat, in.Declared.ItemFeatures, rhoF, env)
 	if err != nil {
 		return nil, err
 	}

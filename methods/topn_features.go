@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/privrec/privrec/model"
@@ -24,13 +23,27 @@ import (
 func init() {
 	Register(&Method{
 		Name:    "dp-features",
-		Summary: "private top-N from noised item counts and public item features (--item-features): popularity matched to each user's feature profile",
+		Summary: "private top-N from noised item counts and the catalogue's declared public item features (--item-features): popularity matched to each user's feature profile",
 		Private: true,
 		Needs:   []string{"items"},
 		Engine:  true,
 		New:     func() Config { return NewDPFeaturesDefaults() },
 	})
 }
+
+// FeatureModel is a configuration whose method reads the declared public
+// item features (release.Declared.ItemFeatures); the CLI refuses
+// --item-features for any other.
+type FeatureModel interface {
+	// UsesItemFeatures marks the configuration.
+	UsesItemFeatures()
+}
+
+// UsesItemFeatures implements FeatureModel.
+func (*DPFeaturesConfig) UsesItemFeatures() {}
+
+// UsesItemFeatures implements FeatureModel.
+func (*DPEASEFeaturesConfig) UsesItemFeatures() {}
 
 // NewDPFeaturesDefaults is dp-features' default configuration (chosen on
 // MovieLens-1M validation users: docs/topn.md).
@@ -41,9 +54,8 @@ func NewDPFeaturesDefaults() *DPFeaturesConfig {
 // DPFeaturesConfig configures dp-features.
 type DPFeaturesConfig struct {
 	Interactions
-	Cap          float64 `json:"cap" flag:"cap" help:"a user with n interactions weighs each by min(1, √(cap/n)) in the counts (ℓ2 sensitivity √(2·cap)); 1: every user has the same total weight"`
-	Ridge        float64 `json:"ridge" flag:"ridge" help:"ridge of the feature match, relative to the mean diagonal of the count-weighted feature moment"`
-	ItemFeatures string  `json:"item_features,omitempty" flag:"item-features" help:"PUBLIC item features: ITEM<TAB>FEATURE[,FEATURE…] per line, or MovieLens' movies.dat (genres and 5-year release bins); without it the model is popularity"`
+	Cap   float64 `json:"cap" flag:"cap" help:"a user with n interactions weighs each by min(1, √(cap/n)) in the counts (ℓ2 sensitivity √(2·cap)); 1: every user has the same total weight"`
+	Ridge float64 `json:"ridge" flag:"ridge" help:"ridge of the feature match, relative to the mean diagonal of the count-weighted feature moment"`
 }
 
 // Validate checks the settings.
@@ -72,7 +84,7 @@ func (c *DPFeaturesConfig) Train(ctx context.Context, in release.Input, env Env)
 	if err != nil {
 		return nil, err
 	}
-	f, err := c.release(ctx, eng, cat, rho, env)
+	f, err := c.release(ctx, eng, cat, in.Declared.ItemFeatures, rho, env)
 	if err != nil {
 		return nil, err
 	}
@@ -89,19 +101,21 @@ func (c *DPFeaturesConfig) Train(ctx context.Context, in release.Input, env Env)
 // featureRelease is the feature model's release and post-processing.
 type featureRelease struct {
 	cap     float64
-	feats   *topn.ItemFeatures
-	skipped int
+	feats   *model.ItemFeatures
 	sigma   float64
 	part    privacy.Guarantee
 	v, bias []float64 // topn.FeaturePopularity's, in catalogue order
 }
 
-// release reads the public features (plan), releases the capped counts
-// with budget rho and matches them to the features.
-func (c *DPFeaturesConfig) release(ctx context.Context, eng statistic.Engine, cat *model.Catalogue, rho float64, env Env) (*featureRelease, error) {
-	feats, skipped, err := c.features(cat)
-	if err != nil {
-		return nil, err
+// release takes the declared public features (plan; nil: the intercept
+// alone), releases the capped counts with budget rho and matches them to
+// the features.
+func (c *DPFeaturesConfig) release(ctx context.Context, eng statistic.Engine, cat *model.Catalogue, feats *model.ItemFeatures, rho float64, env Env) (*featureRelease, error) {
+	if feats == nil {
+		feats = model.NoFeatures(cat.Len())
+	}
+	if len(feats.Of) != cat.Len() {
+		return nil, fmt.Errorf("the declared item features cover %d items, the catalogue %d", len(feats.Of), cat.Len())
 	}
 	counts, sigma, part, err := releaseCappedCounts(ctx, eng, cat.Len(), c.Cap, rho, env)
 	if err != nil {
@@ -111,7 +125,7 @@ func (c *DPFeaturesConfig) release(ctx context.Context, eng statistic.Engine, ca
 	if err != nil {
 		return nil, err
 	}
-	return &featureRelease{cap: c.Cap, feats: feats, skipped: skipped, sigma: sigma, part: part, v: v, bias: bias}, nil
+	return &featureRelease{cap: c.Cap, feats: feats, sigma: sigma, part: part, v: v, bias: bias}, nil
 }
 
 // note states the release for the guarantee.
@@ -122,28 +136,13 @@ func (f *featureRelease) note() string {
 
 // report adds the features to r.
 func (f *featureRelease) report(r release.Report) release.Report {
-	r["features"], r["public_features"], r["feature_lines_skipped"] = f.feats.Len(), featureSummary(f.feats), f.skipped
+	r["features"], r["public_features"], r["feature_lines_skipped"] = f.feats.Len(), featureSummary(f.feats), f.feats.Skipped
 	return r
-}
-
-// features reads the declared public item features (the intercept only
-// without --item-features).
-func (c *DPFeaturesConfig) features(cat *model.Catalogue) (*topn.ItemFeatures, int, error) {
-	if c.ItemFeatures == "" {
-		f, _, err := topn.ReadItemFeatures(strings.NewReader(""), "", cat.IDs())
-		return f, 0, err
-	}
-	r, err := os.Open(c.ItemFeatures)
-	if err != nil {
-		return nil, 0, fmt.Errorf("--item-features: %w", err)
-	}
-	defer r.Close()
-	return topn.ReadItemFeatures(r, c.ItemFeatures, cat.IDs())
 }
 
 // featureSummary names the public features a report declares (the first
 // 40 and how many more).
-func featureSummary(f *topn.ItemFeatures) string {
+func featureSummary(f *model.ItemFeatures) string {
 	const show = 40
 	names := f.Names
 	if len(names) <= show {
@@ -153,8 +152,8 @@ func featureSummary(f *topn.ItemFeatures) string {
 }
 
 // AuditDesign implements AuditDesigner: the counts released with cap 4
-// (as dp-popularity's), the features none (the release does not depend on
-// them).
+// (as dp-popularity's); the audit declares no features (the release does
+// not depend on them).
 func (c *DPFeaturesConfig) AuditDesign(_, _ float64) (*AuditDesign, error) {
 	one := *c
 	one.Cap = auditCap

@@ -3,11 +3,10 @@ package methods
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/privrec/privrec/model"
 	"github.com/privrec/privrec/privacy/noise"
 	"github.com/privrec/privrec/release"
 	"github.com/privrec/privrec/synth"
@@ -23,16 +22,17 @@ import (
 // popularity again. The margins are several times the seed-to-seed spread
 // (measured: docs/topn.md).
 func TestDPFeaturesBeatsGramAtSmallEpsilon(t *testing.T) {
-	in, sp, path := genreFeaturesPopulation(t)
-	recall := func(method string, params map[string]any) float64 {
-		return meanHeldOutRecall(t, method, params, 0.5, in, sp)
+	in, sp := genreFeaturesPopulation(t)
+	plain := in
+	plain.Declared.ItemFeatures = nil
+	recall := func(method string, in release.Input) float64 {
+		return meanHeldOutRecall(t, method, 0.5, in, sp)
 	}
-	feats := map[string]any{"item_features": path}
-	withF := recall("dp-features", feats)
-	without := recall("dp-features", nil)
-	pop := recall("dp-popularity", nil)
-	ease := recall("dp-ease", nil)
-	hybrid := recall("dp-ease-features", feats)
+	withF := recall("dp-features", in)
+	without := recall("dp-features", plain)
+	pop := recall("dp-popularity", in)
+	ease := recall("dp-ease", in)
+	hybrid := recall("dp-ease-features", in)
 	t.Logf("ε = 0.5: dp-features %.4f (without features %.4f), dp-popularity %.4f, dp-ease %.4f, dp-ease-features %.4f", withF, without, pop, ease, hybrid)
 	if withF < ease+0.02 || withF < pop+0.05 {
 		t.Errorf("dp-features %.4f should beat dp-ease %.4f by 0.02 and dp-popularity %.4f by 0.05", withF, ease, pop)
@@ -52,9 +52,9 @@ func TestDPEASEFeaturesNotBelowDPEASE(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains 6 models at ε = 8")
 	}
-	in, sp, path := genreFeaturesPopulation(t)
-	ease := meanHeldOutRecall(t, "dp-ease", nil, 8, in, sp)
-	hybrid := meanHeldOutRecall(t, "dp-ease-features", map[string]any{"item_features": path}, 8, in, sp)
+	in, sp := genreFeaturesPopulation(t)
+	ease := meanHeldOutRecall(t, "dp-ease", 8, in, sp)
+	hybrid := meanHeldOutRecall(t, "dp-ease-features", 8, in, sp)
 	t.Logf("ε = 8: dp-ease %.4f, dp-ease-features %.4f", ease, hybrid)
 	if hybrid < ease {
 		t.Errorf("dp-ease-features %.4f below dp-ease %.4f", hybrid, ease)
@@ -62,30 +62,33 @@ func TestDPEASEFeaturesNotBelowDPEASE(t *testing.T) {
 }
 
 // genreFeaturesPopulation is the population of the never-worse test with
-// its held-out split and a features file declaring each item's genre.
-func genreFeaturesPopulation(t *testing.T) (release.Input, *transform.UserSplit, string) {
+// its held-out split, each item's genre declared as its public feature
+// (through the file format the CLI reads).
+func genreFeaturesPopulation(t *testing.T) (release.Input, *transform.UserSplit) {
 	t.Helper()
 	cfg := synth.ImplicitConfig{Users: 5000, Items: 200, Interactions: 150_000, Rank: 8, PopExponent: 0.8, ActivitySpread: 0.8, Taste: 0.5}
 	const dataSeed = 7
 	in, sp := implicitHeldOut(t, cfg, dataSeed, 500)
-	path := filepath.Join(t.TempDir(), "features.tsv")
+	ids := in.Declared.Catalogue.IDs()
 	var b strings.Builder
 	for j, g := range cfg.Genres(dataSeed) {
-		fmt.Fprintf(&b, "%s\tgenre%d\n", in.Declared.Catalogue.IDs()[j], g)
+		fmt.Fprintf(&b, "%s\tgenre%d\n", ids[j], g)
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+	f, err := model.ReadItemFeatures(strings.NewReader(b.String()), "features", ids)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return in, sp, path
+	in.Declared.ItemFeatures = f
+	return in, sp
 }
 
-// meanHeldOutRecall trains method with params at eps on noise seeds
+// meanHeldOutRecall trains method with its defaults at eps on noise seeds
 // 100–102 and returns the mean held-out Recall@20.
-func meanHeldOutRecall(t *testing.T, method string, params map[string]any, eps float64, in release.Input, sp *transform.UserSplit) float64 {
+func meanHeldOutRecall(t *testing.T, method string, eps float64, in release.Input, sp *transform.UserSplit) float64 {
 	t.Helper()
 	var sum float64
 	for s := range uint64(3) {
-		cfg, err := Configure(method, params)
+		cfg, err := Configure(method, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

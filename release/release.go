@@ -53,6 +53,9 @@ type Declared struct {
 	Scale *Scale
 	// Catalogue is the public item catalogue (--items FILE).
 	Catalogue *model.Catalogue
+	// ItemFeatures are the catalogue items' public features (--item-features
+	// FILE), aligned with Catalogue (nil: none declared).
+	ItemFeatures *model.ItemFeatures
 	// Population is the number of users, declared public (0: undeclared).
 	Population int
 }

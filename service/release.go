@@ -632,7 +632,7 @@ func deltaCap(maxDelta float64, population int) float64 {
 // centralMethods are the registered methods whose releases central mode
 // publishes (proven, user-level, under the collection's relation), named
 // in a refusal; TestChargeForEveryMethod checks the list is exactly those.
-var centralMethods = []string{"dp-ease", "dp-popularity", "dp-ials", "dp-bias", "dpals", "dpfw", "dpsvd", "mm"}
+var centralMethods = []string{"dp-ease", "dp-ease-features", "dp-features", "dp-popularity", "dp-ials", "dp-bias", "dpals", "dpfw", "dpsvd", "mm"}
 
 func chargeFor(g privacy.Guarantee, deltaMax float64) (float64, error) {
 	if err := g.Validate(); err != nil {

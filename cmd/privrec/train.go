@@ -137,6 +137,7 @@ type trainFlags struct {
 	seed                             uint64
 	experiment, jsonOut              bool
 	outPath, stateDir, items, ledger string
+	itemFeatures                     string
 	population, workers              int
 }
 
@@ -163,6 +164,7 @@ Methods:
 	fs.StringVar(&t.outPath, "out", "", "where to write the public model")
 	fs.StringVar(&t.stateDir, "user-state", "", "directory for each user's own state (joint-DP methods: sharded, written all-or-nothing, never inside the public model)")
 	fs.StringVar(&t.items, "items", "", "declared public item catalogue: one item ID per line, an optional title after a tab")
+	fs.StringVar(&t.itemFeatures, "item-features", "", "declared PUBLIC features of the --items catalogue (genres, years, …) for the feature models (dp-features, dp-ease-features): ITEM<TAB>FEATURE[,FEATURE…] per line, or MovieLens' movies.dat (genres and 5-year release bins)")
 	fs.IntVar(&t.population, "population", 0, "declared public number of users (0: undeclared)")
 	fs.BoolVar(&t.jsonOut, "json", false, "print a JSON report on stdout")
 	fs.IntVar(&t.workers, "workers", 0, "goroutines to use (0: all cores)")
@@ -203,6 +205,9 @@ func (t *trainFlags) check() error {
 	if t.population < 0 {
 		return usagef("--population must be ≥ 0, got %d", t.population)
 	}
+	if _, ok := t.cfg.(methods.FeatureModel); t.itemFeatures != "" && !ok {
+		return usagef("--item-features: %s reads no item features (dp-features and dp-ease-features do)", t.name)
+	}
 	if err := t.cfg.Validate(); err != nil {
 		return usagef("%v", methods.Named(t.name, err))
 	}
@@ -227,6 +232,16 @@ func (t *trainFlags) input() (release.Input, error) {
 			return in, usagef("--items: %v", err)
 		}
 		in.Declared.Catalogue = c
+	}
+	if t.itemFeatures != "" {
+		if in.Declared.Catalogue == nil {
+			return in, usagef("--item-features needs --items: the features are those of the declared catalogue's items")
+		}
+		f, err := model.LoadItemFeatures(t.itemFeatures, in.Declared.Catalogue)
+		if err != nil {
+			return in, usagef("--item-features: %v", err)
+		}
+		in.Declared.ItemFeatures = f
 	}
 	in.Declared.Population = t.population
 	// A top-N method's --positive T (ratings ≥ T are interactions) must
