@@ -63,8 +63,9 @@ type TopNSpec struct {
 	// movies.dat), both relative to the data directory.
 	Path, Format, Items string
 	// Features, when set, names PUBLIC item features (relative to the
-	// data directory; the forms topn.ReadItemFeatures reads) that the
-	// methods with an "item_features" parameter get; FeatureIDs, when
+	// data directory; the forms model.ReadItemFeatures reads), declared
+	// with the catalogue (release.Declared.ItemFeatures: the feature
+	// models read them, the others ignore them); FeatureIDs, when
 	// set, is a two-column table (with a header line) from the
 	// catalogue's item IDs to the IDs the features file uses.
 	Features, FeatureIDs string
@@ -360,6 +361,11 @@ func RunTopN(ctx context.Context, s TopNSpec, dataDir, out string) error {
 	if d.features, err = s.featuresFile(dataDir, out); err != nil {
 		return err
 	}
+	if d.features != "" {
+		if d.decl.ItemFeatures, err = model.LoadItemFeatures(d.features, d.decl.Catalogue); err != nil {
+			return fmt.Errorf("dataset %s: %w", s.Name, err)
+		}
+	}
 	s.Log.Info("top-N split", "reproduction", s.Name, "data", d.summary, "runs left", rec.total-rec.finished)
 	if err := writeTopNPopulation(out, d); err != nil {
 		return err
@@ -515,9 +521,6 @@ func (s *TopNSpec) runOne(ctx context.Context, d *topNData, m TopNMethod, r *top
 	}
 	if _, set := params["positive"]; !set && methods.HasParam(reg.New(), "positive") {
 		params["positive"] = s.Positive
-	}
-	if _, set := params["item_features"]; !set && d.features != "" && methods.HasParam(reg.New(), "item_features") {
-		params["item_features"] = d.features
 	}
 	cfg, err := methods.Configure(m.Method, params)
 	if err != nil {
