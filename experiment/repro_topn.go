@@ -992,10 +992,10 @@ func topNReproOf(name string, spec func(paper bool) TopNSpec) *Reproduction {
 
 func init() {
 	// MovieLens-1M's catalogue is public with its genres and release years
-	// (movies.dat): dp-features uses them, the others do not.
+	// (movies.dat): dp-features and dp-ease-features use them, the others do not.
 	addRepro(topNReproWith("topn-ml1m", "Top-N on MovieLens-1M (600 + 600 held-out users)", "ml-1m/ratings.tsv", "tsv", "ml-1m/items.tsv", 600, 600, func(s *TopNSpec) {
 		s.Features, s.FeatureIDs = "ml-1m/movies.dat", "ml-1m/item_index_to_movieid.tsv"
-		s.Methods = append(slices.Clone(topNMethods), TopNMethod{Method: "dp-features"})
+		s.Methods = append(slices.Clone(topNMethods), TopNMethod{Method: "dp-features"}, TopNMethod{Method: "dp-ease-features"})
 	}))
 	dataHints["movies.dat"] = "MovieLens 1M's movies.dat (ID::TITLE::GENRES, from ml-1m.zip at https://grouplens.org/datasets/movielens/1m/) as DATA-DIR/ml-1m/movies.dat: the public genres and release years"
 	dataHints["item_index_to_movieid.tsv"] = "the map from the ratings' item numbers to MovieLens' MovieIDs as DATA-DIR/ml-1m/item_index_to_movieid.tsv (header item_index<TAB>movie_id; the i-th smallest rated MovieID is item i)"
