@@ -45,7 +45,7 @@ func DefaultDPIALS() *DPIALSConfig {
 // DPIALSConfig configures dp-ials.
 type DPIALSConfig struct {
 	Interactions
-	Rank  int `json:"rank" flag:"rank" help:"at most this many latent factors k: the plan keeps the initial Gram's eigenpairs above the noise's edge, at most max(64, covered items/8) and at most rank (each item's released Gram block in a step has k(k+1)/2 values)"`
+	Rank  int `json:"rank" flag:"rank" help:"at most this many latent factors k: the plan keeps the initial Gram's eigenpairs above the noise's edge, at most max(64, covered items/8) (64 with steps: each item's released Gram block in a step has k(k+1)/2 values) and at most rank"`
 	Steps int `json:"steps" flag:"steps" help:"noised ALS steps T after the initialisation (0, the default: the initial factors are the model — no step paid on any population measured; −1: planned from the number of users and the budget)"`
 
 	Cap          float64 `json:"cap" flag:"cap" help:"weight cap of the item counts (see dp-popularity): they choose the covered items, weigh each user's items and break ties"`
@@ -294,7 +294,7 @@ func (t *dpialsTrainer) initialFactors(ctx context.Context) error {
 	}
 	t.parts = append(t.parts, part)
 	t.mInit, t.sigmaInit = mInit, sigmaInit
-	t.rankCap = c.planRank(mInit)
+	t.rankCap = c.planRank(mInit, t.steps)
 	t.k = t.rankCap
 	if err := t.eigenFactors(gram); err != nil {
 		return err
@@ -520,8 +520,13 @@ const rankFloor, rankPerItems = 64, 8
 // validation Recall@20 0.155, 128 0.160 and 256 0.161. The m/8 bound keeps
 // a small catalogue from being fitted item by item: Jester-1's 100 jokes
 // keep all 100 eigenpairs at ε = 8 with rank 256 and lose 0.005 of test
-// Recall@20 against rank 64.
-func (c *DPIALSConfig) planRank(m int) int {
+// Recall@20 against rank 64. With noised steps the cap stays 64: each
+// step releases k(k+1)/2 values per item, and the steps were measured at
+// rank ≤ 64 only.
+func (c *DPIALSConfig) planRank(m, steps int) int {
+	if steps != 0 {
+		return min(c.Rank, rankFloor)
+	}
 	return min(c.Rank, max(rankFloor, m/rankPerItems))
 }
 

@@ -263,7 +263,7 @@ func TestDPIALSHonoursNoiseFactor(t *testing.T) {
 // and 31 eigenpairs clear the noise), on Jester-1's 100 jokes 64, and
 // on the 469 255-user Netflix-shaped population's 2 000 covered items it
 // is 250 at every ε (where rank 64 bound at every ε, issue 39). A smaller
-// --rank is kept as given.
+// --rank is kept as given; with noised steps the cap stays 64.
 func TestDPIALSPlanAtTwoScales(t *testing.T) {
 	c := DefaultDPIALS()
 	for _, tc := range []struct {
@@ -285,13 +285,16 @@ func TestDPIALSPlanAtTwoScales(t *testing.T) {
 		}
 		rhoInit := math.Nextafter(rho-math.Nextafter(c.CountShare*rho, 0), 0)
 		m := (&DPEASEConfig{CoverScale: c.CoverScale, MaxItems: c.MaxInitItems}).covered(tc.users, tc.items, rhoInit)
-		if k := c.planRank(m); m != tc.m || k != tc.rankCap {
+		if k := c.planRank(m, 0); m != tc.m || k != tc.rankCap {
 			t.Errorf("%s: %d covered items, rank cap %d; want %d, %d", tc.name, m, k, tc.m, tc.rankCap)
 		}
 	}
 	given := *c
 	given.Rank = 32
-	if k := given.planRank(2000); k != 32 {
+	if k := given.planRank(2000, 0); k != 32 {
 		t.Errorf("--rank 32: rank cap %d", k)
+	}
+	if k := c.planRank(2000, 1); k != 64 {
+		t.Errorf("with a step: rank cap %d, want 64", k)
 	}
 }
