@@ -29,11 +29,17 @@ func init() {
 }
 
 // NewDPEASEFeaturesDefaults is dp-ease-features' default configuration:
-// dp-ease's, the feature model's 15 % of ρ and weight 0.5 (chosen on
-// MovieLens-1M validation users: docs/topn.md).
+// dp-ease's with cover-scale 2.5, the feature prior 0.5, the feature
+// model's 5 % of ρ and weight 0.5 (chosen on MovieLens-1M validation
+// users: docs/topn.md).
 func NewDPEASEFeaturesDefaults() *DPEASEFeaturesConfig {
 	f := NewDPFeaturesDefaults()
-	return &DPEASEFeaturesConfig{DPEASEConfig: *NewDPEASEDefaults(), FeatureShare: 0.15, FeatureWeight: 0.5, FeatureCap: f.Cap, FeatureRidge: f.Ridge}
+	e := NewDPEASEDefaults()
+	// The feature prior fills in the structure the noise hides, so the
+	// Gram covers more items than dp-ease's own plan (cover-scale 2.5
+	// against 1.5); the feature model's counts need little budget.
+	e.CoverScale = 2.5
+	return &DPEASEFeaturesConfig{DPEASEConfig: *e, FeatureShare: 0.05, FeatureWeight: 0.5, FeatureCap: f.Cap, FeatureRidge: f.Ridge, FeaturePrior: 0.5}
 }
 
 // DPEASEFeaturesConfig configures dp-ease-features: dp-ease's settings
@@ -44,6 +50,7 @@ type DPEASEFeaturesConfig struct {
 	FeatureWeight float64 `json:"feature_weight" flag:"feature-weight" help:"weight of the feature model's scores, scaled to sum over the catalogue to the user's number of items (EASE's scale)"`
 	FeatureCap    float64 `json:"feature_cap" flag:"feature-cap" help:"weight cap of the feature model's counts (see dp-features' --cap)"`
 	FeatureRidge  float64 `json:"feature_ridge" flag:"feature-ridge" help:"ridge of the feature match (see dp-features' --ridge)"`
+	FeaturePrior  float64 `json:"feature_prior" flag:"feature-prior" help:"the public features' prior on dp-ease's noised Gram: their cosines × this × the Gram's mean diagonal are added to it before EASE (Jeunen et al.'s side information; 0: none)"`
 }
 
 // Validate checks the settings.
@@ -56,6 +63,8 @@ func (c *DPEASEFeaturesConfig) Validate() error {
 		return fmt.Errorf("--feature-share %g must be in (0, 1)", c.FeatureShare)
 	case !(c.FeatureWeight >= 0) || math.IsInf(c.FeatureWeight, 0):
 		return fmt.Errorf("--feature-weight %g must be finite and ≥ 0", c.FeatureWeight)
+	case !(c.FeaturePrior >= 0) || math.IsInf(c.FeaturePrior, 0):
+		return fmt.Errorf("--feature-prior %g must be finite and ≥ 0", c.FeaturePrior)
 	}
 	return c.features().Validate()
 }
@@ -81,7 +90,9 @@ func (c *DPEASEFeaturesConfig) Train(ctx context.Context, in release.Input, env 
 	}
 	envE := env
 	envE.Epsilon = epsE
-	easeRel, err := c.DPEASEConfig.Train(ctx, in, envE)
+	e := c.DPEASEConfig
+	e.featurePrior = c.FeaturePrior
+	easeRel, err := e.Train(ctx, in, envE)
 	if err != nil {
 		return nil, err
 	}

@@ -151,6 +151,10 @@ type DPEASEConfig struct {
 	// item j gets the public weight g_j = max(c̃_j, 1)^weight-exp (c̃ the
 	// noised counts), in the line of Krichene et al.'s adaptive weights.
 	WeightExp float64 `json:"weight_exp" flag:"weight-exp" help:"item weights g_j = (noised count)^weight-exp inside each user's part of the Gram, undone after the release (0: none; −0.5 favours less popular items)"`
+	// featurePrior is the weight, in units of the noised Gram's mean
+	// diagonal, of the declared public features' prior added to the
+	// noised Gram (topn.AddFeaturePrior; 0: none). dp-ease-features sets it.
+	featurePrior float64
 }
 
 // Validate checks the settings.
@@ -312,7 +316,10 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	if err != nil {
 		return nil, err
 	}
-	// Post-processing of the two releases only.
+	// Post-processing of the two releases (and the public features) only.
+	if err := c.addFeaturePrior(noised, in.Declared.ItemFeatures, covered); err != nil {
+		return nil, err
+	}
 	fit, err := c.fit(noised, sigmaGram, colW, env)
 	if err != nil {
 		return nil, err
@@ -327,9 +334,25 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 	out := coveredModel("dp-ease", cat.IDs(), catTitles(cat), order, m, fit.items, topn.FoldEASELowRank, counts, c.threshold())
 	out.Params = map[string]any{"cap": c.Cap, "count_share": c.CountShare, "gram_norm": c.GramNorm, "cover_scale": c.CoverScale, "covered_items": m, "lambda": r.Lambda,
 		"lambda_diag": c.LambdaDiag, "lambda_diag_max": c.LambdaDiagMax, "lambda_rank": c.LambdaRank, "lambda_coef": r.Coef, "lambda_scale": c.LambdaScale, "kept_eigenvalues": fit.kept}
+	if c.featurePrior != 0 {
+		out.Params["feature_prior"] = c.featurePrior
+	}
 	return &release.Release{Public: out, Guarantee: g,
 		Report: release.Report{"sigma_counts": sigmaCount, "sigma_gram": sigmaGram, "covered_items": m, "covered_items_planned": planned, "lambda": r.Lambda,
 			"lambda_coef": r.Coef, "mean_diagonal": r.Diag, "noise_edge": r.Edge, "kept_eigenvalues": fit.kept}}, nil
+}
+
+// addFeaturePrior adds the public features' prior, featurePrior × the
+// noised Gram's mean diagonal × their cosines, to the noised Gram (none
+// when featurePrior is 0).
+func (c *DPEASEConfig) addFeaturePrior(noised *mat.SymDense, f *model.ItemFeatures, covered []int) error {
+	if c.featurePrior == 0 {
+		return nil
+	}
+	if f == nil {
+		return fmt.Errorf("dp-ease: a feature prior needs declared item features")
+	}
+	return topn.AddFeaturePrior(noised, f, covered, c.featurePrior*math.Max(meanDiag(noised), 0))
 }
 
 // easeFit is dp-ease's post-processing: the model's item vectors, the
@@ -381,6 +404,10 @@ func unweight(w *mat.Dense, g []float64) {
 // fitNote states the post-processing in the guarantee's note.
 func (c *DPEASEConfig) fitNote(f easeFit) string {
 	r := f.ridge
-	return fmt.Sprintf("Its eigenpairs above %g × the noise's spectral edge (%d kept), EASE on them (λ = %.4g = a × the noised Gram's mean diagonal %.4g + %g × the edge %.4g; a = %.3g = the kept eigenpairs over %g, within [%g, %g]) and the ranking are post-processing",
+	prior := ""
+	if c.featurePrior != 0 {
+		prior = fmt.Sprintf("The declared public item features' cosines × %g × the noised Gram's mean diagonal are added to the noised Gram. ", c.featurePrior)
+	}
+	return prior + fmt.Sprintf("Its eigenpairs above %g × the noise's spectral edge (%d kept), EASE on them (λ = %.4g = a × the noised Gram's mean diagonal %.4g + %g × the edge %.4g; a = %.3g = the kept eigenpairs over %g, within [%g, %g]) and the ranking are post-processing",
 		c.Denoise, f.kept, r.Lambda, r.Diag, c.LambdaScale, r.Edge, r.Coef, c.LambdaRank, c.LambdaDiag, c.LambdaDiagMax)
 }

@@ -92,15 +92,7 @@ func parseFeatureLine(t string) (string, []string, error) {
 			return "", nil, fmt.Errorf("want ID::TITLE::GENRES, got %d fields", len(parts))
 		}
 		id = strings.TrimSpace(parts[0])
-		for _, g := range strings.Split(parts[2], "|") {
-			if g = strings.TrimSpace(g); g != "" && g != "(no genres listed)" {
-				names = append(names, "genre:"+g)
-			}
-		}
-		if y, ok := titleYear(parts[1]); ok {
-			lo := y - y%5
-			names = append(names, fmt.Sprintf("years:%d-%d", lo, lo+4))
-		}
+		names = movieFeatures(parts[1], parts[2])
 	} else {
 		before, after, ok := strings.Cut(t, "\t")
 		if !ok {
@@ -117,6 +109,33 @@ func parseFeatureLine(t string) (string, []string, error) {
 		return "", nil, fmt.Errorf("empty item ID")
 	}
 	return id, distinct(names), nil
+}
+
+// movieFeatures are a movies.dat line's features: each genre
+// ("genre:Drama"), the 5-year bin of the release year in the title
+// ("years:1995-1999") and each genre within the release decade
+// ("genre:Drama|1990s": a drama of the nineties is nearer another one
+// than a drama of the fifties is; on MovieLens-1M validation users the
+// crosses lift dp-ease-features' feature prior by 0.005 at ε = 8,
+// docs/topn.md).
+func movieFeatures(title, genres string) []string {
+	var gs, names []string
+	for _, g := range strings.Split(genres, "|") {
+		if g = strings.TrimSpace(g); g != "" && g != "(no genres listed)" {
+			gs = append(gs, "genre:"+g)
+		}
+	}
+	names = append(names, gs...)
+	y, ok := titleYear(title)
+	if !ok {
+		return names
+	}
+	lo := y - y%5
+	names = append(names, fmt.Sprintf("years:%d-%d", lo, lo+4))
+	for _, g := range gs {
+		names = append(names, fmt.Sprintf("%s|%ds", g, y-y%10))
+	}
+	return names
 }
 
 // titleYear is the year in a title's trailing "(YYYY)".

@@ -1,8 +1,11 @@
 package topn
 
 import (
+	"math"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/mat"
 
 	"github.com/privrec/privrec/model"
 )
@@ -103,5 +106,42 @@ func TestFoldEASEFeatures(t *testing.T) {
 	m.Params = nil
 	if _, err := foldEASEFeatures(m, []int32{0}, nil); err == nil {
 		t.Error("a model without ease_rank folded in")
+	}
+}
+
+// TestAddFeaturePrior: the prior adds weight × the cosine of two covered
+// items' features without the intercept (in the Gram's column order),
+// nothing for an item with the intercept alone, and refuses a cover that
+// does not match the Gram.
+func TestAddFeaturePrior(t *testing.T) {
+	f, err := model.ReadItemFeatures(strings.NewReader("a\tx,y\nb\tx\nc\ty\nd\t\n"), "f", []string{"a", "b", "c", "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := []int{1, 0, 3, 2} // columns: b, a, d, c
+	g := mat.NewSymDense(4, nil)
+	g.SetSym(0, 1, 5) // the released entry stays under the prior
+	if err := AddFeaturePrior(g, f, covered, 2); err != nil {
+		t.Fatal(err)
+	}
+	h := 1 / math.Sqrt2
+	want := [][]float64{
+		{2, 5 + 2*h, 0, 0},     // b: x
+		{5 + 2*h, 2, 0, 2 * h}, // a: x, y (unit: 1/√2 each)
+		{0, 0, 0, 0},           // d: the intercept only
+		{0, 2 * h, 0, 2},       // c: y
+	}
+	for i := range 4 {
+		for j := range 4 {
+			if math.Abs(g.At(i, j)-want[i][j]) > 1e-12 {
+				t.Errorf("prior[%d][%d] = %g, want %g", i, j, g.At(i, j), want[i][j])
+			}
+		}
+	}
+	if err := AddFeaturePrior(g, f, covered[:3], 1); err == nil {
+		t.Error("a cover of 3 items for a Gram of 4: no error")
+	}
+	if err := AddFeaturePrior(g, f, []int{0, 1, 2, 9}, 1); err == nil {
+		t.Error("a covered item outside the features: no error")
 	}
 }
