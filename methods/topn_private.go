@@ -344,13 +344,10 @@ func (c *DPEASEConfig) Train(ctx context.Context, in release.Input, env Env) (*r
 
 // addFeaturePrior adds the public features' prior, featurePrior × the
 // noised Gram's mean diagonal × their cosines, to the noised Gram (none
-// when featurePrior is 0).
+// when featurePrior is 0 or no features are declared).
 func (c *DPEASEConfig) addFeaturePrior(noised *mat.SymDense, f *model.ItemFeatures, covered []int) error {
-	if c.featurePrior == 0 {
-		return nil
-	}
-	if f == nil {
-		return fmt.Errorf("dp-ease: a feature prior needs declared item features")
+	if c.featurePrior == 0 || f == nil {
+		return nil // no prior, or no features declared: nothing to add
 	}
 	return topn.AddFeaturePrior(noised, f, covered, c.featurePrior*math.Max(meanDiag(noised), 0))
 }
