@@ -54,7 +54,12 @@ makes ratings ≥ T the interactions. The recommended private recommender is
 dp-ease (user-level joint DP; docs/topn.md):
   privrec train --data ratings.tsv --method dp-ease --epsilon 1 --positive 4 \
       --scale 1:5 --items items.tsv --out rec.model
-  privrec recommend --model rec.model --user 42 --data her-ratings.tsv -k 10`
+  privrec recommend --model rec.model --user 42 --data her-ratings.tsv -k 10
+Where the catalogue's item features are public (genres, years: movies.dat, or
+ITEM<TAB>FEATURE,… lines), declare them and use dp-ease-features, which reads
+them as a prior on dp-ease's noised Gram and beside it:
+  privrec train --data ratings.tsv --method dp-ease-features --epsilon 1 \
+      --positive 4 --scale 1:5 --items movies.dat --item-features movies.dat --out rec.model`
 
 // methodFromArgs finds --method before the flag set (which depends on it) exists.
 func methodFromArgs(args []string) string {
