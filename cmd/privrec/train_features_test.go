@@ -46,8 +46,8 @@ func TestTrainItemFeatures(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if got := rep["features"]; got != float64(5) { // intercept, 3 genres, 1995-1999
-		t.Errorf("features %v, want 5 (report %s)", got, stdout)
+	if got := rep["features"]; got != float64(8) { // intercept, 3 genres, 1995-1999, the 3 genres in the 1990s
+		t.Errorf("features %v, want 8 (report %s)", got, stdout)
 	}
 	if s, _ := rep["public_features"].(string); !strings.Contains(s, "declared public") || !strings.Contains(s, "genre:Romance") {
 		t.Errorf("public_features %q should name the features and declare them public", s)
