@@ -71,25 +71,39 @@ func SetImplicitFoldIn(m *model.Model, alpha0, lambda, nu float64) {
 	m.Params["fold_alpha0"], m.Params["fold_nu"] = alpha0, nu
 }
 
-// gramCache keeps α₀·VᵀV of the last model folded into: every user of a
-// batch shares it.
+// gramCache keeps α₀·VᵀV of the last few models folded into, most
+// recent first: every user of a batch shares it, and models scored side
+// by side (a reproduction evaluates two at a time) do not evict each
+// other — at rank 250 over 17 770 items each miss costs 1.1 GFLOP.
 var gramCache struct {
 	sync.Mutex
-	v []float64 // the model's V (identity of the model's item side)
-	g []float64
+	entries []gramEntry
+}
+
+// gramCacheSize is how many models' Gramians gramCache keeps.
+const gramCacheSize = 4
+
+type gramEntry struct {
+	v      []float64 // the model's V (identity of the model's item side)
+	alpha0 float64
+	g      []float64
 }
 
 func cachedGramian(m *model.Model, alpha0 float64) []float64 {
 	gramCache.Lock()
 	defer gramCache.Unlock()
-	if len(gramCache.v) == len(m.V) && len(m.V) > 0 && &gramCache.v[0] == &m.V[0] {
-		return gramCache.g
+	for i, e := range gramCache.entries {
+		if len(e.v) == len(m.V) && len(m.V) > 0 && &e.v[0] == &m.V[0] && e.alpha0 == alpha0 {
+			copy(gramCache.entries[1:i+1], gramCache.entries[:i])
+			gramCache.entries[0] = e
+			return e.g
+		}
 	}
 	g := Gramian(m.V, m.Rank)
 	for i := range g {
 		g[i] *= alpha0
 	}
-	gramCache.v, gramCache.g = m.V, g
+	gramCache.entries = append([]gramEntry{{v: m.V, alpha0: alpha0, g: g}}, gramCache.entries[:min(len(gramCache.entries), gramCacheSize-1)]...)
 	return g
 }
 
