@@ -200,6 +200,16 @@ func TestUserRowsMatchFoldIn(t *testing.T) {
 	}
 	m := &model.Model{Method: "test", Output: model.Scores, Items: ids, Rank: k, V: h, U: []float64{}}
 	SetImplicitFoldIn(m, alpha0, lambda, nu)
+	// A second model on the same factors with another α₀, folded into
+	// in turn with the first (as models scored side by side are): the
+	// cached Gramian α₀·HᵀH must be each model's own.
+	const alpha1 = 0.1
+	out1 := make([]float64, users*k)
+	if err := UserRows(context.Background(), x, h, k, alpha1, RegFor(lambda, nu, alpha1, items), 2, out1); err != nil {
+		t.Fatal(err)
+	}
+	m1 := &model.Model{Method: "test", Output: model.Scores, Items: ids, Rank: k, V: h, U: []float64{}}
+	SetImplicitFoldIn(m1, alpha1, lambda, nu)
 	for u := range users {
 		var names []string
 		var vals []float64
@@ -207,12 +217,17 @@ func TestUserRowsMatchFoldIn(t *testing.T) {
 			names = append(names, ids[j])
 			vals = append(vals, 1)
 		}
-		st, err := m.FoldInUser("u", names, vals)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := diffNorm(st.Row, out[u*k:u*k+k]); d > 1e-9 {
-			t.Fatalf("user %d: training row and fold-in differ by %g", u, d)
+		for i, tc := range []struct {
+			m    *model.Model
+			want []float64
+		}{{m, out}, {m1, out1}} {
+			st, err := tc.m.FoldInUser("u", names, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := diffNorm(st.Row, tc.want[u*k:u*k+k]); d > 1e-9 {
+				t.Fatalf("model %d, user %d: training row and fold-in differ by %g", i, u, d)
+			}
 		}
 	}
 }
