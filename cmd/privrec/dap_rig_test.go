@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -70,12 +71,7 @@ func newDapRig(t testing.TB) *dapRig {
 		}
 	}
 	for _, name := range []string{"helper", "leader", "leader2"} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.ports[name] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
+		r.ports[name] = freePort(t)
 	}
 	t.Cleanup(func() {
 		for name := range r.procs {
@@ -83,6 +79,42 @@ func newDapRig(t testing.TB) *dapRig {
 		}
 	})
 	return r
+}
+
+// rigPorts hands out the ports of the processes tests start. A rig's process starts (and a
+// restarted one binds again) well after its port was chosen, so a port
+// the kernel assigned for "127.0.0.1:0" and released could meanwhile go
+// to a test server of this or another package, which then answered the
+// rig's /livez (and 404 to its API). The rigs' ports come from below the
+// kernel's ephemeral range instead (32768 and up on Linux), in a window
+// per process, each handed out once.
+var rigPorts struct {
+	sync.Mutex
+	next int
+}
+
+// freePort returns a TCP port free on 127.0.0.1 a moment ago, for a
+// process that binds it later (rigPorts).
+func freePort(t testing.TB) int {
+	t.Helper()
+	rigPorts.Lock()
+	defer rigPorts.Unlock()
+	const lo, hi = 20000, 32000
+	if rigPorts.next == 0 {
+		rigPorts.next = lo + (os.Getpid()*97)%(hi-lo)
+	}
+	for range hi - lo {
+		p := rigPorts.next
+		if rigPorts.next++; rigPorts.next >= hi {
+			rigPorts.next = lo
+		}
+		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+			ln.Close()
+			return p
+		}
+	}
+	t.Fatal("no free port for the aggregators below the ephemeral range")
+	return 0
 }
 
 func (r *dapRig) url(name string) string { return fmt.Sprintf("http://127.0.0.1:%d", r.ports[name]) }
