@@ -4,60 +4,48 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/privrec/privrec/model"
 )
 
-// featuresFile is the spec's public item-features file in the
-// catalogue's item IDs: Features itself, or (with FeatureIDs) a copy
-// written into out whose lines name the catalogue's IDs in place of the
-// features file's own ("" without Features). MovieLens-1M as distributed
-// here numbers its items 1…3 706 while movies.dat keeps MovieLens'
-// MovieIDs; the copy keeps each line's form, so the method reads it as
-// it reads the original.
-func (s *TopNSpec) featuresFile(dataDir, out string) (string, error) {
+// itemFeatures reads the spec's public item features (nil without
+// Features) for the catalogue items ids. With FeatureIDs the features
+// file names items by other IDs — MovieLens-1M as distributed here
+// numbers its items 1…3 706 while movies.dat keeps MovieLens' MovieIDs —
+// so each catalogue item is looked up by its ID in the file; a catalogue
+// item the map lacks has the intercept only.
+func (s *TopNSpec) itemFeatures(dataDir string, ids []string) (*model.ItemFeatures, error) {
 	if s.Features == "" {
-		return "", nil
+		return nil, nil
 	}
-	src := resolve(dataDir, s.Features)
-	if s.FeatureIDs == "" {
-		return src, nil
+	if s.FeatureIDs != "" {
+		byCat, err := readIDMap(resolve(dataDir, s.FeatureIDs))
+		if err != nil {
+			return nil, fmt.Errorf("dataset %s: %w", s.Name, err)
+		}
+		mapped := make([]string, len(ids))
+		for k, id := range ids {
+			mapped[k] = byCat[id] // "": no line names it (an empty ID is an error)
+		}
+		ids = mapped
 	}
-	ids, err := readIDMap(resolve(dataDir, s.FeatureIDs))
+	path := resolve(dataDir, s.Features)
+	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("dataset %s: %w", s.Name, err)
+		return nil, fmt.Errorf("dataset %s: public item features: %w", s.Name, err)
 	}
-	in, err := os.ReadFile(src)
+	defer f.Close()
+	feats, err := model.ReadItemFeatures(f, path, ids)
 	if err != nil {
-		return "", fmt.Errorf("dataset %s: public item features: %w", s.Name, err)
+		return nil, fmt.Errorf("dataset %s: public item features: %w", s.Name, err)
 	}
-	var b strings.Builder
-	for n, line := range strings.Split(string(in), "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		sep := "::"
-		if !strings.Contains(line, sep) {
-			sep = "\t"
-		}
-		id, rest, ok := strings.Cut(line, sep)
-		if !ok {
-			return "", fmt.Errorf("%s:%d: no %q after the item ID", src, n+1, sep)
-		}
-		if cat, ok := ids[strings.TrimSpace(id)]; ok {
-			b.WriteString(cat + sep + rest + "\n")
-		}
-	}
-	path := filepath.Join(out, "item-features"+filepath.Ext(src))
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return "", fmt.Errorf("writing the public item features in the catalogue's IDs: %w", err)
-	}
-	return path, nil
+	return feats, nil
 }
 
 // readIDMap reads a two-column table (a header line, then catalogue ID,
-// features-file ID) into a map from the features file's IDs to the
-// catalogue's.
+// features-file ID) into a map from the catalogue's IDs to the features
+// file's.
 func readIDMap(path string) (map[string]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -74,7 +62,7 @@ func readIDMap(path string) (map[string]string, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s:%d: want CATALOGUE-ID<TAB>FEATURES-ID", path, line)
 		}
-		ids[strings.TrimSpace(feat)] = strings.TrimSpace(cat)
+		ids[strings.TrimSpace(cat)] = strings.TrimSpace(feat)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)

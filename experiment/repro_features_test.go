@@ -11,23 +11,29 @@ import (
 	"testing"
 )
 
-// TestTopNFeaturesFile: the public item features are rewritten into the
-// catalogue's IDs through the map (lines of items the map lacks dropped,
-// each line's form kept), used as they are without a map, and a broken
-// map or line is an error naming the file and line.
-func TestTopNFeaturesFile(t *testing.T) {
+// TestTopNItemFeatures: the public item features are read for the
+// catalogue's items through the ID map (a line of an item the map lacks
+// skipped, each line in its own form), as they are without a map, and a
+// broken map or line is an error naming the file and line.
+func TestTopNItemFeatures(t *testing.T) {
 	for _, tc := range []struct {
-		name, features, ids, want, err string
+		name, features, ids string
+		catalogue           []string
+		want                [][]string // each catalogue item's features, the intercept left out
+		skipped             int
+		err                 string
 	}{
 		{"movies.dat through the map", "10::A (1995)::Comedy\n20::B (1971)::Drama|War\n30::C (2000)::Horror\n",
-			"item_index\tmovie_id\n1\t10\n2\t20\n", "1::A (1995)::Comedy\n2::B (1971)::Drama|War\n", ""},
-		{"tsv through the map", "10\tx,y\n20\tz\n", "h\th\n7\t20\n", "7\tz\n", ""},
-		{"no map", "1\tx\n", "", "", ""},
-		{"bad map line", "10\tx\n", "h\th\n1 10\n", "", "ids.tsv:2"},
-		{"bad features line", "10 x\n", "h\th\n1\t10\n", "", "features.dat:1"},
+			"item_index\tmovie_id\n1\t10\n2\t20\n", []string{"1", "2"},
+			[][]string{{"genre:Comedy", "years:1995-1999", "genre:Comedy|1990s"},
+				{"genre:Drama", "genre:War", "years:1970-1974", "genre:Drama|1970s", "genre:War|1970s"}}, 1, ""},
+		{"tsv through the map", "10\tx,y\n20\tz\n", "h\th\n7\t20\n", []string{"7"}, [][]string{{"z"}}, 1, ""},
+		{"no map", "1\tx\n", "", []string{"1"}, [][]string{{"x"}}, 0, ""},
+		{"bad map line", "10\tx\n", "h\th\n1 10\n", []string{"1"}, nil, 0, "ids.tsv:2"},
+		{"bad features line", "10 x\n", "h\th\n1\t10\n", []string{"1"}, nil, 0, "features.dat:1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dataDir, out := t.TempDir(), t.TempDir()
+			dataDir := t.TempDir()
 			s := TopNSpec{Name: "f", Features: "features.dat"}
 			if err := os.WriteFile(filepath.Join(dataDir, "features.dat"), []byte(tc.features), 0o644); err != nil {
 				t.Fatal(err)
@@ -38,7 +44,7 @@ func TestTopNFeaturesFile(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			path, err := s.featuresFile(dataDir, out)
+			f, err := s.itemFeatures(dataDir, tc.catalogue)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one naming %q", err, tc.err)
@@ -48,18 +54,17 @@ func TestTopNFeaturesFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.ids == "" {
-				if path != filepath.Join(dataDir, "features.dat") {
-					t.Errorf("without a map the features file is %s, want the original", path)
+			if f.Skipped != tc.skipped {
+				t.Errorf("%d lines skipped, want %d", f.Skipped, tc.skipped)
+			}
+			for j, want := range tc.want {
+				var got []string
+				for _, k := range f.Of[j][1:] { // after the intercept
+					got = append(got, f.Names[k])
 				}
-				return
-			}
-			got, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != tc.want {
-				t.Errorf("rewritten features:\n%s\nwant\n%s", got, tc.want)
+				if strings.Join(got, " ") != strings.Join(want, " ") {
+					t.Errorf("item %s: features %q, want %q", tc.catalogue[j], got, want)
+				}
 			}
 		})
 	}

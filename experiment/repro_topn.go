@@ -255,9 +255,6 @@ type topNData struct {
 	decl       release.Declared
 	popularity map[string]float64
 	summary    string
-	// features is the public item-features file in the catalogue's IDs
-	// ("" without Features).
-	features string
 }
 
 func (s *TopNSpec) prepare(dataDir string) (*topNData, error) {
@@ -358,13 +355,8 @@ func RunTopN(ctx context.Context, s TopNSpec, dataDir, out string) error {
 	if err != nil {
 		return err
 	}
-	if d.features, err = s.featuresFile(dataDir, out); err != nil {
+	if d.decl.ItemFeatures, err = s.itemFeatures(dataDir, d.decl.Catalogue.IDs()); err != nil {
 		return err
-	}
-	if d.features != "" {
-		if d.decl.ItemFeatures, err = model.LoadItemFeatures(d.features, d.decl.Catalogue); err != nil {
-			return fmt.Errorf("dataset %s: %w", s.Name, err)
-		}
 	}
 	s.Log.Info("top-N split", "reproduction", s.Name, "data", d.summary, "runs left", rec.total-rec.finished)
 	if err := writeTopNPopulation(out, d); err != nil {
